@@ -1,0 +1,68 @@
+/* config.h: pgleader's settings, from defaults, file, environment and argv. */
+#ifndef PGLEADER_CONFIG_H
+#define PGLEADER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CONFIG_DEFAULT_LOCK_KEY INT64_C(0x50474c4541444552) /* "PGLEADER" */
+
+enum acquire_mode { ACQUIRE_WAIT, ACQUIRE_POLL };
+enum restart_policy { RESTART_NO, RESTART_ON_FAILURE, RESTART_ALWAYS };
+
+struct config {
+	char *config_file;      /* -c; NULL when none */
+	char *dsn;              /* NULL: libpq environment */
+	int64_t lock_key;
+	char *lock_name;        /* non-NULL: key = hashtextextended(name, 0) */
+	enum acquire_mode acquire;
+	int64_t retry_interval_ms;
+	int64_t ping_interval_ms;
+	int64_t ping_timeout_ms;
+	int ping_failures;
+	int64_t server_lease_ms; /* 0 = off */
+	int64_t grace_period_ms;
+	int64_t takeover_delay_ms;
+	enum restart_policy restart;
+	bool nonblock;
+	int64_t wait_timeout_ms; /* -1 = wait for ever */
+	int conflict_exit_code;
+	bool shell;
+	char *node_id;           /* default: host name */
+	char *metrics_addr;      /* NULL = off */
+	int log_level;           /* enum log_level, after -v/-q */
+	char **command;          /* NULL-terminated argv; NULL in status mode */
+	bool status_mode;        /* "pgleader status" */
+	bool json;               /* status --json */
+};
+
+enum config_result {
+	CONFIG_OK = 0,
+	CONFIG_HELP,            /* --help: print config_usage() to stdout, exit 0 */
+	CONFIG_VERSION,         /* --version */
+	CONFIG_USAGE = 64,      /* bad command line (EX_USAGE) */
+	CONFIG_INVALID = 78,    /* bad file, environment or combination (EX_CONFIG) */
+};
+
+/* Fills cfg from defaults, then the file (-c or PGLEADER_CONFIG), then
+ * PGLEADER_<KEY> environment variables, then argv; validates the result.
+ * On error returns CONFIG_USAGE or CONFIG_INVALID with one line in err that
+ * names the option, variable or file:line. */
+enum config_result config_load(struct config *cfg, int argc, char **argv,
+			       char *err, size_t errlen);
+void config_free(struct config *cfg);
+
+void config_usage(FILE *out);
+
+/* "250ms", "5s", "2m", "1h", "0"; a bare number is seconds. */
+int config_parse_duration(const char *s, int64_t *ms);
+/* Signed 64-bit decimal, or 0x hex up to 16 digits (two's complement). */
+int config_parse_lock_key(const char *s, int64_t *key);
+/* Splits like a POSIX shell without expansions: blanks separate words,
+ * '...' is literal, "..." honours \" \\ \$ \`, a backslash quotes the next
+ * character. Returns a malloc'd NULL-terminated argv, or NULL with err. */
+char **config_split_command(const char *s, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,1333 @@
+/* test_config.c: config.c's contract, one table per concern. */
+#include "config.h"
+#include "log.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ERRLEN 512
+
+extern char **environ;
+
+static char tmpdir[64];
+
+/* Unchecked fixture: runs once per tcase in the parent, so the directory
+ * outlives forked tests and goes away even when one of them fails. */
+static void make_tmpdir(void)
+{
+	strcpy(tmpdir, "/tmp/test_config.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		abort();
+}
+
+static void remove_tmpdir(void)
+{
+	DIR *dir = opendir(tmpdir);
+	struct dirent *entry;
+	char path[PATH_MAX];
+
+	while (dir && (entry = readdir(dir))) {
+		if (entry->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", tmpdir, entry->d_name);
+		if (unlink(path) < 0)
+			rmdir(path);
+	}
+	if (dir)
+		closedir(dir);
+	rmdir(tmpdir);
+}
+
+/* Checked fixture: the caller's PGLEADER_* variables must not leak into
+ * any test, nor one test's into the next when CK_FORK=no. */
+static void clear_pgleader_env(void)
+{
+	for (;;) {
+		char name[256] = "";
+
+		for (char **e = environ; *e && !name[0]; e++)
+			if (strncmp(*e, "PGLEADER_", 9) == 0)
+				snprintf(name, sizeof(name), "%.*s",
+					 (int)strcspn(*e, "="), *e);
+		if (!name[0])
+			return;
+		unsetenv(name);
+	}
+}
+
+static const char *write_bytes(const char *name, const char *data, size_t len)
+{
+	static char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+	fclose(f);
+	return path;
+}
+
+static const char *write_file(const char *content)
+{
+	return write_bytes("pgleader.conf", content, strlen(content));
+}
+
+/* args: NULL-terminated, without argv[0]. */
+static enum config_result load_args(struct config *cfg, char *err,
+				    const char *const *args)
+{
+	char *argv[32];
+	int argc = 0;
+
+	argv[argc++] = "pgleader";
+	for (; args && *args; args++)
+		argv[argc++] = (char *)*args;
+	argv[argc] = NULL;
+	return config_load(cfg, argc, argv, err, ERRLEN);
+}
+
+static enum config_result load(struct config *cfg, char *err, ...)
+{
+	const char *args[32];
+	size_t n = 0;
+	va_list ap;
+
+	va_start(ap, err);
+	while ((args[n] = va_arg(ap, const char *)))
+		n++;
+	va_end(ap);
+	return load_args(cfg, err, args);
+}
+
+/* "FILE" in an expected message stands for the temporary file's path. */
+static const char *expand(const char *expected, const char *path)
+{
+	static char buf[ERRLEN * 2];
+	const char *at = strstr(expected, "FILE");
+
+	if (!at || !path)
+		return expected;
+	snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - expected), expected,
+		 path, at + 4);
+	return buf;
+}
+
+static const char *join(char **words)
+{
+	static char buf[1024];
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (; words && *words; words++)
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s",
+				      n ? "|" : "", *words);
+	return buf;
+}
+
+/* A setting rendered as text, so that one table can check every type. */
+static const char *field_text(const struct config *cfg, const char *key)
+{
+	static char buf[256];
+
+#define INT(name, value) if (strcmp(key, name) == 0) \
+		return snprintf(buf, sizeof(buf), "%lld", (long long)(value)), buf
+#define STR(name, value) if (strcmp(key, name) == 0) \
+		return (value) ? (value) : "(null)"
+	STR("dsn", cfg->dsn);
+	INT("lock_key", cfg->lock_key);
+	STR("lock_name", cfg->lock_name);
+	INT("acquire", cfg->acquire);
+	INT("retry_interval", cfg->retry_interval_ms);
+	INT("ping_interval", cfg->ping_interval_ms);
+	INT("ping_timeout", cfg->ping_timeout_ms);
+	INT("ping_failures", cfg->ping_failures);
+	INT("server_lease", cfg->server_lease_ms);
+	INT("grace_period", cfg->grace_period_ms);
+	INT("takeover_delay", cfg->takeover_delay_ms);
+	INT("restart", cfg->restart);
+	INT("wait_timeout", cfg->wait_timeout_ms);
+	INT("conflict_exit_code", cfg->conflict_exit_code);
+	INT("shell", cfg->shell);
+	STR("node_id", cfg->node_id);
+	INT("log_level", cfg->log_level);
+	STR("command", join(cfg->command));
+#undef INT
+#undef STR
+	ck_abort_msg("no such key %s", key);
+	return NULL;
+}
+
+static void env_name(const char *key, char *buf, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, len, "PGLEADER_");
+
+	for (; *key && n + 1 < len; key++)
+		buf[n++] = (*key >= 'a' && *key <= 'z') ? (char)(*key - 32) : *key;
+	buf[n] = '\0';
+}
+
+/* ---- every key, through every layer ---- */
+
+static const struct key_case {
+	const char *key;
+	const char *option;  /* NULL: file and environment only */
+	bool flag;           /* the option takes no value and means "true" */
+	const char *good, *expect;
+	const char *bad, *why; /* bad NULL: every value is valid */
+} key_cases[] = {
+	{ "dsn", "dsn", false, "host=db1,db2 dbname=app", "host=db1,db2 dbname=app",
+	  NULL, NULL },
+	{ "lock_key", "lock-key", false, "0x10", "16", "12x",
+	  "invalid lock key \"12x\" (signed 64-bit decimal, or 0x and 1 to 16 hex digits)" },
+	{ "lock_name", "lock-name", false, "nightly report", "nightly report", "",
+	  "must not be empty" },
+	{ "acquire", "acquire", false, "poll", "1", "sometimes",
+	  "invalid value \"sometimes\" (expected wait, poll)" },
+	{ "retry_interval", "retry-interval", false, "250ms", "250", "5 s",
+	  "invalid duration \"5 s\" (examples: 250ms, 5s, 2m)" },
+	{ "ping_interval", "ping-interval", false, "1.5s", "1500", "-1s",
+	  "invalid duration \"-1s\" (examples: 250ms, 5s, 2m)" },
+	{ "ping_timeout", "ping-timeout", false, "3s", "3000", "0",
+	  "must be greater than 0" },
+	{ "ping_failures", "ping-failures", false, "5", "5", "0",
+	  "0 is out of range (1 to 1000)" },
+	{ "server_lease", "server-lease", false, "0", "0", "forever",
+	  "invalid duration \"forever\" (examples: 250ms, 5s, 2m)" },
+	{ "grace_period", "grace-period", false, "1s", "1000", "-8s",
+	  "invalid duration \"-8s\" (examples: 250ms, 5s, 2m)" },
+	{ "takeover_delay", "takeover-delay", false, "1h", "3600000", "1d",
+	  "invalid duration \"1d\" (examples: 250ms, 5s, 2m)" },
+	{ "restart", "restart", false, "on-failure", "1", "On-Failure",
+	  "invalid value \"On-Failure\" (expected no, on-failure, always)" },
+	{ "wait_timeout", "wait-timeout", false, "30s", "30000", "never",
+	  "invalid duration \"never\" (examples: 250ms, 5s, 2m)" },
+	{ "conflict_exit_code", "conflict-exit-code", false, "0", "0", "256",
+	  "256 is out of range (0 to 255)" },
+	{ "shell", "shell", true, "yes", "1", "maybe",
+	  "invalid boolean \"maybe\" (true/false, yes/no, on/off, 1/0)" },
+	{ "node_id", "node-id", false, "db-1.example", "db-1.example", "has space",
+	  "\"has space\" may hold only printable ASCII without spaces" },
+	{ "log_level", "log-level", false, "debug", "7", "loud",
+	  "invalid value \"loud\" (expected error, warning, notice, info, debug)" },
+	{ "command", NULL, false, "./report --daily 'a b'", "./report|--daily|a b",
+	  "'open", "unterminated single quote" },
+};
+
+#define NKEYS (int)(sizeof(key_cases) / sizeof(key_cases[0]))
+
+static const char *const *command_args(const struct key_case *k,
+				       const char *first, const char *second)
+{
+	static const char *args[4];
+	size_t n = 0;
+
+	if (first)
+		args[n++] = first;
+	if (second)
+		args[n++] = second;
+	if (strcmp(k->key, "command") != 0)
+		args[n++] = "true";
+	args[n] = NULL;
+	return args;
+}
+
+START_TEST(key_in_file)
+{
+	const struct key_case *k = &key_cases[_i];
+	struct config cfg;
+	char err[ERRLEN], content[512];
+	const char *path;
+
+	snprintf(content, sizeof(content), "[pgleader]\n%s = %s\n", k->key, k->good);
+	path = write_file(content);
+	ck_assert_int_eq(load_args(&cfg, err, command_args(k, "-c", path)), CONFIG_OK);
+	ck_assert_str_eq(field_text(&cfg, k->key), k->expect);
+	config_free(&cfg);
+
+	if (!k->why)
+		return;
+	snprintf(content, sizeof(content), "[pgleader]\n%s = %s\n", k->key, k->bad);
+	path = write_file(content);
+	ck_assert_int_eq(load_args(&cfg, err, command_args(k, "-c", path)),
+			 CONFIG_INVALID);
+	snprintf(content, sizeof(content), "FILE:2: %s: %s", k->key, k->why);
+	ck_assert_str_eq(err, expand(content, path));
+}
+END_TEST
+
+START_TEST(key_in_environment)
+{
+	const struct key_case *k = &key_cases[_i];
+	struct config cfg;
+	char err[ERRLEN], name[64], expected[512];
+
+	env_name(k->key, name, sizeof(name));
+	setenv(name, k->good, 1);
+	ck_assert_int_eq(load_args(&cfg, err, command_args(k, NULL, NULL)), CONFIG_OK);
+	ck_assert_str_eq(field_text(&cfg, k->key), k->expect);
+	config_free(&cfg);
+
+	if (!k->why || !*k->bad) /* an empty variable counts as unset */
+		return;
+	setenv(name, k->bad, 1);
+	ck_assert_int_eq(load_args(&cfg, err, command_args(k, NULL, NULL)),
+			 CONFIG_INVALID);
+	snprintf(expected, sizeof(expected), "%s: %s", name, k->why);
+	ck_assert_str_eq(err, expected);
+}
+END_TEST
+
+START_TEST(key_on_command_line)
+{
+	const struct key_case *k = &key_cases[_i];
+	struct config cfg;
+	char err[ERRLEN], option[256], expected[512];
+
+	if (!k->option)
+		return;
+	if (k->flag)
+		snprintf(option, sizeof(option), "--%s", k->option);
+	else
+		snprintf(option, sizeof(option), "--%s=%s", k->option, k->good);
+	ck_assert_int_eq(load_args(&cfg, err, command_args(k, option, NULL)), CONFIG_OK);
+	ck_assert_str_eq(field_text(&cfg, k->key), k->expect);
+	config_free(&cfg);
+
+	if (!k->why || k->flag)
+		return;
+	/* The value as a separate word, the way most people type it. */
+	snprintf(option, sizeof(option), "--%s", k->option);
+	ck_assert_int_eq(load_args(&cfg, err, command_args(k, option, k->bad)),
+			 CONFIG_USAGE);
+	snprintf(expected, sizeof(expected), "--%s: %s", k->option, k->why);
+	ck_assert_str_eq(err, expected);
+}
+END_TEST
+
+/* Help lists every option's key and default; the key table above must
+ * cover every key that help shows, so a new key cannot go untested. */
+START_TEST(help_lists_every_key)
+{
+	char *text = NULL, *line;
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+	int keyed = 0, listed = 0;
+
+	config_usage(out);
+	fclose(out);
+	for (int i = 0; i < NKEYS; i++) {
+		char needle[128];
+
+		if (key_cases[i].option) {
+			keyed++;
+			snprintf(needle, sizeof(needle), "--%s", key_cases[i].option);
+			ck_assert_msg(strstr(text, needle), "%s not in help", needle);
+			snprintf(needle, sizeof(needle), "key: %s, default: ",
+				 key_cases[i].key);
+		} else {
+			snprintf(needle, sizeof(needle), "  %s = ", key_cases[i].key);
+		}
+		ck_assert_msg(strstr(text, needle), "%s not in help", needle);
+	}
+	for (line = text; (line = strstr(line, "  key: ")); line++)
+		listed++;
+	ck_assert_int_eq(listed, keyed);
+	for (line = text; *line;) {
+		size_t len = strcspn(line, "\n");
+
+		ck_assert_msg(len < 80, "help line too long: %.*s", (int)len, line);
+		line += len + (line[len] == '\n');
+	}
+	ck_assert(strstr(text, "environment: PGLEADER_CONFIG"));
+	ck_assert(strstr(text, "Usage: pgleader [OPTION]... [--] COMMAND [ARG]..."));
+	free(text);
+}
+END_TEST
+
+/* ---- values ---- */
+
+static const struct {
+	const char *text;
+	int result;
+	int64_t ms;
+} duration_cases[] = {
+	{ "250ms", 0, 250 }, { "5s", 0, 5000 }, { "1.5s", 0, 1500 },
+	{ "2m", 0, 120000 }, { "1h", 0, 3600000 }, { "0", 0, 0 },
+	{ "0ms", 0, 0 }, { "7", 0, 7000 }, { "0.5", 0, 500 },
+	{ "0.001s", 0, 1 }, { "1.25m", 0, 75000 }, { "007s", 0, 7000 },
+	{ "720h", 0, INT64_C(2592000000) },
+	{ "2592000000ms", 0, INT64_C(2592000000) },
+	{ "2592000001ms", -1, 0 }, { "721h", -1, 0 }, { "43201m", -1, 0 },
+	{ "99999999999999999999999", -1, 0 }, { "", -1, 0 }, { "-1s", -1, 0 },
+	{ "-0", -1, 0 }, { "+5s", -1, 0 }, { " 5s", -1, 0 }, { "5s ", -1, 0 },
+	{ "5 s", -1, 0 }, { "5x", -1, 0 }, { "s", -1, 0 }, { "ms", -1, 0 },
+	{ ".5s", -1, 0 }, { "1.", -1, 0 }, { "1.s", -1, 0 }, { "1.5ms", -1, 0 },
+	{ "1.0005s", -1, 0 }, { "5S", -1, 0 }, { "5sec", -1, 0 },
+	{ "5mss", -1, 0 }, { "1e3", -1, 0 }, { "0x10", -1, 0 }, { "1d", -1, 0 },
+	{ "1h30m", -1, 0 }, { "none", -1, 0 }, { "1.0000000001s", -1, 0 },
+};
+
+START_TEST(duration)
+{
+	int64_t ms = -42;
+
+	ck_assert_msg(config_parse_duration(duration_cases[_i].text, &ms) ==
+		      duration_cases[_i].result, "\"%s\"", duration_cases[_i].text);
+	if (duration_cases[_i].result == 0)
+		ck_assert_int_eq(ms, duration_cases[_i].ms);
+	else
+		ck_assert_int_eq(ms, -42); /* untouched on error */
+}
+END_TEST
+
+static const struct {
+	const char *text;
+	int result;
+	int64_t key;
+} lock_key_cases[] = {
+	{ "0", 0, 0 }, { "42", 0, 42 }, { "-1", 0, -1 }, { "007", 0, 7 },
+	{ "9223372036854775807", 0, INT64_MAX },
+	{ "-9223372036854775808", 0, INT64_MIN },
+	{ "9223372036854775808", -1, 0 }, { "-9223372036854775809", -1, 0 },
+	{ "99999999999999999999", -1, 0 },
+	{ "0x0", 0, 0 }, { "0xff", 0, 255 }, { "0XFF", 0, 255 },
+	{ "0x50474c4541444552", 0, CONFIG_DEFAULT_LOCK_KEY },
+	{ "0x7fffffffffffffff", 0, INT64_MAX },
+	{ "0x8000000000000000", 0, INT64_MIN },
+	{ "0xffffffffffffffff", 0, -1 },
+	{ "0x0000000000000001", 0, 1 },
+	{ "0x10000000000000000", -1, 0 }, { "0x00000000000000001", -1, 0 },
+	{ "0x", -1, 0 }, { "0xg", -1, 0 }, { "0x1g", -1, 0 }, { "-0x1", -1, 0 },
+	{ "x10", -1, 0 }, { "", -1, 0 }, { "-", -1, 0 }, { "+1", -1, 0 },
+	{ " 1", -1, 0 }, { "1 ", -1, 0 }, { "12abc", -1, 0 }, { "1.0", -1, 0 },
+	{ "010", 0, 10 }, /* decimal, not octal */
+};
+
+START_TEST(lock_key)
+{
+	int64_t key = 42;
+
+	ck_assert_msg(config_parse_lock_key(lock_key_cases[_i].text, &key) ==
+		      lock_key_cases[_i].result, "\"%s\"", lock_key_cases[_i].text);
+	if (lock_key_cases[_i].result == 0)
+		ck_assert_int_eq(key, lock_key_cases[_i].key);
+}
+END_TEST
+
+/* words joined by '|'; NULL words: an error, with this message. */
+static const struct {
+	const char *line, *words, *error;
+} split_cases[] = {
+	{ "./report --daily", "./report|--daily", NULL },
+	{ "  a \t b\n c  ", "a|b|c", NULL },
+	{ "'a b' c", "a b|c", NULL },
+	{ "'a \\ \" $HOME'", "a \\ \" $HOME", NULL },
+	{ "\"a \\\" \\\\ \\$ \\` b\"", "a \" \\ $ ` b", NULL },
+	{ "\"\\n \\a\"", "\\n \\a", NULL }, /* other backslashes stay */
+	{ "\"a\\\nb\"", "ab", NULL },       /* escaped newline goes */
+	{ "a\\\nb", "ab", NULL },
+	{ "a \\\n b", "a|b", NULL },
+	{ "a\\ b", "a b", NULL },
+	{ "\\'a\\'", "'a'", NULL },
+	{ "\\\"", "\"", NULL },
+	{ "a\\", "a\\", NULL },             /* trailing backslash: literal */
+	{ "x'a'\"b\"c", "xabc", NULL },     /* quotes join one word */
+	{ "a '' b \"\"", "a||b|", NULL },   /* empty quotes: empty words */
+	{ "$HOME ~ *.c `id` $(id)", "$HOME|~|*.c|`id`|$(id)", NULL },
+	{ "a|b;c>d&", "a|b;c>d&", NULL },   /* no operators either */
+	{ "# not a comment", "#|not|a|comment", NULL },
+	{ "'unterminated", NULL, "unterminated single quote" },
+	{ "a \"b", NULL, "unterminated double quote" },
+	{ "\"a\\\"", NULL, "unterminated double quote" },
+	{ "", NULL, "empty command" },
+	{ " \t\n ", NULL, "empty command" },
+	{ "\\\n", NULL, "empty command" },
+};
+
+START_TEST(split_command)
+{
+	char err[ERRLEN] = "";
+	char **words = config_split_command(split_cases[_i].line, err, sizeof(err));
+
+	if (split_cases[_i].words) {
+		ck_assert_msg(words != NULL, "\"%s\": %s", split_cases[_i].line, err);
+		/* join() cannot show the empty words of case "a '' b" apart. */
+		ck_assert_str_eq(join(words), split_cases[_i].words);
+		for (char **w = words; *w; w++)
+			free(*w);
+		free(words);
+	} else {
+		ck_assert_ptr_null(words);
+		ck_assert_str_eq(err, split_cases[_i].error);
+	}
+}
+END_TEST
+
+/* Edges of each key's range that the key table does not reach. */
+static const struct {
+	const char *option, *value, *key, *expect, *error;
+} range_cases[] = {
+	{ "retry-interval", "0", NULL, NULL, "--retry-interval: must be greater than 0" },
+	{ "ping-interval", "0", NULL, NULL, "--ping-interval: must be greater than 0" },
+	{ "ping-timeout", "1ms", "ping_timeout", "1", NULL },
+	{ "grace-period", "0", "grace_period", "0", NULL },
+	{ "grace-period", "8", "grace_period", "8000", NULL },
+	{ "takeover-delay", "0", "takeover_delay", "0", NULL },
+	{ "wait-timeout", "0", "wait_timeout", "0", NULL },
+	{ "wait-timeout", "none", "wait_timeout", "-1", NULL },
+	{ "server-lease", "none", NULL, NULL,
+	  "--server-lease: invalid duration \"none\" (examples: 250ms, 5s, 2m)" },
+	{ "ping-failures", "1", "ping_failures", "1", NULL },
+	{ "ping-failures", "1001", NULL, NULL, "--ping-failures: 1001 is out of range (1 to 1000)" },
+	{ "ping-failures", "2x", NULL, NULL, "--ping-failures: invalid number \"2x\"" },
+	{ "ping-failures", "+2", NULL, NULL, "--ping-failures: invalid number \"+2\"" },
+	{ "ping-failures", "99999999999999999999", NULL, NULL,
+	  "--ping-failures: invalid number \"99999999999999999999\"" },
+	{ "conflict-exit-code", "255", "conflict_exit_code", "255", NULL },
+	{ "conflict-exit-code", "-1", NULL, NULL,
+	  "--conflict-exit-code: -1 is out of range (0 to 255)" },
+	{ "node-id", "a", "node_id", "a", NULL },
+	{ "node-id", "123456789012345678901234567890123456789012345678901234",
+	  "node_id", "123456789012345678901234567890123456789012345678901234", NULL },
+	{ "node-id", "1234567890123456789012345678901234567890123456789012345", NULL, NULL,
+	  "--node-id: \"1234567890123456789012345678901234567890...\" must have 1 to 54 characters" },
+	{ "node-id", "", NULL, NULL, "--node-id: \"\" must have 1 to 54 characters" },
+	{ "node-id", "caf\xc3\xa9", NULL, NULL,
+	  "--node-id: \"caf??\" may hold only printable ASCII without spaces" },
+	{ "node-id", "a\nb", NULL, NULL,
+	  "--node-id: \"a?b\" may hold only printable ASCII without spaces" },
+	{ "log-level", "error", "log_level", "3", NULL },
+	{ "log-level", "warning", "log_level", "4", NULL },
+	{ "log-level", "notice", "log_level", "5", NULL },
+	{ "log-level", "info", "log_level", "6", NULL },
+	{ "acquire", "wait", "acquire", "0", NULL },
+	{ "restart", "always", "restart", "2", NULL },
+	{ "restart", "no", "restart", "0", NULL },
+	{ "dsn", "", "dsn", "(null)", NULL }, /* back to the libpq environment */
+	{ "lock-key", "-9223372036854775808", "lock_key", "-9223372036854775808", NULL },
+	{ "lock-key", "0xffffffffffffffff", "lock_key", "-1", NULL },
+	{ "lock-key", "0x1ffffffffffffffff", NULL, NULL,
+	  "--lock-key: invalid lock key \"0x1ffffffffffffffff\" (signed 64-bit decimal, or 0x and 1 to 16 hex digits)" },
+};
+
+START_TEST(value_ranges)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	enum config_result result = load(&cfg, err, "--", "true", NULL);
+	char option[256];
+
+	config_free(&cfg);
+	ck_assert_int_eq(result, CONFIG_OK);
+	snprintf(option, sizeof(option), "--%s=%s", range_cases[_i].option,
+		 range_cases[_i].value);
+	result = load(&cfg, err, option, "true", NULL);
+	if (range_cases[_i].error) {
+		ck_assert_int_eq(result, CONFIG_USAGE);
+		ck_assert_str_eq(err, range_cases[_i].error);
+	} else {
+		ck_assert_msg(result == CONFIG_OK, "%s: %s", option, err);
+		ck_assert_str_eq(field_text(&cfg, range_cases[_i].key),
+				 range_cases[_i].expect);
+		config_free(&cfg);
+	}
+}
+END_TEST
+
+static const struct {
+	const char *value;
+	bool expect;
+} bool_cases[] = {
+	{ "true", true }, { "TRUE", true }, { "yes", true }, { "on", true },
+	{ "1", true }, { "false", false }, { "No", false }, { "off", false },
+	{ "0", false },
+};
+
+START_TEST(booleans)
+{
+	struct config cfg;
+	char err[ERRLEN];
+
+	setenv("PGLEADER_SHELL", bool_cases[_i].value, 1);
+	ck_assert_int_eq(load(&cfg, err, "x", NULL), CONFIG_OK);
+	ck_assert_int_eq(cfg.shell, bool_cases[_i].expect);
+	config_free(&cfg);
+}
+END_TEST
+
+/* ---- layers ---- */
+
+/* Bit 0: file, bit 1: environment, bit 2: command line; each gives
+ * retry_interval its own value, and the highest present must win. */
+START_TEST(precedence)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	const char *args[8];
+	size_t n = 0;
+	int64_t expect = 5000;
+
+	if (_i & 1) {
+		args[n++] = "-c";
+		args[n++] = write_file("[pgleader]\nretry_interval = 2s\n");
+		expect = 2000;
+	}
+	if (_i & 2) {
+		setenv("PGLEADER_RETRY_INTERVAL", "3s", 1);
+		expect = 3000;
+	}
+	if (_i & 4) {
+		args[n++] = "--retry-interval=4s";
+		expect = 4000;
+	}
+	args[n++] = "true";
+	args[n] = NULL;
+	ck_assert_int_eq(load_args(&cfg, err, args), CONFIG_OK);
+	ck_assert_int_eq(cfg.retry_interval_ms, expect);
+	config_free(&cfg);
+}
+END_TEST
+
+static const struct {
+	const char *file;               /* lines after [pgleader], or NULL */
+	const char *env_key, *env_name; /* PGLEADER_LOCK_KEY / _NAME */
+	const char *args[6];            /* before the command */
+	enum config_result result;
+	const char *error;
+	int64_t key;
+	const char *name;
+} lock_cases[] = {
+	{ NULL, NULL, NULL, { NULL }, CONFIG_OK, NULL, CONFIG_DEFAULT_LOCK_KEY, NULL },
+	{ "lock_name = a\n", NULL, NULL, { NULL }, CONFIG_OK, NULL, 0, "a" },
+	{ "lock_key = 5\n", NULL, NULL, { NULL }, CONFIG_OK, NULL, 5, NULL },
+	{ "lock_key = 5\nlock_name = a\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	  "FILE:3: lock_name: conflicts with lock_key on line 2; set only one of them", 0, NULL },
+	{ "lock_name = a\n\nlock_key = 5\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	  "FILE:4: lock_key: conflicts with lock_name on line 2; set only one of them", 0, NULL },
+	{ NULL, "1", "b", { NULL }, CONFIG_INVALID,
+	  "PGLEADER_LOCK_NAME: conflicts with PGLEADER_LOCK_KEY; set only one of them", 0, NULL },
+	{ NULL, NULL, NULL, { "-k", "1", "-n", "c", NULL }, CONFIG_USAGE,
+	  "--lock-name: conflicts with --lock-key; set only one of them", 0, NULL },
+	{ NULL, NULL, NULL, { "--lock-name=c", "--lock-key=1", NULL }, CONFIG_USAGE,
+	  "--lock-key: conflicts with --lock-name; set only one of them", 0, NULL },
+	{ "lock_key = 5\n", NULL, "b", { NULL }, CONFIG_OK, NULL, 0, "b" },
+	{ "lock_name = a\n", "7", NULL, { NULL }, CONFIG_OK, NULL, 7, NULL },
+	{ NULL, "7", NULL, { "-n", "c", NULL }, CONFIG_OK, NULL, 0, "c" },
+	{ "lock_name = a\n", NULL, NULL, { "-k", "9", NULL }, CONFIG_OK, NULL, 9, NULL },
+	{ NULL, NULL, "b", { "-k", "1", "-k", "2", NULL }, CONFIG_OK, NULL, 2, NULL },
+	{ "lock_key = 5\n", "6", NULL, { "-n", "c", NULL }, CONFIG_OK, NULL, 0, "c" },
+	{ "lock_name = a\nlock_name = b\n", NULL, NULL, { NULL }, CONFIG_OK, NULL, 0, "b" },
+	{ "lock_name = a\n", NULL, NULL, { "-n", "c", "-n", "d", NULL }, CONFIG_OK,
+	  NULL, 0, "d" },
+};
+
+START_TEST(lock_key_or_name)
+{
+	struct config cfg;
+	char err[ERRLEN], content[256];
+	const char *args[12], *path = NULL;
+	size_t n = 0;
+	enum config_result result;
+
+	if (lock_cases[_i].file) {
+		snprintf(content, sizeof(content), "[pgleader]\n%s", lock_cases[_i].file);
+		path = write_file(content);
+		args[n++] = "-c";
+		args[n++] = path;
+	}
+	if (lock_cases[_i].env_key)
+		setenv("PGLEADER_LOCK_KEY", lock_cases[_i].env_key, 1);
+	if (lock_cases[_i].env_name)
+		setenv("PGLEADER_LOCK_NAME", lock_cases[_i].env_name, 1);
+	for (const char *const *a = lock_cases[_i].args; *a; a++)
+		args[n++] = *a;
+	args[n++] = "true";
+	args[n] = NULL;
+	result = load_args(&cfg, err, args);
+	ck_assert_msg(result == lock_cases[_i].result, "%d: %s", result, err);
+	if (result != CONFIG_OK) {
+		ck_assert_str_eq(err, expand(lock_cases[_i].error, path));
+		return;
+	}
+	ck_assert_int_eq(cfg.lock_key, lock_cases[_i].key);
+	if (lock_cases[_i].name)
+		ck_assert_str_eq(cfg.lock_name, lock_cases[_i].name);
+	else
+		ck_assert_ptr_null(cfg.lock_name);
+	config_free(&cfg);
+}
+END_TEST
+
+START_TEST(config_file_sources)
+{
+	struct config cfg;
+	char err[ERRLEN], other[PATH_MAX];
+	const char *path;
+
+	/* PGLEADER_CONFIG names the file when -c does not. */
+	path = write_file("[pgleader]\ncommand = from-file --x\n");
+	setenv("PGLEADER_CONFIG", path, 1);
+	ck_assert_int_eq(load(&cfg, err, NULL), CONFIG_OK);
+	ck_assert_str_eq(cfg.config_file, path);
+	ck_assert_str_eq(join(cfg.command), "from-file|--x");
+	config_free(&cfg);
+
+	/* -c wins over PGLEADER_CONFIG. */
+	snprintf(other, sizeof(other), "%s", path);
+	path = write_bytes("other.conf", "[pgleader]\ncommand = other\n", 27);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, NULL), CONFIG_OK);
+	ck_assert_str_eq(join(cfg.command), "other");
+	config_free(&cfg);
+
+	/* PGLEADER_COMMAND wins over the file, the command line over both. */
+	setenv("PGLEADER_COMMAND", "from-env", 1);
+	ck_assert_int_eq(load(&cfg, err, NULL), CONFIG_OK);
+	ck_assert_str_eq(join(cfg.command), "from-env");
+	config_free(&cfg);
+	ck_assert_int_eq(load(&cfg, err, "--", "argv", "'x y'", NULL), CONFIG_OK);
+	ck_assert_str_eq(join(cfg.command), "argv|'x y'");
+	ck_assert_str_eq(cfg.config_file, other);
+	config_free(&cfg);
+
+	/* An empty PGLEADER_CONFIG is no file at all. */
+	setenv("PGLEADER_CONFIG", "", 1);
+	unsetenv("PGLEADER_COMMAND");
+	ck_assert_int_eq(load(&cfg, err, NULL), CONFIG_USAGE);
+	ck_assert_ptr_null(cfg.config_file);
+}
+END_TEST
+
+START_TEST(empty_variables_are_unset)
+{
+	struct config cfg;
+	char err[ERRLEN];
+
+	setenv("PGLEADER_PING_INTERVAL", "", 1);
+	setenv("PGLEADER_LOCK_NAME", "", 1);
+	setenv("PGLEADER_NODE_ID", "", 1);
+	setenv("PGLEADER_UNKNOWN_THING", "x", 1); /* not ours: ignored */
+	ck_assert_int_eq(load(&cfg, err, "true", NULL), CONFIG_OK);
+	ck_assert_int_eq(cfg.ping_interval_ms, 1000);
+	ck_assert_ptr_null(cfg.lock_name);
+	ck_assert_int_eq(cfg.lock_key, CONFIG_DEFAULT_LOCK_KEY);
+	config_free(&cfg);
+}
+END_TEST
+
+START_TEST(defaults)
+{
+	struct config cfg;
+	char err[ERRLEN], host[256] = "";
+
+	ck_assert_int_eq(load(&cfg, err, "true", NULL), CONFIG_OK);
+	ck_assert_ptr_null(cfg.config_file);
+	ck_assert_ptr_null(cfg.dsn);
+	ck_assert_int_eq(cfg.lock_key, CONFIG_DEFAULT_LOCK_KEY);
+	ck_assert_ptr_null(cfg.lock_name);
+	ck_assert_int_eq(cfg.acquire, ACQUIRE_WAIT);
+	ck_assert_int_eq(cfg.retry_interval_ms, 5000);
+	ck_assert_int_eq(cfg.ping_interval_ms, 1000);
+	ck_assert_int_eq(cfg.ping_timeout_ms, 2000);
+	ck_assert_int_eq(cfg.ping_failures, 3);
+	ck_assert_int_eq(cfg.server_lease_ms, 20000);
+	ck_assert_int_eq(cfg.grace_period_ms, 8000);
+	ck_assert_int_eq(cfg.takeover_delay_ms, 0);
+	ck_assert_int_eq(cfg.restart, RESTART_NO);
+	ck_assert(!cfg.nonblock);
+	ck_assert_int_eq(cfg.wait_timeout_ms, -1);
+	ck_assert_int_eq(cfg.conflict_exit_code, 75);
+	ck_assert(!cfg.shell);
+	ck_assert_ptr_null(cfg.metrics_addr);
+	ck_assert_int_eq(cfg.log_level, LOG_LEVEL_INFO);
+	ck_assert_str_eq(join(cfg.command), "true");
+	ck_assert(!cfg.status_mode);
+	ck_assert(!cfg.json);
+	/* node_id: the host name, cut to what application_name can hold */
+	ck_assert_int_eq(gethostname(host, sizeof(host) - 1), 0);
+	host[54] = '\0';
+	ck_assert_str_eq(cfg.node_id, host);
+	config_free(&cfg);
+}
+END_TEST
+
+/* ---- the file ---- */
+
+/* Expected error: "FILE" stands for the path; NULL: loads fine and key
+ * then reads expect. */
+static const struct {
+	const char *content;
+	enum config_result result;
+	const char *error, *key, *expect;
+} file_cases[] = {
+	{ "[pgleader]\nping_interval = 2s\nbogus = 1\n", CONFIG_INVALID,
+	  "FILE:3: unknown key \"bogus\"", NULL, NULL },
+	{ "[pgleader]\nlock-key = 1\n", CONFIG_INVALID,
+	  "FILE:2: unknown key \"lock-key\" (did you mean lock_key?)", NULL, NULL },
+	{ "[pgleader]\nLog_Level = info\n", CONFIG_INVALID,
+	  "FILE:2: unknown key \"Log_Level\" (did you mean log_level?)", NULL, NULL },
+	{ "; comment\n[other]\nx = 1\n", CONFIG_INVALID,
+	  "FILE:2: unknown section [other] (expected [pgleader])", NULL, NULL },
+	{ "[pgleader]\ncommand = true\n[Pgleader]\n", CONFIG_INVALID,
+	  "FILE:3: unknown section [Pgleader] (expected [pgleader])", NULL, NULL },
+	{ "dsn = x\n[pgleader]\n", CONFIG_INVALID,
+	  "FILE:1: key \"dsn\" is outside the [pgleader] section", NULL, NULL },
+	{ "[pgleader]\n\nnot a setting\n", CONFIG_INVALID,
+	  "FILE:3: syntax error (expected key = value or [pgleader])", NULL, NULL },
+	{ "[pgleader\ncommand = true\n", CONFIG_INVALID,
+	  "FILE:1: syntax error (expected key = value or [pgleader])", NULL, NULL },
+	{ "[pgleader] extra\n", CONFIG_INVALID,
+	  "FILE:1: unexpected text after [pgleader]", NULL, NULL },
+	{ "[pgleader]\nping_interval = 2s\n\n  ; note\nping_timeout = soon\n",
+	  CONFIG_INVALID,
+	  "FILE:5: ping_timeout: invalid duration \"soon\" (examples: 250ms, 5s, 2m)",
+	  NULL, NULL },
+	/* the first error is the one reported, whoever found it */
+	{ "[pgleader]\nbogus = 1\nping_timeout = soon\nnonsense\n", CONFIG_INVALID,
+	  "FILE:2: unknown key \"bogus\"", NULL, NULL },
+	{ "[pgleader]\nnonsense\nbogus = 1\n", CONFIG_INVALID,
+	  "FILE:2: syntax error (expected key = value or [pgleader])", NULL, NULL },
+	/* an indented line is not a continuation of the value above */
+	{ "[pgleader]\ncommand = ./report\n    --daily\n", CONFIG_INVALID,
+	  "FILE:3: syntax error (expected key = value or [pgleader])", NULL, NULL },
+	{ "[pgleader]\ncommand = 'a\n", CONFIG_INVALID,
+	  "FILE:2: command: unterminated single quote", NULL, NULL },
+	{ "[pgleader]\ncommand =\n", CONFIG_INVALID,
+	  "FILE:2: command: empty command", NULL, NULL },
+	{ "", CONFIG_INVALID, "FILE: no command given and no 'command' key", NULL, NULL },
+	{ "[pgleader]\nping_interval = 2s\n", CONFIG_INVALID,
+	  "FILE: no command given and no 'command' key", NULL, NULL },
+	{ "[pgleader]\nserver_lease = 10s\ncommand = x\n", CONFIG_INVALID,
+	  "server_lease 10s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 2s + grace_period 8s = 13s",
+	  NULL, NULL },
+	/* what does load */
+	{ "[pgleader]\n  ping_interval = 2s\ncommand = x\n", CONFIG_OK, NULL,
+	  "ping_interval", "2000" },
+	{ "[pgleader]\r\ncommand = a b\r\n", CONFIG_OK, NULL, "command", "a|b" },
+	{ "\xef\xbb\xbf[pgleader]\ncommand = bom\n", CONFIG_OK, NULL, "command", "bom" },
+	{ "# hash\n; semicolon\n\n[pgleader] ; here\ncommand = x\n", CONFIG_OK, NULL,
+	  "command", "x" },
+	{ "[pgleader]\ncommand = echo a ; comment\n", CONFIG_OK, NULL, "command", "echo|a" },
+	{ "[pgleader]\ncommand = x\ndsn = password=a;b #c\n", CONFIG_OK, NULL,
+	  "dsn", "password=a;b #c" },
+	{ "[pgleader]\ncommand = x\nnode_id: colon\n", CONFIG_OK, NULL,
+	  "node_id", "colon" },
+	{ "[pgleader]\ncommand = x\nping_interval = 2s\nping_interval = 3s\n", CONFIG_OK,
+	  NULL, "ping_interval", "3000" },
+	{ "[pgleader]\ncommand = x\ndsn = \"quoted\"\n", CONFIG_OK, NULL,
+	  "dsn", "\"quoted\"" },
+	{ "[pgleader]\n[pgleader]\ncommand = x\n", CONFIG_OK, NULL, "command", "x" },
+	{ "[pgleader]\ncommand = \"sh\" -c 'exit 3' \\$x\n", CONFIG_OK, NULL,
+	  "command", "sh|-c|exit 3|$x" },
+};
+
+START_TEST(file)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	const char *path = write_file(file_cases[_i].content);
+	enum config_result result = load(&cfg, err, "-c", path, NULL);
+
+	ck_assert_msg(result == file_cases[_i].result, "%d: %s", result, err);
+	if (result != CONFIG_OK) {
+		ck_assert_str_eq(err, expand(file_cases[_i].error, path));
+		return;
+	}
+	ck_assert_str_eq(field_text(&cfg, file_cases[_i].key), file_cases[_i].expect);
+	config_free(&cfg);
+}
+END_TEST
+
+START_TEST(file_cannot_be_read)
+{
+	struct config cfg;
+	char err[ERRLEN], path[PATH_MAX], expected[PATH_MAX + 64];
+	static const char nul_file[] = "[pgleader]\nnode_id = a\0b\n";
+
+	snprintf(path, sizeof(path), "%s/missing.conf", tmpdir);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), CONFIG_INVALID);
+	snprintf(expected, sizeof(expected), "%s: cannot open: %s", path, strerror(ENOENT));
+	ck_assert_str_eq(err, expected);
+
+	ck_assert_int_eq(load(&cfg, err, "-c", tmpdir, "true", NULL), CONFIG_INVALID);
+	snprintf(expected, sizeof(expected), "%s: cannot read: %s", tmpdir, strerror(EISDIR));
+	ck_assert_str_eq(err, expected);
+
+	ck_assert_int_eq(load(&cfg, err, "-c",
+			      write_bytes("nul.conf", nul_file, sizeof(nul_file) - 1),
+			      "true", NULL),
+			 CONFIG_INVALID);
+	ck_assert(strstr(err, "nul.conf:2: line holds a NUL byte"));
+}
+END_TEST
+
+/* inih's buffer is 200 bytes: 199 characters and the NUL. Our reader hands
+ * inih the line without its newline, so 199 characters is the longest line
+ * that arrives whole; anything longer is refused, never cut. */
+static const struct {
+	int length;
+	bool crlf, comment, ok;
+} line_cases[] = {
+	{ 198, false, false, true }, { 199, false, false, true },
+	{ 199, true, false, true }, { 200, false, false, false },
+	{ 200, true, false, false }, { 201, false, false, false },
+	{ 1000, false, false, false }, { 199, false, true, true },
+	{ 200, false, true, false },
+};
+
+START_TEST(line_length)
+{
+	struct config cfg;
+	char err[ERRLEN], content[1100], line[1001];
+	const char *path;
+	int len = line_cases[_i].length;
+	const char *head = line_cases[_i].comment ? "; " : "command = echo ";
+
+	memset(line, 'x', sizeof(line));
+	memcpy(line, head, strlen(head));
+	line[len] = '\0';
+	snprintf(content, sizeof(content), "[pgleader]%s%s%s%s",
+		 line_cases[_i].crlf ? "\r\n" : "\n", line,
+		 line_cases[_i].crlf ? "\r\n" : "\n",
+		 line_cases[_i].comment ? "command = x\n" : "");
+	path = write_file(content);
+	if (line_cases[_i].ok) {
+		ck_assert_msg(load(&cfg, err, "-c", path, NULL) == CONFIG_OK, "%s", err);
+		if (!line_cases[_i].comment)
+			ck_assert_int_eq(strlen(cfg.command[1]), (size_t)len - strlen(head));
+		config_free(&cfg);
+	} else {
+		ck_assert_int_eq(load(&cfg, err, "-c", path, NULL), CONFIG_INVALID);
+		ck_assert_str_eq(err, expand("FILE:2: line is longer than 199 characters", path));
+	}
+}
+END_TEST
+
+static int keep_value_cb(void *user, const char *section, const char *name,
+			 const char *value)
+{
+	(void)section;
+	(void)name;
+	snprintf(user, 1024, "%s", value);
+	return 1;
+}
+
+/* The boundary measured on inih itself, with its own fgets reader: a
+ * 199-character line arrives whole, a 200-character one is cut. */
+START_TEST(inih_own_boundary)
+{
+	char content[512], value[1024];
+	FILE *f;
+
+	for (int len = 198; len <= 200; len++) {
+		memset(content, 'y', sizeof(content));
+		memcpy(content, "[s]\nk=", 6);
+		content[4 + len] = '\n';
+		content[5 + len] = '\0';
+		f = fmemopen(content, strlen(content), "r");
+		value[0] = '\0';
+		ini_parse_file(f, keep_value_cb, value);
+		fclose(f);
+		if (len < 200)
+			ck_assert_int_eq(strlen(value), (size_t)len - 2);
+		else
+			ck_assert_int_lt(strlen(value), (size_t)len - 2);
+	}
+}
+END_TEST
+
+/* ---- the command line ---- */
+
+static const struct {
+	const char *args[6];
+	enum config_result result;
+	const char *error;
+} option_cases[] = {
+	{ { "-x", "true" }, CONFIG_USAGE, "unknown option -x; see pgleader --help" },
+	{ { "-vx", "true" }, CONFIG_USAGE, "unknown option -x; see pgleader --help" },
+	{ { "--foo", "true" }, CONFIG_USAGE, "unknown option --foo; see pgleader --help" },
+	{ { "--foo=bar", "true" }, CONFIG_USAGE, "unknown option --foo; see pgleader --help" },
+	{ { "--metrics-addr=:9187", "true" }, CONFIG_USAGE,
+	  "unknown option --metrics-addr; see pgleader --help" },
+	{ { "--ping", "1s", "true" }, CONFIG_USAGE,
+	  "ambiguous option --ping (--ping-interval, --ping-timeout, --ping-failures)" },
+	{ { "--nonblock=yes", "true" }, CONFIG_USAGE, "--nonblock takes no value" },
+	{ { "--shell=no", "true" }, CONFIG_USAGE, "--shell takes no value" },
+	{ { "--dsn" }, CONFIG_USAGE, "--dsn: missing value" },
+	{ { "true", "-d" }, CONFIG_OK, NULL }, /* the command's own option */
+	{ { "-d" }, CONFIG_USAGE, "--dsn: missing value" },
+	{ { "--ping-i=2s", "true" }, CONFIG_OK, NULL }, /* unique prefix */
+	{ { "-c" }, CONFIG_USAGE, "--config: missing value" },
+	{ { "--json", "true" }, CONFIG_USAGE, "--json is only valid with 'pgleader status'" },
+	{ { "--nonblock" }, CONFIG_USAGE,
+	  "no command given (usage: pgleader [OPTION]... [--] COMMAND [ARG]...)" },
+	{ { "--" }, CONFIG_USAGE,
+	  "no command given (usage: pgleader [OPTION]... [--] COMMAND [ARG]...)" },
+	{ { "--ping-interval", "x", "true" }, CONFIG_USAGE,
+	  "--ping-interval: invalid duration \"x\" (examples: 250ms, 5s, 2m)" },
+	{ { "--log-level", "a\nb\tc", "true" }, CONFIG_USAGE,
+	  "--log-level: invalid value \"a?b?c\" (expected error, warning, notice, info, debug)" },
+	{ { "--help", "--bogus" }, CONFIG_HELP, NULL },
+	{ { "--bogus", "--help" }, CONFIG_USAGE, "unknown option --bogus; see pgleader --help" },
+	{ { "-h" }, CONFIG_HELP, NULL },
+	{ { "--ping-interval=x", "-h" }, CONFIG_HELP, NULL }, /* values are checked later */
+	{ { "-c", "/nonexistent", "-h" }, CONFIG_HELP, NULL },
+	{ { "-V" }, CONFIG_VERSION, NULL },
+	{ { "status", "--version" }, CONFIG_VERSION, NULL },
+	{ { "--version", "true" }, CONFIG_VERSION, NULL },
+};
+
+START_TEST(options)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	enum config_result result = load_args(&cfg, err, option_cases[_i].args);
+
+	ck_assert_msg(result == option_cases[_i].result, "%d: %s", result, err);
+	if (option_cases[_i].error)
+		ck_assert_str_eq(err, option_cases[_i].error);
+	config_free(&cfg);
+}
+END_TEST
+
+static const struct {
+	const char *args[8];
+	enum config_result result;
+	bool status, json;
+	const char *command, *error;
+} status_cases[] = {
+	{ { "status" }, CONFIG_OK, true, false, "", NULL },
+	{ { "status", "--json" }, CONFIG_OK, true, true, "", NULL },
+	{ { "--json", "status" }, CONFIG_OK, true, true, "", NULL },
+	{ { "-d", "host=x", "status", "-q", "--json" }, CONFIG_OK, true, true, "", NULL },
+	{ { "status", "--" }, CONFIG_OK, true, false, "", NULL },
+	{ { "-d", "--", "status" }, CONFIG_OK, true, false, "", NULL }, /* "--" is -d's */
+	{ { "--", "status" }, CONFIG_OK, false, false, "status", NULL },
+	{ { "--", "status", "--json" }, CONFIG_OK, false, false, "status|--json", NULL },
+	{ { "echo", "status" }, CONFIG_OK, false, false, "echo|status", NULL },
+	{ { "Status" }, CONFIG_OK, false, false, "Status", NULL },
+	{ { "status", "foo" }, CONFIG_USAGE, false, false, NULL,
+	  "status takes no arguments (got \"foo\")" },
+	{ { "status", "--", "foo" }, CONFIG_USAGE, false, false, NULL,
+	  "status takes no arguments (got \"foo\")" },
+	{ { "status", "--bogus" }, CONFIG_USAGE, false, false, NULL,
+	  "unknown option --bogus; see pgleader --help" },
+	{ { "status", "--ping-interval=0" }, CONFIG_USAGE, false, false, NULL,
+	  "--ping-interval: must be greater than 0" },
+	{ { "status", "--server-lease=1s" }, CONFIG_INVALID, false, false, NULL,
+	  "server_lease 1s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 2s + grace_period 8s = 13s" },
+	{ { "--json", "--", "status" }, CONFIG_USAGE, false, false, NULL,
+	  "--json is only valid with 'pgleader status'" },
+};
+
+START_TEST(status_mode)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	enum config_result result = load_args(&cfg, err, status_cases[_i].args);
+
+	ck_assert_msg(result == status_cases[_i].result, "%d: %s", result, err);
+	if (result != CONFIG_OK) {
+		ck_assert_str_eq(err, status_cases[_i].error);
+		return;
+	}
+	ck_assert_int_eq(cfg.status_mode, status_cases[_i].status);
+	ck_assert_int_eq(cfg.json, status_cases[_i].json);
+	if (cfg.status_mode)
+		ck_assert_ptr_null(cfg.command);
+	ck_assert_str_eq(join(cfg.command), status_cases[_i].command);
+	config_free(&cfg);
+}
+END_TEST
+
+START_TEST(status_ignores_file_command)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	const char *path = write_file("[pgleader]\ncommand = 'broken\ndsn = x\n");
+
+	ck_assert_int_eq(load(&cfg, err, "-c", path, "status", NULL), CONFIG_OK);
+	ck_assert_ptr_null(cfg.command);
+	ck_assert_str_eq(cfg.dsn, "x");
+	config_free(&cfg);
+}
+END_TEST
+
+static const struct {
+	const char *args[8];
+	int level;
+} verbosity_cases[] = {
+	{ { "true" }, LOG_LEVEL_INFO },
+	{ { "-v", "true" }, LOG_LEVEL_DEBUG },
+	{ { "-vvvv", "true" }, LOG_LEVEL_DEBUG },
+	{ { "-q", "true" }, LOG_LEVEL_NOTICE },
+	{ { "-qqqqqqqq", "true" }, LOG_LEVEL_ERROR },
+	{ { "--quiet", "--quiet", "-v", "true" }, LOG_LEVEL_NOTICE },
+	{ { "-v", "--log-level=error", "true" }, LOG_LEVEL_WARNING },
+	{ { "--log-level=debug", "-q", "-q", "true" }, LOG_LEVEL_NOTICE },
+	{ { "--log-level=warning", "--verbose", "true" }, LOG_LEVEL_NOTICE },
+	{ { "-q", "true", "-v" }, LOG_LEVEL_NOTICE }, /* -v is the command's */
+};
+
+START_TEST(verbosity)
+{
+	struct config cfg;
+	char err[ERRLEN];
+
+	ck_assert_int_eq(load_args(&cfg, err, verbosity_cases[_i].args), CONFIG_OK);
+	ck_assert_int_eq(cfg.log_level, verbosity_cases[_i].level);
+	config_free(&cfg);
+}
+END_TEST
+
+START_TEST(verbosity_applies_after_all_layers)
+{
+	struct config cfg;
+	char err[ERRLEN];
+
+	setenv("PGLEADER_LOG_LEVEL", "warning", 1);
+	ck_assert_int_eq(load(&cfg, err, "-v", "-c",
+			      write_file("[pgleader]\nlog_level = error\ncommand = x\n"),
+			      NULL), CONFIG_OK);
+	ck_assert_int_eq(cfg.log_level, LOG_LEVEL_NOTICE);
+	config_free(&cfg);
+}
+END_TEST
+
+START_TEST(shell_keeps_the_line_whole)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	const char *path = write_file("[pgleader]\ncommand = echo \"a  b\" | tr a b\n");
+
+	ck_assert_int_eq(load(&cfg, err, "-c", path, "--shell", NULL), CONFIG_OK);
+	ck_assert_str_eq(join(cfg.command), "echo \"a  b\" | tr a b");
+	ck_assert_ptr_null(cfg.command[1]);
+	config_free(&cfg);
+
+	setenv("PGLEADER_SHELL", "true", 1);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, NULL), CONFIG_OK);
+	ck_assert_ptr_null(cfg.command[1]);
+	config_free(&cfg);
+
+	/* from argv the words are joined into one script for sh -c */
+	ck_assert_int_eq(load(&cfg, err, "--", "echo $X", "y", NULL), CONFIG_OK);
+	ck_assert_str_eq(cfg.command[0], "echo $X y");
+	ck_assert_ptr_null(cfg.command[1]);
+	ck_assert(cfg.shell);
+	config_free(&cfg);
+
+	setenv("PGLEADER_COMMAND", "a 'b", 1);
+	setenv("PGLEADER_SHELL", "no", 1);
+	ck_assert_int_eq(load(&cfg, err, NULL), CONFIG_INVALID);
+	ck_assert_str_eq(err, "PGLEADER_COMMAND: unterminated single quote");
+}
+END_TEST
+
+/* ---- cross-field rules ---- */
+
+static const struct {
+	const char *args[8];
+	enum config_result result;
+	const char *error;
+} timing_cases[] = {
+	{ { NULL }, CONFIG_OK, NULL },
+	{ { "--server-lease=13s" }, CONFIG_INVALID,
+	  "server_lease 13s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 2s + grace_period 8s = 13s" },
+	{ { "--server-lease=13001ms" }, CONFIG_OK, NULL },
+	{ { "--server-lease=0", "--grace-period=720h" }, CONFIG_OK, NULL },
+	{ { "--ping-interval=1.5s", "--ping-failures=4", "--ping-timeout=250ms",
+	    "--grace-period=2m", "--server-lease=2m" }, CONFIG_INVALID,
+	  "server_lease 2m must be greater than ping_interval 1.5s * ping_failures 4 + ping_timeout 250ms + grace_period 2m = 126.25s" },
+	{ { "--grace-period=0", "--ping-timeout=1ms", "--server-lease=3002ms" },
+	  CONFIG_OK, NULL },
+	{ { "--grace-period=0", "--ping-timeout=1ms", "--server-lease=3.001s" },
+	  CONFIG_INVALID,
+	  "server_lease 3.001s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 1ms + grace_period 0 = 3.001s" },
+	{ { "--server-lease=90" }, CONFIG_OK, NULL }, /* a bare number: seconds */
+	{ { "--ping-interval=720h", "--ping-failures=1000", "--ping-timeout=720h",
+	    "--grace-period=720h", "--server-lease=720h" }, CONFIG_INVALID,
+	  "server_lease 720h must be greater than ping_interval 720h * ping_failures 1000 + ping_timeout 720h + grace_period 720h = 721440h" },
+	{ { "--ping-interval=720h", "--ping-failures=1000", "--server-lease=0" },
+	  CONFIG_OK, NULL },
+};
+
+START_TEST(timing_rule)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	const char *args[10];
+	size_t n = 0;
+	enum config_result result;
+
+	for (const char *const *a = timing_cases[_i].args; *a; a++)
+		args[n++] = *a;
+	args[n++] = "true";
+	args[n] = NULL;
+	result = load_args(&cfg, err, args);
+	ck_assert_msg(result == timing_cases[_i].result, "%d: %s", result, err);
+	if (timing_cases[_i].error)
+		ck_assert_str_eq(err, timing_cases[_i].error);
+	config_free(&cfg);
+}
+END_TEST
+
+/* ---- exit codes, one row per class of error ---- */
+
+static const struct {
+	const char *what;
+	const char *file, *env_name, *env_value;
+	const char *args[6];
+	enum config_result result;
+} exit_cases[] = {
+	{ "loads", NULL, NULL, NULL, { "true" }, CONFIG_OK },
+	{ "help", NULL, NULL, NULL, { "--help" }, CONFIG_HELP },
+	{ "version", NULL, NULL, NULL, { "--version" }, CONFIG_VERSION },
+	{ "unknown option", NULL, NULL, NULL, { "--bogus", "true" }, CONFIG_USAGE },
+	{ "missing value", NULL, NULL, NULL, { "--dsn" }, CONFIG_USAGE },
+	{ "bad option value", NULL, NULL, NULL, { "-k", "x", "true" }, CONFIG_USAGE },
+	{ "lock conflict, argv", NULL, NULL, NULL, { "-k", "1", "-n", "a", "true" },
+	  CONFIG_USAGE },
+	{ "no command", NULL, NULL, NULL, { NULL }, CONFIG_USAGE },
+	{ "json without status", NULL, NULL, NULL, { "--json", "x" }, CONFIG_USAGE },
+	{ "word after status", NULL, NULL, NULL, { "status", "x" }, CONFIG_USAGE },
+	{ "bad file value", "[pgleader]\nacquire = x\n", NULL, NULL, { "true" },
+	  CONFIG_INVALID },
+	{ "unknown key", "[pgleader]\nx = 1\n", NULL, NULL, { "true" }, CONFIG_INVALID },
+	{ "long line", "[pgleader]\n;"
+	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
+	  NULL, NULL, { "true" }, CONFIG_INVALID },
+	{ "file without command", "[pgleader]\n", NULL, NULL, { NULL }, CONFIG_INVALID },
+	{ "lock conflict, file", "[pgleader]\nlock_key = 1\nlock_name = a\n", NULL, NULL,
+	  { "true" }, CONFIG_INVALID },
+	{ "bad variable", NULL, "PGLEADER_RESTART", "sometimes", { "true" }, CONFIG_INVALID },
+	{ "bad command variable", NULL, "PGLEADER_COMMAND", "\"", { NULL }, CONFIG_INVALID },
+	{ "missing file", NULL, "PGLEADER_CONFIG", "/nonexistent/pgleader.conf",
+	  { "true" }, CONFIG_INVALID },
+	{ "timing rule", NULL, NULL, NULL, { "--server-lease=1s", "true" }, CONFIG_INVALID },
+	/* a command line mistake is a usage error, whatever else is wrong */
+	{ "bad option value, bad file", "[pgleader]\nacquire = x\n", NULL, NULL,
+	  { "-k", "x", "true" }, CONFIG_USAGE },
+	{ "bad option value, bad variable", NULL, "PGLEADER_RESTART", "x",
+	  { "--restart=x", "true" }, CONFIG_USAGE },
+	{ "lock conflict, argv, bad file", "[pgleader]\nx = 1\n", NULL, NULL,
+	  { "-k", "1", "-n", "a", "true" }, CONFIG_USAGE },
+};
+
+START_TEST(exit_codes)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	const char *args[10];
+	size_t n = 0;
+	enum config_result result;
+
+	if (exit_cases[_i].file) {
+		args[n++] = "-c";
+		args[n++] = write_file(exit_cases[_i].file);
+	}
+	if (exit_cases[_i].env_name)
+		setenv(exit_cases[_i].env_name, exit_cases[_i].env_value, 1);
+	for (const char *const *a = exit_cases[_i].args; *a; a++)
+		args[n++] = *a;
+	args[n] = NULL;
+	result = load_args(&cfg, err, args);
+	ck_assert_msg(result == exit_cases[_i].result, "%s: got %d (%s)",
+		      exit_cases[_i].what, result, err);
+	if (result >= CONFIG_USAGE)
+		ck_assert_msg(err[0] && !strchr(err, '\n'), "%s: one line", exit_cases[_i].what);
+	config_free(&cfg);
+}
+END_TEST
+
+START_TEST(failure_leaves_nothing)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	static const struct config zero;
+
+	ck_assert_int_eq(load(&cfg, err, "-d", "x", "-n", "y", "--server-lease=1s",
+			      "true", NULL), CONFIG_INVALID);
+	ck_assert_mem_eq(&cfg, &zero, sizeof(cfg));
+	config_free(&cfg); /* harmless after a failure, and twice */
+	config_free(&cfg);
+
+	ck_assert_int_eq(config_load(&cfg, 0, NULL, err, sizeof(err)), CONFIG_USAGE);
+	ck_assert_int_eq(load(&cfg, err, "true", NULL), CONFIG_OK);
+	config_free(&cfg);
+	config_free(&cfg);
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	struct {
+		const char *name;
+		const TTest *test;
+		int cases;
+	} tests[] = {
+#define LOOP(test, table) { #test, test, (int)(sizeof(table) / sizeof(table[0])) }
+#define ONCE(test) { #test, test, 1 }
+		LOOP(key_in_file, key_cases),
+		LOOP(key_in_environment, key_cases),
+		LOOP(key_on_command_line, key_cases),
+		ONCE(help_lists_every_key),
+		LOOP(duration, duration_cases),
+		LOOP(lock_key, lock_key_cases),
+		LOOP(split_command, split_cases),
+		LOOP(value_ranges, range_cases),
+		LOOP(booleans, bool_cases),
+		{ "precedence", precedence, 8 },
+		LOOP(lock_key_or_name, lock_cases),
+		ONCE(config_file_sources),
+		ONCE(empty_variables_are_unset),
+		ONCE(defaults),
+		LOOP(file, file_cases),
+		ONCE(file_cannot_be_read),
+		LOOP(line_length, line_cases),
+		ONCE(inih_own_boundary),
+		LOOP(options, option_cases),
+		LOOP(status_mode, status_cases),
+		ONCE(status_ignores_file_command),
+		LOOP(verbosity, verbosity_cases),
+		ONCE(verbosity_applies_after_all_layers),
+		ONCE(shell_keeps_the_line_whole),
+		LOOP(timing_rule, timing_cases),
+		LOOP(exit_codes, exit_cases),
+		ONCE(failure_leaves_nothing),
+#undef LOOP
+#undef ONCE
+	};
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
+		tcase_add_checked_fixture(tc, clear_pgleader_env, NULL);
+		/* Pure parsing: seconds even under valgrind. */
+		tcase_set_timeout(tc, 30);
+		tcase_add_loop_test(tc, tests[i].test, 0, tests[i].cases);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *runner = srunner_create(config_suite());
+	int failed;
+
+	srunner_run_all(runner, CK_NORMAL);
+	failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
