@@ -1,0 +1,2085 @@
+/* test_election.c: every transition and timing rule of the election, on a fake clock. */
+#include <check.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "election.h"
+#include "log.h"
+
+/* A bit less than any step of the tests' clocks: "just before a deadline".
+ * Times in the tests are sums of halves and quarters, exact in a double, so
+ * a deadline the machine computes equals the one the test computes. */
+#define JUST 0.0009765625 /* 1/1024 */
+
+static const struct election_params defaults = {
+	.wait_in_queue = true,
+	.nonblock = false,
+	.retry_interval = 5,
+	.ping_interval = 1,
+	.ping_timeout = 2,
+	.ping_failures = 3,
+	.takeover_delay = 0,
+	.wait_timeout = -1,
+	.connect_timeout = 10,
+	.restart = ELECTION_RESTART_NO,
+	.conflict_exit_code = 75,
+};
+
+static struct election M; /* the machine under test */
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static struct election_output step(struct election *e,
+				   enum election_event_type type, int code,
+				   const char *reason, double now)
+{
+	struct election_event ev = { .type = type, .code = code, .reason = reason };
+	struct election_output out;
+
+	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
+	election_step(e, &ev, now, &out);
+	return out;
+}
+
+static struct election_output tick(struct election *e, double now)
+{
+	return step(e, ELECTION_TICK, 0, NULL, now);
+}
+
+static const char *action_names[] = {
+	"DISCONNECT", "CONNECT", "TRY_LOCK", "WAIT_LOCK", "PING", "STOP_CHILD",
+	"KILL_CHILD", "START_CHILD", "RELEASE", "EXIT",
+};
+
+static const char *bits(unsigned a, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < sizeof(action_names) / sizeof(action_names[0]); i++)
+		if (a & (1u << i))
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "|" : "",
+					      action_names[i]);
+	if (!n)
+		snprintf(buf, len, "none");
+	return buf;
+}
+
+#define ck_actions(out, want) do { \
+	unsigned a_ = (out).actions, w_ = (want); \
+	char ab_[160], wb_[160]; \
+	ck_assert_msg(a_ == w_, "actions %s, want %s", bits(a_, ab_, sizeof(ab_)), \
+		      bits(w_, wb_, sizeof(wb_))); \
+} while (0)
+
+#define ck_state(e, s) ck_assert_msg((e)->state == (s), "state %s, want %s", \
+	election_state_name((e)->state), election_state_name(s))
+
+/* out is evaluated once: it may be a step() */
+#define ck_exit(out, e, code) do { \
+	struct election_output x_ = (out); \
+	ck_assert_msg(x_.actions & ELECTION_DO_EXIT, "no EXIT"); \
+	ck_assert_int_eq(x_.exit_code, (code)); \
+	ck_state((e), ELECTION_DONE); \
+} while (0)
+
+#define ck_log(out, level, text) do { \
+	const struct election_output *l_ = &(out); \
+	ck_assert_int_eq(l_->log_level, (level)); \
+	ck_assert_str_eq(l_->log, (text)); \
+} while (0)
+
+#define ck_no_log(out) ck_assert_msg((out).log_level == 0, "unexpected log: %s", (out).log)
+
+#define ck_log_prefix(out, level, prefix) do { \
+	ck_assert_int_eq((out).log_level, (level)); \
+	ck_assert_msg(!strncmp((out).log, (prefix), strlen(prefix)), \
+		      "log \"%s\" does not start with \"%s\"", (out).log, (prefix)); \
+} while (0)
+
+#define ck_wakeup(e, now, want) \
+	ck_assert_double_eq_tol(election_next_wakeup((e), (now)), (want), 1e-9)
+
+/* START at t, CONNECTED at t: standby, TRY_LOCK in flight. */
+static void to_standby(struct election *e, const struct election_params *p, double t)
+{
+	struct election_output out;
+
+	election_init(e, p);
+	out = step(e, ELECTION_START, 0, NULL, t);
+	ck_actions(out, ELECTION_DO_CONNECT);
+	out = step(e, ELECTION_CONNECTED, 0, NULL, t);
+	ck_actions(out, ELECTION_DO_TRY_LOCK);
+	ck_state(e, ELECTION_STANDBY);
+}
+
+/* Leader from time t; the command started unless a takeover delay is set. */
+static void to_leader(struct election *e, const struct election_params *p, double t)
+{
+	struct election_output out;
+
+	to_standby(e, p, t);
+	out = step(e, ELECTION_LOCK_ACQUIRED, 0, "key 42, fencing token 7", t);
+	ck_actions(out, p->takeover_delay > 0 ? 0u : (unsigned)ELECTION_DO_START_CHILD);
+	ck_state(e, ELECTION_LEADER);
+}
+
+/* A healthy leader from *t to until: a TICK at every wakeup, every ping
+ * answered at once. Records when the command was started; fails on any
+ * other action. Returns the number of starts. */
+static int lead_until(struct election *e, double *t, double until,
+		      double *starts, int max_starts)
+{
+	int n = 0;
+
+	for (int guard = 0; guard < 100000; guard++) {
+		double w = election_next_wakeup(e, *t);
+		struct election_output out;
+
+		if (w > until)
+			break;
+		*t = w;
+		out = tick(e, *t);
+		ck_assert_msg(!(out.actions & ~(unsigned)(ELECTION_DO_PING |
+							  ELECTION_DO_START_CHILD)),
+			      "unexpected actions %#x at %g", out.actions, *t);
+		if (out.actions & ELECTION_DO_START_CHILD) {
+			ck_assert_int_lt(n, max_starts);
+			starts[n++] = *t;
+		}
+		if (out.actions & ELECTION_DO_PING) {
+			out = step(e, ELECTION_PING_OK, 0, NULL, *t);
+			ck_actions(out, 0);
+		}
+		ck_state(e, ELECTION_LEADER);
+	}
+	*t = until;
+	return n;
+}
+
+/* ---- connecting ------------------------------------------------------- */
+
+START_TEST(test_init)
+{
+	election_init(&M, &defaults);
+	ck_state(&M, ELECTION_INIT);
+	ck_assert(isinf(election_next_wakeup(&M, 0)));
+	ck_assert(!M.connected && !M.child_running);
+}
+END_TEST
+
+START_TEST(test_start_connects)
+{
+	struct election_output out;
+
+	election_init(&M, &defaults);
+	out = step(&M, ELECTION_START, 0, NULL, 100);
+	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_assert(out.state_changed);
+	ck_no_log(out);
+	/* the connect attempt is bounded by connect_timeout */
+	ck_wakeup(&M, 100, 110);
+	/* a second START changes nothing */
+	out = step(&M, ELECTION_START, 0, NULL, 101);
+	ck_actions(out, 0);
+	ck_assert(!out.state_changed);
+	ck_wakeup(&M, 101, 110);
+}
+END_TEST
+
+/* Reconnect delays after consecutive failures: 0.5 s doubling, capped at
+ * retry_interval (but never below the 0.5 s minimum). */
+static const struct {
+	double retry_interval;
+	double delays[8];
+	int n;
+} backoff_rows[] = {
+	{ 5, { 0.5, 1, 2, 4, 5, 5, 5 }, 7 },
+	{ 1.5, { 0.5, 1, 1.5, 1.5 }, 4 },
+	{ 1, { 0.5, 1, 1, 1 }, 4 },
+	{ 0.25, { 0.5, 0.5, 0.5 }, 3 },
+	{ 60, { 0.5, 1, 2, 4, 8, 16, 32, 60 }, 8 },
+};
+
+START_TEST(test_connect_backoff)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+	double t = 0;
+	char want[128];
+
+	p.retry_interval = backoff_rows[_i].retry_interval;
+	election_init(&M, &p);
+	ck_actions(step(&M, ELECTION_START, 0, NULL, t), ELECTION_DO_CONNECT);
+	for (int k = 0; k < backoff_rows[_i].n; k++) {
+		double d = backoff_rows[_i].delays[k];
+
+		t += 0.25;
+		out = step(&M, ELECTION_CONNECT_FAILED, 0, "connection refused", t);
+		/* the lease closed the connection itself: no DISCONNECT */
+		ck_actions(out, 0);
+		ck_state(&M, ELECTION_CONNECTING);
+		snprintf(want, sizeof(want), "connection refused; retrying in %.1fs", d);
+		ck_log(out, LOG_LEVEL_WARNING, want);
+		ck_wakeup(&M, t, t + d);
+		ck_actions(tick(&M, t + d / 2), 0);
+		ck_actions(tick(&M, t + d - JUST), 0);
+		ck_state(&M, ELECTION_CONNECTING);
+		t += d;
+		out = tick(&M, t);
+		ck_actions(out, ELECTION_DO_CONNECT);
+		ck_no_log(out);
+		ck_wakeup(&M, t, t + p.connect_timeout);
+	}
+}
+END_TEST
+
+START_TEST(test_connect_failed_default_reason)
+{
+	struct election_output out;
+
+	election_init(&M, &defaults);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	out = step(&M, ELECTION_CONNECT_FAILED, 0, NULL, 1);
+	ck_log(out, LOG_LEVEL_WARNING, "database connection failed; retrying in 0.5s");
+}
+END_TEST
+
+START_TEST(test_backoff_reset_after_connect)
+{
+	struct election_output out;
+	double t = 0;
+
+	election_init(&M, &defaults);
+	step(&M, ELECTION_START, 0, NULL, t);
+	for (int k = 0; k < 4; k++) { /* 0.5, 1, 2, 4 */
+		out = step(&M, ELECTION_CONNECT_FAILED, 0, "down", t);
+		t = election_next_wakeup(&M, t);
+		ck_actions(tick(&M, t), ELECTION_DO_CONNECT);
+	}
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t), ELECTION_DO_TRY_LOCK);
+	/* a connection that worked starts the backoff again from 0.5 s */
+	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", t + 1);
+	ck_actions(out, 0);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_log(out, LOG_LEVEL_WARNING, "connection closed; retrying in 0.5s");
+	ck_wakeup(&M, t + 1, t + 1.5);
+	ck_actions(tick(&M, t + 1.5), ELECTION_DO_CONNECT);
+}
+END_TEST
+
+START_TEST(test_connect_timeout)
+{
+	struct election_output out;
+
+	election_init(&M, &defaults);
+	ck_actions(step(&M, ELECTION_START, 0, NULL, 0), ELECTION_DO_CONNECT);
+	ck_actions(tick(&M, 5), 0);
+	ck_actions(tick(&M, 10 - JUST), 0);
+	/* the connection being opened is closed, then retried after backoff */
+	out = tick(&M, 10);
+	ck_actions(out, ELECTION_DO_DISCONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_log(out, LOG_LEVEL_WARNING, "connection attempt timed out; retrying in 0.5s");
+	ck_wakeup(&M, 10, 10.5);
+	ck_actions(tick(&M, 10.5 - JUST), 0);
+	ck_actions(tick(&M, 10.5), ELECTION_DO_CONNECT);
+	ck_wakeup(&M, 10.5, 20.5);
+	out = tick(&M, 20.5);
+	ck_actions(out, ELECTION_DO_DISCONNECT);
+	ck_log(out, LOG_LEVEL_WARNING, "connection attempt timed out; retrying in 1.0s");
+	ck_actions(tick(&M, 21.5 - JUST), 0);
+	ck_actions(tick(&M, 21.5), ELECTION_DO_CONNECT);
+}
+END_TEST
+
+START_TEST(test_connected_tries_lock_first)
+{
+	struct election_output out;
+
+	for (int wait = 0; wait <= 1; wait++) {
+		struct election_params p = defaults;
+
+		p.wait_in_queue = wait;
+		election_init(&M, &p);
+		step(&M, ELECTION_START, 0, NULL, 0);
+		out = step(&M, ELECTION_CONNECTED, 0, NULL, 0.25);
+		ck_actions(out, ELECTION_DO_TRY_LOCK);
+		ck_state(&M, ELECTION_STANDBY);
+		ck_assert(out.state_changed);
+		ck_no_log(out);
+		/* retry_interval + ping_timeout for the answer */
+		ck_wakeup(&M, 0.25, 7.25);
+	}
+}
+END_TEST
+
+START_TEST(test_standby_conn_lost_reconnects)
+{
+	struct election_output out;
+
+	to_standby(&M, &defaults, 0);
+	out = step(&M, ELECTION_CONN_LOST, 0, "server closed the connection", 1);
+	ck_actions(out, 0); /* already gone: nothing to close */
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_log(out, LOG_LEVEL_WARNING, "server closed the connection; retrying in 0.5s");
+	ck_actions(tick(&M, 1.5), ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1.75), ELECTION_DO_TRY_LOCK);
+}
+END_TEST
+
+/* ---- standby ---------------------------------------------------------- */
+
+START_TEST(test_wait_mode_busy)
+{
+	struct election_output out;
+	double t = 0.25;
+
+	to_standby(&M, &defaults, 0);
+	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
+	/* queue for the lock at once */
+	ck_actions(out, ELECTION_DO_WAIT_LOCK);
+	ck_state(&M, ELECTION_STANDBY);
+	ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
+	ck_assert(out.state_changed); /* the status line changes */
+	ck_wakeup(&M, t, t + 7);
+	/* lock_timeout ends each queued wait: queue again, log nothing */
+	for (int k = 0; k < 5; k++) {
+		t += 5;
+		out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
+		ck_actions(out, ELECTION_DO_WAIT_LOCK);
+		ck_no_log(out);
+		ck_assert(!out.state_changed);
+		ck_wakeup(&M, t, t + 7);
+	}
+	/* a new standby period after a reconnect logs again, once */
+	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", t + 1);
+	ck_actions(out, 0);
+	t = election_next_wakeup(&M, t + 1);
+	ck_actions(tick(&M, t), ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t), ELECTION_DO_TRY_LOCK);
+	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
+	ck_actions(out, ELECTION_DO_WAIT_LOCK);
+	ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
+	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t + 5);
+	ck_actions(out, ELECTION_DO_WAIT_LOCK);
+	ck_no_log(out);
+}
+END_TEST
+
+START_TEST(test_poll_mode_busy)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+	double t = 0.25;
+
+	p.wait_in_queue = false;
+	to_standby(&M, &p, 0);
+	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
+	ck_actions(out, 0);
+	ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
+	for (int k = 0; k < 5; k++) {
+		ck_wakeup(&M, t, t + 5);
+		ck_actions(tick(&M, t + 2.5), 0);
+		ck_actions(tick(&M, t + 5 - JUST), 0);
+		t += 5;
+		/* never a queued wait in poll mode */
+		ck_actions(tick(&M, t), ELECTION_DO_TRY_LOCK);
+		ck_wakeup(&M, t, t + 7);
+		t += 0.25;
+		out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
+		ck_actions(out, 0);
+		ck_no_log(out);
+	}
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", t + 1);
+	ck_state(&M, ELECTION_LEADER);
+	ck_actions(out, ELECTION_DO_START_CHILD);
+}
+END_TEST
+
+/* A lock request unanswered for retry_interval + ping_timeout: the
+ * connection is closed (never reused) and a new one opened after backoff. */
+static const struct {
+	bool wait;
+	bool busy_first; /* the request that times out is the queued wait */
+	double deadline;
+} request_timeout_rows[] = {
+	{ true, false, 7 },   /* try sent at 0 */
+	{ false, false, 7 },  /* try sent at 0, poll mode */
+	{ true, true, 8 },    /* wait sent at 1 */
+};
+
+START_TEST(test_lock_request_deadline)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+	double dl = request_timeout_rows[_i].deadline;
+
+	p.wait_in_queue = request_timeout_rows[_i].wait;
+	to_standby(&M, &p, 0);
+	if (request_timeout_rows[_i].busy_first)
+		ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1), ELECTION_DO_WAIT_LOCK);
+	ck_wakeup(&M, 1, dl);
+	ck_actions(tick(&M, dl - JUST), 0);
+	ck_state(&M, ELECTION_STANDBY);
+	out = tick(&M, dl);
+	ck_actions(out, ELECTION_DO_DISCONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_log(out, LOG_LEVEL_WARNING,
+	       "lock request got no answer in time; retrying in 0.5s");
+	/* the answer to the abandoned request must not make us leader */
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", dl + 0.25);
+	ck_actions(out, 0);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, dl + 0.25), 0);
+	ck_actions(tick(&M, dl + 0.5), ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, dl + 0.75), ELECTION_DO_TRY_LOCK);
+}
+END_TEST
+
+static const struct {
+	bool wait;
+	int code;
+} nonblock_rows[] = { { true, 75 }, { false, 75 }, { true, 3 } };
+
+START_TEST(test_nonblock_busy_exits)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+
+	p.nonblock = true;
+	p.wait_in_queue = nonblock_rows[_i].wait;
+	p.conflict_exit_code = nonblock_rows[_i].code;
+	to_standby(&M, &p, 0); /* a try, even in wait mode */
+	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0.25);
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT);
+	ck_exit(out, &M, nonblock_rows[_i].code);
+	ck_log(out, LOG_LEVEL_NOTICE, "leader lease is held by another node; giving up");
+	ck_assert(out.state_changed);
+}
+END_TEST
+
+START_TEST(test_nonblock_acquires)
+{
+	struct election_params p = defaults;
+
+	p.nonblock = true;
+	to_leader(&M, &p, 0);
+}
+END_TEST
+
+START_TEST(test_wait_timeout_standby)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+
+	p.wait_timeout = 10;
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
+	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0.5), ELECTION_DO_WAIT_LOCK);
+	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 5.5), ELECTION_DO_WAIT_LOCK);
+	ck_wakeup(&M, 5.5, 10); /* before the request deadline 12.5 */
+	ck_actions(tick(&M, 10 - JUST), 0);
+	out = tick(&M, 10);
+	/* the queued wait is in flight: close, do not unlock */
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT);
+	ck_exit(out, &M, 75);
+	ck_log(out, LOG_LEVEL_NOTICE, "no leader lease after 10.0s of waiting; giving up");
+}
+END_TEST
+
+START_TEST(test_wait_timeout_database_down)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+	double t = 0;
+
+	p.wait_timeout = 10;
+	p.conflict_exit_code = 9;
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, t);
+	/* failures at 0.25, 1, 2.25, 4.5, 8.75: the last backs off to 13.75 */
+	for (int k = 0; k < 5; k++) {
+		step(&M, ELECTION_CONNECT_FAILED, 0, "down", t + 0.25);
+		t = election_next_wakeup(&M, t + 0.25);
+		if (t >= 10)
+			break;
+		ck_actions(tick(&M, t), ELECTION_DO_CONNECT);
+	}
+	ck_assert_double_eq(t, 10);
+	out = tick(&M, 10);
+	ck_actions(out, ELECTION_DO_EXIT); /* nothing open to close */
+	ck_exit(out, &M, 9);
+}
+END_TEST
+
+START_TEST(test_wait_timeout_not_while_leader)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+	double starts[4], t = 1;
+
+	p.wait_timeout = 10;
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0.5);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", 1);
+	ck_actions(out, ELECTION_DO_START_CHILD);
+	ck_assert_int_eq(lead_until(&M, &t, 60, starts, 4), 0);
+	ck_state(&M, ELECTION_LEADER);
+	/* nor after the lease is lost: the deadline was for becoming leader */
+	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", 61);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 62), ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 62), ELECTION_DO_TRY_LOCK);
+	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 62), ELECTION_DO_WAIT_LOCK);
+	ck_wakeup(&M, 62, 69);
+}
+END_TEST
+
+/* ---- leader ----------------------------------------------------------- */
+
+START_TEST(test_acquired_starts_command)
+{
+	struct election_output out;
+
+	to_standby(&M, &defaults, 0);
+	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0.5), ELECTION_DO_WAIT_LOCK);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 42, fencing token 1234", 3.5);
+	ck_actions(out, ELECTION_DO_START_CHILD);
+	ck_state(&M, ELECTION_LEADER);
+	ck_assert(out.state_changed);
+	ck_log(out, LOG_LEVEL_INFO, "acquired leader lease (key 42, fencing token 1234)");
+	ck_assert(M.child_running);
+	ck_wakeup(&M, 3.5, 4.5); /* first ping one interval later */
+}
+END_TEST
+
+static const double takeover_rows[] = { 0.5, 2.5, 3, 10 };
+
+START_TEST(test_takeover_delay)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+	double d = takeover_rows[_i], t = 0, starts[4];
+
+	p.takeover_delay = d;
+	to_standby(&M, &p, 0);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 42, fencing token 7", 0);
+	ck_actions(out, 0);
+	ck_state(&M, ELECTION_LEADER);
+	ck_log(out, LOG_LEVEL_INFO, "acquired leader lease (key 42, fencing token 7)");
+	ck_assert(!M.child_running);
+	ck_wakeup(&M, 0, fmin(1, d));
+	/* pinging all along, the command not before acquired + delay */
+	ck_assert_int_eq(lead_until(&M, &t, d - JUST, starts, 4), 0);
+	ck_assert_int_eq(lead_until(&M, &t, d, starts, 4), 1);
+	ck_assert_double_eq(starts[0], d);
+	ck_assert(M.child_running);
+	/* and only once */
+	ck_assert_int_eq(lead_until(&M, &t, d + 20, starts, 4), 0);
+}
+END_TEST
+
+START_TEST(test_takeover_delay_pings)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+
+	p.takeover_delay = 3;
+	to_leader(&M, &p, 0);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1), 0);
+	ck_actions(tick(&M, 2), ELECTION_DO_PING);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 2.5), 0);
+	ck_wakeup(&M, 2.5, 3);
+	ck_actions(tick(&M, 3 - JUST), 0);
+	out = tick(&M, 3);
+	ck_actions(out, ELECTION_DO_PING | ELECTION_DO_START_CHILD);
+	ck_assert(out.state_changed); /* status shows the pid now */
+}
+END_TEST
+
+START_TEST(test_ping_every_interval)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	for (int k = 1; k <= 20; k++) {
+		ck_wakeup(&M, k - 1 + 0.125, k);
+		ck_actions(tick(&M, k - JUST), 0);
+		out = tick(&M, k);
+		ck_actions(out, ELECTION_DO_PING);
+		ck_no_log(out);
+		/* one ping at a time */
+		ck_actions(tick(&M, k + 0.0625), 0);
+		ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, k + 0.125), 0);
+		/* the next is due an interval after sending, not after the reply */
+		ck_wakeup(&M, k + 0.125, k + 1);
+	}
+	/* an answer nobody asked for is ignored */
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 20.5), 0);
+	ck_wakeup(&M, 20.5, 21);
+}
+END_TEST
+
+/* The failure rule: the first failure ping_timeout after sending, one more
+ * per ping_interval; the lease is lost at exactly
+ * sent + ping_timeout + (ping_failures - 1) * ping_interval. */
+static const struct {
+	double interval, timeout;
+	int failures;
+} ping_rows[] = {
+	{ 1, 2, 3 },
+	{ 1, 0.5, 3 },
+	{ 2, 1, 1 },
+	{ 0.5, 2, 5 },
+	{ 0.25, 0.75, 4 },
+	{ 1, 1, 2 },
+};
+
+START_TEST(test_ping_failure_rule)
+{
+	struct election_params p = defaults;
+	struct election_output out = { 0 };
+	double sent, lost;
+	char want[160];
+
+	p.ping_interval = ping_rows[_i].interval;
+	p.ping_timeout = ping_rows[_i].timeout;
+	p.ping_failures = ping_rows[_i].failures;
+	to_leader(&M, &p, 0);
+	sent = p.ping_interval;
+	ck_actions(tick(&M, sent), ELECTION_DO_PING);
+	lost = sent + p.ping_timeout + (p.ping_failures - 1) * p.ping_interval;
+	for (int k = 0; k < p.ping_failures; k++) {
+		double dl = sent + p.ping_timeout + k * p.ping_interval;
+
+		/* each failure's deadline is the next wakeup */
+		ck_wakeup(&M, dl - p.ping_interval / 2, dl);
+		ck_actions(tick(&M, dl - JUST), 0);
+		ck_state(&M, ELECTION_LEADER);
+		out = tick(&M, dl);
+		if (k < p.ping_failures - 1) {
+			ck_actions(out, 0); /* no second ping while one is out */
+			ck_state(&M, ELECTION_LEADER);
+		}
+	}
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_assert(out.state_changed);
+	snprintf(want, sizeof(want),
+		 "lost leader lease: ping timed out %d times (last reply %.1fs ago)",
+		 p.ping_failures, lost);
+	ck_log(out, LOG_LEVEL_WARNING, want);
+}
+END_TEST
+
+START_TEST(test_ping_failure_defaults_message)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_wakeup(&M, 1, 3);
+	ck_actions(tick(&M, 3), 0);
+	ck_wakeup(&M, 3, 4);
+	ck_actions(tick(&M, 4), 0);
+	ck_wakeup(&M, 4, 5);
+	/* asking at any time between deadlines gives the next one */
+	ck_wakeup(&M, 4.5, 5);
+	ck_actions(tick(&M, 5 - JUST), 0);
+	out = tick(&M, 5);
+	ck_log(out, LOG_LEVEL_WARNING,
+	       "lost leader lease: ping timed out 3 times (last reply 5.0s ago)");
+}
+END_TEST
+
+START_TEST(test_late_reply_resets)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(tick(&M, 3), 0); /* 1 failure */
+	ck_actions(tick(&M, 4), 0); /* 2 failures */
+	/* the answer comes before the third: all forgiven, and the next ping,
+	 * overdue, goes out at once */
+	out = step(&M, ELECTION_PING_OK, 0, NULL, 4.5);
+	ck_actions(out, ELECTION_DO_PING);
+	ck_state(&M, ELECTION_LEADER);
+	ck_wakeup(&M, 4.5, 6.5);
+	ck_actions(tick(&M, 6.5), 0);
+	ck_actions(tick(&M, 7.5), 0);
+	ck_actions(tick(&M, 8.5 - JUST), 0);
+	out = tick(&M, 8.5);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_log(out, LOG_LEVEL_WARNING,
+	       "lost leader lease: ping timed out 3 times (last reply 4.0s ago)");
+}
+END_TEST
+
+START_TEST(test_frozen_with_ping_out)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	/* the process was stopped for 99 s; one timer fires on thaw */
+	out = tick(&M, 100);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_log(out, LOG_LEVEL_WARNING,
+	       "lost leader lease: ping timed out 98 times (last reply 100.0s ago)");
+}
+END_TEST
+
+/* Most of the time no ping is in flight (answers take milliseconds): a
+ * process frozen then must demote at once on thaw too, not send a ping and
+ * wait ping_timeout + (ping_failures - 1) * ping_interval more while the
+ * server may have given the lock to another node. */
+START_TEST(test_frozen_between_pings)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1.0625), 0);
+	out = tick(&M, 100);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_log_prefix(out, LOG_LEVEL_WARNING, "lost leader lease: ping timed out ");
+}
+END_TEST
+
+/* A loop that stalls past a ping's due time but not past the limit: the
+ * ping's deadlines run from when it was due, so the lease is lost at the
+ * same time as if the ping had gone out on time. */
+START_TEST(test_stalled_ping_counts_from_due_time)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1.0625), 0);
+	/* due at 2, sent at 5.5: two failures already counted */
+	out = tick(&M, 5.5);
+	ck_actions(out, ELECTION_DO_PING);
+	ck_state(&M, ELECTION_LEADER);
+	ck_wakeup(&M, 5.5, 6);
+	ck_actions(tick(&M, 6 - JUST), 0);
+	out = tick(&M, 6);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+}
+END_TEST
+
+START_TEST(test_frozen_during_takeover_delay)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+
+	p.takeover_delay = 30;
+	to_leader(&M, &p, 0);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	out = tick(&M, 100);
+	/* no command yet: close at once and start over, never START_CHILD */
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_log_prefix(out, LOG_LEVEL_WARNING, "lost leader lease: ping timed out ");
+}
+END_TEST
+
+START_TEST(test_next_wakeup_each_state)
+{
+	struct election_params p = defaults;
+	double t;
+
+	/* init and done: never */
+	election_init(&M, &p);
+	ck_assert(isinf(election_next_wakeup(&M, 0)));
+
+	/* connecting: the connect deadline, or the end of the backoff */
+	step(&M, ELECTION_START, 0, NULL, 0);
+	ck_wakeup(&M, 0, 10);
+	step(&M, ELECTION_CONNECT_FAILED, 0, "down", 1);
+	ck_wakeup(&M, 1, 1.5);
+
+	/* ... or the wait timeout when that is earlier */
+	p.wait_timeout = 4;
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	ck_wakeup(&M, 0, 4);
+	step(&M, ELECTION_CONNECT_FAILED, 0, "down", 3.75);
+	ck_wakeup(&M, 3.75, 4);
+	p.wait_timeout = -1;
+
+	/* standby, wait mode: the lock request deadline */
+	to_standby(&M, &p, 0);
+	ck_wakeup(&M, 0, 7);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1);
+	ck_wakeup(&M, 1, 8);
+	/* standby, poll mode: the next try, then the request deadline */
+	p.wait_in_queue = false;
+	to_standby(&M, &p, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1);
+	ck_wakeup(&M, 1, 6);
+	tick(&M, 6);
+	ck_wakeup(&M, 6, 13);
+	p.wait_in_queue = true;
+
+	/* leader: the next ping, then each failure deadline */
+	to_leader(&M, &p, 0);
+	ck_wakeup(&M, 0, 1);
+	tick(&M, 1);
+	ck_wakeup(&M, 1, 3);       /* 0 failures */
+	ck_wakeup(&M, 2.5, 3);
+	tick(&M, 3);
+	ck_wakeup(&M, 3, 4);       /* 1 failure */
+	tick(&M, 4);
+	ck_wakeup(&M, 4, 5);       /* 2 failures: the loss */
+	step(&M, ELECTION_PING_OK, 0, NULL, 4.5);
+	ck_wakeup(&M, 4.5, 6.5);   /* a new ping went out at 4.5 */
+
+	/* leader during the takeover delay: the earlier of ping and start */
+	p.takeover_delay = 0.5;
+	to_leader(&M, &p, 0);
+	ck_wakeup(&M, 0, 0.5);
+	p.takeover_delay = 0;
+
+	/* leader waiting to restart the command */
+	p.restart = ELECTION_RESTART_ALWAYS;
+	to_leader(&M, &p, 0);
+	step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.25);
+	ck_wakeup(&M, 0.25, 1);    /* ping at 1 before restart at 1.25 */
+	tick(&M, 1);
+	step(&M, ELECTION_PING_OK, 0, NULL, 1);
+	ck_wakeup(&M, 1, 1.25);
+	p.restart = ELECTION_RESTART_NO;
+
+	/* demoting: only the command's end moves it on */
+	to_leader(&M, &p, 0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_assert(isinf(election_next_wakeup(&M, 0.5)));
+
+	/* shutting down: nothing while the command stops, then the release */
+	to_leader(&M, &p, 0);
+	step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 0.5);
+	ck_assert(isinf(election_next_wakeup(&M, 0.5)));
+	step(&M, ELECTION_CHILD_GONE, 143, NULL, 1);
+	ck_wakeup(&M, 1, 3);
+	t = 3;
+	tick(&M, t);
+	ck_state(&M, ELECTION_DONE);
+	ck_assert(isinf(election_next_wakeup(&M, t)));
+}
+END_TEST
+
+/* ---- demotion --------------------------------------------------------- */
+
+START_TEST(test_lease_lost_waits_for_command)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	tick(&M, 1);
+	tick(&M, 3);
+	tick(&M, 4);
+	out = tick(&M, 5);
+	/* the connection stays open, idle, until the command is gone */
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_assert(M.connected);
+	ck_assert(isinf(election_next_wakeup(&M, 5)));
+	ck_actions(tick(&M, 10), 0);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 10), 0);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "x", 10), 0);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 10), 0);
+	ck_state(&M, ELECTION_DEMOTING);
+	out = step(&M, ELECTION_CHILD_GONE, 143, NULL, 13);
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_assert(out.state_changed);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 13.5), ELECTION_DO_TRY_LOCK);
+	ck_state(&M, ELECTION_STANDBY);
+	/* and it can lead again */
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 42, fencing token 9", 14);
+	ck_actions(out, ELECTION_DO_START_CHILD);
+}
+END_TEST
+
+START_TEST(test_conn_lost_while_leading)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	tick(&M, 1); /* a ping is out */
+	out = step(&M, ELECTION_CONN_LOST, 0,
+		   "connection terminated by the server: FATAL (57P01)", 1.5);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_log(out, LOG_LEVEL_WARNING,
+	       "lost leader lease: connection terminated by the server: FATAL (57P01)");
+	ck_actions(tick(&M, 20), 0);
+	/* the connection is already gone: no DISCONNECT */
+	out = step(&M, ELECTION_CHILD_GONE, 143, NULL, 9.5);
+	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+}
+END_TEST
+
+START_TEST(test_conn_lost_while_demoting)
+{
+	to_leader(&M, &defaults, 0);
+	tick(&M, 1);
+	tick(&M, 5);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "connection closed", 6), 0);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 7), ELECTION_DO_CONNECT);
+}
+END_TEST
+
+START_TEST(test_lease_lost_without_command)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+
+	/* ping timeout during the takeover delay: reconnect at once */
+	p.takeover_delay = 10;
+	to_leader(&M, &p, 0);
+	tick(&M, 1);
+	tick(&M, 3);
+	tick(&M, 4);
+	out = tick(&M, 5);
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_log(out, LOG_LEVEL_WARNING,
+	       "lost leader lease: ping timed out 3 times (last reply 5.0s ago)");
+	/* the command is never started by the old term's deadline */
+	ck_actions(tick(&M, 10), 0);
+
+	/* connection lost during the takeover delay */
+	to_leader(&M, &p, 0);
+	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", 2);
+	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_actions(tick(&M, 10), 0);
+
+	/* connection lost while waiting to restart the command */
+	p.takeover_delay = 0;
+	p.restart = ELECTION_RESTART_ALWAYS;
+	to_leader(&M, &p, 0);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.25), 0);
+	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", 0.5);
+	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_actions(tick(&M, 1.25), 0);
+}
+END_TEST
+
+/* ---- the command ------------------------------------------------------ */
+
+static const int exit_statuses[] = { 0, 1, 2, 126, 127, 137, 143 };
+
+START_TEST(test_restart_no_exits_with_status)
+{
+	struct election_output out;
+	int status = exit_statuses[_i];
+
+	to_leader(&M, &defaults, 0);
+	tick(&M, 1); /* a ping in flight changes nothing */
+	out = step(&M, ELECTION_CHILD_GONE, status, NULL, 1.5);
+	ck_actions(out, ELECTION_DO_RELEASE);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+	ck_assert(out.state_changed);
+	ck_wakeup(&M, 1.5, 3.5); /* the release is bounded by ping_timeout */
+	ck_actions(tick(&M, 2), 0); /* no more pings */
+	out = step(&M, ELECTION_RELEASED, 0, NULL, 2);
+	ck_actions(out, ELECTION_DO_EXIT);
+	ck_exit(out, &M, status);
+}
+END_TEST
+
+START_TEST(test_restart_on_failure_success_exits)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+
+	p.restart = ELECTION_RESTART_ON_FAILURE;
+	to_leader(&M, &p, 0);
+	out = step(&M, ELECTION_CHILD_GONE, 0, NULL, 0.5);
+	ck_actions(out, ELECTION_DO_RELEASE);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+	out = step(&M, ELECTION_RELEASED, 0, NULL, 0.75);
+	ck_exit(out, &M, 0);
+}
+END_TEST
+
+/* Consecutive failures, each after a short run: 1 s doubling to 30 s. */
+static const double restart_delays[] = { 1, 2, 4, 8, 16, 30, 30, 30 };
+
+static const struct {
+	enum election_restart restart;
+	int status;
+} restart_rows[] = {
+	{ ELECTION_RESTART_ON_FAILURE, 1 },
+	{ ELECTION_RESTART_ON_FAILURE, 137 },
+	{ ELECTION_RESTART_ALWAYS, 0 },
+	{ ELECTION_RESTART_ALWAYS, 2 },
+};
+
+START_TEST(test_restart_backoff)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+	double t = 0, due, starts[4];
+	char want[64];
+
+	p.restart = restart_rows[_i].restart;
+	to_leader(&M, &p, 0);
+	for (size_t k = 0; k < sizeof(restart_delays) / sizeof(restart_delays[0]); k++) {
+		double d = restart_delays[k];
+
+		lead_until(&M, &t, t + 0.5, starts, 4);
+		out = step(&M, ELECTION_CHILD_GONE, restart_rows[_i].status, NULL, t);
+		ck_actions(out, 0);
+		ck_state(&M, ELECTION_LEADER);
+		ck_assert(out.state_changed);
+		snprintf(want, sizeof(want), "restarting command in %.1fs", d);
+		ck_log(out, LOG_LEVEL_NOTICE, want);
+		due = t + d;
+		ck_assert_int_eq(lead_until(&M, &t, due - JUST, starts, 4), 0);
+		ck_assert_int_eq(lead_until(&M, &t, due, starts, 4), 1);
+		ck_assert_double_eq(starts[0], due);
+	}
+}
+END_TEST
+
+/* The backoff starts again at 1 s after a run of at least 30 s. */
+static const struct {
+	double ran;
+	double want;
+} reset_rows[] = {
+	{ 0.5, 16 }, { 29.5, 16 }, { 30, 1 }, { 300, 1 },
+};
+
+START_TEST(test_restart_backoff_reset)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+	double t = 0, due, starts[4];
+	char want[64];
+
+	p.restart = ELECTION_RESTART_ON_FAILURE;
+	to_leader(&M, &p, 0);
+	for (int k = 0; k < 4; k++) { /* restarts after 1, 2, 4, 8 s */
+		lead_until(&M, &t, t + 0.5, starts, 4);
+		step(&M, ELECTION_CHILD_GONE, 1, NULL, t);
+		due = t + restart_delays[k];
+		ck_assert_int_eq(lead_until(&M, &t, due, starts, 4), 1);
+		ck_assert_double_eq(starts[0], due);
+	}
+	/* the next delay would be 16 s, unless this run lasted 30 s */
+	lead_until(&M, &t, t + reset_rows[_i].ran, starts, 4);
+	out = step(&M, ELECTION_CHILD_GONE, 1, NULL, t);
+	snprintf(want, sizeof(want), "restarting command in %.1fs", reset_rows[_i].want);
+	ck_log(out, LOG_LEVEL_NOTICE, want);
+	due = t + reset_rows[_i].want;
+	ck_assert_int_eq(lead_until(&M, &t, due - JUST, starts, 4), 0);
+	ck_assert_int_eq(lead_until(&M, &t, due, starts, 4), 1);
+	ck_assert_double_eq(starts[0], due);
+	if (reset_rows[_i].want == 1) {
+		/* and doubles again from there */
+		lead_until(&M, &t, t + 0.5, starts, 4);
+		out = step(&M, ELECTION_CHILD_GONE, 1, NULL, t);
+		ck_log(out, LOG_LEVEL_NOTICE, "restarting command in 2.0s");
+	}
+}
+END_TEST
+
+START_TEST(test_restart_pending_then_shutdown)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+
+	p.restart = ELECTION_RESTART_ALWAYS;
+	to_leader(&M, &p, 0);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 0.25), 0);
+	out = step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 0.5);
+	ck_actions(out, ELECTION_DO_RELEASE);
+	ck_actions(tick(&M, 1.25), 0); /* the restart is off */
+	out = step(&M, ELECTION_RELEASED, 0, NULL, 1.5);
+	ck_exit(out, &M, 0);
+}
+END_TEST
+
+START_TEST(test_child_gone_without_child_ignored)
+{
+	struct election_params p = defaults;
+
+	p.takeover_delay = 5;
+	to_leader(&M, &p, 0);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.5), 0);
+	ck_state(&M, ELECTION_LEADER);
+	to_standby(&M, &defaults, 0);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.5), 0);
+	ck_state(&M, ELECTION_STANDBY);
+}
+END_TEST
+
+/* ---- shutdown --------------------------------------------------------- */
+
+static void setup_init(struct election *e)
+{
+	election_init(e, &defaults);
+}
+
+static void setup_connecting(struct election *e)
+{
+	election_init(e, &defaults);
+	step(e, ELECTION_START, 0, NULL, 0);
+}
+
+static void setup_backoff(struct election *e)
+{
+	setup_connecting(e);
+	step(e, ELECTION_CONNECT_FAILED, 0, "down", 1);
+}
+
+static void setup_standby_try(struct election *e)
+{
+	to_standby(e, &defaults, 0);
+}
+
+static void setup_standby_queued(struct election *e)
+{
+	to_standby(e, &defaults, 0);
+	step(e, ELECTION_LOCK_BUSY, 0, NULL, 1);
+}
+
+static void setup_standby_poll_idle(struct election *e)
+{
+	struct election_params p = defaults;
+
+	p.wait_in_queue = false;
+	to_standby(e, &p, 0);
+	step(e, ELECTION_LOCK_BUSY, 0, NULL, 1);
+}
+
+static void setup_leader(struct election *e)
+{
+	to_leader(e, &defaults, 0);
+}
+
+static void setup_leader_ping_out(struct election *e)
+{
+	to_leader(e, &defaults, 0);
+	tick(e, 1);
+}
+
+static void setup_leader_takeover(struct election *e)
+{
+	struct election_params p = defaults;
+
+	p.takeover_delay = 30;
+	to_leader(e, &p, 0);
+}
+
+static void setup_demoting(struct election *e)
+{
+	to_leader(e, &defaults, 0);
+	tick(e, 1);
+	tick(e, 5);
+}
+
+static void setup_demoting_conn_lost(struct election *e)
+{
+	to_leader(e, &defaults, 0);
+	step(e, ELECTION_CONN_LOST, 0, "gone", 2);
+}
+
+struct script_step {
+	enum election_event_type type;
+	int code;
+	unsigned want;
+	enum election_state state;
+};
+
+static const struct {
+	const char *name;
+	void (*setup)(struct election *e);
+	struct script_step steps[3]; /* SHUTDOWN first; then until EXIT */
+} shutdown_rows[] = {
+	{ "init", setup_init, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+	{ "connecting, request pending", setup_connecting, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT,
+		  ELECTION_DONE } } },
+	{ "connecting, backing off", setup_backoff, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+	{ "standby, try in flight", setup_standby_try, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT,
+		  ELECTION_DONE } } },
+	{ "standby, queued for the lock", setup_standby_queued, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT,
+		  ELECTION_DONE } } },
+	{ "standby, polling, idle", setup_standby_poll_idle, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_RELEASE, ELECTION_SHUTTING_DOWN },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+	{ "leader", setup_leader, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_STOP_CHILD, ELECTION_SHUTTING_DOWN },
+		{ ELECTION_CHILD_GONE, 143, ELECTION_DO_RELEASE, ELECTION_SHUTTING_DOWN },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+	{ "leader, ping in flight", setup_leader_ping_out, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_STOP_CHILD, ELECTION_SHUTTING_DOWN },
+		{ ELECTION_CHILD_GONE, 0, ELECTION_DO_RELEASE, ELECTION_SHUTTING_DOWN },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+	{ "leader, takeover delay", setup_leader_takeover, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_RELEASE, ELECTION_SHUTTING_DOWN },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+	{ "demoting", setup_demoting, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_STOP_CHILD, ELECTION_SHUTTING_DOWN },
+		{ ELECTION_CHILD_GONE, 1, ELECTION_DO_RELEASE, ELECTION_SHUTTING_DOWN },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+	{ "demoting, connection lost", setup_demoting_conn_lost, {
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_STOP_CHILD, ELECTION_SHUTTING_DOWN },
+		{ ELECTION_CHILD_GONE, 1, ELECTION_DO_EXIT, ELECTION_DONE } } },
+};
+
+START_TEST(test_shutdown_each_state)
+{
+	double t = 10;
+
+	shutdown_rows[_i].setup(&M);
+	for (int k = 0; k < 3; k++) {
+		const struct script_step *s = &shutdown_rows[_i].steps[k];
+		struct election_output out;
+		char ab[160], wb[160];
+
+		if (k > 0 && s->type == ELECTION_START)
+			break; /* zeroed row: script over */
+		out = step(&M, s->type, s->code, s->type == ELECTION_SHUTDOWN
+			   ? "SIGTERM" : NULL, t);
+		ck_assert_msg(out.actions == s->want, "%s, step %d: actions %s, want %s",
+			      shutdown_rows[_i].name, k, bits(out.actions, ab, sizeof(ab)),
+			      bits(s->want, wb, sizeof(wb)));
+		ck_assert_msg(M.state == s->state, "%s, step %d: state %s, want %s",
+			      shutdown_rows[_i].name, k, election_state_name(M.state),
+			      election_state_name(s->state));
+		if (k == 0) {
+			ck_log(out, LOG_LEVEL_INFO, "received SIGTERM, shutting down");
+			ck_assert(out.state_changed);
+		}
+		if (out.actions & ELECTION_DO_EXIT) {
+			ck_assert_int_eq(out.exit_code, 0);
+			break;
+		}
+		t += 1;
+	}
+	ck_state(&M, ELECTION_DONE);
+}
+END_TEST
+
+START_TEST(test_shutdown_stops_pinging)
+{
+	to_leader(&M, &defaults, 0);
+	ck_actions(step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 0.5), ELECTION_DO_STOP_CHILD);
+	ck_assert(isinf(election_next_wakeup(&M, 0.5)));
+	/* the grace period is child.c's: no ping, no lease loss meanwhile */
+	ck_actions(tick(&M, 1), 0);
+	ck_actions(tick(&M, 100), 0);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 100), 0);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+}
+END_TEST
+
+START_TEST(test_release_timeout)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 10);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 11), ELECTION_DO_RELEASE);
+	ck_wakeup(&M, 11, 13);
+	ck_actions(tick(&M, 13 - JUST), 0);
+	/* no answer to the unlock: closing the session releases it */
+	out = tick(&M, 13);
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT);
+	ck_exit(out, &M, 0);
+}
+END_TEST
+
+START_TEST(test_release_conn_lost)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	step(&M, ELECTION_CHILD_GONE, 4, NULL, 10);
+	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", 10.5);
+	ck_actions(out, ELECTION_DO_EXIT);
+	ck_exit(out, &M, 4);
+}
+END_TEST
+
+START_TEST(test_conn_lost_while_stopping)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 10);
+	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "connection closed", 11), 0);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+	out = step(&M, ELECTION_CHILD_GONE, 143, NULL, 12);
+	ck_actions(out, ELECTION_DO_EXIT); /* nothing left to release */
+	ck_exit(out, &M, 0);
+}
+END_TEST
+
+START_TEST(test_second_shutdown_kills)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	ck_actions(step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 10), ELECTION_DO_STOP_CHILD);
+	out = step(&M, ELECTION_SHUTDOWN, 0, "SIGINT", 11);
+	ck_actions(out, ELECTION_DO_KILL_CHILD);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+	ck_log(out, LOG_LEVEL_NOTICE, "received SIGINT again: killing the command now");
+	ck_actions(step(&M, ELECTION_SHUTDOWN, 0, NULL, 11.5), ELECTION_DO_KILL_CHILD);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 137, NULL, 12), ELECTION_DO_RELEASE);
+	/* nothing left to kill */
+	out = step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 12.5);
+	ck_actions(out, 0);
+	ck_no_log(out);
+	out = step(&M, ELECTION_RELEASED, 0, NULL, 13);
+	ck_exit(out, &M, 0);
+}
+END_TEST
+
+/* ---- fatal errors ----------------------------------------------------- */
+
+START_TEST(test_fatal_while_connecting)
+{
+	struct election_output out;
+
+	setup_connecting(&M);
+	out = step(&M, ELECTION_FATAL, 69,
+		   "cannot connect: password authentication failed (28P01)", 1);
+	/* at once; closing what is open is allowed, nothing else */
+	ck_assert_uint_eq(out.actions & ~(unsigned)ELECTION_DO_DISCONNECT,
+			  ELECTION_DO_EXIT);
+	ck_exit(out, &M, 69);
+	ck_log(out, LOG_LEVEL_ERROR,
+	       "cannot connect: password authentication failed (28P01)");
+
+	setup_backoff(&M);
+	out = step(&M, ELECTION_FATAL, 69, NULL, 1.25);
+	ck_actions(out, ELECTION_DO_EXIT);
+	ck_exit(out, &M, 69);
+	ck_log(out, LOG_LEVEL_ERROR, "fatal error");
+}
+END_TEST
+
+START_TEST(test_fatal_in_standby)
+{
+	struct election_output out;
+
+	setup_standby_poll_idle(&M);
+	out = step(&M, ELECTION_FATAL, 78, "a connection pooler is in the way", 2);
+	ck_actions(out, ELECTION_DO_RELEASE);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+	out = step(&M, ELECTION_RELEASED, 0, NULL, 2);
+	ck_exit(out, &M, 78);
+}
+END_TEST
+
+START_TEST(test_fatal_while_leading)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	tick(&M, 1);
+	out = step(&M, ELECTION_FATAL, 78, "backend pid changed from 10 to 11", 1.5);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+	ck_log(out, LOG_LEVEL_ERROR, "backend pid changed from 10 to 11");
+	ck_actions(tick(&M, 100), 0);
+	/* SIGTERM meanwhile: the command is killed, the fatal code stays */
+	out = step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 2);
+	ck_actions(out, ELECTION_DO_KILL_CHILD);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 137, NULL, 3), ELECTION_DO_RELEASE);
+	out = step(&M, ELECTION_RELEASED, 0, NULL, 3.5);
+	ck_exit(out, &M, 78);
+}
+END_TEST
+
+START_TEST(test_fatal_while_demoting)
+{
+	struct election_output out;
+
+	setup_demoting(&M);
+	out = step(&M, ELECTION_FATAL, 78, "pooler", 6);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 7), ELECTION_DO_RELEASE);
+	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, 7), &M, 78);
+}
+END_TEST
+
+/* What the code does when a FATAL comes during a shutdown: a non-zero exit
+ * code already decided (the command's status) stays; after SIGTERM or a
+ * command that exited 0, the error's code is the exit code. */
+START_TEST(test_fatal_during_shutdown)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	step(&M, ELECTION_CHILD_GONE, 3, NULL, 1);
+	out = step(&M, ELECTION_FATAL, 78, "pooler", 1.5);
+	ck_actions(out, 0);
+	ck_log(out, LOG_LEVEL_ERROR, "pooler");
+	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, 2), &M, 3);
+
+	to_leader(&M, &defaults, 0);
+	step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 1);
+	out = step(&M, ELECTION_FATAL, 78, "pooler", 1.5);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+	ck_assert(!(out.actions & (ELECTION_DO_EXIT | ELECTION_DO_RELEASE)));
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 2), ELECTION_DO_RELEASE);
+	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, 2), &M, 78);
+}
+END_TEST
+
+/* ---- done, ignored events, names -------------------------------------- */
+
+START_TEST(test_done_ignores_everything)
+{
+	struct election_params p = defaults;
+
+	p.nonblock = true;
+	to_standby(&M, &p, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
+	ck_state(&M, ELECTION_DONE);
+	for (int type = ELECTION_START; type <= ELECTION_SHUTDOWN; type++) {
+		struct election_output out = step(&M, (enum election_event_type)type, 1,
+						  "x", 1000 + type);
+
+		ck_actions(out, 0);
+		ck_no_log(out);
+		ck_assert(!out.state_changed);
+		ck_state(&M, ELECTION_DONE);
+		ck_assert(isinf(election_next_wakeup(&M, 1000 + type)));
+	}
+}
+END_TEST
+
+START_TEST(test_events_out_of_place_ignored)
+{
+	struct election_output out;
+
+	/* before START nothing is asked for */
+	election_init(&M, &defaults);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 0), 0);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, NULL, 0), 0);
+	ck_actions(tick(&M, 0), 0);
+	ck_state(&M, ELECTION_INIT);
+
+	setup_connecting(&M);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "x", 1), 0);
+	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1), 0);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1), 0);
+	ck_actions(step(&M, ELECTION_RELEASED, 0, NULL, 1), 0);
+	ck_state(&M, ELECTION_CONNECTING);
+
+	to_standby(&M, &defaults, 0);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1), 0);
+	ck_actions(step(&M, ELECTION_CONNECT_FAILED, 0, "x", 1), 0);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1), 0);
+	ck_actions(step(&M, ELECTION_START, 0, NULL, 1), 0);
+	ck_state(&M, ELECTION_STANDBY);
+
+	to_leader(&M, &defaults, 0);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 0.5), 0);
+	ck_actions(step(&M, ELECTION_CONNECT_FAILED, 0, "x", 0.5), 0);
+	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0.5), 0);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "x", 0.5);
+	ck_actions(out, 0);
+	ck_no_log(out);
+	ck_state(&M, ELECTION_LEADER);
+}
+END_TEST
+
+START_TEST(test_state_names)
+{
+	static const struct {
+		enum election_state s;
+		const char *name;
+	} names[] = {
+		{ ELECTION_INIT, "init" },
+		{ ELECTION_CONNECTING, "connecting" },
+		{ ELECTION_STANDBY, "standby" },
+		{ ELECTION_LEADER, "leader" },
+		{ ELECTION_DEMOTING, "demoting" },
+		{ ELECTION_SHUTTING_DOWN, "shutting down" },
+		{ ELECTION_DONE, "done" },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		ck_assert_str_eq(election_state_name(names[i].s), names[i].name);
+	ck_assert_str_eq(election_state_name((enum election_state)99), "?");
+}
+END_TEST
+
+/* ---- properties over random runs -------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rng(void)
+{
+	/* splitmix64 */
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double rnd(void) /* [0, 1) */
+{
+	return (double)(rng() >> 11) / 9007199254740992.0;
+}
+
+/* Random durations are multiples of 1/64 s and every parameter is a sum of
+ * halves and quarters, so the clock's sums are exact and a deadline the
+ * machine reports is the very time at which it counts as passed. */
+static double rnd_time(double max)
+{
+	return floor(rnd() * max * 64) / 64;
+}
+
+static bool chance(double p)
+{
+	return rnd() < p;
+}
+
+static struct election_params random_params(void)
+{
+	static const double intervals[] = { 0.25, 0.5, 1, 2 };
+	struct election_params p = defaults;
+
+	p.wait_in_queue = chance(0.6);
+	p.nonblock = chance(0.05);
+	p.retry_interval = 1 + (double)(rng() % 8);
+	p.ping_interval = intervals[rng() % 4];
+	p.ping_timeout = intervals[rng() % 4] * 2;
+	p.ping_failures = 1 + (int)(rng() % 4);
+	p.takeover_delay = chance(0.3) ? (double)(rng() % 4) : 0;
+	p.wait_timeout = chance(0.1) ? 5 + (double)(rng() % 60) : -1;
+	p.connect_timeout = 1 + (double)(rng() % 10);
+	p.restart = (enum election_restart)(rng() % 3);
+	return p;
+}
+
+/* Invariants that hold whatever events come, in whatever order. */
+static void check_invariants(const struct election *e, bool child_before,
+			     enum election_state before,
+			     const struct election_output *out, double now,
+			     unsigned *exits)
+{
+	unsigned a = out->actions;
+
+	if (before == ELECTION_DONE) {
+		ck_assert_uint_eq(a, 0);
+		ck_assert_int_eq(out->log_level, 0);
+		return;
+	}
+	if (a & ELECTION_DO_START_CHILD) {
+		ck_assert_msg(!child_before, "START_CHILD while a command runs");
+		ck_assert_msg(e->state == ELECTION_LEADER, "START_CHILD in %s",
+			      election_state_name(e->state));
+	}
+	if (e->child_running)
+		ck_assert_msg(e->state == ELECTION_LEADER ||
+			      e->state == ELECTION_DEMOTING ||
+			      e->state == ELECTION_SHUTTING_DOWN,
+			      "command running in %s", election_state_name(e->state));
+	if (e->state == ELECTION_DEMOTING)
+		ck_assert_msg(e->child_running, "demoting without a command");
+	if (a & (ELECTION_DO_STOP_CHILD | ELECTION_DO_KILL_CHILD))
+		ck_assert_msg(child_before && e->child_running,
+			      "STOP/KILL without a command");
+	/* nothing that could let another node take the lock, or take it
+	 * ourselves, while our command lives */
+	if (a & (ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT | ELECTION_DO_TRY_LOCK |
+		 ELECTION_DO_WAIT_LOCK | ELECTION_DO_RELEASE))
+		ck_assert_msg(!e->child_running,
+			      "actions %#x while the command runs", a);
+	if (a & (ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK))
+		ck_assert(e->state == ELECTION_STANDBY);
+	if (a & ELECTION_DO_PING)
+		ck_assert(e->state == ELECTION_LEADER);
+	ck_assert_msg(!((a & ELECTION_DO_TRY_LOCK) && (a & ELECTION_DO_WAIT_LOCK)),
+		      "two lock requests at once");
+	ck_assert_msg(!((a & ELECTION_DO_CONNECT) && (a & ELECTION_DO_EXIT)),
+		      "CONNECT and EXIT");
+	if (a & ELECTION_DO_EXIT) {
+		(*exits)++;
+		ck_assert_uint_eq(*exits, 1);
+		ck_assert(e->state == ELECTION_DONE);
+		ck_assert(!e->child_running);
+		ck_assert(!(a & ~(unsigned)(ELECTION_DO_EXIT | ELECTION_DO_DISCONNECT)));
+	}
+	ck_assert_msg((e->state == ELECTION_DONE) == (*exits == 1),
+		      "state %s after %u exits", election_state_name(e->state), *exits);
+	/* every deadline at or before now has been handled: no busy loop, no
+	 * deadline forgotten */
+	if (e->state != ELECTION_DONE && e->state != ELECTION_INIT) {
+		double w = election_next_wakeup(e, now);
+
+		ck_assert_msg(w > now, "next wakeup %.17g is not after now %.17g in %s",
+			      w, now, election_state_name(e->state));
+	}
+}
+
+/* Chaos: any event at any time, including ones the supervisor would never
+ * send in that state. */
+START_TEST(test_property_chaos)
+{
+	for (int run = 0; run < 100; run++) {
+		struct election_params p;
+		double now = 0;
+		unsigned exits = 0;
+
+		rng_state = 0x5eed0000u + (uint64_t)run;
+		p = random_params();
+		election_init(&M, &p);
+		for (int i = 0; i < 3000; i++) {
+			enum election_event_type type =
+				(enum election_event_type)(rng() % (ELECTION_SHUTDOWN + 1));
+			bool child_before = M.child_running;
+			enum election_state before = M.state;
+			struct election_output out;
+
+			/* START first, most of the time */
+			if (i == 0 && chance(0.9))
+				type = ELECTION_START;
+			if ((type == ELECTION_SHUTDOWN || type == ELECTION_FATAL) &&
+			    chance(0.9))
+				type = ELECTION_TICK;
+			/* RELEASED answers RELEASE, issued only once the command
+			 * is gone (asserted above): unsolicited while a command
+			 * runs, it would end the machine with the command alive */
+			if (type == ELECTION_RELEASED && M.child_running)
+				type = ELECTION_TICK;
+			now += chance(0.01) ? rnd_time(100) : rnd_time(3);
+			out = step(&M, type, (int)(rng() % 3), "x", now);
+			check_invariants(&M, child_before, before, &out, now, &exits);
+		}
+	}
+}
+END_TEST
+
+/* The world around the machine: a lease and a child that do what they are
+ * told and answer only what was asked, a little later, or never. */
+struct world {
+	struct election_params p;
+	double now;
+	int conn;          /* 0 closed, 1 being opened, 2 open */
+	bool lock_req;     /* try or queued wait in flight */
+	bool held;         /* our session holds the advisory lock */
+	bool ping_out;
+	bool release_out;
+	bool child;
+	bool fatal_seen;
+	int cause;         /* the event that first started the end, or -1 */
+	int cause_code;
+	bool was_leader;
+	double last_reply;  /* the lock or the last ping answered */
+	unsigned exits;
+};
+
+/* How often each state was entered and each action taken, over all runs. */
+static unsigned long entered[ELECTION_DONE + 1], taken[10];
+
+static void world_close(struct world *w)
+{
+	w->conn = 0;
+	w->lock_req = w->held = w->ping_out = w->release_out = false;
+}
+
+static void world_step(struct world *w, enum election_event_type type, int code)
+{
+	bool child_before = M.child_running;
+	enum election_state before = M.state;
+	struct election_output out;
+	unsigned a;
+
+	/* what the lease or the child already did when reporting the event */
+	switch (type) {
+	case ELECTION_CONNECTED: w->conn = 2; break;
+	case ELECTION_CONNECT_FAILED: world_close(w); break;
+	case ELECTION_LOCK_ACQUIRED:
+		w->lock_req = false;
+		w->held = true;
+		w->last_reply = w->now;
+		break;
+	case ELECTION_LOCK_BUSY: w->lock_req = false; break;
+	case ELECTION_PING_OK: w->ping_out = false; w->last_reply = w->now; break;
+	case ELECTION_CONN_LOST: world_close(w); break;
+	case ELECTION_FATAL: world_close(w); w->fatal_seen = true; break;
+	case ELECTION_CHILD_GONE: w->child = false; break;
+	case ELECTION_RELEASED: world_close(w); break;
+	default: break;
+	}
+
+	out = step(&M, type, code, type == ELECTION_SHUTDOWN ? "SIGTERM" : "x", w->now);
+	check_invariants(&M, child_before, before, &out, w->now, &w->exits);
+	if (before == ELECTION_DONE)
+		return;
+	if (w->cause < 0 && (M.state == ELECTION_SHUTTING_DOWN ||
+			     M.state == ELECTION_DONE)) {
+		w->cause = (int)type;
+		w->cause_code = code;
+	}
+	if (type == ELECTION_LOCK_ACQUIRED)
+		ck_assert_msg(M.state == ELECTION_LEADER, "granted lock ignored in %s",
+			      election_state_name(M.state));
+
+	a = out.actions;
+	if (M.state != before)
+		entered[M.state]++;
+	for (unsigned i = 0; i < 10; i++)
+		if (a & (1u << i))
+			taken[i]++;
+	if (a & ELECTION_DO_DISCONNECT) {
+		ck_assert_msg(w->conn != 0 || w->fatal_seen, "DISCONNECT of nothing");
+		world_close(w);
+	}
+	if (a & ELECTION_DO_CONNECT) {
+		ck_assert_msg(w->conn == 0, "CONNECT with a connection open");
+		ck_assert(!w->child);
+		w->conn = 1;
+	}
+	if (a & (ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK)) {
+		ck_assert_msg(w->conn == 2, "lock request without a connection");
+		ck_assert_msg(!w->lock_req, "second lock request in flight");
+		ck_assert(!w->held && !w->child);
+		w->lock_req = true;
+	}
+	if (a & ELECTION_DO_PING) {
+		ck_assert_msg(w->conn == 2 && w->held, "ping without the lease");
+		ck_assert_msg(!w->ping_out, "second ping in flight");
+		w->ping_out = true;
+	}
+	if (a & (ELECTION_DO_STOP_CHILD | ELECTION_DO_KILL_CHILD))
+		ck_assert(w->child);
+	if (a & ELECTION_DO_START_CHILD) {
+		/* the one property that matters */
+		ck_assert_msg(w->conn == 2 && w->held, "command started without the lock");
+		ck_assert(!w->child);
+		w->child = true;
+		w->was_leader = true;
+	}
+	if (a & ELECTION_DO_RELEASE) {
+		ck_assert(!w->child);
+		ck_assert_msg(!w->release_out, "second RELEASE in flight");
+		ck_assert_msg(!w->lock_req, "RELEASE with a lock request in flight");
+		if (w->conn == 2) {
+			w->release_out = true;
+		} else {
+			world_close(w); /* lease.c answers at once */
+			world_step(w, ELECTION_RELEASED, 0);
+			return;
+		}
+	}
+	if (a & ELECTION_DO_EXIT) {
+		ck_assert(!w->child);
+		/* --wait-timeout counts only until the first leadership;
+		 * --nonblock gives up on any busy answer, also after a demotion */
+		if (out.exit_code == w->p.conflict_exit_code && !w->p.nonblock)
+			ck_assert_msg(!w->was_leader, "conflict exit after leading");
+		switch (w->cause) {
+		case ELECTION_SHUTDOWN:
+			if (!w->fatal_seen)
+				ck_assert_int_eq(out.exit_code, 0);
+			break;
+		case ELECTION_FATAL:
+			ck_assert_int_eq(out.exit_code, w->cause_code);
+			break;
+		case ELECTION_CHILD_GONE:
+			if (w->cause_code != 0 || !w->fatal_seen)
+				ck_assert_int_eq(out.exit_code, w->cause_code);
+			break;
+		case ELECTION_LOCK_BUSY:
+		case ELECTION_TICK:
+			ck_assert_int_eq(out.exit_code, w->p.conflict_exit_code);
+			break;
+		default:
+			break;
+		}
+	}
+
+	/* consistency between the machine and the world */
+	if (M.state == ELECTION_LEADER) {
+		ck_assert_msg(w->conn == 2 && w->held, "leader without the lock");
+		/* the bound server_lease is checked against (DECISIONS.md):
+		 * the lease is given up within ping_interval * ping_failures +
+		 * ping_timeout after the last answer, frozen or not */
+		ck_assert_msg(w->now < w->last_reply + w->p.ping_interval *
+			      w->p.ping_failures + w->p.ping_timeout,
+			      "still leader %.3fs after the last answer", w->now - w->last_reply);
+	}
+	if (w->held)
+		ck_assert_msg(M.state == ELECTION_LEADER || M.state == ELECTION_DEMOTING ||
+			      M.state == ELECTION_SHUTTING_DOWN,
+			      "lock held, forgotten in %s", election_state_name(M.state));
+	if (w->lock_req)
+		ck_assert(M.state == ELECTION_STANDBY);
+	ck_assert_int_eq(w->child, M.child_running);
+	/* never stuck: a deadline, or an answer is on its way */
+	if (M.state != ELECTION_DONE)
+		ck_assert_msg(isfinite(election_next_wakeup(&M, w->now)) || w->conn == 1 ||
+			      w->lock_req || w->ping_out || w->release_out || w->child,
+			      "stuck in %s", election_state_name(M.state));
+}
+
+START_TEST(test_property_world)
+{
+	unsigned long leaderships = 0, steps = 0;
+
+	for (int run = 0; run < 500; run++) {
+		struct world w;
+
+		memset(&w, 0, sizeof(w));
+		rng_state = 0xe1ec7000u + (uint64_t)run;
+		w.p = random_params();
+		w.cause = -1;
+		election_init(&M, &w.p);
+		world_step(&w, ELECTION_START, 0);
+		for (int i = 0; i < 3000 && M.state != ELECTION_DONE; i++) {
+			double r = rnd(), due, when;
+			enum election_event_type type = ELECTION_TICK;
+			int code = 0;
+
+			/* the process froze, or the loop just ran late */
+			if (r < 0.005) {
+				w.now += 30 + rnd_time(60);
+				world_step(&w, ELECTION_TICK, 0);
+				continue;
+			}
+			/* the next answer from the world, a little later */
+			when = w.now + rnd_time(0.5);
+			r = rnd();
+			if (w.conn == 1 && r < 0.5) {
+				type = r < 0.3 ? ELECTION_CONNECTED : r < 0.497
+					? ELECTION_CONNECT_FAILED : ELECTION_FATAL;
+				code = 69;
+			} else if (w.lock_req && r < 0.6) {
+				type = r < 0.25 ? ELECTION_LOCK_ACQUIRED : ELECTION_LOCK_BUSY;
+				if (type == ELECTION_LOCK_BUSY && w.p.wait_in_queue &&
+				    !w.p.nonblock)
+					when = w.now + rnd_time(w.p.retry_interval);
+			} else if (w.ping_out && r < 0.7) {
+				type = ELECTION_PING_OK;
+			} else if (w.release_out && r < 0.7) {
+				type = ELECTION_RELEASED;
+			} else if (w.child && r < 0.05 &&
+				   (M.state == ELECTION_SHUTTING_DOWN || r < 0.003)) {
+				type = ELECTION_SHUTDOWN; /* the second: impatient */
+			} else if (w.child && r < 0.1) {
+				static const int statuses[] = { 0, 1, 143 };
+
+				type = ELECTION_CHILD_GONE;
+				code = statuses[rng() % 3];
+			} else if (w.conn == 2 && r < 0.015) {
+				type = ELECTION_CONN_LOST;
+			} else if (w.conn == 2 && r < 0.017) {
+				type = ELECTION_FATAL;
+				code = 78;
+			} else if (r < 0.0025) {
+				type = ELECTION_SHUTDOWN;
+			} else {
+				/* nothing from the world: time passes */
+				when = w.now + rnd_time(4);
+			}
+			/* the timer fires first if a deadline comes before */
+			while ((due = election_next_wakeup(&M, w.now)) <= when &&
+			       M.state != ELECTION_DONE) {
+				w.now = due;
+				world_step(&w, ELECTION_TICK, 0);
+			}
+			if (M.state == ELECTION_DONE)
+				break;
+			/* a DISCONNECT meanwhile cancels what was in flight */
+			if ((type == ELECTION_CONNECTED || type == ELECTION_CONNECT_FAILED ||
+			     (type == ELECTION_FATAL && code == 69)) && w.conn != 1)
+				type = ELECTION_TICK;
+			if ((type == ELECTION_LOCK_ACQUIRED || type == ELECTION_LOCK_BUSY) &&
+			    !w.lock_req)
+				type = ELECTION_TICK;
+			if ((type == ELECTION_PING_OK && !w.ping_out) ||
+			    (type == ELECTION_RELEASED && !w.release_out) ||
+			    (type == ELECTION_CHILD_GONE && !w.child) ||
+			    ((type == ELECTION_CONN_LOST || code == 78) && w.conn != 2))
+				type = ELECTION_TICK;
+			w.now = when;
+			world_step(&w, type, type == ELECTION_TICK ? 0 : code);
+			if (type == ELECTION_LOCK_ACQUIRED)
+				leaderships++;
+			steps++;
+		}
+		/* wind down: a shutdown always ends, whatever is in flight */
+		for (int i = 0; i < 50 && M.state != ELECTION_DONE; i++) {
+			w.now += 0.25;
+			if (i == 0 || (i == 1 && w.child))
+				world_step(&w, ELECTION_SHUTDOWN, 0);
+			else if (w.child)
+				world_step(&w, ELECTION_CHILD_GONE, 143);
+			else if (w.release_out)
+				world_step(&w, ELECTION_RELEASED, 0);
+			else
+				world_step(&w, ELECTION_TICK, 0);
+		}
+		ck_state(&M, ELECTION_DONE);
+		ck_assert_uint_eq(w.exits, 1);
+	}
+	/* the runs did go through every state and every action */
+	if (getenv("ELECTION_STATS")) {
+		for (int i = 0; i <= ELECTION_DONE; i++)
+			fprintf(stderr, "entered %s: %lu\n",
+				election_state_name((enum election_state)i), entered[i]);
+		for (int i = 0; i < 10; i++)
+			fprintf(stderr, "%s: %lu\n", action_names[i], taken[i]);
+		fprintf(stderr, "leaderships %lu steps %lu\n", leaderships, steps);
+	}
+	for (int i = ELECTION_CONNECTING; i <= ELECTION_DONE; i++)
+		ck_assert_msg(entered[i] >= 100, "%s entered %lu times",
+			      election_state_name((enum election_state)i), entered[i]);
+	for (int i = 0; i < 10; i++)
+		ck_assert_msg(taken[i] >= 100, "%s taken %lu times", action_names[i],
+			      taken[i]);
+	ck_assert_uint_gt(leaderships, 1000);
+	ck_assert_uint_gt(steps, 50000);
+}
+END_TEST
+
+/* ---- suite ------------------------------------------------------------ */
+
+#define ROWS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static Suite *election_suite(void)
+{
+	Suite *s = suite_create("election");
+	TCase *tc;
+
+	tc = tcase_create("connecting");
+	tcase_set_timeout(tc, 5);
+	tcase_add_test(tc, test_init);
+	tcase_add_test(tc, test_start_connects);
+	tcase_add_loop_test(tc, test_connect_backoff, 0, ROWS(backoff_rows));
+	tcase_add_test(tc, test_connect_failed_default_reason);
+	tcase_add_test(tc, test_backoff_reset_after_connect);
+	tcase_add_test(tc, test_connect_timeout);
+	tcase_add_test(tc, test_connected_tries_lock_first);
+	tcase_add_test(tc, test_standby_conn_lost_reconnects);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("standby");
+	tcase_set_timeout(tc, 5);
+	tcase_add_test(tc, test_wait_mode_busy);
+	tcase_add_test(tc, test_poll_mode_busy);
+	tcase_add_loop_test(tc, test_lock_request_deadline, 0, ROWS(request_timeout_rows));
+	tcase_add_loop_test(tc, test_nonblock_busy_exits, 0, ROWS(nonblock_rows));
+	tcase_add_test(tc, test_nonblock_acquires);
+	tcase_add_test(tc, test_wait_timeout_standby);
+	tcase_add_test(tc, test_wait_timeout_database_down);
+	tcase_add_test(tc, test_wait_timeout_not_while_leader);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("leader");
+	tcase_set_timeout(tc, 5);
+	tcase_add_test(tc, test_acquired_starts_command);
+	tcase_add_loop_test(tc, test_takeover_delay, 0, ROWS(takeover_rows));
+	tcase_add_test(tc, test_takeover_delay_pings);
+	tcase_add_test(tc, test_ping_every_interval);
+	tcase_add_loop_test(tc, test_ping_failure_rule, 0, ROWS(ping_rows));
+	tcase_add_test(tc, test_ping_failure_defaults_message);
+	tcase_add_test(tc, test_late_reply_resets);
+	tcase_add_test(tc, test_frozen_with_ping_out);
+	tcase_add_test(tc, test_frozen_between_pings);
+	tcase_add_test(tc, test_stalled_ping_counts_from_due_time);
+	tcase_add_test(tc, test_frozen_during_takeover_delay);
+	tcase_add_test(tc, test_next_wakeup_each_state);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("demotion");
+	tcase_set_timeout(tc, 5);
+	tcase_add_test(tc, test_lease_lost_waits_for_command);
+	tcase_add_test(tc, test_conn_lost_while_leading);
+	tcase_add_test(tc, test_conn_lost_while_demoting);
+	tcase_add_test(tc, test_lease_lost_without_command);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("command");
+	tcase_set_timeout(tc, 5);
+	tcase_add_loop_test(tc, test_restart_no_exits_with_status, 0, ROWS(exit_statuses));
+	tcase_add_test(tc, test_restart_on_failure_success_exits);
+	tcase_add_loop_test(tc, test_restart_backoff, 0, ROWS(restart_rows));
+	tcase_add_loop_test(tc, test_restart_backoff_reset, 0, ROWS(reset_rows));
+	tcase_add_test(tc, test_restart_pending_then_shutdown);
+	tcase_add_test(tc, test_child_gone_without_child_ignored);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("shutdown");
+	tcase_set_timeout(tc, 5);
+	tcase_add_loop_test(tc, test_shutdown_each_state, 0, ROWS(shutdown_rows));
+	tcase_add_test(tc, test_shutdown_stops_pinging);
+	tcase_add_test(tc, test_release_timeout);
+	tcase_add_test(tc, test_release_conn_lost);
+	tcase_add_test(tc, test_conn_lost_while_stopping);
+	tcase_add_test(tc, test_second_shutdown_kills);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fatal");
+	tcase_set_timeout(tc, 5);
+	tcase_add_test(tc, test_fatal_while_connecting);
+	tcase_add_test(tc, test_fatal_in_standby);
+	tcase_add_test(tc, test_fatal_while_leading);
+	tcase_add_test(tc, test_fatal_while_demoting);
+	tcase_add_test(tc, test_fatal_during_shutdown);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("misc");
+	tcase_set_timeout(tc, 5);
+	tcase_add_test(tc, test_done_ignores_everything);
+	tcase_add_test(tc, test_events_out_of_place_ignored);
+	tcase_add_test(tc, test_state_names);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("property");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_property_chaos);
+	tcase_add_test(tc, test_property_world);
+	suite_add_tcase(s, tc);
+
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(election_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
