@@ -1,0 +1,58 @@
+/* lease.h: the lock connection, driven without blocking on the libev loop. */
+#ifndef PGLEADER_LEASE_H
+#define PGLEADER_LEASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <ev.h>
+
+struct lease;
+
+struct lease_options {
+	const char *dsn;        /* NULL: libpq environment (PGHOST, ...) */
+	const char *node_id;    /* application_name = pgleader/<node_id> */
+	int64_t lock_key;
+	const char *lock_name;  /* non-NULL: key = hashtextextended(name, 0) */
+	double retry_interval;  /* lock_timeout of a queued wait, seconds */
+	double server_lease;    /* seconds, 0 = off */
+};
+
+enum lease_event {
+	LEASE_CONNECTED,        /* ready to ask for the lock */
+	LEASE_CONNECT_FAILED,   /* transient; reason; connection closed */
+	LEASE_FATAL,            /* permanent; code = exit code, reason */
+	LEASE_ACQUIRED,         /* reason = "key K, fencing token T" */
+	LEASE_BUSY,             /* the lock is held elsewhere */
+	LEASE_PING_OK,
+	LEASE_LOST,             /* the session ended; reason; connection closed */
+	LEASE_RELEASED,         /* code = 1 when unlocked, 0 when just closed */
+};
+
+/* May be called from inside any lease_* call: the receiver must queue. */
+typedef void (*lease_event_fn)(void *arg, enum lease_event ev, int code,
+			       const char *reason);
+
+/* Checks the DSN; NULL with err on a DSN libpq cannot parse. */
+struct lease *lease_new(struct ev_loop *loop, const struct lease_options *o,
+			lease_event_fn fn, void *arg, char *err, size_t errlen);
+void lease_free(struct lease *l);
+
+/* Client-side bound on one connection attempt: the DSN's (or
+ * PGCONNECT_TIMEOUT's) connect_timeout, else 10 s. libpq enforces
+ * connect_timeout only in its blocking calls. */
+double lease_connect_timeout(const struct lease *l);
+
+void lease_connect(struct lease *l);
+void lease_try_lock(struct lease *l);
+void lease_wait_lock(struct lease *l);
+void lease_ping(struct lease *l);
+/* Unlocks when the lock is known held, then closes; LEASE_RELEASED. */
+void lease_release(struct lease *l);
+/* Closes at once, no event. */
+void lease_disconnect(struct lease *l);
+
+int64_t lease_key(const struct lease *l); /* valid once connected */
+const char *lease_fencing_token(const struct lease *l); /* "" before */
+
+#endif

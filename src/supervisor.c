@@ -1,0 +1,341 @@
+/* supervisor.c: the glue between the election's decisions and the I/O. */
+#include "supervisor.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "child.h"
+#include "election.h"
+#include "lease.h"
+#include "log.h"
+#include "notify.h"
+
+#define QUEUE_SIZE 32
+
+struct queued_event {
+	struct election_event ev;
+	char reason[640];
+};
+
+struct supervisor {
+	struct ev_loop *loop;
+	const struct config *cfg;
+	struct election election;
+	struct lease *lease;
+	struct child *child;
+	ev_timer wakeup;
+	ev_signal signals[5];
+
+	/* Callbacks may fire from inside an action (a lease call that fails
+	 * at once): events are queued and handled one at a time, in order. */
+	struct queued_event queue[QUEUE_SIZE];
+	unsigned head, tail;
+	bool draining;
+
+	char env_node[96], env_key[48], env_token[64];
+	char *child_env[4];
+	int exit_code;
+};
+
+static void dispatch(struct supervisor *s, enum election_event_type type,
+		     int code, const char *reason);
+
+static void show_status(struct supervisor *s, double now)
+{
+	const struct election *e = &s->election;
+
+	switch (e->state) {
+	case ELECTION_CONNECTING:
+		notify_status("connecting to database");
+		break;
+	case ELECTION_STANDBY:
+		notify_status("standby: waiting for leader lease");
+		break;
+	case ELECTION_LEADER:
+		if (child_running(s->child))
+			notify_status("leader, command pid %d", (int)child_pid(s->child));
+		else
+			notify_status("leader, starting command in %.1fs",
+				      fmax(0, e->child_start_at - now));
+		break;
+	case ELECTION_DEMOTING:
+		notify_status("demoting: stopping command");
+		break;
+	case ELECTION_SHUTTING_DOWN:
+	case ELECTION_DONE:
+		notify_status("shutting down");
+		break;
+	case ELECTION_INIT:
+		break;
+	}
+}
+
+static void start_child(struct supervisor *s)
+{
+	char err[256];
+
+	snprintf(s->env_key, sizeof(s->env_key), "PGLEADER_LOCK_KEY=%" PRId64,
+		 lease_key(s->lease));
+	snprintf(s->env_token, sizeof(s->env_token), "PGLEADER_FENCING_TOKEN=%s",
+		 lease_fencing_token(s->lease));
+	if (child_start(s->child, s->child_env, err, sizeof(err)) < 0) {
+		log_error("cannot start command: %s", err);
+		dispatch(s, ELECTION_CHILD_GONE, 126, NULL);
+	}
+}
+
+static void run_actions(struct supervisor *s, const struct election_output *out)
+{
+	unsigned a = out->actions;
+
+	if (a & ELECTION_DO_DISCONNECT)
+		lease_disconnect(s->lease);
+	if (a & ELECTION_DO_CONNECT)
+		lease_connect(s->lease);
+	if (a & ELECTION_DO_TRY_LOCK)
+		lease_try_lock(s->lease);
+	if (a & ELECTION_DO_WAIT_LOCK)
+		lease_wait_lock(s->lease);
+	if (a & ELECTION_DO_PING)
+		lease_ping(s->lease);
+	if (a & ELECTION_DO_STOP_CHILD)
+		child_stop(s->child);
+	if (a & ELECTION_DO_KILL_CHILD)
+		child_kill(s->child);
+	if (a & ELECTION_DO_START_CHILD)
+		start_child(s);
+	if (a & ELECTION_DO_RELEASE)
+		lease_release(s->lease);
+	if (a & ELECTION_DO_EXIT) {
+		s->exit_code = out->exit_code;
+		ev_break(s->loop, EVBREAK_ALL);
+	}
+}
+
+static void drain(struct supervisor *s)
+{
+	struct election_output out;
+	double now;
+
+	if (s->draining)
+		return;
+	s->draining = true;
+	while (s->head != s->tail) {
+		struct queued_event *q = &s->queue[s->head % QUEUE_SIZE];
+		enum election_state before = s->election.state;
+
+		now = ev_now(s->loop);
+		election_step(&s->election, &q->ev, now, &out);
+		s->head++;
+		if (out.log_level)
+			log_msg((enum log_level)out.log_level, "%s", out.log);
+		if (out.state_changed && before != ELECTION_SHUTTING_DOWN &&
+		    (s->election.state == ELECTION_SHUTTING_DOWN ||
+		     s->election.state == ELECTION_DONE))
+			notify_stopping();
+		run_actions(s, &out);
+		if (out.state_changed)
+			show_status(s, now);
+	}
+	s->draining = false;
+
+	/* One timer serves every deadline the election keeps. */
+	now = ev_now(s->loop);
+	ev_timer_stop(s->loop, &s->wakeup);
+	if (s->election.state != ELECTION_DONE) {
+		double at = election_next_wakeup(&s->election, now);
+
+		if (isfinite(at)) {
+			ev_timer_set(&s->wakeup, fmax(at - now, 0), 0.);
+			ev_timer_start(s->loop, &s->wakeup);
+		}
+	}
+}
+
+static void dispatch(struct supervisor *s, enum election_event_type type,
+		     int code, const char *reason)
+{
+	struct queued_event *q;
+
+	if (s->tail - s->head >= QUEUE_SIZE) {
+		/* cannot happen: each event causes at most a few more */
+		log_error("internal error: event queue full");
+		abort();
+	}
+	q = &s->queue[s->tail % QUEUE_SIZE];
+	q->ev.type = type;
+	q->ev.code = code;
+	q->ev.reason = NULL;
+	if (reason) {
+		snprintf(q->reason, sizeof(q->reason), "%s", reason);
+		q->ev.reason = q->reason;
+	}
+	s->tail++;
+	drain(s);
+}
+
+static void lease_event_cb(void *arg, enum lease_event ev, int code,
+			   const char *reason)
+{
+	struct supervisor *s = arg;
+
+	switch (ev) {
+	case LEASE_CONNECTED:
+		dispatch(s, ELECTION_CONNECTED, 0, NULL);
+		break;
+	case LEASE_CONNECT_FAILED:
+		dispatch(s, ELECTION_CONNECT_FAILED, 0, reason);
+		break;
+	case LEASE_FATAL:
+		dispatch(s, ELECTION_FATAL, code, reason);
+		break;
+	case LEASE_ACQUIRED:
+		dispatch(s, ELECTION_LOCK_ACQUIRED, 0, reason);
+		break;
+	case LEASE_BUSY:
+		dispatch(s, ELECTION_LOCK_BUSY, 0, NULL);
+		break;
+	case LEASE_PING_OK:
+		dispatch(s, ELECTION_PING_OK, 0, NULL);
+		break;
+	case LEASE_LOST:
+		dispatch(s, ELECTION_CONN_LOST, 0, reason);
+		break;
+	case LEASE_RELEASED:
+		if (code)
+			log_info("released leader lease");
+		dispatch(s, ELECTION_RELEASED, 0, NULL);
+		break;
+	}
+}
+
+static void child_gone_cb(void *arg, int status)
+{
+	dispatch(arg, ELECTION_CHILD_GONE, status, NULL);
+}
+
+static void wakeup_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	dispatch(w->data, ELECTION_TICK, 0, NULL);
+}
+
+static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	struct supervisor *s = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (w->signum == SIGTERM || w->signum == SIGINT) {
+		dispatch(s, ELECTION_SHUTDOWN, 0,
+			 w->signum == SIGTERM ? "SIGTERM" : "SIGINT");
+		return;
+	}
+	if (child_running(s->child)) {
+		log_debug("forwarding SIG%s to the command (pid %d)",
+			  sigabbrev_np(w->signum), (int)child_pid(s->child));
+		child_signal(s->child, w->signum);
+	}
+}
+
+static enum election_restart restart_of(enum restart_policy r)
+{
+	switch (r) {
+	case RESTART_ON_FAILURE: return ELECTION_RESTART_ON_FAILURE;
+	case RESTART_ALWAYS: return ELECTION_RESTART_ALWAYS;
+	case RESTART_NO: break;
+	}
+	return ELECTION_RESTART_NO;
+}
+
+struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg,
+				  char *err, size_t errlen)
+{
+	struct supervisor *s = calloc(1, sizeof(*s));
+	struct lease_options lo = {
+		.dsn = cfg->dsn,
+		.node_id = cfg->node_id,
+		.lock_key = cfg->lock_key,
+		.lock_name = cfg->lock_name,
+		.retry_interval = cfg->retry_interval_ms / 1000.0,
+		.server_lease = cfg->server_lease_ms / 1000.0,
+	};
+	struct election_params p = {
+		.wait_in_queue = cfg->acquire == ACQUIRE_WAIT,
+		/* waiting no time at all is --nonblock: try once, then give up */
+		.nonblock = cfg->nonblock || cfg->wait_timeout_ms == 0,
+		.retry_interval = cfg->retry_interval_ms / 1000.0,
+		.ping_interval = cfg->ping_interval_ms / 1000.0,
+		.ping_timeout = cfg->ping_timeout_ms / 1000.0,
+		.ping_failures = cfg->ping_failures,
+		.takeover_delay = cfg->takeover_delay_ms / 1000.0,
+		.wait_timeout = cfg->wait_timeout_ms < 0 ? -1 : cfg->wait_timeout_ms / 1000.0,
+		.restart = restart_of(cfg->restart),
+		.conflict_exit_code = cfg->conflict_exit_code,
+	};
+	const int handled[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
+
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->loop = loop;
+	s->cfg = cfg;
+	s->lease = lease_new(loop, &lo, lease_event_cb, s, err, errlen);
+	if (!s->lease) {
+		free(s);
+		return NULL;
+	}
+	s->child = child_new(loop, cfg->command, cfg->shell,
+			     cfg->grace_period_ms / 1000.0, child_gone_cb, s);
+	if (!s->child) {
+		lease_free(s->lease);
+		free(s);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	p.connect_timeout = lease_connect_timeout(s->lease);
+	election_init(&s->election, &p);
+
+	snprintf(s->env_node, sizeof(s->env_node), "PGLEADER_NODE_ID=%s", cfg->node_id);
+	s->child_env[0] = s->env_node;
+	s->child_env[1] = s->env_key;
+	s->child_env[2] = s->env_token;
+	s->child_env[3] = NULL;
+
+	ev_init(&s->wakeup, wakeup_cb);
+	s->wakeup.data = s;
+	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {
+		ev_signal_init(&s->signals[i], signal_cb, handled[i]);
+		s->signals[i].data = s;
+		ev_signal_start(loop, &s->signals[i]);
+	}
+	return s;
+}
+
+void supervisor_start(struct supervisor *s)
+{
+	dispatch(s, ELECTION_START, 0, NULL);
+}
+
+int supervisor_exit_code(const struct supervisor *s)
+{
+	return s->exit_code;
+}
+
+void supervisor_free(struct supervisor *s)
+{
+	if (!s)
+		return;
+	ev_timer_stop(s->loop, &s->wakeup);
+	for (size_t i = 0; i < sizeof(s->signals) / sizeof(s->signals[0]); i++)
+		ev_signal_stop(s->loop, &s->signals[i]);
+	child_free(s->child);
+	lease_free(s->lease);
+	free(s);
+}

@@ -1,0 +1,20 @@
+/* supervisor.h: turns lease, child, signal and timer callbacks into election
+ * events, and carries out the actions the election returns. */
+#ifndef PGLEADER_SUPERVISOR_H
+#define PGLEADER_SUPERVISOR_H
+
+#include <ev.h>
+
+#include "config.h"
+
+struct supervisor;
+
+/* NULL with err when the lease cannot be set up (a DSN libpq cannot parse). */
+struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg,
+				  char *err, size_t errlen);
+/* Starts the election; the loop then runs until the election exits. */
+void supervisor_start(struct supervisor *s);
+int supervisor_exit_code(const struct supervisor *s);
+void supervisor_free(struct supervisor *s);
+
+#endif
