@@ -5,7 +5,7 @@
 #
 # Options come from `BINARY --help` (every --long-option it prints, and the
 # short ones that start an option line) and from the fixed list below; keys
-# come from every "key: NAME" in --help and from the fixed list below, so
+# come from every "key: NAME," line in --help and from the fixed list below, so
 # that something dropped from --help is caught too.
 
 # The lists below are blank-separated words, split on purpose.
@@ -115,8 +115,12 @@ for opt in $(printf '%s\n' $SHORT $help_short | sort -u); do
 done
 
 # Config keys.
-help_keys=$(grep -oE '(^|[^a-z_-])key:[[:space:]]*[a-z][a-z0-9_]*' "$tmp/help" |
-	sed -E 's/.*key:[[:space:]]*//' | sort -u)
+# --help prints each option's key on its own line as "  key: NAME, default: ..."
+# and the file-only command as "  command = COMMAND [ARG]...".
+help_keys=$( { grep -oE '^[[:space:]]+key: [a-z][a-z0-9_]*,' "$tmp/help" |
+	sed -E 's/^[[:space:]]+key: //; s/,$//'
+	grep -oE '^[[:space:]]+command = ' "$tmp/help" | sed -E 's/[[:space:]=]//g'
+	} | sort -u)
 for key in $KEYS; do
 	printf '%s\n' "$help_keys" | grep -qx -- "$key" ||
 		fail "key $key missing from '$binary --help' (expected 'key: $key')"
