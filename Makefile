@@ -46,7 +46,8 @@ SRCS := $(wildcard src/*.c)
 OBJS := $(SRCS:.c=.o)
 HDRS := $(wildcard src/*.h)
 
-UNIT_TESTS := tests/unit/test_config tests/unit/test_election tests/unit/test_log
+UNIT_TESTS := tests/unit/test_config tests/unit/test_election tests/unit/test_log \
+	tests/unit/test_child
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
 	lint sanitize
@@ -66,6 +67,9 @@ tests/unit/test_election: tests/unit/test_election.c src/election.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/election.c $(CHECK_LIBS) -lm
 tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(CHECK_LIBS)
+# child.c forks real processes; its log calls go to a stub.
+tests/unit/test_child: tests/unit/test_child.c src/child.c tests/unit/log_stub.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c tests/unit/log_stub.c -lev $(CHECK_LIBS)
 
 deps:
 	@tests/install-deps.sh

@@ -1,0 +1,45 @@
+/* child.h: the supervised command: start, signal, stop, reap. */
+#ifndef PGLEADER_CHILD_H
+#define PGLEADER_CHILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <ev.h>
+
+struct child;
+
+/* Called once the command's whole process group is gone after a start: the
+ * main process reaped and no other member left (its leftovers get SIGTERM,
+ * then SIGKILL after the grace period). status is an exit code: the
+ * command's own, or 128+N when signal N killed it. */
+typedef void (*child_gone_fn)(void *arg, int status);
+
+/* argv is borrowed for the life of the child object. With shell, argv[0] is
+ * run with /bin/sh -c. extra_env is a NULL-terminated list of "NAME=value"
+ * added to the command's environment (borrowed). */
+struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
+			double grace_period, child_gone_fn on_gone, void *arg);
+void child_free(struct child *c);
+
+/* Makes pgleader a child subreaper so orphaned grandchildren come back to it
+ * and are reaped; installs the SIGCHLD watcher. Call once before starting. */
+int child_init_reaper(struct ev_loop *loop);
+
+/* fork+exec in a new process group with PDEATHSIG=SIGKILL, default signal
+ * dispositions, an empty signal mask and only fds 0-2. Exec failures exit
+ * the command with 127 (not found) or 126 (not executable) after one line
+ * on stderr. Returns 0, or -1 with err when fork itself failed. */
+int child_start(struct child *c, char *const *extra_env, char *err, size_t errlen);
+
+/* SIGTERM to the group, SIGKILL to the group after the grace period. */
+void child_stop(struct child *c);
+/* SIGKILL to the group now. */
+void child_kill(struct child *c);
+/* Forwards sig to the main process (HUP, USR1, USR2). */
+void child_signal(struct child *c, int sig);
+
+bool child_running(const struct child *c); /* started and not yet gone */
+pid_t child_pid(const struct child *c);    /* 0 when not running */
+
+#endif
