@@ -430,7 +430,13 @@ static void read_input(struct lease *l)
 {
 	char why[600];
 
-	if (!PQconsumeInput(l->conn)) {
+	bool read_ok = PQconsumeInput(l->conn);
+
+	/* PQconsumeInput only reads; parsing happens in PQisBusy. Without a
+	 * query in flight that parse hands a FATAL (57P01 terminated, 57P05
+	 * idle timeout, ...) to notice_cb, before the end of file says less. */
+	(void)PQisBusy(l->conn);
+	if (!read_ok) {
 		one_line(why, sizeof(why), PQerrorMessage(l->conn));
 		fail_lost(l, l->fatal[0] ? l->fatal : why);
 		return;
