@@ -46,6 +46,8 @@ struct lease {
 	int backend_pid;        /* pg_backend_pid() of this session */
 	int server_version;
 	bool warned_old_server;
+	bool can_create_temp;   /* the claim can make its commit durable */
+	bool warned_no_temp;
 	bool key_logged;
 	int64_t key;
 	char token[32];
@@ -209,7 +211,8 @@ static void send_timeouts(struct lease *l)
 	 * broken session within that time; a role's statement_timeout must
 	 * not cut it short. */
 	snprintf(sql, sizeof(sql),
-		 "SET lock_timeout = %.0f; SET statement_timeout = 0",
+		 "SET lock_timeout = %.0f; SET statement_timeout = 0; "
+		 "SET default_transaction_read_only = off",
 		 l->o.retry_interval * 1000);
 	l->phase = PHASE_SET_TIMEOUTS;
 	send_query(l, sql, NULL);
@@ -221,7 +224,7 @@ static void send_timeouts(struct lease *l)
  * for unacknowledged data. The same query reads the fencing token. */
 static void send_claim(struct lease *l)
 {
-	char sql[512];
+	char sql[640];
 	size_t n = 0;
 	double s = l->o.server_lease;
 
@@ -244,6 +247,19 @@ static void send_claim(struct lease *l)
 				      "SET tcp_keepalives_interval = %ld; "
 				      "SET tcp_keepalives_count = 3; "
 				      "SET tcp_user_timeout = %ld; ", probe, probe, ms);
+	}
+	/* A transaction that only takes an xid commits asynchronously: after
+	 * a crash the server could hand the same xid, so the same fencing
+	 * token, to the next leader. Writing a little catalog WAL makes the
+	 * commit wait for its flush (and for synchronous standbys, if any). */
+	if (l->can_create_temp)
+		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
+				      "CREATE TEMP TABLE pgleader_term (); "
+				      "DROP TABLE pgleader_term; ");
+	else if (!l->warned_no_temp) {
+		log_warning("the role may not create temporary tables: after a "
+			    "database crash the fencing token can repeat");
+		l->warned_no_temp = true;
 	}
 	snprintf(sql + n, sizeof(sql) - n,
 		 "SELECT pg_current_xact_id()::text, pg_backend_pid()");
@@ -279,8 +295,9 @@ static void setup_done(struct lease *l, PGresult *rows)
 			     "through a primary (target_session_attrs=read-write)");
 		return;
 	}
+	l->can_create_temp = !strcmp(PQgetvalue(rows, 0, 3), "t");
 	if (l->lock_name) {
-		l->key = strtoll(PQgetvalue(rows, 0, 3), NULL, 10);
+		l->key = strtoll(PQgetvalue(rows, 0, 4), NULL, 10);
 		if (!l->key_logged)
 			log_info("lock name \"%s\" is lock key %" PRId64,
 				 l->lock_name, l->key);
@@ -545,13 +562,12 @@ static void connect_poll(struct lease *l)
 		return;
 	}
 	l->phase = PHASE_SETUP;
-	send_query(l, l->lock_name
-		   ? "SELECT pg_backend_pid(), pg_is_in_recovery(), "
-		     "current_setting('server_version_num')::int, "
-		     "hashtextextended($1, 0)"
-		   : "SELECT pg_backend_pid(), pg_is_in_recovery(), "
-		     "current_setting('server_version_num')::int",
-		   l->lock_name);
+#define SETUP_COLUMNS "SELECT pg_backend_pid(), pg_is_in_recovery(), " \
+	"current_setting('server_version_num')::int, " \
+	"has_database_privilege(current_database(), 'TEMP')"
+	send_query(l, l->lock_name ? SETUP_COLUMNS ", hashtextextended($1, 0)"
+				   : SETUP_COLUMNS, l->lock_name);
+#undef SETUP_COLUMNS
 }
 
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
