@@ -16,6 +16,8 @@
 #include "child.h"
 
 #define TEST_TIMEOUT 20
+/* bits of signals 32 and 33 in /proc/PID/status masks (bit N-1 = signal N) */
+#define GLIBC_INTERNAL_SIGNALS ((1ULL << 31) | (1ULL << 32))
 #define NOEXEC_FILE "@noexec" /* stands for a temporary file without x bits */
 
 static struct ev_loop *loop;
@@ -682,6 +684,7 @@ START_TEST(test_signal_mask_and_dispositions_are_clean)
 	struct child *sleep_child = new_child(sleep_argv, false, 10.0, &r2);
 	sigset_t term;
 	char output[256];
+	unsigned long long blocked = ~0ULL, ignored = ~0ULL;
 	double stopped;
 
 	/* What libev or pgleader itself may do with signals. */
@@ -697,7 +700,13 @@ START_TEST(test_signal_mask_and_dispositions_are_clean)
 	expect(run_until_gone(&r1, 8.0));
 	expect_int_eq(r1.status, 0);
 	expect(read_file(path_in_tmpdir("out"), output, sizeof(output)));
-	expect_str_eq(output, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+	expect(sscanf(output, "SigBlk:\t%llx\nSigIgn:\t%llx", &blocked, &ignored) == 2);
+	expect(blocked == 0);
+	/* Signals 32 and 33 are glibc's own (thread cancellation, setxid):
+	 * sigaction refuses to change them, whatever state the caller of the
+	 * tests left them in, and glibc sets them up itself in any program
+	 * that uses threads. Every other signal must be back to SIG_DFL. */
+	expect((ignored & ~GLIBC_INTERNAL_SIGNALS) == 0);
 
 	start_command(sleep_child, NULL, &r2, 0, NULL);
 	stopped = now();
