@@ -60,7 +60,7 @@ int main(int argc, char **argv)
 	if (!loop) {
 		fprintf(stderr, "pgleader: cannot initialise the event loop\n");
 		config_free(&cfg);
-		return 71;
+		return 70;
 	}
 	if (child_init_reaper(loop) < 0)
 		log_warning("cannot become a child subreaper: orphans of the "

@@ -325,6 +325,13 @@ void supervisor_start(struct supervisor *s)
 
 int supervisor_exit_code(const struct supervisor *s)
 {
+	/* ev_run returns early only if no watcher was left active: a bug,
+	 * never a reason to report success. */
+	if (s->election.state != ELECTION_DONE) {
+		log_error("internal error: the event loop stopped in state %s",
+			  election_state_name(s->election.state));
+		return 70;
+	}
 	return s->exit_code;
 }
 

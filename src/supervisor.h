@@ -14,6 +14,7 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 				  char *err, size_t errlen);
 /* Starts the election; the loop then runs until the election exits. */
 void supervisor_start(struct supervisor *s);
+/* The election's exit code; 70 (EX_SOFTWARE) if the loop stopped early. */
 int supervisor_exit_code(const struct supervisor *s);
 void supervisor_free(struct supervisor *s);
 
