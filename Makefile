@@ -46,8 +46,8 @@ SRCS := $(wildcard src/*.c)
 OBJS := $(SRCS:.c=.o)
 HDRS := $(wildcard src/*.h)
 
-UNIT_TESTS := tests/unit/test_config tests/unit/test_election tests/unit/test_log \
-	tests/unit/test_child
+UNIT_TESTS := tests/unit/test_config tests/unit/test_value tests/unit/test_election \
+	tests/unit/test_log tests/unit/test_child
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
 	lint sanitize
@@ -61,8 +61,10 @@ src/%.o: src/%.c $(HDRS) Makefile
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # Unit tests link only the module under test.
-tests/unit/test_config: tests/unit/test_config.c src/config.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c $(LIBS) $(CHECK_LIBS)
+tests/unit/test_config: tests/unit/test_config.c src/config.c src/value.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c src/value.c $(LIBS) $(CHECK_LIBS)
+tests/unit/test_value: tests/unit/test_value.c src/value.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
 tests/unit/test_election: tests/unit/test_election.c src/election.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/election.c $(CHECK_LIBS) -lm
 tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)

@@ -2,6 +2,7 @@
  * variables, getopt_long and --help, so none of them can drift apart. */
 #include "config.h"
 #include "log.h" /* enum log_level only: config must not log */
+#include "value.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -9,10 +10,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
-#define MAX_DURATION_MS (INT64_C(30) * 24 * 60 * 60 * 1000)
 /* application_name is "pgleader/<node_id>" and PostgreSQL keeps 63 bytes. */
 #define NODE_ID_MAX 54
 #define USAGE "pgleader [OPTION]... [--] COMMAND [ARG]..."
@@ -215,211 +214,6 @@ static int why_fail(char *why, size_t whylen, const char *fmt, ...)
 	return -1;
 }
 
-/* Values land in one-line messages: quote them, cut them short and make
- * control characters visible so a stray newline cannot split the line. */
-static const char *quote(const char *s, char *buf, size_t len)
-{
-	size_t n = 0, max = len >= 48 ? 40 : len / 2 - 4;
-
-	buf[n++] = '"';
-	for (; *s && n <= max; s++)
-		buf[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
-	if (*s) {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n++] = '"';
-	buf[n] = '\0';
-	return buf;
-}
-
-static const char *format_duration(int64_t ms, char *buf, size_t len)
-{
-	if (ms < 0)
-		snprintf(buf, len, "none");
-	else if (ms == 0)
-		snprintf(buf, len, "0");
-	else if (ms % 3600000 == 0)
-		snprintf(buf, len, "%lldh", (long long)(ms / 3600000));
-	else if (ms % 60000 == 0)
-		snprintf(buf, len, "%lldm", (long long)(ms / 60000));
-	else if (ms % 1000 == 0)
-		snprintf(buf, len, "%llds", (long long)(ms / 1000));
-	else if (ms < 1000)
-		snprintf(buf, len, "%lldms", (long long)ms);
-	else {
-		int n = snprintf(buf, len, "%lld.%03lld", (long long)(ms / 1000),
-				 (long long)(ms % 1000));
-		while (n > 0 && buf[n - 1] == '0')
-			buf[--n] = '\0';
-		snprintf(buf + n, len - (size_t)n, "s");
-	}
-	return buf;
-}
-
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-int config_parse_duration(const char *s, int64_t *ms)
-{
-	static const struct { const char *suffix; int64_t ms; } units[] = {
-		{ "ms", 1 }, { "s", 1000 }, { "", 1000 }, { "m", 60000 },
-		{ "h", 3600000 },
-	};
-	int64_t whole = 0, fraction = 0, scale = 1, unit = 0;
-
-	if (!is_digit(*s))
-		return -1; /* also rejects "", "-5s", " 5s" and ".5s" */
-	for (; is_digit(*s); s++) {
-		if (whole > MAX_DURATION_MS)
-			return -1; /* keeps the arithmetic below in range */
-		whole = whole * 10 + (*s - '0');
-	}
-	if (*s == '.') {
-		if (!is_digit(*++s))
-			return -1;
-		for (; is_digit(*s); s++) {
-			if (scale == 1000000000)
-				return -1;
-			fraction = fraction * 10 + (*s - '0');
-			scale *= 10;
-		}
-	}
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(s, units[i].suffix) == 0)
-			unit = units[i].ms;
-	if (unit == 0 || whole > MAX_DURATION_MS / unit)
-		return -1;
-	/* Timers run in whole milliseconds: "1.0005s" would be a lie. */
-	if (fraction * unit % scale != 0)
-		return -1;
-	whole = whole * unit + fraction * unit / scale;
-	if (whole > MAX_DURATION_MS)
-		return -1;
-	*ms = whole;
-	return 0;
-}
-
-int config_parse_lock_key(const char *s, int64_t *key)
-{
-	char *end;
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		size_t digits = strspn(s + 2, "0123456789abcdefABCDEF");
-
-		if (digits == 0 || digits > 16 || s[2 + digits] != '\0')
-			return -1;
-		/* Two's complement, as PostgreSQL prints a bigint from hex. */
-		*key = (int64_t)strtoull(s + 2, NULL, 16);
-		return 0;
-	}
-	if (!is_digit(s[0]) && !(s[0] == '-' && is_digit(s[1])))
-		return -1; /* strtoll would skip blanks and take '+' */
-	errno = 0;
-	long long value = strtoll(s, &end, 10);
-	if (errno != 0 || *end != '\0')
-		return -1;
-	*key = value;
-	return 0;
-}
-
-static int push_word(char ***argv, size_t *argc, const char *word, size_t len)
-{
-	char **grown = realloc(*argv, (*argc + 2) * sizeof(char *));
-
-	if (!grown)
-		return -1;
-	*argv = grown;
-	if (!(grown[*argc] = strndup(word, len)))
-		return -1;
-	grown[++*argc] = NULL;
-	return 0;
-}
-
-static void free_words(char **words)
-{
-	for (size_t i = 0; words && words[i]; i++)
-		free(words[i]);
-	free(words);
-}
-
-char **config_split_command(const char *s, char *err, size_t errlen)
-{
-	char **argv = NULL, *word = malloc(strlen(s) + 1);
-	size_t argc = 0, len = 0;
-	bool in_word = false;
-	const char *problem = NULL;
-
-	if (!word)
-		goto out_of_memory;
-	while (*s && !problem) {
-		char c = *s++;
-
-		if (c == '\\' && *s == '\n') {
-			s++; /* a line continuation, as in sh */
-			continue;
-		}
-		if (c == ' ' || c == '\t' || c == '\n') {
-			if (in_word && push_word(&argv, &argc, word, len) < 0)
-				goto out_of_memory;
-			in_word = false;
-			len = 0;
-			continue;
-		}
-		in_word = true;
-		if (c == '\'') {
-			const char *close = strchr(s, '\'');
-
-			if (!close) {
-				problem = "unterminated single quote";
-				break;
-			}
-			memcpy(word + len, s, (size_t)(close - s));
-			len += (size_t)(close - s);
-			s = close + 1;
-		} else if (c == '"') {
-			for (;;) {
-				if (!*s) {
-					problem = "unterminated double quote";
-					break;
-				}
-				c = *s++;
-				if (c == '"')
-					break;
-				if (c == '\\' && *s && strchr("\"\\$`\n", *s)) {
-					if (*s++ == '\n')
-						continue;
-					c = s[-1];
-				}
-				word[len++] = c;
-			}
-		} else if (c == '\\' && *s) {
-			word[len++] = *s++;
-		} else {
-			word[len++] = c; /* also a trailing backslash, as sh does */
-		}
-	}
-	if (!problem && in_word && push_word(&argv, &argc, word, len) < 0)
-		goto out_of_memory;
-	free(word);
-	if (!problem && argc == 0)
-		problem = "empty command";
-	if (problem) {
-		snprintf(err, errlen, "%s", problem);
-		free_words(argv);
-		return NULL;
-	}
-	return argv;
-
-out_of_memory:
-	free(word);
-	free_words(argv);
-	snprintf(err, errlen, "out of memory");
-	return NULL;
-}
-
 static int check_lock_name(const char *value, char *why, size_t whylen)
 {
 	if (!*value)
@@ -434,27 +228,13 @@ static int check_node_id(const char *value, char *why, size_t whylen)
 
 	if (len == 0 || len > NODE_ID_MAX)
 		return why_fail(why, whylen, "%s must have 1 to %d characters",
-				quote(value, shown, sizeof(shown)), NODE_ID_MAX);
+				value_quote(value, shown, sizeof(shown)), NODE_ID_MAX);
 	for (const char *p = value; *p; p++)
 		if (*p <= ' ' || *p >= 0x7f)
 			return why_fail(why, whylen,
 					"%s may hold only printable ASCII without spaces",
-					quote(value, shown, sizeof(shown)));
+					value_quote(value, shown, sizeof(shown)));
 	return 0;
-}
-
-static int parse_bool(const char *s, bool *value)
-{
-	static const char *const yes[] = { "true", "yes", "on", "1" };
-	static const char *const no[] = { "false", "no", "off", "0" };
-
-	for (size_t i = 0; i < 4; i++) {
-		if (strcasecmp(s, yes[i]) == 0)
-			return *value = true, 0;
-		if (strcasecmp(s, no[i]) == 0)
-			return *value = false, 0;
-	}
-	return -1;
 }
 
 static int set_string(char **field, const char *value)
@@ -476,38 +256,33 @@ static int set_value(struct loader *ld, const struct param *p,
 	void *field = (char *)ld->cfg + p->offset;
 	char shown[64];
 	int64_t number;
-	char *end;
 
 	switch (p->type) {
 	case T_DURATION:
 		if (p->none_allowed && strcmp(value, "none") == 0)
 			number = -1;
-		else if (config_parse_duration(value, &number) < 0)
+		else if (value_parse_duration(value, &number) < 0)
 			return why_fail(why, whylen,
 					"invalid duration %s (examples: 250ms, 5s, 2m)",
-					quote(value, shown, sizeof(shown)));
+					value_quote(value, shown, sizeof(shown)));
 		else if (number < p->min)
 			return why_fail(why, whylen, "must be greater than 0");
 		*(int64_t *)field = number;
 		return 0;
 	case T_INT:
-		errno = 0;
-		number = strtoll(value, &end, 10);
-		if (!is_digit(*value) && !(*value == '-' && is_digit(value[1])))
-			errno = EINVAL;
-		if (errno != 0 || *end != '\0')
+		if (value_parse_int(value, &number) < 0)
 			return why_fail(why, whylen, "invalid number %s",
-					quote(value, shown, sizeof(shown)));
+					value_quote(value, shown, sizeof(shown)));
 		if (number < p->min || number > p->max)
 			return why_fail(why, whylen, "%s is out of range (%lld to %lld)",
 					value, (long long)p->min, (long long)p->max);
 		*(int *)field = (int)number;
 		return 0;
 	case T_BOOL:
-		if (parse_bool(value, (bool *)field) < 0)
+		if (value_parse_bool(value, (bool *)field) < 0)
 			return why_fail(why, whylen,
 					"invalid boolean %s (true/false, yes/no, on/off, 1/0)",
-					quote(value, shown, sizeof(shown)));
+					value_quote(value, shown, sizeof(shown)));
 		return 0;
 	case T_ENUM: {
 		char names[128] = "";
@@ -520,13 +295,13 @@ static int set_value(struct loader *ld, const struct param *p,
 			strcat(strcat(names, c == p->choices ? "" : ", "), c->name);
 		}
 		return why_fail(why, whylen, "invalid value %s (expected %s)",
-				quote(value, shown, sizeof(shown)), names);
+				value_quote(value, shown, sizeof(shown)), names);
 	}
 	case T_LOCK_KEY:
-		if (config_parse_lock_key(value, &number) < 0)
+		if (value_parse_lock_key(value, &number) < 0)
 			return why_fail(why, whylen,
 					"invalid lock key %s (signed 64-bit decimal, or 0x and 1 to 16 hex digits)",
-					quote(value, shown, sizeof(shown)));
+					value_quote(value, shown, sizeof(shown)));
 		*(int64_t *)field = number;
 		return 0;
 	case T_STRING:
@@ -718,7 +493,7 @@ static int ini_handler_cb(void *user, const char *section, const char *name,
 		return 0;
 	if (strcmp(section, "pgleader") != 0) {
 		fail(ld, CONFIG_INVALID, "%s:%d: key %s is outside the [pgleader] section",
-		     ld->path, ld->line, quote(name, shown, sizeof(shown)));
+		     ld->path, ld->line, value_quote(name, shown, sizeof(shown)));
 		return 0;
 	}
 	if (!(p = find_key(name))) {
@@ -733,7 +508,7 @@ static int ini_handler_cb(void *user, const char *section, const char *name,
 		normal[i] = '\0';
 		p = find_key(normal);
 		fail(ld, CONFIG_INVALID, "%s:%d: unknown key %s%s%s%s", ld->path,
-		     ld->line, quote(name, shown, sizeof(shown)),
+		     ld->line, value_quote(name, shown, sizeof(shown)),
 		     p ? " (did you mean " : "", p ? p->key : "", p ? "?)" : "");
 		return 0;
 	}
@@ -947,7 +722,7 @@ static enum config_result read_argv(struct loader *ld, int argc, char **argv)
 			return result;
 		if (first_word < ld->nwords)
 			return fail(ld, CONFIG_USAGE, "status takes no arguments (got %s)",
-				    quote(ld->words[first_word], shown, sizeof(shown)));
+				    value_quote(ld->words[first_word], shown, sizeof(shown)));
 		ld->nwords = 0;
 	}
 	if (ld->cfg->json && !ld->cfg->status_mode)
@@ -973,12 +748,12 @@ static enum config_result finish(struct loader *ld)
 
 			return fail(ld, CONFIG_INVALID,
 				    "server_lease %s must be greater than ping_interval %s * ping_failures %d + ping_timeout %s + grace_period %s = %s",
-				    format_duration(cfg->server_lease_ms, lease, sizeof(lease)),
-				    format_duration(cfg->ping_interval_ms, interval, sizeof(interval)),
+				    value_format_duration(cfg->server_lease_ms, lease, sizeof(lease)),
+				    value_format_duration(cfg->ping_interval_ms, interval, sizeof(interval)),
 				    cfg->ping_failures,
-				    format_duration(cfg->ping_timeout_ms, timeout, sizeof(timeout)),
-				    format_duration(cfg->grace_period_ms, grace, sizeof(grace)),
-				    format_duration(needed, sum, sizeof(sum)));
+				    value_format_duration(cfg->ping_timeout_ms, timeout, sizeof(timeout)),
+				    value_format_duration(cfg->grace_period_ms, grace, sizeof(grace)),
+				    value_format_duration(needed, sum, sizeof(sum)));
 		}
 	}
 
@@ -1025,8 +800,8 @@ static enum config_result finish(struct loader *ld)
 			if (!(cfg->command = calloc(2, sizeof(char *))) ||
 			    !(cfg->command[0] = strdup(ld->command_line)))
 				return fail(ld, CONFIG_INVALID, "out of memory");
-		} else if (!(cfg->command = config_split_command(ld->command_line,
-								 why, sizeof(why)))) {
+		} else if (!(cfg->command = value_split_command(ld->command_line,
+								why, sizeof(why)))) {
 			return fail(ld, CONFIG_INVALID, "%s: %s", ld->command_origin, why);
 		}
 	} else if (cfg->config_file) {
@@ -1095,7 +870,7 @@ void config_free(struct config *cfg)
 	free(cfg->lock_name);
 	free(cfg->node_id);
 	free(cfg->metrics_addr);
-	free_words(cfg->command);
+	value_free_words(cfg->command);
 	memset(cfg, 0, sizeof(*cfg));
 }
 

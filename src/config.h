@@ -56,13 +56,4 @@ void config_free(struct config *cfg);
 
 void config_usage(FILE *out);
 
-/* "250ms", "5s", "2m", "1h", "0"; a bare number is seconds. */
-int config_parse_duration(const char *s, int64_t *ms);
-/* Signed 64-bit decimal, or 0x hex up to 16 digits (two's complement). */
-int config_parse_lock_key(const char *s, int64_t *key);
-/* Splits like a POSIX shell without expansions: blanks separate words,
- * '...' is literal, "..." honours \" \\ \$ \`, a backslash quotes the next
- * character. Returns a malloc'd NULL-terminated argv, or NULL with err. */
-char **config_split_command(const char *s, char *err, size_t errlen);
-
 #endif

@@ -354,123 +354,6 @@ END_TEST
 
 /* ---- values ---- */
 
-static const struct {
-	const char *text;
-	int result;
-	int64_t ms;
-} duration_cases[] = {
-	{ "250ms", 0, 250 }, { "5s", 0, 5000 }, { "1.5s", 0, 1500 },
-	{ "2m", 0, 120000 }, { "1h", 0, 3600000 }, { "0", 0, 0 },
-	{ "0ms", 0, 0 }, { "7", 0, 7000 }, { "0.5", 0, 500 },
-	{ "0.001s", 0, 1 }, { "1.25m", 0, 75000 }, { "007s", 0, 7000 },
-	{ "720h", 0, INT64_C(2592000000) },
-	{ "2592000000ms", 0, INT64_C(2592000000) },
-	{ "2592000001ms", -1, 0 }, { "721h", -1, 0 }, { "43201m", -1, 0 },
-	{ "99999999999999999999999", -1, 0 }, { "", -1, 0 }, { "-1s", -1, 0 },
-	{ "-0", -1, 0 }, { "+5s", -1, 0 }, { " 5s", -1, 0 }, { "5s ", -1, 0 },
-	{ "5 s", -1, 0 }, { "5x", -1, 0 }, { "s", -1, 0 }, { "ms", -1, 0 },
-	{ ".5s", -1, 0 }, { "1.", -1, 0 }, { "1.s", -1, 0 }, { "1.5ms", -1, 0 },
-	{ "1.0005s", -1, 0 }, { "5S", -1, 0 }, { "5sec", -1, 0 },
-	{ "5mss", -1, 0 }, { "1e3", -1, 0 }, { "0x10", -1, 0 }, { "1d", -1, 0 },
-	{ "1h30m", -1, 0 }, { "none", -1, 0 }, { "1.0000000001s", -1, 0 },
-};
-
-START_TEST(duration)
-{
-	int64_t ms = -42;
-
-	ck_assert_msg(config_parse_duration(duration_cases[_i].text, &ms) ==
-		      duration_cases[_i].result, "\"%s\"", duration_cases[_i].text);
-	if (duration_cases[_i].result == 0)
-		ck_assert_int_eq(ms, duration_cases[_i].ms);
-	else
-		ck_assert_int_eq(ms, -42); /* untouched on error */
-}
-END_TEST
-
-static const struct {
-	const char *text;
-	int result;
-	int64_t key;
-} lock_key_cases[] = {
-	{ "0", 0, 0 }, { "42", 0, 42 }, { "-1", 0, -1 }, { "007", 0, 7 },
-	{ "9223372036854775807", 0, INT64_MAX },
-	{ "-9223372036854775808", 0, INT64_MIN },
-	{ "9223372036854775808", -1, 0 }, { "-9223372036854775809", -1, 0 },
-	{ "99999999999999999999", -1, 0 },
-	{ "0x0", 0, 0 }, { "0xff", 0, 255 }, { "0XFF", 0, 255 },
-	{ "0x50474c4541444552", 0, CONFIG_DEFAULT_LOCK_KEY },
-	{ "0x7fffffffffffffff", 0, INT64_MAX },
-	{ "0x8000000000000000", 0, INT64_MIN },
-	{ "0xffffffffffffffff", 0, -1 },
-	{ "0x0000000000000001", 0, 1 },
-	{ "0x10000000000000000", -1, 0 }, { "0x00000000000000001", -1, 0 },
-	{ "0x", -1, 0 }, { "0xg", -1, 0 }, { "0x1g", -1, 0 }, { "-0x1", -1, 0 },
-	{ "x10", -1, 0 }, { "", -1, 0 }, { "-", -1, 0 }, { "+1", -1, 0 },
-	{ " 1", -1, 0 }, { "1 ", -1, 0 }, { "12abc", -1, 0 }, { "1.0", -1, 0 },
-	{ "010", 0, 10 }, /* decimal, not octal */
-};
-
-START_TEST(lock_key)
-{
-	int64_t key = 42;
-
-	ck_assert_msg(config_parse_lock_key(lock_key_cases[_i].text, &key) ==
-		      lock_key_cases[_i].result, "\"%s\"", lock_key_cases[_i].text);
-	if (lock_key_cases[_i].result == 0)
-		ck_assert_int_eq(key, lock_key_cases[_i].key);
-}
-END_TEST
-
-/* words joined by '|'; NULL words: an error, with this message. */
-static const struct {
-	const char *line, *words, *error;
-} split_cases[] = {
-	{ "./report --daily", "./report|--daily", NULL },
-	{ "  a \t b\n c  ", "a|b|c", NULL },
-	{ "'a b' c", "a b|c", NULL },
-	{ "'a \\ \" $HOME'", "a \\ \" $HOME", NULL },
-	{ "\"a \\\" \\\\ \\$ \\` b\"", "a \" \\ $ ` b", NULL },
-	{ "\"\\n \\a\"", "\\n \\a", NULL }, /* other backslashes stay */
-	{ "\"a\\\nb\"", "ab", NULL },       /* escaped newline goes */
-	{ "a\\\nb", "ab", NULL },
-	{ "a \\\n b", "a|b", NULL },
-	{ "a\\ b", "a b", NULL },
-	{ "\\'a\\'", "'a'", NULL },
-	{ "\\\"", "\"", NULL },
-	{ "a\\", "a\\", NULL },             /* trailing backslash: literal */
-	{ "x'a'\"b\"c", "xabc", NULL },     /* quotes join one word */
-	{ "a '' b \"\"", "a||b|", NULL },   /* empty quotes: empty words */
-	{ "$HOME ~ *.c `id` $(id)", "$HOME|~|*.c|`id`|$(id)", NULL },
-	{ "a|b;c>d&", "a|b;c>d&", NULL },   /* no operators either */
-	{ "# not a comment", "#|not|a|comment", NULL },
-	{ "'unterminated", NULL, "unterminated single quote" },
-	{ "a \"b", NULL, "unterminated double quote" },
-	{ "\"a\\\"", NULL, "unterminated double quote" },
-	{ "", NULL, "empty command" },
-	{ " \t\n ", NULL, "empty command" },
-	{ "\\\n", NULL, "empty command" },
-};
-
-START_TEST(split_command)
-{
-	char err[ERRLEN] = "";
-	char **words = config_split_command(split_cases[_i].line, err, sizeof(err));
-
-	if (split_cases[_i].words) {
-		ck_assert_msg(words != NULL, "\"%s\": %s", split_cases[_i].line, err);
-		/* join() cannot show the empty words of case "a '' b" apart. */
-		ck_assert_str_eq(join(words), split_cases[_i].words);
-		for (char **w = words; *w; w++)
-			free(*w);
-		free(words);
-	} else {
-		ck_assert_ptr_null(words);
-		ck_assert_str_eq(err, split_cases[_i].error);
-	}
-}
-END_TEST
-
 /* Edges of each key's range that the key table does not reach. */
 static const struct {
 	const char *option, *value, *key, *expect, *error;
@@ -1281,9 +1164,6 @@ static Suite *config_suite(void)
 		LOOP(key_in_environment, key_cases),
 		LOOP(key_on_command_line, key_cases),
 		ONCE(help_lists_every_key),
-		LOOP(duration, duration_cases),
-		LOOP(lock_key, lock_key_cases),
-		LOOP(split_command, split_cases),
 		LOOP(value_ranges, range_cases),
 		LOOP(booleans, bool_cases),
 		{ "precedence", precedence, 8 },

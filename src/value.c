@@ -1,0 +1,235 @@
+/* value.c: setting values as text: durations, numbers, lock keys, commands. */
+#include "value.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MAX_DURATION_MS (INT64_C(30) * 24 * 60 * 60 * 1000)
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+int value_parse_duration(const char *s, int64_t *ms)
+{
+	static const struct { const char *suffix; int64_t ms; } units[] = {
+		{ "ms", 1 }, { "s", 1000 }, { "", 1000 }, { "m", 60000 },
+		{ "h", 3600000 },
+	};
+	int64_t whole = 0, fraction = 0, scale = 1, unit = 0;
+
+	if (!is_digit(*s))
+		return -1; /* also rejects "", "-5s", " 5s" and ".5s" */
+	for (; is_digit(*s); s++) {
+		if (whole > MAX_DURATION_MS)
+			return -1; /* keeps the arithmetic below in range */
+		whole = whole * 10 + (*s - '0');
+	}
+	if (*s == '.') {
+		if (!is_digit(*++s))
+			return -1;
+		for (; is_digit(*s); s++) {
+			if (scale == 1000000000)
+				return -1;
+			fraction = fraction * 10 + (*s - '0');
+			scale *= 10;
+		}
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(s, units[i].suffix) == 0)
+			unit = units[i].ms;
+	if (unit == 0 || whole > MAX_DURATION_MS / unit)
+		return -1;
+	/* Timers run in whole milliseconds: "1.0005s" would be a lie. */
+	if (fraction * unit % scale != 0)
+		return -1;
+	whole = whole * unit + fraction * unit / scale;
+	if (whole > MAX_DURATION_MS)
+		return -1;
+	*ms = whole;
+	return 0;
+}
+
+const char *value_format_duration(int64_t ms, char *buf, size_t len)
+{
+	if (ms < 0)
+		snprintf(buf, len, "none");
+	else if (ms == 0)
+		snprintf(buf, len, "0");
+	else if (ms % 3600000 == 0)
+		snprintf(buf, len, "%lldh", (long long)(ms / 3600000));
+	else if (ms % 60000 == 0)
+		snprintf(buf, len, "%lldm", (long long)(ms / 60000));
+	else if (ms % 1000 == 0)
+		snprintf(buf, len, "%llds", (long long)(ms / 1000));
+	else if (ms < 1000)
+		snprintf(buf, len, "%lldms", (long long)ms);
+	else {
+		int n = snprintf(buf, len, "%lld.%03lld", (long long)(ms / 1000),
+				 (long long)(ms % 1000));
+		while (n > 0 && buf[n - 1] == '0')
+			buf[--n] = '\0';
+		snprintf(buf + n, len - (size_t)n, "s");
+	}
+	return buf;
+}
+
+int value_parse_int(const char *s, int64_t *n)
+{
+	char *end;
+	long long value;
+
+	if (!is_digit(s[0]) && !(s[0] == '-' && is_digit(s[1])))
+		return -1; /* strtoll would skip blanks and take '+' */
+	errno = 0;
+	value = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return -1;
+	*n = value;
+	return 0;
+}
+
+int value_parse_bool(const char *s, bool *value)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" };
+	static const char *const no[] = { "false", "no", "off", "0" };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (strcasecmp(s, yes[i]) == 0)
+			return *value = true, 0;
+		if (strcasecmp(s, no[i]) == 0)
+			return *value = false, 0;
+	}
+	return -1;
+}
+
+int value_parse_lock_key(const char *s, int64_t *key)
+{
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		size_t digits = strspn(s + 2, "0123456789abcdefABCDEF");
+
+		if (digits == 0 || digits > 16 || s[2 + digits] != '\0')
+			return -1;
+		/* Two's complement, as PostgreSQL prints a bigint from hex. */
+		*key = (int64_t)strtoull(s + 2, NULL, 16);
+		return 0;
+	}
+	return value_parse_int(s, key);
+}
+
+static int push_word(char ***argv, size_t *argc, const char *word, size_t len)
+{
+	char **grown = realloc(*argv, (*argc + 2) * sizeof(char *));
+
+	if (!grown)
+		return -1;
+	*argv = grown;
+	if (!(grown[*argc] = strndup(word, len)))
+		return -1;
+	grown[++*argc] = NULL;
+	return 0;
+}
+
+void value_free_words(char **words)
+{
+	for (size_t i = 0; words && words[i]; i++)
+		free(words[i]);
+	free(words);
+}
+
+char **value_split_command(const char *s, char *err, size_t errlen)
+{
+	char **argv = NULL, *word = malloc(strlen(s) + 1);
+	size_t argc = 0, len = 0;
+	bool in_word = false;
+	const char *problem = NULL;
+
+	if (!word)
+		goto out_of_memory;
+	while (*s && !problem) {
+		char c = *s++;
+
+		if (c == '\\' && *s == '\n') {
+			s++; /* a line continuation, as in sh */
+			continue;
+		}
+		if (c == ' ' || c == '\t' || c == '\n') {
+			if (in_word && push_word(&argv, &argc, word, len) < 0)
+				goto out_of_memory;
+			in_word = false;
+			len = 0;
+			continue;
+		}
+		in_word = true;
+		if (c == '\'') {
+			const char *close = strchr(s, '\'');
+
+			if (!close) {
+				problem = "unterminated single quote";
+				break;
+			}
+			memcpy(word + len, s, (size_t)(close - s));
+			len += (size_t)(close - s);
+			s = close + 1;
+		} else if (c == '"') {
+			for (;;) {
+				if (!*s) {
+					problem = "unterminated double quote";
+					break;
+				}
+				c = *s++;
+				if (c == '"')
+					break;
+				if (c == '\\' && *s && strchr("\"\\$`\n", *s)) {
+					if (*s++ == '\n')
+						continue;
+					c = s[-1];
+				}
+				word[len++] = c;
+			}
+		} else if (c == '\\' && *s) {
+			word[len++] = *s++;
+		} else {
+			word[len++] = c; /* also a trailing backslash, as sh does */
+		}
+	}
+	if (!problem && in_word && push_word(&argv, &argc, word, len) < 0)
+		goto out_of_memory;
+	free(word);
+	if (!problem && argc == 0)
+		problem = "empty command";
+	if (problem) {
+		snprintf(err, errlen, "%s", problem);
+		value_free_words(argv);
+		return NULL;
+	}
+	return argv;
+
+out_of_memory:
+	free(word);
+	value_free_words(argv);
+	snprintf(err, errlen, "out of memory");
+	return NULL;
+}
+
+/* Values land in one-line messages: quote them, cut them short and make
+ * control characters visible so a stray newline cannot split the line. */
+const char *value_quote(const char *s, char *buf, size_t len)
+{
+	size_t n = 0, max = len >= 48 ? 40 : len / 2 - 4;
+
+	buf[n++] = '"';
+	for (; *s && n <= max; s++)
+		buf[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
+	if (*s) {
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n++] = '"';
+	buf[n] = '\0';
+	return buf;
+}

@@ -1,0 +1,37 @@
+/* value.h: the syntax of setting values: durations, lock keys, commands. */
+#ifndef PGLEADER_VALUE_H
+#define PGLEADER_VALUE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Parsers return 0, or -1 with *out untouched. */
+
+/* "250ms", "5s", "2m", "1h", "0"; a bare number is seconds. */
+int value_parse_duration(const char *s, int64_t *ms);
+/* In the largest of h, m and s that divides ms, else in ms below a second
+ * and decimal seconds above: "2m", "90s", "250ms", "126.25s"; "0"; "none"
+ * when negative. Returns buf. */
+const char *value_format_duration(int64_t ms, char *buf, size_t len);
+
+/* Signed 64-bit decimal: digits, with a '-' before them or not. */
+int value_parse_int(const char *s, int64_t *n);
+/* true/yes/on/1 or false/no/off/0, in any case. */
+int value_parse_bool(const char *s, bool *value);
+/* Signed 64-bit decimal, or 0x hex up to 16 digits (two's complement). */
+int value_parse_lock_key(const char *s, int64_t *key);
+
+/* Splits like a POSIX shell without expansions: blanks separate words,
+ * '...' is literal, "..." honours \" \\ \$ \`, a backslash quotes the next
+ * character. Returns a malloc'd NULL-terminated argv, or NULL with err. */
+char **value_split_command(const char *s, char *err, size_t errlen);
+/* Frees such an argv; NULL is fine. */
+void value_free_words(char **words);
+
+/* s in double quotes for a one-line message: cut after 40 characters with
+ * "...", control and non-ASCII bytes shown as '?'. len: 48 holds the
+ * longest. Returns buf. */
+const char *value_quote(const char *s, char *buf, size_t len);
+
+#endif
