@@ -574,13 +574,17 @@ START_TEST(test_escaped_orphan_does_not_delay_gone_and_is_reaped)
 
 	/* setsid takes the process out of the group; it is reparented to us
 	 * (the subreaper) when the command exits. */
+	/* The pid file is renamed into place: "ready" can appear before the
+	 * shell has written $!, so both are waited for. */
 	snprintf(cmd, sizeof(cmd),
-		 "setsid sh -c ': > %s; exec sleep 2' & echo $! > %s; "
+		 "setsid sh -c ': > %s; exec sleep 2' & echo $! > %s.tmp && mv %s.tmp %s; "
 		 "while [ ! -e %s ]; do sleep 0.01; done; exit 0",
 		 path_in_tmpdir("ready"), path_in_tmpdir("orphan"),
+		 path_in_tmpdir("orphan"), path_in_tmpdir("orphan"),
 		 path_in_tmpdir("ready"));
 	start_command(c, NULL, &r, 0, NULL);
 	expect(wait_for_file(path_in_tmpdir("ready"), 5.0));
+	expect(wait_for_file(path_in_tmpdir("orphan"), 5.0));
 	orphan = read_pid(path_in_tmpdir("orphan"));
 	expect(orphan > 0);
 	track_pid(orphan);
