@@ -23,7 +23,6 @@ struct queued_event {
 
 struct supervisor {
 	struct ev_loop *loop;
-	const struct config *cfg;
 	struct election election;
 	struct lease *lease;
 	struct child *child;
@@ -285,7 +284,6 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 		return NULL;
 	}
 	s->loop = loop;
-	s->cfg = cfg;
 	s->lease = lease_new(loop, &lo, lease_event_cb, s, err, errlen);
 	if (!s->lease) {
 		free(s);
