@@ -261,8 +261,9 @@ static void send_claim(struct lease *l)
 			    "database crash the fencing token can repeat");
 		l->warned_no_temp = true;
 	}
-	snprintf(sql + n, sizeof(sql) - n,
-		 "SELECT pg_current_xact_id()::text, pg_backend_pid()");
+	/* txid_current() is the same 64-bit number before PostgreSQL 13 */
+	snprintf(sql + n, sizeof(sql) - n, "SELECT %s::text, pg_backend_pid()",
+		 l->server_version >= 130000 ? "pg_current_xact_id()" : "txid_current()");
 	l->phase = PHASE_CLAIMING;
 	send_query(l, sql, NULL);
 }
