@@ -245,8 +245,10 @@ static void send_claim(struct lease *l)
 		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
 				      "SET tcp_keepalives_idle = %ld; "
 				      "SET tcp_keepalives_interval = %ld; "
-				      "SET tcp_keepalives_count = 3; "
-				      "SET tcp_user_timeout = %ld; ", probe, probe, ms);
+				      "SET tcp_keepalives_count = 3; ", probe, probe);
+		if (l->server_version >= 120000) /* new in PostgreSQL 12 */
+			n += (size_t)snprintf(sql + n, sizeof(sql) - n,
+					      "SET tcp_user_timeout = %ld; ", ms);
 	}
 	/* A transaction that only takes an xid commits asynchronously: after
 	 * a crash the server could hand the same xid, so the same fencing
