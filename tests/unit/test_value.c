@@ -273,6 +273,8 @@ static Suite *value_suite(void)
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
 		TCase *tc = tcase_create(tests[i].name);
 
+		/* Pure parsing: seconds even under valgrind or sanitizers. */
+		tcase_set_timeout(tc, 30);
 		tcase_add_loop_test(tc, tests[i].test, 0, tests[i].cases);
 		suite_add_tcase(s, tc);
 	}
