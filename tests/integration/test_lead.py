@@ -3,7 +3,6 @@ lock in pg_locks, lock names, several nodes, forwarded signals, restart
 policies, takeover delay."""
 
 import json
-import re
 import os
 import signal
 import time
@@ -236,54 +235,6 @@ def test_second_sigterm_kills_at_once(pg, fleet, ledger):
     gone = h.wait_pid_gone(st.pid, 4)
     assert gone is not None and gone - t1 < bound(0.5), "second SIGTERM did not kill at once"
     assert a.wait(5) == 0
-
-
-def test_journald_prefixes(pg, fleet, ledger, workdir):
-    """With JOURNAL_STREAM naming its stderr, lines carry <N> priorities and
-    no timestamp."""
-    log = workdir / "j.log"
-    log.touch()
-    st = os.stat(log)
-    a = fleet.start("j", env={"JOURNAL_STREAM": "%d:%d" % (st.st_dev, st.st_ino)})
-    ledger.wait_for("start", "j", timeout=bound(10))
-    assert a.stop() == 0
-    lines = [l for l in a.text().splitlines() if not l.startswith("# ")]
-    assert any(l.startswith("<6>") and "acquired leader lease" in l for l in lines), lines
-    assert not [l for l in lines if re.match(r"^\d{4}-\d\d-\d\d", l)], lines
-
-
-def test_sd_notify(pg, fleet, ledger, workdir):
-    import socket
-    path = str(workdir / "notify.sock")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(path)
-    sock.setblocking(False)
-    msgs = []
-
-    def drain():
-        while True:
-            try:
-                msgs.append(sock.recv(4096).decode())
-            except BlockingIOError:
-                return msgs
-
-    try:
-        a = fleet.start("n", env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "300000"})
-        ledger.wait_for("start", "n", timeout=bound(10))
-        h.wait_until(lambda: any("STATUS=leader" in m for m in drain()), bound(3),
-                     what="STATUS=leader... from sd_notify")
-        time.sleep(1.0)
-        drain()
-        assert any("READY=1" in m for m in msgs), msgs
-        assert sum("WATCHDOG=1" in m for m in msgs) >= 3, "watchdog pings: %r" % msgs
-        assert a.stop() == 0
-        drain()
-        assert any("STOPPING=1" in m for m in msgs), msgs
-        ready = [i for i, m in enumerate(msgs) if "READY=1" in m][0]
-        stopping = [i for i, m in enumerate(msgs) if "STOPPING=1" in m][0]
-        assert ready < stopping
-    finally:
-        sock.close()
 
 
 def test_unix_socket_dsn(pg, fleet, ledger, lock_key):

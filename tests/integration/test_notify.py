@@ -1,11 +1,11 @@
 """systemd integration: sd_notify messages on a real NOTIFY_SOCKET, the
 watchdog, and journald priority prefixes when JOURNAL_STREAM names stderr."""
 import os
+import re
 import signal
 import socket
 import time
 
-import pgharness as h
 from pgharness import bound
 
 
@@ -55,6 +55,7 @@ def test_notify_ready_status_watchdog_stopping(pg, fleet, ledger, workdir):
         start = ledger.wait_for("start", "a", timeout=bound(10))
         leader_sock.wait_for("READY=1", 5)
         leader_sock.wait_for("STATUS=leader, command pid %d" % start.pid, 5)
+        ready_lines = list(leader_sock.lines())
 
         b = fleet.start("b", env={"NOTIFY_SOCKET": standby_sock.path})
         standby_sock.wait_for("READY=1", 5)
@@ -66,6 +67,7 @@ def test_notify_ready_status_watchdog_stopping(pg, fleet, ledger, workdir):
         # The watchdog pings at half the period from the event loop.
         leader_sock.messages.clear()
         leader_sock.collect(1.0)
+        assert "READY=1" in ready_lines and "STOPPING=1" not in ready_lines
         pings = leader_sock.lines().count("WATCHDOG=1")
         assert pings >= 3, "only %d WATCHDOG=1 in 1 s with WatchdogSec=0.4s" % pings
 
@@ -75,7 +77,7 @@ def test_notify_ready_status_watchdog_stopping(pg, fleet, ledger, workdir):
         lines = leader_sock.lines()
         assert "STOPPING=1" in lines
         assert "STATUS=shutting down" in lines
-        assert lines.index("STOPPING=1") < len(lines)
+        assert "READY=1" not in lines[lines.index("STOPPING=1"):], lines
 
         # the standby takes over and says so
         standby_sock.wait_for("STATUS=leader, command pid %d"
@@ -99,6 +101,8 @@ def test_journald_priority_prefixes(pg, fleet, ledger, workdir):
     text = a.text()
     own = [l for l in text.splitlines() if l.startswith("<")]
     assert own and all(l[:3] in ("<3>", "<4>", "<5>", "<6>", "<7>") for l in own), text
+    # journald adds its own timestamps: pgleader must not
+    assert not re.search(r"(?m)^\d{4}-\d\d-\d\dT", text), text
     assert "<6>released leader lease" in text
 
     b = fleet.start("b", name="plain", env={"JOURNAL_STREAM": "1:1"})
