@@ -731,6 +731,27 @@ static enum config_result read_argv(struct loader *ld, int argc, char **argv)
 }
 
 /* Cross-field rules and what can only be decided once all layers are in. */
+/* sh -c takes one string: the words joined by spaces, as a NULL-terminated
+ * argv of one; NULL when out of memory. */
+static char **shell_script(char *const *words, int nwords)
+{
+	char **argv = calloc(2, sizeof(char *));
+	size_t len = 1;
+
+	for (int i = 0; i < nwords; i++)
+		len += strlen(words[i]) + 1;
+	if (!argv || !(argv[0] = calloc(len, 1))) {
+		free(argv);
+		return NULL;
+	}
+	for (int i = 0; i < nwords; i++) {
+		if (i)
+			strcat(argv[0], " ");
+		strcat(argv[0], words[i]);
+	}
+	return argv;
+}
+
 static enum config_result finish(struct loader *ld)
 {
 	struct config *cfg = ld->cfg;
@@ -771,19 +792,9 @@ static enum config_result finish(struct loader *ld)
 		return CONFIG_OK;
 	if (ld->nwords > 0 && cfg->shell) {
 		/* --shell -- 'a | b' and --shell -- a '|' b both mean the
-		 * script "a | b": sh -c takes one string. */
-		size_t len = 1;
-
-		for (int i = 0; i < ld->nwords; i++)
-			len += strlen(ld->words[i]) + 1;
-		if (!(cfg->command = calloc(2, sizeof(char *))) ||
-		    !(cfg->command[0] = calloc(len, 1)))
+		 * script "a | b". */
+		if (!(cfg->command = shell_script(ld->words, ld->nwords)))
 			return fail(ld, CONFIG_INVALID, "out of memory");
-		for (int i = 0; i < ld->nwords; i++) {
-			if (i)
-				strcat(cfg->command[0], " ");
-			strcat(cfg->command[0], ld->words[i]);
-		}
 	} else if (ld->nwords > 0) {
 		/* The command line's command replaces the file's. */
 		if (!(cfg->command = calloc((size_t)ld->nwords + 1, sizeof(char *))))
@@ -797,8 +808,7 @@ static enum config_result finish(struct loader *ld)
 		/* With --shell the line goes to sh -c whole: splitting it here
 		 * would undo the quoting the shell needs. */
 		if (cfg->shell && *ld->command_line) {
-			if (!(cfg->command = calloc(2, sizeof(char *))) ||
-			    !(cfg->command[0] = strdup(ld->command_line)))
+			if (!(cfg->command = shell_script(&ld->command_line, 1)))
 				return fail(ld, CONFIG_INVALID, "out of memory");
 		} else if (!(cfg->command = value_split_command(ld->command_line,
 								why, sizeof(why)))) {
