@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <ev.h>
 
+#include "fault.h"
+
 struct lease;
 
 struct lease_options {
@@ -19,18 +21,21 @@ struct lease_options {
 };
 
 enum lease_event {
-	LEASE_CONNECTED,        /* ready to ask for the lock */
-	LEASE_CONNECT_FAILED,   /* transient; reason; connection closed */
-	LEASE_FATAL,            /* permanent; code = exit code, reason */
-	LEASE_ACQUIRED,         /* reason = "key K, fencing token T" */
+	LEASE_CONNECTED,        /* ready to ask for the lock; lease_key() valid */
+	LEASE_CONNECT_FAILED,   /* fault, reason; connection closed */
+	LEASE_ACQUIRED,         /* lease_fencing_token() valid */
 	LEASE_BUSY,             /* the lock is held elsewhere */
 	LEASE_PING_OK,
-	LEASE_LOST,             /* the session ended; reason; connection closed */
-	LEASE_RELEASED,         /* code = 1 when unlocked, 0 when just closed */
+	LEASE_LOST,             /* the session ended or is unusable; fault,
+				 * reason; connection closed */
+	LEASE_RELEASED,         /* fault FAULT_NONE when unlocked, else closed
+				 * without an unlock */
 };
 
-/* May be called from inside any lease_* call: the receiver must queue. */
-typedef void (*lease_event_fn)(void *arg, enum lease_event ev, int code,
+/* The lease reports what happened, classified once as a fault; it never
+ * decides what follows. May be called from inside any lease_* call: the
+ * receiver must queue. reason is one line of at most LOG_MSG_MAX bytes. */
+typedef void (*lease_event_fn)(void *arg, enum lease_event ev, enum fault fault,
 			       const char *reason);
 
 /* Checks the DSN; NULL with err on a DSN libpq cannot parse. */
@@ -53,6 +58,6 @@ void lease_release(struct lease *l);
 void lease_disconnect(struct lease *l);
 
 int64_t lease_key(const struct lease *l); /* valid once connected */
-const char *lease_fencing_token(const struct lease *l); /* "" before */
+uint64_t lease_fencing_token(const struct lease *l); /* 0 before */
 
 #endif

@@ -4,6 +4,10 @@
 
 #include <stddef.h>
 
+/* The longest message any module hands on for a log line: a libpq error
+ * for a multi-host DSN carries one line per host. */
+#define LOG_MSG_MAX 2048
+
 /* Values are syslog priorities, so they double as journald "<N>" prefixes. */
 enum log_level {
 	LOG_LEVEL_ERROR = 3,
