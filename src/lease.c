@@ -57,10 +57,10 @@ struct lease {
 	PGresult *error;        /* first error result of the query in flight */
 };
 
-static void emit(struct lease *l, enum lease_event ev, int code,
+static void emit(struct lease *l, enum lease_event ev, enum fault fault,
 		 const char *reason)
 {
-	l->fn(l->arg, ev, code, reason);
+	l->fn(l->arg, ev, fault, reason);
 }
 
 static void close_conn(struct lease *l)
@@ -112,7 +112,7 @@ static void fail_lost(struct lease *l, const char *why)
 
 	snprintf(reason, sizeof(reason), "%s", why);
 	close_conn(l);
-	emit(l, LEASE_LOST, 0, reason);
+	emit(l, LEASE_LOST, FAULT_CONNECTION, reason);
 }
 
 static void fail_connect(struct lease *l, const char *why)
@@ -121,7 +121,7 @@ static void fail_connect(struct lease *l, const char *why)
 
 	snprintf(reason, sizeof(reason), "%s", why);
 	close_conn(l);
-	emit(l, LEASE_CONNECT_FAILED, 0, reason);
+	emit(l, LEASE_CONNECT_FAILED, FAULT_UNREACHABLE, reason);
 }
 
 static void fail_fatal(struct lease *l, int code, const char *why)
@@ -130,7 +130,7 @@ static void fail_fatal(struct lease *l, int code, const char *why)
 
 	snprintf(reason, sizeof(reason), "%s", why);
 	close_conn(l);
-	emit(l, LEASE_FATAL, code, reason);
+	emit(l, LEASE_LOST, code == 69 ? FAULT_AUTH : FAULT_POOLER, reason);
 }
 
 /* Notices arrive here, and so does a FATAL the server sends while no query
@@ -334,7 +334,7 @@ static void claim_done(struct lease *l, PGresult *rows)
 	}
 	snprintf(why, sizeof(why), "key %" PRId64 ", fencing token %s", l->key,
 		 l->token);
-	emit(l, LEASE_ACQUIRED, 0, why);
+	emit(l, LEASE_ACQUIRED, FAULT_NONE, why);
 }
 
 static void ping_done(struct lease *l, PGresult *rows)
@@ -354,7 +354,7 @@ static void ping_done(struct lease *l, PGresult *rows)
 		send_unlock(l);
 		return;
 	}
-	emit(l, LEASE_PING_OK, 0, NULL);
+	emit(l, LEASE_PING_OK, FAULT_NONE, NULL);
 }
 
 /* The query in flight is fully answered: rows is its last row set, error
@@ -379,7 +379,7 @@ static void query_done(struct lease *l, PGresult *rows, PGresult *error)
 			if (l->waiting_in_queue && sqlstate &&
 			    !strcmp(sqlstate, "55P03")) {
 				l->phase = PHASE_READY;
-				emit(l, LEASE_BUSY, 0, NULL);
+				emit(l, LEASE_BUSY, FAULT_NONE, NULL);
 				return;
 			}
 			break;
@@ -391,7 +391,7 @@ static void query_done(struct lease *l, PGresult *rows, PGresult *error)
 			return;
 		case PHASE_UNLOCKING:
 			close_conn(l);
-			emit(l, LEASE_RELEASED, 0, NULL);
+			emit(l, LEASE_RELEASED, FAULT_CONNECTION, NULL);
 			return;
 		default:
 			break;
@@ -409,7 +409,7 @@ static void query_done(struct lease *l, PGresult *rows, PGresult *error)
 		return;
 	case PHASE_SET_TIMEOUTS:
 		l->phase = PHASE_READY;
-		emit(l, LEASE_CONNECTED, 0, NULL);
+		emit(l, LEASE_CONNECTED, FAULT_NONE, NULL);
 		return;
 	case PHASE_LOCKING:
 		/* pg_try_advisory_lock says t or f; pg_advisory_lock returns
@@ -419,7 +419,7 @@ static void query_done(struct lease *l, PGresult *rows, PGresult *error)
 			send_claim(l);
 		} else {
 			l->phase = PHASE_READY;
-			emit(l, LEASE_BUSY, 0, NULL);
+			emit(l, LEASE_BUSY, FAULT_NONE, NULL);
 		}
 		return;
 	case PHASE_CLAIMING:
@@ -430,7 +430,7 @@ static void query_done(struct lease *l, PGresult *rows, PGresult *error)
 		return;
 	case PHASE_UNLOCKING:
 		close_conn(l);
-		emit(l, LEASE_RELEASED, 1, NULL);
+		emit(l, LEASE_RELEASED, FAULT_NONE, NULL);
 		return;
 	default:
 		return;
@@ -738,7 +738,7 @@ void lease_release(struct lease *l)
 		/* No lock, or a request whose outcome is unknown: closing the
 		 * session releases whatever it holds. */
 		close_conn(l);
-		emit(l, LEASE_RELEASED, 0, NULL);
+		emit(l, LEASE_RELEASED, FAULT_CONNECTION, NULL);
 		return;
 	}
 }
@@ -753,7 +753,7 @@ int64_t lease_key(const struct lease *l)
 	return l->key;
 }
 
-const char *lease_fencing_token(const struct lease *l)
+uint64_t lease_fencing_token(const struct lease *l)
 {
-	return l->token;
+	return strtoull(l->token, NULL, 10);
 }

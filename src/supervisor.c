@@ -79,7 +79,7 @@ static void start_child(struct supervisor *s)
 
 	snprintf(s->env_key, sizeof(s->env_key), "PGLEADER_LOCK_KEY=%" PRId64,
 		 lease_key(s->lease));
-	snprintf(s->env_token, sizeof(s->env_token), "PGLEADER_FENCING_TOKEN=%s",
+	snprintf(s->env_token, sizeof(s->env_token), "PGLEADER_FENCING_TOKEN=%" PRIu64,
 		 lease_fencing_token(s->lease));
 	if (child_start(s->child, s->child_env, err, sizeof(err)) < 0) {
 		log_error("cannot start command: %s", err);
@@ -177,7 +177,7 @@ static void dispatch(struct supervisor *s, enum election_event_type type,
 	drain(s);
 }
 
-static void lease_event_cb(void *arg, enum lease_event ev, int code,
+static void lease_event_cb(void *arg, enum lease_event ev, enum fault fault,
 			   const char *reason)
 {
 	struct supervisor *s = arg;
@@ -187,10 +187,12 @@ static void lease_event_cb(void *arg, enum lease_event ev, int code,
 		dispatch(s, ELECTION_CONNECTED, 0, NULL);
 		break;
 	case LEASE_CONNECT_FAILED:
-		dispatch(s, ELECTION_CONNECT_FAILED, 0, reason);
-		break;
-	case LEASE_FATAL:
-		dispatch(s, ELECTION_FATAL, code, reason);
+	case LEASE_LOST:
+		if (fault == FAULT_AUTH || fault == FAULT_POOLER || fault == FAULT_BAD_DSN)
+			dispatch(s, ELECTION_FATAL, fault == FAULT_AUTH ? 69 : 78, reason);
+		else
+			dispatch(s, ev == LEASE_LOST ? ELECTION_CONN_LOST
+				 : ELECTION_CONNECT_FAILED, 0, reason);
 		break;
 	case LEASE_ACQUIRED:
 		dispatch(s, ELECTION_LOCK_ACQUIRED, 0, reason);
@@ -201,11 +203,8 @@ static void lease_event_cb(void *arg, enum lease_event ev, int code,
 	case LEASE_PING_OK:
 		dispatch(s, ELECTION_PING_OK, 0, NULL);
 		break;
-	case LEASE_LOST:
-		dispatch(s, ELECTION_CONN_LOST, 0, reason);
-		break;
 	case LEASE_RELEASED:
-		if (code)
+		if (fault == FAULT_NONE)
 			log_info("released leader lease");
 		dispatch(s, ELECTION_RELEASED, 0, NULL);
 		break;
