@@ -4,36 +4,70 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "fault.h"
+#include "log.h"
+
+/*
+ * States and events. Each state has one handler with a switch on the event
+ * and no default arm, so -Wswitch-enum names every pair a new state or event
+ * leaves out. "-" means the event is ignored in that state.
+ *
+ *              START TICK CONN DB_FAIL ACQ  BUSY PING C_START C_FAIL C_KILL C_GONE RELSD SHUTDN
+ * INIT         conn  -    -    -       -    -    -    -       -      -      -      -     exit
+ * CONNECTING   -     tmo  stby backoff -    -    -    -       -      -      -      -     exit
+ * BACKOFF      -     conn -    -       -    -    -    -       -      -      -      -     exit
+ * STANDBY      -     ask  -    backoff lead wait -    -       -      -      -      -     release
+ * LEADER       -     ping -    demote  -    -    ok   pid     gone   count  restart -    stop
+ * DEMOTING     -     -    -    note    -    -    -    pid     gone   count  conn   -     stop
+ * SHUTTING_DN  -     -    -    note    -    -    -    pid     gone   count  release -    kill
+ * RELEASING    -     exit -    exit    -    -    -    -       -      -      -      exit  -
+ * DONE         -     -    -    -       -    -    -    -       -      -      -      -     -
+ *
+ * tmo: the connect or the wait deadline passed; exit for one-shots.
+ * backoff / demote: a permanent fault (election_exit_for) ends pgleader
+ * instead, after the command is stopped.
+ */
 enum election_state {
 	ELECTION_INIT,
-	ELECTION_CONNECTING,    /* opening the lock connection, or backing off */
+	ELECTION_CONNECTING,    /* opening the lock connection */
+	ELECTION_BACKOFF,       /* no connection; reconnecting after a delay */
 	ELECTION_STANDBY,       /* connected, asking for the lock */
 	ELECTION_LEADER,        /* holding the lock; the command runs or is due */
 	ELECTION_DEMOTING,      /* lease lost; stopping the command */
-	ELECTION_SHUTTING_DOWN, /* stopping the command, then releasing */
-	ELECTION_DONE,          /* exit with election_output.exit_code */
+	ELECTION_SHUTTING_DOWN, /* stopping the command before exiting */
+	ELECTION_RELEASING,     /* the command is gone; unlocking */
+	ELECTION_DONE,          /* exit with election_exit_code() */
+	ELECTION_STATE_COUNT
 };
 
 enum election_event_type {
 	ELECTION_START,
-	ELECTION_TICK,           /* time passed: check deadlines */
-	ELECTION_CONNECTED,      /* the lock connection is ready */
-	ELECTION_CONNECT_FAILED, /* transient; reason */
-	ELECTION_LOCK_ACQUIRED,  /* reason: "key K, fencing token T" */
-	ELECTION_LOCK_BUSY,      /* another session holds the lock */
+	ELECTION_TICK,              /* time passed: check deadlines */
+	ELECTION_CONNECTED,         /* the lock connection is ready; lock_key */
+	ELECTION_DB_FAILED,         /* connect failed or the session was lost;
+				     * fault, reason; the connection is closed */
+	ELECTION_LOCK_ACQUIRED,     /* lock_key, fencing_token */
+	ELECTION_LOCK_BUSY,         /* another session holds the lock */
 	ELECTION_PING_OK,
-	ELECTION_CONN_LOST,      /* the lock session is gone; reason */
-	ELECTION_FATAL,          /* cannot go on; code = exit code, reason */
-	ELECTION_CHILD_GONE,     /* the command's process group is empty; code */
-	ELECTION_RELEASED,       /* unlock answered or failed; connection closed */
-	ELECTION_SHUTDOWN,       /* SIGTERM or SIGINT; reason = signal name */
+	ELECTION_CHILD_STARTED,     /* status = the command's pid */
+	ELECTION_CHILD_START_FAILED,/* fork failed; reason */
+	ELECTION_CHILD_KILLED,      /* SIGKILL sent after the grace period */
+	ELECTION_CHILD_GONE,        /* the process group is empty; status */
+	ELECTION_RELEASED,          /* fault FAULT_NONE: unlocked; else closed */
+	ELECTION_SHUTDOWN,          /* SIGTERM or SIGINT; reason = signal name */
+	ELECTION_EVENT_COUNT
 };
 
 struct election_event {
 	enum election_event_type type;
-	int code;
-	const char *reason;
+	enum fault fault;
+	int status;              /* CHILD_GONE: exit code or 128+N; CHILD_STARTED: pid */
+	int64_t lock_key;
+	uint64_t fencing_token;
+	double wall;             /* wall-clock time of the event, for reports only */
+	const char *reason;      /* one line for the log, or NULL */
 };
 
 /* What the supervisor must do, in this order of bits. */
@@ -49,6 +83,22 @@ enum election_action {
 	ELECTION_DO_RELEASE = 1 << 8,     /* unlock if held, close; then RELEASED */
 	ELECTION_DO_EXIT = 1 << 9,
 };
+
+/* Exit codes, named after <sysexits.h> and the shell's 126/127. */
+enum election_exit {
+	ELECTION_EX_OK = 0,
+	ELECTION_EX_USAGE = 64,        /* EX_USAGE */
+	ELECTION_EX_UNAVAILABLE = 69,  /* EX_UNAVAILABLE */
+	ELECTION_EX_SOFTWARE = 70,     /* EX_SOFTWARE */
+	ELECTION_EX_TEMPFAIL = 75,     /* EX_TEMPFAIL: the default conflict code */
+	ELECTION_EX_CONFIG = 78,       /* EX_CONFIG */
+	ELECTION_EX_NOEXEC = 126,      /* command not executable */
+	ELECTION_EX_NOTFOUND = 127,    /* command not found */
+};
+
+/* The exit code a permanent fault ends pgleader with; 0 for a transient
+ * fault, which is retried. The one table of exit codes. */
+int election_exit_for(enum fault f);
 
 enum election_restart { ELECTION_RESTART_NO, ELECTION_RESTART_ON_FAILURE,
 			ELECTION_RESTART_ALWAYS };
@@ -66,6 +116,10 @@ struct election_params {
 	double connect_timeout;
 	enum election_restart restart;
 	int conflict_exit_code;
+	/* for the snapshot only */
+	const char *node_id;
+	const char *lock_name;    /* NULL: lock_key as configured */
+	int64_t lock_key;
 };
 
 /* Reconnect backoff and command restart backoff (seconds). */
@@ -75,34 +129,96 @@ struct election_params {
 /* A command that ran this long restarts after the minimum delay again. */
 #define ELECTION_RESTART_RESET_AFTER 30.0
 
+#define ELECTION_MAX_LOGS 4
+
+struct election_log {
+	enum log_level level;
+	char text[LOG_MSG_MAX];
+};
+
 struct election_output {
 	unsigned actions;         /* enum election_action bits */
 	int exit_code;            /* with ELECTION_DO_EXIT */
-	bool state_changed;
-	int log_level;            /* enum log_level of log, 0 = nothing to log */
-	char log[320];
+	bool state_changed;       /* the snapshot says something new to a person */
+	bool stopping;            /* shutdown began: tell the service manager */
+	int n_logs;
+	struct election_log logs[ELECTION_MAX_LOGS];
+};
+
+/* How a command ended, for the exit counters. */
+enum election_outcome {
+	ELECTION_OUTCOME_SUCCESS,   /* status 0 */
+	ELECTION_OUTCOME_FAILURE,   /* 1..128 */
+	ELECTION_OUTCOME_SIGNAL,    /* 129..192: killed by a signal, as a shell counts */
+	ELECTION_OUTCOME_COUNT
+};
+const char *election_outcome_label(enum election_outcome o);
+
+/* Histogram upper bounds in seconds; counts[ELECTION_BUCKETS] is +Inf. */
+#define ELECTION_BUCKETS 16
+extern const double election_bucket_bounds[ELECTION_BUCKETS];
+
+struct election_histogram {
+	uint64_t counts[ELECTION_BUCKETS + 1]; /* per bucket, not cumulative */
+	uint64_t count;
+	double sum;
+};
+
+struct election_counters {
+	uint64_t acquisitions;
+	uint64_t losses[FAULT_COUNT];           /* leadership lost, by fault */
+	uint64_t connect_failures;
+	uint64_t command_starts;
+	uint64_t command_exits[ELECTION_OUTCOME_COUNT];
+	uint64_t command_kills;                 /* SIGKILL after the grace period */
+	struct election_histogram ping_duration;
+	struct election_histogram lock_wait;    /* standby until the lock came */
+};
+
+/* Published after every step; observers (sd_notify, metrics, peers) read it
+ * and nobody else writes it. Times are monotonic seconds unless _wall;
+ * 0 means never. */
+struct election_snapshot {
+	enum election_state state;
+	double since, since_wall;       /* when the state was entered */
+	double now, now_wall;           /* when this snapshot was published */
+	const char *node_id;
+	const char *lock_name;          /* NULL when a key was configured */
+	int64_t lock_key;               /* the name's key once connected */
+	uint64_t term;                  /* this process's terms as leader, 1-based */
+	uint64_t fencing_token;         /* of the current or last term */
+	double leader_since_wall;       /* 0 unless leader */
+	int command_pid;                /* 0 when none */
+	double command_due;             /* when a due command starts; INFINITY */
+	double last_ping_reply, last_ping_reply_wall;
+	bool db_connected;
+	int exit_code;                  /* valid in ELECTION_DONE */
+	struct election_counters counters;
 };
 
 struct election {
 	struct election_params p;
 	enum election_state state;
 	bool connected;          /* a lock connection is open (or opening) */
-	bool request_pending;    /* connect, lock, ping-free request in flight */
-	double request_deadline;
+	double request_deadline; /* connect, lock or unlock in flight; INFINITY */
 	double next_attempt_at;  /* next connect or poll-mode try */
 	double reconnect_backoff;
 	bool lock_tried;         /* this standby period made its first try */
 	bool waiting_logged;
+	bool busy_seen;          /* the database said another session has it */
 	double wait_deadline;    /* --wait-timeout, absolute */
+	double standby_since;
 	bool ping_pending;
 	double ping_sent_at;
 	double next_ping_at;
 	double last_reply_at;
-	bool child_running;
+	bool child_running;      /* started (or starting) and not yet gone */
 	double child_started_at;
 	double child_start_at;   /* when the command is due; INFINITY: not due */
 	double restart_backoff;
+	double wall_offset;      /* wall minus monotonic, from the last event */
 	int exit_code;
+	struct election_snapshot snap;
 };
 
 void election_init(struct election *e, const struct election_params *p);
@@ -112,8 +228,17 @@ void election_init(struct election *e, const struct election_params *p);
 void election_step(struct election *e, const struct election_event *ev,
 		   double now, struct election_output *out);
 
+/* The event loop stopped before the election ended: a bug. Ends the
+ * election with EX_SOFTWARE and one log line. */
+void election_abandon(struct election *e, struct election_output *out);
+
 /* When the machine next needs an ELECTION_TICK; INFINITY if never. */
 double election_next_wakeup(const struct election *e, double now);
+
+/* The exit code once ELECTION_DONE. */
+int election_exit_code(const struct election *e);
+
+const struct election_snapshot *election_snapshot(const struct election *e);
 
 const char *election_state_name(enum election_state s);
 
