@@ -141,79 +141,99 @@ void value_free_words(char **words)
 	free(words);
 }
 
+/* A command line being split: the word under way and the words so far. */
+struct split {
+	const char *s;  /* the next character to read */
+	char *word;     /* never longer than the line */
+	size_t len;
+	bool in_word;   /* "" is a word, so len alone cannot tell */
+	char **argv;
+	size_t argc;
+};
+
+static const char *end_word(struct split *sp)
+{
+	if (sp->in_word && push_word(&sp->argv, &sp->argc, sp->word, sp->len) < 0)
+		return "out of memory";
+	sp->in_word = false;
+	sp->len = 0;
+	return NULL;
+}
+
+/* After an opening quote '\'': everything up to the next one, as it is. */
+static const char *single_quoted(struct split *sp)
+{
+	const char *close = strchr(sp->s, '\'');
+
+	if (!close)
+		return "unterminated single quote";
+	memcpy(sp->word + sp->len, sp->s, (size_t)(close - sp->s));
+	sp->len += (size_t)(close - sp->s);
+	sp->s = close + 1;
+	return NULL;
+}
+
+/* After an opening '"': a backslash quotes only " \ $ ` and a newline
+ * (which then goes, as a line continuation); other backslashes stay. */
+static const char *double_quoted(struct split *sp)
+{
+	for (;;) {
+		char c = *sp->s;
+
+		if (!c)
+			return "unterminated double quote";
+		sp->s++;
+		if (c == '"')
+			return NULL;
+		if (c == '\\' && *sp->s && strchr("\"\\$`\n", *sp->s)) {
+			c = *sp->s++;
+			if (c == '\n')
+				continue;
+		}
+		sp->word[sp->len++] = c;
+	}
+}
+
+/* One character outside quotes, or one quoted run. */
+static const char *split_step(struct split *sp)
+{
+	char c = *sp->s++;
+
+	if (c == '\\' && *sp->s == '\n') {
+		sp->s++; /* a line continuation, as in sh */
+		return NULL;
+	}
+	if (c == ' ' || c == '\t' || c == '\n')
+		return end_word(sp);
+	sp->in_word = true;
+	if (c == '\'')
+		return single_quoted(sp);
+	if (c == '"')
+		return double_quoted(sp);
+	if (c == '\\' && *sp->s)
+		c = *sp->s++;
+	sp->word[sp->len++] = c; /* also a trailing backslash, as sh does */
+	return NULL;
+}
+
 char **value_split_command(const char *s, char *err, size_t errlen)
 {
-	char **argv = NULL, *word = malloc(strlen(s) + 1);
-	size_t argc = 0, len = 0;
-	bool in_word = false;
-	const char *problem = NULL;
+	struct split sp = { .s = s, .word = malloc(strlen(s) + 1) };
+	const char *problem = sp.word ? NULL : "out of memory";
 
-	if (!word)
-		goto out_of_memory;
-	while (*s && !problem) {
-		char c = *s++;
-
-		if (c == '\\' && *s == '\n') {
-			s++; /* a line continuation, as in sh */
-			continue;
-		}
-		if (c == ' ' || c == '\t' || c == '\n') {
-			if (in_word && push_word(&argv, &argc, word, len) < 0)
-				goto out_of_memory;
-			in_word = false;
-			len = 0;
-			continue;
-		}
-		in_word = true;
-		if (c == '\'') {
-			const char *close = strchr(s, '\'');
-
-			if (!close) {
-				problem = "unterminated single quote";
-				break;
-			}
-			memcpy(word + len, s, (size_t)(close - s));
-			len += (size_t)(close - s);
-			s = close + 1;
-		} else if (c == '"') {
-			for (;;) {
-				if (!*s) {
-					problem = "unterminated double quote";
-					break;
-				}
-				c = *s++;
-				if (c == '"')
-					break;
-				if (c == '\\' && *s && strchr("\"\\$`\n", *s)) {
-					if (*s++ == '\n')
-						continue;
-					c = s[-1];
-				}
-				word[len++] = c;
-			}
-		} else if (c == '\\' && *s) {
-			word[len++] = *s++;
-		} else {
-			word[len++] = c; /* also a trailing backslash, as sh does */
-		}
-	}
-	if (!problem && in_word && push_word(&argv, &argc, word, len) < 0)
-		goto out_of_memory;
-	free(word);
-	if (!problem && argc == 0)
+	while (!problem && *sp.s)
+		problem = split_step(&sp);
+	if (!problem)
+		problem = end_word(&sp);
+	free(sp.word);
+	if (!problem && sp.argc == 0)
 		problem = "empty command";
 	if (problem) {
 		snprintf(err, errlen, "%s", problem);
-		value_free_words(argv);
+		value_free_words(sp.argv);
 		return NULL;
 	}
-	return argv;
-
-out_of_memory:
-	free(word);
-	value_free_words(argv);
-	snprintf(err, errlen, "out of memory");
-	return NULL;
+	return sp.argv;
 }
 
 /* Values land in one-line messages: quote them, cut them short and make
