@@ -1,6 +1,7 @@
 /* value.c: setting values as text: durations, numbers, lock keys, commands. */
 #include "value.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,6 +235,102 @@ char **value_split_command(const char *s, char *err, size_t errlen)
 		return NULL;
 	}
 	return sp.argv;
+}
+
+static bool is_alnum(char c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* A DNS name: dot-separated labels of 1 to 63 letters, digits and hyphens,
+ * a hyphen never first or last in its label. */
+static bool is_host_name(const char *s, size_t n)
+{
+	size_t label = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		bool dot = s[i] == '.';
+
+		if (dot ? label == 0 || s[i - 1] == '-'
+			: !is_alnum(s[i]) && (s[i] != '-' || label == 0))
+			return false;
+		label = dot ? 0 : label + 1;
+		if (label > 63)
+			return false;
+	}
+	return label > 0 && s[n - 1] != '-';
+}
+
+/* An IPv4 or IPv6 address as inet_pton reads it, or a DNS name that does
+ * not look like a broken address (all digits and dots). */
+static bool is_host(const char *s, size_t n, bool bracketed)
+{
+	char copy[VALUE_HOST_MAX];
+	unsigned char addr[16];
+
+	if (n == 0 || n > 253) /* DNS's longest name; fits copy */
+		return false;
+	memcpy(copy, s, n);
+	copy[n] = '\0';
+	if (bracketed)
+		return inet_pton(AF_INET6, copy, addr) == 1;
+	if (strspn(copy, "0123456789.") == n)
+		return inet_pton(AF_INET, copy, addr) == 1;
+	return is_host_name(copy, n);
+}
+
+static bool is_port(const char *s, int64_t *number)
+{
+	return strlen(s) < VALUE_PORT_MAX && is_digit(*s) &&
+	       value_parse_int(s, number) == 0 && *number >= 1 && *number <= 65535;
+}
+
+static int why_fail(char *why, size_t whylen, const char *what)
+{
+	snprintf(why, whylen, "%s", what);
+	return -1;
+}
+
+int value_parse_host_port(const char *s, bool any_host, char *host, char *port,
+			  char *why, size_t whylen)
+{
+	bool bracketed = s[0] == '[';
+	const char *colon = strrchr(s, ':');
+	const char *start = s + bracketed, *end = colon;
+	int64_t number;
+
+	if (!colon)
+		return why_fail(why, whylen, "no :PORT");
+	if (bracketed && (colon == s || colon[-1] != ']'))
+		return why_fail(why, whylen, "no ]:PORT after an IPv6 address");
+	end -= bracketed;
+	/* "::1:8008" could be read two ways; a URL is no address at all. */
+	if (!bracketed && memchr(s, ':', (size_t)(colon - s)))
+		return why_fail(why, whylen, is_host(s, (size_t)(colon - s), true)
+			? "an IPv6 address goes in brackets, as [::1]:8008"
+			: "invalid host name or address");
+	if (end == start && (bracketed || !any_host))
+		return why_fail(why, whylen, "no host before :PORT");
+	if (end != start && !is_host(start, (size_t)(end - start), bracketed))
+		return why_fail(why, whylen, bracketed ? "invalid IPv6 address"
+						: "invalid host name or address");
+	if (!is_port(colon + 1, &number))
+		return why_fail(why, whylen, "the port must be a number from 1 to 65535");
+	memcpy(host, start, (size_t)(end - start));
+	host[end - start] = '\0';
+	snprintf(port, VALUE_PORT_MAX, "%d", (int)number);
+	return 0;
+}
+
+const char *value_printable(const char *s, size_t n, char *buf, size_t len)
+{
+	size_t i = 0;
+
+	for (; i < n && s[i] && i + 1 < len; i++)
+		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	if (len > 0)
+		buf[i] = '\0';
+	return buf;
 }
 
 /* Values land in one-line messages: quote them, cut them short and make
