@@ -38,6 +38,8 @@ struct config {
 	bool json;               /* status --json */
 };
 
+/* The exit codes are options.h's: config_load passes them on. */
+
 enum config_result {
 	CONFIG_OK = 0,
 	CONFIG_HELP,            /* --help: print config_usage() to stdout, exit 0 */
