@@ -124,7 +124,9 @@ static int check_twice(struct options *op, const struct option_row *row,
 	const struct row_state *self = state_of(op, row), *them;
 	char conflict[WHERE_MAX];
 
-	(void)self;
+	if (op->layer == LAYER_FILE && self->layer == LAYER_FILE)
+		return options_fail(op, code, "%s: already set on line %d; set it only once",
+				    where, self->line);
 	if (!other || (them = state_of(op, other))->layer != op->layer)
 		return OPTIONS_OK;
 	if (op->layer == LAYER_FILE)

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define ERRLEN 512
@@ -507,7 +508,10 @@ static const struct {
 	{ "lock_name = a\n", NULL, NULL, { "-k", "9", NULL }, CONFIG_OK, NULL, 9, NULL },
 	{ NULL, NULL, "b", { "-k", "1", "-k", "2", NULL }, CONFIG_OK, NULL, 2, NULL },
 	{ "lock_key = 5\n", "6", NULL, { "-n", "c", NULL }, CONFIG_OK, NULL, 0, "c" },
-	{ "lock_name = a\nlock_name = b\n", NULL, NULL, { NULL }, CONFIG_OK, NULL, 0, "b" },
+	{ "lock_name = a\nlock_name = b\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	  "FILE:3: lock_name: already set on line 2; set it only once", 0, NULL },
+	{ "lock_key = 5\nlock_key = 5\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	  "FILE:3: lock_key: already set on line 2; set it only once", 0, NULL },
 	{ "lock_name = a\n", NULL, NULL, { "-n", "c", "-n", "d", NULL }, CONFIG_OK,
 	  NULL, 0, "d" },
 };
@@ -672,6 +676,19 @@ static const struct {
 	  CONFIG_INVALID,
 	  "FILE:5: ping_timeout: invalid duration \"soon\" (examples: 250ms, 5s, 2m)",
 	  NULL, NULL },
+	/* a key given twice: which one was meant? */
+	{ "[pgleader]\ncommand = x\nping_interval = 2s\nping_interval = 3s\n",
+	  CONFIG_INVALID, "FILE:4: ping_interval: already set on line 3; set it only once",
+	  NULL, NULL },
+	{ "[pgleader]\ncommand = x\n; again\n[pgleader]\n\ncommand = y\n", CONFIG_INVALID,
+	  "FILE:6: command: already set on line 2; set it only once", NULL, NULL },
+	/* control characters of the input never reach the terminal raw */
+	{ "[pg\x1b[2Jleader]\n", CONFIG_INVALID,
+	  "FILE:1: unknown section [pg?[2Jleader] (expected [pgleader])", NULL, NULL },
+	{ "[pgleader]\nlock\x07key = 1\n", CONFIG_INVALID,
+	  "FILE:2: unknown key \"lock?key\"", NULL, NULL },
+	{ "[pgleader]\nacquire = \x1b]0;owned\x07\n", CONFIG_INVALID,
+	  "FILE:2: acquire: invalid value \"?]0;owned?\" (expected wait, poll)", NULL, NULL },
 	/* the first error is the one reported, whoever found it */
 	{ "[pgleader]\nbogus = 1\nping_timeout = soon\nnonsense\n", CONFIG_INVALID,
 	  "FILE:2: unknown key \"bogus\"", NULL, NULL },
@@ -702,8 +719,6 @@ static const struct {
 	  "dsn", "password=a;b #c" },
 	{ "[pgleader]\ncommand = x\nnode_id: colon\n", CONFIG_OK, NULL,
 	  "node_id", "colon" },
-	{ "[pgleader]\ncommand = x\nping_interval = 2s\nping_interval = 3s\n", CONFIG_OK,
-	  NULL, "ping_interval", "3000" },
 	{ "[pgleader]\ncommand = x\ndsn = \"quoted\"\n", CONFIG_OK, NULL,
 	  "dsn", "\"quoted\"" },
 	{ "[pgleader]\n[pgleader]\ncommand = x\n", CONFIG_OK, NULL, "command", "x" },
@@ -748,6 +763,82 @@ START_TEST(file_cannot_be_read)
 			      "true", NULL),
 			 CONFIG_INVALID);
 	ck_assert(strstr(err, "nul.conf:2: line holds a NUL byte"));
+
+	/* A path is input too: shown without its control characters. */
+	snprintf(path, sizeof(path), "%s/a\033[2Jb.conf", tmpdir);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), CONFIG_INVALID);
+	snprintf(expected, sizeof(expected), "%s/a?[2Jb.conf: cannot open: %s", tmpdir,
+		 strerror(ENOENT));
+	ck_assert_str_eq(err, expected);
+}
+END_TEST
+
+/* Only a regular file is read, and only up to 1 MiB: /dev/zero would grow
+ * without end, a FIFO would wait for a writer for ever. */
+static const struct {
+	const char *path;  /* NULL: the FIFO */
+	const char *error; /* after "PATH: " */
+} special_cases[] = {
+	{ "/dev/zero", "not a regular file (a character device)" },
+	{ "/dev/full", "not a regular file (a character device)" },
+	{ "/dev/null", "not a regular file (a character device)" },
+	{ NULL, "not a regular file (a FIFO)" },
+};
+
+START_TEST(special_files)
+{
+	struct config cfg;
+	char err[ERRLEN], fifo[PATH_MAX], expected[PATH_MAX + 64];
+	const char *path = special_cases[_i].path;
+
+	if (!path) {
+		snprintf(fifo, sizeof(fifo), "%s/fifo", tmpdir);
+		ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+		path = fifo;
+	}
+	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), CONFIG_INVALID);
+	snprintf(expected, sizeof(expected), "%s: %s", path, special_cases[_i].error);
+	ck_assert_str_eq(err, expected);
+}
+END_TEST
+
+/* "; ..." lines up to exactly n bytes, then "command = x\n" if it fits. */
+static const char *big_file(size_t n)
+{
+	static const char line[] = "; xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n";
+	static const char tail[] = "[pgleader]\ncommand = x\n";
+	char *data = malloc(n);
+	const char *path;
+	size_t used = 0;
+
+	ck_assert_ptr_nonnull(data);
+	while (used + sizeof(line) - 1 <= n - (sizeof(tail) - 1)) {
+		memcpy(data + used, line, sizeof(line) - 1);
+		used += sizeof(line) - 1;
+	}
+	memset(data + used, ';', n - (sizeof(tail) - 1) - used);
+	data[n - sizeof(tail)] = '\n';
+	memcpy(data + n - (sizeof(tail) - 1), tail, sizeof(tail) - 1);
+	path = write_bytes("big.conf", data, n);
+	free(data);
+	return path;
+}
+
+START_TEST(file_size_bound)
+{
+	struct config cfg;
+	char err[ERRLEN], expected[PATH_MAX + 64];
+	const char *path;
+
+	path = big_file(1024 * 1024);
+	ck_assert_msg(load(&cfg, err, "-c", path, NULL) == CONFIG_OK, "%s", err);
+	ck_assert_str_eq(join(cfg.command), "x");
+	config_free(&cfg);
+
+	path = big_file(1024 * 1024 + 1);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, NULL), CONFIG_INVALID);
+	snprintf(expected, sizeof(expected), "%s: larger than 1024 KiB", path);
+	ck_assert_str_eq(err, expected);
 }
 END_TEST
 
@@ -855,6 +946,10 @@ static const struct {
 	  "no command given (usage: pgleader [OPTION]... [--] COMMAND [ARG]...)" },
 	{ { "--ping-interval", "x", "true" }, CONFIG_USAGE,
 	  "--ping-interval: invalid duration \"x\" (examples: 250ms, 5s, 2m)" },
+	{ { "--fo\x1b[2Jo", "true" }, CONFIG_USAGE,
+	  "unknown option --fo?[2Jo; see pgleader --help" },
+	{ { "-\x01", "true" }, CONFIG_USAGE, "unknown option -?; see pgleader --help" },
+	{ { "--ping\n", "true" }, CONFIG_USAGE, "unknown option --ping?; see pgleader --help" },
 	{ { "--log-level", "a\nb\tc", "true" }, CONFIG_USAGE,
 	  "--log-level: invalid value \"a?b?c\" (expected error, warning, notice, info, debug)" },
 	{ { "--help", "--bogus" }, CONFIG_HELP, NULL },
@@ -1173,6 +1268,8 @@ static Suite *config_suite(void)
 		ONCE(defaults),
 		LOOP(file, file_cases),
 		ONCE(file_cannot_be_read),
+		LOOP(special_files, special_cases),
+		ONCE(file_size_bound),
 		LOOP(line_length, line_cases),
 		ONCE(inih_own_boundary),
 		LOOP(options, option_cases),
