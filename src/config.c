@@ -1,12 +1,11 @@
 /* config.c: pgleader's settings: its table of keys for the options engine,
  * and the rules that span keys, checked once every layer is in. */
 #include "config.h"
-#include "log.h" /* enum log_level only: config must not log */
+#include "log.h" /* the enums only: config must not log */
 #include "options.h"
 #include "value.h"
 #include "wire.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,13 +18,10 @@ _Static_assert(CONFIG_USAGE == OPTIONS_USAGE && CONFIG_INVALID == OPTIONS_INVALI
 
 enum action { ACT_CONFIG = 1, ACT_VERBOSE, ACT_QUIET, ACT_HELP, ACT_VERSION };
 
-__attribute__((format(printf, 3, 4)))
-static int why_fail(char *why, size_t whylen, const char *fmt, ...);
-
 static int check_lock_name(const char *value, char *why, size_t whylen)
 {
 	if (!*value)
-		return why_fail(why, whylen, "must not be empty");
+		return value_why(why, whylen, "must not be empty");
 	return 0;
 }
 
@@ -35,14 +31,40 @@ static int check_node_id(const char *value, char *why, size_t whylen)
 	size_t len = strlen(value);
 
 	if (len == 0 || len > WIRE_NODE_ID_MAX)
-		return why_fail(why, whylen, "%s must have 1 to %d characters",
+		return value_why(why, whylen, "%s must have 1 to %d characters",
 				value_quote(value, shown, sizeof(shown)), WIRE_NODE_ID_MAX);
 	for (const char *p = value; *p; p++)
 		if (*p <= ' ' || *p >= 0x7f)
-			return why_fail(why, whylen,
+			return value_why(why, whylen,
 					"%s may hold only printable ASCII without spaces",
 					value_quote(value, shown, sizeof(shown)));
 	return 0;
+}
+
+static int check_http_addr(const char *value, char *why, size_t whylen)
+{
+	char host[VALUE_HOST_MAX], port[VALUE_PORT_MAX], reason[128], shown[64];
+
+	if (*value && value_parse_host_port(value, true, host, port, reason,
+					    sizeof(reason)) < 0)
+		return value_why(why, whylen,
+				"invalid address %s: %s (examples: 127.0.0.1:8008, [::1]:8008, :8008)",
+				value_quote(value, shown, sizeof(shown)), reason);
+	return 0;
+}
+
+static int parse_peers(const char *list, struct config_peer **peers, size_t *n,
+		       char *why, size_t whylen);
+static void free_peers(struct config_peer *peers, size_t n);
+
+static int check_failsafe_peers(const char *value, char *why, size_t whylen)
+{
+	struct config_peer *peers = NULL;
+	size_t n = 0;
+	int result = *value ? parse_peers(value, &peers, &n, why, whylen) : 0;
+
+	free_peers(peers, n);
+	return result;
 }
 
 static const struct option_choice acquire_modes[] = {
@@ -56,6 +78,9 @@ static const struct option_choice log_levels[] = {
 	{ "error", LOG_LEVEL_ERROR }, { "warning", LOG_LEVEL_WARNING },
 	{ "notice", LOG_LEVEL_NOTICE }, { "info", LOG_LEVEL_INFO },
 	{ "debug", LOG_LEVEL_DEBUG }, { NULL, 0 },
+};
+static const struct option_choice log_formats[] = {
+	{ "text", LOG_FORMAT_TEXT }, { "json", LOG_FORMAT_JSON }, { NULL, 0 },
 };
 
 #define FIELD(name) offsetof(struct config, name)
@@ -132,16 +157,37 @@ static const struct option_row rows[] = {
 	  .offset = FIELD(node_id), .default_shown = "host name",
 	  .metavar = "NAME", .help = "this node's name in pg_stat_activity",
 	  .check = check_node_id },
+	{ .key = "http_addr", .long_name = "http-addr", .type = OPTION_STRING,
+	  .offset = FIELD(http_addr), .default_shown = "off",
+	  .metavar = "HOST:PORT", .help = "serve health checks and metrics there",
+	  .check = check_http_addr },
+	{ .key = "failsafe_peers", .long_name = "failsafe-peers", .type = OPTION_STRING,
+	  .offset = FIELD(failsafe_peers), .default_shown = "off",
+	  .metavar = "LIST", .help = "failsafe: every member, as ID=HOST:PORT,...",
+	  .check = check_failsafe_peers },
+	{ .key = "failsafe_secret_file", .long_name = "failsafe-secret-file",
+	  .type = OPTION_STRING, .offset = FIELD(failsafe_secret_file),
+	  .default_shown = "none", .metavar = "FILE",
+	  .help = "failsafe: the members' shared secret" },
+	{ .key = "failsafe_ttl", .long_name = "failsafe-ttl", .type = OPTION_DURATION,
+	  .offset = FIELD(failsafe_ttl_ms), .default_value = "15s", .metavar = "DUR",
+	  .help = "failsafe: how long a member's consent lasts", .min = 1 },
 	{ .key = "log_level", .long_name = "log-level", .type = OPTION_ENUM,
 	  .offset = FIELD(log_level), .default_value = "info",
 	  .metavar = "LEVEL", .help = "error, warning, notice, info or debug",
 	  .choices = log_levels },
+	{ .key = "log_format", .long_name = "log-format", .type = OPTION_ENUM,
+	  .offset = FIELD(log_format), .default_value = "text",
+	  .metavar = "FORMAT", .help = "text, or json: one object a line",
+	  .choices = log_formats },
 	{ .long_name = "verbose", .short_name = 'v', .type = OPTION_ACTION,
 	  .action = ACT_VERBOSE, .help = "log one level more (repeatable)" },
 	{ .long_name = "quiet", .short_name = 'q', .type = OPTION_ACTION,
 	  .action = ACT_QUIET, .help = "log one level less (repeatable)" },
 	{ .long_name = "json", .type = OPTION_FLAG, .offset = FIELD(json),
 	  .help = "status: print JSON" },
+	{ .long_name = "watch", .type = OPTION_FLAG, .offset = FIELD(watch),
+	  .help = "status: a line each time the leader changes" },
 	{ .long_name = "help", .short_name = 'h', .type = OPTION_ACTION,
 	  .action = ACT_HELP, .help = "print this help and exit" },
 	{ .long_name = "version", .short_name = 'V', .type = OPTION_ACTION,
@@ -172,16 +218,6 @@ static const struct options_spec spec = {
 	.program = "pgleader",
 	.action = action_cb,
 };
-
-static int why_fail(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static int action_cb(void *user, int action, const char *value)
 {
@@ -233,9 +269,10 @@ static int read_argv(struct loader *ld, int argc, char **argv)
 							sizeof(shown)));
 		ld->nwords = 0;
 	}
-	if (cfg->json && !cfg->status_mode)
+	if ((cfg->json || cfg->watch) && !cfg->status_mode)
 		return options_fail(ld->op, CONFIG_USAGE,
-				    "--json is only valid with 'pgleader status'");
+				    "--%s is only valid with 'pgleader status'",
+				    cfg->json ? "json" : "watch");
 	return options_check_argv(ld->op);
 }
 
@@ -258,6 +295,138 @@ static int check_server_lease(struct loader *ld)
 			    value_format_duration(cfg->ping_timeout_ms, timeout, sizeof(timeout)),
 			    value_format_duration(cfg->grace_period_ms, grace, sizeof(grace)),
 			    value_format_duration(needed, sum, sizeof(sum)));
+}
+
+static void free_peers(struct config_peer *peers, size_t n)
+{
+	for (size_t i = 0; peers && i < n; i++) {
+		free(peers[i].node_id);
+		free(peers[i].host);
+		free(peers[i].port);
+	}
+	free(peers);
+}
+
+/* One member, "ID=HOST:PORT" with blanks around it, into peer. */
+static int parse_peer(char *entry, struct config_peer *peer, char *why,
+		      size_t whylen)
+{
+	char host[VALUE_HOST_MAX], port[VALUE_PORT_MAX], reason[128], shown[64];
+	char *end = entry + strlen(entry), *eq;
+
+	entry += strspn(entry, " \t");
+	while (end > entry && (end[-1] == ' ' || end[-1] == '\t'))
+		*--end = '\0';
+	if (!*entry)
+		return value_why(why, whylen, "empty member in the list (expected ID=HOST:PORT,...)");
+	if (!(eq = strchr(entry, '=')))
+		return value_why(why, whylen, "member %s is not ID=HOST:PORT",
+				value_quote(entry, shown, sizeof(shown)));
+	*eq = '\0';
+	if (check_node_id(entry, reason, sizeof(reason)) < 0)
+		return value_why(why, whylen, "node id %s", reason);
+	if (value_parse_host_port(eq + 1, false, host, port, reason, sizeof(reason)) < 0)
+		return value_why(why, whylen, "member %s: invalid address %s: %s",
+				entry, value_quote(eq + 1, shown, sizeof(shown)), reason);
+	if (!(peer->node_id = strdup(entry)) || !(peer->host = strdup(host)) ||
+	    !(peer->port = strdup(port)))
+		return value_why(why, whylen, "out of memory");
+	return 0;
+}
+
+static int add_peer(struct config_peer **peers, size_t *n, char *entry,
+		    char *why, size_t whylen)
+{
+	struct config_peer *grown = realloc(*peers, (*n + 1) * sizeof(*grown));
+	char shown[64];
+
+	if (!grown)
+		return value_why(why, whylen, "out of memory");
+	*peers = grown;
+	grown[*n] = (struct config_peer){ NULL, NULL, NULL };
+	/* counted even when half made, so that free_peers frees its parts */
+	if (parse_peer(entry, &grown[(*n)++], why, whylen) < 0)
+		return -1;
+	for (size_t i = 0; i + 1 < *n; i++)
+		if (strcmp(grown[i].node_id, grown[*n - 1].node_id) == 0)
+			return value_why(why, whylen, "node id %s is listed twice",
+					value_quote(grown[i].node_id, shown, sizeof(shown)));
+	return 0;
+}
+
+/* "ID=HOST:PORT,..." into an array; on error *peers still needs freeing. */
+static int parse_peers(const char *list, struct config_peer **peers, size_t *n,
+		       char *why, size_t whylen)
+{
+	char *copy = strdup(list), *entry = copy, *comma;
+	int result = 0;
+
+	if (!copy)
+		return value_why(why, whylen, "out of memory");
+	for (;;) {
+		if ((comma = strchr(entry, ',')))
+			*comma = '\0';
+		result = add_peer(peers, n, entry, why, whylen);
+		if (!comma || result < 0)
+			break;
+		entry = comma + 1;
+	}
+	free(copy);
+	return result;
+}
+
+static bool lists_node(const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_peers; i++)
+		if (strcmp(cfg->peers[i].node_id, cfg->node_id) == 0)
+			return true;
+	return false;
+}
+
+/* A member's consent must outlast the longest a leader can take to notice
+ * it is gone and stop its command: one round, its answers, the grace. */
+static int check_failsafe_ttl(struct loader *ld)
+{
+	const struct config *cfg = ld->cfg;
+	int64_t needed = cfg->ping_interval_ms + cfg->ping_timeout_ms +
+			 cfg->grace_period_ms;
+	char ttl[32], interval[32], timeout[32], grace[32], sum[32];
+
+	if (needed < cfg->failsafe_ttl_ms)
+		return CONFIG_OK;
+	return options_fail(ld->op, CONFIG_INVALID,
+			    "failsafe_ttl %s must be greater than ping_interval %s + ping_timeout %s + grace_period %s = %s",
+			    value_format_duration(cfg->failsafe_ttl_ms, ttl, sizeof(ttl)),
+			    value_format_duration(cfg->ping_interval_ms, interval, sizeof(interval)),
+			    value_format_duration(cfg->ping_timeout_ms, timeout, sizeof(timeout)),
+			    value_format_duration(cfg->grace_period_ms, grace, sizeof(grace)),
+			    value_format_duration(needed, sum, sizeof(sum)));
+}
+
+/* Failsafe is on when failsafe_peers is set: the members reach each other
+ * at their http_addr, and prove who they are with the shared secret. */
+static int check_failsafe(struct loader *ld)
+{
+	struct config *cfg = ld->cfg;
+	char why[256], shown[64];
+
+	if (!cfg->failsafe_peers)
+		return CONFIG_OK;
+	if (!cfg->http_addr)
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "failsafe_peers needs http_addr: the members talk over HTTP");
+	if (!cfg->failsafe_secret_file)
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "failsafe_peers needs failsafe_secret_file");
+	if (parse_peers(cfg->failsafe_peers, &cfg->peers, &cfg->n_peers, why,
+			sizeof(why)) < 0)
+		return options_fail(ld->op, CONFIG_INVALID, "failsafe_peers: %s", why);
+	/* status may run on any machine: only a node must be a member */
+	if (!cfg->status_mode && !lists_node(cfg))
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "failsafe_peers must list this node, node_id %s",
+				    value_quote(cfg->node_id, shown, sizeof(shown)));
+	return check_failsafe_ttl(ld);
 }
 
 static int default_node_id(struct loader *ld)
@@ -350,7 +519,8 @@ static int finish(struct loader *ld)
 	cfg->log_level = level < LOG_LEVEL_ERROR ? LOG_LEVEL_ERROR
 		       : level > LOG_LEVEL_DEBUG ? LOG_LEVEL_DEBUG : level;
 	if ((result = check_server_lease(ld)) != CONFIG_OK ||
-	    (result = default_node_id(ld)) != CONFIG_OK)
+	    (result = default_node_id(ld)) != CONFIG_OK ||
+	    (result = check_failsafe(ld)) != CONFIG_OK)
 		return result;
 	if (cfg->status_mode)
 		return CONFIG_OK;
@@ -402,6 +572,7 @@ enum config_result config_load(struct config *cfg, int argc, char **argv,
 void config_free(struct config *cfg)
 {
 	options_release(&spec, cfg);
+	free_peers(cfg->peers, cfg->n_peers);
 	free(cfg->config_file);
 	value_free_words(cfg->command);
 	memset(cfg, 0, sizeof(*cfg));
@@ -410,7 +581,7 @@ void config_free(struct config *cfg)
 void config_usage(FILE *out)
 {
 	fputs("Usage: " USAGE "\n"
-	      "       pgleader status [OPTION]... [--json]\n"
+	      "       pgleader status [OPTION]... [--json] [--watch]\n"
 	      "       pgleader --help | --version\n"
 	      "\n"
 	      "Runs COMMAND on exactly one machine of a fleet at a time: the one whose\n"

@@ -513,7 +513,11 @@ static void print_option_row(const struct option_row *row, FILE *out)
 		 row->short_name ? '-' : ' ', row->short_name ? row->short_name : ' ',
 		 row->short_name ? ',' : ' ', row->long_name,
 		 takes_value(row) ? "=" : "", takes_value(row) ? row->metavar : "");
-	fprintf(out, "  %-*s", HELP_COLUMN - 2, option);
+	/* A long option gets a line of its own, its help under the others. */
+	if (strlen(option) > HELP_COLUMN - 3)
+		fprintf(out, "  %s\n%*s", option, HELP_COLUMN, "");
+	else
+		fprintf(out, "  %-*s", HELP_COLUMN - 2, option);
 	print_help(out, row->help);
 	if (row->key)
 		fprintf(out, "%*skey: %s, default: %s\n", HELP_COLUMN + 2, "", row->key,

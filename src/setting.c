@@ -2,21 +2,9 @@
 #include "setting.h"
 #include "value.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-__attribute__((format(printf, 3, 4)))
-static int why_fail(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 static int set_duration(const struct option_row *row, int64_t *field,
 			const char *value, char *why, size_t whylen)
@@ -27,10 +15,10 @@ static int set_duration(const struct option_row *row, int64_t *field,
 	if (row->none_allowed && strcmp(value, "none") == 0)
 		ms = -1;
 	else if (value_parse_duration(value, &ms) < 0)
-		return why_fail(why, whylen, "invalid duration %s (examples: 250ms, 5s, 2m)",
+		return value_why(why, whylen, "invalid duration %s (examples: 250ms, 5s, 2m)",
 				value_quote(value, shown, sizeof(shown)));
 	else if (ms < row->min)
-		return why_fail(why, whylen, "must be greater than 0");
+		return value_why(why, whylen, "must be greater than 0");
 	*field = ms;
 	return 0;
 }
@@ -42,10 +30,10 @@ static int set_int(const struct option_row *row, int *field, const char *value,
 	int64_t number;
 
 	if (value_parse_int(value, &number) < 0)
-		return why_fail(why, whylen, "invalid number %s",
+		return value_why(why, whylen, "invalid number %s",
 				value_quote(value, shown, sizeof(shown)));
 	if (number < row->min || number > row->max)
-		return why_fail(why, whylen, "%s is out of range (%lld to %lld)",
+		return value_why(why, whylen, "%s is out of range (%lld to %lld)",
 				value, (long long)row->min, (long long)row->max);
 	*field = (int)number;
 	return 0;
@@ -56,7 +44,7 @@ static int set_bool(bool *field, const char *value, char *why, size_t whylen)
 	char shown[64];
 
 	if (value_parse_bool(value, field) < 0)
-		return why_fail(why, whylen,
+		return value_why(why, whylen,
 				"invalid boolean %s (true/false, yes/no, on/off, 1/0)",
 				value_quote(value, shown, sizeof(shown)));
 	return 0;
@@ -78,7 +66,7 @@ static int set_enum(const struct option_row *row, int *field, const char *value,
 		if (used >= sizeof(names))
 			used = sizeof(names) - 1;
 	}
-	return why_fail(why, whylen, "invalid value %s (expected %s)",
+	return value_why(why, whylen, "invalid value %s (expected %s)",
 			value_quote(value, shown, sizeof(shown)), names);
 }
 
@@ -87,7 +75,7 @@ static int set_lock_key(int64_t *field, const char *value, char *why, size_t why
 	char shown[64];
 
 	if (value_parse_lock_key(value, field) < 0)
-		return why_fail(why, whylen,
+		return value_why(why, whylen,
 				"invalid lock key %s (signed 64-bit decimal, or 0x and 1 to 16 hex digits)",
 				value_quote(value, shown, sizeof(shown)));
 	return 0;
@@ -100,7 +88,7 @@ static int set_string(char **field, const char *value, bool empty_unsets,
 	char *copy = NULL;
 
 	if ((*value || !empty_unsets) && !(copy = strdup(value)))
-		return why_fail(why, whylen, "out of memory");
+		return value_why(why, whylen, "out of memory");
 	free(*field);
 	*field = copy;
 	return 0;

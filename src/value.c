@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,9 +286,13 @@ static bool is_port(const char *s, int64_t *number)
 	       value_parse_int(s, number) == 0 && *number >= 1 && *number <= 65535;
 }
 
-static int why_fail(char *why, size_t whylen, const char *what)
+int value_why(char *why, size_t whylen, const char *fmt, ...)
 {
-	snprintf(why, whylen, "%s", what);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
 	return -1;
 }
 
@@ -300,22 +305,22 @@ int value_parse_host_port(const char *s, bool any_host, char *host, char *port,
 	int64_t number;
 
 	if (!colon)
-		return why_fail(why, whylen, "no :PORT");
+		return value_why(why, whylen, "no :PORT");
 	if (bracketed && (colon == s || colon[-1] != ']'))
-		return why_fail(why, whylen, "no ]:PORT after an IPv6 address");
+		return value_why(why, whylen, "no ]:PORT after an IPv6 address");
 	end -= bracketed;
 	/* "::1:8008" could be read two ways; a URL is no address at all. */
 	if (!bracketed && memchr(s, ':', (size_t)(colon - s)))
-		return why_fail(why, whylen, is_host(s, (size_t)(colon - s), true)
+		return value_why(why, whylen, is_host(s, (size_t)(colon - s), true)
 			? "an IPv6 address goes in brackets, as [::1]:8008"
 			: "invalid host name or address");
 	if (end == start && (bracketed || !any_host))
-		return why_fail(why, whylen, "no host before :PORT");
+		return value_why(why, whylen, "no host before :PORT");
 	if (end != start && !is_host(start, (size_t)(end - start), bracketed))
-		return why_fail(why, whylen, bracketed ? "invalid IPv6 address"
+		return value_why(why, whylen, bracketed ? "invalid IPv6 address"
 						: "invalid host name or address");
 	if (!is_port(colon + 1, &number))
-		return why_fail(why, whylen, "the port must be a number from 1 to 65535");
+		return value_why(why, whylen, "the port must be a number from 1 to 65535");
 	memcpy(host, start, (size_t)(end - start));
 	host[end - start] = '\0';
 	snprintf(port, VALUE_PORT_MAX, "%d", (int)number);

@@ -43,6 +43,11 @@ int value_parse_host_port(const char *s, bool any_host, char *host, char *port,
  * or split the line; cut to len - 1. Returns buf. */
 const char *value_printable(const char *s, size_t n, char *buf, size_t len);
 
+/* Writes the reason a value is refused into why; returns -1, what the
+ * checks and parsers that take a why return. */
+int value_why(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* s in double quotes for a one-line message: cut after 40 characters with
  * "...", control and non-ASCII bytes shown as '?'. len: 48 holds the
  * longest. Returns buf. */
