@@ -46,7 +46,8 @@ SRCS := $(wildcard src/*.c)
 OBJS := $(SRCS:.c=.o)
 HDRS := $(wildcard src/*.h)
 
-UNIT_TESTS := tests/unit/test_config tests/unit/test_value tests/unit/test_election \
+UNIT_TESTS := tests/unit/test_config tests/unit/test_options tests/unit/test_value \
+	tests/unit/test_election \
 	tests/unit/test_log tests/unit/test_child
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
@@ -63,6 +64,8 @@ src/%.o: src/%.c $(HDRS) Makefile
 # Unit tests link only the module under test.
 tests/unit/test_config: tests/unit/test_config.c src/config.c src/options.c src/setting.c src/inifile.c src/value.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c src/options.c src/setting.c src/inifile.c src/value.c $(LIBS) $(CHECK_LIBS)
+tests/unit/test_options: tests/unit/test_options.c src/options.c src/setting.c src/inifile.c src/value.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/options.c src/setting.c src/inifile.c src/value.c $(LIBS) $(CHECK_LIBS)
 tests/unit/test_value: tests/unit/test_value.c src/value.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
 tests/unit/test_election: tests/unit/test_election.c src/election.c $(HDRS)
