@@ -6,17 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "invalid WHAT "VALUE" (HINT)", the value quoted and cut for one line. */
+static int invalid(const char *what, const char *value, const char *hint,
+		   char *why, size_t whylen)
+{
+	char shown[64];
+
+	return value_why(why, whylen, "invalid %s %s%s%s%s", what,
+			 value_quote(value, shown, sizeof(shown)), *hint ? " (" : "",
+			 hint, *hint ? ")" : "");
+}
+
 static int set_duration(const struct option_row *row, int64_t *field,
 			const char *value, char *why, size_t whylen)
 {
-	char shown[64];
 	int64_t ms;
 
 	if (row->none_allowed && strcmp(value, "none") == 0)
 		ms = -1;
 	else if (value_parse_duration(value, &ms) < 0)
-		return value_why(why, whylen, "invalid duration %s (examples: 250ms, 5s, 2m)",
-				value_quote(value, shown, sizeof(shown)));
+		return invalid("duration", value, "examples: 250ms, 5s, 2m", why, whylen);
 	else if (ms < row->min)
 		return value_why(why, whylen, "must be greater than 0");
 	*field = ms;
@@ -26,35 +35,22 @@ static int set_duration(const struct option_row *row, int64_t *field,
 static int set_int(const struct option_row *row, int *field, const char *value,
 		   char *why, size_t whylen)
 {
-	char shown[64];
 	int64_t number;
 
 	if (value_parse_int(value, &number) < 0)
-		return value_why(why, whylen, "invalid number %s",
-				value_quote(value, shown, sizeof(shown)));
+		return invalid("number", value, "", why, whylen);
 	if (number < row->min || number > row->max)
 		return value_why(why, whylen, "%s is out of range (%lld to %lld)",
-				value, (long long)row->min, (long long)row->max);
+				 value, (long long)row->min, (long long)row->max);
 	*field = (int)number;
-	return 0;
-}
-
-static int set_bool(bool *field, const char *value, char *why, size_t whylen)
-{
-	char shown[64];
-
-	if (value_parse_bool(value, field) < 0)
-		return value_why(why, whylen,
-				"invalid boolean %s (true/false, yes/no, on/off, 1/0)",
-				value_quote(value, shown, sizeof(shown)));
 	return 0;
 }
 
 static int set_enum(const struct option_row *row, int *field, const char *value,
 		    char *why, size_t whylen)
 {
-	char names[128] = "", shown[64];
-	size_t used = 0;
+	char names[128] = "expected ";
+	size_t used = strlen(names);
 
 	for (const struct option_choice *c = row->choices; c->name; c++) {
 		if (strcmp(value, c->name) == 0) {
@@ -66,19 +62,7 @@ static int set_enum(const struct option_row *row, int *field, const char *value,
 		if (used >= sizeof(names))
 			used = sizeof(names) - 1;
 	}
-	return value_why(why, whylen, "invalid value %s (expected %s)",
-			value_quote(value, shown, sizeof(shown)), names);
-}
-
-static int set_lock_key(int64_t *field, const char *value, char *why, size_t whylen)
-{
-	char shown[64];
-
-	if (value_parse_lock_key(value, field) < 0)
-		return value_why(why, whylen,
-				"invalid lock key %s (signed 64-bit decimal, or 0x and 1 to 16 hex digits)",
-				value_quote(value, shown, sizeof(shown)));
-	return 0;
+	return invalid("value", value, names, why, whylen);
 }
 
 /* Replaces *field with a copy of value; "" with NULL when empty_unsets. */
@@ -103,11 +87,18 @@ int setting_parse(const struct option_row *row, void *field, const char *value,
 	case OPTION_INT:
 		return set_int(row, field, value, why, whylen);
 	case OPTION_BOOL:
-		return set_bool(field, value, why, whylen);
+		if (value_parse_bool(value, field) < 0)
+			return invalid("boolean", value, "true/false, yes/no, on/off, 1/0",
+				       why, whylen);
+		return 0;
 	case OPTION_ENUM:
 		return set_enum(row, field, value, why, whylen);
 	case OPTION_LOCK_KEY:
-		return set_lock_key(field, value, why, whylen);
+		if (value_parse_lock_key(value, field) < 0)
+			return invalid("lock key", value,
+				       "signed 64-bit decimal, or 0x and 1 to 16 hex digits",
+				       why, whylen);
+		return 0;
 	case OPTION_STRING:
 	case OPTION_TEXT:
 		if (row->check && row->check(value, why, whylen) < 0)

@@ -113,39 +113,31 @@ in_list() {
 	printf '%s\n' $2 | grep -qx -- "$1"
 }
 
-for opt in $options; do
-	in_list "$opt" "$doc_options" ||
-		fail "option --$opt missing from OPTIONS in man/pgleader.1"
-done
-for opt in $shorts; do
-	in_list "$opt" "$doc_shorts" ||
-		fail "option -$opt missing from OPTIONS in man/pgleader.1"
-done
-for opt in $doc_shorts; do
-	in_list "$opt" "$shorts" ||
-		fail "man/pgleader.1 documents -$opt, which '$binary --help' does not list"
-done
-for opt in $doc_options; do
-	in_list "$opt" "$options" ||
-		fail "man/pgleader.1 documents --$opt, which '$binary --help' does not list"
-done
+# missing WORDS LIST BEFORE AFTER: fails for each of WORDS not in LIST, with
+# the message BEFORE word AFTER.
+missing() {
+	for word in $1; do
+		in_list "$word" "$2" || fail "$3$word$4"
+	done
+}
 
+missing "$options" "$doc_options" "option --" " missing from OPTIONS in man/pgleader.1"
+missing "$shorts" "$doc_shorts" "option -" " missing from OPTIONS in man/pgleader.1"
+missing "$doc_options" "$options" "man/pgleader.1 documents --" \
+	", which '$binary --help' does not list"
+missing "$doc_shorts" "$shorts" "man/pgleader.1 documents -" \
+	", which '$binary --help' does not list"
+
+missing "$keys" "$doc_keys" "key " " missing from KEYS in man/pgleader.conf.5"
+missing "$keys" "$conf_keys" "key " " missing from conf/pgleader.conf (as a '#key = ...' line)"
+missing "$doc_keys" "$keys" "man/pgleader.conf.5 documents key " \
+	", which '$binary --help' does not list"
+missing "$conf_keys" "$keys" "conf/pgleader.conf sets key " \
+	", which '$binary --help' does not list"
 for key in $keys; do
-	in_list "$key" "$doc_keys" ||
-		fail "key $key missing from KEYS in man/pgleader.conf.5"
-	in_list "$key" "$conf_keys" ||
-		fail "key $key missing from conf/pgleader.conf (expected '#$key = ...')"
 	var=PGLEADER_$(printf '%s' "$key" | tr '[:lower:]' '[:upper:]')
 	grep -qE -- "Ev $var( |\$)" "$tmp/environment" ||
 		fail "variable $var missing from ENVIRONMENT in man/pgleader.1"
-done
-for key in $doc_keys; do
-	in_list "$key" "$keys" ||
-		fail "man/pgleader.conf.5 documents key $key, which '$binary --help' does not list"
-done
-for key in $conf_keys; do
-	in_list "$key" "$keys" ||
-		fail "conf/pgleader.conf sets key $key, which '$binary --help' does not list"
 done
 
 # Exit codes: each must start a row of a table in EXIT STATUS.
