@@ -62,10 +62,12 @@ src/%.o: src/%.c $(HDRS) Makefile
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # Unit tests link only the module under test.
-tests/unit/test_config: tests/unit/test_config.c src/config.c src/options.c src/setting.c src/inifile.c src/value.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c src/options.c src/setting.c src/inifile.c src/value.c $(LIBS) $(CHECK_LIBS)
-tests/unit/test_options: tests/unit/test_options.c src/options.c src/setting.c src/inifile.c src/value.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/options.c src/setting.c src/inifile.c src/value.c $(LIBS) $(CHECK_LIBS)
+# The table engine: what config.c's table and test_options' own run on.
+OPTIONS_SRCS := src/options.c src/setting.c src/inifile.c src/value.c
+tests/unit/test_config: tests/unit/test_config.c src/config.c $(OPTIONS_SRCS) $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
+tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 tests/unit/test_value: tests/unit/test_value.c src/value.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
 tests/unit/test_election: tests/unit/test_election.c src/election.c $(HDRS)
