@@ -466,9 +466,12 @@ const char *options_origin(const struct options *op, const char *key,
 			   char *buf, size_t len)
 {
 	const struct option_row *row = find_key(op->spec, key);
-	const struct row_state *st = state_of(op, row);
 
-	describe(op, row, st->layer, st->line, buf, len);
+	if (!row)
+		snprintf(buf, len, "%s", key);
+	else
+		describe(op, row, state_of(op, row)->layer, state_of(op, row)->line,
+			 buf, len);
 	return buf;
 }
 
