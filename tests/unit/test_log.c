@@ -856,6 +856,16 @@ END_TEST
 
 #define ROWS(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+/* Each test starts from the defaults, also without a fork per test. */
+static void reset(void)
+{
+	unsetenv("JOURNAL_STREAM");
+	log_set_format(LOG_FORMAT_TEXT);
+	log_set_context(NULL);
+	log_init(LOG_LEVEL_INFO);
+	sends = nsent = send_result = 0;
+}
+
 static Suite *log_suite(void)
 {
 	Suite *s = suite_create("log");
@@ -863,12 +873,14 @@ static Suite *log_suite(void)
 
 	tc = tcase_create("redact");
 	tcase_set_timeout(tc, 5);
+	tcase_add_checked_fixture(tc, reset, NULL);
 	tcase_add_loop_test(tc, test_redact, 0, ROWS(redact_rows));
 	tcase_add_test(tc, test_redact_long_line);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("format");
 	tcase_set_timeout(tc, 5);
+	tcase_add_checked_fixture(tc, reset, NULL);
 	tcase_add_test(tc, test_plain_format);
 	tcase_add_loop_test(tc, test_level_tags, 0, ROWS(level_rows));
 	tcase_add_test(tc, test_macros);
@@ -880,6 +892,7 @@ static Suite *log_suite(void)
 
 	tc = tcase_create("journald");
 	tcase_set_timeout(tc, 5);
+	tcase_add_checked_fixture(tc, reset, NULL);
 	tcase_add_loop_test(tc, test_journal_prefix, 0, ROWS(level_rows));
 	tcase_add_test(tc, test_journal_stream_mismatch);
 	tcase_add_test(tc, test_journal_decided_at_init);
@@ -892,6 +905,7 @@ static Suite *log_suite(void)
 
 	tc = tcase_create("json");
 	tcase_set_timeout(tc, 5);
+	tcase_add_checked_fixture(tc, reset, NULL);
 	tcase_add_loop_test(tc, test_utf8_copy, 0, ROWS(utf8_rows));
 	tcase_add_test(tc, test_json_line_fields);
 	tcase_add_test(tc, test_json_context);
