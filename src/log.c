@@ -25,21 +25,21 @@ static enum log_format format = LOG_FORMAT_TEXT;
 static bool journal_prefixes;  /* stderr is the journal's stream */
 static bool journal_native;    /* ... and a socket: send fields with the line */
 
-/* The context's fields, redacted copies. */
-static struct {
+/* Redacted copies of a log_fields; "" is absent. */
+struct field_copies {
 	char state[32];
 	char lock_key[24];
 	char node_id[64];
-	char reason[256];
+	char reason[LOG_MSG_MAX / 2];
 	long command_pid;
-} context;
+};
 
-/* One line's fields after merging the context and redacting: each string
- * NULL or a redacted copy. */
+static struct field_copies context;
+
+/* One line's fields, the event's over the context's: NULL is absent. */
 struct line_fields {
 	const char *state, *lock_key, *node_id, *reason;
 	long command_pid;
-	char buf[4][LOG_MSG_MAX];
 };
 
 /* systemd sets JOURNAL_STREAM to "device:inode" of the stream it connected
@@ -266,38 +266,35 @@ static void copy_field(char *dst, size_t size, const char *src)
 	log_redact(dst);
 }
 
-void log_set_context(const struct log_fields *f)
-{
-	memset(&context, 0, sizeof(context));
-	if (!f)
-		return;
-	copy_field(context.state, sizeof(context.state), f->state);
-	copy_field(context.lock_key, sizeof(context.lock_key), f->lock_key);
-	copy_field(context.node_id, sizeof(context.node_id), f->node_id);
-	copy_field(context.reason, sizeof(context.reason), f->reason);
-	context.command_pid = f->command_pid;
-}
-
-/* The event's value, redacted into buf, or else the context's. */
-static const char *pick(const char *event, const char *ctx, char *buf)
-{
-	if (event) {
-		copy_field(buf, LOG_MSG_MAX, event);
-		return buf;
-	}
-	return *ctx ? ctx : NULL;
-}
-
-static void merge_fields(struct line_fields *out, const struct log_fields *f)
+static void copy_fields(struct field_copies *dst, const struct log_fields *f)
 {
 	static const struct log_fields none;
 
 	f = f ? f : &none;
-	out->state = pick(f->state, context.state, out->buf[0]);
-	out->lock_key = pick(f->lock_key, context.lock_key, out->buf[1]);
-	out->node_id = pick(f->node_id, context.node_id, out->buf[2]);
-	out->reason = pick(f->reason, context.reason, out->buf[3]);
-	out->command_pid = f->command_pid ? f->command_pid : context.command_pid;
+	copy_field(dst->state, sizeof(dst->state), f->state);
+	copy_field(dst->lock_key, sizeof(dst->lock_key), f->lock_key);
+	copy_field(dst->node_id, sizeof(dst->node_id), f->node_id);
+	copy_field(dst->reason, sizeof(dst->reason), f->reason);
+	dst->command_pid = f->command_pid;
+}
+
+void log_set_context(const struct log_fields *f)
+{
+	copy_fields(&context, f);
+}
+
+static const char *pick(const char *event, const char *ctx)
+{
+	return *event ? event : *ctx ? ctx : NULL;
+}
+
+static void merge_fields(struct line_fields *out, const struct field_copies *ev)
+{
+	out->state = pick(ev->state, context.state);
+	out->lock_key = pick(ev->lock_key, context.lock_key);
+	out->node_id = pick(ev->node_id, context.node_id);
+	out->reason = pick(ev->reason, context.reason);
+	out->command_pid = ev->command_pid ? ev->command_pid : context.command_pid;
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -411,6 +408,7 @@ static void vlog(enum log_level level, const struct log_fields *fields,
 		 const char *fmt, va_list ap)
 {
 	char line[LOG_MSG_MAX];
+	struct field_copies ev;
 	struct line_fields f;
 
 	vsnprintf(line, sizeof(line), fmt, ap);
@@ -419,7 +417,8 @@ static void vlog(enum log_level level, const struct log_fields *fields,
 	for (char *c = line; *c; c++)
 		if (*c == '\n')
 			*c = c[1] ? ' ' : '\0';
-	merge_fields(&f, fields);
+	copy_fields(&ev, fields);
+	merge_fields(&f, &ev);
 
 	if (format == LOG_FORMAT_JSON)
 		write_json(level, line, &f);
