@@ -316,7 +316,7 @@ def test_leader_since_and_fences(workdir, pg_shared, lock_key, sessions):
     assert r.rc == 0, r
     leader = node_line(r.out, "leader", "st-since-a")
     assert leader and leader.endswith("leader since " + since), r
-    pid_a = lead.proc and pg_shared.lock_holders(key)[0]["pid"]
+    pid_a = pg_shared.lock_holders(key)[0]["pid"]
     assert re.search(r"server pid %d\s" % pid_a, leader), r
     assert [l.split()[1] for l in lines_of(r.out, "standby")] == ["st-since-b"], r
     assert re.search(r"waiting since \d{4}-", node_line(r.out, "standby", "st-since-b")), r

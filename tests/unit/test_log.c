@@ -866,21 +866,26 @@ static void reset(void)
 	sends = nsent = send_result = 0;
 }
 
+static TCase *add_tcase(Suite *s, const char *name)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_set_timeout(tc, 5);
+	tcase_add_checked_fixture(tc, reset, NULL);
+	suite_add_tcase(s, tc);
+	return tc;
+}
+
 static Suite *log_suite(void)
 {
 	Suite *s = suite_create("log");
 	TCase *tc;
 
-	tc = tcase_create("redact");
-	tcase_set_timeout(tc, 5);
-	tcase_add_checked_fixture(tc, reset, NULL);
+	tc = add_tcase(s, "redact");
 	tcase_add_loop_test(tc, test_redact, 0, ROWS(redact_rows));
 	tcase_add_test(tc, test_redact_long_line);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("format");
-	tcase_set_timeout(tc, 5);
-	tcase_add_checked_fixture(tc, reset, NULL);
+	tc = add_tcase(s, "format");
 	tcase_add_test(tc, test_plain_format);
 	tcase_add_loop_test(tc, test_level_tags, 0, ROWS(level_rows));
 	tcase_add_test(tc, test_macros);
@@ -888,11 +893,8 @@ static Suite *log_suite(void)
 	tcase_add_loop_test(tc, test_one_line, 0, ROWS(fold_rows));
 	tcase_add_test(tc, test_long_message_one_line);
 	tcase_add_test(tc, test_password_redacted_in_line);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("journald");
-	tcase_set_timeout(tc, 5);
-	tcase_add_checked_fixture(tc, reset, NULL);
+	tc = add_tcase(s, "journald");
 	tcase_add_loop_test(tc, test_journal_prefix, 0, ROWS(level_rows));
 	tcase_add_test(tc, test_journal_stream_mismatch);
 	tcase_add_test(tc, test_journal_decided_at_init);
@@ -901,11 +903,8 @@ static Suite *log_suite(void)
 	tcase_add_test(tc, test_journal_redacted);
 	tcase_add_test(tc, test_journal_send_fails);
 	tcase_add_test(tc, test_journal_other_socket);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("json");
-	tcase_set_timeout(tc, 5);
-	tcase_add_checked_fixture(tc, reset, NULL);
+	tc = add_tcase(s, "json");
 	tcase_add_loop_test(tc, test_utf8_copy, 0, ROWS(utf8_rows));
 	tcase_add_test(tc, test_json_line_fields);
 	tcase_add_test(tc, test_json_context);
@@ -915,7 +914,6 @@ static Suite *log_suite(void)
 	tcase_add_test(tc, test_json_password_redacted);
 	tcase_add_test(tc, test_json_under_journal);
 	tcase_add_test(tc, test_text_ignores_fields);
-	suite_add_tcase(s, tc);
 
 	return s;
 }
