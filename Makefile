@@ -25,9 +25,10 @@ HARDENING := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 CFLAGS ?= -O2 -g
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DPGLEADER_VERSION='"$(VERSION)"' \
 	$(WARNINGS) $(HARDENING) $(CFLAGS) \
-	$(shell $(PKG_CONFIG) --cflags libpq libsystemd inih 2>/dev/null)
+	$(shell $(PKG_CONFIG) --cflags libpq libsystemd inih jansson 2>/dev/null)
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
-LIBS := $(shell $(PKG_CONFIG) --libs libpq libsystemd inih 2>/dev/null) -lev -lm
+LIBS := $(shell $(PKG_CONFIG) --libs libpq libsystemd inih jansson 2>/dev/null) -lev -lm
+JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
 ifeq ($(WERROR),1)
@@ -72,8 +73,10 @@ tests/unit/test_value: tests/unit/test_value.c src/value.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
 tests/unit/test_election: tests/unit/test_election.c src/election.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/election.c $(CHECK_LIBS) -lm
+# The test defines sd_journal_sendv itself, so it links no libsystemd: it
+# sees the journal fields pgleader would send without needing a journald.
 tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub.
 tests/unit/test_child: tests/unit/test_child.c src/child.c tests/unit/log_stub.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c tests/unit/log_stub.c -lev $(CHECK_LIBS)

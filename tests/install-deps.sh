@@ -12,7 +12,7 @@ set -eu
 
 PACKAGES=(
 	gcc make pkg-config
-	libpq-dev libev-dev libinih-dev libsystemd-dev check
+	libpq-dev libev-dev libinih-dev libsystemd-dev libjansson-dev check
 	postgresql-15 postgresql-client-15 pgbouncer
 	python3 python3-pytest
 	mandoc valgrind
