@@ -5,6 +5,9 @@
 #   make demo         two nodes, kill the leader, watch the other take over
 #   make bench        failover benchmark (not part of check)
 #   make install      PREFIX=/usr/local DESTDIR=
+#   make dist         dist/pgleader-VERSION.tar.gz, reproducible
+#   make deb, rpm     dist/pgleader_VERSION-1_ARCH.deb, dist/pgleader-VERSION-1.ARCH.rpm
+#   make package-check  build, lint, install, run and purge the packages (root)
 #
 # Switches: WERROR=1 (CI), SANITIZE=address,undefined, COVERAGE=1.
 
@@ -13,7 +16,13 @@ BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-VERSION := 0.1.0
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+# The one place the version is written: the VERSION file. The Debian
+# changelog, the RPM spec and CHANGELOG.md are checked against it
+# (tests/check-version.sh).
+VERSION := $(shell cat VERSION)
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -21,13 +30,20 @@ PYTHON ?= /usr/bin/python3
 
 WARNINGS := -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wpointer-arith -Wundef
-HARDENING := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
+# CPPFLAGS, CFLAGS and LDFLAGS are the caller's (dpkg-buildflags, rpm's
+# %set_build_flags) and come last. _FORTIFY_SOURCE is set only when they do
+# not set it: a second, different definition is an error under -Werror.
+HARDENING := -fstack-protector-strong -fPIE
+ifeq ($(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),)
+HARDENING += -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
+endif
 CFLAGS ?= -O2 -g
+LIB_PKGS := libpq libsystemd inih libmicrohttpd
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DPGLEADER_VERSION='"$(VERSION)"' \
-	$(WARNINGS) $(HARDENING) $(CFLAGS) \
-	$(shell $(PKG_CONFIG) --cflags libpq libsystemd inih 2>/dev/null)
+	$(WARNINGS) $(HARDENING) $(CPPFLAGS) $(CFLAGS) \
+	$(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
-LIBS := $(shell $(PKG_CONFIG) --libs libpq libsystemd inih 2>/dev/null) -lev -lm
+LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null) -lev -lm
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
 ifeq ($(WERROR),1)

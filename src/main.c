@@ -10,6 +10,7 @@
 #include "notify.h"
 #include "status.h"
 #include "supervisor.h"
+#include "version.h"
 
 int main(int argc, char **argv)
 {
@@ -27,7 +28,7 @@ int main(int argc, char **argv)
 		config_free(&cfg);
 		return 0;
 	case CONFIG_VERSION:
-		printf("pgleader %s\n", PGLEADER_VERSION);
+		version_print(stdout);
 		config_free(&cfg);
 		return 0;
 	case CONFIG_USAGE:
