@@ -104,6 +104,7 @@ lint: pgleader
 	tests/check-docs.sh ./pgleader
 	mandoc -Tlint -W warning man/pgleader.1 man/pgleader.conf.5
 	tests/check-units.sh
+	tests/check-completion.sh ./pgleader
 
 check: deps
 	$(MAKE) clean
@@ -144,11 +145,17 @@ install: pgleader
 	sed 's|/usr/bin/pgleader|$(BINDIR)/pgleader|g' systemd/pgleader@.service \
 		> $(DESTDIR)$(UNITDIR)/pgleader@.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/pgleader.service $(DESTDIR)$(UNITDIR)/pgleader@.service
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
+	install -m 644 completion/pgleader.bash $(DESTDIR)$(BASHCOMPDIR)/pgleader
+	install -m 644 systemd/pgleader.sysusers $(DESTDIR)$(SYSUSERSDIR)/pgleader.conf
+	install -m 644 systemd/pgleader.tmpfiles $(DESTDIR)$(TMPFILESDIR)/pgleader.conf
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/pgleader $(DESTDIR)$(MANDIR)/man1/pgleader.1 \
 		$(DESTDIR)$(MANDIR)/man5/pgleader.conf.5 \
-		$(DESTDIR)$(UNITDIR)/pgleader.service $(DESTDIR)$(UNITDIR)/pgleader@.service
+		$(DESTDIR)$(UNITDIR)/pgleader.service $(DESTDIR)$(UNITDIR)/pgleader@.service \
+		$(DESTDIR)$(BASHCOMPDIR)/pgleader $(DESTDIR)$(SYSUSERSDIR)/pgleader.conf \
+		$(DESTDIR)$(TMPFILESDIR)/pgleader.conf
 
 clean:
 	rm -f pgleader src/*.o $(UNIT_TESTS) src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno
