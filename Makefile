@@ -66,7 +66,7 @@ UNIT_TESTS := tests/unit/test_config tests/unit/test_value tests/unit/test_elect
 	tests/unit/test_log tests/unit/test_child
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
-	lint sanitize
+	lint sanitize dist deb rpm package-check
 
 all: pgleader
 
@@ -156,6 +156,40 @@ uninstall:
 		$(DESTDIR)$(UNITDIR)/pgleader.service $(DESTDIR)$(UNITDIR)/pgleader@.service \
 		$(DESTDIR)$(BASHCOMPDIR)/pgleader $(DESTDIR)$(SYSUSERSDIR)/pgleader.conf \
 		$(DESTDIR)$(TMPFILESDIR)/pgleader.conf
+
+# ---- Release and packages (packaging/README.md) ----
+# Everything lands in $(DISTDIR). dist needs a git checkout: it packs the
+# files git knows (as they are in the working tree), with the last commit's
+# time on every file, so that two runs give the same bytes.
+DISTDIR ?= dist
+DISTNAME := pgleader-$(VERSION)
+
+dist:
+	@tests/check-version.sh
+	@mkdir -p $(DISTDIR)
+	@git rev-parse --git-dir >/dev/null 2>&1 || \
+		{ echo "make dist: needs a git checkout" >&2; exit 1; }
+	git ls-files -z | LC_ALL=C tar --null -T - --transform 's,^,$(DISTNAME)/,' \
+		--sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
+		--mode=u+rw,go=rX \
+		--mtime=@$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} -cf - \
+		| gzip -n -9 > $(DISTDIR)/$(DISTNAME).tar.gz.tmp
+	mv $(DISTDIR)/$(DISTNAME).tar.gz.tmp $(DISTDIR)/$(DISTNAME).tar.gz
+
+# Built from the dist tarball in a temporary directory, not from this tree;
+# both run the unit tests unless NOCHECK=1.
+deb: dist
+	NOCHECK=$(NOCHECK) packaging/build-deb.sh $(DISTDIR)/$(DISTNAME).tar.gz $(DISTDIR)
+
+rpm: dist
+	NOCHECK=$(NOCHECK) packaging/build-rpm.sh $(DISTDIR)/$(DISTNAME).tar.gz $(DISTDIR)
+
+# As root: build, lint, install, run, verify and purge both packages. CI runs
+# it after make check, which has run the unit tests: the builds skip them.
+package-check:
+	tests/check-dist.sh
+	$(MAKE) deb rpm NOCHECK=1
+	tests/check-package.sh $(DISTDIR)
 
 clean:
 	rm -f pgleader src/*.o $(UNIT_TESTS) src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno
