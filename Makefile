@@ -105,6 +105,7 @@ lint: pgleader
 	mandoc -Tlint -W warning man/pgleader.1 man/pgleader.conf.5
 	tests/check-units.sh
 	tests/check-completion.sh ./pgleader
+	tests/check-version.sh ./pgleader
 
 check: deps
 	$(MAKE) clean
@@ -179,10 +180,10 @@ dist:
 # Built from the dist tarball in a temporary directory, not from this tree;
 # both run the unit tests unless NOCHECK=1.
 deb: dist
-	NOCHECK=$(NOCHECK) packaging/build-deb.sh $(DISTDIR)/$(DISTNAME).tar.gz $(DISTDIR)
+	NOCHECK=$(NOCHECK) packaging/build.sh deb $(DISTDIR)/$(DISTNAME).tar.gz $(DISTDIR)
 
 rpm: dist
-	NOCHECK=$(NOCHECK) packaging/build-rpm.sh $(DISTDIR)/$(DISTNAME).tar.gz $(DISTDIR)
+	NOCHECK=$(NOCHECK) packaging/build.sh rpm $(DISTDIR)/$(DISTNAME).tar.gz $(DISTDIR)
 
 # As root: build, lint, install, run, verify and purge both packages. CI runs
 # it after make check, which has run the unit tests: the builds skip them.

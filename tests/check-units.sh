@@ -6,6 +6,7 @@
 # Then the sandbox: systemd-analyze security must score each unit below
 # MAX_EXPOSURE ("OK"), and no setting may take from the command what an
 # ordinary job needs: the network, a writable working directory, a JIT.
+# Each sandbox setting must be named in pgleader(1), section SYSTEMD UNITS.
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,4 +109,23 @@ for unit in pgleader.service pgleader@.service; do
 		status=1
 	fi
 done
+# Every sandbox setting is named in pgleader(1), section SYSTEMD UNITS, with
+# the drop-in that lifts it.
+if command -v mandoc >/dev/null 2>&1; then
+	bs=$(printf '\b')
+	mandoc -Tascii "$top/man/pgleader.1" | sed "s/.$bs//g" |
+		awk '/^[A-Z][A-Z ]*[A-Z]$/ { inside = ($0 == "SYSTEMD UNITS"); next } inside' >"$tmp/units.txt"
+	sed -n 's/^\(User\|Protect[A-Za-z]*\|Private[A-Za-z]*\|Restrict[A-Za-z]*\|SystemCall[A-Za-z]*\|CapabilityBoundingSet\|NoNewPrivileges\|LockPersonality\)=.*/\1/p' \
+		"$top/systemd/pgleader.service" "$top/systemd/pgleader@.service" | sort -u >"$tmp/keys"
+	while IFS= read -r key; do
+		[ "$key" = SystemCallErrorNumber ] && continue # softens the filter, takes nothing
+		grep -qE "(^|[^A-Za-z])$key([^A-Za-z]|\$)" "$tmp/units.txt" || {
+			echo "check-units: $key is not in SYSTEMD UNITS in man/pgleader.1" >&2
+			status=1
+		}
+	done <"$tmp/keys"
+else
+	echo "check-units: mandoc not found; SYSTEMD UNITS in man/pgleader.1 not checked" >&2
+	status=1
+fi
 exit $status
