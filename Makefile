@@ -5,6 +5,9 @@
 #   make demo         two nodes, kill the leader, watch the other take over
 #   make bench        failover benchmark (not part of check)
 #   make install      PREFIX=/usr/local DESTDIR=
+#   make dist         dist/pgleader-VERSION.tar.gz, reproducible
+#   make deb, rpm     dist/pgleader_VERSION-1_ARCH.deb, dist/pgleader-VERSION-1.ARCH.rpm
+#   make package-check  build, lint, install, run and purge the packages (root)
 #
 # Switches: WERROR=1 (CI), SANITIZE=address,undefined, COVERAGE=1.
 
@@ -13,7 +16,13 @@ BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-VERSION := 0.1.0
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+# The one place the version is written: the VERSION file. The Debian
+# changelog, the RPM spec and CHANGELOG.md are checked against it
+# (tests/check-version.sh).
+VERSION := $(shell cat VERSION)
 
 CC ?= cc
 PKG_CONFIG ?= pkg-config
@@ -21,13 +30,20 @@ PYTHON ?= /usr/bin/python3
 
 WARNINGS := -Wall -Wextra -Wformat=2 -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wpointer-arith -Wundef -Wswitch-enum
-HARDENING := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
+# CPPFLAGS, CFLAGS and LDFLAGS are the caller's (dpkg-buildflags, rpm's
+# %set_build_flags) and come last. _FORTIFY_SOURCE is set only when they do
+# not set it: a second, different definition is an error under -Werror.
+HARDENING := -fstack-protector-strong -fPIE
+ifeq ($(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),)
+HARDENING += -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
+endif
 CFLAGS ?= -O2 -g
+LIB_PKGS := libpq libsystemd inih libmicrohttpd jansson
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DPGLEADER_VERSION='"$(VERSION)"' \
-	$(WARNINGS) $(HARDENING) $(CFLAGS) \
-	$(shell $(PKG_CONFIG) --cflags libpq libsystemd inih jansson 2>/dev/null)
+	$(WARNINGS) $(HARDENING) $(CPPFLAGS) $(CFLAGS) \
+	$(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
-LIBS := $(shell $(PKG_CONFIG) --libs libpq libsystemd inih jansson 2>/dev/null) -lev -lm
+LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null) -lev -lm
 JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 
@@ -52,7 +68,7 @@ UNIT_TESTS := tests/unit/test_config tests/unit/test_options tests/unit/test_val
 	tests/unit/test_log tests/unit/test_child
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
-	lint sanitize cppcheck shellcheck complexity
+	lint sanitize cppcheck shellcheck complexity dist deb rpm package-check
 
 all: pgleader
 
@@ -96,6 +112,8 @@ lint: pgleader cppcheck shellcheck complexity
 	tests/check-docs.sh ./pgleader
 	mandoc -Tlint -W warning man/pgleader.1 man/pgleader.conf.5
 	tests/check-units.sh
+	tests/check-completion.sh ./pgleader
+	tests/check-version.sh ./pgleader
 
 # variableScope is suppressed: the house style declares a function's
 # variables at the top of it or of its block, and narrowing them further is
@@ -159,11 +177,51 @@ install: pgleader
 	sed 's|/usr/bin/pgleader|$(BINDIR)/pgleader|g' systemd/pgleader@.service \
 		> $(DESTDIR)$(UNITDIR)/pgleader@.service
 	chmod 644 $(DESTDIR)$(UNITDIR)/pgleader.service $(DESTDIR)$(UNITDIR)/pgleader@.service
+	install -d $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
+	install -m 644 completion/pgleader.bash $(DESTDIR)$(BASHCOMPDIR)/pgleader
+	install -m 644 systemd/pgleader.sysusers $(DESTDIR)$(SYSUSERSDIR)/pgleader.conf
+	install -m 644 systemd/pgleader.tmpfiles $(DESTDIR)$(TMPFILESDIR)/pgleader.conf
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/pgleader $(DESTDIR)$(MANDIR)/man1/pgleader.1 \
 		$(DESTDIR)$(MANDIR)/man5/pgleader.conf.5 \
-		$(DESTDIR)$(UNITDIR)/pgleader.service $(DESTDIR)$(UNITDIR)/pgleader@.service
+		$(DESTDIR)$(UNITDIR)/pgleader.service $(DESTDIR)$(UNITDIR)/pgleader@.service \
+		$(DESTDIR)$(BASHCOMPDIR)/pgleader $(DESTDIR)$(SYSUSERSDIR)/pgleader.conf \
+		$(DESTDIR)$(TMPFILESDIR)/pgleader.conf
+
+# ---- Release and packages (packaging/README.md) ----
+# Everything lands in $(DISTDIR). dist needs a git checkout: it packs the
+# files git knows (as they are in the working tree), with the last commit's
+# time on every file, so that two runs give the same bytes.
+DISTDIR ?= dist
+DISTNAME := pgleader-$(VERSION)
+
+dist:
+	@tests/check-version.sh
+	@mkdir -p $(DISTDIR)
+	@git rev-parse --git-dir >/dev/null 2>&1 || \
+		{ echo "make dist: needs a git checkout" >&2; exit 1; }
+	git ls-files -z | LC_ALL=C tar --null -T - --transform 's,^,$(DISTNAME)/,' \
+		--sort=name --format=gnu --owner=0 --group=0 --numeric-owner \
+		--mode=u+rw,go=rX \
+		--mtime=@$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct)} -cf - \
+		| gzip -n -9 > $(DISTDIR)/$(DISTNAME).tar.gz.tmp
+	mv $(DISTDIR)/$(DISTNAME).tar.gz.tmp $(DISTDIR)/$(DISTNAME).tar.gz
+
+# Built from the dist tarball in a temporary directory, not from this tree;
+# both run the unit tests unless NOCHECK=1.
+deb: dist
+	NOCHECK=$(NOCHECK) packaging/build.sh deb $(DISTDIR)/$(DISTNAME).tar.gz $(DISTDIR)
+
+rpm: dist
+	NOCHECK=$(NOCHECK) packaging/build.sh rpm $(DISTDIR)/$(DISTNAME).tar.gz $(DISTDIR)
+
+# As root: build, lint, install, run, verify and purge both packages. CI runs
+# it after make check, which has run the unit tests: the builds skip them.
+package-check:
+	tests/check-dist.sh
+	$(MAKE) deb rpm NOCHECK=1
+	tests/check-package.sh $(DISTDIR)
 
 clean:
 	rm -f pgleader src/*.o $(UNIT_TESTS) src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno

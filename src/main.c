@@ -11,6 +11,7 @@
 #include "notify.h"
 #include "status.h"
 #include "supervisor.h"
+#include "version.h"
 
 /* Reads the configuration. Returns -1 to go on, else the exit code after
  * --help, --version or one line about what is wrong. */
@@ -26,7 +27,7 @@ static int load(struct config *cfg, int argc, char **argv)
 		config_usage(stdout);
 		return 0;
 	case CONFIG_VERSION:
-		printf("pgleader %s\n", PGLEADER_VERSION);
+		version_print(stdout);
 		return 0;
 	case CONFIG_INVALID:
 		fault = FAULT_CONFIG;

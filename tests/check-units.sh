@@ -2,6 +2,11 @@
 # check-units.sh [BINARY]: systemd-analyze verify on both unit files; any
 # warning or error fails. BINARY (default ./pgleader) replaces /usr/bin/pgleader
 # in ExecStart, since verify insists that the program exists.
+#
+# Then the sandbox: systemd-analyze security must score each unit below
+# MAX_EXPOSURE ("OK"), and no setting may take from the command what an
+# ordinary job needs: the network, a writable working directory, a JIT.
+# Each sandbox setting must be named in pgleader(1), section SYSTEMD UNITS.
 set -u
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,4 +60,72 @@ for unit in pgleader.service pgleader@example.service; do
 		echo "check-units: $unit ok"
 	fi
 done
+# security: "Overall exposure level for pgleader.service: 1.8 OK".
+MAX_EXPOSURE=5.0
+for unit in pgleader.service pgleader@example.service; do
+	out=$(systemd-analyze security --offline=yes "$tmp/$unit" 2>&1)
+	score=$(printf '%s\n' "$out" | sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p')
+	if [ -z "$score" ]; then
+		echo "check-units: $unit: no score from systemd-analyze security:" >&2
+		printf '%s\n' "$out" >&2
+		status=1
+	elif awk -v s="$score" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(s < m) }'; then
+		echo "check-units: $unit exposure $score (below $MAX_EXPOSURE)"
+	else
+		echo "check-units: $unit: exposure $score, not below $MAX_EXPOSURE:" >&2
+		printf '%s\n' "$out" | grep -F '✗' >&2
+		status=1
+	fi
+done
+
+# What the job keeps. Each line: a pattern that must not match a unit line.
+forbidden='^MemoryDenyWriteExecute=(yes|true|1)
+^PrivateNetwork=(yes|true|1)
+^IPAddressDeny=
+^ProcSubset=pid
+^ExecReload='
+for unit in pgleader.service pgleader@.service; do
+	f=$top/systemd/$unit
+	printf '%s\n' "$forbidden" | while IFS= read -r pattern; do
+		if grep -qE -- "$pattern" "$f"; then
+			echo "check-units: $unit: '$(grep -E -- "$pattern" "$f")' takes from the job what it needs" >&2
+			exit 1
+		fi
+	done || status=1
+	# No RestrictAddressFamilies= at all allows every family.
+	families=$(sed -n 's/^RestrictAddressFamilies=//p' "$f")
+	for family in AF_UNIX AF_INET AF_INET6; do
+		case " $families " in
+		"  " | *" $family "*) ;;
+		*)
+			echo "check-units: $unit: RestrictAddressFamilies= lacks $family" >&2
+			status=1
+			;;
+		esac
+	done
+	state=$(sed -n 's/^StateDirectory=//p' "$f")
+	if ! grep -qx "WorkingDirectory=/var/lib/$state" "$f"; then
+		echo "check-units: $unit: WorkingDirectory= is not the writable StateDirectory= ($state)" >&2
+		status=1
+	fi
+done
+# Every sandbox setting is named in pgleader(1), section SYSTEMD UNITS, with
+# the drop-in that lifts it.
+if command -v mandoc >/dev/null 2>&1; then
+	bs=$(printf '\b')
+	mandoc -Tascii "$top/man/pgleader.1" | sed "s/.$bs//g" |
+		awk '/^[A-Z][A-Z ]*[A-Z]$/ { inside = ($0 == "SYSTEMD UNITS"); next } inside' >"$tmp/units.txt"
+	sed -n 's/^\(User\|Protect[A-Za-z]*\|Private[A-Za-z]*\|Restrict[A-Za-z]*\|SystemCall[A-Za-z]*\|CapabilityBoundingSet\|NoNewPrivileges\|LockPersonality\)=.*/\1/p' \
+		"$top/systemd/pgleader.service" "$top/systemd/pgleader@.service" | sort -u >"$tmp/keys"
+	while IFS= read -r key; do
+		[ "$key" = SystemCallErrorNumber ] && continue # softens the filter, takes nothing
+		grep -qE "(^|[^A-Za-z])$key([^A-Za-z]|\$)" "$tmp/units.txt" || {
+			echo "check-units: $key is not in SYSTEMD UNITS in man/pgleader.1" >&2
+			status=1
+		}
+	done <"$tmp/keys"
+else
+	echo "check-units: mandoc not found; SYSTEMD UNITS in man/pgleader.1 not checked" >&2
+	status=1
+fi
 exit $status

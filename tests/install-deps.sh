@@ -1,6 +1,6 @@
 #!/bin/bash
 # Install the Debian 12 packages that building pgleader and running every
-# test (make check, make demo, make bench) need.
+# test (make check, make package-check, make demo, make bench) need.
 #
 #   - everything installed already: prints nothing, exits 0;
 #   - something missing, run as root: apt-get installs it, non-interactively,
@@ -12,12 +12,14 @@ set -eu
 
 PACKAGES=(
 	gcc make pkg-config
-	libpq-dev libev-dev libinih-dev libsystemd-dev libjansson-dev check
+	libpq-dev libev-dev libinih-dev libsystemd-dev libjansson-dev libmicrohttpd-dev check
 	postgresql-15 postgresql-client-15 pgbouncer
 	python3 python3-pytest
-	mandoc valgrind
+	mandoc man-db valgrind
 	cppcheck shellcheck pmccabe
 	systemd procps iproute2 util-linux
+	# make dist, deb, rpm and package-check
+	git dpkg-dev debhelper lintian rpm rpmlint
 )
 
 is_installed() {

@@ -1,0 +1,31 @@
+/* version.c: pgleader's version and the library versions it runs with. */
+#include <stdio.h>
+#include <ev.h>
+#include <libpq-fe.h>
+#include <microhttpd.h>
+
+#include "version.h"
+
+#ifndef PGLEADER_VERSION
+#error "PGLEADER_VERSION comes from the VERSION file, through the Makefile"
+#endif
+
+/* PQlibVersion() is major*10000+minor since PostgreSQL 10, and
+ * major*10000+minor*100+patch before: 150018 is 15.18, 90624 is 9.6.24. */
+static void print_libpq(FILE *out, int v)
+{
+	if (v >= 100000)
+		fprintf(out, "libpq %d.%d", v / 10000, v % 10000);
+	else
+		fprintf(out, "libpq %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+}
+
+void version_print(FILE *out)
+{
+	const char *mhd = MHD_get_version();
+
+	fprintf(out, "pgleader %s (", PGLEADER_VERSION);
+	print_libpq(out, PQlibVersion());
+	fprintf(out, ", libev %d.%d, libmicrohttpd %s)\n",
+		ev_version_major(), ev_version_minor(), mhd ? mhd : "unknown");
+}

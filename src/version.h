@@ -1,0 +1,12 @@
+/* version.h: what `pgleader --version` prints. */
+#ifndef PGLEADER_VERSION_H
+#define PGLEADER_VERSION_H
+
+#include <stdio.h>
+
+/* One line: pgleader's version (from the top-level VERSION file) and the
+ * versions of libpq, libev and libmicrohttpd that it runs with, which may
+ * differ from the ones it was built against. */
+void version_print(FILE *out);
+
+#endif
