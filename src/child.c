@@ -393,7 +393,8 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 	c->stopping = false;
 	c->status = 0;
 	ev_ref(c->loop); /* ev_run keeps going while the command runs */
-	log_info("started command (pid %d)", (int)pid);
+	log_event(LOG_LEVEL_INFO, &(struct log_fields){ .command_pid = pid },
+		  "started command (pid %d)", (int)pid);
 	return 0;
 }
 

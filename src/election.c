@@ -87,9 +87,17 @@ static void say(struct election_output *out, enum log_level level,
 		return; /* no step says more than this; never block on it */
 	l = &out->logs[out->n_logs++];
 	l->level = level;
+	l->fault = FAULT_NONE;
 	va_start(ap, fmt);
 	vsnprintf(l->text, sizeof(l->text), fmt, ap);
 	va_end(ap);
+}
+
+/* The last line said is about this fault (a log field, a metric label). */
+static void about(struct election_output *out, enum fault fault)
+{
+	if (out->n_logs > 0)
+		out->logs[out->n_logs - 1].fault = fault;
 }
 
 static bool is_stopping(enum election_state s)
@@ -249,6 +257,7 @@ static void lose_lease(struct election *e, struct election_output *out,
 	request_done(e);
 	e->snap.counters.losses[fault]++;
 	say(out, LOG_LEVEL_WARNING, "lost leader lease: %s", why);
+	about(out, fault);
 	if (e->child_running) {
 		set_state(e, out, now, ELECTION_DEMOTING);
 		out->actions |= ELECTION_DO_STOP_CHILD;
@@ -295,6 +304,7 @@ static bool end_on_permanent(struct election *e, struct election_output *out,
 	if (!code)
 		return false;
 	say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
+	about(out, ev->fault);
 	if (!is_stopping(e->state) || e->exit_code == 0)
 		e->exit_code = code;
 	if (e->child_running)

@@ -133,6 +133,7 @@ struct election_params {
 
 struct election_log {
 	enum log_level level;
+	enum fault fault;         /* what the line is about, or FAULT_NONE */
 	char text[LOG_MSG_MAX];
 };
 

@@ -92,6 +92,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		log_redact(argv[i]);
 	log_init((enum log_level)cfg.log_level);
+	log_set_format(cfg.log_format);
 
 	code = cfg.status_mode ? status_run(&cfg) : run(&cfg);
 	config_free(&cfg);

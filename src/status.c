@@ -548,16 +548,6 @@ static int watch(PGconn *conn, const struct config *cfg, const char *key)
 	}
 }
 
-/* --watch: until config.c has the option (cfg->watch), the environment
- * variable PGLEADER_STATUS_WATCH=1 asks for it. */
-static bool watch_requested(const struct config *cfg)
-{
-	const char *v = getenv("PGLEADER_STATUS_WATCH");
-
-	(void)cfg;
-	return v && strcmp(v, "1") == 0;
-}
-
 int status_run(const struct config *cfg)
 {
 	PGconn *conn = connect_db(cfg);
@@ -568,7 +558,7 @@ int status_run(const struct config *cfg)
 		return STATUS_UNAVAILABLE;
 	if (!resolve_key(conn, cfg, key, sizeof(key)))
 		rc = STATUS_UNAVAILABLE;
-	else if (watch_requested(cfg))
+	else if (cfg->watch)
 		rc = watch(conn, cfg, key);
 	else
 		rc = show(conn, cfg, key);

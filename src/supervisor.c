@@ -111,15 +111,42 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 		ev_break(s->loop, EVBREAK_ALL);
 }
 
+/* Every line carries what the election's snapshot says now: the node, the
+ * key (once the server has turned a name into one), the state and the
+ * command's pid. */
+static void set_log_context(const struct election_snapshot *snap)
+{
+	char key[24];
+	struct log_fields f = {
+		.state = election_state_name(snap->state),
+		.node_id = snap->node_id,
+		.lock_key = key,
+		.command_pid = snap->command_pid,
+	};
+
+	snprintf(key, sizeof(key), "%" PRId64, snap->lock_key);
+	log_set_context(&f);
+}
+
 /* Says what the election decided: its log lines, then systemd. */
 static void report(struct supervisor *s, const struct election_output *out)
 {
-	for (int i = 0; i < out->n_logs; i++)
-		log_msg(out->logs[i].level, "%s", out->logs[i].text);
+	const struct election_snapshot *snap = election_snapshot(&s->election);
+
+	if (out->state_changed)
+		set_log_context(snap);
+	for (int i = 0; i < out->n_logs; i++) {
+		const struct election_log *l = &out->logs[i];
+		struct log_fields f = {
+			.reason = l->fault ? fault_label(l->fault) : NULL,
+		};
+
+		log_event(l->level, &f, "%s", l->text);
+	}
 	if (out->stopping)
 		notify_stopping();
 	if (out->state_changed)
-		notify_publish(election_snapshot(&s->election));
+		notify_publish(snap);
 }
 
 /* One timer serves every deadline the election keeps. */

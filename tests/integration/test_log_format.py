@@ -18,19 +18,6 @@ SECRET = "S3cret-Pw-json-log"
 JOURNALD = "/lib/systemd/systemd-journald"
 
 
-def help_mentions(option):
-    r = subprocess.run([h.pgleader_bin(), "--help"], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, timeout=10)
-    return option in r.stdout.decode(errors="replace")
-
-
-# The lead removes this once config.c has the key and the supervisor hands
-# the log its fields (log_set_context / log_event).
-needs_log_format = pytest.mark.skipif(
-    not os.access(h.pgleader_bin(), os.X_OK) or not help_mentions("--log-format"),
-    reason="pgleader --help does not mention --log-format yet")
-
-
 def json_lines(text):
     """pgleader's lines of a harness log: everything but the harness's header
     and the command's output, each parsed."""
@@ -44,7 +31,6 @@ def json_lines(text):
     return out
 
 
-@needs_log_format
 def test_json_lines(fleet, pg, lock_key):
     dsn = pg.dsn(password=SECRET)
     a = fleet.start("json-a", "--log-format", "json", dsn=dsn, command=["sleep", "600"])
@@ -186,7 +172,6 @@ def test_journald_lines_sent_once_natively(workdir, pg, lock_key):
 
 
 @needs_journald
-@needs_log_format
 def test_journald_fields(workdir, pg, lock_key):
     """`journalctl -o json PGLEADER_STATE=leader` finds the node's lines while
     it led, with its node id and key."""

@@ -443,17 +443,9 @@ def test_real_leader_since(workdir, fleet_shared, pg_shared):
 
 def start_watch(fleet, pg, *args):
     """`pgleader status --watch` as a harness process (its output in its log),
-    ended with the fleet. Until config.c has --watch, PGLEADER_STATUS_WATCH=1
-    asks for it."""
-    argv = ["status", "--dsn", pg.dsn(), "--lock-key", str(fleet.key)] + list(args)
-    help_text = subprocess.run([h.pgleader_bin(), "--help"], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT).stdout.decode()
-    env = {}
-    if "--watch" in help_text:
-        argv.insert(1, "--watch")
-    else:
-        env["PGLEADER_STATUS_WATCH"] = "1"
-    p = h.Pgleader(argv, fleet.workdir, name="watch-%d" % len(fleet.nodes), env=env)
+    ended with the fleet."""
+    argv = ["status", "--watch", "--dsn", pg.dsn(), "--lock-key", str(fleet.key)] + list(args)
+    p = h.Pgleader(argv, fleet.workdir, name="watch-%d" % len(fleet.nodes))
     fleet.nodes.append(p)
     return p
 
@@ -518,6 +510,6 @@ def test_watch_through_a_database_restart(workdir, fleet, pg):
 
 def test_watch_unreachable_exits_69(workdir):
     port = h.free_port()
-    r = run_status(workdir, "--dsn", "host=127.0.0.1 port=%d connect_timeout=5" % port,
-                   env={"PGLEADER_STATUS_WATCH": "1"})
+    r = run_status(workdir, "--watch", "--dsn",
+                   "host=127.0.0.1 port=%d connect_timeout=5" % port)
     assert r.rc == 69 and r.out == "", r

@@ -2194,6 +2194,7 @@ START_TEST(test_snapshot_one_term)
 {
 	const struct election_snapshot *s = election_snapshot(&M);
 	struct election_params p = defaults;
+	struct election_output out;
 	double t = 10;
 
 	p.node_id = "n1";
@@ -2231,8 +2232,10 @@ START_TEST(test_snapshot_one_term)
 	ck_assert_uint_eq(s->counters.ping_duration.counts[2], 1); /* le 0.005 */
 	ck_assert_double_eq(s->last_ping_reply, t + 1.023);
 	/* lost to pg_terminate_backend; the command is killed after the grace */
-	db_failed(&M, FAULT_TERMINATED, "terminating connection", t + 1.5);
+	out = db_failed(&M, FAULT_TERMINATED, "terminating connection", t + 1.5);
 	ck_assert_int_eq(s->state, ELECTION_DEMOTING);
+	ck_log(out, LOG_LEVEL_WARNING, "lost leader lease: terminating connection");
+	ck_assert_int_eq(out.logs[0].fault, FAULT_TERMINATED); /* the reason field */
 	ck_assert_uint_eq(s->counters.losses[FAULT_TERMINATED], 1);
 	ck_assert_double_eq(s->leader_since_wall, 0);
 	step(&M, ELECTION_CHILD_KILLED, 0, NULL, t + 9.5);
