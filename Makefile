@@ -50,7 +50,8 @@ OBJS := $(SRCS:.c=.o)
 HDRS := $(wildcard src/*.h)
 
 UNIT_TESTS := tests/unit/test_config tests/unit/test_value tests/unit/test_election \
-	tests/unit/test_log tests/unit/test_child tests/unit/test_metrics
+	tests/unit/test_log tests/unit/test_child tests/unit/test_metrics \
+	tests/unit/test_http
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
 	lint sanitize metrics-lint
@@ -80,6 +81,11 @@ tests/unit/test_child: tests/unit/test_child.c src/child.c tests/unit/log_stub.c
 METRICS_DEPS := src/metrics.c tests/unit/election_names_stub.c
 tests/unit/test_metrics: tests/unit/test_metrics.c $(METRICS_DEPS) $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(METRICS_DEPS) $(JANSSON_LIBS) $(CHECK_LIBS) -lm
+
+# A real server on a real loop, its clients in a thread (libcurl, raw sockets).
+HTTP_DEPS := src/http.c $(METRICS_DEPS)
+tests/unit/test_http: tests/unit/test_http.c $(HTTP_DEPS) $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -pthread -Isrc -o $@ $< $(HTTP_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
 
 # promtool's own lint over the text of a standby, a leader with every
 # counter moved, and odd label values.
