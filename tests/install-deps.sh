@@ -13,6 +13,7 @@ set -eu
 PACKAGES=(
 	gcc make pkg-config
 	libpq-dev libev-dev libinih-dev libsystemd-dev check
+	libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev prometheus
 	postgresql-15 postgresql-client-15 pgbouncer
 	python3 python3-pytest
 	mandoc valgrind
