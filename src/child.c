@@ -24,6 +24,7 @@ struct child {
 	bool shell;
 	double grace_period;
 	child_gone_fn on_gone;
+	void (*on_killed)(void *arg); /* SIGKILL after the grace period */
 	void *arg;
 
 	pid_t pid;		/* main process and process group id; 0 when not running */
@@ -74,6 +75,13 @@ static void grace_expired_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	log_warning("grace period %gs expired: sending SIGKILL to process group %d",
 		    c->grace_period, (int)c->pid);
 	kill(-c->pid, SIGKILL);
+	if (c->on_killed)
+		c->on_killed(c->arg);
+}
+
+void child_on_killed(struct child *c, void (*fn)(void *arg))
+{
+	c->on_killed = fn;
 }
 
 /* PR_SET_PDEATHSIG reaches only the command's main process, so a pgleader

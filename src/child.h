@@ -21,6 +21,9 @@ typedef void (*child_gone_fn)(void *arg, int status);
 struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 			double grace_period, child_gone_fn on_gone, void *arg);
 void child_free(struct child *c);
+/* fn(arg) is called each time the grace period runs out and the group gets
+ * SIGKILL. */
+void child_on_killed(struct child *c, void (*fn)(void *arg));
 
 /* Makes pgleader a child subreaper so orphaned grandchildren come back to it
  * and are reaped; installs the SIGCHLD watcher. Call once before starting. */

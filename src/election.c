@@ -6,7 +6,27 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
+/* The one table of exit codes: what each permanent fault ends pgleader
+ * with. A fault not listed is transient (0): retried, or a lost lease. */
+static const int exit_for_fault[FAULT_COUNT] = {
+	[FAULT_USAGE] = ELECTION_EX_USAGE,
+	[FAULT_CONFIG] = ELECTION_EX_CONFIG,
+	[FAULT_BAD_DSN] = ELECTION_EX_CONFIG,
+	[FAULT_AUTH] = ELECTION_EX_UNAVAILABLE,
+	[FAULT_POOLER] = ELECTION_EX_CONFIG,
+	[FAULT_FORK] = ELECTION_EX_NOEXEC,
+	[FAULT_INTERNAL] = ELECTION_EX_SOFTWARE,
+};
+
+const double election_bucket_bounds[ELECTION_BUCKETS] = {
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+	60, 600, 3600,
+};
+
+int election_exit_for(enum fault f)
+{
+	return f > FAULT_NONE && f < FAULT_COUNT ? exit_for_fault[f] : 0;
+}
 
 void election_init(struct election *e, const struct election_params *p)
 {
@@ -20,6 +40,10 @@ void election_init(struct election *e, const struct election_params *p)
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
 	e->restart_backoff = ELECTION_RESTART_MIN;
+	e->snap.node_id = p->node_id;
+	e->snap.lock_name = p->lock_name;
+	e->snap.lock_key = p->lock_key;
+	e->snap.command_due = INFINITY;
 }
 
 const char *election_state_name(enum election_state s)
@@ -27,73 +51,139 @@ const char *election_state_name(enum election_state s)
 	switch (s) {
 	case ELECTION_INIT: return "init";
 	case ELECTION_CONNECTING: return "connecting";
+	case ELECTION_BACKOFF: return "backoff";
 	case ELECTION_STANDBY: return "standby";
 	case ELECTION_LEADER: return "leader";
 	case ELECTION_DEMOTING: return "demoting";
 	case ELECTION_SHUTTING_DOWN: return "shutting down";
+	case ELECTION_RELEASING: return "releasing";
 	case ELECTION_DONE: return "done";
+	case ELECTION_STATE_COUNT: break;
 	}
 	return "?";
 }
 
-/* One log line per step is enough: when two things happen, the later,
- * more important one wins (errors are never overwritten by info). */
+const char *election_outcome_label(enum election_outcome o)
+{
+	switch (o) {
+	case ELECTION_OUTCOME_SUCCESS: return "success";
+	case ELECTION_OUTCOME_FAILURE: return "failure";
+	case ELECTION_OUTCOME_SIGNAL: return "signal";
+	case ELECTION_OUTCOME_COUNT: break;
+	}
+	return "?";
+}
+
+/* ---- effects on the output ------------------------------------------- */
+
 __attribute__((format(printf, 3, 4)))
 static void say(struct election_output *out, enum log_level level,
 		const char *fmt, ...)
 {
+	struct election_log *l;
 	va_list ap;
 
-	if (out->log_level && out->log_level < (int)level)
-		return;
-	out->log_level = (int)level;
+	if (out->n_logs >= ELECTION_MAX_LOGS)
+		return; /* no step says more than this; never block on it */
+	l = &out->logs[out->n_logs++];
+	l->level = level;
 	va_start(ap, fmt);
-	vsnprintf(out->log, sizeof(out->log), fmt, ap);
+	vsnprintf(l->text, sizeof(l->text), fmt, ap);
 	va_end(ap);
 }
 
-static void set_state(struct election *e, struct election_output *out,
-		      enum election_state s)
+static bool is_stopping(enum election_state s)
 {
-	if (e->state != s)
-		out->state_changed = true;
+	return s == ELECTION_SHUTTING_DOWN || s == ELECTION_RELEASING ||
+	       s == ELECTION_DONE;
+}
+
+static void set_state(struct election *e, struct election_output *out,
+		      double now, enum election_state s)
+{
+	if (e->state == s)
+		return;
+	if (is_stopping(s) && !is_stopping(e->state))
+		out->stopping = true;
+	out->state_changed = true;
 	e->state = s;
+	e->snap.since = now;
+	e->snap.since_wall = now + e->wall_offset;
 }
 
 static void request(struct election *e, double now, double timeout)
 {
-	e->request_pending = true;
 	e->request_deadline = now + timeout;
 }
 
 static void request_done(struct election *e)
 {
-	e->request_pending = false;
 	e->request_deadline = INFINITY;
 }
+
+static void observe(struct election_histogram *h, double seconds)
+{
+	size_t i = 0;
+
+	while (i < ELECTION_BUCKETS && seconds > election_bucket_bounds[i])
+		i++;
+	h->counts[i]++;
+	h->count++;
+	h->sum += seconds;
+}
+
+static void disconnect(struct election *e, struct election_output *out)
+{
+	if (e->connected)
+		out->actions |= ELECTION_DO_DISCONNECT;
+	e->connected = false;
+}
+
+/* ---- shared transitions ---------------------------------------------- */
 
 static void connect_now(struct election *e, struct election_output *out,
 			double now)
 {
-	set_state(e, out, ELECTION_CONNECTING);
+	set_state(e, out, now, ELECTION_CONNECTING);
 	e->connected = true;
 	e->next_attempt_at = INFINITY;
 	request(e, now, e->p.connect_timeout);
 	out->actions |= ELECTION_DO_CONNECT;
 }
 
+static void exit_now(struct election *e, struct election_output *out,
+		     double now, int code)
+{
+	/* nothing asked for earlier in this step may follow the exit */
+	out->actions &= ~(unsigned)(ELECTION_DO_CONNECT | ELECTION_DO_TRY_LOCK |
+				    ELECTION_DO_WAIT_LOCK | ELECTION_DO_PING |
+				    ELECTION_DO_RELEASE);
+	disconnect(e, out);
+	request_done(e);
+	e->exit_code = code;
+	out->exit_code = code;
+	out->actions |= ELECTION_DO_EXIT;
+	set_state(e, out, now, ELECTION_DONE);
+}
+
 /* The connection is gone or useless: close it and try again after the
- * backoff, which doubles up to retry_interval while the database is away. */
+ * backoff, which doubles up to retry_interval while the database is away.
+ * A one-shot makes one attempt: not reaching the database is 69, never the
+ * conflict code, which means "the database answered: another node has it". */
 static void reconnect_later(struct election *e, struct election_output *out,
 			    double now, const char *why)
 {
 	double delay = e->reconnect_backoff;
 
-	if (e->connected)
-		out->actions |= ELECTION_DO_DISCONNECT;
-	e->connected = false;
+	disconnect(e, out);
 	request_done(e);
-	set_state(e, out, ELECTION_CONNECTING);
+	if (e->p.nonblock) {
+		say(out, LOG_LEVEL_ERROR, "%s; giving up (one attempt with --nonblock)",
+		    why);
+		exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
+		return;
+	}
+	set_state(e, out, now, ELECTION_BACKOFF);
 	e->next_attempt_at = now + delay;
 	e->reconnect_backoff = fmin(delay * 2, fmax(e->p.retry_interval,
 						     ELECTION_RECONNECT_MIN));
@@ -117,39 +207,24 @@ static void ask_for_lock(struct election *e, struct election_output *out,
 	request(e, now, e->p.retry_interval + e->p.ping_timeout);
 }
 
-static void exit_now(struct election *e, struct election_output *out, int code)
-{
-	if (e->connected)
-		out->actions |= ELECTION_DO_DISCONNECT;
-	e->connected = false;
-	request_done(e);
-	e->exit_code = code;
-	out->exit_code = code;
-	out->actions |= ELECTION_DO_EXIT;
-	set_state(e, out, ELECTION_DONE);
-}
-
-/* Shutting down: the command first, then the lock, then exit. Called again
- * on every event of the shutdown until nothing is left to wait for. */
+/* Shutting down: the command first, then the lock, then exit. */
 static void finish(struct election *e, struct election_output *out, double now)
 {
-	set_state(e, out, ELECTION_SHUTTING_DOWN);
 	e->child_start_at = INFINITY;
 	e->next_attempt_at = INFINITY;
 	e->next_ping_at = INFINITY;
 	e->ping_pending = false;
+	request_done(e);
 	if (e->child_running) {
+		set_state(e, out, now, ELECTION_SHUTTING_DOWN);
 		out->actions |= ELECTION_DO_STOP_CHILD;
-		return;
+	} else if (e->connected) {
+		set_state(e, out, now, ELECTION_RELEASING);
+		out->actions |= ELECTION_DO_RELEASE;
+		request(e, now, e->p.ping_timeout);
+	} else {
+		exit_now(e, out, now, e->exit_code);
 	}
-	if (e->connected) {
-		if (!e->request_pending) {
-			out->actions |= ELECTION_DO_RELEASE;
-			request(e, now, e->p.ping_timeout);
-		}
-		return;
-	}
-	exit_now(e, out, e->exit_code);
 }
 
 static void start_child(struct election *e, struct election_output *out,
@@ -159,84 +234,207 @@ static void start_child(struct election *e, struct election_output *out,
 	e->child_running = true;
 	e->child_started_at = now;
 	out->actions |= ELECTION_DO_START_CHILD;
-	out->state_changed = true; /* the status now shows the command's pid */
+	out->state_changed = true; /* "starting command" ends */
 }
 
 /* The lock may be gone: stop the command but keep the connection, doing
  * nothing with it, until the command is gone. If the server still counts us
  * as the holder, nobody else gets the lock while the old command lives. */
 static void lose_lease(struct election *e, struct election_output *out,
-		       double now, const char *why)
+		       double now, enum fault fault, const char *why)
 {
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
 	request_done(e);
+	e->snap.counters.losses[fault]++;
 	say(out, LOG_LEVEL_WARNING, "lost leader lease: %s", why);
 	if (e->child_running) {
-		set_state(e, out, ELECTION_DEMOTING);
+		set_state(e, out, now, ELECTION_DEMOTING);
 		out->actions |= ELECTION_DO_STOP_CHILD;
 	} else {
-		if (e->connected)
-			out->actions |= ELECTION_DO_DISCONNECT;
-		e->connected = false;
+		disconnect(e, out);
 		connect_now(e, out, now);
 	}
 }
 
 static void become_leader(struct election *e, struct election_output *out,
-			  double now, const char *what)
+			  double now, const struct election_event *ev)
 {
+	struct election_counters *c = &e->snap.counters;
+
 	request_done(e);
-	set_state(e, out, ELECTION_LEADER);
+	set_state(e, out, now, ELECTION_LEADER);
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
 	e->restart_backoff = ELECTION_RESTART_MIN;
 	e->wait_deadline = INFINITY;
 	e->ping_pending = false;
 	e->last_reply_at = now;
 	e->next_ping_at = now + e->p.ping_interval;
-	say(out, LOG_LEVEL_INFO, "acquired leader lease (%s)", what ? what : "");
+	c->acquisitions++;
+	observe(&c->lock_wait, now - e->standby_since);
+	e->snap.term++;
+	e->snap.fencing_token = ev->fencing_token;
+	e->snap.lock_key = ev->lock_key;
+	e->snap.leader_since_wall = now + e->wall_offset;
+	say(out, LOG_LEVEL_INFO, "acquired leader lease (key %lld, fencing token %llu)",
+	    (long long)ev->lock_key, (unsigned long long)ev->fencing_token);
 	if (e->p.takeover_delay > 0)
 		e->child_start_at = now + e->p.takeover_delay;
 	else
 		start_child(e, out, now);
 }
 
-static void child_gone(struct election *e, struct election_output *out,
-		       double now, int status)
+/* A permanent fault: one error line, then stop the command, release and
+ * exit with the table's code. Returns false for a transient fault. */
+static bool end_on_permanent(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
 {
-	double ran = now - e->child_started_at;
-	double delay;
+	int code = election_exit_for(ev->fault);
 
-	e->child_running = false;
-	switch (e->state) {
-	case ELECTION_LEADER:
-		if (e->p.restart == ELECTION_RESTART_NO ||
-		    (e->p.restart == ELECTION_RESTART_ON_FAILURE && status == 0)) {
-			e->exit_code = status;
-			finish(e, out, now);
-			return;
-		}
-		if (ran >= ELECTION_RESTART_RESET_AFTER)
-			e->restart_backoff = ELECTION_RESTART_MIN;
-		delay = e->restart_backoff;
-		e->restart_backoff = fmin(delay * 2, ELECTION_RESTART_MAX);
-		e->child_start_at = now + delay;
-		out->state_changed = true;
-		say(out, LOG_LEVEL_NOTICE, "restarting command in %.1fs", delay);
-		return;
-	case ELECTION_DEMOTING:
-		if (e->connected)
-			out->actions |= ELECTION_DO_DISCONNECT;
-		e->connected = false;
-		connect_now(e, out, now);
-		return;
-	case ELECTION_SHUTTING_DOWN:
+	if (!code)
+		return false;
+	say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
+	if (!is_stopping(e->state) || e->exit_code == 0)
+		e->exit_code = code;
+	if (e->child_running)
 		finish(e, out, now);
+	else
+		exit_now(e, out, now, e->exit_code);
+	return true;
+}
+
+static const char *reason_of(const struct election_event *ev, const char *dflt)
+{
+	return ev->reason ? ev->reason : dflt;
+}
+
+static enum election_outcome outcome_of(int status)
+{
+	if (status == 0)
+		return ELECTION_OUTCOME_SUCCESS;
+	if (status > 128 && status <= 128 + 64)
+		return ELECTION_OUTCOME_SIGNAL;
+	return ELECTION_OUTCOME_FAILURE;
+}
+
+/* The command's group is empty: count it; true when it was running. */
+static bool reap(struct election *e, const struct election_event *ev)
+{
+	if (!e->child_running)
+		return false;
+	e->child_running = false;
+	e->snap.command_pid = 0;
+	e->snap.counters.command_exits[outcome_of(ev->status)]++;
+	return true;
+}
+
+static void child_started(struct election *e, struct election_output *out,
+			  const struct election_event *ev)
+{
+	if (!e->child_running)
 		return;
-	default:
+	e->snap.command_pid = ev->status;
+	e->snap.counters.command_starts++;
+	out->state_changed = true; /* the status now shows the command's pid */
+}
+
+static void child_killed(struct election *e)
+{
+	e->snap.counters.command_kills++;
+}
+
+static void shutdown_begins(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
+{
+	say(out, LOG_LEVEL_INFO, "received %s, shutting down",
+	    reason_of(ev, "signal"));
+	e->exit_code = 0;
+	finish(e, out, now);
+}
+
+/* SIGTERM before any lock or connect request was answered: the lock state
+ * is unknown, so close the connection instead of unlocking. */
+static void shutdown_unanswered(struct election *e, struct election_output *out,
+				double now, const struct election_event *ev)
+{
+	say(out, LOG_LEVEL_INFO, "received %s, shutting down",
+	    reason_of(ev, "signal"));
+	exit_now(e, out, now, 0);
+}
+
+static void standby_shutdown(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
+{
+	if (isinf(e->request_deadline))
+		shutdown_begins(e, out, now, ev);
+	else
+		shutdown_unanswered(e, out, now, ev);
+}
+
+static void kill_on_second_signal(struct election *e, struct election_output *out,
+				  const struct election_event *ev)
+{
+	(void)e;
+	say(out, LOG_LEVEL_NOTICE, "received %s again: killing the command now",
+	    reason_of(ev, "signal"));
+	out->actions |= ELECTION_DO_KILL_CHILD;
+}
+
+/* ---- deadlines -------------------------------------------------------- */
+
+/* --wait-timeout passed: the conflict code only when the database answered
+ * that another session holds the lock; never having reached it is 69. */
+static bool wait_expired(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (now < e->wait_deadline)
+		return false;
+	if (e->busy_seen) {
+		say(out, LOG_LEVEL_NOTICE,
+		    "no leader lease after %.1fs of waiting; giving up",
+		    e->p.wait_timeout);
+		exit_now(e, out, now, e->p.conflict_exit_code);
+	} else {
+		say(out, LOG_LEVEL_ERROR,
+		    "database not reached within %.1fs; giving up",
+		    e->p.wait_timeout);
+		exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
+	}
+	return true;
+}
+
+static void connecting_tick(struct election *e, struct election_output *out,
+			    double now)
+{
+	if (wait_expired(e, out, now))
+		return;
+	if (now >= e->request_deadline) {
+		e->snap.counters.connect_failures++;
+		reconnect_later(e, out, now, "connection attempt timed out");
+	}
+}
+
+static void backoff_tick(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (!wait_expired(e, out, now) && now >= e->next_attempt_at)
+		connect_now(e, out, now);
+}
+
+static void standby_tick(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (wait_expired(e, out, now))
+		return;
+	if (now >= e->request_deadline) {
+		/* Outcome unknown: a lock request may yet be granted, so this
+		 * connection is never reused. */
+		reconnect_later(e, out, now, "lock request got no answer in time");
 		return;
 	}
+	if (isinf(e->request_deadline) && now >= e->next_attempt_at)
+		ask_for_lock(e, out, now);
 }
 
 /* Failed pings so far: the first at ping_timeout after sending, then one
@@ -261,217 +459,444 @@ static int ping_failures_at(const struct election *e, double now)
 	return 1 + (int)floor(late / e->p.ping_interval);
 }
 
+static void leader_tick(struct election *e, struct election_output *out,
+			double now)
+{
+	int failures = ping_failures_at(e, now);
+
+	if (failures >= e->p.ping_failures) {
+		char why[128];
+
+		snprintf(why, sizeof(why),
+			 "ping timed out %d times (last reply %.1fs ago)",
+			 failures, now - e->last_reply_at);
+		lose_lease(e, out, now, FAULT_PING_TIMEOUT, why);
+		return;
+	}
+	if (!e->ping_pending && now >= e->next_ping_at) {
+		e->ping_pending = true;
+		/* deadlines run from when it was due, however late the loop */
+		e->ping_sent_at = e->next_ping_at;
+		out->actions |= ELECTION_DO_PING;
+	}
+	if (!e->child_running && now >= e->child_start_at)
+		start_child(e, out, now);
+}
+
+static void releasing_tick(struct election *e, struct election_output *out,
+			   double now)
+{
+	/* the unlock got no answer: closing releases the lock too */
+	if (now >= e->request_deadline)
+		exit_now(e, out, now, e->exit_code);
+}
+
+/* ---- events shared by several states ---------------------------------- */
+
+static void start(struct election *e, struct election_output *out, double now)
+{
+	if (e->p.wait_timeout >= 0)
+		e->wait_deadline = now + e->p.wait_timeout;
+	connect_now(e, out, now);
+}
+
+static void connected(struct election *e, struct election_output *out,
+		      double now, const struct election_event *ev)
+{
+	request_done(e);
+	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
+	e->lock_tried = false;
+	e->waiting_logged = false;
+	e->standby_since = now;
+	e->snap.lock_key = ev->lock_key;
+	set_state(e, out, now, ELECTION_STANDBY);
+	ask_for_lock(e, out, now);
+}
+
+/* No connection, or one that cannot be trusted: retry, or end for good. */
+static void connection_failed(struct election *e, struct election_output *out,
+			      double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	if (e->state == ELECTION_CONNECTING)
+		e->snap.counters.connect_failures++;
+	if (!end_on_permanent(e, out, now, ev))
+		reconnect_later(e, out, now, reason_of(ev, "database connection failed"));
+}
+
+static void lock_busy(struct election *e, struct election_output *out, double now)
+{
+	request_done(e);
+	e->busy_seen = true;
+	if (e->p.nonblock) {
+		say(out, LOG_LEVEL_NOTICE,
+		    "leader lease is held by another node; giving up");
+		exit_now(e, out, now, e->p.conflict_exit_code);
+		return;
+	}
+	if (!e->waiting_logged) {
+		say(out, LOG_LEVEL_INFO, "waiting for leader lease");
+		e->waiting_logged = true;
+		out->state_changed = true;
+	}
+	if (e->p.wait_in_queue)
+		ask_for_lock(e, out, now);
+	else
+		e->next_attempt_at = now + e->p.retry_interval;
+}
+
+static void ping_ok(struct election *e, double now)
+{
+	if (!e->ping_pending)
+		return;
+	e->ping_pending = false;
+	observe(&e->snap.counters.ping_duration, now - e->ping_sent_at);
+	e->last_reply_at = now;
+	e->snap.last_ping_reply = now;
+	e->snap.last_ping_reply_wall = now + e->wall_offset;
+	e->next_ping_at = fmax(now, e->ping_sent_at + e->p.ping_interval);
+}
+
+static void leader_lost(struct election *e, struct election_output *out,
+			double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	if (!end_on_permanent(e, out, now, ev))
+		lose_lease(e, out, now, ev->fault,
+			   reason_of(ev, "connection lost"));
+}
+
+/* While the command is being stopped, the connection may go too; only a
+ * permanent fault changes what follows: its exit code, unless a signal
+ * already asked for a clean exit with another code. */
+static void stopping_lost(struct election *e, struct election_output *out,
+			  double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	end_on_permanent(e, out, now, ev);
+}
+
+/* The command could not even be forked. */
+static void start_failed(struct election *e, struct election_output *out,
+			 double now, const struct election_event *ev)
+{
+	if (!e->child_running)
+		return;
+	e->child_running = false;
+	say(out, LOG_LEVEL_ERROR, "cannot start command: %s",
+	    reason_of(ev, "fork failed"));
+	e->exit_code = election_exit_for(FAULT_FORK);
+	finish(e, out, now);
+}
+
+static bool restarts(const struct election *e, int status)
+{
+	/* a command that cannot be executed never runs by trying again */
+	if (status == ELECTION_EX_NOEXEC || status == ELECTION_EX_NOTFOUND)
+		return false;
+	return e->p.restart == ELECTION_RESTART_ALWAYS ||
+	       (e->p.restart == ELECTION_RESTART_ON_FAILURE && status != 0);
+}
+
+static void leader_child_gone(struct election *e, struct election_output *out,
+			      double now, const struct election_event *ev)
+{
+	double delay;
+
+	if (!reap(e, ev))
+		return;
+	if (!restarts(e, ev->status)) {
+		e->exit_code = ev->status;
+		finish(e, out, now);
+		return;
+	}
+	if (now - e->child_started_at >= ELECTION_RESTART_RESET_AFTER)
+		e->restart_backoff = ELECTION_RESTART_MIN;
+	delay = e->restart_backoff;
+	e->restart_backoff = fmin(delay * 2, ELECTION_RESTART_MAX);
+	e->child_start_at = now + delay;
+	out->state_changed = true;
+	say(out, LOG_LEVEL_NOTICE, "restarting command in %.1fs", delay);
+}
+
+static void demoted_child_gone(struct election *e, struct election_output *out,
+			       double now, const struct election_event *ev)
+{
+	if (!reap(e, ev))
+		return;
+	disconnect(e, out);
+	connect_now(e, out, now);
+}
+
+static void stopped_child_gone(struct election *e, struct election_output *out,
+			       double now, const struct election_event *ev)
+{
+	if (reap(e, ev))
+		finish(e, out, now);
+}
+
+static void released(struct election *e, struct election_output *out,
+		     double now, const struct election_event *ev)
+{
+	e->connected = false;
+	if (ev->fault == FAULT_NONE)
+		say(out, LOG_LEVEL_INFO, "released leader lease");
+	exit_now(e, out, now, e->exit_code);
+}
+
+/* The connection went while unlocking: closing it released the lock. */
+static void release_lost(struct election *e, struct election_output *out,
+			 double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	if (!end_on_permanent(e, out, now, ev))
+		exit_now(e, out, now, e->exit_code);
+}
+
+/* Nothing is open while backing off; only a permanent fault counts. */
+static void backoff_lost(struct election *e, struct election_output *out,
+			 double now, const struct election_event *ev)
+{
+	end_on_permanent(e, out, now, ev);
+}
+
+/* ---- one handler per state -------------------------------------------- */
+
+static void in_init(struct election *e, const struct election_event *ev,
+		    double now, struct election_output *out)
+{
+	switch (ev->type) {
+	case ELECTION_START: start(e, out, now); return;
+	case ELECTION_SHUTDOWN: shutdown_begins(e, out, now, ev); return;
+	case ELECTION_TICK: case ELECTION_CONNECTED: case ELECTION_DB_FAILED:
+	case ELECTION_LOCK_ACQUIRED: case ELECTION_LOCK_BUSY: case ELECTION_PING_OK:
+	case ELECTION_CHILD_STARTED: case ELECTION_CHILD_START_FAILED:
+	case ELECTION_CHILD_KILLED: case ELECTION_CHILD_GONE: case ELECTION_RELEASED:
+	case ELECTION_EVENT_COUNT:
+		return;
+	}
+}
+
+static void in_connecting(struct election *e, const struct election_event *ev,
+			  double now, struct election_output *out)
+{
+	switch (ev->type) {
+	case ELECTION_CONNECTED: connected(e, out, now, ev); return;
+	case ELECTION_DB_FAILED: connection_failed(e, out, now, ev); return;
+	case ELECTION_SHUTDOWN: shutdown_unanswered(e, out, now, ev); return;
+	case ELECTION_TICK: /* deadlines: check_deadlines() after every event */
+	case ELECTION_START: case ELECTION_LOCK_ACQUIRED: case ELECTION_LOCK_BUSY:
+	case ELECTION_PING_OK: case ELECTION_CHILD_STARTED:
+	case ELECTION_CHILD_START_FAILED: case ELECTION_CHILD_KILLED:
+	case ELECTION_CHILD_GONE: case ELECTION_RELEASED: case ELECTION_EVENT_COUNT:
+		return;
+	}
+}
+
+static void in_backoff(struct election *e, const struct election_event *ev,
+		       double now, struct election_output *out)
+{
+	switch (ev->type) {
+	case ELECTION_SHUTDOWN: shutdown_begins(e, out, now, ev); return;
+	case ELECTION_DB_FAILED: backoff_lost(e, out, now, ev); return;
+	case ELECTION_TICK: /* deadlines: check_deadlines() after every event */
+	case ELECTION_START: case ELECTION_CONNECTED:
+	case ELECTION_LOCK_ACQUIRED: case ELECTION_LOCK_BUSY: case ELECTION_PING_OK:
+	case ELECTION_CHILD_STARTED: case ELECTION_CHILD_START_FAILED:
+	case ELECTION_CHILD_KILLED: case ELECTION_CHILD_GONE: case ELECTION_RELEASED:
+	case ELECTION_EVENT_COUNT:
+		return;
+	}
+}
+
+static void in_standby(struct election *e, const struct election_event *ev,
+		       double now, struct election_output *out)
+{
+	switch (ev->type) {
+	case ELECTION_DB_FAILED: connection_failed(e, out, now, ev); return;
+	case ELECTION_LOCK_ACQUIRED: become_leader(e, out, now, ev); return;
+	case ELECTION_LOCK_BUSY: lock_busy(e, out, now); return;
+	case ELECTION_SHUTDOWN: standby_shutdown(e, out, now, ev); return;
+	case ELECTION_TICK: /* deadlines: check_deadlines() after every event */
+	case ELECTION_START: case ELECTION_CONNECTED: case ELECTION_PING_OK:
+	case ELECTION_CHILD_STARTED: case ELECTION_CHILD_START_FAILED:
+	case ELECTION_CHILD_KILLED: case ELECTION_CHILD_GONE: case ELECTION_RELEASED:
+	case ELECTION_EVENT_COUNT:
+		return;
+	}
+}
+
+static void in_leader(struct election *e, const struct election_event *ev,
+		      double now, struct election_output *out)
+{
+	switch (ev->type) {
+	case ELECTION_DB_FAILED: leader_lost(e, out, now, ev); return;
+	case ELECTION_PING_OK: ping_ok(e, now); return;
+	case ELECTION_CHILD_STARTED: child_started(e, out, ev); return;
+	case ELECTION_CHILD_START_FAILED: start_failed(e, out, now, ev); return;
+	case ELECTION_CHILD_KILLED: child_killed(e); return;
+	case ELECTION_CHILD_GONE: leader_child_gone(e, out, now, ev); return;
+	case ELECTION_SHUTDOWN: shutdown_begins(e, out, now, ev); return;
+	case ELECTION_TICK: /* deadlines: check_deadlines() after every event */
+	case ELECTION_START: case ELECTION_CONNECTED: case ELECTION_LOCK_ACQUIRED:
+	case ELECTION_LOCK_BUSY: case ELECTION_RELEASED: case ELECTION_EVENT_COUNT:
+		return;
+	}
+}
+
+static void in_demoting(struct election *e, const struct election_event *ev,
+			double now, struct election_output *out)
+{
+	switch (ev->type) {
+	case ELECTION_DB_FAILED: stopping_lost(e, out, now, ev); return;
+	case ELECTION_CHILD_STARTED: child_started(e, out, ev); return;
+	case ELECTION_CHILD_START_FAILED: start_failed(e, out, now, ev); return;
+	case ELECTION_CHILD_KILLED: child_killed(e); return;
+	case ELECTION_CHILD_GONE: demoted_child_gone(e, out, now, ev); return;
+	case ELECTION_SHUTDOWN: shutdown_begins(e, out, now, ev); return;
+	case ELECTION_START: case ELECTION_TICK: case ELECTION_CONNECTED:
+	case ELECTION_LOCK_ACQUIRED: case ELECTION_LOCK_BUSY: case ELECTION_PING_OK:
+	case ELECTION_RELEASED: case ELECTION_EVENT_COUNT:
+		return;
+	}
+}
+
+static void in_shutting_down(struct election *e, const struct election_event *ev,
+			     double now, struct election_output *out)
+{
+	switch (ev->type) {
+	case ELECTION_DB_FAILED: stopping_lost(e, out, now, ev); return;
+	case ELECTION_CHILD_STARTED: child_started(e, out, ev); return;
+	case ELECTION_CHILD_START_FAILED: start_failed(e, out, now, ev); return;
+	case ELECTION_CHILD_KILLED: child_killed(e); return;
+	case ELECTION_CHILD_GONE: stopped_child_gone(e, out, now, ev); return;
+	case ELECTION_SHUTDOWN: kill_on_second_signal(e, out, ev); return;
+	case ELECTION_START: case ELECTION_TICK: case ELECTION_CONNECTED:
+	case ELECTION_LOCK_ACQUIRED: case ELECTION_LOCK_BUSY: case ELECTION_PING_OK:
+	case ELECTION_RELEASED: case ELECTION_EVENT_COUNT:
+		return;
+	}
+}
+
+static void in_releasing(struct election *e, const struct election_event *ev,
+			 double now, struct election_output *out)
+{
+	switch (ev->type) {
+	case ELECTION_DB_FAILED: release_lost(e, out, now, ev); return;
+	case ELECTION_RELEASED: released(e, out, now, ev); return;
+	case ELECTION_TICK: /* deadlines: check_deadlines() after every event */
+	case ELECTION_START: case ELECTION_CONNECTED: case ELECTION_LOCK_ACQUIRED:
+	case ELECTION_LOCK_BUSY: case ELECTION_PING_OK: case ELECTION_CHILD_STARTED:
+	case ELECTION_CHILD_START_FAILED: case ELECTION_CHILD_KILLED:
+	case ELECTION_CHILD_GONE: case ELECTION_SHUTDOWN: case ELECTION_EVENT_COUNT:
+		return;
+	}
+}
+
+/* Deadlines are checked on every event, not only on TICK: a loop that was
+ * late by a second sees what it missed whatever woke it. */
 static void check_deadlines(struct election *e, struct election_output *out,
 			    double now)
 {
 	switch (e->state) {
-	case ELECTION_CONNECTING:
-	case ELECTION_STANDBY:
-		if (now >= e->wait_deadline) {
-			say(out, LOG_LEVEL_NOTICE,
-			    "no leader lease after %.1fs of waiting; giving up",
-			    e->p.wait_timeout);
-			exit_now(e, out, e->p.conflict_exit_code);
-			return;
-		}
-		if (e->request_pending && now >= e->request_deadline) {
-			/* Outcome unknown: a lock request may yet be granted,
-			 * so this connection is never reused. */
-			reconnect_later(e, out, now, e->state == ELECTION_STANDBY
-					? "lock request got no answer in time"
-					: "connection attempt timed out");
-			return;
-		}
-		if (!e->request_pending && now >= e->next_attempt_at) {
-			if (e->state == ELECTION_CONNECTING)
-				connect_now(e, out, now);
-			else
-				ask_for_lock(e, out, now);
-		}
-		return;
-	case ELECTION_LEADER: {
-		int failures = ping_failures_at(e, now);
-
-		if (failures >= e->p.ping_failures) {
-			char why[128];
-
-			snprintf(why, sizeof(why),
-				 "ping timed out %d times (last reply %.1fs ago)",
-				 failures, now - e->last_reply_at);
-			lose_lease(e, out, now, why);
-			return;
-		}
-		if (!e->ping_pending && now >= e->next_ping_at) {
-			e->ping_pending = true;
-			/* deadlines run from when it was due, however late the loop */
-			e->ping_sent_at = e->next_ping_at;
-			out->actions |= ELECTION_DO_PING;
-		}
-		if (!e->child_running && now >= e->child_start_at)
-			start_child(e, out, now);
+	case ELECTION_CONNECTING: connecting_tick(e, out, now); return;
+	case ELECTION_BACKOFF: backoff_tick(e, out, now); return;
+	case ELECTION_STANDBY: standby_tick(e, out, now); return;
+	case ELECTION_LEADER: leader_tick(e, out, now); return;
+	case ELECTION_RELEASING: releasing_tick(e, out, now); return;
+	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
+	case ELECTION_DONE: case ELECTION_STATE_COUNT:
 		return;
 	}
-	case ELECTION_SHUTTING_DOWN:
-		/* the unlock got no answer: closing releases the lock too */
-		if (e->request_pending && now >= e->request_deadline)
-			exit_now(e, out, e->exit_code);
-		return;
-	default:
+}
+
+static void dispatch(struct election *e, const struct election_event *ev,
+		     double now, struct election_output *out)
+{
+	switch (e->state) {
+	case ELECTION_INIT: in_init(e, ev, now, out); return;
+	case ELECTION_CONNECTING: in_connecting(e, ev, now, out); return;
+	case ELECTION_BACKOFF: in_backoff(e, ev, now, out); return;
+	case ELECTION_STANDBY: in_standby(e, ev, now, out); return;
+	case ELECTION_LEADER: in_leader(e, ev, now, out); return;
+	case ELECTION_DEMOTING: in_demoting(e, ev, now, out); return;
+	case ELECTION_SHUTTING_DOWN: in_shutting_down(e, ev, now, out); return;
+	case ELECTION_RELEASING: in_releasing(e, ev, now, out); return;
+	case ELECTION_DONE: case ELECTION_STATE_COUNT:
 		return;
 	}
+}
+
+static void publish(struct election *e, double now)
+{
+	struct election_snapshot *s = &e->snap;
+
+	s->state = e->state;
+	s->now = now;
+	s->now_wall = now + e->wall_offset;
+	s->command_due = e->state == ELECTION_LEADER && !e->child_running
+		? e->child_start_at : INFINITY;
+	s->db_connected = e->connected && e->state != ELECTION_CONNECTING;
+	if (e->state != ELECTION_LEADER)
+		s->leader_since_wall = 0;
+	s->exit_code = e->exit_code;
 }
 
 void election_step(struct election *e, const struct election_event *ev,
 		   double now, struct election_output *out)
 {
 	memset(out, 0, sizeof(*out));
+	if (ev->wall > 0)
+		e->wall_offset = ev->wall - now;
+	dispatch(e, ev, now, out);
+	check_deadlines(e, out, now);
+	publish(e, now);
+}
+
+void election_abandon(struct election *e, struct election_output *out)
+{
+	double now = e->snap.now;
+
+	memset(out, 0, sizeof(*out));
 	if (e->state == ELECTION_DONE)
 		return;
+	say(out, LOG_LEVEL_ERROR, "internal error: the event loop stopped in state %s",
+	    election_state_name(e->state));
+	exit_now(e, out, now, election_exit_for(FAULT_INTERNAL));
+	publish(e, now);
+}
 
-	switch (ev->type) {
-	case ELECTION_START:
-		if (e->state != ELECTION_INIT)
-			break;
-		if (e->p.wait_timeout >= 0)
-			e->wait_deadline = now + e->p.wait_timeout;
-		connect_now(e, out, now);
-		break;
-	case ELECTION_TICK:
-		break;
-	case ELECTION_CONNECTED:
-		/* only the answer to the connect in flight counts */
-		if (e->state != ELECTION_CONNECTING || !e->request_pending)
-			break;
-		request_done(e);
-		e->reconnect_backoff = ELECTION_RECONNECT_MIN;
-		e->lock_tried = false;
-		e->waiting_logged = false;
-		set_state(e, out, ELECTION_STANDBY);
-		ask_for_lock(e, out, now);
-		break;
-	case ELECTION_CONNECT_FAILED:
-		if (e->state != ELECTION_CONNECTING)
-			break;
-		e->connected = false; /* the lease closed it */
-		reconnect_later(e, out, now, ev->reason ? ev->reason
-				: "database connection failed");
-		break;
-	case ELECTION_LOCK_ACQUIRED:
-		if (e->state == ELECTION_STANDBY)
-			become_leader(e, out, now, ev->reason);
-		break;
-	case ELECTION_LOCK_BUSY:
-		if (e->state != ELECTION_STANDBY)
-			break;
-		request_done(e);
-		if (e->p.nonblock) {
-			say(out, LOG_LEVEL_NOTICE,
-			    "leader lease is held by another node; giving up");
-			exit_now(e, out, e->p.conflict_exit_code);
-			return;
-		}
-		if (!e->waiting_logged) {
-			say(out, LOG_LEVEL_INFO, "waiting for leader lease");
-			e->waiting_logged = true;
-			out->state_changed = true;
-		}
-		if (e->p.wait_in_queue)
-			ask_for_lock(e, out, now);
-		else
-			e->next_attempt_at = now + e->p.retry_interval;
-		break;
-	case ELECTION_PING_OK:
-		if (e->state != ELECTION_LEADER || !e->ping_pending)
-			break;
-		e->ping_pending = false;
-		e->last_reply_at = now;
-		e->next_ping_at = fmax(now, e->ping_sent_at + e->p.ping_interval);
-		break;
-	case ELECTION_CONN_LOST: {
-		const char *why = ev->reason ? ev->reason : "connection lost";
+int election_exit_code(const struct election *e)
+{
+	return e->state == ELECTION_DONE ? e->exit_code
+		: election_exit_for(FAULT_INTERNAL);
+}
 
-		e->connected = false; /* the lease closed it */
-		if (e->state == ELECTION_LEADER)
-			lose_lease(e, out, now, why);
-		else if (e->state == ELECTION_CONNECTING ||
-			 e->state == ELECTION_STANDBY)
-			reconnect_later(e, out, now, why);
-		else if (e->state == ELECTION_SHUTTING_DOWN && !e->child_running)
-			exit_now(e, out, e->exit_code);
-		break;
-	}
-	case ELECTION_FATAL:
-		say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
-		if (e->state == ELECTION_SHUTTING_DOWN && e->exit_code != 0)
-			break;
-		e->exit_code = ev->code;
-		if (e->state == ELECTION_CONNECTING && !e->child_running) {
-			exit_now(e, out, ev->code);
-			return;
-		}
-		request_done(e);
-		finish(e, out, now);
-		break;
-	case ELECTION_CHILD_GONE:
-		if (e->child_running)
-			child_gone(e, out, now, ev->code);
-		break;
-	case ELECTION_RELEASED:
-		e->connected = false;
-		if (e->state == ELECTION_SHUTTING_DOWN && !e->child_running)
-			exit_now(e, out, e->exit_code);
-		break;
-	case ELECTION_SHUTDOWN:
-		if (e->state == ELECTION_SHUTTING_DOWN) {
-			if (e->child_running) {
-				say(out, LOG_LEVEL_NOTICE,
-				    "received %s again: killing the command now",
-				    ev->reason ? ev->reason : "signal");
-				out->actions |= ELECTION_DO_KILL_CHILD;
-			}
-			break;
-		}
-		say(out, LOG_LEVEL_INFO, "received %s, shutting down",
-		    ev->reason ? ev->reason : "signal");
-		e->exit_code = 0;
-		/* An unanswered lock or connect request leaves the lock state
-		 * unknown: close the connection instead of unlocking. */
-		if (e->request_pending && e->state != ELECTION_LEADER &&
-		    e->state != ELECTION_DEMOTING) {
-			exit_now(e, out, 0);
-			return;
-		}
-		request_done(e);
-		finish(e, out, now);
-		break;
-	}
-	if (e->state != ELECTION_DONE)
-		check_deadlines(e, out, now);
+const struct election_snapshot *election_snapshot(const struct election *e)
+{
+	return &e->snap;
 }
 
 double election_next_wakeup(const struct election *e, double now)
 {
-	double t = INFINITY;
-
 	switch (e->state) {
 	case ELECTION_CONNECTING:
 	case ELECTION_STANDBY:
-		t = fmin(e->wait_deadline,
-			 e->request_pending ? e->request_deadline : e->next_attempt_at);
-		break;
+		return fmin(e->wait_deadline, isinf(e->request_deadline)
+			    ? e->next_attempt_at : e->request_deadline);
+	case ELECTION_BACKOFF:
+		return fmin(e->wait_deadline, e->next_attempt_at);
 	case ELECTION_LEADER:
 		/* the deadline of the next failed ping, or the next ping */
-		t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
-			ping_failures_at(e, now) * e->p.ping_interval
-				    : e->next_ping_at;
-		t = fmin(t, e->child_start_at);
-		break;
-	case ELECTION_SHUTTING_DOWN:
-		if (e->request_pending)
-			t = e->request_deadline;
-		break;
-	default:
+		return fmin(e->child_start_at, e->ping_pending
+			    ? e->ping_sent_at + e->p.ping_timeout +
+			      ping_failures_at(e, now) * e->p.ping_interval
+			    : e->next_ping_at);
+	case ELECTION_RELEASING:
+		return e->request_deadline;
+	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
+	case ELECTION_DONE: case ELECTION_STATE_COUNT:
 		break;
 	}
-	return t;
+	return INFINITY;
 }

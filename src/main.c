@@ -6,51 +6,46 @@
 
 #include "child.h"
 #include "config.h"
+#include "election.h"
 #include "log.h"
 #include "notify.h"
 #include "status.h"
 #include "supervisor.h"
 
-int main(int argc, char **argv)
+/* Reads the configuration. Returns -1 to go on, else the exit code after
+ * --help, --version or one line about what is wrong. */
+static int load(struct config *cfg, int argc, char **argv)
 {
-	struct config cfg;
-	struct supervisor *sup;
-	struct ev_loop *loop;
-	char err[1024];
-	int code;
+	char err[LOG_MSG_MAX];
+	enum fault fault = FAULT_USAGE;
 
-	switch (config_load(&cfg, argc, argv, err, sizeof(err))) {
+	switch (config_load(cfg, argc, argv, err, sizeof(err))) {
 	case CONFIG_OK:
-		break;
+		return -1;
 	case CONFIG_HELP:
 		config_usage(stdout);
-		config_free(&cfg);
 		return 0;
 	case CONFIG_VERSION:
 		printf("pgleader %s\n", PGLEADER_VERSION);
-		config_free(&cfg);
 		return 0;
-	case CONFIG_USAGE:
-		fprintf(stderr, "pgleader: %s\n", log_redact(err));
-		config_free(&cfg);
-		return CONFIG_USAGE;
 	case CONFIG_INVALID:
-		fprintf(stderr, "pgleader: %s\n", log_redact(err));
-		config_free(&cfg);
-		return CONFIG_INVALID;
+		fault = FAULT_CONFIG;
+		break;
+	case CONFIG_USAGE:
+		break;
 	}
+	fprintf(stderr, "pgleader: %s\n", log_redact(err));
+	return election_exit_for(fault);
+}
 
-	/* The configuration holds its own copies: star out any password in
-	 * our argv so that ps and /proc/PID/cmdline do not show it. */
-	for (int i = 1; i < argc; i++)
-		log_redact(argv[i]);
-	log_init((enum log_level)cfg.log_level);
-
-	if (cfg.status_mode) {
-		code = status_run(&cfg);
-		config_free(&cfg);
-		return code;
-	}
+/* The daemon proper: set up, run the loop until the election ends, tear
+ * down in reverse order. */
+static int run(const struct config *cfg)
+{
+	struct supervisor *sup;
+	struct ev_loop *loop;
+	char err[LOG_MSG_MAX];
+	int code;
 
 	/* Set-up order: the loop, then the reaper (before any child exists),
 	 * then the lease and child objects inside the supervisor, then
@@ -59,17 +54,15 @@ int main(int argc, char **argv)
 	loop = ev_default_loop(EVFLAG_AUTO);
 	if (!loop) {
 		fprintf(stderr, "pgleader: cannot initialise the event loop\n");
-		config_free(&cfg);
-		return 70;
+		return election_exit_for(FAULT_INTERNAL);
 	}
 	if (child_init_reaper(loop) < 0)
 		log_warning("cannot become a child subreaper: orphans of the "
 			    "command are not reaped by pgleader");
-	sup = supervisor_new(loop, &cfg, err, sizeof(err));
+	sup = supervisor_new(loop, cfg, err, sizeof(err));
 	if (!sup) {
 		fprintf(stderr, "pgleader: invalid dsn: %s\n", log_redact(err));
-		config_free(&cfg);
-		return CONFIG_INVALID;
+		return election_exit_for(FAULT_BAD_DSN);
 	}
 	notify_init(loop);
 	supervisor_start(sup);
@@ -77,11 +70,29 @@ int main(int argc, char **argv)
 
 	ev_run(loop, 0);
 
-	/* Tear-down in reverse order. */
 	code = supervisor_exit_code(sup);
 	notify_done(loop);
 	supervisor_free(sup);
 	ev_loop_destroy(loop);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg;
+	int code = load(&cfg, argc, argv);
+
+	if (code >= 0) {
+		config_free(&cfg);
+		return code;
+	}
+	/* The configuration holds its own copies: star out any password in
+	 * our argv so that ps and /proc/PID/cmdline do not show it. */
+	for (int i = 1; i < argc; i++)
+		log_redact(argv[i]);
+	log_init((enum log_level)cfg.log_level);
+
+	code = cfg.status_mode ? status_run(&cfg) : run(&cfg);
 	config_free(&cfg);
 	return code;
 }

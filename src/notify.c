@@ -1,7 +1,7 @@
 /* notify.c: tells systemd about readiness, state, liveness and shutdown. */
 #include "notify.h"
 
-#include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <systemd/sd-daemon.h>
@@ -37,14 +37,45 @@ void notify_ready(void)
 	sd_notify(0, "READY=1");
 }
 
-void notify_status(const char *fmt, ...)
+void notify_status_text(const struct election_snapshot *s, char *buf, size_t len)
+{
+	switch (s->state) {
+	case ELECTION_INIT:
+	case ELECTION_CONNECTING:
+	case ELECTION_BACKOFF:
+		snprintf(buf, len, "connecting to database");
+		return;
+	case ELECTION_STANDBY:
+		snprintf(buf, len, "standby: waiting for leader lease");
+		return;
+	case ELECTION_LEADER:
+		if (s->command_pid)
+			snprintf(buf, len, "leader, command pid %d", s->command_pid);
+		else if (isfinite(s->command_due))
+			snprintf(buf, len, "leader, starting command in %.1fs",
+				 fmax(0, s->command_due - s->now));
+		else
+			snprintf(buf, len, "leader, starting command");
+		return;
+	case ELECTION_DEMOTING:
+		snprintf(buf, len, "demoting: stopping command");
+		return;
+	case ELECTION_SHUTTING_DOWN:
+	case ELECTION_RELEASING:
+	case ELECTION_DONE:
+	case ELECTION_STATE_COUNT:
+		break;
+	}
+	snprintf(buf, len, "shutting down");
+}
+
+void notify_publish(const struct election_snapshot *s)
 {
 	char status[256];
-	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(status, sizeof(status), fmt, ap);
-	va_end(ap);
+	if (s->state == ELECTION_INIT)
+		return;
+	notify_status_text(s, status, sizeof(status));
 	sd_notifyf(0, "STATUS=%s", status);
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "child.h"
 #include "election.h"
@@ -18,7 +19,7 @@
 
 struct queued_event {
 	struct election_event ev;
-	char reason[640];
+	char reason[LOG_MSG_MAX];
 };
 
 struct supervisor {
@@ -37,40 +38,36 @@ struct supervisor {
 
 	char env_node[96], env_key[48], env_token[64];
 	char *child_env[4];
-	int exit_code;
 };
 
-static void dispatch(struct supervisor *s, enum election_event_type type,
-		     int code, const char *reason);
-
-static void show_status(struct supervisor *s, double now)
+/* The election runs on CLOCK_MONOTONIC: a step of the wall clock (NTP,
+ * date -s, a resumed VM) moves no deadline. ev_now() is wall-clock time. */
+static double monotonic_now(void)
 {
-	const struct election *e = &s->election;
+	struct timespec ts;
 
-	switch (e->state) {
-	case ELECTION_CONNECTING:
-		notify_status("connecting to database");
-		break;
-	case ELECTION_STANDBY:
-		notify_status("standby: waiting for leader lease");
-		break;
-	case ELECTION_LEADER:
-		if (child_running(s->child))
-			notify_status("leader, command pid %d", (int)child_pid(s->child));
-		else
-			notify_status("leader, starting command in %.1fs",
-				      fmax(0, e->child_start_at - now));
-		break;
-	case ELECTION_DEMOTING:
-		notify_status("demoting: stopping command");
-		break;
-	case ELECTION_SHUTTING_DOWN:
-	case ELECTION_DONE:
-		notify_status("shutting down");
-		break;
-	case ELECTION_INIT:
-		break;
-	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void enqueue(struct supervisor *s, const struct election_event *ev);
+
+static void dispatch(struct supervisor *s, enum election_event_type type,
+		     enum fault fault, int status, const char *reason)
+{
+	struct election_event ev = {
+		.type = type, .fault = fault, .status = status, .reason = reason,
+	};
+
+	enqueue(s, &ev);
 }
 
 static void start_child(struct supervisor *s)
@@ -81,10 +78,11 @@ static void start_child(struct supervisor *s)
 		 lease_key(s->lease));
 	snprintf(s->env_token, sizeof(s->env_token), "PGLEADER_FENCING_TOKEN=%" PRIu64,
 		 lease_fencing_token(s->lease));
-	if (child_start(s->child, s->child_env, err, sizeof(err)) < 0) {
-		log_error("cannot start command: %s", err);
-		dispatch(s, ELECTION_CHILD_GONE, 126, NULL);
-	}
+	if (child_start(s->child, s->child_env, err, sizeof(err)) < 0)
+		dispatch(s, ELECTION_CHILD_START_FAILED, FAULT_FORK, 0, err);
+	else
+		dispatch(s, ELECTION_CHILD_STARTED, FAULT_NONE,
+			 (int)child_pid(s->child), NULL);
 }
 
 static void run_actions(struct supervisor *s, const struct election_output *out)
@@ -109,54 +107,57 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 		start_child(s);
 	if (a & ELECTION_DO_RELEASE)
 		lease_release(s->lease);
-	if (a & ELECTION_DO_EXIT) {
-		s->exit_code = out->exit_code;
+	if (a & ELECTION_DO_EXIT)
 		ev_break(s->loop, EVBREAK_ALL);
+}
+
+/* Says what the election decided: its log lines, then systemd. */
+static void report(struct supervisor *s, const struct election_output *out)
+{
+	for (int i = 0; i < out->n_logs; i++)
+		log_msg(out->logs[i].level, "%s", out->logs[i].text);
+	if (out->stopping)
+		notify_stopping();
+	if (out->state_changed)
+		notify_publish(election_snapshot(&s->election));
+}
+
+/* One timer serves every deadline the election keeps. */
+static void arm_wakeup(struct supervisor *s)
+{
+	double now = monotonic_now(), at;
+
+	ev_timer_stop(s->loop, &s->wakeup);
+	if (s->election.state == ELECTION_DONE)
+		return;
+	at = election_next_wakeup(&s->election, now);
+	if (isfinite(at)) {
+		ev_timer_set(&s->wakeup, fmax(at - now, 0), 0.);
+		ev_timer_start(s->loop, &s->wakeup);
 	}
 }
 
 static void drain(struct supervisor *s)
 {
 	struct election_output out;
-	double now;
 
 	if (s->draining)
 		return;
 	s->draining = true;
 	while (s->head != s->tail) {
 		struct queued_event *q = &s->queue[s->head % QUEUE_SIZE];
-		enum election_state before = s->election.state;
 
-		now = ev_now(s->loop);
-		election_step(&s->election, &q->ev, now, &out);
+		q->ev.wall = wall_now();
+		election_step(&s->election, &q->ev, monotonic_now(), &out);
 		s->head++;
-		if (out.log_level)
-			log_msg((enum log_level)out.log_level, "%s", out.log);
-		if (out.state_changed && before != ELECTION_SHUTTING_DOWN &&
-		    (s->election.state == ELECTION_SHUTTING_DOWN ||
-		     s->election.state == ELECTION_DONE))
-			notify_stopping();
+		report(s, &out);
 		run_actions(s, &out);
-		if (out.state_changed)
-			show_status(s, now);
 	}
 	s->draining = false;
-
-	/* One timer serves every deadline the election keeps. */
-	now = ev_now(s->loop);
-	ev_timer_stop(s->loop, &s->wakeup);
-	if (s->election.state != ELECTION_DONE) {
-		double at = election_next_wakeup(&s->election, now);
-
-		if (isfinite(at)) {
-			ev_timer_set(&s->wakeup, fmax(at - now, 0), 0.);
-			ev_timer_start(s->loop, &s->wakeup);
-		}
-	}
+	arm_wakeup(s);
 }
 
-static void dispatch(struct supervisor *s, enum election_event_type type,
-		     int code, const char *reason)
+static void enqueue(struct supervisor *s, const struct election_event *ev)
 {
 	struct queued_event *q;
 
@@ -166,61 +167,63 @@ static void dispatch(struct supervisor *s, enum election_event_type type,
 		abort();
 	}
 	q = &s->queue[s->tail % QUEUE_SIZE];
-	q->ev.type = type;
-	q->ev.code = code;
-	q->ev.reason = NULL;
-	if (reason) {
-		snprintf(q->reason, sizeof(q->reason), "%s", reason);
+	q->ev = *ev;
+	if (ev->reason) {
+		snprintf(q->reason, sizeof(q->reason), "%s", ev->reason);
 		q->ev.reason = q->reason;
 	}
 	s->tail++;
 	drain(s);
 }
 
-static void lease_event_cb(void *arg, enum lease_event ev, enum fault fault,
+static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 			   const char *reason)
 {
 	struct supervisor *s = arg;
+	struct election_event ev = { .fault = fault, .reason = reason };
 
-	switch (ev) {
+	switch (lev) {
 	case LEASE_CONNECTED:
-		dispatch(s, ELECTION_CONNECTED, 0, NULL);
+		ev.type = ELECTION_CONNECTED;
+		ev.lock_key = lease_key(s->lease);
 		break;
 	case LEASE_CONNECT_FAILED:
 	case LEASE_LOST:
-		if (fault == FAULT_AUTH || fault == FAULT_POOLER || fault == FAULT_BAD_DSN)
-			dispatch(s, ELECTION_FATAL, fault == FAULT_AUTH ? 69 : 78, reason);
-		else
-			dispatch(s, ev == LEASE_LOST ? ELECTION_CONN_LOST
-				 : ELECTION_CONNECT_FAILED, 0, reason);
+		ev.type = ELECTION_DB_FAILED;
 		break;
 	case LEASE_ACQUIRED:
-		dispatch(s, ELECTION_LOCK_ACQUIRED, 0, reason);
+		ev.type = ELECTION_LOCK_ACQUIRED;
+		ev.lock_key = lease_key(s->lease);
+		ev.fencing_token = lease_fencing_token(s->lease);
 		break;
 	case LEASE_BUSY:
-		dispatch(s, ELECTION_LOCK_BUSY, 0, NULL);
+		ev.type = ELECTION_LOCK_BUSY;
 		break;
 	case LEASE_PING_OK:
-		dispatch(s, ELECTION_PING_OK, 0, NULL);
+		ev.type = ELECTION_PING_OK;
 		break;
 	case LEASE_RELEASED:
-		if (fault == FAULT_NONE)
-			log_info("released leader lease");
-		dispatch(s, ELECTION_RELEASED, 0, NULL);
+		ev.type = ELECTION_RELEASED;
 		break;
 	}
+	enqueue(s, &ev);
 }
 
 static void child_gone_cb(void *arg, int status)
 {
-	dispatch(arg, ELECTION_CHILD_GONE, status, NULL);
+	dispatch(arg, ELECTION_CHILD_GONE, FAULT_NONE, status, NULL);
+}
+
+static void child_killed_cb(void *arg)
+{
+	dispatch(arg, ELECTION_CHILD_KILLED, FAULT_NONE, 0, NULL);
 }
 
 static void wakeup_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	dispatch(w->data, ELECTION_TICK, 0, NULL);
+	dispatch(w->data, ELECTION_TICK, FAULT_NONE, 0, NULL);
 }
 
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -230,7 +233,7 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (w->signum == SIGTERM || w->signum == SIGINT) {
-		dispatch(s, ELECTION_SHUTDOWN, 0,
+		dispatch(s, ELECTION_SHUTDOWN, FAULT_NONE, 0,
 			 w->signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		return;
 	}
@@ -251,6 +254,26 @@ static enum election_restart restart_of(enum restart_policy r)
 	return ELECTION_RESTART_NO;
 }
 
+static void params_of(const struct config *cfg, struct election_params *p)
+{
+	*p = (struct election_params){
+		.wait_in_queue = cfg->acquire == ACQUIRE_WAIT,
+		/* waiting no time at all is --nonblock: try once, then give up */
+		.nonblock = cfg->nonblock || cfg->wait_timeout_ms == 0,
+		.retry_interval = cfg->retry_interval_ms / 1000.0,
+		.ping_interval = cfg->ping_interval_ms / 1000.0,
+		.ping_timeout = cfg->ping_timeout_ms / 1000.0,
+		.ping_failures = cfg->ping_failures,
+		.takeover_delay = cfg->takeover_delay_ms / 1000.0,
+		.wait_timeout = cfg->wait_timeout_ms < 0 ? -1 : cfg->wait_timeout_ms / 1000.0,
+		.restart = restart_of(cfg->restart),
+		.conflict_exit_code = cfg->conflict_exit_code,
+		.node_id = cfg->node_id,
+		.lock_name = cfg->lock_name,
+		.lock_key = cfg->lock_key,
+	};
+}
+
 struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg,
 				  char *err, size_t errlen)
 {
@@ -263,19 +286,7 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 		.retry_interval = cfg->retry_interval_ms / 1000.0,
 		.server_lease = cfg->server_lease_ms / 1000.0,
 	};
-	struct election_params p = {
-		.wait_in_queue = cfg->acquire == ACQUIRE_WAIT,
-		/* waiting no time at all is --nonblock: try once, then give up */
-		.nonblock = cfg->nonblock || cfg->wait_timeout_ms == 0,
-		.retry_interval = cfg->retry_interval_ms / 1000.0,
-		.ping_interval = cfg->ping_interval_ms / 1000.0,
-		.ping_timeout = cfg->ping_timeout_ms / 1000.0,
-		.ping_failures = cfg->ping_failures,
-		.takeover_delay = cfg->takeover_delay_ms / 1000.0,
-		.wait_timeout = cfg->wait_timeout_ms < 0 ? -1 : cfg->wait_timeout_ms / 1000.0,
-		.restart = restart_of(cfg->restart),
-		.conflict_exit_code = cfg->conflict_exit_code,
-	};
+	struct election_params p;
 	const int handled[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
 
 	if (!s) {
@@ -296,6 +307,8 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	child_on_killed(s->child, child_killed_cb);
+	params_of(cfg, &p);
 	p.connect_timeout = lease_connect_timeout(s->lease);
 	election_init(&s->election, &p);
 
@@ -317,19 +330,23 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 
 void supervisor_start(struct supervisor *s)
 {
-	dispatch(s, ELECTION_START, 0, NULL);
+	dispatch(s, ELECTION_START, FAULT_NONE, 0, NULL);
 }
 
-int supervisor_exit_code(const struct supervisor *s)
+int supervisor_exit_code(struct supervisor *s)
 {
+	struct election_output out;
+
 	/* ev_run returns early only if no watcher was left active: a bug,
 	 * never a reason to report success. */
-	if (s->election.state != ELECTION_DONE) {
-		log_error("internal error: the event loop stopped in state %s",
-			  election_state_name(s->election.state));
-		return 70;
-	}
-	return s->exit_code;
+	election_abandon(&s->election, &out);
+	report(s, &out);
+	return election_exit_code(&s->election);
+}
+
+const struct election_snapshot *supervisor_snapshot(const struct supervisor *s)
+{
+	return election_snapshot(&s->election);
 }
 
 void supervisor_free(struct supervisor *s)

@@ -6,6 +6,7 @@
 #include <ev.h>
 
 #include "config.h"
+#include "election.h"
 
 struct supervisor;
 
@@ -14,8 +15,10 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 				  char *err, size_t errlen);
 /* Starts the election; the loop then runs until the election exits. */
 void supervisor_start(struct supervisor *s);
-/* The election's exit code; 70 (EX_SOFTWARE) if the loop stopped early. */
-int supervisor_exit_code(const struct supervisor *s);
+/* The election's exit code; EX_SOFTWARE if the loop stopped early. */
+int supervisor_exit_code(struct supervisor *s);
+/* What the election last published, for observers. */
+const struct election_snapshot *supervisor_snapshot(const struct supervisor *s);
 void supervisor_free(struct supervisor *s);
 
 #endif
