@@ -78,7 +78,7 @@ tests/unit/test_child: tests/unit/test_child.c src/child.c tests/unit/log_stub.c
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c tests/unit/log_stub.c -lev $(CHECK_LIBS)
 
 # metrics.c is pure; election.c gives it the state names and bucket bounds.
-METRICS_DEPS := src/metrics.c tests/unit/election_names_stub.c
+METRICS_DEPS := src/metrics.c src/election.c
 tests/unit/test_metrics: tests/unit/test_metrics.c $(METRICS_DEPS) $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(METRICS_DEPS) $(JANSSON_LIBS) $(CHECK_LIBS) -lm
 
