@@ -175,9 +175,12 @@ static void put_state(struct metrics_buf *b, const struct election_snapshot *s)
 {
 	char label[32];
 
-	gauge(b, PREFIX "is_leader",
-	      "1 when this node holds the lock and its command runs or is due.",
-	      metrics_is_leader(s));
+	/* lock_key here too, so that sum by (lock_key) (pgleader_is_leader)
+	 * counts the leaders of each lock, several fleets in one Prometheus */
+	head(b, PREFIX "is_leader", "gauge",
+	     "1 when this node holds the lock and its command runs or is due.");
+	put(b, PREFIX "is_leader{lock_key=\"%" PRId64 "\"} %d\n", s->lock_key,
+	    metrics_is_leader(s));
 	head(b, PREFIX "state", "gauge",
 	     "1 for the state of the election this node is in, 0 for the others.");
 	for (int st = 0; st < ELECTION_STATE_COUNT; st++)

@@ -85,6 +85,10 @@ def metric(p, name):
     return metrics(p).get(name)
 
 
+def is_leader(m, key):
+    return m['pgleader_is_leader{lock_key="%d"}' % key]
+
+
 def wait_metric(p, name, pred, timeout=5, what=None):
     return h.wait_until(lambda: pred(metric(p, name)), bound(timeout), interval=0.02,
                         what=what or "%s on %s" % (name, p.name))
@@ -125,7 +129,7 @@ def test_one_leader_one_replica(pg, fleet, ledger, lock_key):
     assert da["database_connected"] and db["database_connected"]
 
     ma, mb = metrics(a), metrics(b)
-    assert (ma["pgleader_is_leader"], mb["pgleader_is_leader"]) == (1, 0)
+    assert (is_leader(ma, lock_key), is_leader(mb, lock_key)) == (1, 0)
     assert ma['pgleader_state{state="leader"}'] == 1 and mb['pgleader_state{state="standby"}'] == 1
     assert ma["pgleader_command_running"] == 1 and mb["pgleader_command_running"] == 0
     assert ma["pgleader_acquisitions_total"] == 1 and mb["pgleader_acquisitions_total"] == 0
@@ -133,7 +137,7 @@ def test_one_leader_one_replica(pg, fleet, ledger, lock_key):
     assert ma['pgleader_info{node_id="a",lock_key="%d",lock_name=""}' % lock_key] == 1
     assert ma["process_open_fds"] > 0 and ma["process_resident_memory_bytes"] > 0
     # the split-brain alert's expression: exactly one leader
-    assert ma["pgleader_is_leader"] + mb["pgleader_is_leader"] == 1
+    assert is_leader(ma, lock_key) + is_leader(mb, lock_key) == 1
     assert a.stop() == 0
     assert b.stop() == 0
 
@@ -152,10 +156,10 @@ def test_metrics_pass_promtool(pg, fleet, ledger, lock_key):
 def test_kill9_moves_the_metrics(pg, fleet, ledger, lock_key):
     a, sa, b = two_nodes(pg, fleet, ledger, lock_key)
     before = metrics(b)
-    assert before["pgleader_is_leader"] == 0 and before["pgleader_acquisitions_total"] == 0
+    assert is_leader(before, lock_key) == 0 and before["pgleader_acquisitions_total"] == 0
     a.kill9()
     ledger.wait_for("start", "b", timeout=bound(3))
-    wait_metric(b, "pgleader_is_leader", lambda v: v == 1)
+    wait_metric(b, 'pgleader_is_leader{lock_key="%d"}' % lock_key, lambda v: v == 1)
     after = metrics(b)
     assert after["pgleader_acquisitions_total"] == 1
     assert after["pgleader_command_starts_total"] == 1

@@ -302,7 +302,7 @@ START_TEST(test_bodies)
 	set_state(ELECTION_LEADER, true);
 	r = request("GET", "127.0.0.1", "/metrics");
 	ck_assert_str_eq(r.type, "text/plain; version=0.0.4; charset=utf-8");
-	ck_assert_ptr_nonnull(strstr(r.body, "\npgleader_is_leader 1\n"));
+	ck_assert_ptr_nonnull(strstr(r.body, "\npgleader_is_leader{lock_key=\"42\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(r.body, "\npgleader_fencing_token 77\n"));
 	ck_assert_ptr_nonnull(strstr(r.body, "\nprocess_open_fds "));
 	ck_assert_ptr_nonnull(strstr(r.body, "\nprocess_resident_memory_bytes "));

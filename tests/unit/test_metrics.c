@@ -202,7 +202,7 @@ static const struct {
 	{ "standby", no_change, {
 		"pgleader_build_info{version=\"9.8.7\",libpq_version=\"15.3\"} 1",
 		"pgleader_info{node_id=\"node-a\",lock_key=\"-42\",lock_name=\"nightly\"} 1",
-		"pgleader_is_leader 0",
+		"pgleader_is_leader{lock_key=\"-42\"} 0",
 		"pgleader_database_connected 1",
 		"pgleader_command_running 0",
 		"pgleader_fencing_token 0",
@@ -220,7 +220,7 @@ static const struct {
 	}, { "pgleader_leadership_lost_total{reason=\"none\"}",
 	     "pgleader_leadership_lost_total{reason=\"unreachable\"}" } },
 	{ "leader", make_leader, {
-		"pgleader_is_leader 1",
+		"pgleader_is_leader{lock_key=\"-42\"} 1",
 		"pgleader_command_running 1",
 		"pgleader_leader_since_timestamp_seconds 1714564850.5",
 		"pgleader_last_ping_reply_timestamp_seconds 1714564860",
@@ -238,6 +238,7 @@ static const struct {
 	}, { 0 } },
 	{ "escaped labels", odd_names, {
 		"pgleader_info{node_id=\"a\\\"b\\\\c\\nd\",lock_key=\"-9223372036854775808\",lock_name=\"\"} 1",
+		"pgleader_is_leader{lock_key=\"-9223372036854775808\"} 0",
 	}, { 0 } },
 	{ "exact 64-bit token", huge_token, {
 		"pgleader_fencing_token 18446744073709551615",
