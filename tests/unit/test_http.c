@@ -74,6 +74,14 @@ static struct http *start(const char *addr)
 	return h;
 }
 
+/* The fixture's server replaced by one on addr. */
+static void listen_again(const char *addr)
+{
+	http_free(srv);
+	srv = start(addr);
+	port = http_port(srv);
+}
+
 static void setup(void)
 {
 	loop = ev_loop_new(EVFLAG_AUTO);
@@ -340,31 +348,22 @@ END_TEST
 
 /* ---- addresses ---------------------------------------------------------- */
 
-START_TEST(test_ipv6_loopback)
-{
-	http_free(srv);
-	srv = start("[::1]:0");
-	port = http_port(srv);
-	ck_assert_int_eq(request("GET", "[::1]", "/leader").code, 200);
-}
-END_TEST
+/* Each form of address, and the hosts a client reaches it by. */
+static const struct {
+	const char *addr;
+	const char *hosts[2];
+} listen_rows[] = {
+	{ "127.0.0.1:0", { "127.0.0.1" } },
+	{ "[::1]:0", { "[::1]" } },
+	{ ":0", { "127.0.0.1", "[::1]" } },
+	{ "localhost:0", { "localhost" } },
+};
 
-START_TEST(test_every_address)
+START_TEST(test_listen_forms)
 {
-	http_free(srv);
-	srv = start(":0");
-	port = http_port(srv);
-	ck_assert_int_eq(request("GET", "127.0.0.1", "/leader").code, 200);
-	ck_assert_int_eq(request("GET", "[::1]", "/leader").code, 200);
-}
-END_TEST
-
-START_TEST(test_host_name)
-{
-	http_free(srv);
-	srv = start("localhost:0");
-	port = http_port(srv);
-	ck_assert_int_eq(request("GET", "localhost", "/leader").code, 200);
+	listen_again(listen_rows[_i].addr);
+	for (size_t k = 0; k < N(listen_rows[_i].hosts) && listen_rows[_i].hosts[k]; k++)
+		ck_assert_int_eq(request("GET", listen_rows[_i].hosts[k], "/leader").code, 200);
 }
 END_TEST
 
@@ -548,46 +547,22 @@ struct hostile {
 	struct resp during;
 };
 
-/* Headers announcing a megabyte, then waits for the answer before sending
- * any of it: the server refuses at once and closes. */
-static void polite_megabyte(struct ending *e)
+/* Sends head, then body_len bytes as fast as the socket takes them, and
+ * reads until the server ends the connection. */
+static struct ending send_and_end(const char *head, size_t body_len)
 {
-	const char *head = "GET /leader HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n";
+	char *body = malloc(body_len + 1);
 	int fd = tcp_connect("127.0.0.1", port, 5);
+	struct ending e;
 
+	memset(body, 'x', body_len);
 	send(fd, head, strlen(head), MSG_NOSIGNAL);
-	*e = read_to_end(fd);
-	close(fd);
-}
-
-/* Sends a megabyte as fast as it can: a POST, refused with 405. */
-static void blasted_megabyte(struct ending *e)
-{
-	const char *head = "POST /leader HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n";
-	char *body = calloc(1, MB);
-	int fd = tcp_connect("127.0.0.1", port, 5);
-
-	memset(body, 'x', MB);
-	send(fd, head, strlen(head), MSG_NOSIGNAL);
-	send(fd, body, MB, MSG_NOSIGNAL);
-	*e = read_to_end(fd);
+	if (body_len)
+		send(fd, body, body_len, MSG_NOSIGNAL);
+	e = read_to_end(fd);
 	close(fd);
 	free(body);
-}
-
-/* A megabyte of one header line: more than the connection's memory. */
-static void header_flood(struct ending *e)
-{
-	const char *head = "GET /leader HTTP/1.1\r\nHost: x\r\nX-Flood: ";
-	char *body = calloc(1, MB);
-	int fd = tcp_connect("127.0.0.1", port, 5);
-
-	memset(body, 'y', MB);
-	send(fd, head, strlen(head), MSG_NOSIGNAL);
-	send(fd, body, MB, MSG_NOSIGNAL);
-	*e = read_to_end(fd);
-	close(fd);
-	free(body);
+	return e;
 }
 
 static void hostile_clients(void *arg)
@@ -598,9 +573,14 @@ static void hostile_clients(void *arg)
 
 	for (size_t i = 0; i < N(h->silent); i++)
 		h->silent[i] = tcp_connect("127.0.0.1", port, 5);
-	polite_megabyte(&h->polite_body);
-	blasted_megabyte(&h->blasted_body);
-	header_flood(&h->header_flood);
+	/* announces a megabyte and waits: refused (413) before it is sent */
+	h->polite_body = send_and_end("GET /leader HTTP/1.1\r\nHost: x\r\n"
+				      "Content-Length: 1048576\r\n\r\n", 0);
+	/* a POST of a megabyte sent at once: 405, or a reset */
+	h->blasted_body = send_and_end("POST /leader HTTP/1.1\r\nHost: x\r\n"
+				       "Content-Length: 1048576\r\n\r\n", MB);
+	/* a megabyte of one header line: more than a connection's memory */
+	h->header_flood = send_and_end("GET /leader HTTP/1.1\r\nHost: x\r\nX-Flood: ", MB);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/leader", port);
 	q.url = url;
 	fetch(&q);
@@ -681,9 +661,7 @@ START_TEST(test_one_address_cannot_hog)
 	struct hog h;
 
 	memset(&h, 0, sizeof(h));
-	http_free(srv);
-	srv = start(":0");
-	port = http_port(srv);
+	listen_again(":0");
 	run_client(hog_clients, &h);
 	ck_assert_int_eq(h.other.error, CURLE_OK);
 	ck_assert_int_eq(h.other.code, 200);
@@ -776,9 +754,7 @@ static Suite *http_suite(void)
 
 	tc = tcase_create("addresses");
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_ipv6_loopback);
-	tcase_add_test(tc, test_every_address);
-	tcase_add_test(tc, test_host_name);
+	tcase_add_loop_test(tc, test_listen_forms, 0, N(listen_rows));
 	tcase_add_test(tc, test_port_in_use);
 	tcase_add_loop_test(tc, test_bad_address, 0, N(bad_rows));
 	suite_add_tcase(s, tc);
