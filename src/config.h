@@ -7,10 +7,19 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "log.h" /* enum log_format */
+
 #define CONFIG_DEFAULT_LOCK_KEY INT64_C(0x50474c4541444552) /* "PGLEADER" */
 
 enum acquire_mode { ACQUIRE_WAIT, ACQUIRE_POLL };
 enum restart_policy { RESTART_NO, RESTART_ON_FAILURE, RESTART_ALWAYS };
+
+/* A member of the failsafe fleet (failsafe_peers), as parsed. */
+struct config_peer {
+	char *node_id;
+	char *host; /* a name or address; an IPv6 address without brackets */
+	char *port; /* decimal, 1 to 65535 */
+};
 
 struct config {
 	char *config_file;      /* -c; NULL when none */
@@ -31,12 +40,21 @@ struct config {
 	int conflict_exit_code;
 	bool shell;
 	char *node_id;           /* default: host name */
-	char *metrics_addr;      /* NULL = off */
+	char *http_addr;         /* HOST:PORT, [V6]:PORT or :PORT; NULL = off */
+	char *failsafe_peers;    /* as given; NULL = failsafe off */
+	struct config_peer *peers; /* failsafe_peers parsed, this node among them */
+	size_t n_peers;
+	char *failsafe_secret_file; /* set whenever failsafe_peers is */
+	int64_t failsafe_ttl_ms;
 	int log_level;           /* enum log_level, after -v/-q */
+	enum log_format log_format;
 	char **command;          /* NULL-terminated argv; NULL in status mode */
 	bool status_mode;        /* "pgleader status" */
 	bool json;               /* status --json */
+	bool watch;              /* status --watch */
 };
+
+/* The exit codes are options.h's: config_load passes them on. */
 
 enum config_result {
 	CONFIG_OK = 0,

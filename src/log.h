@@ -17,6 +17,9 @@ enum log_level {
 	LOG_LEVEL_DEBUG = 7,
 };
 
+/* How lines are written: text, or one JSON object a line (--log-format). */
+enum log_format { LOG_FORMAT_TEXT, LOG_FORMAT_JSON };
+
 /* Sets the threshold and decides, from JOURNAL_STREAM and stderr, whether to
  * write journald priority prefixes instead of timestamps. */
 void log_init(enum log_level level);

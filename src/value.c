@@ -1,7 +1,9 @@
 /* value.c: setting values as text: durations, numbers, lock keys, commands. */
 #include "value.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,79 +143,199 @@ void value_free_words(char **words)
 	free(words);
 }
 
+/* A command line being split: the word under way and the words so far. */
+struct split {
+	const char *s;  /* the next character to read */
+	char *word;     /* never longer than the line */
+	size_t len;
+	bool in_word;   /* "" is a word, so len alone cannot tell */
+	char **argv;
+	size_t argc;
+};
+
+static const char *end_word(struct split *sp)
+{
+	if (sp->in_word && push_word(&sp->argv, &sp->argc, sp->word, sp->len) < 0)
+		return "out of memory";
+	sp->in_word = false;
+	sp->len = 0;
+	return NULL;
+}
+
+/* After an opening quote '\'': everything up to the next one, as it is. */
+static const char *single_quoted(struct split *sp)
+{
+	const char *close = strchr(sp->s, '\'');
+
+	if (!close)
+		return "unterminated single quote";
+	memcpy(sp->word + sp->len, sp->s, (size_t)(close - sp->s));
+	sp->len += (size_t)(close - sp->s);
+	sp->s = close + 1;
+	return NULL;
+}
+
+/* After an opening '"': a backslash quotes only " \ $ ` and a newline
+ * (which then goes, as a line continuation); other backslashes stay. */
+static const char *double_quoted(struct split *sp)
+{
+	for (;;) {
+		char c = *sp->s;
+
+		if (!c)
+			return "unterminated double quote";
+		sp->s++;
+		if (c == '"')
+			return NULL;
+		if (c == '\\' && *sp->s && strchr("\"\\$`\n", *sp->s)) {
+			c = *sp->s++;
+			if (c == '\n')
+				continue;
+		}
+		sp->word[sp->len++] = c;
+	}
+}
+
+/* One character outside quotes, or one quoted run. */
+static const char *split_step(struct split *sp)
+{
+	char c = *sp->s++;
+
+	if (c == '\\' && *sp->s == '\n') {
+		sp->s++; /* a line continuation, as in sh */
+		return NULL;
+	}
+	if (c == ' ' || c == '\t' || c == '\n')
+		return end_word(sp);
+	sp->in_word = true;
+	if (c == '\'')
+		return single_quoted(sp);
+	if (c == '"')
+		return double_quoted(sp);
+	if (c == '\\' && *sp->s)
+		c = *sp->s++;
+	sp->word[sp->len++] = c; /* also a trailing backslash, as sh does */
+	return NULL;
+}
+
 char **value_split_command(const char *s, char *err, size_t errlen)
 {
-	char **argv = NULL, *word = malloc(strlen(s) + 1);
-	size_t argc = 0, len = 0;
-	bool in_word = false;
-	const char *problem = NULL;
+	struct split sp = { .s = s, .word = malloc(strlen(s) + 1) };
+	const char *problem = sp.word ? NULL : "out of memory";
 
-	if (!word)
-		goto out_of_memory;
-	while (*s && !problem) {
-		char c = *s++;
-
-		if (c == '\\' && *s == '\n') {
-			s++; /* a line continuation, as in sh */
-			continue;
-		}
-		if (c == ' ' || c == '\t' || c == '\n') {
-			if (in_word && push_word(&argv, &argc, word, len) < 0)
-				goto out_of_memory;
-			in_word = false;
-			len = 0;
-			continue;
-		}
-		in_word = true;
-		if (c == '\'') {
-			const char *close = strchr(s, '\'');
-
-			if (!close) {
-				problem = "unterminated single quote";
-				break;
-			}
-			memcpy(word + len, s, (size_t)(close - s));
-			len += (size_t)(close - s);
-			s = close + 1;
-		} else if (c == '"') {
-			for (;;) {
-				if (!*s) {
-					problem = "unterminated double quote";
-					break;
-				}
-				c = *s++;
-				if (c == '"')
-					break;
-				if (c == '\\' && *s && strchr("\"\\$`\n", *s)) {
-					if (*s++ == '\n')
-						continue;
-					c = s[-1];
-				}
-				word[len++] = c;
-			}
-		} else if (c == '\\' && *s) {
-			word[len++] = *s++;
-		} else {
-			word[len++] = c; /* also a trailing backslash, as sh does */
-		}
-	}
-	if (!problem && in_word && push_word(&argv, &argc, word, len) < 0)
-		goto out_of_memory;
-	free(word);
-	if (!problem && argc == 0)
+	while (!problem && *sp.s)
+		problem = split_step(&sp);
+	if (!problem)
+		problem = end_word(&sp);
+	free(sp.word);
+	if (!problem && sp.argc == 0)
 		problem = "empty command";
 	if (problem) {
 		snprintf(err, errlen, "%s", problem);
-		value_free_words(argv);
+		value_free_words(sp.argv);
 		return NULL;
 	}
-	return argv;
+	return sp.argv;
+}
 
-out_of_memory:
-	free(word);
-	value_free_words(argv);
-	snprintf(err, errlen, "out of memory");
-	return NULL;
+static bool is_alnum(char c)
+{
+	return is_digit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* A DNS name: dot-separated labels of 1 to 63 letters, digits and hyphens,
+ * a hyphen never first or last in its label. */
+static bool is_host_name(const char *s, size_t n)
+{
+	size_t label = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		bool dot = s[i] == '.';
+
+		if (dot ? label == 0 || s[i - 1] == '-'
+			: !is_alnum(s[i]) && (s[i] != '-' || label == 0))
+			return false;
+		label = dot ? 0 : label + 1;
+		if (label > 63)
+			return false;
+	}
+	return label > 0 && s[n - 1] != '-';
+}
+
+/* An IPv4 or IPv6 address as inet_pton reads it, or a DNS name that does
+ * not look like a broken address (all digits and dots). */
+static bool is_host(const char *s, size_t n, bool bracketed)
+{
+	char copy[VALUE_HOST_MAX];
+	unsigned char addr[16];
+
+	if (n == 0 || n > 253) /* DNS's longest name; fits copy */
+		return false;
+	memcpy(copy, s, n);
+	copy[n] = '\0';
+	if (bracketed)
+		return inet_pton(AF_INET6, copy, addr) == 1;
+	if (strspn(copy, "0123456789.") == n)
+		return inet_pton(AF_INET, copy, addr) == 1;
+	return is_host_name(copy, n);
+}
+
+static bool is_port(const char *s, int64_t *number)
+{
+	return strlen(s) < VALUE_PORT_MAX && is_digit(*s) &&
+	       value_parse_int(s, number) == 0 && *number >= 1 && *number <= 65535;
+}
+
+int value_why(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int value_parse_host_port(const char *s, bool any_host, char *host, char *port,
+			  char *why, size_t whylen)
+{
+	bool bracketed = s[0] == '[';
+	const char *colon = strrchr(s, ':');
+	const char *start = s + bracketed, *end = colon;
+	int64_t number;
+
+	if (!colon)
+		return value_why(why, whylen, "no :PORT");
+	if (bracketed && (colon == s || colon[-1] != ']'))
+		return value_why(why, whylen, "no ]:PORT after an IPv6 address");
+	end -= bracketed;
+	/* "::1:8008" could be read two ways; a URL is no address at all. */
+	if (!bracketed && memchr(s, ':', (size_t)(colon - s)))
+		return value_why(why, whylen, is_host(s, (size_t)(colon - s), true)
+			? "an IPv6 address goes in brackets, as [::1]:8008"
+			: "invalid host name or address");
+	if (end == start && (bracketed || !any_host))
+		return value_why(why, whylen, "no host before :PORT");
+	if (end != start && !is_host(start, (size_t)(end - start), bracketed))
+		return value_why(why, whylen, bracketed ? "invalid IPv6 address"
+						: "invalid host name or address");
+	if (!is_port(colon + 1, &number))
+		return value_why(why, whylen, "the port must be a number from 1 to 65535");
+	memcpy(host, start, (size_t)(end - start));
+	host[end - start] = '\0';
+	snprintf(port, VALUE_PORT_MAX, "%d", (int)number);
+	return 0;
+}
+
+const char *value_printable(const char *s, size_t n, char *buf, size_t len)
+{
+	size_t i = 0;
+
+	for (; i < n && s[i] && i + 1 < len; i++)
+		buf[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+	if (len > 0)
+		buf[i] = '\0';
+	return buf;
 }
 
 /* Values land in one-line messages: quote them, cut them short and make

@@ -29,6 +29,25 @@ char **value_split_command(const char *s, char *err, size_t errlen);
 /* Frees such an argv; NULL is fine. */
 void value_free_words(char **words);
 
+/* HOST:PORT, as an address to listen on or a peer to reach: 127.0.0.1:8008,
+ * [::1]:8008, localhost:8008, or :8008 (every address; only when any_host).
+ * host gets the name or address without brackets ("" for every address),
+ * port the decimal port, 1 to 65535. Returns 0, or -1 with why. */
+#define VALUE_HOST_MAX 256 /* a DNS name is at most 253 characters */
+#define VALUE_PORT_MAX 6
+int value_parse_host_port(const char *s, bool any_host, char *host, char *port,
+			  char *why, size_t whylen);
+
+/* The first n bytes of s at most, for a message: control and non-ASCII
+ * bytes shown as '?', so that input cannot move the cursor, ring the bell
+ * or split the line; cut to len - 1. Returns buf. */
+const char *value_printable(const char *s, size_t n, char *buf, size_t len);
+
+/* Writes the reason a value is refused into why; returns -1, what the
+ * checks and parsers that take a why return. */
+int value_why(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* s in double quotes for a one-line message: cut after 40 characters with
  * "...", control and non-ASCII bytes shown as '?'. len: 48 holds the
  * longest. Returns buf. */

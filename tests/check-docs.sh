@@ -1,27 +1,19 @@
 #!/bin/sh
 # check-docs.sh BINARY: fails when an option or config key is missing from
-# --help, the man pages or conf/pgleader.conf, or an exit code from the man
-# page's EXIT STATUS section.
+# the man pages or conf/pgleader.conf, when they document one that does not
+# exist, or when an exit code is missing from the man page's EXIT STATUS.
 #
-# Options come from `BINARY --help` (every --long-option it prints, and the
-# short ones that start an option line) and from the fixed list below; keys
-# come from every "key: NAME," line in --help and from the fixed list below, so
-# that something dropped from --help is caught too.
+# Options and keys come from `BINARY --help` alone, which src/config.c prints
+# from the same table that parses them: adding a key touches that table, the
+# man pages and conf/pgleader.conf, not this script. --help lists each option
+# on a line of its own, "  -c, --config=FILE ..." or "      --acquire=MODE ...",
+# each key under its option as "  key: NAME, default: ...", and each key of
+# the file and environment only as "  NAME = ...".
 
 # The lists below are blank-separated words, split on purpose.
 # shellcheck disable=SC2086
 set -u
 
-# What pgleader is built with: DESIGN.md section 5 without --metrics-addr,
-# which is not built. A new option or key goes here as well as in the docs.
-OPTIONS="config dsn lock-key lock-name acquire retry-interval ping-interval
-ping-timeout ping-failures server-lease grace-period takeover-delay restart
-nonblock wait-timeout conflict-exit-code shell node-id log-level verbose quiet
-json help version"
-SHORT="c d k n v q h V"
-KEYS="dsn lock_key lock_name acquire retry_interval ping_interval ping_timeout
-ping_failures server_lease grace_period takeover_delay restart wait_timeout
-conflict_exit_code shell node_id log_level command"
 EXIT_CODES="0 3 64 69 75 78 126 127 128+N"
 
 if [ $# -ne 1 ]; then
@@ -60,7 +52,6 @@ render() {
 	mandoc -Tascii "$1" | sed "s/.$bs//g"
 }
 render "$man1" >"$tmp/man1"
-render "$man5" >"$tmp/man5"
 
 # section FILE TITLE: the body of one top-level section of a rendered page.
 section() {
@@ -69,21 +60,18 @@ section() {
 		inside { print }
 	' "$1"
 }
-section "$tmp/man1" OPTIONS >"$tmp/options"
 section "$tmp/man1" "EXIT STATUS" >"$tmp/exit"
-section "$tmp/man1" ENVIRONMENT >"$tmp/environment"
-section "$tmp/man5" KEYS >"$tmp/keys"
-# Tag lines: an entry's head, at most 8 columns in, not its wrapped body.
-grep -E '^ {1,8}-' "$tmp/options" >"$tmp/option_tags"
-grep -E '^ {1,8}[a-z]' "$tmp/keys" >"$tmp/key_tags"
-
-# in_list WORD LIST: whether WORD is one of the words of LIST.
-in_list() {
-	case " $(printf '%s ' $2)" in
-	*" $1 "*) return 0 ;;
-	esac
-	return 1
+# source FILE TITLE: the same from the mdoc source, where an entry's head
+# (.It) cannot be taken for a line of text that happens to start with "-".
+source_section() {
+	awk -v title="$2" '
+		/^\.Sh / { inside = ($0 == ".Sh " title); next }
+		inside { print }
+	' "$1"
 }
+source_section "$man1" OPTIONS | grep -E '^\.It Fl ' >"$tmp/option_tags"
+source_section "$man1" ENVIRONMENT >"$tmp/environment"
+source_section "$man5" KEYS | grep -E '^\.It Cm [a-z]' >"$tmp/key_tags"
 
 failed=0
 fail() {
@@ -91,49 +79,64 @@ fail() {
 	failed=1
 }
 
-# Options.
-help_long=$(grep -oE -- '--[a-z][a-z0-9-]*' "$tmp/help" | sed 's/^--//' | sort -u)
-help_short=$(grep -oE -- '^[[:space:]]+-[A-Za-z]([,[:space:]]|$)' "$tmp/help" |
-	sed -E 's/^[[:space:]]+-//; s/[,[:space:]]*$//' | sort -u)
-for opt in $OPTIONS; do
-	printf '%s\n' "$help_long" | grep -qx -- "$opt" ||
-		fail "option --$opt missing from '$binary --help'"
-done
-for opt in $SHORT; do
-	printf '%s\n' "$help_short" | grep -qx -- "$opt" ||
-		fail "option -$opt missing from '$binary --help'"
-done
-for opt in $(printf '%s\n' $OPTIONS $help_long | sort -u); do
-	grep -qE -- "(^|[^a-z0-9-])--$opt([^a-z0-9-]|\$)" "$tmp/option_tags" ||
-		fail "option --$opt missing from OPTIONS in man/pgleader.1"
-	in_list "$opt" "$OPTIONS" ||
-		fail "option --$opt (in --help) is not in the list in tests/check-docs.sh"
-done
-for opt in $(printf '%s\n' $SHORT $help_short | sort -u); do
-	grep -qE -- "(^|[^A-Za-z0-9-])-$opt([^A-Za-z0-9-]|\$)" "$tmp/option_tags" ||
-		fail "option -$opt missing from OPTIONS in man/pgleader.1"
+# What --help says. An option line starts with two blanks and either "-X, --"
+# or four blanks and "--"; the file-only keys follow their heading.
+options=$(grep -E -- '^  (-[A-Za-z], |    )--[a-z]' "$tmp/help" |
+	sed -E 's/^ *(-[A-Za-z], )?--([a-z][a-z0-9-]*).*/\2/' | sort -u)
+shorts=$(grep -E -- '^  -[A-Za-z], --[a-z]' "$tmp/help" |
+	sed -E 's/^  -([A-Za-z]),.*/\1/' | sort -u)
+keys=$( { grep -E '^ +key: [a-z][a-z0-9_]*,' "$tmp/help" |
+	sed -E 's/^ +key: ([a-z0-9_]+),.*/\1/'
+	sed -n '/^In the file and the environment only:/,/^$/p' "$tmp/help" |
+	grep -E '^  [a-z][a-z0-9_]* = ' | sed -E 's/^  ([a-z0-9_]+) = .*/\1/'
+	} | sort -u)
+# A --help whose layout changed would give nothing here and pass anything.
+for what in options shorts keys; do
+	eval "list=\$$what"
+	if [ -z "$list" ]; then
+		echo "check-docs: no $what found in '$binary --help'; has its layout changed?" >&2
+		exit 1
+	fi
 done
 
-# Config keys.
-# --help prints each option's key on its own line as "  key: NAME, default: ..."
-# and the file-only command as "  command = COMMAND [ARG]...".
-help_keys=$( { grep -oE '^[[:space:]]+key: [a-z][a-z0-9_]*,' "$tmp/help" |
-	sed -E 's/^[[:space:]]+key: //; s/,$//'
-	grep -oE '^[[:space:]]+command = ' "$tmp/help" | sed -E 's/[[:space:]=]//g'
-	} | sort -u)
-for key in $KEYS; do
-	printf '%s\n' "$help_keys" | grep -qx -- "$key" ||
-		fail "key $key missing from '$binary --help' (expected 'key: $key')"
-done
-for key in $(printf '%s\n' $KEYS $help_keys | sort -u); do
-	in_list "$key" "$KEYS" ||
-		fail "key $key (in --help) is not in the list in tests/check-docs.sh"
-	grep -qE -- "^ {1,8}$key( |\$)" "$tmp/key_tags" ||
-		fail "key $key missing from KEYS in man/pgleader.conf.5"
-	grep -qE -- "^[#;]?[[:space:]]*${key}[[:space:]]*=" "$conf" ||
-		fail "key $key missing from conf/pgleader.conf (expected '#$key = ...')"
+# What the documents say: the .It Fl heads of pgleader(1) OPTIONS, the .It Cm
+# heads of pgleader.conf(5) KEYS, the "#key =" lines of conf/pgleader.conf.
+doc_options=$(grep -oE -- 'Fl \\-[a-z][a-z0-9-]*' "$tmp/option_tags" |
+	sed 's/^Fl \\-//' | sort -u)
+doc_shorts=$(grep -oE -- 'Fl [A-Za-z]( |$)' "$tmp/option_tags" |
+	sed -E 's/^Fl ([A-Za-z]).*/\1/' | sort -u)
+doc_keys=$(sed -E 's/^\.It Cm ([a-z][a-z0-9_]*).*/\1/' "$tmp/key_tags" | sort -u)
+conf_keys=$(grep -E '^[#;]?[a-z][a-z0-9_]*[[:space:]]*=' "$conf" |
+	sed -E 's/^[#;]?([a-z0-9_]+).*/\1/' | sort -u)
+
+in_list() {
+	printf '%s\n' $2 | grep -qx -- "$1"
+}
+
+# missing WORDS LIST BEFORE AFTER: fails for each of WORDS not in LIST, with
+# the message BEFORE word AFTER.
+missing() {
+	for word in $1; do
+		in_list "$word" "$2" || fail "$3$word$4"
+	done
+}
+
+missing "$options" "$doc_options" "option --" " missing from OPTIONS in man/pgleader.1"
+missing "$shorts" "$doc_shorts" "option -" " missing from OPTIONS in man/pgleader.1"
+missing "$doc_options" "$options" "man/pgleader.1 documents --" \
+	", which '$binary --help' does not list"
+missing "$doc_shorts" "$shorts" "man/pgleader.1 documents -" \
+	", which '$binary --help' does not list"
+
+missing "$keys" "$doc_keys" "key " " missing from KEYS in man/pgleader.conf.5"
+missing "$keys" "$conf_keys" "key " " missing from conf/pgleader.conf (as a '#key = ...' line)"
+missing "$doc_keys" "$keys" "man/pgleader.conf.5 documents key " \
+	", which '$binary --help' does not list"
+missing "$conf_keys" "$keys" "conf/pgleader.conf sets key " \
+	", which '$binary --help' does not list"
+for key in $keys; do
 	var=PGLEADER_$(printf '%s' "$key" | tr '[:lower:]' '[:upper:]')
-	grep -qE -- "(^|[^A-Z_])$var([^A-Z_]|\$)" "$tmp/environment" ||
+	grep -qE -- "Ev $var( |\$)" "$tmp/environment" ||
 		fail "variable $var missing from ENVIRONMENT in man/pgleader.1"
 done
 

@@ -17,6 +17,7 @@ PACKAGES=(
 	postgresql-15 postgresql-client-15 pgbouncer
 	python3 python3-pytest
 	mandoc valgrind
+	cppcheck shellcheck pmccabe
 	systemd procps iproute2 util-linux
 )
 

@@ -88,3 +88,55 @@ def test_precedence(pg_shared, fleet_shared, ledger, workdir, case):
     holder = h.wait_holder(pg, key, "p")
     assert holder["application_name"] == "pgleader/p"
     assert p.wait(10) == 0
+
+
+@pytest.mark.parametrize("what,why", [
+    ("/dev/zero", "not a regular file (a character device)"),
+    ("/dev/full", "not a regular file (a character device)"),
+    ("fifo", "not a regular file (a FIFO)"),
+    ("directory", "cannot read: Is a directory"),
+    ("big", "larger than 1024 KiB"),
+], ids=["dev-zero", "dev-full", "fifo", "directory", "big"])
+def test_file_that_cannot_be_read(fleet_shared, workdir, what, why):
+    """Only a regular file of at most 1 MiB is read: -c /dev/zero used to grow
+    to gigabytes, and a FIFO without a writer would block for ever. Each is
+    one line and exit 78, at once."""
+    if what == "fifo":
+        path = workdir / "fifo"
+        os.mkfifo(str(path))
+    elif what == "directory":
+        path = workdir
+    elif what == "big":
+        path = workdir / "big.conf"
+        path.write_bytes(b"[pgleader]\n" + b"; padding\n" * (110 * 1024))
+    else:
+        path = what
+    p = fleet_shared.start(None, raw=["-c", str(path), "--", "true"], name="badfile")
+    assert p.wait(bound(5)) == 78, p.text()
+    out = [line for line in p.text().splitlines() if not line.startswith("# ")]
+    assert out == ["pgleader: %s: %s" % (path, why)]
+
+
+@pytest.mark.parametrize("case", [
+    dict(id="argv", raw=["--http-addr", "127.0.0.1:0"], env={}, code=64),
+    dict(id="env", raw=[], env={"PGLEADER_HTTP_ADDR": "::1:8008"}, code=78),
+    dict(id="file", raw=[], env={}, file="http_addr = localhost\n", code=78),
+    dict(id="ttl", raw=["--http-addr", ":8008", "--failsafe-peers", "n=127.0.0.1:8008",
+                        "--failsafe-secret-file", "/nonexistent", "--failsafe-ttl", "5s"],
+         env={}, code=78),
+], ids=lambda c: c["id"])
+def test_new_keys_refused(fleet_shared, workdir, case):
+    """A bad http_addr is one line: 64 on the command line, 78 from the
+    environment or the file; the failsafe timing rule is 78 with its sum."""
+    raw = ["--node-id", "n"] + case["raw"]
+    if "file" in case:
+        conf = workdir / "pgleader.conf"
+        conf.write_text("[pgleader]\n" + case["file"])
+        raw = ["-c", str(conf)] + raw
+    p = fleet_shared.start(None, raw=raw + ["--", "true"], env=case["env"], name="badkey")
+    assert p.wait(bound(5)) == case["code"], p.text()
+    out = [line for line in p.text().splitlines() if not line.startswith("# ")]
+    assert len(out) == 1 and out[0].startswith("pgleader: "), out
+    if case["id"] == "ttl":
+        assert out[0] == ("pgleader: failsafe_ttl 5s must be greater than ping_interval 1s"
+                          " + ping_timeout 2s + grace_period 8s = 11s")

@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define ERRLEN 512
@@ -158,6 +159,11 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("shell", cfg->shell);
 	STR("node_id", cfg->node_id);
 	INT("log_level", cfg->log_level);
+	INT("log_format", cfg->log_format);
+	STR("http_addr", cfg->http_addr);
+	STR("failsafe_peers", cfg->failsafe_peers);
+	STR("failsafe_secret_file", cfg->failsafe_secret_file);
+	INT("failsafe_ttl", cfg->failsafe_ttl_ms);
 	STR("command", join(cfg->command));
 #undef INT
 #undef STR
@@ -217,6 +223,16 @@ static const struct key_case {
 	  "\"has space\" may hold only printable ASCII without spaces" },
 	{ "log_level", "log-level", false, "debug", "7", "loud",
 	  "invalid value \"loud\" (expected error, warning, notice, info, debug)" },
+	{ "log_format", "log-format", false, "json", "1", "yaml",
+	  "invalid value \"yaml\" (expected text, json)" },
+	{ "http_addr", "http-addr", false, "[::1]:8008", "[::1]:8008", "localhost",
+	  "invalid address \"localhost\": no :PORT (examples: 127.0.0.1:8008, [::1]:8008, :8008)" },
+	{ "failsafe_peers", "failsafe-peers", false, "a=10.0.0.1:8008, b=[::1]:8008",
+	  "a=10.0.0.1:8008, b=[::1]:8008", "a=h:1,a=h:2", "node id \"a\" is listed twice" },
+	{ "failsafe_secret_file", "failsafe-secret-file", false, "/etc/pgleader/secret",
+	  "/etc/pgleader/secret", NULL, NULL },
+	{ "failsafe_ttl", "failsafe-ttl", false, "1m", "60000", "0",
+	  "must be greater than 0" },
 	{ "command", NULL, false, "./report --daily 'a b'", "./report|--daily|a b",
 	  "'open", "unterminated single quote" },
 };
@@ -226,9 +242,15 @@ static const struct key_case {
 static const char *const *command_args(const struct key_case *k,
 				       const char *first, const char *second)
 {
-	static const char *args[4];
+	static const char *args[8];
 	size_t n = 0;
 
+	/* what failsafe needs beside its members */
+	if (strcmp(k->key, "failsafe_peers") == 0) {
+		args[n++] = "--http-addr=:8008";
+		args[n++] = "--failsafe-secret-file=/secret";
+		args[n++] = "--node-id=a";
+	}
 	if (first)
 		args[n++] = first;
 	if (second)
@@ -395,6 +417,23 @@ static const struct {
 	{ "restart", "always", "restart", "2", NULL },
 	{ "restart", "no", "restart", "0", NULL },
 	{ "dsn", "", "dsn", "(null)", NULL }, /* back to the libpq environment */
+	{ "http-addr", "127.0.0.1:8008", "http_addr", "127.0.0.1:8008", NULL },
+	{ "http-addr", "[::1]:8008", "http_addr", "[::1]:8008", NULL },
+	{ "http-addr", ":8008", "http_addr", ":8008", NULL },
+	{ "http-addr", "localhost:8008", "http_addr", "localhost:8008", NULL },
+	{ "http-addr", "", "http_addr", "(null)", NULL }, /* off */
+	{ "http-addr", "127.0.0.1:0", NULL, NULL,
+	  "--http-addr: invalid address \"127.0.0.1:0\": the port must be a number from 1 to 65535 (examples: 127.0.0.1:8008, [::1]:8008, :8008)" },
+	{ "http-addr", "::1:8008", NULL, NULL,
+	  "--http-addr: invalid address \"::1:8008\": an IPv6 address goes in brackets, as [::1]:8008 (examples: 127.0.0.1:8008, [::1]:8008, :8008)" },
+	{ "http-addr", "http://localhost:8008/", NULL, NULL,
+	  "--http-addr: invalid address \"http://localhost:8008/\": invalid host name or address (examples: 127.0.0.1:8008, [::1]:8008, :8008)" },
+	{ "http-addr", "8008", NULL, NULL,
+	  "--http-addr: invalid address \"8008\": no :PORT (examples: 127.0.0.1:8008, [::1]:8008, :8008)" },
+	{ "http-addr", "l\x1b[0mocalhost:8008", NULL, NULL,
+	  "--http-addr: invalid address \"l?[0mocalhost:8008\": invalid host name or address (examples: 127.0.0.1:8008, [::1]:8008, :8008)" },
+	{ "log-format", "text", "log_format", "0", NULL },
+	{ "failsafe-ttl", "1ms", "failsafe_ttl", "1", NULL }, /* failsafe off: no rule */
 	{ "lock-key", "-9223372036854775808", "lock_key", "-9223372036854775808", NULL },
 	{ "lock-key", "0xffffffffffffffff", "lock_key", "-1", NULL },
 	{ "lock-key", "0x1ffffffffffffffff", NULL, NULL,
@@ -507,7 +546,10 @@ static const struct {
 	{ "lock_name = a\n", NULL, NULL, { "-k", "9", NULL }, CONFIG_OK, NULL, 9, NULL },
 	{ NULL, NULL, "b", { "-k", "1", "-k", "2", NULL }, CONFIG_OK, NULL, 2, NULL },
 	{ "lock_key = 5\n", "6", NULL, { "-n", "c", NULL }, CONFIG_OK, NULL, 0, "c" },
-	{ "lock_name = a\nlock_name = b\n", NULL, NULL, { NULL }, CONFIG_OK, NULL, 0, "b" },
+	{ "lock_name = a\nlock_name = b\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	  "FILE:3: lock_name: already set on line 2; set it only once", 0, NULL },
+	{ "lock_key = 5\nlock_key = 5\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	  "FILE:3: lock_key: already set on line 2; set it only once", 0, NULL },
 	{ "lock_name = a\n", NULL, NULL, { "-n", "c", "-n", "d", NULL }, CONFIG_OK,
 	  NULL, 0, "d" },
 };
@@ -628,7 +670,14 @@ START_TEST(defaults)
 	ck_assert_int_eq(cfg.wait_timeout_ms, -1);
 	ck_assert_int_eq(cfg.conflict_exit_code, 75);
 	ck_assert(!cfg.shell);
-	ck_assert_ptr_null(cfg.metrics_addr);
+	ck_assert_ptr_null(cfg.http_addr);
+	ck_assert_ptr_null(cfg.failsafe_peers);
+	ck_assert_ptr_null(cfg.peers);
+	ck_assert_uint_eq(cfg.n_peers, 0);
+	ck_assert_ptr_null(cfg.failsafe_secret_file);
+	ck_assert_int_eq(cfg.failsafe_ttl_ms, 15000);
+	ck_assert_int_eq(cfg.log_format, LOG_FORMAT_TEXT);
+	ck_assert(!cfg.watch);
 	ck_assert_int_eq(cfg.log_level, LOG_LEVEL_INFO);
 	ck_assert_str_eq(join(cfg.command), "true");
 	ck_assert(!cfg.status_mode);
@@ -672,6 +721,19 @@ static const struct {
 	  CONFIG_INVALID,
 	  "FILE:5: ping_timeout: invalid duration \"soon\" (examples: 250ms, 5s, 2m)",
 	  NULL, NULL },
+	/* a key given twice: which one was meant? */
+	{ "[pgleader]\ncommand = x\nping_interval = 2s\nping_interval = 3s\n",
+	  CONFIG_INVALID, "FILE:4: ping_interval: already set on line 3; set it only once",
+	  NULL, NULL },
+	{ "[pgleader]\ncommand = x\n; again\n[pgleader]\n\ncommand = y\n", CONFIG_INVALID,
+	  "FILE:6: command: already set on line 2; set it only once", NULL, NULL },
+	/* control characters of the input never reach the terminal raw */
+	{ "[pg\x1b[2Jleader]\n", CONFIG_INVALID,
+	  "FILE:1: unknown section [pg?[2Jleader] (expected [pgleader])", NULL, NULL },
+	{ "[pgleader]\nlock\x07key = 1\n", CONFIG_INVALID,
+	  "FILE:2: unknown key \"lock?key\"", NULL, NULL },
+	{ "[pgleader]\nacquire = \x1b]0;owned\x07\n", CONFIG_INVALID,
+	  "FILE:2: acquire: invalid value \"?]0;owned?\" (expected wait, poll)", NULL, NULL },
 	/* the first error is the one reported, whoever found it */
 	{ "[pgleader]\nbogus = 1\nping_timeout = soon\nnonsense\n", CONFIG_INVALID,
 	  "FILE:2: unknown key \"bogus\"", NULL, NULL },
@@ -702,8 +764,6 @@ static const struct {
 	  "dsn", "password=a;b #c" },
 	{ "[pgleader]\ncommand = x\nnode_id: colon\n", CONFIG_OK, NULL,
 	  "node_id", "colon" },
-	{ "[pgleader]\ncommand = x\nping_interval = 2s\nping_interval = 3s\n", CONFIG_OK,
-	  NULL, "ping_interval", "3000" },
 	{ "[pgleader]\ncommand = x\ndsn = \"quoted\"\n", CONFIG_OK, NULL,
 	  "dsn", "\"quoted\"" },
 	{ "[pgleader]\n[pgleader]\ncommand = x\n", CONFIG_OK, NULL, "command", "x" },
@@ -748,6 +808,82 @@ START_TEST(file_cannot_be_read)
 			      "true", NULL),
 			 CONFIG_INVALID);
 	ck_assert(strstr(err, "nul.conf:2: line holds a NUL byte"));
+
+	/* A path is input too: shown without its control characters. */
+	snprintf(path, sizeof(path), "%s/a\033[2Jb.conf", tmpdir);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), CONFIG_INVALID);
+	snprintf(expected, sizeof(expected), "%s/a?[2Jb.conf: cannot open: %s", tmpdir,
+		 strerror(ENOENT));
+	ck_assert_str_eq(err, expected);
+}
+END_TEST
+
+/* Only a regular file is read, and only up to 1 MiB: /dev/zero would grow
+ * without end, a FIFO would wait for a writer for ever. */
+static const struct {
+	const char *path;  /* NULL: the FIFO */
+	const char *error; /* after "PATH: " */
+} special_cases[] = {
+	{ "/dev/zero", "not a regular file (a character device)" },
+	{ "/dev/full", "not a regular file (a character device)" },
+	{ "/dev/null", "not a regular file (a character device)" },
+	{ NULL, "not a regular file (a FIFO)" },
+};
+
+START_TEST(special_files)
+{
+	struct config cfg;
+	char err[ERRLEN], fifo[PATH_MAX], expected[PATH_MAX + 64];
+	const char *path = special_cases[_i].path;
+
+	if (!path) {
+		snprintf(fifo, sizeof(fifo), "%s/fifo", tmpdir);
+		ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+		path = fifo;
+	}
+	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), CONFIG_INVALID);
+	snprintf(expected, sizeof(expected), "%s: %s", path, special_cases[_i].error);
+	ck_assert_str_eq(err, expected);
+}
+END_TEST
+
+/* "; ..." lines up to exactly n bytes, then "command = x\n" if it fits. */
+static const char *big_file(size_t n)
+{
+	static const char line[] = "; xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n";
+	static const char tail[] = "[pgleader]\ncommand = x\n";
+	char *data = malloc(n);
+	const char *path;
+	size_t used = 0;
+
+	ck_assert_ptr_nonnull(data);
+	while (used + sizeof(line) - 1 <= n - (sizeof(tail) - 1)) {
+		memcpy(data + used, line, sizeof(line) - 1);
+		used += sizeof(line) - 1;
+	}
+	memset(data + used, ';', n - (sizeof(tail) - 1) - used);
+	data[n - sizeof(tail)] = '\n';
+	memcpy(data + n - (sizeof(tail) - 1), tail, sizeof(tail) - 1);
+	path = write_bytes("big.conf", data, n);
+	free(data);
+	return path;
+}
+
+START_TEST(file_size_bound)
+{
+	struct config cfg;
+	char err[ERRLEN], expected[PATH_MAX + 64];
+	const char *path;
+
+	path = big_file(1024 * 1024);
+	ck_assert_msg(load(&cfg, err, "-c", path, NULL) == CONFIG_OK, "%s", err);
+	ck_assert_str_eq(join(cfg.command), "x");
+	config_free(&cfg);
+
+	path = big_file(1024 * 1024 + 1);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, NULL), CONFIG_INVALID);
+	snprintf(expected, sizeof(expected), "%s: larger than 1024 KiB", path);
+	ck_assert_str_eq(err, expected);
 }
 END_TEST
 
@@ -855,6 +991,10 @@ static const struct {
 	  "no command given (usage: pgleader [OPTION]... [--] COMMAND [ARG]...)" },
 	{ { "--ping-interval", "x", "true" }, CONFIG_USAGE,
 	  "--ping-interval: invalid duration \"x\" (examples: 250ms, 5s, 2m)" },
+	{ { "--fo\x1b[2Jo", "true" }, CONFIG_USAGE,
+	  "unknown option --fo?[2Jo; see pgleader --help" },
+	{ { "-\x01", "true" }, CONFIG_USAGE, "unknown option -?; see pgleader --help" },
+	{ { "--ping\n", "true" }, CONFIG_USAGE, "unknown option --ping?; see pgleader --help" },
 	{ { "--log-level", "a\nb\tc", "true" }, CONFIG_USAGE,
 	  "--log-level: invalid value \"a?b?c\" (expected error, warning, notice, info, debug)" },
 	{ { "--help", "--bogus" }, CONFIG_HELP, NULL },
@@ -908,6 +1048,12 @@ static const struct {
 	  "server_lease 1s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 2s + grace_period 8s = 13s" },
 	{ { "--json", "--", "status" }, CONFIG_USAGE, false, false, NULL,
 	  "--json is only valid with 'pgleader status'" },
+	{ { "status", "--watch" }, CONFIG_OK, true, false, "", NULL },
+	{ { "--watch", "status", "--json" }, CONFIG_OK, true, true, "", NULL },
+	{ { "--watch", "true" }, CONFIG_USAGE, false, false, NULL,
+	  "--watch is only valid with 'pgleader status'" },
+	{ { "status", "--watch=yes" }, CONFIG_USAGE, false, false, NULL,
+	  "--watch takes no value" },
 };
 
 START_TEST(status_mode)
@@ -923,6 +1069,9 @@ START_TEST(status_mode)
 	}
 	ck_assert_int_eq(cfg.status_mode, status_cases[_i].status);
 	ck_assert_int_eq(cfg.json, status_cases[_i].json);
+	ck_assert_int_eq(cfg.watch, strcmp(status_cases[_i].args[0], "--watch") == 0 ||
+				    strcmp(status_cases[_i].args[1] ? status_cases[_i].args[1]
+								    : "", "--watch") == 0);
 	if (cfg.status_mode)
 		ck_assert_ptr_null(cfg.command);
 	ck_assert_str_eq(join(cfg.command), status_cases[_i].command);
@@ -1062,6 +1211,122 @@ START_TEST(timing_rule)
 }
 END_TEST
 
+/* args go before the command "true", or end with "status"; NULL error:
+ * loads. */
+static const struct {
+	const char *args[10];
+	enum config_result result;
+	const char *error;
+} failsafe_cases[] = {
+#define FS "--http-addr=:8008", "--failsafe-secret-file=/secret", "--node-id=a"
+	{ { FS, "--failsafe-peers=a=h:1" }, CONFIG_OK, NULL },
+	{ { FS, "--failsafe-peers=b=h:1, a=h:2 ,c=[::1]:3" }, CONFIG_OK, NULL },
+	{ { FS, "--failsafe-peers=" }, CONFIG_OK, NULL }, /* off */
+	{ { "--failsafe-peers=a=h:1", "--node-id=a", "--failsafe-secret-file=/s" },
+	  CONFIG_INVALID, "failsafe_peers needs http_addr: the members talk over HTTP" },
+	{ { "--failsafe-peers=a=h:1", "--node-id=a", "--http-addr=:1" },
+	  CONFIG_INVALID, "failsafe_peers needs failsafe_secret_file" },
+	{ { FS, "--failsafe-peers=b=h:1,c=h:2" }, CONFIG_INVALID,
+	  "failsafe_peers must list this node, node_id \"a\"" },
+	{ { FS, "--failsafe-peers=A=h:1" }, CONFIG_INVALID,
+	  "failsafe_peers must list this node, node_id \"a\"" },
+	{ { FS, "--failsafe-peers=a=h:1", "--failsafe-ttl=11s" }, CONFIG_INVALID,
+	  "failsafe_ttl 11s must be greater than ping_interval 1s + ping_timeout 2s + grace_period 8s = 11s" },
+	{ { FS, "--failsafe-peers=a=h:1", "--failsafe-ttl=11001ms" }, CONFIG_OK, NULL },
+	{ { FS, "--failsafe-peers=a=h:1", "--ping-interval=250ms", "--ping-timeout=500ms",
+	    "--grace-period=2s", "--failsafe-ttl=2.75s", "--server-lease=0" },
+	  CONFIG_INVALID,
+	  "failsafe_ttl 2.75s must be greater than ping_interval 250ms + ping_timeout 500ms + grace_period 2s = 2.75s" },
+	{ { FS, "--failsafe-peers=a", "--failsafe-ttl=1s" }, CONFIG_USAGE,
+	  "--failsafe-peers: member \"a\" is not ID=HOST:PORT" },
+	{ { FS, "--failsafe-peers=a=h:1,,b=h:2" }, CONFIG_USAGE,
+	  "--failsafe-peers: empty member in the list (expected ID=HOST:PORT,...)" },
+	{ { FS, "--failsafe-peers=a=h:1," }, CONFIG_USAGE,
+	  "--failsafe-peers: empty member in the list (expected ID=HOST:PORT,...)" },
+	{ { FS, "--failsafe-peers==h:1" }, CONFIG_USAGE,
+	  "--failsafe-peers: node id \"\" must have 1 to 54 characters" },
+	{ { FS, "--failsafe-peers=a b=h:1" }, CONFIG_USAGE,
+	  "--failsafe-peers: node id \"a b\" may hold only printable ASCII without spaces" },
+	{ { FS, "--failsafe-peers=a=h" }, CONFIG_USAGE,
+	  "--failsafe-peers: member a: invalid address \"h\": no :PORT" },
+	{ { FS, "--failsafe-peers=a=:8008" }, CONFIG_USAGE,
+	  "--failsafe-peers: member a: invalid address \":8008\": no host before :PORT" },
+	{ { FS, "--failsafe-peers=a=h:1,b=h:99999" }, CONFIG_USAGE,
+	  "--failsafe-peers: member b: invalid address \"h:99999\": the port must be a number from 1 to 65535" },
+	{ { FS, "--failsafe-peers=a=h:1,b=x:2,a=y:3" }, CONFIG_USAGE,
+	  "--failsafe-peers: node id \"a\" is listed twice" },
+	/* status may run anywhere: it need not be a member */
+	{ { FS, "--failsafe-peers=b=h:1", "status" }, CONFIG_OK, NULL },
+	{ { FS, "--failsafe-peers=b=h:1", "--failsafe-ttl=1s", "status" }, CONFIG_INVALID,
+	  "failsafe_ttl 1s must be greater than ping_interval 1s + ping_timeout 2s + grace_period 8s = 11s" },
+#undef FS
+};
+
+START_TEST(failsafe_rules)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	const char *args[12];
+	size_t n = 0;
+	enum config_result result;
+
+	for (const char *const *a = failsafe_cases[_i].args; *a; a++)
+		args[n++] = *a;
+	if (strcmp(args[n - 1], "status") != 0)
+		args[n++] = "true";
+	args[n] = NULL;
+	result = load_args(&cfg, err, args);
+	ck_assert_msg(result == failsafe_cases[_i].result, "%d: %s", result, err);
+	if (failsafe_cases[_i].error)
+		ck_assert_str_eq(err, failsafe_cases[_i].error);
+	config_free(&cfg);
+}
+END_TEST
+
+/* The list as the failsafe module gets it, from every layer. */
+START_TEST(failsafe_peers_parsed)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	const char *path = write_file("[pgleader]\nhttp_addr = [::]:8008\n"
+				      "failsafe_secret_file = /etc/pgleader/secret\n"
+				      "failsafe_peers = db-1=10.0.0.1:8008, db-2=[fe80::2]:18008 ,"
+				      "\tdb-3=node3.example:1\n"
+				      "node_id = db-2\ncommand = x\n");
+
+	ck_assert_msg(load(&cfg, err, "-c", path, NULL) == CONFIG_OK, "%s", err);
+	ck_assert_uint_eq(cfg.n_peers, 3);
+	ck_assert_str_eq(cfg.peers[0].node_id, "db-1");
+	ck_assert_str_eq(cfg.peers[0].host, "10.0.0.1");
+	ck_assert_str_eq(cfg.peers[0].port, "8008");
+	ck_assert_str_eq(cfg.peers[1].node_id, "db-2");
+	ck_assert_str_eq(cfg.peers[1].host, "fe80::2");
+	ck_assert_str_eq(cfg.peers[1].port, "18008");
+	ck_assert_str_eq(cfg.peers[2].node_id, "db-3");
+	ck_assert_str_eq(cfg.peers[2].host, "node3.example");
+	ck_assert_str_eq(cfg.peers[2].port, "1");
+	ck_assert_str_eq(cfg.http_addr, "[::]:8008");
+	ck_assert_str_eq(cfg.failsafe_secret_file, "/etc/pgleader/secret");
+	ck_assert_int_eq(cfg.failsafe_ttl_ms, 15000);
+	config_free(&cfg);
+
+	/* the command line's list replaces the file's */
+	ck_assert_msg(load(&cfg, err, "-c", path, "--failsafe-peers=db-2=h:1", NULL)
+		      == CONFIG_OK, "%s", err);
+	ck_assert_uint_eq(cfg.n_peers, 1);
+	config_free(&cfg);
+
+	/* off: nothing parsed */
+	setenv("PGLEADER_FAILSAFE_PEERS", "db-2=h:1", 1);
+	ck_assert_msg(load(&cfg, err, "-c", path, "--failsafe-peers=", NULL) == CONFIG_OK,
+		      "%s", err);
+	ck_assert_ptr_null(cfg.failsafe_peers);
+	ck_assert_ptr_null(cfg.peers);
+	ck_assert_uint_eq(cfg.n_peers, 0);
+	config_free(&cfg);
+}
+END_TEST
+
 /* ---- exit codes, one row per class of error ---- */
 
 static const struct {
@@ -1096,6 +1361,18 @@ static const struct {
 	{ "missing file", NULL, "PGLEADER_CONFIG", "/nonexistent/pgleader.conf",
 	  { "true" }, CONFIG_INVALID },
 	{ "timing rule", NULL, NULL, NULL, { "--server-lease=1s", "true" }, CONFIG_INVALID },
+	{ "bad http_addr, argv", NULL, NULL, NULL, { "--http-addr=x", "true" }, CONFIG_USAGE },
+	{ "bad http_addr, file", "[pgleader]\nhttp_addr = x:0\n", NULL, NULL, { "true" },
+	  CONFIG_INVALID },
+	{ "bad http_addr, env", NULL, "PGLEADER_HTTP_ADDR", ":http", { "true" },
+	  CONFIG_INVALID },
+	{ "bad log_format", NULL, "PGLEADER_LOG_FORMAT", "xml", { "true" }, CONFIG_INVALID },
+	{ "failsafe without http_addr", "[pgleader]\nfailsafe_peers = a=h:1\n", NULL, NULL,
+	  { "--node-id=a", "--failsafe-secret-file=/s", "true" }, CONFIG_INVALID },
+	{ "failsafe timing rule", NULL, "PGLEADER_FAILSAFE_TTL", "5s",
+	  { "--node-id=a", "--failsafe-secret-file=/s", "--http-addr=:1",
+	    "--failsafe-peers=a=h:1", "true" }, CONFIG_INVALID },
+	{ "watch without status", NULL, NULL, NULL, { "--watch", "x" }, CONFIG_USAGE },
 	/* a command line mistake is a usage error, whatever else is wrong */
 	{ "bad option value, bad file", "[pgleader]\nacquire = x\n", NULL, NULL,
 	  { "-k", "x", "true" }, CONFIG_USAGE },
@@ -1173,6 +1450,8 @@ static Suite *config_suite(void)
 		ONCE(defaults),
 		LOOP(file, file_cases),
 		ONCE(file_cannot_be_read),
+		LOOP(special_files, special_cases),
+		ONCE(file_size_bound),
 		LOOP(line_length, line_cases),
 		ONCE(inih_own_boundary),
 		LOOP(options, option_cases),
@@ -1182,6 +1461,8 @@ static Suite *config_suite(void)
 		ONCE(verbosity_applies_after_all_layers),
 		ONCE(shell_keeps_the_line_whole),
 		LOOP(timing_rule, timing_cases),
+		LOOP(failsafe_rules, failsafe_cases),
+		ONCE(failsafe_peers_parsed),
 		LOOP(exit_codes, exit_cases),
 		ONCE(failure_leaves_nothing),
 #undef LOOP

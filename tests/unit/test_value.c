@@ -219,6 +219,92 @@ START_TEST(split_command)
 }
 END_TEST
 
+/* ---- addresses ---- */
+
+/* host and port as parsed; host NULL: an error, with this reason. */
+static const struct {
+	const char *text;
+	bool any_host;
+	const char *host, *port;
+} host_port_cases[] = {
+	{ "127.0.0.1:8008", true, "127.0.0.1", "8008" },
+	{ "[::1]:8008", true, "::1", "8008" },
+	{ "[fe80::1%eth0]:8008", true, NULL, "invalid IPv6 address" },
+	{ "[2001:db8::7]:1", true, "2001:db8::7", "1" },
+	{ ":8008", true, "", "8008" },
+	{ ":8008", false, NULL, "no host before :PORT" },
+	{ "[]:8008", true, NULL, "no host before :PORT" },
+	{ "localhost:8008", false, "localhost", "8008" },
+	{ "db-1.example.com:65535", false, "db-1.example.com", "65535" },
+	{ "node3:080", false, "node3", "80" },
+	{ "localhost", true, NULL, "no :PORT" },
+	{ "localhost:", true, NULL, "the port must be a number from 1 to 65535" },
+	{ "localhost:0", true, NULL, "the port must be a number from 1 to 65535" },
+	{ "localhost:65536", true, NULL, "the port must be a number from 1 to 65535" },
+	{ "localhost:-1", true, NULL, "the port must be a number from 1 to 65535" },
+	{ "localhost:+80", true, NULL, "the port must be a number from 1 to 65535" },
+	{ "localhost:http", true, NULL, "the port must be a number from 1 to 65535" },
+	{ "localhost:8008 ", true, NULL, "the port must be a number from 1 to 65535" },
+	{ "localhost:0000080", true, NULL, "the port must be a number from 1 to 65535" },
+	{ "::1:8008", true, NULL, "an IPv6 address goes in brackets, as [::1]:8008" },
+	{ "[::1]8008", true, NULL, "no ]:PORT after an IPv6 address" },
+	{ "[::1:8008", true, NULL, "no ]:PORT after an IPv6 address" },
+	{ "[127.0.0.1]:8008", true, NULL, "invalid IPv6 address" },
+	{ "256.0.0.1:8008", true, NULL, "invalid host name or address" },
+	{ "1.2.3:8008", true, NULL, "invalid host name or address" },
+	{ "-a.example:8008", true, NULL, "invalid host name or address" },
+	{ "a-.example:8008", true, NULL, "invalid host name or address" },
+	{ "a..example:8008", true, NULL, "invalid host name or address" },
+	{ "a.example.:8008", true, NULL, "invalid host name or address" },
+	{ "a b:8008", true, NULL, "invalid host name or address" },
+	{ "a\n:8008", true, NULL, "invalid host name or address" },
+	{ "*:8008", true, NULL, "invalid host name or address" },
+	{ "user@host:8008", true, NULL, "invalid host name or address" },
+	{ "http://host:8008", true, NULL, "invalid host name or address" },
+	{ "2001:db8::7:8008", true, NULL, "an IPv6 address goes in brackets, as [::1]:8008" },
+	{ "a123456789012345678901234567890123456789012345678901234567890123.b:1",
+	  true, NULL, "invalid host name or address" },
+	{ "a12345678901234567890123456789012345678901234567890123456789012.b:1",
+	  true, "a12345678901234567890123456789012345678901234567890123456789012.b", "1" },
+};
+
+START_TEST(host_port)
+{
+	char host[VALUE_HOST_MAX] = "unset", port[VALUE_PORT_MAX] = "unset";
+	char why[ERRLEN] = "";
+	int result = value_parse_host_port(host_port_cases[_i].text,
+					   host_port_cases[_i].any_host, host, port,
+					   why, sizeof(why));
+
+	if (host_port_cases[_i].host) {
+		ck_assert_msg(result == 0, "%s: %s", host_port_cases[_i].text, why);
+		ck_assert_str_eq(host, host_port_cases[_i].host);
+		ck_assert_str_eq(port, host_port_cases[_i].port);
+	} else {
+		ck_assert_int_eq(result, -1);
+		ck_assert_str_eq(why, host_port_cases[_i].port);
+		ck_assert_str_eq(host, "unset");
+	}
+}
+END_TEST
+
+/* A name of 253 characters is the longest DNS allows; inet_pton's and
+ * our buffers must take it. */
+START_TEST(host_name_length)
+{
+	char text[300], host[VALUE_HOST_MAX], port[VALUE_PORT_MAX], why[ERRLEN];
+
+	for (size_t len = 252; len <= 254; len++) {
+		memset(text, 'a', len);
+		for (size_t i = 50; i < len; i += 50)
+			text[i] = '.';
+		strcpy(text + len, ":1");
+		ck_assert_int_eq(value_parse_host_port(text, false, host, port, why,
+						       sizeof(why)), (len <= 253 ? 0 : -1));
+	}
+}
+END_TEST
+
 /* ---- quoting for messages ---- */
 
 static const struct {
@@ -251,6 +337,31 @@ START_TEST(quote)
 }
 END_TEST
 
+static const struct {
+	const char *text;
+	size_t n, len;
+	const char *shown;
+} printable_cases[] = {
+	{ "--foo", 64, 64, "--foo" },
+	{ "--fo\x1b[2Jo", 64, 64, "--fo?[2Jo" },
+	{ "a\nb\rc\td\x7f", 64, 64, "a?b?c?d?" },
+	{ "caf\xc3\xa9", 64, 64, "caf??" },
+	{ "abcdef", 3, 64, "abc" },
+	{ "abcdef", 64, 4, "abc" },
+	{ "", 64, 64, "" },
+};
+
+START_TEST(printable)
+{
+	char buf[64];
+
+	memset(buf, 'x', sizeof(buf));
+	ck_assert_str_eq(value_printable(printable_cases[_i].text, printable_cases[_i].n,
+					 buf, printable_cases[_i].len),
+			 printable_cases[_i].shown);
+}
+END_TEST
+
 static Suite *value_suite(void)
 {
 	Suite *s = suite_create("value");
@@ -267,6 +378,9 @@ static Suite *value_suite(void)
 		LOOP(lock_key, lock_key_cases),
 		LOOP(split_command, split_cases),
 		LOOP(quote, quote_cases),
+		LOOP(host_port, host_port_cases),
+		{ "host_name_length", host_name_length, 1 },
+		LOOP(printable, printable_cases),
 #undef LOOP
 	};
 

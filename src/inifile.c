@@ -1,0 +1,218 @@
+/* inifile.c: an INI file of one section, read whole with a size bound and
+ * handed to inih line by line, with file:line messages. */
+#include "inifile.h"
+#include "value.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct reader {
+	const char *section;
+	inifile_key_fn key;
+	void *user;
+	char *err;
+	size_t errlen;
+	bool failed;
+	char *path;  /* as shown in messages */
+	int line;
+	char *data;  /* the whole file, NUL-terminated; lines cut in place */
+	size_t size, next;
+};
+
+__attribute__((format(printf, 2, 3)))
+static int fail(struct reader *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->err, r->errlen, fmt, ap);
+	va_end(ap);
+	r->failed = true;
+	return -1;
+}
+
+static const char *file_kind(mode_t mode)
+{
+	return S_ISCHR(mode) ? "a character device" : S_ISBLK(mode) ? "a block device"
+	     : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket" : "not a file";
+}
+
+static int check_type(struct reader *r, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return fail(r, "%s: cannot read: %s", r->path, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		return fail(r, "%s: cannot read: %s", r->path, strerror(EISDIR));
+	if (!S_ISREG(st.st_mode))
+		return fail(r, "%s: not a regular file (%s)", r->path,
+			    file_kind(st.st_mode));
+	return 0;
+}
+
+/* Reads until the end, or until the file proves larger than INIFILE_MAX:
+ * at most twice that is ever held. */
+static int read_whole(struct reader *r, int fd)
+{
+	size_t cap = 0;
+	ssize_t n = 1;
+
+	while (n > 0 && r->size <= INIFILE_MAX) {
+		if (r->size + 1 >= cap) {
+			char *grown = realloc(r->data, cap = cap ? 2 * cap : 4096);
+
+			if (!grown)
+				return fail(r, "%s: out of memory", r->path);
+			r->data = grown;
+		}
+		n = read(fd, r->data + r->size, cap - r->size - 1);
+		if (n > 0)
+			r->size += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			n = 1;
+	}
+	if (n < 0)
+		return fail(r, "%s: cannot read: %s", r->path, strerror(errno));
+	if (r->size > INIFILE_MAX)
+		return fail(r, "%s: larger than %d KiB", r->path, INIFILE_MAX / 1024);
+	r->data[r->size] = '\0';
+	return 0;
+}
+
+/* The next line, without its line end; NULL at the end or on a NUL byte. */
+static char *next_line(struct reader *r)
+{
+	char *line = r->data + r->next, *end;
+	size_t len;
+
+	if (r->next >= r->size)
+		return NULL;
+	end = memchr(line, '\n', r->size - r->next);
+	len = end ? (size_t)(end - line) : r->size - r->next;
+	r->next += len + (end != NULL);
+	line[len] = '\0';
+	r->line++;
+	/* cppcheck-suppress knownConditionTrueFalse ; an empty line has len 0 */
+	if (len > 0 && line[len - 1] == '\r')
+		line[--len] = '\0';
+	if (strlen(line) != len) {
+		fail(r, "%s:%d: line holds a NUL byte", r->path, r->line);
+		return NULL;
+	}
+	return line;
+}
+
+/* inih passes a section's name on only with the keys under it: check each
+ * header as it is read, so that an empty unknown section is caught too. */
+static int check_section(struct reader *r, char *start)
+{
+	char *close = strchr(start, ']'), *after;
+	char shown[64];
+	int result = 0;
+
+	if (!close)
+		return 0; /* inih reports the syntax error */
+	after = close + 1 + strspn(close + 1, " \t");
+	*close = '\0';
+	if (strcmp(start + 1, r->section) != 0)
+		result = fail(r, "%s:%d: unknown section [%s] (expected [%s])", r->path,
+			      r->line, value_printable(start + 1, 40, shown, sizeof(shown)),
+			      r->section);
+	else if (*after && *after != ';' && *after != '#')
+		result = fail(r, "%s:%d: unexpected text after [%s]", r->path, r->line,
+			      r->section);
+	*close = ']';
+	return result;
+}
+
+/* inih's own reader would cut a long line in two and parse the rest as a
+ * new line; this one refuses it, counts lines for messages and checks
+ * section names. */
+static char *read_line_cb(char *buf, int size, void *stream)
+{
+	struct reader *r = stream;
+	char *line, *start;
+
+	if (r->failed || !(line = next_line(r)))
+		return NULL;
+	if (strlen(line) > (size_t)size - 1) {
+		fail(r, "%s:%d: line is longer than %d characters", r->path, r->line,
+		     size - 1);
+		return NULL;
+	}
+	start = line;
+	if (r->line == 1 && strncmp(start, "\xef\xbb\xbf", 3) == 0)
+		start += 3;
+	/* Indented lines are plain lines: inih would glue them to the value
+	 * above as a continuation, which nobody expects in a daemon's file. */
+	start += strspn(start, " \t");
+	if (*start == '[' && check_section(r, start) < 0)
+		return NULL;
+	memcpy(buf, start, strlen(start) + 1);
+	return buf;
+}
+
+static int ini_handler_cb(void *user, const char *section, const char *name,
+			  const char *value)
+{
+	struct reader *r = user;
+	char shown[64];
+
+	if (r->failed)
+		return 0;
+	if (strcmp(section, r->section) != 0) {
+		fail(r, "%s:%d: key %s is outside the [%s] section", r->path, r->line,
+		     value_quote(name, shown, sizeof(shown)), r->section);
+		return 0;
+	}
+	if (r->key(r->user, r->line, name, value) < 0)
+		r->failed = true;
+	return !r->failed;
+}
+
+static int parse(struct reader *r)
+{
+	int first_error = ini_parse_stream(read_line_cb, r, ini_handler_cb, r);
+
+	/* inih goes on after its own syntax errors, and reports only the
+	 * line; ours stop the reader, so an earlier inih line came first. */
+	if (first_error > 0 && (!r->failed || first_error < r->line))
+		return fail(r, "%s:%d: syntax error (expected key = value or [%s])",
+			    r->path, first_error, r->section);
+	if (first_error < 0 && !r->failed)
+		return fail(r, "%s: out of memory", r->path);
+	return r->failed ? -1 : 0;
+}
+
+int inifile_read(const char *path, const char *section, inifile_key_fn key,
+		 void *user, char *err, size_t errlen)
+{
+	struct reader r = { .section = section, .key = key, .user = user,
+			    .err = err, .errlen = errlen };
+	int fd, result;
+
+	if (!(r.path = strdup(path))) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	value_printable(path, strlen(path), r.path, strlen(path) + 1);
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
+		result = fail(&r, "%s: cannot open: %s", r.path, strerror(errno));
+	else if ((result = check_type(&r, fd)) == 0 && (result = read_whole(&r, fd)) == 0)
+		result = parse(&r);
+	if (fd >= 0)
+		close(fd);
+	free(r.data);
+	free(r.path);
+	return result;
+}
