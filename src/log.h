@@ -1,4 +1,5 @@
-/* log.h: leveled logging to stderr, journald-aware, with password redaction. */
+/* log.h: leveled logging to stderr (text or JSON lines), journald-aware,
+ * with password redaction. */
 #ifndef PGLEADER_LOG_H
 #define PGLEADER_LOG_H
 
@@ -17,15 +18,39 @@ enum log_level {
 	LOG_LEVEL_DEBUG = 7,
 };
 
-/* How lines are written: text, or one JSON object a line (--log-format). */
+/* text: "TIME pgleader[PID] LEVEL: MESSAGE", or under journald the message
+ * with its fields sent natively; json: one JSON object a line. */
 enum log_format { LOG_FORMAT_TEXT, LOG_FORMAT_JSON };
 
+/* What a line is about. NULL strings and a command_pid of 0 are absent.
+ * lock_key is a string because JSON readers often hold numbers in doubles. */
+struct log_fields {
+	const char *state;     /* election state: "leader", "standby", ... */
+	const char *lock_key;  /* decimal int64 */
+	const char *node_id;
+	const char *reason;    /* why, for a loss or an exit: "ping timeout" */
+	long command_pid;
+};
+
 /* Sets the threshold and decides, from JOURNAL_STREAM and stderr, whether to
- * write journald priority prefixes instead of timestamps. */
+ * write journald priority prefixes instead of timestamps, and whether to send
+ * lines with their fields to the journal natively (stderr is the journal's
+ * stream socket). */
 void log_init(enum log_level level);
 void log_set_level(enum log_level level);
 enum log_level log_get_level(void);
+void log_set_format(enum log_format format);
 
+/* Fields every later line carries (copied; NULL clears them all), e.g. the
+ * node id and lock key once known and the state on every change. A field
+ * given to log_event wins over the same field here. */
+void log_set_context(const struct log_fields *fields);
+
+/* One line with fields (f may be NULL) on top of the context's. */
+void log_event(enum log_level level, const struct log_fields *f, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* One line with only the context's fields. */
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -40,5 +65,12 @@ void log_msg(enum log_level level, const char *fmt, ...)
  * "postgres[ql]://user:password@" URI. Returns s. Every log line goes through
  * it; main also uses it to scrub argv so that ps never shows a password. */
 char *log_redact(char *s);
+
+/* Copies src into dst (size bytes, always terminated, cut at a character
+ * boundary) with each byte that is not part of valid UTF-8 (RFC 3629)
+ * replaced by U+FFFD, so that jansson accepts it: a message or a foreign
+ * session's name may carry any byte. Returns dst. size >= 3 * strlen(src) + 1
+ * never truncates. */
+char *log_utf8_copy(char *dst, size_t size, const char *src);
 
 #endif

@@ -1,34 +1,55 @@
-/* status.c: "pgleader status": the lease holder and its standbys, from pg_locks. */
+/* status.c: "pgleader status": the lease holder, its standbys and the fences,
+ * from pg_locks, once or on every change. */
 #include "status.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include <jansson.h>
 #include <libpq-fe.h>
 
 #include "log.h"
+#include "wire.h"
 
 #define STATUS_LEADER 0
 #define STATUS_NO_LEADER 3
 #define STATUS_UNAVAILABLE 69 /* EX_UNAVAILABLE */
 
-#define NODE_PREFIX "pgleader/"
+/* How often --watch looks: a change shows within this, at one small query
+ * per look. */
+#define WATCH_INTERVAL_MS 250
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 enum role {
 	ROLE_LEADER,
-	ROLE_HOLDER,  /* a second granted holder: only possible in shared mode */
-	ROLE_WAITING, /* queued in pg_advisory_lock (wait mode) */
-	ROLE_IDLE,    /* a pgleader session holding and awaiting no advisory lock */
+	ROLE_HOLDER,       /* a second granted holder: only possible in shared mode */
+	ROLE_WAITING,      /* queued in pg_advisory_lock (wait mode) */
+	ROLE_IDLE,         /* holds and awaits nothing: poll mode, between tries */
+	ROLE_FENCE_HELD,   /* a node's second session, holding the fence */
+	ROLE_FENCE_WAITING,
+	ROLE_FENCE_IDLE,
 };
 
-static const char *const role_json[] = { "leader", "holding", "waiting", "idle" };
+static const char *const role_json[] = { "leader", "holding", "waiting", "idle",
+	"holding", "waiting", "idle" };
 static const char *const role_label[] = { "leader:  ", "holder:  ", "standby: ",
-	"standby: " };
+	"standby: ", "fence:   ", "fence:   ", "fence:   " };
 static const char *const role_text[] = { "", "  also holds the lock (shared mode)",
-	"  waiting", "  idle (poll mode or between attempts)" };
+	"  waiting", "  idle (poll mode or between attempts)", "  holds the fence",
+	"  waiting for the fence", "  idle, ready to take the fence" };
+
+static bool is_fence(enum role r)
+{
+	return r >= ROLE_FENCE_HELD;
+}
 
 /* One row of the query; strings point into the PGresult, NULL when SQL NULL
  * (pg_stat_activity hides most columns of other roles' sessions from a user
@@ -40,15 +61,26 @@ struct session {
 	const char *pid;
 	const char *connected_since;
 	const char *waiting_since;
+	const char *leader_since;    /* from the leader's tag (wire.h) */
 	const char *session_state;
 	enum role role;
 	char label[80];              /* what the text output shows as node id */
+};
+
+/* One look at the lock. */
+struct snapshot {
+	PGresult *res;
+	struct session *s;
+	int n;
+	bool leader;                 /* s[0] is the leader */
 };
 
 /* libpq's messages span lines ("connection to server ... failed: ...\n\tIs
  * the server running ...") and can quote the DSN: redact the whole message
  * first, so that truncation cannot hide a password from log_redact(), then
  * fold every run of white space into one space. */
+static bool quiet; /* --watch: said once per outage */
+
 static void fail(const char *what, const char *msg)
 {
 	char line[1024];
@@ -69,7 +101,8 @@ static void fail(const char *what, const char *msg)
 	}
 	line[n] = '\0';
 	free(copy);
-	fprintf(stderr, "pgleader: %s: %s\n", what, line);
+	if (!quiet)
+		fprintf(stderr, "pgleader: %s: %s\n", what, line);
 }
 
 static PGconn *connect_db(const struct config *cfg)
@@ -79,10 +112,11 @@ static PGconn *connect_db(const struct config *cfg)
 	 * that the DSN, or PGCONNECT_TIMEOUT when it is set, decides. The two
 	 * after it win: a "pgleader/..." name from the DSN would make this
 	 * session look like a standby to another status run, and the JSON
-	 * escaper expects UTF-8. */
+	 * output wants UTF-8. */
 	const char *keys[] = { "connect_timeout", "dbname", "application_name",
 			       "client_encoding", NULL };
-	const char *vals[] = { getenv("PGCONNECT_TIMEOUT") ? NULL : "10", cfg->dsn,
+	const char *vals[] = { getenv("PGCONNECT_TIMEOUT") ? NULL
+			       : STR(WIRE_CONNECT_TIMEOUT_DEFAULT), cfg->dsn,
 			       "pgleader-status", "UTF8", NULL };
 	PGconn *conn = PQconnectdbParams(keys, vals, 1);
 
@@ -112,32 +146,47 @@ static PGresult *query(PGconn *conn, const char *sql, int nparams,
 }
 
 /* The lease's advisory lock on one bigint shows in pg_locks as classid =
- * high 32 bits, objid = low 32 bits, objsubid = 1 (the two-int4 form uses 2),
- * in the database of the session that took it. Idle standbys are pgleader
- * sessions of this database with no advisory lock row at all: one that waits
- * for, or holds, another key belongs to another fleet. */
+ * high 32 bits, objid = low 32 bits, objsubid = 1; the fence, the two-int4
+ * form of the same 64 bits, as the same classid and objid with objsubid = 2;
+ * both in the database of the session that took them.
+ *
+ * A session that holds or awaits neither shows only through
+ * pg_stat_activity: its last statement, never the statement's parameters.
+ * pgleader tags every statement of its sessions (WIRE_TAG_*), so that an
+ * idle session tagged with another key is left out, and one tagged with
+ * this key is a standby between tries (lock) or a fence connection kept
+ * ready (fence). An idle pgleader session without a tag (a pgleader without
+ * tags, or a statement hidden from a role without pg_read_all_stats) cannot
+ * say which lock it is for: it is shown as an idle standby. A session that
+ * holds or awaits another advisory lock belongs to another fleet.
+ * $1 the key, $2 WIRE_TAG_RE. */
 #define SESSIONS_SQL(waitstart) \
 	"WITH k AS (SELECT (($1::bigint >> 32) & 4294967295)::oid AS k_class,\n" \
 	"                  ($1::bigint & 4294967295)::oid AS k_obj,\n" \
 	"                  (SELECT oid FROM pg_database WHERE datname = current_database()) AS k_db),\n" \
-	"     l AS (SELECT pid, granted, " waitstart " AS waitstart FROM pg_locks, k\n" \
+	"     l AS (SELECT pid, granted, objsubid, " waitstart " AS waitstart FROM pg_locks, k\n" \
 	"            WHERE locktype = 'advisory' AND database = k_db\n" \
-	"              AND classid = k_class AND objid = k_obj AND objsubid = 1)\n" \
+	"              AND classid = k_class AND objid = k_obj AND objsubid IN (1, 2)),\n" \
+	"     a AS (SELECT *, regexp_match(query, $2) AS tag FROM pg_stat_activity\n" \
+	"            WHERE pid <> pg_backend_pid())\n" \
 	"SELECT a.application_name,\n" \
 	"       CASE WHEN a.client_port = -1 THEN 'local' ELSE host(a.client_addr) END,\n" \
 	"       a.pid,\n" \
 	"       to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),\n" \
 	"       l.granted,\n" \
 	"       to_char(l.waitstart AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),\n" \
-	"       a.state\n" \
-	"  FROM pg_stat_activity a LEFT JOIN l ON l.pid = a.pid\n" \
-	" WHERE a.pid <> pg_backend_pid()\n" \
-	"   AND (l.pid IS NOT NULL\n" \
-	"        OR (left(a.application_name, 9) = '" NODE_PREFIX "'\n" \
-	"            AND a.datid = (SELECT k_db FROM k)\n" \
-	"            AND NOT EXISTS (SELECT 1 FROM pg_locks o\n" \
-	"                             WHERE o.pid = a.pid AND o.locktype = 'advisory')))\n" \
-	" ORDER BY l.granted DESC NULLS LAST, l.waitstart NULLS LAST,\n" \
+	"       a.state,\n" \
+	"       COALESCE(CASE l.objsubid WHEN 1 THEN 'lock' WHEN 2 THEN 'fence' END,\n" \
+	"                a.tag[1], 'lock') AS part,\n" \
+	"       CASE WHEN a.tag[2] = $1::bigint::text THEN a.tag[3] END\n" \
+	"  FROM a LEFT JOIN l ON l.pid = a.pid\n" \
+	" WHERE l.pid IS NOT NULL\n" \
+	"    OR (a.application_name LIKE '" WIRE_APP_PREFIX "%'\n" \
+	"        AND a.datid = (SELECT k_db FROM k)\n" \
+	"        AND (a.tag IS NULL OR a.tag[2] = $1::bigint::text)\n" \
+	"        AND NOT EXISTS (SELECT 1 FROM pg_locks o\n" \
+	"                         WHERE o.pid = a.pid AND o.locktype = 'advisory'))\n" \
+	" ORDER BY COALESCE(l.objsubid = 2, a.tag[1] = 'fence', false), l.granted DESC NULLS LAST, l.waitstart NULLS LAST,\n" \
 	"          a.backend_start, a.pid"
 
 static const char *value(const PGresult *res, int row, int col)
@@ -145,29 +194,38 @@ static const char *value(const PGresult *res, int row, int col)
 	return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
 }
 
+static enum role role_of(const char *granted, bool fence, bool *leader_seen)
+{
+	if (fence)
+		return !granted ? ROLE_FENCE_IDLE
+		       : *granted == 't' ? ROLE_FENCE_HELD : ROLE_FENCE_WAITING;
+	if (!granted)
+		return ROLE_IDLE;
+	if (*granted != 't')
+		return ROLE_WAITING;
+	if (*leader_seen)
+		return ROLE_HOLDER;
+	*leader_seen = true;
+	return ROLE_LEADER;
+}
+
 static void fill_session(struct session *s, const PGresult *res, int row,
 			 bool *leader_seen)
 {
-	const char *granted = value(res, row, 4);
-	size_t plen = strlen(NODE_PREFIX);
+	size_t plen = strlen(WIRE_APP_PREFIX);
 
 	s->application_name = value(res, row, 0);
 	s->node_id = NULL;
-	if (s->application_name && strncmp(s->application_name, NODE_PREFIX, plen) == 0)
+	if (s->application_name && strncmp(s->application_name, WIRE_APP_PREFIX, plen) == 0)
 		s->node_id = s->application_name + plen;
 	s->client_addr = value(res, row, 1);
 	s->pid = value(res, row, 2);
 	s->connected_since = value(res, row, 3);
 	s->waiting_since = value(res, row, 5);
 	s->session_state = value(res, row, 6);
-	if (!granted) {
-		s->role = ROLE_IDLE;
-	} else if (*granted == 't') {
-		s->role = *leader_seen ? ROLE_HOLDER : ROLE_LEADER;
-		*leader_seen = true;
-	} else {
-		s->role = ROLE_WAITING;
-	}
+	s->role = role_of(value(res, row, 4), strcmp(value(res, row, 7), "fence") == 0,
+			  leader_seen);
+	s->leader_since = s->role == ROLE_LEADER ? value(res, row, 8) : NULL;
 	/* A psql session queued on the key is worth showing, but must not be
 	 * mistaken for a node. */
 	snprintf(s->label, sizeof(s->label), s->node_id ? "%s" : "<%s>",
@@ -175,6 +233,38 @@ static void fill_session(struct session *s, const PGresult *res, int row,
 		 : s->application_name && *s->application_name ? s->application_name
 		 : "unnamed");
 }
+
+static void snapshot_free(struct snapshot *snap)
+{
+	free(snap->s);
+	PQclear(snap->res);
+	memset(snap, 0, sizeof(*snap));
+}
+
+/* Looks at the lock once; false (with a message) when the query failed. */
+static bool snapshot_take(PGconn *conn, const char *key, struct snapshot *snap)
+{
+	const char *params[2] = { key, WIRE_TAG_RE };
+
+	memset(snap, 0, sizeof(*snap));
+	/* pg_locks.waitstart exists from PostgreSQL 14 on. */
+	snap->res = query(conn, PQserverVersion(conn) >= 140000 ? SESSIONS_SQL("waitstart")
+			  : SESSIONS_SQL("NULL::timestamptz"), 2, params);
+	if (!snap->res)
+		return false;
+	snap->n = PQntuples(snap->res);
+	snap->s = calloc((size_t)snap->n + 1, sizeof(*snap->s));
+	if (!snap->s) {
+		fail("cannot query", "out of memory");
+		snapshot_free(snap);
+		return false;
+	}
+	for (int i = 0; i < snap->n; i++)
+		fill_session(&snap->s[i], snap->res, i, &snap->leader);
+	return true;
+}
+
+/* ---- text --------------------------------------------------------------- */
 
 /* Text goes to a terminal: no control characters from foreign sessions. */
 static void put_text(const char *s, int width)
@@ -194,17 +284,36 @@ static void widen(int *width, const char *s)
 	*width = n > *width ? n : *width;
 }
 
-static void print_text(const char *key, const char *lock_name,
-		       struct session *s, int n)
+static void print_session_text(const struct session *s, int wlabel, int waddr, int wpid)
+{
+	fputs(role_label[s->role], stdout);
+	put_text(s->label, wlabel + 2);
+	put_text(s->client_addr ? s->client_addr : "?", waddr + 2);
+	fputs("server pid ", stdout);
+	put_text(s->pid, wpid + 2);
+	fputs("connected since ", stdout);
+	put_text(s->connected_since ? s->connected_since : "?", 0);
+	if (s->leader_since) {
+		fputs("  leader since ", stdout);
+		put_text(s->leader_since, 0);
+	}
+	fputs(role_text[s->role], stdout);
+	if (s->waiting_since) {
+		fputs(" since ", stdout);
+		put_text(s->waiting_since, 0);
+	}
+	putchar('\n');
+}
+
+static void print_text(const char *key, const char *lock_name, const struct snapshot *snap)
 {
 	int wlabel = 0, waddr = 0, wpid = 0;
 	bool hidden = false;
-	bool leader = n > 0 && s[0].role == ROLE_LEADER;
 
-	for (int i = 0; i < n; i++) {
-		widen(&wlabel, s[i].label);
-		widen(&waddr, s[i].client_addr);
-		widen(&wpid, s[i].pid);
+	for (int i = 0; i < snap->n; i++) {
+		widen(&wlabel, snap->s[i].label);
+		widen(&waddr, snap->s[i].client_addr);
+		widen(&wpid, snap->s[i].pid);
 	}
 	printf("lock key %s", key);
 	if (lock_name) {
@@ -213,21 +322,11 @@ static void print_text(const char *key, const char *lock_name,
 		fputs("\")", stdout);
 	}
 	putchar('\n');
-	if (!leader)
+	if (!snap->leader)
 		puts("no leader");
-	for (int i = 0; i < n; i++) {
-		fputs(role_label[s[i].role], stdout);
-		put_text(s[i].label, wlabel + 2);
-		put_text(s[i].client_addr ? s[i].client_addr : "?", waddr + 2);
-		fputs("pid ", stdout);
-		put_text(s[i].pid, wpid + 2);
-		fputs("connected since ", stdout);
-		put_text(s[i].connected_since ? s[i].connected_since : "?", 0);
-		fputs(role_text[s[i].role], stdout);
-		if (s[i].waiting_since)
-			printf(" since %s", s[i].waiting_since);
-		putchar('\n');
-		hidden |= !s[i].connected_since;
+	for (int i = 0; i < snap->n; i++) {
+		print_session_text(&snap->s[i], wlabel, waddr, wpid);
+		hidden |= !snap->s[i].connected_since;
 	}
 	/* Without pg_read_all_stats, pg_stat_activity shows only the pid and
 	 * application_name of other roles' sessions. */
@@ -236,67 +335,21 @@ static void print_text(const char *key, const char *lock_name,
 		      " pg_read_all_stats to see their address and start time\n", stderr);
 }
 
-/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no
- * surrogates), 0 when invalid. Stops at the first bad byte, so it never reads
- * past a terminating NUL. */
-static size_t utf8_len(const unsigned char *p)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
-		n = 2;
-	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		n = 3;
-		lo = p[0] == 0xe0 ? 0xa0 : lo;
-		hi = p[0] == 0xed ? 0x9f : hi;
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		n = 4;
-		lo = p[0] == 0xf0 ? 0x90 : lo;
-		hi = p[0] == 0xf4 ? 0x8f : hi;
-	} else {
-		return 0;
-	}
-	if (p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
+/* ---- JSON --------------------------------------------------------------- */
 
 /* A JSON string, or null. client_encoding is UTF8, but an SQL_ASCII
- * database passes any byte through: invalid bytes become U+FFFD so the
- * output is always valid JSON. */
-static void put_json(const char *s)
+ * database passes any byte through: jansson takes only UTF-8. */
+static json_t *json_text(const char *s)
 {
-	if (!s) {
-		fputs("null", stdout);
-		return;
-	}
-	putchar('"');
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n;
+	size_t size = s ? 3 * strlen(s) + 1 : 0;
+	char *buf = s ? malloc(size) : NULL;
+	json_t *j = buf ? json_string(log_utf8_copy(buf, size, s)) : json_null();
 
-		if (*p == '"' || *p == '\\') {
-			putchar('\\');
-			putchar(*p++);
-		} else if (*p < 0x20 || *p == 0x7f) {
-			printf("\\u%04x", *p++);
-		} else if (*p < 0x80) {
-			putchar(*p++);
-		} else if ((n = utf8_len(p)) > 0) {
-			fwrite(p, 1, n, stdout);
-			p += n;
-		} else {
-			fputs("\\ufffd", stdout);
-			p++;
-		}
-	}
-	putchar('"');
+	free(buf);
+	return j;
 }
 
-static void put_json_session(const struct session *s)
+static json_t *json_session(const struct session *s)
 {
 	const char *fields[][2] = {
 		{ "node_id", s->node_id }, { "application_name", s->application_name },
@@ -304,97 +357,221 @@ static void put_json_session(const struct session *s)
 		{ "state", role_json[s->role] }, { "waiting_since", s->waiting_since },
 		{ "session_state", s->session_state },
 	};
+	json_t *o = json_object();
 
-	printf("{\"pid\": %s", s->pid ? s->pid : "null");
-	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-		printf(", \"%s\": ", fields[i][0]);
-		put_json(fields[i][1]);
-	}
-	putchar('}');
+	/* pid: the server backend's, as in pg_stat_activity */
+	json_object_set_new(o, "pid", s->pid ? json_integer(strtoll(s->pid, NULL, 10))
+			    : json_null());
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		json_object_set_new(o, fields[i][0], json_text(fields[i][1]));
+	if (s->role == ROLE_LEADER)
+		json_object_set_new(o, "leader_since", json_text(s->leader_since));
+	return o;
 }
 
-static void print_json(const char *key, const char *lock_name,
-		       const struct session *s, int n)
+/* Prints o as one line and frees it. */
+static void put_json(json_t *o)
 {
-	int first = n > 0 && s[0].role == ROLE_LEADER ? 1 : 0;
+	char *text = json_dumps(o, JSON_PRESERVE_ORDER | JSON_COMPACT);
+
+	json_decref(o);
+	if (!text) {
+		fail("cannot print", "out of memory");
+		return;
+	}
+	puts(text);
+	free(text);
+}
+
+static void print_json(const char *key, const char *lock_name, const struct snapshot *snap)
+{
+	json_t *o = json_object();
+	json_t *standbys = json_array();
+	json_t *fences = json_array();
 
 	/* The key as a string: JSON readers often hold numbers in doubles. */
-	fputs("{\"lock_key\": ", stdout);
-	put_json(key);
-	fputs(", \"lock_name\": ", stdout);
-	put_json(lock_name);
-	fputs(", \"leader\": ", stdout);
-	if (first)
-		put_json_session(&s[0]);
-	else
-		fputs("null", stdout);
-	fputs(", \"standbys\": [", stdout);
-	for (int i = first; i < n; i++) {
-		fputs(i > first ? ", " : "", stdout);
-		put_json_session(&s[i]);
-	}
-	puts("]}");
+	json_object_set_new(o, "lock_key", json_string(key));
+	json_object_set_new(o, "lock_name", json_text(lock_name));
+	json_object_set_new(o, "leader", snap->leader ? json_session(&snap->s[0]) : json_null());
+	for (int i = snap->leader ? 1 : 0; i < snap->n; i++)
+		json_array_append_new(is_fence(snap->s[i].role) ? fences : standbys,
+				      json_session(&snap->s[i]));
+	json_object_set_new(o, "standbys", standbys);
+	json_object_set_new(o, "fences", fences);
+	put_json(o);
 }
 
-/* Queries and prints; returns the exit code. */
-static int show(PGconn *conn, const struct config *cfg)
-{
-	char key[32];
-	const char *params[2] = { key, cfg->lock_name };
-	struct session *sessions;
-	bool leader_seen = false;
-	PGresult *res;
-	int n;
+/* ---- the key -------------------------------------------------------------- */
 
-	/* A hot standby's pg_locks knows nothing of the primary's sessions: it
-	 * would report "no leader" while one runs. */
-	snprintf(key, sizeof(key), "%" PRId64, cfg->lock_key);
+/* Writes cfg's key, computed by the server from the lock name if there is
+ * one, into key; false (with a message) when that failed. A hot standby's
+ * pg_locks knows nothing of the primary's sessions: it would report "no
+ * leader" while one runs. */
+static bool resolve_key(PGconn *conn, const struct config *cfg, char *key, size_t size)
+{
+	char given[32];
+	const char *params[2] = { given, cfg->lock_name };
+	PGresult *res;
+
+	snprintf(given, sizeof(given), "%" PRId64, cfg->lock_key);
 	res = query(conn, "SELECT pg_is_in_recovery(),"
-		    " COALESCE(hashtextextended($2::text, 0), $1::bigint)", 2, params);
+		    " COALESCE(" WIRE_KEY_OF_NAME("$2") ", $1::bigint)", 2, params);
 	if (!res)
-		return STATUS_UNAVAILABLE;
+		return false;
 	if (strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
 		fail("cannot query", "the server is a hot standby, which does not see"
 		     " the leader's lock; point the DSN at the primary, e.g. with"
 		     " target_session_attrs=read-write");
 		PQclear(res);
-		return STATUS_UNAVAILABLE;
+		return false;
 	}
-	snprintf(key, sizeof(key), "%s", PQgetvalue(res, 0, 1));
+	snprintf(key, size, "%s", PQgetvalue(res, 0, 1));
 	PQclear(res);
+	return true;
+}
 
-	/* pg_locks.waitstart exists from PostgreSQL 14 on. */
-	res = query(conn, PQserverVersion(conn) >= 140000 ? SESSIONS_SQL("waitstart")
-		    : SESSIONS_SQL("NULL::timestamptz"), 1, params);
-	if (!res)
+/* Queries and prints once; returns the exit code. */
+static int show(PGconn *conn, const struct config *cfg, const char *key)
+{
+	struct snapshot snap;
+	int rc;
+
+	if (!snapshot_take(conn, key, &snap))
 		return STATUS_UNAVAILABLE;
-	n = PQntuples(res);
-	sessions = calloc((size_t)n + 1, sizeof(*sessions));
-	if (!sessions) {
-		fail("cannot query", "out of memory");
-		PQclear(res);
-		return STATUS_UNAVAILABLE;
-	}
-	for (int i = 0; i < n; i++)
-		fill_session(&sessions[i], res, i, &leader_seen);
 	if (cfg->json)
-		print_json(key, cfg->lock_name, sessions, n);
+		print_json(key, cfg->lock_name, &snap);
 	else
-		print_text(key, cfg->lock_name, sessions, n);
+		print_text(key, cfg->lock_name, &snap);
 	fflush(stdout);
-	free(sessions);
-	PQclear(res);
-	return leader_seen ? STATUS_LEADER : STATUS_NO_LEADER;
+	rc = snap.leader ? STATUS_LEADER : STATUS_NO_LEADER;
+	snapshot_free(&snap);
+	return rc;
+}
+
+/* ---- --watch ------------------------------------------------------------ */
+
+/* Who leads, as --watch compares it: the node (or session name) and its
+ * server pid; empty when no one does. */
+struct leader_id {
+	char label[80];
+	char pid[16];
+};
+
+static void now_utc(char *buf, size_t size)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + strlen(buf), size - strlen(buf), ".%03ldZ", ts.tv_nsec / 1000000);
+}
+
+/* One line: "TIME leader NODE (server pid N)" or "TIME no leader". */
+static void print_change(const struct config *cfg, const struct snapshot *snap)
+{
+	char stamp[48];
+	json_t *o;
+
+	now_utc(stamp, sizeof(stamp));
+	if (!cfg->json) {
+		fputs(stamp, stdout);
+		if (snap->leader) {
+			fputs(" leader ", stdout);
+			put_text(snap->s[0].label, 0);
+			fputs(" (server pid ", stdout);
+			put_text(snap->s[0].pid, 0);
+			puts(")");
+		} else {
+			puts(" no leader");
+		}
+	} else {
+		o = json_object();
+		json_object_set_new(o, "time", json_string(stamp));
+		json_object_set_new(o, "leader", snap->leader ? json_session(&snap->s[0])
+				    : json_null());
+		put_json(o);
+	}
+	fflush(stdout);
+}
+
+/* Looks once; prints a line when the leader is not last's. False when the
+ * query failed. */
+static bool watch_look(PGconn *conn, const struct config *cfg, const char *key,
+		       struct leader_id *last, bool *first)
+{
+	struct snapshot snap;
+	struct leader_id now = { "", "" };
+
+	if (!snapshot_take(conn, key, &snap))
+		return false;
+	if (snap.leader) {
+		snprintf(now.label, sizeof(now.label), "%s", snap.s[0].label);
+		snprintf(now.pid, sizeof(now.pid), "%s", snap.s[0].pid ? snap.s[0].pid : "?");
+	}
+	if (*first || strcmp(now.label, last->label) || strcmp(now.pid, last->pid))
+		print_change(cfg, &snap);
+	*first = false;
+	*last = now;
+	snapshot_free(&snap);
+	return true;
+}
+
+/* SIGINT and SIGTERM stay blocked and are taken with sigtimedwait between
+ * looks, so that a signal never cuts a query or a line in half. */
+static int watch(PGconn *conn, const struct config *cfg, const char *key)
+{
+	const struct timespec interval = { WATCH_INTERVAL_MS / 1000,
+					   (WATCH_INTERVAL_MS % 1000) * 1000000L };
+	struct leader_id last = { "", "" };
+	bool first = true, broken = false;
+	sigset_t stop;
+
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop, NULL);
+	for (;;) {
+		/* After a failed look the connection is made again (PQreset
+		 * blocks up to connect_timeout); the message comes once per
+		 * outage. */
+		if (broken && PQstatus(conn) != CONNECTION_OK)
+			PQreset(conn);
+		quiet = broken;
+		if (PQstatus(conn) == CONNECTION_OK)
+			broken = !watch_look(conn, cfg, key, &last, &first);
+		if (sigtimedwait(&stop, NULL, &interval) >= 0)
+			return 0; /* interrupted: how --watch is meant to end */
+		if (errno != EAGAIN && errno != EINTR)
+			return STATUS_UNAVAILABLE;
+	}
+}
+
+/* --watch: until config.c has the option (cfg->watch), the environment
+ * variable PGLEADER_STATUS_WATCH=1 asks for it. */
+static bool watch_requested(const struct config *cfg)
+{
+	const char *v = getenv("PGLEADER_STATUS_WATCH");
+
+	(void)cfg;
+	return v && strcmp(v, "1") == 0;
 }
 
 int status_run(const struct config *cfg)
 {
 	PGconn *conn = connect_db(cfg);
+	char key[32];
 	int rc;
 
 	if (!conn)
 		return STATUS_UNAVAILABLE;
-	rc = show(conn, cfg);
+	if (!resolve_key(conn, cfg, key, sizeof(key)))
+		rc = STATUS_UNAVAILABLE;
+	else if (watch_requested(cfg))
+		rc = watch(conn, cfg, key);
+	else
+		rc = show(conn, cfg, key);
 	PQfinish(conn);
 	return rc;
 }

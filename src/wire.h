@@ -13,6 +13,26 @@
  * the SQL expression, with the name as the parameter given. */
 #define WIRE_KEY_OF_NAME(param) "hashtextextended(" param "::text, 0)"
 
+/* Every statement of a lock or fence session ends with a tag, an SQL
+ * comment naming its part, its key and, while the node leads, since when
+ * (RFC 3339, UTC): pg_stat_activity shows a session's last statement but
+ * never its parameters, so that without the tag a session holding nothing (a
+ * poll-mode standby between tries, a fence connection kept ready) would not
+ * say which lock it is for, and nothing on the server says since when a lock
+ * is held. The comment's text, for a standby's try, a leader's ping and a
+ * fence request:
+ *   pgleader lock 42
+ *   pgleader lock 42 leader since 2026-11-22T01:18:33.123Z
+ *   pgleader fence 42
+ * WIRE_TAG_FMT takes the part, the key (PRId64, from <inttypes.h>) and ""
+ * or WIRE_TAG_SINCE "<time>"; WIRE_TAG_RE (a PostgreSQL regular expression)
+ * gives the three back as its groups. */
+#define WIRE_TAG_LOCK "lock"
+#define WIRE_TAG_FENCE "fence"
+#define WIRE_TAG_FMT " /* pgleader %s %" PRId64 "%s */"
+#define WIRE_TAG_SINCE " leader since "
+#define WIRE_TAG_RE "/\\* pgleader (lock|fence) (-?[0-9]+)(?: leader since ([0-9:.TZ-]+))? \\*/"
+
 /* connect_timeout when neither the DSN nor PGCONNECT_TIMEOUT sets one
  * (seconds; libpq treats values under 2 as 2). */
 #define WIRE_CONNECT_TIMEOUT_DEFAULT 10

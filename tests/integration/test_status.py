@@ -1,12 +1,15 @@
-"""`pgleader status` against a real PostgreSQL: who leads, who waits, the
-exit codes (0 leader, 3 none, 69 unreachable) and no password in any output."""
+"""`pgleader status` against a real PostgreSQL: who leads, since when, who
+waits for this lock (and not another), fence sessions, --watch, the exit codes
+(0 leader, 3 none, 69 unreachable) and no password in any output."""
 
 import itertools
 import json
 import os
 import re
 import shlex
+import signal
 import subprocess
+import time
 
 import pytest
 
@@ -102,8 +105,8 @@ def test_leader_and_standby_text(workdir, fleet_shared, pg_shared):
     assert lead and stby, r
     assert "no leader" not in r.out, r
     pid = pg_shared.backend_pid("pgleader/st-text-a")
-    assert re.search(r"\b127\.0\.0\.1\s+pid %d\s+connected since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ" % pid,
-                     lead), r
+    assert re.search(r"\b127\.0\.0\.1\s+server pid %d\s+connected since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+                     % pid, lead), r
     # Wait mode: queued in pg_advisory_lock, or idle for an instant between
     # two lock_timeout rounds.
     assert re.search(r"waiting|idle \(poll mode or between attempts\)", stby), r
@@ -181,7 +184,7 @@ def test_libpq_environment_and_unix_socket(workdir, fleet_shared, pg_shared):
            "PGUSER": "postgres", "PGDATABASE": "postgres"}
     r = run_status(workdir, "--lock-key", str(fleet_shared.key), env=env)
     assert r.rc == 0, r
-    assert re.search(r"^leader:\s+st-env-a\s+local\s+pid \d+", r.out, re.M), r
+    assert re.search(r"^leader:\s+st-env-a\s+local\s+server pid \d+", r.out, re.M), r
 
 
 @pytest.mark.parametrize("dsn_form", ["keywords", "uri"])
@@ -209,3 +212,312 @@ def test_wrong_password_exits_69_without_password(workdir, pg):
     r = run_status(workdir, "--dsn", pg.dsn(user="status_pw", password=SECRET))
     assert r.rc == 3, r
     assert SECRET not in r.out + r.err, r
+
+
+# --------------------------------------------------------------------------
+# Sessions as pgleader's lease and fence leave them (wire.h WIRE_TAG_*), held
+# open by psql so that the test decides what each one holds, awaits and last
+# said.
+
+def int4_pair(key):
+    """The fence of key: its two 32-bit halves as pg_advisory_lock(int4, int4)
+    takes them (pg_locks classid, objid; objsubid 2)."""
+    u = key & ((1 << 64) - 1)
+
+    def s32(x):
+        return x - (1 << 32) if x >= (1 << 31) else x
+    return s32(u >> 32), s32(u & 0xffffffff)
+
+
+def tag(part, key, since=None):
+    return "/* pgleader %s %d%s */" % (part, key, " leader since " + since if since else "")
+
+
+class Session:
+    """A psql session named app, kept open; statements go to its stdin."""
+
+    def __init__(self, pg, workdir, app):
+        self.pg, self.app = pg, app
+        self.log = open(os.path.join(str(workdir), "psql-%s.log" % app.replace("/", "_")), "ab")
+        self.proc = subprocess.Popen(
+            [os.path.join(h.PG_BINDIR, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1",
+             "-h", pg.sockdir, "-p", str(pg.port), "-U", "postgres", "-d", "postgres"],
+            stdin=subprocess.PIPE, stdout=self.log, stderr=self.log,
+            env=dict(os.environ, PGAPPNAME=app))
+
+    def send(self, sql):
+        self.proc.stdin.write((sql + "\n").encode())
+        self.proc.stdin.flush()
+
+    def run(self, sql, marker):
+        """Sends sql and waits until the session is idle after it (its last
+        statement contains marker)."""
+        self.send(sql)
+        h.wait_until(lambda: self.pg.psql(
+            "SELECT 1 FROM pg_stat_activity WHERE application_name = '%s' AND state = 'idle'"
+            " AND strpos(query, '%s') > 0" % (self.app, marker.replace("'", "''"))),
+            10, what="%s idle after %s" % (self.app, marker))
+
+    def close(self):
+        h.kill_quietly(self.proc.pid)
+        self.proc.wait(10)
+        self.log.close()
+
+
+@pytest.fixture
+def sessions(pg_shared, workdir):
+    opened = []
+
+    def open_session(app):
+        s = Session(pg_shared, workdir, app)
+        opened.append(s)
+        return s
+    yield open_session
+    for s in opened:
+        s.close()
+
+
+def lease_tags(pg, node):
+    """Whether node's lock session tags its statements (wire.h)."""
+    return bool(pg.psql("SELECT 1 FROM pg_stat_activity WHERE application_name = '%s'"
+                        " AND query LIKE '%%/* pgleader lock %%'" % h.app_name(node)))
+
+
+def lines_of(out, kind):
+    return [l for l in out.splitlines() if l.startswith(kind + ":")]
+
+
+def test_leader_since_and_fences(workdir, pg_shared, lock_key, sessions):
+    """A leader that tags its ping with since when it leads shows it; the
+    fence sessions of the nodes (held, awaited, kept ready) are fences,
+    never standbys."""
+    key = lock_key
+    hi, lo = int4_pair(key)
+    since = "2026-01-02T03:04:05.678Z"
+    lead = sessions("pgleader/st-since-a")
+    lead.run("SELECT pg_advisory_lock(%d) %s;" % (key, tag("lock", key)), tag("lock", key))
+    lead.run("SELECT pg_backend_pid() %s;" % tag("lock", key, since), since)
+    fence_a = sessions("pgleader/st-since-a")
+    fence_a.run("SELECT pg_advisory_lock(%d, %d) %s;" % (hi, lo, tag("fence", key)),
+                tag("fence", key))
+    # node b: queued for the lock; its fence connection kept ready
+    wait_b = sessions("pgleader/st-since-b")
+    wait_b.send("SELECT pg_advisory_lock(%d) %s;" % (key, tag("lock", key)))
+    fence_b = sessions("pgleader/st-since-b")
+    fence_b.run("SELECT 1 %s;" % tag("fence", key), tag("fence", key))
+    # node c: has the lock after a failover, say, and waits for the fence
+    fence_c = sessions("pgleader/st-since-c")
+    fence_c.send("SELECT pg_advisory_lock(%d, %d) %s;" % (hi, lo, tag("fence", key)))
+    h.wait_until(lambda: len(pg_shared.lock_waiters(key)) == 1
+                 and len(pg_shared.lock_waiters((hi & 0xffffffff, lo & 0xffffffff))) == 1,
+                 10, what="b queued for the lock, c for the fence")
+
+    r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key))
+    assert r.rc == 0, r
+    leader = node_line(r.out, "leader", "st-since-a")
+    assert leader and leader.endswith("leader since " + since), r
+    pid_a = pg_shared.lock_holders(key)[0]["pid"]
+    assert re.search(r"server pid %d\s" % pid_a, leader), r
+    assert [l.split()[1] for l in lines_of(r.out, "standby")] == ["st-since-b"], r
+    assert re.search(r"waiting since \d{4}-", node_line(r.out, "standby", "st-since-b")), r
+    fences = lines_of(r.out, "fence")
+    assert len(fences) == 3, r
+    assert re.search(r"^fence:\s+st-since-a\s.*holds the fence$", fences[0]), r
+    assert any(re.search(r"^fence:\s+st-since-c\s.*waiting for the fence since \d{4}-", l)
+               for l in fences), r
+    assert any(re.search(r"^fence:\s+st-since-b\s.*idle, ready to take the fence$", l)
+               for l in fences), r
+    # the fences come after the leader and the standbys
+    assert r.out.splitlines().index(fences[0]) > r.out.splitlines().index(leader), r
+
+    r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key), "--json")
+    doc = json.loads(r.out)
+    assert doc["leader"]["node_id"] == "st-since-a", doc
+    assert doc["leader"]["leader_since"] == since, doc
+    assert doc["leader"]["pid"] == pid_a, doc
+    assert [(s["node_id"], s["state"]) for s in doc["standbys"]] == [("st-since-b", "waiting")], doc
+    assert sorted((f["node_id"], f["state"]) for f in doc["fences"]) == [
+        ("st-since-a", "holding"), ("st-since-b", "idle"), ("st-since-c", "waiting")], doc
+    assert all("leader_since" not in f for f in doc["fences"] + doc["standbys"]), doc
+
+
+def test_fence_of_real_nodes(workdir, fleet_shared, pg_shared, sessions):
+    """Two real nodes, and a session holding the fence form of their key
+    named like a node: a fence, not a standby."""
+    key = fleet_shared.key
+    hi, lo = int4_pair(key)
+    start_leader_and_standby(fleet_shared, pg_shared, "st-fence-a", "st-fence-b")
+    fence = sessions("pgleader/x")
+    fence.run("SELECT pg_advisory_lock(%d, %d);" % (hi, lo), "pg_advisory_lock(%d, %d)" % (hi, lo))
+    pid_x = pg_shared.backend_pid("pgleader/x")
+
+    r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key))
+    assert r.rc == 0, r
+    assert node_line(r.out, "leader", "st-fence-a") and node_line(r.out, "standby", "st-fence-b"), r
+    assert node_line(r.out, "standby", "x") is None, r
+    assert re.search(r"^fence:\s+x\s+local\s+server pid %d\s.*holds the fence$" % pid_x,
+                     node_line(r.out, "fence", "x") or "", re.M), r
+
+    doc = json.loads(run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key),
+                                "--json").out)
+    assert [f["node_id"] for f in doc["fences"]] == ["x"], doc
+    assert doc["fences"][0]["pid"] == pid_x and doc["fences"][0]["state"] == "holding", doc
+    assert "x" not in [s["node_id"] for s in doc["standbys"]], doc
+    assert doc["leader"]["node_id"] == "st-fence-a", doc
+
+
+def test_idle_session_of_another_lock_not_listed(workdir, fleet_shared, pg_shared, sessions):
+    """Poll-mode standbys between tries hold nothing: the tag of their last
+    statement tells which lock they poll for. One of key B is not a standby
+    of key A; one of key A is; one without a tag cannot tell and is shown."""
+    key_a = fleet_shared.key
+    key_b = h.to_signed64(key_a + 1)
+    start_leader_and_standby(fleet_shared, pg_shared, "st-other-a", "st-other-b")
+    lead_b = sessions("pgleader/st-other-lead-b")
+    lead_b.run("SELECT pg_advisory_lock(%d) %s;" % (key_b, tag("lock", key_b)), tag("lock", key_b))
+    # its try fails: it holds nothing
+    poll_b = sessions("pgleader/st-other-poll-b")
+    poll_b.run("SELECT pg_try_advisory_lock(%d) %s;" % (key_b, tag("lock", key_b)),
+               tag("lock", key_b))
+    assert [l["application_name"] for l in pg_shared.lock_holders(key_b)] == [
+        "pgleader/st-other-lead-b"]
+    poll_a = sessions("pgleader/st-other-poll-a")
+    poll_a.run("SELECT pg_try_advisory_lock(%d) %s;" % (key_a, tag("lock", key_a)),
+               tag("lock", key_a))
+    fence_b = sessions("pgleader/st-other-fence-b")
+    fence_b.run("SELECT 1 %s;" % tag("fence", key_b), tag("fence", key_b))
+
+    r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key_a))
+    assert r.rc == 0, r
+    assert "st-other-poll-b" not in r.out and "st-other-fence-b" not in r.out, r
+    assert "st-other-lead-b" not in r.out, r
+    assert re.search(r"idle \(poll mode or between attempts\)$",
+                     node_line(r.out, "standby", "st-other-poll-a") or ""), r
+    assert node_line(r.out, "standby", "st-other-b"), r
+
+    r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key_b), "--json")
+    assert r.rc == 0, r
+    doc = json.loads(r.out)
+    assert doc["leader"]["node_id"] == "st-other-lead-b", doc
+    assert [s["node_id"] for s in doc["standbys"]] == ["st-other-poll-b"], doc
+    assert [f["node_id"] for f in doc["fences"]] == ["st-other-fence-b"], doc
+
+
+def test_poll_standby_of_another_lock_real_nodes(workdir, fleet_shared, pg_shared):
+    """Two nodes on key A, one poll-mode node on key B: status for A lists
+    only A's."""
+    key_a = fleet_shared.key
+    key_b = h.to_signed64(key_a + 7)
+    start_leader_and_standby(fleet_shared, pg_shared, "st-real-a", "st-real-b")
+    other_leader = fleet_shared.start("st-real-b-lead", key=key_b, command=["sleep", "600"])
+    other_leader.wait_for_log(r"acquired leader lease")
+    poller = fleet_shared.start("st-real-b-poll", "--acquire", "poll", key=key_b,
+                                command=["sleep", "600"])
+    poller.wait_for_log(r"waiting for leader lease")
+    if not lease_tags(pg_shared, "st-real-b-poll"):
+        pytest.skip("the lease does not tag its statements yet (wire.h WIRE_TAG_*)")
+    r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key_a))
+    assert r.rc == 0, r
+    assert node_line(r.out, "leader", "st-real-a") and node_line(r.out, "standby", "st-real-b"), r
+    assert "st-real-b-poll" not in r.out and "st-real-b-lead" not in r.out, r
+
+
+def test_real_leader_since(workdir, fleet_shared, pg_shared):
+    before = time.time()
+    start_leader_and_standby(fleet_shared, pg_shared, "st-lsince-a", "st-lsince-b")
+    if not lease_tags(pg_shared, "st-lsince-a"):
+        pytest.skip("the lease does not tag its statements yet (wire.h WIRE_TAG_*)")
+
+    def since():
+        r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(fleet_shared.key),
+                       "--json")
+        return json.loads(r.out)["leader"]["leader_since"]
+    # tagged from the statement after the grant on
+    since = h.wait_until(since, 2, what="leader since")
+    t = time.mktime(time.strptime(since[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    assert before - 1 <= t <= time.time() + 1, since
+
+
+# --------------------------------------------------------------------------
+# --watch
+
+def start_watch(fleet, pg, *args):
+    """`pgleader status --watch` as a harness process (its output in its log),
+    ended with the fleet. Until config.c has --watch, PGLEADER_STATUS_WATCH=1
+    asks for it."""
+    argv = ["status", "--dsn", pg.dsn(), "--lock-key", str(fleet.key)] + list(args)
+    help_text = subprocess.run([h.pgleader_bin(), "--help"], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT).stdout.decode()
+    env = {}
+    if "--watch" in help_text:
+        argv.insert(1, "--watch")
+    else:
+        env["PGLEADER_STATUS_WATCH"] = "1"
+    p = h.Pgleader(argv, fleet.workdir, name="watch-%d" % len(fleet.nodes), env=env)
+    fleet.nodes.append(p)
+    return p
+
+
+STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+
+
+def test_watch_prints_each_change(workdir, fleet_shared, pg_shared):
+    a, b = start_leader_and_standby(fleet_shared, pg_shared, "st-watch-a", "st-watch-b")
+    pid_a = pg_shared.backend_pid("pgleader/st-watch-a")
+    w = start_watch(fleet_shared, pg_shared)
+    w.wait_for_log(r"(?m)^%s leader st-watch-a \(server pid %d\)$" % (STAMP, pid_a))
+    time.sleep(1.0)  # nothing changes: nothing more is printed
+    assert len(re.findall(r"(?m)^%s " % STAMP, w.text())) == 1, w.text()
+
+    mark = w.mark()
+    a.kill9()
+    b.wait_for_log(r"acquired leader lease")
+    pid_b = pg_shared.backend_pid("pgleader/st-watch-b")
+    w.wait_for_log(r"(?m)^%s leader st-watch-b \(server pid %d\)$" % (STAMP, pid_b),
+                   after=mark, timeout=5)
+    mark = w.mark()
+    assert b.stop() == 0
+    w.wait_for_log(r"(?m)^%s no leader$" % STAMP, after=mark, timeout=5)
+
+    w.signal(signal.SIGINT)
+    assert w.wait(5) == 0, w.text()
+    lines = [l for l in w.text().splitlines() if not l.startswith("#")]
+    assert len(lines) == 3, w.text()
+
+
+def test_watch_json_and_sigterm(workdir, fleet_shared, pg_shared):
+    w = start_watch(fleet_shared, pg_shared, "--json")
+    w.wait_for_log(r'"leader":null')
+    a = fleet_shared.start("st-wjson-a", command=["sleep", "600"])
+    a.wait_for_log(r"acquired leader lease")
+    w.wait_for_log(r'"node_id":"st-wjson-a"')
+    w.signal(signal.SIGTERM)
+    assert w.wait(5) == 0, w.text()
+    docs = [json.loads(l) for l in w.text().splitlines() if not l.startswith("#")]
+    assert [d["leader"] and d["leader"]["node_id"] for d in docs] == [None, "st-wjson-a"], docs
+    assert docs[1]["leader"]["pid"] == pg_shared.backend_pid("pgleader/st-wjson-a"), docs
+    assert all(re.fullmatch(STAMP, d["time"]) for d in docs), docs
+
+
+def test_watch_through_a_database_restart(workdir, fleet, pg):
+    """The database goes away: one message, not one per look; once it is
+    back, the next leader is printed."""
+    w = start_watch(fleet, pg)
+    w.wait_for_log(r"(?m)^%s no leader$" % STAMP)
+    pg.stop()
+    w.wait_for_log(r"pgleader: cannot query: ", timeout=5)
+    time.sleep(1.5)  # six looks or so, connection attempts refused
+    pg.start()
+    a = fleet.start("st-wrestart-a", command=["sleep", "600"])
+    a.wait_for_log(r"acquired leader lease")
+    w.wait_for_log(r"(?m)^%s leader st-wrestart-a \(server pid \d+\)$" % STAMP, timeout=5)
+    assert w.count(r"pgleader: cannot") == 1, w.text()
+    w.signal(signal.SIGINT)
+    assert w.wait(5) == 0, w.text()
+
+
+def test_watch_unreachable_exits_69(workdir):
+    port = h.free_port()
+    r = run_status(workdir, "--dsn", "host=127.0.0.1 port=%d connect_timeout=5" % port,
+                   env={"PGLEADER_STATUS_WATCH": "1"})
+    assert r.rc == 69 and r.out == "", r

@@ -1,14 +1,55 @@
-/* test_log.c: password redaction, log line format, levels, journald prefixes. */
+/* test_log.c: password redaction, log line format, levels, journald prefixes
+ * and fields, JSON lines. */
 #include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "log.h"
+
+/* ---- sd_journal_sendv, as journald would receive it --------------------- */
+
+/* This binary links no libsystemd: log.c's journal lines land here. */
+#define SENT_MAX 16
+static char sent[SENT_MAX][LOG_MSG_MAX + 64];
+static int nsent, sends;
+static int send_result; /* what sd_journal_sendv returns: 0, or -errno */
+
+int sd_journal_sendv(const struct iovec *iov, int n);
+int sd_journal_sendv(const struct iovec *iov, int n)
+{
+	sends++;
+	nsent = 0;
+	for (int i = 0; i < n && i < SENT_MAX; i++) {
+		size_t len = iov[i].iov_len < sizeof(sent[i]) - 1 ? iov[i].iov_len
+								   : sizeof(sent[i]) - 1;
+
+		memcpy(sent[i], iov[i].iov_base, len);
+		sent[i][len] = '\0';
+		nsent++;
+	}
+	return send_result;
+}
+
+/* The value of journal field name in the last send, or NULL. */
+static const char *sent_field(const char *name)
+{
+	size_t len = strlen(name);
+
+	for (int i = 0; i < nsent; i++)
+		if (strncmp(sent[i], name, len) == 0 && sent[i][len] == '=')
+			return sent[i] + len + 1;
+	return NULL;
+}
 
 /* ---- log_redact ------------------------------------------------------- */
 
@@ -413,23 +454,438 @@ START_TEST(test_password_redacted_in_line)
 }
 END_TEST
 
+/* ---- log_utf8_copy ----------------------------------------------------- */
+
+static const struct {
+	const char *in;
+	size_t size;
+	const char *want;
+} utf8_rows[] = {
+	{ "plain ascii", 64, "plain ascii" },
+	{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 64, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
+	{ "a\xff" "b", 64, "a\xef\xbf\xbd" "b" },
+	{ "lone \xc3", 64, "lone \xef\xbf\xbd" },
+	{ "overlong \xc0\xaf", 64, "overlong \xef\xbf\xbd\xef\xbf\xbd" },
+	{ "surrogate \xed\xa0\x80", 64, "surrogate \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+	{ "too big \xf4\x90\x80\x80", 64, "too big \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+	{ "cut \xf0\x9f\x98", 64, "cut \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+	/* truncated at a character boundary, never inside one */
+	{ "ab\xc3\xa9" "cd", 4, "ab" },
+	{ "ab\xc3\xa9" "cd", 5, "ab\xc3\xa9" },
+	{ "ab\xff", 5, "ab" },
+	{ "", 1, "" },
+};
+
+START_TEST(test_utf8_copy)
+{
+	char buf[64];
+
+	memset(buf, 'z', sizeof(buf));
+	ck_assert_ptr_eq(log_utf8_copy(buf, utf8_rows[_i].size, utf8_rows[_i].in), buf);
+	ck_assert_str_eq(buf, utf8_rows[_i].want);
+	ck_assert_uint_lt(strlen(buf), utf8_rows[_i].size);
+}
+END_TEST
+
+/* ---- JSON lines -------------------------------------------------------- */
+
+/* Parses out, which must be exactly one line holding one JSON object. */
+static json_t *one_json_line(const char *out)
+{
+	json_error_t err;
+	json_t *o;
+	size_t len = strlen(out);
+
+	ck_assert_msg(len > 0 && out[len - 1] == '\n', "not one line: \"%s\"", out);
+	ck_assert_ptr_eq(strchr(out, '\n'), out + len - 1);
+	o = json_loads(out, JSON_REJECT_DUPLICATES, &err);
+	ck_assert_msg(o != NULL, "not JSON (%s): %s", err.text, out);
+	ck_assert(json_is_object(o));
+	return o;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	ck_assert_msg(json_is_string(v), "\"%s\" is not a string", key);
+	return json_string_value(v);
+}
+
+static void json_setup(void)
+{
+	unsetenv("JOURNAL_STREAM");
+	log_set_context(NULL);
+	log_set_format(LOG_FORMAT_JSON);
+}
+
+START_TEST(test_json_line_fields)
+{
+	const struct log_fields ctx = { .node_id = "node-a", .lock_key = "-9223372036854775808" };
+	const struct log_fields ev = { .state = "leader", .reason = "acquired",
+				       .command_pid = 4242 };
+	time_t before = time(NULL);
+	struct tm tm;
+	json_t *o;
+	const char *t;
+
+	json_setup();
+	log_set_context(&ctx);
+	capture_begin();
+	log_init(LOG_LEVEL_INFO);
+	log_event(LOG_LEVEL_NOTICE, &ev, "acquired leader lease (key %s)", ctx.lock_key);
+	o = one_json_line(capture_end());
+	t = jstr(o, "time");
+	/* RFC 3339, UTC, milliseconds */
+	ck_matches(t, "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$");
+	memset(&tm, 0, sizeof(tm));
+	ck_assert_ptr_nonnull(strptime(t, "%Y-%m-%dT%H:%M:%S", &tm));
+	ck_assert_msg(timegm(&tm) >= before - 1 && timegm(&tm) <= time(NULL) + 1,
+		      "time %s is not now in UTC", t);
+	ck_assert_str_eq(jstr(o, "level"), "notice");
+	ck_assert_str_eq(jstr(o, "message"), "acquired leader lease (key -9223372036854775808)");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "pid")), getpid());
+	ck_assert_str_eq(jstr(o, "node_id"), "node-a");
+	ck_assert_str_eq(jstr(o, "lock_key"), "-9223372036854775808");
+	ck_assert_str_eq(jstr(o, "state"), "leader");
+	ck_assert_str_eq(jstr(o, "reason"), "acquired");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "command_pid")), 4242);
+	json_decref(o);
+}
+END_TEST
+
+/* The context goes on every line, log_msg's too; an event's field wins over
+ * it for that line only; NULL clears it. */
+START_TEST(test_json_context)
+{
+	const struct log_fields ctx = { .node_id = "n1", .state = "standby", .command_pid = 7 };
+	const struct log_fields ev = { .state = "leader" };
+	const char *out;
+	json_t *o;
+
+	json_setup();
+	log_set_context(&ctx);
+	capture_begin();
+	log_init(LOG_LEVEL_INFO);
+	log_event(LOG_LEVEL_INFO, &ev, "one");
+	out = capture_end();
+	o = one_json_line(out);
+	ck_assert_str_eq(jstr(o, "state"), "leader");
+	ck_assert_str_eq(jstr(o, "node_id"), "n1");
+	ck_assert_int_eq(json_integer_value(json_object_get(o, "command_pid")), 7);
+	json_decref(o);
+
+	capture_begin();
+	log_info("two");
+	o = one_json_line(capture_end());
+	ck_assert_str_eq(jstr(o, "state"), "standby");
+	ck_assert_str_eq(jstr(o, "message"), "two");
+	json_decref(o);
+
+	log_set_context(NULL);
+	capture_begin();
+	log_info("three");
+	o = one_json_line(capture_end());
+	/* absent fields are left out, not null */
+	ck_assert_uint_eq(json_object_size(o), 4);
+	ck_assert_ptr_nonnull(json_object_get(o, "pid"));
+	ck_assert_ptr_null(json_object_get(o, "state"));
+	ck_assert_ptr_null(json_object_get(o, "command_pid"));
+	json_decref(o);
+}
+END_TEST
+
+START_TEST(test_json_levels)
+{
+	json_t *o;
+
+	json_setup();
+	log_init(LOG_LEVEL_INFO);
+	log_set_level(level_rows[_i].level);
+	for (size_t k = 0; k < sizeof(level_rows) / sizeof(level_rows[0]); k++) {
+		const char *out;
+
+		capture_begin();
+		log_msg(level_rows[k].level, "m");
+		out = capture_end();
+		if (level_rows[k].level > level_rows[_i].level) {
+			ck_assert_str_eq(out, "");
+			continue;
+		}
+		o = one_json_line(out);
+		ck_assert_str_eq(jstr(o, "level"), level_rows[k].tag);
+		json_decref(o);
+	}
+}
+END_TEST
+
+/* Whatever bytes a message carries, the line is valid JSON and reads back
+ * as the message, invalid UTF-8 as U+FFFD and newlines as spaces. */
+static const struct {
+	const char *msg;
+	const char *want;
+} hostile_rows[] = {
+	{ "say \"hi\" \\ bye", "say \"hi\" \\ bye" },
+	{ "ctl \x01\x02\x1b[31m\t\x7f end", "ctl \x01\x02\x1b[31m\t\x7f end" },
+	{ "multi\nline\r\n", "multi line\r" },
+	{ "bad \xff\xfe bytes", "bad \xef\xbf\xbd\xef\xbf\xbd bytes" },
+	{ "half \xe2\x82", "half \xef\xbf\xbd\xef\xbf\xbd" },
+	{ "caf\xc3\xa9 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xf0\x9f\x98\x80" },
+	{ "</script>{\"a\":1}", "</script>{\"a\":1}" },
+};
+
+START_TEST(test_json_hostile_message)
+{
+	json_t *o;
+	const struct log_fields ev = { .reason = hostile_rows[_i].msg,
+				       .node_id = hostile_rows[_i].msg };
+
+	json_setup();
+	capture_begin();
+	log_init(LOG_LEVEL_INFO);
+	log_event(LOG_LEVEL_WARNING, &ev, "%s", hostile_rows[_i].msg);
+	o = one_json_line(capture_end());
+	ck_assert_str_eq(jstr(o, "message"), hostile_rows[_i].want);
+	json_decref(o);
+}
+END_TEST
+
+START_TEST(test_json_long_message)
+{
+	static char big[5000];
+	const char *out;
+	json_t *o;
+
+	json_setup();
+	/* every byte invalid: the longest escaped form */
+	memset(big, '\xff', sizeof(big) - 1);
+	capture_begin();
+	log_init(LOG_LEVEL_INFO);
+	log_info("%s", big);
+	out = capture_end();
+	o = one_json_line(out);
+	ck_assert_uint_gt(strlen(jstr(o, "message")), 1000);
+	json_decref(o);
+}
+END_TEST
+
+START_TEST(test_json_password_redacted)
+{
+	const struct log_fields ev = { .reason = "dsn password=hunter4 host=db" };
+	const struct log_fields ctx = { .node_id = "postgresql://u:hunter5@h/db" };
+	const char *out;
+	json_t *o;
+
+	json_setup();
+	log_set_context(&ctx);
+	capture_begin();
+	log_init(LOG_LEVEL_INFO);
+	log_event(LOG_LEVEL_ERROR, &ev, "cannot connect: %s",
+		  "host=db password='hunter 2' dbname=app");
+	log_warning("uri %s", "postgresql://app:hunter3@db1/app");
+	out = capture_end();
+	ck_assert_ptr_null(strstr(out, "hunter"));
+	o = one_json_line(strchr(out, '\n') + 1);
+	ck_assert_str_eq(jstr(o, "message"), "uri postgresql://app:*******@db1/app");
+	json_decref(o);
+	*(char *)(strchr(out, '\n') + 1) = '\0';
+	o = one_json_line(out);
+	ck_assert_str_eq(jstr(o, "message"),
+			 "cannot connect: host=db password='********' dbname=app");
+	ck_assert_str_eq(jstr(o, "reason"), "dsn password=******* host=db");
+	ck_assert_str_eq(jstr(o, "node_id"), "postgresql://u:*******@h/db");
+	json_decref(o);
+}
+END_TEST
+
+/* Under journald a JSON line keeps the priority prefix, which journald
+ * strips, and is not also sent natively. */
+START_TEST(test_json_under_journal)
+{
+	const char *out;
+	json_t *o;
+
+	json_setup();
+	capture_begin();
+	set_journal_stream_to_stderr();
+	log_init(LOG_LEVEL_INFO);
+	log_warning("w");
+	out = capture_end();
+	unsetenv("JOURNAL_STREAM");
+	ck_assert_int_eq(strncmp(out, "<4>{", 4), 0);
+	o = one_json_line(out + 3);
+	ck_assert_str_eq(jstr(o, "message"), "w");
+	json_decref(o);
+	ck_assert_int_eq(sends, 0);
+}
+END_TEST
+
+/* The text format does not change with fields or context. */
+START_TEST(test_text_ignores_fields)
+{
+	const struct log_fields ctx = { .node_id = "n", .state = "leader" };
+
+	unsetenv("JOURNAL_STREAM");
+	log_set_format(LOG_FORMAT_TEXT);
+	log_set_context(&ctx);
+	capture_begin();
+	log_init(LOG_LEVEL_INFO);
+	log_event(LOG_LEVEL_INFO, &ctx, "plain %d", 1);
+	ck_plain_line(capture_end(), "info", "plain 1\n");
+	ck_assert_int_eq(sends, 0);
+}
+END_TEST
+
+/* ---- journald: native fields ------------------------------------------- */
+
+static int journal_peer = -1;
+
+/* stderr becomes a socket, as journald's stream is, named by JOURNAL_STREAM. */
+static void journal_socket_begin(void)
+{
+	int sv[2];
+
+	fflush(stderr);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	saved_stderr = dup(STDERR_FILENO);
+	ck_assert_int_eq(dup2(sv[0], STDERR_FILENO), STDERR_FILENO);
+	close(sv[0]);
+	journal_peer = sv[1];
+	set_journal_stream_to_stderr();
+	log_set_context(NULL);
+	log_set_format(LOG_FORMAT_TEXT);
+	log_init(LOG_LEVEL_DEBUG);
+}
+
+/* What reached the stream socket instead of the native protocol. */
+static const char *journal_socket_end(void)
+{
+	static char buf[8192];
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(saved_stderr, STDERR_FILENO);
+	close(saved_stderr);
+	saved_stderr = -1;
+	unsetenv("JOURNAL_STREAM");
+	fcntl(journal_peer, F_SETFL, O_NONBLOCK);
+	n = read(journal_peer, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	close(journal_peer);
+	journal_peer = -1;
+	return buf;
+}
+
+START_TEST(test_journal_fields)
+{
+	const struct log_fields ctx = { .node_id = "node-a", .lock_key = "42" };
+	const struct log_fields ev = { .state = "leader", .command_pid = 4242,
+				       .reason = "lock granted" };
+
+	journal_socket_begin();
+	log_set_context(&ctx);
+	log_event(LOG_LEVEL_NOTICE, &ev, "acquired leader lease (key %d)", 42);
+	ck_assert_str_eq(journal_socket_end(), ""); /* once, not twice */
+	ck_assert_int_eq(sends, 1);
+	ck_assert_str_eq(sent[0], "MESSAGE=acquired leader lease (key 42)");
+	ck_assert_str_eq(sent_field("PRIORITY"), "5");
+	ck_assert_str_eq(sent_field("SYSLOG_IDENTIFIER"), "test_log");
+	ck_assert_str_eq(sent_field("PGLEADER_STATE"), "leader");
+	ck_assert_str_eq(sent_field("PGLEADER_NODE_ID"), "node-a");
+	ck_assert_str_eq(sent_field("PGLEADER_LOCK_KEY"), "42");
+	ck_assert_str_eq(sent_field("PGLEADER_COMMAND_PID"), "4242");
+	ck_assert_str_eq(sent_field("PGLEADER_REASON"), "lock granted");
+	ck_assert_int_eq(nsent, 8);
+}
+END_TEST
+
+START_TEST(test_journal_priorities)
+{
+	journal_socket_begin();
+	log_msg(level_rows[_i].level, "m");
+	ck_assert_str_eq(journal_socket_end(), "");
+	ck_assert_int_eq(sends, 1);
+	ck_assert_int_eq(atoi(sent_field("PRIORITY")), level_rows[_i].priority);
+	/* no fields, none sent */
+	ck_assert_int_eq(nsent, 3);
+	ck_assert_ptr_null(sent_field("PGLEADER_STATE"));
+}
+END_TEST
+
+START_TEST(test_journal_redacted)
+{
+	const struct log_fields ev = { .reason = "password=hunter6" };
+
+	journal_socket_begin();
+	log_event(LOG_LEVEL_ERROR, &ev, "dsn %s\n", "postgresql://u:hunter7@h/db");
+	ck_assert_str_eq(journal_socket_end(), "");
+	ck_assert_str_eq(sent_field("MESSAGE"), "dsn postgresql://u:*******@h/db");
+	ck_assert_str_eq(sent_field("PGLEADER_REASON"), "password=*******");
+}
+END_TEST
+
+/* No journald at the socket: the line goes to the stream after all. */
+START_TEST(test_journal_send_fails)
+{
+	const struct log_fields ev = { .state = "leader" };
+
+	send_result = -ENOENT;
+	journal_socket_begin();
+	log_event(LOG_LEVEL_WARNING, &ev, "lost %s", "it");
+	ck_assert_str_eq(journal_socket_end(), "<4>lost it\n");
+	ck_assert_int_eq(sends, 1);
+}
+END_TEST
+
+/* A socket that is not the journal's stream: plain lines, nothing sent. */
+START_TEST(test_journal_other_socket)
+{
+	const char *out;
+
+	journal_socket_begin();
+	setenv("JOURNAL_STREAM", "1:1", 1);
+	log_init(LOG_LEVEL_INFO);
+	log_info("x");
+	out = journal_socket_end();
+	ck_plain_line(out, "info", "x\n");
+	ck_assert_int_eq(sends, 0);
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------ */
 
 #define ROWS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* Each test starts from the defaults, also without a fork per test. */
+static void reset(void)
+{
+	unsetenv("JOURNAL_STREAM");
+	log_set_format(LOG_FORMAT_TEXT);
+	log_set_context(NULL);
+	log_init(LOG_LEVEL_INFO);
+	sends = nsent = send_result = 0;
+}
+
+static TCase *add_tcase(Suite *s, const char *name)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_set_timeout(tc, 5);
+	tcase_add_checked_fixture(tc, reset, NULL);
+	suite_add_tcase(s, tc);
+	return tc;
+}
 
 static Suite *log_suite(void)
 {
 	Suite *s = suite_create("log");
 	TCase *tc;
 
-	tc = tcase_create("redact");
-	tcase_set_timeout(tc, 5);
+	tc = add_tcase(s, "redact");
 	tcase_add_loop_test(tc, test_redact, 0, ROWS(redact_rows));
 	tcase_add_test(tc, test_redact_long_line);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("format");
-	tcase_set_timeout(tc, 5);
+	tc = add_tcase(s, "format");
 	tcase_add_test(tc, test_plain_format);
 	tcase_add_loop_test(tc, test_level_tags, 0, ROWS(level_rows));
 	tcase_add_test(tc, test_macros);
@@ -437,14 +893,27 @@ static Suite *log_suite(void)
 	tcase_add_loop_test(tc, test_one_line, 0, ROWS(fold_rows));
 	tcase_add_test(tc, test_long_message_one_line);
 	tcase_add_test(tc, test_password_redacted_in_line);
-	suite_add_tcase(s, tc);
 
-	tc = tcase_create("journald");
-	tcase_set_timeout(tc, 5);
+	tc = add_tcase(s, "journald");
 	tcase_add_loop_test(tc, test_journal_prefix, 0, ROWS(level_rows));
 	tcase_add_test(tc, test_journal_stream_mismatch);
 	tcase_add_test(tc, test_journal_decided_at_init);
-	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_journal_fields);
+	tcase_add_loop_test(tc, test_journal_priorities, 0, ROWS(level_rows));
+	tcase_add_test(tc, test_journal_redacted);
+	tcase_add_test(tc, test_journal_send_fails);
+	tcase_add_test(tc, test_journal_other_socket);
+
+	tc = add_tcase(s, "json");
+	tcase_add_loop_test(tc, test_utf8_copy, 0, ROWS(utf8_rows));
+	tcase_add_test(tc, test_json_line_fields);
+	tcase_add_test(tc, test_json_context);
+	tcase_add_loop_test(tc, test_json_levels, 0, ROWS(level_rows));
+	tcase_add_loop_test(tc, test_json_hostile_message, 0, ROWS(hostile_rows));
+	tcase_add_test(tc, test_json_long_message);
+	tcase_add_test(tc, test_json_password_redacted);
+	tcase_add_test(tc, test_json_under_journal);
+	tcase_add_test(tc, test_text_ignores_fields);
 
 	return s;
 }
