@@ -28,7 +28,8 @@ struct http *http_new(struct ev_loop *loop, const char *addr,
 /* The port listened on. */
 int http_port(const struct http *h);
 
-/* Closes the listening socket and every connection; NULL is a no-op. */
+/* Closes the listening socket and every connection; NULL is a no-op. Call
+ * it before freeing what the snapshot function reads. */
 void http_free(struct http *h);
 
 #endif
