@@ -8,6 +8,13 @@ fresh pgleader processes and a fresh lock key for every trial:
                             starts (default options; --acquire poll, whose
                             retry_interval is the default 5s: the kill falls
                             at a random point of the standby's poll period)
+  kill9_wait_scraped        kill9_wait with --http-addr on both nodes and a
+                            scraper (a separate process) fetching /metrics
+                            200 times a second from each: must not differ
+                            from kill9_wait beyond noise
+  metrics_serve             the scraper's GET /metrics, request -> whole
+                            answer, on a kept-alive connection (every
+                            request of every kill9_wait_scraped trial)
   handover_from_exit        SIGTERM to the leader: old command's exit (its
                             ledger "stop" record) -> the new command starts
   handover_from_sigterm     the same handover, from the SIGTERM
@@ -45,6 +52,7 @@ Standard library only.
 import argparse
 import contextlib
 import csv
+import http.client
 import os
 import platform
 import random
@@ -75,6 +83,10 @@ METRICS = [
      "`kill -9` of the leader -> standby's command starts (wait mode, default)"),
     ("kill9_poll", "kill -9 leader -> standby command starts, --acquire poll",
      "`kill -9` of the leader -> standby's command starts (poll mode, retry 5 s)"),
+    ("kill9_wait_scraped", "the same with /metrics scraped 200/s on both nodes",
+     "the same, with `/metrics` scraped 200 times a second on both nodes"),
+    ("metrics_serve", "GET /metrics: request -> whole answer (keep-alive)",
+     "time to serve `/metrics` (request -> whole answer, kept-alive connection)"),
     ("handover_from_exit", "SIGTERM handover: old command exits -> new one starts",
      "graceful handover (SIGTERM): old command exits -> new command starts"),
     ("handover_from_sigterm", "SIGTERM handover: SIGTERM -> new command starts",
@@ -354,6 +366,71 @@ def memory_groups(smaps, binary):
 
 
 # --------------------------------------------------------------------------
+# The /metrics scraper: a process of its own (`bench.py --scrape PORTS RATE
+# OUT`), so that neither its work nor the GIL touches the timing of the
+# kill. Every 1/RATE s it fetches /metrics from each port on a kept-alive
+# connection; on SIGTERM it writes "port ms" per answer and one "# ..."
+# line with the failures and the time it ran.
+
+SCRAPE_RATE = 200
+
+
+def http_ok(port, path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+    try:
+        c.request("GET", path)
+        return c.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        c.close()
+
+
+def scrape_main(args):
+    ports = [int(p) for p in args[0].split(",")]
+    period = 1.0 / float(args[1])
+    stop = []
+    signal.signal(signal.SIGTERM, lambda s, f: stop.append(s))
+    conns, served, errors = {}, [], 0
+    t_start = nxt = time.monotonic()
+    while not stop:
+        for port in ports:
+            t0 = time.monotonic()
+            try:
+                c = conns.get(port) or http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                conns[port] = c
+                c.request("GET", "/metrics")
+                r = c.getresponse()
+                r.read()
+                if r.status != 200:
+                    raise OSError("status %d" % r.status)
+                served.append((port, (time.monotonic() - t0) * 1000.0))
+            except (OSError, http.client.HTTPException):
+                errors += 1
+                conns.pop(port).close()
+        nxt += period
+        time.sleep(max(0.0, nxt - time.monotonic()))
+    with open(args[2], "w") as f:
+        for port, ms in served:
+            f.write("%d %.4f\n" % (port, ms))
+        f.write("# errors %d elapsed %.3f\n" % (errors, time.monotonic() - t_start))
+    return 0
+
+
+def read_scrapes(path):
+    """({port: [ms of each answer]}, failures, seconds the scraper ran)."""
+    served, errors, elapsed = {}, 0, 0.0
+    for line in read_file(path).splitlines():
+        if line.startswith("# errors"):
+            parts = line.split()
+            errors, elapsed = int(parts[2]), float(parts[4])
+        elif line:
+            port, ms = line.split()
+            served.setdefault(int(port), []).append(float(ms))
+    return served, errors, elapsed
+
+
+# --------------------------------------------------------------------------
 # The run
 
 class Bench:
@@ -508,11 +585,11 @@ class Bench:
         return h.wait_until(check, timeout, interval=0.005,
                             what="ledger event %s of %s" % (kind, node))
 
-    def lead_and_standby(self, fleet, ledger, key, extra=(), queued=True):
+    def lead_and_standby(self, fleet, ledger, key, extra=(), queued=True, extra_b=None):
         a = self.start(fleet, "a", *extra)
         sa = self.wait_event(ledger, "start", "a", a)
         self.wait_lock(key, "a", granted=True)
-        b = self.start(fleet, "b", *extra)
+        b = self.start(fleet, "b", *(extra if extra_b is None else extra_b))
         b.wait_for_log(r"waiting for leader lease", timeout=15)
         if queued:
             self.wait_lock(key, "b", granted=False)
@@ -567,6 +644,53 @@ class Bench:
                 return "%.1f ms" % v
             return "%.1f ms (killed %.2f s into the standby's poll period)" % (v, delay)
         return fn
+
+    def has_http(self):
+        out = subprocess.run([self.binary, "--help"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, timeout=10).stdout
+        return b"--http-addr" in out
+
+    def trial_kill9_scraped(self, fleet, ledger, key, i):
+        ports = (h.free_port(), h.free_port())
+        a, sa, b = self.lead_and_standby(
+            fleet, ledger, key, extra=("--http-addr", "127.0.0.1:%d" % ports[0]),
+            extra_b=("--http-addr", "127.0.0.1:%d" % ports[1]))
+        for port in ports:
+            h.wait_until(lambda: http_ok(port, "/liveness"), 10, interval=0.02,
+                         what="the http server on port %d" % port)
+        out = os.path.join(fleet.workdir, "scrapes")
+        with critical():
+            scraper = subprocess.Popen([h.PYTHON, os.path.abspath(__file__), "--scrape",
+                                        "%d,%d" % ports, str(SCRAPE_RATE), out],
+                                       stdin=subprocess.DEVNULL)
+            self.extra_procs.append(scraper)
+        try:
+            time.sleep(0.5)  # scraping at full rate before the kill
+            if scraper.poll() is not None:
+                raise AssertionError("the scraper exited %s" % scraper.returncode)
+            a.remember_descendants()
+            t0 = time.monotonic()
+            os.kill(a.pid, signal.SIGKILL)
+            sb = self.wait_event(ledger, "start", "b", b)
+            if a.wait(10) != -signal.SIGKILL:
+                raise AssertionError("the leader did not die of SIGKILL")
+            time.sleep(0.2)  # the new leader scraped too
+        finally:
+            scraper.send_signal(signal.SIGTERM)
+            # wait4: the scraper's own CPU time, a load on the same cores
+            _, _, usage = os.wait4(scraper.pid, 0)
+            scraper.returncode = 0
+            self.extra_procs.remove(scraper)
+        v = self.record("kill9_wait_scraped", i, sb.time - t0)
+        served, errors, elapsed = read_scrapes(out)
+        if not served.get(ports[1]):
+            raise AssertionError("the scraper got no /metrics answer from the standby")
+        for ms in served[ports[0]] + served[ports[1]]:
+            self.record("metrics_serve", i, value=ms)
+        return ("%.1f ms (%.0f scrapes/s of the survivor, median %.2f ms; scraper CPU %.0f%% "
+                "of a core; %d failed, on the killed leader)" % (
+                    v, len(served[ports[1]]) / elapsed, statistics.median(served[ports[1]]),
+                    100.0 * (usage.ru_utime + usage.ru_stime) / elapsed, errors))
 
     def trial_handover(self, fleet, ledger, key, i):
         a, sa, b = self.lead_and_standby(fleet, ledger, key)
@@ -759,8 +883,8 @@ def parse_args(argv):
     ap.add_argument("--csv", default=os.path.join(REPO, "bench-results.csv"),
                     help="raw samples (default: bench-results.csv in the repository)")
     ap.add_argument("--only", default=None,
-                    help="comma-separated subset: kill9-wait,kill9-poll,handover,terminate,"
-                         "oneshot,baseline,rss")
+                    help="comma-separated subset: kill9-wait,kill9-scraped,kill9-poll,handover,"
+                         "terminate,oneshot,baseline,rss")
     ap.add_argument("--seed", type=int, default=None, help="seed of the poll-mode kill times")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     o = ap.parse_args(argv)
@@ -772,7 +896,8 @@ def parse_args(argv):
         o.rss_seconds = 3.0 if o.quick else 6.0
     if o.seed is None:
         o.seed = int.from_bytes(os.urandom(4), "big")
-    all_parts = ["kill9-wait", "kill9-poll", "handover", "terminate", "oneshot", "baseline", "rss"]
+    all_parts = ["kill9-wait", "kill9-scraped", "kill9-poll", "handover", "terminate", "oneshot",
+                 "baseline", "rss"]
     o.parts = all_parts if not o.only else [p.strip() for p in o.only.split(",") if p.strip()]
     bad = [p for p in o.parts if p not in all_parts]
     if bad:
@@ -809,6 +934,10 @@ def main(argv):
         plan = [("baseline", lambda: bench.run_job_baseline(opts.trials)),
                 ("kill9-wait", lambda: bench.run_trials("kill9-wait", opts.trials,
                                                         bench.trial_kill9("wait"))),
+                ("kill9-scraped", lambda: bench.run_trials("kill9-scraped", opts.trials,
+                                                           bench.trial_kill9_scraped)
+                 if bench.has_http() else say("  kill9-scraped: skipped, this pgleader has "
+                                              "no --http-addr")),
                 ("handover", lambda: bench.run_trials("handover", opts.trials,
                                                       bench.trial_handover)),
                 ("terminate", lambda: bench.run_trials("terminate", opts.trials,
@@ -847,4 +976,6 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--scrape"]:
+        sys.exit(scrape_main(sys.argv[2:]))
     sys.exit(main(sys.argv[1:]))

@@ -12,7 +12,8 @@ set -eu
 
 PACKAGES=(
 	gcc make pkg-config
-	libpq-dev libev-dev libinih-dev libsystemd-dev libjansson-dev libmicrohttpd-dev check
+	libpq-dev libev-dev libinih-dev libsystemd-dev libjansson-dev check
+	libmicrohttpd-dev libcurl4-openssl-dev prometheus
 	postgresql-15 postgresql-client-15 pgbouncer
 	python3 python3-pytest
 	mandoc man-db valgrind

@@ -1,0 +1,483 @@
+/* http.c: the health, status and metrics endpoints, libmicrohttpd on the libev loop. */
+#include "http.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <ev.h>
+#include <microhttpd.h>
+
+/* Bounds: enough for a few probes and scrapers at once; a client that
+ * connects and never sends is dropped after the timeout, and a request's
+ * headers must fit in the per-connection memory. One address may hold half
+ * of the connections, so that a misbehaving client leaves room for others. */
+#define HTTP_CONNECTIONS 32u
+#define HTTP_PER_ADDRESS 16u
+#define HTTP_TIMEOUT_S 5u
+#define HTTP_MEMORY ((size_t)16 * 1024)
+/* The timer's period while libmicrohttpd needs no timeout: any period works,
+ * the timer is re-armed after every run. */
+#define HTTP_IDLE_PERIOD 3600.0
+
+struct http {
+	struct ev_loop *loop;
+	struct MHD_Daemon *daemon;
+	ev_io io;               /* libmicrohttpd's epoll descriptor */
+	ev_timer timer;         /* its next timeout */
+	http_snapshot_fn get;
+	void *arg;
+	struct metrics_versions versions;
+	char *version, *libpq_version;
+	int port;
+	double boot_time;       /* wall clock at boot, for process_start_time */
+};
+
+/* ---- process facts for /metrics ---------------------------------------- */
+
+static double read_boot_time(void)
+{
+	FILE *f = fopen("/proc/stat", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned long long btime;
+	double t = -1;
+
+	if (!f)
+		return -1;
+	while (getline(&line, &cap, f) > 0)
+		if (sscanf(line, "btime %llu", &btime) == 1) {
+			t = (double)btime;
+			break;
+		}
+	free(line);
+	fclose(f);
+	return t;
+}
+
+/* The descriptors in /proc/self/fd, not counting the one reading it. */
+static long count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void read_stat(const struct http *h, struct metrics_process *p)
+{
+	char buf[1024];
+	unsigned long utime, stime, vsize;
+	unsigned long long start;
+	long rss, ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	const char *rest;
+	ssize_t n;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0 || ticks <= 0)
+		return;
+	buf[n] = '\0';
+	/* The command name may hold spaces and ')': fields follow the last ')'. */
+	rest = strrchr(buf, ')');
+	if (!rest || sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u"
+			    " %lu %lu %*d %*d %*d %*d %*d %*d %llu %lu %ld",
+			    &utime, &stime, &start, &vsize, &rss) != 5)
+		return;
+	p->cpu_seconds = (double)(utime + stime) / (double)ticks;
+	p->virtual_bytes = (double)vsize;
+	p->resident_bytes = (double)rss * (double)page;
+	if (h->boot_time >= 0)
+		p->start_time_seconds = h->boot_time + (double)start / (double)ticks;
+}
+
+static void read_process(const struct http *h, struct metrics_process *p)
+{
+	struct rlimit rl;
+
+	*p = (struct metrics_process){ -1, -1, -1, -1, -1, -1 };
+	read_stat(h, p);
+	p->open_fds = count_fds();
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		p->max_fds = (long)rl.rlim_cur;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+enum route_kind { ROUTE_HEALTH, ROUTE_STATUS, ROUTE_METRICS };
+
+/* Patroni's names, so that HAProxy and Kubernetes users guess them. */
+static const struct route {
+	const char *path;
+	enum route_kind kind;
+	bool (*healthy)(const struct election_snapshot *s);
+} routes[] = {
+	{ "/leader", ROUTE_HEALTH, metrics_is_leader },
+	{ "/primary", ROUTE_HEALTH, metrics_is_leader },
+	{ "/replica", ROUTE_HEALTH, metrics_is_standby },
+	{ "/standby", ROUTE_HEALTH, metrics_is_standby },
+	{ "/liveness", ROUTE_HEALTH, metrics_is_live },
+	{ "/readiness", ROUTE_HEALTH, metrics_is_ready },
+	{ "/status", ROUTE_STATUS, NULL },
+	{ "/metrics", ROUTE_METRICS, NULL },
+};
+
+/* Queues a response; body is copied unless owned, in which case it is
+ * malloc()ed and handed over (also on failure). */
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
+			     const char *type, char *body, bool owned)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	r = MHD_create_response_from_buffer(strlen(body), body, owned
+					    ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_MUST_COPY);
+	if (!r) {
+		if (owned)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status,
+				  const char *text)
+{
+	return reply(c, status, "text/plain; charset=utf-8", (char *)text, false);
+}
+
+static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c,
+				     const struct election_snapshot *s)
+{
+	struct metrics_process p;
+	struct metrics_buf b = { 0 };
+
+	read_process(h, &p);
+	if (metrics_prometheus(s, &p, &h->versions, &b) < 0) {
+		metrics_buf_free(&b);
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8",
+		     b.data, true);
+}
+
+/* Health endpoints answer with the /status document, as Patroni's do, so
+ * that a failing probe's body says why. */
+static enum MHD_Result serve(struct http *h, struct MHD_Connection *c,
+			     const struct route *r)
+{
+	const struct election_snapshot *s = h->get(h->arg);
+	unsigned status = MHD_HTTP_OK;
+	char *json;
+
+	if (!s)
+		return reply_text(c, r->healthy == metrics_is_live ? MHD_HTTP_OK
+				  : MHD_HTTP_SERVICE_UNAVAILABLE, "starting\n");
+	if (r->kind == ROUTE_METRICS)
+		return serve_metrics(h, c, s);
+	if (r->kind == ROUTE_HEALTH && !r->healthy(s))
+		status = MHD_HTTP_SERVICE_UNAVAILABLE;
+	json = metrics_status_json(s, &h->versions);
+	if (!json)
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	return reply(c, status, "application/json", json, true);
+}
+
+/* The endpoints are read-only: a request that carries a body is refused
+ * before the body is read, and the connection is closed after the answer. */
+static bool has_body(struct MHD_Connection *c)
+{
+	const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						      MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+	return (len && strspn(len, "0") != strlen(len)) ||
+	       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_TRANSFER_ENCODING);
+}
+
+static enum MHD_Result request_cb(void *cls, struct MHD_Connection *c,
+				  const char *url, const char *method,
+				  const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **req_cls)
+{
+	(void)version;
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)req_cls;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
+	if (has_body(c))
+		return reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
+				  "a request body is not accepted\n");
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (!strcmp(url, routes[i].path))
+			return serve(cls, c, &routes[i]);
+	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* ---- the loop ----------------------------------------------------------- */
+
+/* libmicrohttpd never blocks in MHD_run in this mode: it handles what its
+ * epoll set reports ready, then says when it next needs to run (a
+ * connection's timeout, or 0 when it has more to do). */
+static void run(struct http *h)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+	double after = HTTP_IDLE_PERIOD;
+
+	MHD_run(h->daemon);
+	if (MHD_get_timeout(h->daemon, &ms) == MHD_YES)
+		after = ms ? (double)ms / 1000.0 : 1e-4;
+	/* A repeating timer restarted in place stays active, so the ev_unref
+	 * taken when it was started stays right. */
+	h->timer.repeat = after;
+	ev_timer_again(h->loop, &h->timer);
+}
+
+static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	run(w->data);
+}
+
+static void timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	run(w->data);
+}
+
+/* ---- listening ---------------------------------------------------------- */
+
+/* "HOST:PORT", "[V6]:PORT" or ":PORT" into host ("" for every address) and
+ * a numeric port. */
+static int split_addr(const char *addr, char host[256], char port[8])
+{
+	const char *colon, *h = addr;
+	size_t hlen;
+
+	if (*addr == '[') {
+		colon = strchr(addr, ']');
+		if (!colon || colon[1] != ':')
+			return -1;
+		h = addr + 1;
+		hlen = (size_t)(colon - h);
+		colon++;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon || memchr(addr, ':', (size_t)(colon - addr)))
+			return -1;
+		hlen = (size_t)(colon - addr);
+	}
+	if (hlen >= 256 || !colon[1] || strlen(colon + 1) > 5 ||
+	    strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+	    atoi(colon + 1) > 65535)
+		return -1;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	strcpy(port, colon + 1);
+	return 0;
+}
+
+static int bind_one(const struct addrinfo *ai, int *error)
+{
+	int fd, on = 1, off = 0;
+
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		*error = errno;
+		return -1;
+	}
+	/* SO_REUSEADDR lets a restart bind over TIME_WAIT; on Linux it never
+	 * lets two listeners share a port. "::" takes IPv4 too. */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	if (ai->ai_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0) {
+		*error = errno;
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The first address of host (NULL: the wildcard) in family that binds.
+ * flags: AI_NUMERICHOST for a bracketed address, never looked up.
+ * -1 with errno's value in *error, or -2 with getaddrinfo's. */
+static int bind_first(const char *host, const char *port, int family,
+		      int flags, int *error)
+{
+	struct addrinfo hints = { .ai_family = family, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV | flags };
+	struct addrinfo *res, *ai;
+	int fd = -1, e;
+
+	*error = getaddrinfo(host, port, &hints, &res);
+	if (*error)
+		return -2;
+	*error = EADDRNOTAVAIL;
+	for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+		fd = bind_one(ai, &e);
+		/* Report why the preferred address failed. */
+		if (fd < 0 && ai == res)
+			*error = e;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* Every address: "::" with IPv4 mapped, or 0.0.0.0 on a kernel without
+ * IPv6. A named host: its first address that binds. */
+static int listen_on(const char *addr, char *err, size_t errlen)
+{
+	char host[256], port[8];
+	int fd, error;
+
+	if (split_addr(addr, host, port) < 0) {
+		snprintf(err, errlen, "invalid http address \"%s\": expected HOST:PORT, "
+			 "[IPV6]:PORT or :PORT", addr);
+		return -1;
+	}
+	if (*host)
+		fd = bind_first(host, port, *addr == '[' ? AF_INET6 : AF_UNSPEC,
+				*addr == '[' ? AI_NUMERICHOST : 0, &error);
+	else if ((fd = bind_first(NULL, port, AF_INET6, 0, &error)) == -1 &&
+		 error == EAFNOSUPPORT)
+		fd = bind_first(NULL, port, AF_INET, 0, &error);
+	if (fd == -2)
+		snprintf(err, errlen, "cannot resolve http address %s: %s", addr,
+			 gai_strerror(error));
+	else if (fd < 0)
+		snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(error));
+	return fd < 0 ? -1 : fd;
+}
+
+static int bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -1;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+static struct MHD_Daemon *start_daemon(struct http *h, int fd)
+{
+	/* No MHD_USE_INTERNAL_POLLING_THREAD: the caller's loop runs it. No
+	 * MHD_USE_ERROR_LOG: libmicrohttpd would write to stderr on its own. */
+	return MHD_start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, request_cb, h,
+				MHD_OPTION_LISTEN_SOCKET, fd,
+				MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTIONS,
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_PER_ADDRESS,
+				MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_MEMORY,
+				MHD_OPTION_END);
+}
+
+static int copy_versions(struct http *h, const struct metrics_versions *v)
+{
+	h->version = strdup(v && v->version ? v->version : "");
+	h->libpq_version = strdup(v && v->libpq_version ? v->libpq_version : "");
+	h->versions.version = h->version;
+	h->versions.libpq_version = h->libpq_version;
+	return h->version && h->libpq_version ? 0 : -1;
+}
+
+struct http *http_new(struct ev_loop *loop, const char *addr,
+		      const struct metrics_versions *versions,
+		      http_snapshot_fn get, void *arg, char *err, size_t errlen)
+{
+	const union MHD_DaemonInfo *info;
+	struct http *h = calloc(1, sizeof(*h));
+	int fd;
+
+	if (!h || copy_versions(h, versions) < 0) {
+		snprintf(err, errlen, "cannot start the http server: out of memory");
+		http_free(h);
+		return NULL;
+	}
+	h->loop = loop;
+	h->get = get;
+	h->arg = arg;
+	h->boot_time = read_boot_time();
+	fd = listen_on(addr, err, errlen);
+	if (fd < 0) {
+		http_free(h);
+		return NULL;
+	}
+	h->port = bound_port(fd);
+	h->daemon = start_daemon(h, fd);
+	info = h->daemon ? MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
+	if (!info) {
+		snprintf(err, errlen, "cannot start the http server on %s", addr);
+		if (!h->daemon)
+			close(fd);
+		http_free(h);
+		return NULL;
+	}
+	ev_io_init(&h->io, io_cb, info->epoll_fd, EV_READ);
+	ev_init(&h->timer, timer_cb);
+	h->io.data = h->timer.data = h;
+	ev_io_start(loop, &h->io);
+	/* Observers do not keep the loop alive: the election ends it. */
+	ev_unref(loop);
+	h->timer.repeat = HTTP_IDLE_PERIOD;
+	ev_timer_again(loop, &h->timer);
+	ev_unref(loop);
+	return h;
+}
+
+int http_port(const struct http *h)
+{
+	return h->port;
+}
+
+void http_free(struct http *h)
+{
+	if (!h)
+		return;
+	if (ev_is_active(&h->io)) {
+		ev_ref(h->loop);
+		ev_io_stop(h->loop, &h->io);
+	}
+	if (ev_is_active(&h->timer)) {
+		ev_ref(h->loop);
+		ev_timer_stop(h->loop, &h->timer);
+	}
+	if (h->daemon)
+		MHD_stop_daemon(h->daemon);
+	free(h->version);
+	free(h->libpq_version);
+	free(h);
+}
