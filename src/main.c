@@ -1,5 +1,6 @@
 /* main.c: command line to configuration, the event loop, and the exit code. */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <ev.h>
@@ -7,6 +8,7 @@
 #include "child.h"
 #include "config.h"
 #include "election.h"
+#include "http.h"
 #include "log.h"
 #include "notify.h"
 #include "status.h"
@@ -39,17 +41,41 @@ static int load(struct config *cfg, int argc, char **argv)
 	return election_exit_for(fault);
 }
 
+static const struct election_snapshot *snapshot_cb(void *arg)
+{
+	return supervisor_snapshot(arg);
+}
+
+/* The HTTP endpoints, when --http-addr asks for them; *web stays NULL
+ * otherwise. Returns false with err when the address cannot be listened on. */
+static bool start_http(struct ev_loop *loop, const struct config *cfg,
+		       struct supervisor *sup, struct http **web,
+		       char *err, size_t errlen)
+{
+	char libpq[32];
+	struct metrics_versions versions = { PGLEADER_VERSION, libpq };
+
+	*web = NULL;
+	if (!cfg->http_addr)
+		return true;
+	version_libpq(libpq, sizeof(libpq));
+	*web = http_new(loop, cfg->http_addr, &versions, snapshot_cb, sup, err, errlen);
+	return *web != NULL;
+}
+
 /* The daemon proper: set up, run the loop until the election ends, tear
  * down in reverse order. */
 static int run(const struct config *cfg)
 {
 	struct supervisor *sup;
+	struct http *web;
 	struct ev_loop *loop;
 	char err[LOG_MSG_MAX];
 	int code;
 
 	/* Set-up order: the loop, then the reaper (before any child exists),
-	 * then the lease and child objects inside the supervisor, then
+	 * then the lease and child objects inside the supervisor, then the
+	 * HTTP server (a port in use fails before any connection), then
 	 * systemd's watchdog, then the election. */
 	signal(SIGPIPE, SIG_IGN);
 	loop = ev_default_loop(EVFLAG_AUTO);
@@ -65,6 +91,11 @@ static int run(const struct config *cfg)
 		fprintf(stderr, "pgleader: invalid dsn: %s\n", log_redact(err));
 		return election_exit_for(FAULT_BAD_DSN);
 	}
+	if (!start_http(loop, cfg, sup, &web, err, sizeof(err))) {
+		fprintf(stderr, "pgleader: %s\n", err);
+		supervisor_free(sup);
+		return election_exit_for(FAULT_CONFIG);
+	}
 	notify_init(loop);
 	supervisor_start(sup);
 	notify_ready();
@@ -73,6 +104,7 @@ static int run(const struct config *cfg)
 
 	code = supervisor_exit_code(sup);
 	notify_done(loop);
+	http_free(web);
 	supervisor_free(sup);
 	ev_loop_destroy(loop);
 	return code;

@@ -12,20 +12,23 @@
 
 /* PQlibVersion() is major*10000+minor since PostgreSQL 10, and
  * major*10000+minor*100+patch before: 150018 is 15.18, 90624 is 9.6.24. */
-static void print_libpq(FILE *out, int v)
+void version_libpq(char *buf, size_t len)
 {
+	int v = PQlibVersion();
+
 	if (v >= 100000)
-		fprintf(out, "libpq %d.%d", v / 10000, v % 10000);
+		snprintf(buf, len, "%d.%d", v / 10000, v % 10000);
 	else
-		fprintf(out, "libpq %d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+		snprintf(buf, len, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
 }
 
 void version_print(FILE *out)
 {
 	const char *mhd = MHD_get_version();
+	char libpq[32];
 
-	fprintf(out, "pgleader %s (", PGLEADER_VERSION);
-	print_libpq(out, PQlibVersion());
-	fprintf(out, ", libev %d.%d, libmicrohttpd %s)\n",
-		ev_version_major(), ev_version_minor(), mhd ? mhd : "unknown");
+	version_libpq(libpq, sizeof(libpq));
+	fprintf(out, "pgleader %s (libpq %s, libev %d.%d, libmicrohttpd %s)\n",
+		PGLEADER_VERSION, libpq, ev_version_major(), ev_version_minor(),
+		mhd ? mhd : "unknown");
 }
