@@ -47,7 +47,7 @@ OBJS := $(SRCS:.c=.o)
 HDRS := $(wildcard src/*.h)
 
 UNIT_TESTS := tests/unit/test_config tests/unit/test_value tests/unit/test_election \
-	tests/unit/test_log tests/unit/test_child
+	tests/unit/test_log tests/unit/test_child tests/unit/test_lease_sql
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
 	lint sanitize
@@ -69,6 +69,8 @@ tests/unit/test_election: tests/unit/test_election.c src/election.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/election.c $(CHECK_LIBS) -lm
 tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(CHECK_LIBS)
+tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/lease_sql.c $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub.
 tests/unit/test_child: tests/unit/test_child.c src/child.c tests/unit/log_stub.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c tests/unit/log_stub.c -lev $(CHECK_LIBS)
