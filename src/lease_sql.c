@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h" /* LOG_MSG_MAX only: nothing here logs */
 #include "wire.h"
 
 #define SETUP_COLUMNS "SELECT pg_backend_pid(), pg_is_in_recovery(), " \
@@ -238,6 +239,18 @@ void lease_sql_one_line(char *out, size_t len, const char *msg, char *sqlstate)
 			out[n++] = (char)c;
 	}
 	out[n] = '\0';
+}
+
+bool lease_sql_server_error(char *out, size_t len, const char *severity,
+			    const char *message, const char *sqlstate)
+{
+	char text[LOG_MSG_MAX];
+
+	snprintf(text, sizeof(text), "%s: %s (%s)", severity ? severity : "ERROR",
+		 message && *message ? message : "no message",
+		 sqlstate && *sqlstate ? sqlstate : "?????");
+	lease_sql_one_line(out, len, text, NULL);
+	return severity && (!strcmp(severity, "FATAL") || !strcmp(severity, "PANIC"));
 }
 
 static bool has_any(const char *s, const char *const *needles)

@@ -69,6 +69,11 @@ bool lease_sql_parse_pid(const struct lease_sql_answer *a, int *pid);
  * message speaks of, "" when it has none. */
 void lease_sql_one_line(char *out, size_t len, const char *msg, char *sqlstate);
 
+/* A server's error or notice in one line, "SEVERITY: message (SQLSTATE)";
+ * true when the severity ends the session (FATAL, PANIC). */
+bool lease_sql_server_error(char *out, size_t len, const char *severity,
+			    const char *message, const char *sqlstate);
+
 /* Where a failure happened, for the classification. */
 enum lease_sql_stage {
 	LEASE_SQL_START,    /* libpq refused to start: nothing was sent yet */

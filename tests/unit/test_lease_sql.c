@@ -104,6 +104,34 @@ START_TEST(two_host_message_whole)
 }
 END_TEST
 
+static const struct {
+	const char *severity, *message, *sqlstate;
+	bool fatal;
+	const char *line;
+} server_error_cases[] = {
+	{ "FATAL", "terminating connection due to administrator command", "57P01", true,
+	  "FATAL: terminating connection due to administrator command (57P01)" },
+	{ "PANIC", "x", "XX000", true, "PANIC: x (XX000)" },
+	{ "ERROR", "canceling statement due to lock timeout", "55P03", false,
+	  "ERROR: canceling statement due to lock timeout (55P03)" },
+	{ "NOTICE", "line one\n\tline two", NULL, false, "NOTICE: line one line two (?????" ")" },
+	{ NULL, NULL, "", false, "ERROR: no message (?????" ")" },
+	{ "fatal", "m", "57P01", false, "fatal: m (57P01)" }, /* not localized */
+};
+
+START_TEST(server_error)
+{
+	char out[LOG_MSG_MAX];
+
+	ck_assert_int_eq(lease_sql_server_error(out, sizeof(out),
+						server_error_cases[_i].severity,
+						server_error_cases[_i].message,
+						server_error_cases[_i].sqlstate),
+			 server_error_cases[_i].fatal);
+	ck_assert_str_eq(out, server_error_cases[_i].line);
+}
+END_TEST
+
 /* ---- fault classes ---- */
 
 static const struct {
@@ -489,6 +517,7 @@ static Suite *lease_sql_suite(void)
 		{ "one_line", one_line, NROWS(line_cases) },
 		{ "one_line_truncates", one_line_truncates, 1 },
 		{ "two_host_message_whole", two_host_message_whole, 1 },
+		{ "server_error", server_error, NROWS(server_error_cases) },
 		{ "classify", classify, NROWS(classify_cases) },
 		{ "setup_sql", setup_sql, 1 },
 		{ "parse_setup", parse_setup, NROWS(setup_cases) },
