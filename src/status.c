@@ -10,12 +10,15 @@
 #include <libpq-fe.h>
 
 #include "log.h"
+#include "wire.h"
 
 #define STATUS_LEADER 0
 #define STATUS_NO_LEADER 3
 #define STATUS_UNAVAILABLE 69 /* EX_UNAVAILABLE */
 
-#define NODE_PREFIX "pgleader/"
+/* WIRE_CONNECT_TIMEOUT_DEFAULT as a libpq keyword value */
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 
 enum role {
 	ROLE_LEADER,
@@ -82,7 +85,8 @@ static PGconn *connect_db(const struct config *cfg)
 	 * escaper expects UTF-8. */
 	const char *keys[] = { "connect_timeout", "dbname", "application_name",
 			       "client_encoding", NULL };
-	const char *vals[] = { getenv("PGCONNECT_TIMEOUT") ? NULL : "10", cfg->dsn,
+	const char *vals[] = { getenv("PGCONNECT_TIMEOUT") ? NULL
+			       : STRINGIFY(WIRE_CONNECT_TIMEOUT_DEFAULT), cfg->dsn,
 			       "pgleader-status", "UTF8", NULL };
 	PGconn *conn = PQconnectdbParams(keys, vals, 1);
 
@@ -133,7 +137,7 @@ static PGresult *query(PGconn *conn, const char *sql, int nparams,
 	"  FROM pg_stat_activity a LEFT JOIN l ON l.pid = a.pid\n" \
 	" WHERE a.pid <> pg_backend_pid()\n" \
 	"   AND (l.pid IS NOT NULL\n" \
-	"        OR (left(a.application_name, 9) = '" NODE_PREFIX "'\n" \
+	"        OR (left(a.application_name, length('" WIRE_APP_PREFIX "')) = '" WIRE_APP_PREFIX "'\n" \
 	"            AND a.datid = (SELECT k_db FROM k)\n" \
 	"            AND NOT EXISTS (SELECT 1 FROM pg_locks o\n" \
 	"                             WHERE o.pid = a.pid AND o.locktype = 'advisory')))\n" \
@@ -149,11 +153,11 @@ static void fill_session(struct session *s, const PGresult *res, int row,
 			 bool *leader_seen)
 {
 	const char *granted = value(res, row, 4);
-	size_t plen = strlen(NODE_PREFIX);
+	size_t plen = strlen(WIRE_APP_PREFIX);
 
 	s->application_name = value(res, row, 0);
 	s->node_id = NULL;
-	if (s->application_name && strncmp(s->application_name, NODE_PREFIX, plen) == 0)
+	if (s->application_name && strncmp(s->application_name, WIRE_APP_PREFIX, plen) == 0)
 		s->node_id = s->application_name + plen;
 	s->client_addr = value(res, row, 1);
 	s->pid = value(res, row, 2);
@@ -350,7 +354,7 @@ static int show(PGconn *conn, const struct config *cfg)
 	 * would report "no leader" while one runs. */
 	snprintf(key, sizeof(key), "%" PRId64, cfg->lock_key);
 	res = query(conn, "SELECT pg_is_in_recovery(),"
-		    " COALESCE(hashtextextended($2::text, 0), $1::bigint)", 2, params);
+		    " COALESCE(" WIRE_KEY_OF_NAME("$2") ", $1::bigint)", 2, params);
 	if (!res)
 		return STATUS_UNAVAILABLE;
 	if (strcmp(PQgetvalue(res, 0, 0), "t") == 0) {
