@@ -22,7 +22,8 @@ struct lease_options {
 
 enum lease_event {
 	LEASE_CONNECTED,        /* ready to ask for the lock; lease_key() valid */
-	LEASE_CONNECT_FAILED,   /* fault, reason; connection closed */
+	LEASE_CONNECT_FAILED,   /* before LEASE_CONNECTED: fault, reason;
+				 * connection closed */
 	LEASE_ACQUIRED,         /* lease_fencing_token() valid */
 	LEASE_BUSY,             /* the lock is held elsewhere */
 	LEASE_PING_OK,
