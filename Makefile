@@ -68,7 +68,7 @@ HDRS := $(wildcard src/*.h)
 UNIT_TESTS := tests/unit/test_config tests/unit/test_options tests/unit/test_value \
 	tests/unit/test_election \
 	tests/unit/test_log tests/unit/test_child tests/unit/test_metrics \
-	tests/unit/test_http
+	tests/unit/test_http tests/unit/test_lease_sql
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
 	lint sanitize cppcheck shellcheck complexity metrics-lint dist deb rpm package-check
@@ -96,6 +96,8 @@ tests/unit/test_election: tests/unit/test_election.c src/election.c $(HDRS)
 # sees the journal fields pgleader would send without needing a journald.
 tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
+tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/lease_sql.c $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub.
 tests/unit/test_child: tests/unit/test_child.c src/child.c tests/unit/log_stub.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c tests/unit/log_stub.c -lev $(CHECK_LIBS)

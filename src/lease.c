@@ -1,16 +1,16 @@
-/* lease.c: connects, takes, watches, pings and releases the advisory lock. */
+/* lease.c: drives the lock connection through libpq's async API on libev. */
 #include "lease.h"
 
-#include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libpq-fe.h>
 
+#include "lease_sql.h"
 #include "log.h"
-
-#define DEFAULT_CONNECT_TIMEOUT 10.0
+#include "wire.h"
 
 /* What the connection is doing; each query step has its own state so that
  * the result handler knows what the answer means. */
@@ -27,31 +27,48 @@ enum lease_phase {
 	PHASE_UNLOCKING,
 };
 
+/* The bound on one connection attempt is connect_timeout for each host,
+ * and this much more, so that the lease's own report of the last host
+ * comes before the election's deadline. */
+#define LEASE_CONNECT_SLACK 1.0
+
+/* The DSN's host, hostaddr and port lists, in that order. */
+enum { LIST_HOST, LIST_HOSTADDR, LIST_PORT, LISTS };
+static const char *const list_keyword[LISTS] = { "host", "hostaddr", "port" };
+
 struct lease {
 	struct ev_loop *loop;
 	struct lease_options o;
 	char *dsn;
 	char *node_id;
 	char *lock_name;
-	char application_name[64];
-	double connect_timeout;
+	char application_name[WIRE_APP_NAME_MAX + 1];
+	double host_timeout;    /* connect_timeout, for each host */
+	int hosts;              /* how many hosts the DSN names */
 	lease_event_fn fn;
 	void *arg;
 
 	PGconn *conn;
 	ev_io io;
 	enum lease_phase phase;
+	/* connect_timeout for the host being tried: libpq enforces it only in
+	 * its blocking calls */
+	ev_timer host_timer;
+	char host_now[320];     /* host and port being tried */
+	char *lists[LISTS];     /* the DSN's, without hosts that timed out */
+	char skipped[LOG_MSG_MAX]; /* the hosts that timed out, for the reason */
+	bool start_failed;      /* libpq refused to start; told from the loop */
+
 	bool waiting_in_queue;  /* the lock request is a pg_advisory_lock */
 	bool release_wanted;    /* unlock once the query in flight is answered */
-	int backend_pid;        /* pg_backend_pid() of this session */
-	int server_version;
+	struct lease_sql_server srv;
 	bool warned_old_server;
-	bool can_create_temp;   /* the claim can make its commit durable */
 	bool warned_no_temp;
 	bool key_logged;
 	int64_t key;
-	char token[32];
-	char fatal[512];        /* a FATAL the notice receiver saw while idle */
+	uint64_t token;
+	char fatal[LOG_MSG_MAX]; /* a FATAL the notice receiver saw while idle */
+	enum fault fatal_fault;
 
 	PGresult *last_rows;    /* last tuples result of the query in flight */
 	PGresult *error;        /* first error result of the query in flight */
@@ -67,6 +84,7 @@ static void close_conn(struct lease *l)
 {
 	if (ev_is_active(&l->io))
 		ev_io_stop(l->loop, &l->io);
+	ev_timer_stop(l->loop, &l->host_timer);
 	PQclear(l->last_rows);
 	PQclear(l->error);
 	l->last_rows = l->error = NULL;
@@ -75,17 +93,74 @@ static void close_conn(struct lease *l)
 	l->conn = NULL;
 	l->phase = PHASE_CLOSED;
 	l->release_wanted = false;
+	l->start_failed = false;
 	l->fatal[0] = '\0';
 }
 
-/* Watches the connection's socket for the given events; the socket itself
- * can change while libpq works through a multi-host DSN. */
-static void watch(struct lease *l, int events)
+static bool connecting(const struct lease *l)
+{
+	return l->phase == PHASE_CONNECTING || l->phase == PHASE_SETUP ||
+	       l->phase == PHASE_SET_TIMEOUTS;
+}
+
+/* The one way out of a failure: close the connection, then report it,
+ * LEASE_CONNECT_FAILED before the connection was ready and LEASE_LOST
+ * after. The arguments may point into what closing frees or clears (libpq's
+ * error message, a PGresult, l->fatal), so the reason is formatted into a
+ * buffer of this frame first. */
+static void fail(struct lease *l, enum fault fault, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void fail(struct lease *l, enum fault fault, const char *fmt, ...)
+{
+	enum lease_event ev = connecting(l) ? LEASE_CONNECT_FAILED : LEASE_LOST;
+	char reason[LOG_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	close_conn(l);
+	emit(l, ev, fault, reason);
+}
+
+/* Fails with libpq's message for the connection, classified for the stage. */
+static void fail_libpq(struct lease *l, enum lease_sql_stage stage)
+{
+	char msg[LOG_MSG_MAX], sqlstate[6];
+	bool needs_password = stage == LEASE_SQL_CONNECT &&
+			      PQconnectionNeedsPassword(l->conn);
+	enum fault f;
+	const char *what = "";
+
+	lease_sql_one_line(msg, sizeof(msg), l->conn ? PQerrorMessage(l->conn)
+				  : "out of memory", sqlstate);
+	f = lease_sql_classify(stage, sqlstate, needs_password, msg);
+	if (stage == LEASE_SQL_START || stage == LEASE_SQL_CONNECT)
+		what = f == FAULT_AUTH ? "cannot connect: "
+		     : f == FAULT_BAD_DSN ? "cannot use the connection string: "
+		     : "database connection failed: ";
+	fail(l, f, "%s%s%s", what, *what ? l->skipped : "", msg);
+}
+
+/* Closed without an unlock (fault set) or after one (FAULT_NONE). */
+static void released(struct lease *l, enum fault fault)
+{
+	close_conn(l);
+	emit(l, LEASE_RELEASED, fault, NULL);
+}
+
+/* Watches the connection's socket. While connecting, libpq closes it and
+ * opens another for the next host or address, which may get the same
+ * number: libev would still believe the old one registered and never
+ * wake up, so then the watcher is set anew on every step (ev_io_set tells
+ * libev the descriptor may be a new one). */
+static void watch(struct lease *l, int events, bool anew)
 {
 	int fd = PQsocket(l->conn);
 
 	if (ev_is_active(&l->io)) {
-		if (l->io.fd == fd && (l->io.events & (EV_READ | EV_WRITE)) == events)
+		if (!anew && l->io.fd == fd &&
+		    (l->io.events & (EV_READ | EV_WRITE)) == events)
 			return;
 		ev_io_stop(l->loop, &l->io);
 	}
@@ -93,44 +168,20 @@ static void watch(struct lease *l, int events)
 	ev_io_start(l->loop, &l->io);
 }
 
-/* Copies libpq's message into buf as one line without the trailing newline. */
-static void one_line(char *buf, size_t len, const char *msg)
+/* Gives each host its own connect_timeout: the timer starts again when
+ * libpq moves on to another host. */
+static void track_host(struct lease *l)
 {
-	char *p;
+	char now[sizeof(l->host_now)];
+	const char *port = PQport(l->conn);
 
-	snprintf(buf, len, "%s", msg && *msg ? msg : "unknown error");
-	for (p = buf; *p; p++)
-		if (*p == '\n' || *p == '\t')
-			*p = ' ';
-	while (p > buf && p[-1] == ' ')
-		*--p = '\0';
-}
-
-static void fail_lost(struct lease *l, const char *why)
-{
-	char reason[1200];
-
-	snprintf(reason, sizeof(reason), "%s", why);
-	close_conn(l);
-	emit(l, LEASE_LOST, FAULT_CONNECTION, reason);
-}
-
-static void fail_connect(struct lease *l, const char *why)
-{
-	char reason[1200];
-
-	snprintf(reason, sizeof(reason), "%s", why);
-	close_conn(l);
-	emit(l, LEASE_CONNECT_FAILED, FAULT_UNREACHABLE, reason);
-}
-
-static void fail_fatal(struct lease *l, int code, const char *why)
-{
-	char reason[1200];
-
-	snprintf(reason, sizeof(reason), "%s", why);
-	close_conn(l);
-	emit(l, LEASE_LOST, code == 69 ? FAULT_AUTH : FAULT_POOLER, reason);
+	snprintf(now, sizeof(now), "%s\n%s", PQhost(l->conn), port ? port : "");
+	if (ev_is_active(&l->host_timer) && !strcmp(now, l->host_now))
+		return;
+	memcpy(l->host_now, now, sizeof(now));
+	ev_timer_stop(l->loop, &l->host_timer);
+	ev_timer_set(&l->host_timer, l->host_timeout, 0);
+	ev_timer_start(l->loop, &l->host_timer);
 }
 
 /* Notices arrive here, and so does a FATAL the server sends while no query
@@ -139,18 +190,19 @@ static void fail_fatal(struct lease *l, int code, const char *why)
 static void notice_cb(void *arg, const PGresult *res)
 {
 	struct lease *l = arg;
-	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
 	const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	char msg[LOG_MSG_MAX];
 
-	if (severity && (!strcmp(severity, "FATAL") || !strcmp(severity, "PANIC"))) {
-		snprintf(l->fatal, sizeof(l->fatal),
-			 "connection terminated by the server: %s: %s (%s)",
-			 severity, msg ? msg : "", sqlstate ? sqlstate : "?????");
+	if (!lease_sql_server_error(msg, sizeof(msg),
+				    PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED),
+				    PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY),
+				    sqlstate)) {
+		log_debug("server notice: %s", msg);
 		return;
 	}
-	if (msg)
-		log_debug("server notice: %s", msg);
+	memcpy(l->fatal, msg, sizeof(l->fatal));
+	l->fatal_fault = lease_sql_classify(LEASE_SQL_SESSION, sqlstate ? sqlstate
+					    : "?????", false, msg);
 }
 
 /* Sends one query (with at most one parameter) and waits for its answer
@@ -164,143 +216,98 @@ static bool send_query(struct lease *l, const char *sql, const char *param)
 	else
 		ok = PQsendQuery(l->conn, sql);
 	if (!ok) {
-		char why[512];
-
-		one_line(why, sizeof(why), PQerrorMessage(l->conn));
-		fail_lost(l, why);
+		fail_libpq(l, LEASE_SQL_SESSION);
 		return false;
 	}
 	/* Non-blocking mode: a query that does not fit in the socket buffer
 	 * at once is flushed from the write watcher. */
-	watch(l, PQflush(l->conn) == 1 ? EV_READ | EV_WRITE : EV_READ);
+	watch(l, PQflush(l->conn) == 1 ? EV_READ | EV_WRITE : EV_READ, false);
 	return true;
 }
 
-static const char *result_message(const PGresult *res, char *buf, size_t len)
-{
-	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-	const char *sqlstate = PQresultErrorField(res, PG_DIAG_SQLSTATE);
-
-	snprintf(buf, len, "%s (%s)", msg ? msg : PQresStatus(PQresultStatus(res)),
-		 sqlstate ? sqlstate : "?????");
-	return buf;
-}
-
-static bool is_fatal(const PGresult *res)
-{
-	const char *severity = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
-
-	return severity && (!strcmp(severity, "FATAL") || !strcmp(severity, "PANIC"));
-}
-
-static void send_unlock(struct lease *l)
+static void send_key_query(struct lease *l, enum lease_phase phase,
+			   const char *sql)
 {
 	char key[24];
 
 	snprintf(key, sizeof(key), "%" PRId64, l->key);
+	l->phase = phase;
+	send_query(l, sql, key);
+}
+
+static void send_unlock(struct lease *l)
+{
 	l->release_wanted = false;
-	l->phase = PHASE_UNLOCKING;
-	send_query(l, "SELECT pg_advisory_unlock($1::bigint)", key);
+	send_key_query(l, PHASE_UNLOCKING, LEASE_SQL_UNLOCK);
 }
 
 static void send_timeouts(struct lease *l)
 {
-	char sql[160];
+	char sql[LEASE_SQL_MAX];
 
-	/* A queued wait ends after retry_interval so the standby sees a
-	 * broken session within that time; a role's statement_timeout must
-	 * not cut it short. */
-	snprintf(sql, sizeof(sql),
-		 "SET lock_timeout = %.0f; SET statement_timeout = 0; "
-		 "SET default_transaction_read_only = off",
-		 l->o.retry_interval * 1000);
+	lease_sql_timeouts(sql, sizeof(sql), l->o.retry_interval);
 	l->phase = PHASE_SET_TIMEOUTS;
 	send_query(l, sql, NULL);
 }
 
-/* The server drops a leader that goes silent within server_lease: an idle
- * session by idle_session_timeout (PostgreSQL 14+), a cut TCP connection by
- * keepalives (idle + count * interval = server_lease) and tcp_user_timeout
- * for unacknowledged data. The same query reads the fencing token. */
+/* The server-side lease and the fencing token, in one round trip. */
 static void send_claim(struct lease *l)
 {
-	char sql[640];
-	size_t n = 0;
-	double s = l->o.server_lease;
+	char sql[LEASE_SQL_MAX];
+	unsigned missing = lease_sql_claim(sql, sizeof(sql), &l->srv,
+					   l->o.server_lease);
 
-	sql[0] = '\0';
-	if (s > 0) {
-		long ms = (long)(s * 1000);
-		long probe = (long)(s / 4) > 0 ? (long)(s / 4) : 1;
-
-		if (l->server_version >= 140000)
-			n += (size_t)snprintf(sql + n, sizeof(sql) - n,
-					      "SET idle_session_timeout = %ld; ", ms);
-		else if (!l->warned_old_server) {
-			log_warning("PostgreSQL %d has no idle_session_timeout: "
-				    "a frozen leader keeps the lock until TCP "
-				    "keepalives give up", l->server_version / 10000);
-			l->warned_old_server = true;
-		}
-		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
-				      "SET tcp_keepalives_idle = %ld; "
-				      "SET tcp_keepalives_interval = %ld; "
-				      "SET tcp_keepalives_count = 3; ", probe, probe);
-		if (l->server_version >= 120000) /* new in PostgreSQL 12 */
-			n += (size_t)snprintf(sql + n, sizeof(sql) - n,
-					      "SET tcp_user_timeout = %ld; ", ms);
+	if ((missing & LEASE_SQL_NO_IDLE_TIMEOUT) && !l->warned_old_server) {
+		log_warning("PostgreSQL %d has no idle_session_timeout: a frozen "
+			    "leader keeps the lock until TCP keepalives give up",
+			    l->srv.version / 10000);
+		l->warned_old_server = true;
 	}
-	/* A transaction that only takes an xid commits asynchronously: after
-	 * a crash the server could hand the same xid, so the same fencing
-	 * token, to the next leader. Writing a little catalog WAL makes the
-	 * commit wait for its flush (and for synchronous standbys, if any). */
-	if (l->can_create_temp)
-		n += (size_t)snprintf(sql + n, sizeof(sql) - n,
-				      "CREATE TEMP TABLE pgleader_term (); "
-				      "DROP TABLE pgleader_term; ");
-	else if (!l->warned_no_temp) {
+	if ((missing & LEASE_SQL_NO_DURABLE_TOKEN) && !l->warned_no_temp) {
 		log_warning("the role may not create temporary tables: after a "
 			    "database crash the fencing token can repeat");
 		l->warned_no_temp = true;
 	}
-	/* txid_current() is the same 64-bit number before PostgreSQL 13 */
-	snprintf(sql + n, sizeof(sql) - n, "SELECT %s::text, pg_backend_pid()",
-		 l->server_version >= 130000 ? "pg_current_xact_id()" : "txid_current()");
 	l->phase = PHASE_CLAIMING;
 	send_query(l, sql, NULL);
 }
 
-static void setup_done(struct lease *l, PGresult *rows)
+/* A pooler answers the startup with its own backend key, and a transaction
+ * pooler hands each query to any server session: session advisory locks
+ * mean nothing through it. */
+static bool through_pooler(struct lease *l, int pid, const char *when)
+{
+	if (pid == l->srv.backend_pid)
+		return false;
+	fail(l, FAULT_POOLER, "backend pid changed from %d to %d%s: a connection "
+	     "pooler is between pgleader and PostgreSQL", l->srv.backend_pid,
+	     pid, when);
+	return true;
+}
+
+static void setup_done(struct lease *l, const struct lease_sql_answer *a)
 {
 	int libpq_pid = PQbackendPID(l->conn);
-	char why[300];
 
-	if (!rows || PQntuples(rows) != 1) {
-		fail_connect(l, "unexpected answer to the setup query");
+	if (!lease_sql_parse_setup(a, l->lock_name != NULL, &l->srv)) {
+		fail(l, FAULT_PROTOCOL, "unexpected answer to the setup query");
 		return;
 	}
-	l->backend_pid = atoi(PQgetvalue(rows, 0, 0));
-	l->server_version = atoi(PQgetvalue(rows, 0, 2));
-	/* A pooler answers the startup with its own backend key, and a
-	 * transaction pooler hands each query to any server session: session
-	 * advisory locks mean nothing through it. */
-	if (libpq_pid != l->backend_pid) {
-		snprintf(why, sizeof(why),
-			 "the lock connection goes through a connection pooler "
-			 "(libpq sees backend pid %d, the server says %d): connect "
-			 "pgleader directly to PostgreSQL", libpq_pid, l->backend_pid);
-		fail_fatal(l, 78, why);
+	if (libpq_pid != l->srv.backend_pid) {
+		fail(l, FAULT_POOLER, "the lock connection goes through a connection "
+		     "pooler (libpq sees backend pid %d, the server says %d): "
+		     "connect pgleader directly to PostgreSQL", libpq_pid,
+		     l->srv.backend_pid);
 		return;
 	}
-	if (!strcmp(PQgetvalue(rows, 0, 1), "t")) {
-		fail_connect(l, "the server is in recovery (a hot standby): its "
-			     "advisory locks are its own, pgleader leads only "
-			     "through a primary (target_session_attrs=read-write)");
+	if (l->srv.in_recovery) {
+		fail(l, FAULT_HOT_STANDBY, "the server is in recovery (a hot "
+		     "standby): its advisory locks are its own, pgleader leads "
+		     "only through a primary (target_session_attrs=read-write)");
 		return;
 	}
-	l->can_create_temp = !strcmp(PQgetvalue(rows, 0, 3), "t");
 	if (l->lock_name) {
-		l->key = strtoll(PQgetvalue(rows, 0, 4), NULL, 10);
+		l->key = l->srv.key;
 		if (!l->key_logged)
 			log_info("lock name \"%s\" is lock key %" PRId64,
 				 l->lock_name, l->key);
@@ -309,132 +316,147 @@ static void setup_done(struct lease *l, PGresult *rows)
 	send_timeouts(l);
 }
 
-static void claim_done(struct lease *l, PGresult *rows)
+static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 {
-	char why[300];
+	/* pg_advisory_lock returns only once the lock is ours */
+	bool granted = l->waiting_in_queue;
+
+	if (!granted && !lease_sql_parse_granted(a, &granted)) {
+		fail(l, FAULT_PROTOCOL, "unexpected answer to the lock request");
+		return;
+	}
+	if (granted) {
+		send_claim(l);
+		return;
+	}
+	l->phase = PHASE_READY;
+	emit(l, LEASE_BUSY, FAULT_NONE, NULL);
+}
+
+/* The lock is ours again after a claim or a ping: unlock if asked to. */
+static bool held(struct lease *l)
+{
+	l->phase = PHASE_HELD;
+	if (!l->release_wanted)
+		return true;
+	send_unlock(l);
+	return false;
+}
+
+static void claim_done(struct lease *l, const struct lease_sql_answer *a)
+{
+	char why[LOG_MSG_MAX];
 	int pid;
 
-	if (!rows || PQntuples(rows) != 1) {
-		fail_lost(l, "unexpected answer while taking the lock");
+	if (!lease_sql_parse_claim(a, &l->token, &pid)) {
+		fail(l, FAULT_PROTOCOL, "unexpected answer while taking the lock");
 		return;
 	}
-	snprintf(l->token, sizeof(l->token), "%s", PQgetvalue(rows, 0, 0));
-	pid = atoi(PQgetvalue(rows, 0, 1));
-	if (pid != l->backend_pid) {
-		snprintf(why, sizeof(why), "backend pid changed from %d to %d: a "
-			 "connection pooler is between pgleader and PostgreSQL",
-			 l->backend_pid, pid);
-		fail_fatal(l, 78, why);
+	if (through_pooler(l, pid, "") || !held(l))
 		return;
-	}
-	l->phase = PHASE_HELD;
-	if (l->release_wanted) {
-		send_unlock(l);
-		return;
-	}
-	snprintf(why, sizeof(why), "key %" PRId64 ", fencing token %s", l->key,
-		 l->token);
+	snprintf(why, sizeof(why), "key %" PRId64 ", fencing token %" PRIu64,
+		 l->key, l->token);
 	emit(l, LEASE_ACQUIRED, FAULT_NONE, why);
 }
 
-static void ping_done(struct lease *l, PGresult *rows)
+static void ping_done(struct lease *l, const struct lease_sql_answer *a)
 {
-	char why[300];
-	int pid = rows && PQntuples(rows) == 1 ? atoi(PQgetvalue(rows, 0, 0)) : -1;
+	int pid;
 
-	if (pid != l->backend_pid) {
-		snprintf(why, sizeof(why), "backend pid changed from %d to %d while "
-			 "leading: a connection pooler is between pgleader and "
-			 "PostgreSQL", l->backend_pid, pid);
-		fail_fatal(l, 78, why);
+	if (!lease_sql_parse_pid(a, &pid)) {
+		fail(l, FAULT_PROTOCOL, "unexpected answer to a ping");
 		return;
 	}
-	l->phase = PHASE_HELD;
-	if (l->release_wanted) {
-		send_unlock(l);
+	if (through_pooler(l, pid, " while leading") || !held(l))
 		return;
-	}
 	emit(l, LEASE_PING_OK, FAULT_NONE, NULL);
 }
 
-/* The query in flight is fully answered: rows is its last row set, error
- * its first error (both may be NULL). */
-static void query_done(struct lease *l, PGresult *rows, PGresult *error)
+/* The query in flight was answered with an error. */
+static void query_failed(struct lease *l, const PGresult *error)
 {
-	char msg[400], why[512];
-	const char *sqlstate;
+	const char *sqlstate = PQresultErrorField(error, PG_DIAG_SQLSTATE);
+	const char *primary = PQresultErrorField(error, PG_DIAG_MESSAGE_PRIMARY);
+	char msg[LOG_MSG_MAX];
 
-	if (error) {
-		result_message(error, msg, sizeof(msg));
-		sqlstate = PQresultErrorField(error, PG_DIAG_SQLSTATE);
-		if (is_fatal(error)) {
-			snprintf(why, sizeof(why),
-				 "connection terminated by the server: %s", msg);
-			fail_lost(l, why);
-			return;
-		}
-		switch (l->phase) {
-		case PHASE_LOCKING:
-			/* lock_timeout: nothing is wrong, queue up again */
-			if (l->waiting_in_queue && sqlstate &&
-			    !strcmp(sqlstate, "55P03")) {
-				l->phase = PHASE_READY;
-				emit(l, LEASE_BUSY, FAULT_NONE, NULL);
-				return;
-			}
-			break;
-		case PHASE_SETUP:
-		case PHASE_SET_TIMEOUTS:
-			snprintf(why, sizeof(why), "setting up the lock connection "
-				 "failed: %s", msg);
-			fail_connect(l, why);
-			return;
-		case PHASE_UNLOCKING:
-			close_conn(l);
-			emit(l, LEASE_RELEASED, FAULT_CONNECTION, NULL);
-			return;
-		default:
-			break;
-		}
-		/* A session in an unknown state never carries the lock on. */
-		snprintf(why, sizeof(why), "query on the lock connection failed: %s",
-			 msg);
-		fail_lost(l, why);
+	if (lease_sql_server_error(msg, sizeof(msg),
+				   PQresultErrorField(error, PG_DIAG_SEVERITY_NONLOCALIZED),
+				   primary ? primary : PQresStatus(PQresultStatus(error)),
+				   sqlstate)) {
+		fail(l, lease_sql_classify(LEASE_SQL_SESSION, sqlstate ? sqlstate
+					   : "?????", false, msg),
+		     "connection terminated by the server: %s", msg);
 		return;
 	}
+	/* lock_timeout of a queued wait: nothing is wrong, queue up again */
+	if (l->phase == PHASE_LOCKING && l->waiting_in_queue && sqlstate &&
+	    !strcmp(sqlstate, LEASE_SQL_LOCK_TIMEOUT)) {
+		l->phase = PHASE_READY;
+		emit(l, LEASE_BUSY, FAULT_NONE, NULL);
+	} else if (l->phase == PHASE_UNLOCKING) {
+		released(l, FAULT_CONNECTION);
+	} else {
+		/* A session in an unknown state never carries the lock on. */
+		fail(l, lease_sql_classify(LEASE_SQL_QUERY, sqlstate, false, msg),
+		     "%s failed: %s", connecting(l) ? "setting up the lock connection"
+		     : "query on the lock connection", msg);
+	}
+}
 
+/* The query in flight was answered. */
+static void query_answered(struct lease *l, const struct lease_sql_answer *a)
+{
 	switch (l->phase) {
 	case PHASE_SETUP:
-		setup_done(l, rows);
+		setup_done(l, a);
 		return;
 	case PHASE_SET_TIMEOUTS:
 		l->phase = PHASE_READY;
 		emit(l, LEASE_CONNECTED, FAULT_NONE, NULL);
 		return;
 	case PHASE_LOCKING:
-		/* pg_try_advisory_lock says t or f; pg_advisory_lock returns
-		 * only once the lock is ours. */
-		if (l->waiting_in_queue ||
-		    (rows && PQntuples(rows) == 1 && !strcmp(PQgetvalue(rows, 0, 0), "t"))) {
-			send_claim(l);
-		} else {
-			l->phase = PHASE_READY;
-			emit(l, LEASE_BUSY, FAULT_NONE, NULL);
-		}
+		lock_done(l, a);
 		return;
 	case PHASE_CLAIMING:
-		claim_done(l, rows);
+		claim_done(l, a);
 		return;
 	case PHASE_PINGING:
-		ping_done(l, rows);
+		ping_done(l, a);
 		return;
 	case PHASE_UNLOCKING:
-		close_conn(l);
-		emit(l, LEASE_RELEASED, FAULT_NONE, NULL);
+		released(l, FAULT_NONE);
 		return;
-	default:
+	case PHASE_CLOSED:
+	case PHASE_CONNECTING:
+	case PHASE_READY:
+	case PHASE_HELD:
 		return;
 	}
+}
+
+/* The query in flight is fully answered: rows is its last row set, error
+ * its first error (both may be NULL). The answer goes to the parsers as
+ * strings; none of the lease's queries returns more than five values. */
+static void query_done(struct lease *l, const PGresult *rows, const PGresult *error)
+{
+	const char *values[8];
+	struct lease_sql_answer a = { 0, 0, values };
+
+	if (error) {
+		query_failed(l, error);
+		return;
+	}
+	if (rows) {
+		a.nrows = PQntuples(rows);
+		a.ncols = PQnfields(rows);
+	}
+	if ((size_t)a.nrows * (size_t)a.ncols > sizeof(values) / sizeof(values[0]))
+		a.values = NULL;
+	for (int r = 0; a.values && r < a.nrows; r++)
+		for (int c = 0; c < a.ncols; c++)
+			values[r * a.ncols + c] = PQgetisnull(rows, r, c) ? NULL
+						  : PQgetvalue(rows, r, c);
+	query_answered(l, &a);
 }
 
 static bool query_in_flight(const struct lease *l)
@@ -444,37 +466,31 @@ static bool query_in_flight(const struct lease *l)
 	       l->phase == PHASE_PINGING || l->phase == PHASE_UNLOCKING;
 }
 
-/* Reads what the server sent. Any callback may close the connection, so
- * l->conn is checked after each one. */
-static void read_input(struct lease *l)
+/* The session ended: with the FATAL the server sent, if it sent one. */
+static void session_ended(struct lease *l)
 {
-	char why[600];
+	if (l->fatal[0])
+		fail(l, l->fatal_fault, "connection terminated by the server: %s",
+		     l->fatal);
+	else
+		fail_libpq(l, LEASE_SQL_SESSION);
+}
 
-	bool read_ok = PQconsumeInput(l->conn);
-
-	/* PQconsumeInput only reads; parsing happens in PQisBusy. Without a
-	 * query in flight that parse hands a FATAL (57P01 terminated, 57P05
-	 * idle timeout, ...) to notice_cb, before the end of file says less. */
-	(void)PQisBusy(l->conn);
-	if (!read_ok) {
-		one_line(why, sizeof(why), PQerrorMessage(l->conn));
-		fail_lost(l, l->fatal[0] ? l->fatal : why);
-		return;
-	}
+/* Takes every result libpq has parsed; any handler may close the
+ * connection, so l->conn is checked after each one. */
+static void take_results(struct lease *l)
+{
 	while (l->conn && query_in_flight(l) && !PQisBusy(l->conn)) {
 		PGresult *res = PQgetResult(l->conn);
-		PGresult *rows, *error;
 
 		if (!res) {
-			rows = l->last_rows;
-			error = l->error;
+			PGresult *rows = l->last_rows, *error = l->error;
+
 			l->last_rows = l->error = NULL;
 			query_done(l, rows, error);
 			PQclear(rows);
 			PQclear(error);
-			continue;
-		}
-		if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+		} else if (PQresultStatus(res) == PGRES_TUPLES_OK) {
 			PQclear(l->last_rows);
 			l->last_rows = res;
 		} else if (PQresultStatus(res) == PGRES_FATAL_ERROR && !l->error) {
@@ -483,94 +499,122 @@ static void read_input(struct lease *l)
 			PQclear(res);
 		}
 	}
-	if (!l->conn)
-		return;
-	if (l->fatal[0]) {
-		snprintf(why, sizeof(why), "%s", l->fatal);
-		fail_lost(l, why);
-	} else if (PQstatus(l->conn) == CONNECTION_BAD) {
-		one_line(why, sizeof(why), PQerrorMessage(l->conn));
-		fail_lost(l, why);
-	}
 }
 
-/* libpq's verbose connection errors carry the SQLSTATE: "FATAL:  28P01:
- * password authentication failed ...". Returns the last one found and
- * rewrites msg into a one-line message without SQLSTATEs and LOCATIONs. */
-static const char *connect_error(char *msg, char *sqlstate)
+/* Reads what the server sent. */
+static void read_input(struct lease *l)
 {
-	char *line, *save = NULL, out[1024];
-	size_t n = 0;
+	bool read_ok = PQconsumeInput(l->conn);
 
-	sqlstate[0] = '\0';
-	out[0] = '\0';
-	for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *p;
-
-		if (!strncmp(line, "LOCATION:", 9))
-			continue;
-		for (p = line; (p = strstr(p, ":  ")) != NULL; p++) {
-			char *code = p + 3;
-
-			if (strspn(code, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") == 5 &&
-			    code[5] == ':' && code[6] == ' ') {
-				memcpy(sqlstate, code, 5);
-				sqlstate[5] = '\0';
-				memmove(code, code + 7, strlen(code + 7) + 1);
-			}
-		}
-		n += (size_t)snprintf(out + n, n < sizeof(out) ? sizeof(out) - n : 0,
-				      "%s%s", n ? " " : "", line);
-		if (n >= sizeof(out))
-			break;
+	/* PQconsumeInput only reads; parsing happens in PQisBusy. Without a
+	 * query in flight that parse hands a FATAL (57P01 terminated, 57P05
+	 * idle timeout, ...) to notice_cb, before the end of file says less. */
+	(void)PQisBusy(l->conn);
+	if (!read_ok) {
+		session_ended(l);
+		return;
 	}
-	strcpy(msg, out);
-	return sqlstate;
+	take_results(l);
+	if (l->conn && (l->fatal[0] || PQstatus(l->conn) == CONNECTION_BAD))
+		session_ended(l);
 }
 
+static void start_conn(struct lease *l);
+
+/* The connection's host lists without the host being tried, into
+ * l->lists; false when nothing is left, or when what is left cannot be
+ * said (a list of empty entries reads as no list: libpq would take the
+ * DSN's again). */
+static bool drop_current_host(struct lease *l)
+{
+	PQconninfoOption *opts = PQconninfo(l->conn), *opt;
+	const char *in[LISTS] = { "", "", "" };
+	char *out[LISTS];
+	bool ok = opts != NULL;
+	struct lease_sql_hosts h;
+
+	for (opt = opts; opt && opt->keyword; opt++)
+		for (int i = 0; i < LISTS; i++)
+			if (!strcmp(opt->keyword, list_keyword[i]) && opt->val)
+				in[i] = opt->val;
+	for (int i = 0; i < LISTS; i++) {
+		out[i] = calloc(1, strlen(in[i]) + 1);
+		ok = ok && out[i];
+	}
+	h = (struct lease_sql_hosts){ in[LIST_HOST], in[LIST_HOSTADDR], in[LIST_PORT],
+				      out[LIST_HOST], out[LIST_HOSTADDR], out[LIST_PORT] };
+	ok = ok && lease_sql_drop_host(&h, PQhost(l->conn), PQport(l->conn)) > 0;
+	for (int i = 0; i < LISTS; i++) {
+		ok = ok && !(*in[i] && !*out[i]);
+		free(l->lists[i]);
+		l->lists[i] = out[i];
+	}
+	PQconninfoFree(opts);
+	return ok;
+}
+
+/* The host being tried did not finish connecting within connect_timeout.
+ * libpq's async API cannot be told to move on (its blocking calls do it
+ * inside), so the attempt starts again without that host; the others are
+ * tried again, a refusal costs little. Each round drops a host. (Or libpq
+ * refused to start at all, which is told here.) */
+static void host_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct lease *l = w->data;
+	size_t n = strlen(l->skipped);
+	const char *port = PQport(l->conn);
+
+	(void)loop;
+	(void)revents;
+	if (l->start_failed) {
+		fail_libpq(l, LEASE_SQL_START);
+		return;
+	}
+	snprintf(l->skipped + n, sizeof(l->skipped) - n, "host \"%s\" port %s: "
+		 "no answer within connect_timeout (%.0fs); ", PQhost(l->conn),
+		 port && *port ? port : "(default)", l->host_timeout);
+	if (drop_current_host(l)) {
+		log_notice("no answer from host \"%s\" port %s within connect_timeout "
+			   "(%.0fs): trying the other hosts", PQhost(l->conn),
+			   port && *port ? port : "(default)", l->host_timeout);
+		close_conn(l);
+		start_conn(l);
+		return;
+	}
+	n = strlen(l->skipped);
+	if (n >= 2)
+		l->skipped[n - 2] = '\0'; /* the last "; " */
+	fail(l, FAULT_UNREACHABLE, "database connection failed: %s", l->skipped);
+}
+
+/* One step of the connection's startup. */
 static void connect_poll(struct lease *l)
 {
-	PostgresPollingStatusType st = PQconnectPoll(l->conn);
-	char msg[1024], sqlstate[6], why[1100];
-
-	switch (st) {
+	switch (PQconnectPoll(l->conn)) {
 	case PGRES_POLLING_READING:
-		watch(l, EV_READ);
+		track_host(l);
+		watch(l, EV_READ, true);
 		return;
 	case PGRES_POLLING_WRITING:
-		watch(l, EV_WRITE);
+		track_host(l);
+		watch(l, EV_WRITE, true);
+		return;
+	case PGRES_POLLING_FAILED:
+	case PGRES_POLLING_ACTIVE: /* unused since PostgreSQL 7.4 */
+		fail_libpq(l, LEASE_SQL_CONNECT);
 		return;
 	case PGRES_POLLING_OK:
 		break;
-	default:
-		snprintf(msg, sizeof(msg), "%s", PQerrorMessage(l->conn));
-		connect_error(msg, sqlstate);
-		/* Wrong password, no such role or database, no pg_hba entry:
-		 * retrying will not help. */
-		if (PQconnectionNeedsPassword(l->conn) || !strcmp(sqlstate, "28P01") ||
-		    !strcmp(sqlstate, "28000") || !strcmp(sqlstate, "3D000")) {
-			snprintf(why, sizeof(why), "cannot connect: %s", msg);
-			fail_fatal(l, 69, why);
-		} else {
-			snprintf(why, sizeof(why), "database connection failed: %s", msg);
-			fail_connect(l, why);
-		}
-		return;
 	}
-
+	ev_timer_stop(l->loop, &l->host_timer);
+	l->skipped[0] = '\0';
 	PQsetErrorVerbosity(l->conn, PQERRORS_DEFAULT);
 	if (PQsetnonblocking(l->conn, 1) != 0) {
-		one_line(msg, sizeof(msg), PQerrorMessage(l->conn));
-		fail_connect(l, msg);
+		fail_libpq(l, LEASE_SQL_SESSION);
 		return;
 	}
 	l->phase = PHASE_SETUP;
-#define SETUP_COLUMNS "SELECT pg_backend_pid(), pg_is_in_recovery(), " \
-	"current_setting('server_version_num')::int, " \
-	"has_database_privilege(current_database(), 'TEMP')"
-	send_query(l, l->lock_name ? SETUP_COLUMNS ", hashtextextended($1, 0)"
-				   : SETUP_COLUMNS, l->lock_name);
-#undef SETUP_COLUMNS
+	send_query(l, lease_sql_setup(l->lock_name != NULL), l->lock_name);
 }
 
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
@@ -586,37 +630,53 @@ static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 		int r = PQflush(l->conn);
 
 		if (r < 0) {
-			char why[512];
-
-			one_line(why, sizeof(why), PQerrorMessage(l->conn));
-			fail_lost(l, why);
+			fail_libpq(l, LEASE_SQL_SESSION);
 			return;
 		}
 		if (r == 0)
-			watch(l, EV_READ);
+			watch(l, EV_READ, false);
 	}
 	if (revents & EV_READ)
 		read_input(l);
+}
+
+/* Where the DSN, or else the environment, sets connect_timeout and the
+ * hosts: each host gets connect_timeout. A service file's hosts are not
+ * counted. */
+static void read_dsn(struct lease *l, const PQconninfoOption *opts)
+{
+	const char *timeout = getenv("PGCONNECT_TIMEOUT");
+	const char *host = getenv("PGHOST"), *hostaddr = getenv("PGHOSTADDR");
+
+	for (; opts && opts->keyword; opts++) {
+		if (!opts->val)
+			continue;
+		if (!strcmp(opts->keyword, "connect_timeout"))
+			timeout = opts->val;
+		else if (!strcmp(opts->keyword, "host"))
+			host = opts->val;
+		else if (!strcmp(opts->keyword, "hostaddr"))
+			hostaddr = opts->val;
+	}
+	l->host_timeout = lease_sql_connect_timeout(timeout);
+	l->hosts = lease_sql_count_hosts(host, hostaddr);
 }
 
 struct lease *lease_new(struct ev_loop *loop, const struct lease_options *o,
 			lease_event_fn fn, void *arg, char *err, size_t errlen)
 {
 	struct lease *l;
-	PQconninfoOption *opts = NULL, *opt;
+	PQconninfoOption *opts = NULL;
 	char *perr = NULL;
-	const char *timeout = getenv("PGCONNECT_TIMEOUT");
 
 	if (o->dsn) {
 		opts = PQconninfoParse(o->dsn, &perr);
 		if (!opts) {
-			one_line(err, errlen, perr ? perr : "out of memory");
+			lease_sql_one_line(err, errlen, perr ? perr : "out of memory",
+					   NULL);
 			PQfreemem(perr);
 			return NULL;
 		}
-		for (opt = opts; opt->keyword; opt++)
-			if (!strcmp(opt->keyword, "connect_timeout") && opt->val)
-				timeout = opt->val;
 	}
 	l = calloc(1, sizeof(*l));
 	if (!l) {
@@ -632,15 +692,24 @@ struct lease *lease_new(struct ev_loop *loop, const struct lease_options *o,
 	l->key = o->lock_key;
 	l->fn = fn;
 	l->arg = arg;
-	/* As libpq does: below 2 s is 2 s, 0 or nothing means our default. */
-	l->connect_timeout = timeout && atoi(timeout) > 0
-		? (atoi(timeout) < 2 ? 2 : atoi(timeout)) : DEFAULT_CONNECT_TIMEOUT;
-	snprintf(l->application_name, sizeof(l->application_name), "pgleader/%s",
-		 o->node_id);
+	read_dsn(l, opts);
+	PQconninfoFree(opts);
+	snprintf(l->application_name, sizeof(l->application_name), "%s%s",
+		 WIRE_APP_PREFIX, o->node_id);
 	ev_init(&l->io, io_cb);
 	l->io.data = l;
-	PQconninfoFree(opts);
+	ev_init(&l->host_timer, host_timer_cb);
+	l->host_timer.data = l;
 	return l;
+}
+
+static void forget_hosts(struct lease *l)
+{
+	for (int i = 0; i < LISTS; i++) {
+		free(l->lists[i]);
+		l->lists[i] = NULL;
+	}
+	l->skipped[0] = '\0';
 }
 
 void lease_free(struct lease *l)
@@ -648,6 +717,7 @@ void lease_free(struct lease *l)
 	if (!l)
 		return;
 	close_conn(l);
+	forget_hosts(l);
 	free(l->dsn);
 	free(l->node_id);
 	free(l->lock_name);
@@ -656,52 +726,63 @@ void lease_free(struct lease *l)
 
 double lease_connect_timeout(const struct lease *l)
 {
-	return l->connect_timeout;
+	return l->host_timeout * l->hosts + LEASE_CONNECT_SLACK;
 }
 
-void lease_connect(struct lease *l)
+static void start_conn(struct lease *l)
 {
 	/* Array entries before the expanded DSN are defaults it may change;
-	 * entries after it always win (libpq processes them in order). */
-	const char *keys[] = { "keepalives", "keepalives_idle",
-			       "keepalives_interval", "keepalives_count",
-			       "dbname", "application_name",
-			       NULL };
-	const char *vals[] = { "1", "10", "5", "3", l->dsn ? l->dsn : "",
-			       l->application_name, NULL };
+	 * entries after it always win (libpq processes them in order): the
+	 * host lists without the hosts that timed out, when some did. */
+	const char *keys[6 + LISTS + 1] = { "keepalives", "keepalives_idle",
+		"keepalives_interval", "keepalives_count", "dbname", "application_name" };
+	const char *vals[6 + LISTS + 1] = { "1", "10", "5", "3", l->dsn ? l->dsn : "",
+		l->application_name };
+	int n = 6;
 
-	close_conn(l);
-	l->token[0] = '\0';
+	l->phase = PHASE_CONNECTING; /* a failure here is a failed connect */
+	for (int i = 0; i < LISTS; i++)
+		if (l->lists[i] && *l->lists[i]) {
+			keys[n] = list_keyword[i];
+			vals[n++] = l->lists[i];
+		}
+	keys[n] = vals[n] = NULL;
 	l->conn = PQconnectStartParams(keys, vals, 1);
 	if (!l->conn || PQstatus(l->conn) == CONNECTION_BAD) {
-		char why[600], msg[512];
-
-		one_line(msg, sizeof(msg), l->conn ? PQerrorMessage(l->conn) : "out of memory");
-		snprintf(why, sizeof(why), "database connection failed: %s", msg);
-		fail_connect(l, why);
+		/* Told from the loop, as every other outcome of lease_connect:
+		 * a caller that has not entered ev_run yet could not act on
+		 * an event it gets from inside this call. */
+		l->start_failed = true;
+		ev_timer_set(&l->host_timer, 0, 0);
+		ev_timer_start(l->loop, &l->host_timer);
 		return;
 	}
 	PQsetNoticeReceiver(l->conn, notice_cb, l);
 	/* Verbose errors carry the SQLSTATE that tells a wrong password from
-	 * a server that is starting up; see connect_error(). */
+	 * a server that is starting up; see lease_sql_one_line(). */
 	PQsetErrorVerbosity(l->conn, PQERRORS_VERBOSE);
-	l->phase = PHASE_CONNECTING;
-	watch(l, EV_WRITE);
+	track_host(l);
+	watch(l, EV_WRITE, true);
+}
+
+void lease_connect(struct lease *l)
+{
+	close_conn(l);
+	forget_hosts(l);
+	l->token = 0;
+	start_conn(l);
 }
 
 static void send_lock(struct lease *l, bool queue)
 {
-	char key[24];
-
 	if (l->phase != PHASE_READY) {
-		fail_lost(l, "lock requested on a connection that is not ready");
+		fail(l, FAULT_PROTOCOL, "lock requested on a connection that is "
+		     "not ready");
 		return;
 	}
-	snprintf(key, sizeof(key), "%" PRId64, l->key);
 	l->waiting_in_queue = queue;
-	l->phase = PHASE_LOCKING;
-	send_query(l, queue ? "SELECT pg_advisory_lock($1::bigint)"
-			    : "SELECT pg_try_advisory_lock($1::bigint)", key);
+	send_key_query(l, PHASE_LOCKING, queue ? LEASE_SQL_WAIT_LOCK
+						: LEASE_SQL_TRY_LOCK);
 }
 
 void lease_try_lock(struct lease *l)
@@ -719,7 +800,7 @@ void lease_ping(struct lease *l)
 	if (l->phase != PHASE_HELD)
 		return; /* the ping deadline will tell */
 	l->phase = PHASE_PINGING;
-	send_query(l, "SELECT pg_backend_pid()", NULL);
+	send_query(l, LEASE_SQL_PING, NULL);
 }
 
 void lease_release(struct lease *l)
@@ -734,11 +815,15 @@ void lease_release(struct lease *l)
 		return;
 	case PHASE_UNLOCKING:
 		return;
-	default:
+	case PHASE_CLOSED:
+	case PHASE_CONNECTING:
+	case PHASE_SETUP:
+	case PHASE_SET_TIMEOUTS:
+	case PHASE_READY:
+	case PHASE_LOCKING:
 		/* No lock, or a request whose outcome is unknown: closing the
 		 * session releases whatever it holds. */
-		close_conn(l);
-		emit(l, LEASE_RELEASED, FAULT_CONNECTION, NULL);
+		released(l, FAULT_CONNECTION);
 		return;
 	}
 }
@@ -755,5 +840,5 @@ int64_t lease_key(const struct lease *l)
 
 uint64_t lease_fencing_token(const struct lease *l)
 {
-	return strtoull(l->token, NULL, 10);
+	return l->token;
 }

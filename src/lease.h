@@ -22,7 +22,8 @@ struct lease_options {
 
 enum lease_event {
 	LEASE_CONNECTED,        /* ready to ask for the lock; lease_key() valid */
-	LEASE_CONNECT_FAILED,   /* fault, reason; connection closed */
+	LEASE_CONNECT_FAILED,   /* before LEASE_CONNECTED: fault, reason;
+				 * connection closed */
 	LEASE_ACQUIRED,         /* lease_fencing_token() valid */
 	LEASE_BUSY,             /* the lock is held elsewhere */
 	LEASE_PING_OK,
@@ -43,9 +44,13 @@ struct lease *lease_new(struct ev_loop *loop, const struct lease_options *o,
 			lease_event_fn fn, void *arg, char *err, size_t errlen);
 void lease_free(struct lease *l);
 
-/* Client-side bound on one connection attempt: the DSN's (or
- * PGCONNECT_TIMEOUT's) connect_timeout, else 10 s. libpq enforces
- * connect_timeout only in its blocking calls. */
+/* Client-side bound on one connection attempt, for the election's deadline.
+ * The lease gives each host of the DSN its own connect_timeout (the DSN's,
+ * else PGCONNECT_TIMEOUT's, else WIRE_CONNECT_TIMEOUT_DEFAULT), as libpq
+ * does only in its blocking calls, and reports LEASE_CONNECT_FAILED when
+ * the last one did not answer in time; the bound is that for every host,
+ * plus a second, so that the lease's report comes first. Hosts from a
+ * service file are not counted. */
 double lease_connect_timeout(const struct lease *l);
 
 void lease_connect(struct lease *l);

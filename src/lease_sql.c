@@ -1,0 +1,455 @@
+/* lease_sql.c: the lease's SQL, answers, messages and fault classes, without I/O. */
+#include "lease_sql.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h" /* LOG_MSG_MAX only: nothing here logs */
+#include "wire.h"
+
+#define SETUP_COLUMNS "SELECT pg_backend_pid(), pg_is_in_recovery(), " \
+	"current_setting('server_version_num')::int, " \
+	"has_database_privilege(current_database(), 'TEMP')"
+
+const char *lease_sql_setup(bool with_name)
+{
+	return with_name ? SETUP_COLUMNS ", " WIRE_KEY_OF_NAME("$1") : SETUP_COLUMNS;
+}
+
+/* A whole decimal number in [min, max]; nothing else around it. */
+static bool parse_ll(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s)
+		return false;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_pid(const char *s, int *pid)
+{
+	long long v;
+
+	if (!parse_ll(s, 1, INT32_MAX, &v))
+		return false;
+	*pid = (int)v;
+	return true;
+}
+
+static bool parse_bool(const char *s, bool *out)
+{
+	if (!s || (strcmp(s, "t") && strcmp(s, "f")))
+		return false;
+	*out = !strcmp(s, "t");
+	return true;
+}
+
+static bool one_row(const struct lease_sql_answer *a, int ncols)
+{
+	return a && a->nrows == 1 && a->ncols == ncols && a->values;
+}
+
+bool lease_sql_parse_setup(const struct lease_sql_answer *a, bool with_name,
+			   struct lease_sql_server *out)
+{
+	long long version, key = 0;
+
+	if (!one_row(a, with_name ? 5 : 4) ||
+	    !parse_pid(a->values[0], &out->backend_pid) ||
+	    !parse_bool(a->values[1], &out->in_recovery) ||
+	    !parse_ll(a->values[2], 1, INT32_MAX, &version) ||
+	    !parse_bool(a->values[3], &out->can_create_temp) ||
+	    (with_name && !parse_ll(a->values[4], INT64_MIN, INT64_MAX, &key)))
+		return false;
+	out->version = (int)version;
+	if (with_name)
+		out->key = key;
+	return true;
+}
+
+void lease_sql_timeouts(char *buf, size_t len, double retry_interval)
+{
+	/* A queued wait ends after retry_interval so the standby sees a
+	 * broken session within that time; a role's statement_timeout must
+	 * not cut it short. */
+	snprintf(buf, len, "SET lock_timeout = %.0f; SET statement_timeout = 0; "
+		 "SET default_transaction_read_only = off", retry_interval * 1000);
+}
+
+/* snprintf that appends at *n and never moves *n past the buffer. */
+static void append(char *buf, size_t len, size_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void append(char *buf, size_t len, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	int r;
+
+	if (*n >= len)
+		return;
+	va_start(ap, fmt);
+	r = vsnprintf(buf + *n, len - *n, fmt, ap);
+	va_end(ap);
+	*n = r < 0 ? len : *n + (size_t)r;
+}
+
+/* The server drops a leader that goes silent within server_lease: an idle
+ * session by idle_session_timeout (PostgreSQL 14+), a cut TCP connection by
+ * keepalives (idle + count * interval = server_lease) and tcp_user_timeout
+ * for unacknowledged data. */
+static unsigned append_server_lease(char *buf, size_t len, size_t *n, int version,
+				    double s)
+{
+	long ms = (long)(s * 1000);
+	long probe = (long)(s / 4) > 0 ? (long)(s / 4) : 1;
+	unsigned missing = 0;
+
+	if (s <= 0)
+		return 0;
+	if (version >= 140000)
+		append(buf, len, n, "SET idle_session_timeout = %ld; ", ms);
+	else
+		missing |= LEASE_SQL_NO_IDLE_TIMEOUT;
+	append(buf, len, n, "SET tcp_keepalives_idle = %ld; "
+	       "SET tcp_keepalives_interval = %ld; "
+	       "SET tcp_keepalives_count = 3; ", probe, probe);
+	if (version >= 120000) /* new in PostgreSQL 12 */
+		append(buf, len, n, "SET tcp_user_timeout = %ld; ", ms);
+	return missing;
+}
+
+unsigned lease_sql_claim(char *buf, size_t len, const struct lease_sql_server *srv,
+			 double server_lease)
+{
+	size_t n = 0;
+	unsigned missing;
+
+	if (len)
+		buf[0] = '\0';
+	missing = append_server_lease(buf, len, &n, srv->version, server_lease);
+	/* A transaction that only takes an xid commits asynchronously: after
+	 * a crash the server could hand the same xid, so the same fencing
+	 * token, to the next leader. Writing a little catalog WAL makes the
+	 * commit wait for its flush (and for synchronous standbys, if any).
+	 * The table is named in pg_temp: a role whose search_path puts another
+	 * schema first must not have its own pgleader_term dropped. */
+	if (srv->can_create_temp)
+		append(buf, len, &n, "CREATE TEMP TABLE pg_temp.pgleader_term (); "
+		       "DROP TABLE pg_temp.pgleader_term; ");
+	else
+		missing |= LEASE_SQL_NO_DURABLE_TOKEN;
+	/* txid_current() is the same 64-bit number before PostgreSQL 13 */
+	append(buf, len, &n, "SELECT %s::text, pg_backend_pid()",
+	       srv->version >= 130000 ? "pg_current_xact_id()" : "txid_current()");
+	return missing;
+}
+
+bool lease_sql_parse_claim(const struct lease_sql_answer *a, uint64_t *token,
+			   int *pid)
+{
+	const char *s;
+	char *end;
+
+	if (!one_row(a, 2))
+		return false;
+	s = a->values[0];
+	if (!s || *s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*token = strtoull(s, &end, 10);
+	return !errno && !*end && *token > 0 && parse_pid(a->values[1], pid);
+}
+
+bool lease_sql_parse_granted(const struct lease_sql_answer *a, bool *granted)
+{
+	return one_row(a, 1) && parse_bool(a->values[0], granted);
+}
+
+bool lease_sql_parse_pid(const struct lease_sql_answer *a, int *pid)
+{
+	return one_row(a, 1) && parse_pid(a->values[0], pid);
+}
+
+/* libpq's verbose form puts the SQLSTATE after the severity:
+ * "FATAL:  28P01: password ...". p points at the colon. */
+static bool sqlstate_tag(const char *p)
+{
+	return !strncmp(p, ":  ", 3) &&
+	       strspn(p + 3, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") >= 5 &&
+	       !strncmp(p + 8, ": ", 2);
+}
+
+/* Each host a multi-host attempt tried adds a part that starts so. */
+#define HOST_PART "connection to server "
+
+/* Skips, at p, what the one-line form leaves out: a LOCATION line, or the
+ * "  28P01:" after a severity's colon (recorded in sqlstate). Returns p
+ * when there is nothing to skip. */
+static const char *skip_noise(const char *msg, const char *p, char *sqlstate)
+{
+	if ((p == msg || p[-1] == '\n') && !strncmp(p, "LOCATION:", 9))
+		return p + strcspn(p, "\n");
+	if (sqlstate && !strncmp(p, HOST_PART, strlen(HOST_PART)))
+		sqlstate[0] = '\0'; /* a new host: its own SQLSTATE, if any */
+	if (p > msg && sqlstate_tag(p - 1)) {
+		if (sqlstate)
+			snprintf(sqlstate, 6, "%.5s", p + 2);
+		return p + 8;
+	}
+	return p;
+}
+
+void lease_sql_one_line(char *out, size_t len, const char *msg, char *sqlstate)
+{
+	const char *start = msg && *msg ? msg : "unknown error", *p = start;
+	size_t n = 0;
+	bool gap = false;
+
+	if (sqlstate)
+		sqlstate[0] = '\0';
+	if (!len)
+		return;
+	while (*p) {
+		const char *next = skip_noise(start, p, sqlstate);
+		unsigned char c = (unsigned char)*p;
+
+		if (next != p) {
+			p = next;
+			continue;
+		}
+		p++;
+		/* tabs, newlines and any other control character fold */
+		if (c <= ' ' || c == 0x7f) {
+			gap = n > 0;
+			continue;
+		}
+		if (gap && n + 1 < len)
+			out[n++] = ' ';
+		gap = false;
+		if (n + 1 < len)
+			out[n++] = (char)c;
+	}
+	out[n] = '\0';
+}
+
+bool lease_sql_server_error(char *out, size_t len, const char *severity,
+			    const char *message, const char *sqlstate)
+{
+	char text[LOG_MSG_MAX];
+
+	snprintf(text, sizeof(text), "%s: %s (%s)", severity ? severity : "ERROR",
+		 message && *message ? message : "no message",
+		 sqlstate && *sqlstate ? sqlstate : "?????");
+	lease_sql_one_line(out, len, text, NULL);
+	return severity && (!strcmp(severity, "FATAL") || !strcmp(severity, "PANIC"));
+}
+
+static bool has_any(const char *s, const char *const *needles)
+{
+	for (; *needles; needles++)
+		if (strstr(s, *needles))
+			return true;
+	return false;
+}
+
+static bool is_one_of(const char *code, const char *const *codes)
+{
+	for (; *codes; codes++)
+		if (!strncmp(code, *codes, strlen(*codes)))
+			return true;
+	return false;
+}
+
+/* Before a connection exists, libpq either could not reach a host or did
+ * not accept its options. */
+static const char *const not_reached[] = {
+	HOST_PART, "could not connect to server", "could not translate",
+	"out of memory", NULL
+};
+static const char *const protocol_messages[] = {
+	"expected authentication request", "received invalid response",
+	"unexpected message", "invalid message", "message contents do not agree",
+	"lost synchronization", "arrived from server while idle", NULL
+};
+/* target_session_attrs=read-write or primary found no primary */
+static const char *const standby_messages[] = {
+	"session is read-only", "server is in hot standby mode", NULL
+};
+/* bad password (28P01), no such role or no pg_hba entry (28000), no such
+ * database (3D000), no CONNECT privilege (42501) */
+static const char *const auth_codes[] = { "28000", "28P01", "3D000", "42501", NULL };
+/* protocol violation, unsupported protocol version */
+static const char *const protocol_codes[] = { "08P01", "0A000", NULL };
+/* starting up or shutting down (57P03), too many connections and other
+ * resources (class 53), connection exceptions (class 08) */
+static const char *const busy_codes[] = { "57P03", "53", "08", NULL };
+
+/* The part of a multi-host message that tells why the attempt ended. */
+static const char *last_host(const char *msg)
+{
+	const char *p, *last = msg;
+
+	for (p = msg; (p = strstr(p, HOST_PART)) != NULL; p++)
+		last = p;
+	return last;
+}
+
+static enum fault classify_connect(const char *code, bool needs_password,
+				   const char *msg)
+{
+	if (needs_password || (*code && is_one_of(code, auth_codes)))
+		return FAULT_AUTH;
+	if (*code)
+		return is_one_of(code, protocol_codes) ? FAULT_PROTOCOL
+		     : is_one_of(code, busy_codes) ? FAULT_UNREACHABLE
+		     : FAULT_TERMINATED;
+	if (has_any(last_host(msg), standby_messages))
+		return FAULT_HOT_STANDBY;
+	if (has_any(last_host(msg), protocol_messages))
+		return FAULT_PROTOCOL;
+	return FAULT_UNREACHABLE;
+}
+
+enum fault lease_sql_classify(enum lease_sql_stage stage, const char *sqlstate,
+			      bool needs_password, const char *message)
+{
+	const char *code = sqlstate ? sqlstate : "";
+	const char *msg = message ? message : "";
+
+	switch (stage) {
+	case LEASE_SQL_START:
+		/* options are checked before any host is tried */
+		return has_any(msg, not_reached) ? FAULT_UNREACHABLE : FAULT_BAD_DSN;
+	case LEASE_SQL_CONNECT:
+		return classify_connect(code, needs_password, msg);
+	case LEASE_SQL_QUERY:
+		return FAULT_PROTOCOL;
+	case LEASE_SQL_SESSION:
+		/* the server says why it ended the session (a FATAL) */
+		if (*code)
+			return FAULT_TERMINATED;
+		return has_any(msg, protocol_messages) ? FAULT_PROTOCOL
+						       : FAULT_CONNECTION;
+	}
+	return FAULT_PROTOCOL;
+}
+
+int lease_sql_connect_timeout(const char *value)
+{
+	long long t;
+
+	/* As libpq does: below the minimum is the minimum; 0 (libpq: wait for
+	 * ever) or nothing means pgleader's default. */
+	while (value && (*value == ' ' || *value == '\t'))
+		value++;
+	if (!value || !parse_ll(value, 1, INT32_MAX, &t))
+		return WIRE_CONNECT_TIMEOUT_DEFAULT;
+	return t < WIRE_CONNECT_TIMEOUT_MIN ? WIRE_CONNECT_TIMEOUT_MIN : (int)t;
+}
+
+static int count_elements(const char *list)
+{
+	int n = 1;
+
+	if (!list || !*list)
+		return 0;
+	for (; *list; list++)
+		n += *list == ',';
+	return n;
+}
+
+int lease_sql_count_hosts(const char *host, const char *hostaddr)
+{
+	int h = count_elements(host), a = count_elements(hostaddr);
+
+	return h > a ? h : a > 0 ? a : 1;
+}
+
+/* The i-th element of a comma-separated list, and its length; "" past the
+ * end. */
+static const char *element(const char *list, int i, size_t *len)
+{
+	const char *p = list ? list : "";
+
+	for (; i > 0 && *p; i--) {
+		p += strcspn(p, ",");
+		if (*p)
+			p++;
+		else
+			p = "";
+	}
+	*len = strcspn(p, ",");
+	return p;
+}
+
+static bool element_is(const char *list, int i, const char *s)
+{
+	size_t len;
+	const char *e = element(list, i, &len);
+
+	return strlen(s) == len && !strncmp(e, s, len);
+}
+
+/* Appends element i of list to out, comma-separated. */
+static void keep(char *out, size_t *n, const char *list, int i)
+{
+	size_t len;
+	const char *e = element(list, i, &len);
+
+	if (*n)
+		out[(*n)++] = ',';
+	memcpy(out + *n, e, len);
+	*n += len;
+	out[*n] = '\0';
+}
+
+/* Whether entry i is host:port as PQhost and PQport name it. */
+static bool entry_is(const struct lease_sql_hosts *h, int i, int nports,
+		     const char *host, const char *port)
+{
+	size_t len;
+	const char *name = h->host, *p;
+
+	element(h->host, i, &len);
+	if (!len)
+		name = h->hostaddr; /* PQhost gives hostaddr when host is empty */
+	if (!element_is(name, i, host))
+		return false;
+	p = element(h->port, nports == 1 ? 0 : i, &len);
+	return !port || !*port || !len || (strlen(port) == len && !strncmp(p, port, len));
+}
+
+int lease_sql_drop_host(struct lease_sql_hosts *h, const char *host,
+			const char *port)
+{
+	int n = lease_sql_count_hosts(h->host, h->hostaddr);
+	int nports = count_elements(h->port), left = 0;
+	bool port_each = nports == n && n > 1; /* else one port for all */
+	size_t nh = 0, na = 0, np = 0;
+
+	h->host_out[0] = h->hostaddr_out[0] = h->port_out[0] = '\0';
+	if (!port_each && h->port)
+		strcpy(h->port_out, h->port);
+	for (int i = 0; i < n; i++) {
+		if (host && entry_is(h, i, nports, host, port))
+			continue;
+		left++;
+		/* a list of one value (or none) stays as it is */
+		if (count_elements(h->host) == n)
+			keep(h->host_out, &nh, h->host, i);
+		if (count_elements(h->hostaddr) == n)
+			keep(h->hostaddr_out, &na, h->hostaddr, i);
+		if (port_each)
+			keep(h->port_out, &np, h->port, i);
+	}
+	return left == n ? -1 : left;
+}

@@ -1,0 +1,112 @@
+/* lease_sql.h: the lease's pure part: the SQL it sends, how it reads the
+ * answers and libpq's messages, and which fault a failure is. */
+#ifndef PGLEADER_LEASE_SQL_H
+#define PGLEADER_LEASE_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fault.h"
+
+/* Room for the longest query the lease builds. */
+#define LEASE_SQL_MAX 512
+
+/* One-parameter queries; $1 is the lock key in decimal. */
+#define LEASE_SQL_TRY_LOCK "SELECT pg_try_advisory_lock($1::bigint)"
+#define LEASE_SQL_WAIT_LOCK "SELECT pg_advisory_lock($1::bigint)"
+#define LEASE_SQL_UNLOCK "SELECT pg_advisory_unlock($1::bigint)"
+#define LEASE_SQL_PING "SELECT pg_backend_pid()"
+/* lock_not_available: a queued pg_advisory_lock ran into lock_timeout */
+#define LEASE_SQL_LOCK_TIMEOUT "55P03"
+
+/* An answer as libpq hands it over: rows x columns of text, NULL for SQL
+ * NULL (row-major, values[row * ncols + col]). */
+struct lease_sql_answer {
+	int nrows;
+	int ncols;
+	const char *const *values;
+};
+
+/* What the setup query learns about the session. */
+struct lease_sql_server {
+	int backend_pid;
+	bool in_recovery;
+	int version;          /* server_version_num, e.g. 150004 */
+	bool can_create_temp; /* TEMP privilege on the database */
+	int64_t key;          /* the lock name's key, when one was given */
+};
+
+/* The setup query; with a lock name it takes the name as $1. */
+const char *lease_sql_setup(bool with_name);
+/* False when the answer is not the one row the setup query returns. */
+bool lease_sql_parse_setup(const struct lease_sql_answer *a, bool with_name,
+			   struct lease_sql_server *out);
+
+/* lock_timeout for a queued wait, and the settings a role must not change. */
+void lease_sql_timeouts(char *buf, size_t len, double retry_interval);
+
+/* What a claim could not include, for the lease to warn about once. */
+#define LEASE_SQL_NO_IDLE_TIMEOUT 1u  /* server_lease on PostgreSQL < 14 */
+#define LEASE_SQL_NO_DURABLE_TOKEN 2u /* the role may not create temp tables */
+
+/* The claim made right after the lock is granted: the server-side lease
+ * and the fencing token. Returns LEASE_SQL_NO_* flags. */
+unsigned lease_sql_claim(char *buf, size_t len, const struct lease_sql_server *srv,
+			 double server_lease);
+/* The claim's answer: fencing token and backend pid. */
+bool lease_sql_parse_claim(const struct lease_sql_answer *a, uint64_t *token,
+			   int *pid);
+/* The answer of pg_try_advisory_lock: granted or not. */
+bool lease_sql_parse_granted(const struct lease_sql_answer *a, bool *granted);
+/* The answer of the ping: the backend pid. */
+bool lease_sql_parse_pid(const struct lease_sql_answer *a, int *pid);
+
+/* Copies libpq's message (several lines, maybe verbose) into out as one
+ * line: runs of white space become one space, LOCATION lines go, and the
+ * SQLSTATEs of verbose messages ("FATAL:  28P01: ...") are taken out.
+ * sqlstate (6 bytes, may be NULL) gets the SQLSTATE of the last host the
+ * message speaks of, "" when it has none. */
+void lease_sql_one_line(char *out, size_t len, const char *msg, char *sqlstate);
+
+/* A server's error or notice in one line, "SEVERITY: message (SQLSTATE)";
+ * true when the severity ends the session (FATAL, PANIC). */
+bool lease_sql_server_error(char *out, size_t len, const char *severity,
+			    const char *message, const char *sqlstate);
+
+/* Where a failure happened, for the classification. */
+enum lease_sql_stage {
+	LEASE_SQL_START,    /* libpq refused to start: nothing was sent yet */
+	LEASE_SQL_CONNECT,  /* connecting, authenticating */
+	LEASE_SQL_QUERY,    /* a query was answered with an ERROR */
+	LEASE_SQL_SESSION,  /* an established session ended */
+};
+
+/* Classifies a failure once, from what libpq tells: the SQLSTATE ("" or
+ * NULL: none), whether the server wanted a password that was not given,
+ * and the one-line message. */
+enum fault lease_sql_classify(enum lease_sql_stage stage, const char *sqlstate,
+			      bool needs_password, const char *message);
+
+/* connect_timeout as libpq reads it: NULL, 0 or garbage mean the default,
+ * below the minimum is the minimum; in seconds. */
+int lease_sql_connect_timeout(const char *value);
+
+/* How many hosts a host and a hostaddr list name (at least one). */
+int lease_sql_count_hosts(const char *host, const char *hostaddr);
+
+/* A connection's host lists (as PQconninfo shows them: comma-separated,
+ * "" when unset) and, on return, the same lists without the entries that
+ * are the given host and port; each output buffer must be as long as its
+ * input. */
+struct lease_sql_hosts {
+	const char *host, *hostaddr, *port;      /* in */
+	char *host_out, *hostaddr_out, *port_out; /* out */
+};
+/* Drops the host that timed out (host as PQhost names it: the host entry,
+ * else its hostaddr; port as PQport, "" or NULL matching any). Returns how
+ * many entries remain, -1 when none matched. */
+int lease_sql_drop_host(struct lease_sql_hosts *h, const char *host,
+			const char *port);
+
+#endif

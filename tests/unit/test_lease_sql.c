@@ -1,0 +1,554 @@
+/* test_lease_sql.c: the lease's SQL, answer parsing, libpq messages and fault classes. */
+#include "lease_sql.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "wire.h"
+
+#define NROWS(table) ((int)(sizeof(table) / sizeof(table[0])))
+
+/* ---- libpq's messages in one line ---- */
+
+static const struct {
+	const char *msg;
+	const char *line;
+	const char *sqlstate;
+} line_cases[] = {
+	{ "connection to server at \"127.0.0.1\", port 5432 failed: FATAL:  28P01: "
+	  "password authentication failed for user \"app\"\n"
+	  "LOCATION:  auth_failed, auth.c:326\n",
+	  "connection to server at \"127.0.0.1\", port 5432 failed: FATAL: "
+	  "password authentication failed for user \"app\"", "28P01" },
+	{ "connection to server at \"127.0.0.1\", port 1 failed: Connection refused\n"
+	  "\tIs the server running on that host and accepting TCP/IP connections?\n"
+	  "connection to server at \"127.0.0.1\", port 2 failed: Connection refused\n"
+	  "\tIs the server running on that host and accepting TCP/IP connections?\n",
+	  "connection to server at \"127.0.0.1\", port 1 failed: Connection refused "
+	  "Is the server running on that host and accepting TCP/IP connections? "
+	  "connection to server at \"127.0.0.1\", port 2 failed: Connection refused "
+	  "Is the server running on that host and accepting TCP/IP connections?", "" },
+	/* the SQLSTATE is the last host's: here it has none */
+	{ "connection to server at \"a\", port 1 failed: FATAL:  57P03: the database "
+	  "system is starting up\nconnection to server at \"b\", port 2 failed: "
+	  "timeout expired\n",
+	  "connection to server at \"a\", port 1 failed: FATAL: the database system "
+	  "is starting up connection to server at \"b\", port 2 failed: timeout "
+	  "expired", "" },
+	{ "FATAL:  3D000: database \"nope\" does not exist\nLOCATION:  InitPostgres, "
+	  "postinit.c:941\n", "FATAL: database \"nope\" does not exist", "3D000" },
+	{ "ERROR:  55P03: canceling statement due to lock timeout",
+	  "ERROR: canceling statement due to lock timeout", "55P03" },
+	/* not a SQLSTATE: lower case, or one space */
+	{ "failed:  abcde: x", "failed: abcde: x", "" },
+	{ "failed: 28P01: x", "failed: 28P01: x", "" },
+	{ "  \t leading and trailing \r\n\n ", "leading and trailing", "" },
+	{ "bell\aand\x1b[31mescape\x7f", "bell and [31mescape", "" },
+	{ "LOCATION: only", "", "" },
+	{ "", "unknown error", "" },
+	{ NULL, "unknown error", "" },
+};
+
+START_TEST(one_line)
+{
+	char out[LOG_MSG_MAX], sqlstate[6] = "XXXXX";
+
+	lease_sql_one_line(out, sizeof(out), line_cases[_i].msg, sqlstate);
+	ck_assert_str_eq(out, line_cases[_i].line);
+	ck_assert_str_eq(sqlstate, line_cases[_i].sqlstate);
+	/* the SQLSTATE is optional */
+	lease_sql_one_line(out, sizeof(out), line_cases[_i].msg, NULL);
+	ck_assert_str_eq(out, line_cases[_i].line);
+}
+END_TEST
+
+START_TEST(one_line_truncates)
+{
+	char out[8];
+
+	lease_sql_one_line(out, sizeof(out), "a\n\tb   c d e f g", NULL);
+	ck_assert_str_eq(out, "a b c d");
+	lease_sql_one_line(out, 1, "abc", NULL);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
+/* A two-host failure with long host names once lost its tail between
+ * buffers of 1200, 640 and 320 bytes: it fits LOG_MSG_MAX whole, also
+ * with the lease's prefix. */
+START_TEST(two_host_message_whole)
+{
+	char msg[LOG_MSG_MAX], line[LOG_MSG_MAX], reason[LOG_MSG_MAX + 64];
+	char host[500];
+	int n;
+
+	memset(host, 'h', sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	n = snprintf(msg, sizeof(msg),
+		     "connection to server on socket \"/run/%s/.s.PGSQL.5432\" failed: "
+		     "No such file or directory\n\tIs the server running locally and "
+		     "accepting connections on that socket?\n"
+		     "connection to server at \"%s\" (127.0.0.1), port 5433 failed: "
+		     "FATAL:  53300: sorry, too many clients already\n"
+		     "LOCATION:  InitProcess, proc.c:362\nTHE-TAIL", host, host);
+	ck_assert_int_gt(n, 1200);
+	ck_assert_int_lt(n, LOG_MSG_MAX - 100);
+	lease_sql_one_line(line, sizeof(line), msg, NULL);
+	snprintf(reason, sizeof(reason), "database connection failed: %s", line);
+	ck_assert_uint_lt(strlen(reason), LOG_MSG_MAX);
+	ck_assert_msg(strstr(reason, "too many clients already THE-TAIL"), "%s", reason);
+	ck_assert_ptr_nonnull(strstr(reason, "(127.0.0.1), port 5433"));
+}
+END_TEST
+
+static const struct {
+	const char *severity, *message, *sqlstate;
+	bool fatal;
+	const char *line;
+} server_error_cases[] = {
+	{ "FATAL", "terminating connection due to administrator command", "57P01", true,
+	  "FATAL: terminating connection due to administrator command (57P01)" },
+	{ "PANIC", "x", "XX000", true, "PANIC: x (XX000)" },
+	{ "ERROR", "canceling statement due to lock timeout", "55P03", false,
+	  "ERROR: canceling statement due to lock timeout (55P03)" },
+	{ "NOTICE", "line one\n\tline two", NULL, false, "NOTICE: line one line two (?????" ")" },
+	{ NULL, NULL, "", false, "ERROR: no message (?????" ")" },
+	{ "fatal", "m", "57P01", false, "fatal: m (57P01)" }, /* not localized */
+};
+
+START_TEST(server_error)
+{
+	char out[LOG_MSG_MAX];
+
+	ck_assert_int_eq(lease_sql_server_error(out, sizeof(out),
+						server_error_cases[_i].severity,
+						server_error_cases[_i].message,
+						server_error_cases[_i].sqlstate),
+			 server_error_cases[_i].fatal);
+	ck_assert_str_eq(out, server_error_cases[_i].line);
+}
+END_TEST
+
+/* ---- fault classes ---- */
+
+static const struct {
+	enum lease_sql_stage stage;
+	const char *sqlstate;
+	bool needs_password;
+	const char *message;
+	enum fault fault;
+} classify_cases[] = {
+	/* PQconnectStart refused: the options, or the network */
+	{ LEASE_SQL_START, "", false, "invalid sslmode value: \"bogus\"", FAULT_BAD_DSN },
+	{ LEASE_SQL_START, "", false, "invalid integer value \"abc\" for connection "
+	  "option \"port\"", FAULT_BAD_DSN },
+	{ LEASE_SQL_START, "", false, "invalid port number: \"99999999\"", FAULT_BAD_DSN },
+	{ LEASE_SQL_START, "", false, "definition of service \"x\" not found", FAULT_BAD_DSN },
+	{ LEASE_SQL_START, "", false, "invalid target_session_attrs value: \"x\"", FAULT_BAD_DSN },
+	{ LEASE_SQL_START, "", false, "could not match 3 port numbers to 2 hosts", FAULT_BAD_DSN },
+	{ LEASE_SQL_START, NULL, false, NULL, FAULT_BAD_DSN },
+	{ LEASE_SQL_START, "", false, "could not translate host name \"db\" to address: "
+	  "Name or service not known", FAULT_UNREACHABLE },
+	{ LEASE_SQL_START, "", false, "connection to server on socket \"/x/.s.PGSQL.5432\" "
+	  "failed: No such file or directory", FAULT_UNREACHABLE },
+	{ LEASE_SQL_START, "", false, "could not connect to server: Connection refused",
+	  FAULT_UNREACHABLE },
+	{ LEASE_SQL_START, "", false, "out of memory", FAULT_UNREACHABLE },
+	/* connecting: the server said no for good */
+	{ LEASE_SQL_CONNECT, "28P01", false, "password authentication failed", FAULT_AUTH },
+	{ LEASE_SQL_CONNECT, "28000", false, "role \"x\" does not exist", FAULT_AUTH },
+	{ LEASE_SQL_CONNECT, "28000", false, "no pg_hba.conf entry", FAULT_AUTH },
+	{ LEASE_SQL_CONNECT, "3D000", false, "database \"x\" does not exist", FAULT_AUTH },
+	{ LEASE_SQL_CONNECT, "42501", false, "permission denied for database \"x\"", FAULT_AUTH },
+	{ LEASE_SQL_CONNECT, "", true, "fe_sendauth: no password supplied", FAULT_AUTH },
+	/* connecting: worth another try */
+	{ LEASE_SQL_CONNECT, "53300", false, "sorry, too many clients already", FAULT_UNREACHABLE },
+	{ LEASE_SQL_CONNECT, "53200", false, "out of memory", FAULT_UNREACHABLE },
+	{ LEASE_SQL_CONNECT, "57P03", false, "the database system is starting up", FAULT_UNREACHABLE },
+	{ LEASE_SQL_CONNECT, "08006", false, "x", FAULT_UNREACHABLE },
+	{ LEASE_SQL_CONNECT, "", false, "connection to server at \"127.0.0.1\", port 1 "
+	  "failed: Connection refused", FAULT_UNREACHABLE },
+	{ LEASE_SQL_CONNECT, "", false, "server closed the connection unexpectedly",
+	  FAULT_UNREACHABLE },
+	{ LEASE_SQL_CONNECT, "57P01", false, "terminating connection due to "
+	  "administrator command", FAULT_TERMINATED },
+	{ LEASE_SQL_CONNECT, "08P01", false, "invalid startup packet", FAULT_PROTOCOL },
+	{ LEASE_SQL_CONNECT, "0A000", false, "unsupported frontend protocol", FAULT_PROTOCOL },
+	{ LEASE_SQL_CONNECT, "", false, "connection to server at \"h\", port 80 failed: "
+	  "received invalid response to SSL negotiation: H", FAULT_PROTOCOL },
+	{ LEASE_SQL_CONNECT, "", false, "expected authentication request from server, "
+	  "but received H", FAULT_PROTOCOL },
+	{ LEASE_SQL_CONNECT, "", false, "connection to server at \"a\", port 1 failed: "
+	  "session is read-only", FAULT_HOT_STANDBY },
+	{ LEASE_SQL_CONNECT, "", false, "connection to server at \"a\", port 1 failed: "
+	  "server is in hot standby mode", FAULT_HOT_STANDBY },
+	/* only the host that ended the attempt counts */
+	{ LEASE_SQL_CONNECT, "", false, "connection to server at \"a\", port 1 failed: "
+	  "session is read-only connection to server at \"b\", port 2 failed: "
+	  "Connection refused", FAULT_UNREACHABLE },
+	{ LEASE_SQL_CONNECT, "", false, "connection to server at \"a\", port 1 failed: "
+	  "server is not in hot standby mode", FAULT_UNREACHABLE },
+	/* a query answered with an ERROR */
+	{ LEASE_SQL_QUERY, "42883", false, "function x does not exist", FAULT_PROTOCOL },
+	{ LEASE_SQL_QUERY, NULL, false, NULL, FAULT_PROTOCOL },
+	/* the session ended */
+	{ LEASE_SQL_SESSION, "57P01", false, "terminating connection due to "
+	  "administrator command", FAULT_TERMINATED },
+	{ LEASE_SQL_SESSION, "57P05", false, "terminating connection due to idle-session "
+	  "timeout", FAULT_TERMINATED },
+	{ LEASE_SQL_SESSION, "57P02", false, "terminating connection because of crash "
+	  "of another server process", FAULT_TERMINATED },
+	{ LEASE_SQL_SESSION, "57P03", false, "x", FAULT_TERMINATED },
+	{ LEASE_SQL_SESSION, "25P03", false, "idle-in-transaction timeout", FAULT_TERMINATED },
+	{ LEASE_SQL_SESSION, "", false, "server closed the connection unexpectedly This "
+	  "probably means the server terminated abnormally", FAULT_CONNECTION },
+	{ LEASE_SQL_SESSION, NULL, false, "could not receive data from server: "
+	  "Connection reset by peer", FAULT_CONNECTION },
+	{ LEASE_SQL_SESSION, "", false, "lost synchronization with server: got message "
+	  "type \"x\"", FAULT_PROTOCOL },
+	{ LEASE_SQL_SESSION, "", false, "message type 0x31 arrived from server while "
+	  "idle", FAULT_PROTOCOL },
+};
+
+START_TEST(classify)
+{
+	enum fault f = lease_sql_classify(classify_cases[_i].stage,
+					  classify_cases[_i].sqlstate,
+					  classify_cases[_i].needs_password,
+					  classify_cases[_i].message);
+
+	ck_assert_msg(f == classify_cases[_i].fault, "row %d (%s): %s, expected %s",
+		      _i, classify_cases[_i].message ? classify_cases[_i].message : "NULL",
+		      fault_label(f), fault_label(classify_cases[_i].fault));
+}
+END_TEST
+
+/* ---- the setup query ---- */
+
+START_TEST(setup_sql)
+{
+	ck_assert_ptr_null(strstr(lease_sql_setup(false), "$1"));
+	ck_assert_ptr_nonnull(strstr(lease_sql_setup(true), ", " WIRE_KEY_OF_NAME("$1")));
+	ck_assert_ptr_nonnull(strstr(lease_sql_setup(true), lease_sql_setup(false)));
+}
+END_TEST
+
+static const struct {
+	int nrows, ncols;
+	const char *v[5];
+	bool with_name, ok;
+	int pid, version;
+	bool recovery, temp;
+	int64_t key;
+} setup_cases[] = {
+	{ 1, 4, { "4242", "f", "150004", "t" }, false, true, 4242, 150004, false, true, 0 },
+	{ 1, 4, { "1", "t", "110000", "f" }, false, true, 1, 110000, true, false, 0 },
+	{ 1, 5, { "7", "f", "170000", "t", "-9223372036854775808" }, true, true, 7, 170000,
+	  false, true, INT64_MIN },
+	{ 1, 5, { "7", "f", "170000", "t", "9223372036854775807" }, true, true, 7, 170000,
+	  false, true, INT64_MAX },
+	{ 1, 5, { "7", "f", "170000", "t", "9223372036854775808" }, true, false, 0, 0, false, false, 0 },
+	{ 1, 4, { "7", "f", "170000", "t" }, true, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "7", "f", "170000", "t", "1" }, false, false, 0, 0, false, false, 0 },
+	{ 0, 4, { NULL }, false, false, 0, 0, false, false, 0 },
+	{ 2, 4, { "1", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 4, { "0", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 4, { "-5", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 4, { "12x", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 4, { "", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 4, { NULL, "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 4, { "1", "true", "150000", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 4, { "1", "f", "15.4", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 4, { "1", "f", "150000", NULL }, false, false, 0, 0, false, false, 0 },
+	{ 1, 4, { "99999999999", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
+};
+
+START_TEST(parse_setup)
+{
+	struct lease_sql_answer a = { setup_cases[_i].nrows, setup_cases[_i].ncols,
+				      setup_cases[_i].v };
+	struct lease_sql_server s = { 0 };
+
+	ck_assert_int_eq(lease_sql_parse_setup(&a, setup_cases[_i].with_name, &s),
+			 setup_cases[_i].ok);
+	if (!setup_cases[_i].ok)
+		return;
+	ck_assert_int_eq(s.backend_pid, setup_cases[_i].pid);
+	ck_assert_int_eq(s.version, setup_cases[_i].version);
+	ck_assert_int_eq(s.in_recovery, setup_cases[_i].recovery);
+	ck_assert_int_eq(s.can_create_temp, setup_cases[_i].temp);
+	ck_assert(s.key == setup_cases[_i].key);
+}
+END_TEST
+
+START_TEST(timeouts_sql)
+{
+	char sql[LEASE_SQL_MAX];
+
+	lease_sql_timeouts(sql, sizeof(sql), 5.0);
+	ck_assert_str_eq(sql, "SET lock_timeout = 5000; SET statement_timeout = 0; "
+			 "SET default_transaction_read_only = off");
+	lease_sql_timeouts(sql, sizeof(sql), 0.25);
+	ck_assert_ptr_nonnull(strstr(sql, "lock_timeout = 250;"));
+}
+END_TEST
+
+/* ---- the claim ---- */
+
+static const struct {
+	int version;
+	bool temp;
+	double lease;
+	unsigned missing;
+	const char *has[4];
+	const char *lacks[4];
+} claim_cases[] = {
+	{ 170000, true, 20, 0,
+	  { "SET idle_session_timeout = 20000; ", "SET tcp_keepalives_idle = 5; "
+	    "SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; "
+	    "SET tcp_user_timeout = 20000; ", "SELECT pg_current_xact_id()::text, "
+	    "pg_backend_pid()", NULL },
+	  { "txid_current", NULL } },
+	{ 140000, true, 2, 0, { "idle_session_timeout = 2000;", "keepalives_idle = 1;", NULL },
+	  { NULL } },
+	{ 130000, true, 20, LEASE_SQL_NO_IDLE_TIMEOUT,
+	  { "tcp_user_timeout = 20000", "pg_current_xact_id()", NULL },
+	  { "idle_session_timeout", NULL } },
+	{ 120000, false, 20, LEASE_SQL_NO_IDLE_TIMEOUT | LEASE_SQL_NO_DURABLE_TOKEN,
+	  { "tcp_user_timeout", "SELECT txid_current()::text", NULL },
+	  { "idle_session_timeout", "TABLE", NULL } },
+	{ 110000, true, 20, LEASE_SQL_NO_IDLE_TIMEOUT, { "keepalives_idle", NULL },
+	  { "tcp_user_timeout", "idle_session_timeout", NULL } },
+	/* server lease off: no session settings, the token all the same */
+	{ 170000, true, 0, 0, { "CREATE TEMP TABLE", "pg_current_xact_id", NULL },
+	  { "SET", NULL } },
+	{ 170000, false, 0, LEASE_SQL_NO_DURABLE_TOKEN, { "pg_current_xact_id", NULL },
+	  { "SET", "TABLE", NULL } },
+};
+
+START_TEST(claim_sql)
+{
+	struct lease_sql_server s = { .version = claim_cases[_i].version,
+				      .can_create_temp = claim_cases[_i].temp };
+	char sql[LEASE_SQL_MAX];
+	unsigned missing = lease_sql_claim(sql, sizeof(sql), &s, claim_cases[_i].lease);
+
+	ck_assert_uint_eq(missing, claim_cases[_i].missing);
+	for (int i = 0; claim_cases[_i].has[i]; i++)
+		ck_assert_msg(strstr(sql, claim_cases[_i].has[i]), "%s lacks %s", sql,
+			      claim_cases[_i].has[i]);
+	for (int i = 0; claim_cases[_i].lacks[i]; i++)
+		ck_assert_msg(!strstr(sql, claim_cases[_i].lacks[i]), "%s has %s", sql,
+			      claim_cases[_i].lacks[i]);
+	ck_assert_uint_lt(strlen(sql), sizeof(sql) - 1); /* not cut */
+}
+END_TEST
+
+/* Every table the claim creates or drops is pg_temp's: a role whose
+ * search_path puts public first must keep its own public.pgleader_term. */
+START_TEST(claim_names_pg_temp)
+{
+	struct lease_sql_server s = { .version = 170000, .can_create_temp = true };
+	char sql[LEASE_SQL_MAX];
+	const char *p;
+	int tables = 0;
+
+	lease_sql_claim(sql, sizeof(sql), &s, 20);
+	for (p = sql; (p = strstr(p, "TABLE ")) != NULL; p += 6, tables++)
+		ck_assert_msg(!strncmp(p + 6, "pg_temp.", 8), "unqualified: %s", p);
+	ck_assert_int_eq(tables, 2);
+}
+END_TEST
+
+static const struct {
+	int nrows, ncols;
+	const char *v[2];
+	bool ok;
+	uint64_t token;
+	int pid;
+} claim_answer_cases[] = {
+	{ 1, 2, { "748", "12" }, true, 748, 12 },
+	{ 1, 2, { "18446744073709551615", "1" }, true, UINT64_MAX, 1 },
+	{ 1, 2, { "18446744073709551616", "1" }, false, 0, 0 },
+	{ 1, 2, { "0", "1" }, false, 0, 0 },
+	{ 1, 2, { "-1", "1" }, false, 0, 0 },
+	{ 1, 2, { " 1", "1" }, false, 0, 0 },
+	{ 1, 2, { "1a", "1" }, false, 0, 0 },
+	{ 1, 2, { NULL, "1" }, false, 0, 0 },
+	{ 1, 2, { "1", "x" }, false, 0, 0 },
+	{ 1, 1, { "1" }, false, 0, 0 },
+	{ 0, 2, { NULL }, false, 0, 0 },
+};
+
+START_TEST(parse_claim)
+{
+	struct lease_sql_answer a = { claim_answer_cases[_i].nrows,
+				      claim_answer_cases[_i].ncols, claim_answer_cases[_i].v };
+	uint64_t token = 0;
+	int pid = 0;
+
+	ck_assert_int_eq(lease_sql_parse_claim(&a, &token, &pid), claim_answer_cases[_i].ok);
+	if (claim_answer_cases[_i].ok) {
+		ck_assert(token == claim_answer_cases[_i].token);
+		ck_assert_int_eq(pid, claim_answer_cases[_i].pid);
+	}
+}
+END_TEST
+
+static const struct {
+	int nrows, ncols;
+	const char *v;
+	int granted; /* -1: not an answer */
+	int pid;     /* 0: not a pid */
+} one_value_cases[] = {
+	{ 1, 1, "t", 1, 0 }, { 1, 1, "f", 0, 0 }, { 1, 1, "true", -1, 0 },
+	{ 1, 1, NULL, -1, 0 }, { 0, 1, "t", -1, 0 }, { 1, 2, "t", -1, 0 },
+	{ 1, 1, "4711", -1, 4711 }, { 1, 1, "0", -1, 0 }, { 1, 1, "2147483647", -1, 2147483647 },
+	{ 1, 1, "2147483648", -1, 0 }, { 2, 1, "5", -1, 0 },
+};
+
+START_TEST(parse_one_value)
+{
+	const char *v[2] = { one_value_cases[_i].v, one_value_cases[_i].v };
+	struct lease_sql_answer a = { one_value_cases[_i].nrows, one_value_cases[_i].ncols, v };
+	bool granted = false;
+	int pid = 0;
+
+	ck_assert_int_eq(lease_sql_parse_granted(&a, &granted),
+			 one_value_cases[_i].granted >= 0);
+	if (one_value_cases[_i].granted >= 0)
+		ck_assert_int_eq(granted, one_value_cases[_i].granted);
+	ck_assert_int_eq(lease_sql_parse_pid(&a, &pid), one_value_cases[_i].pid > 0);
+	if (one_value_cases[_i].pid > 0)
+		ck_assert_int_eq(pid, one_value_cases[_i].pid);
+}
+END_TEST
+
+/* ---- hosts and their connect_timeout ---- */
+
+static const struct {
+	const char *value;
+	int seconds;
+} timeout_cases[] = {
+	{ NULL, WIRE_CONNECT_TIMEOUT_DEFAULT }, { "", WIRE_CONNECT_TIMEOUT_DEFAULT },
+	{ "0", WIRE_CONNECT_TIMEOUT_DEFAULT }, { "-3", WIRE_CONNECT_TIMEOUT_DEFAULT },
+	{ "abc", WIRE_CONNECT_TIMEOUT_DEFAULT }, { "1", WIRE_CONNECT_TIMEOUT_MIN },
+	{ "2", 2 }, { "30", 30 }, { " 7", 7 }, { "7s", WIRE_CONNECT_TIMEOUT_DEFAULT },
+	{ "99999999999", WIRE_CONNECT_TIMEOUT_DEFAULT },
+};
+
+START_TEST(connect_timeout)
+{
+	ck_assert_int_eq(lease_sql_connect_timeout(timeout_cases[_i].value),
+			 timeout_cases[_i].seconds);
+}
+END_TEST
+
+static const struct {
+	const char *host, *hostaddr;
+	int n;
+} count_cases[] = {
+	{ NULL, NULL, 1 }, { "", "", 1 }, { "db", NULL, 1 }, { "a,b", NULL, 2 },
+	{ NULL, "127.0.0.1,127.0.0.2,127.0.0.3", 3 }, { "a,b", "1.1.1.1,2.2.2.2", 2 },
+	{ ",b", "", 2 }, { "a,,c", NULL, 3 },
+};
+
+START_TEST(count_hosts)
+{
+	ck_assert_int_eq(lease_sql_count_hosts(count_cases[_i].host, count_cases[_i].hostaddr),
+			 count_cases[_i].n);
+}
+END_TEST
+
+static const struct {
+	const char *host, *hostaddr, *port; /* the connection's lists */
+	const char *drop_host, *drop_port;  /* PQhost, PQport */
+	int left;
+	const char *host_out, *hostaddr_out, *port_out;
+} drop_cases[] = {
+	/* issue 7: the same address twice, another port */
+	{ "127.0.0.1,127.0.0.1", "", "1,5432", "127.0.0.1", "1", 1, "127.0.0.1", "", "5432" },
+	{ "127.0.0.1,127.0.0.1", "", "1,5432", "127.0.0.1", "5432", 1, "127.0.0.1", "", "1" },
+	{ "a,b,c", "", "5432", "b", "5432", 2, "a,c", "", "5432" },
+	{ "a,b,c", "", "", "c", NULL, 2, "a,b", "", "" },
+	{ "a,b,c", "", "", "a", "", 2, "b,c", "", "" },
+	/* a duplicate entry goes with the one that timed out */
+	{ "a,b,a", "", "1,2,1", "a", "1", 1, "b", "", "2" },
+	{ "a,b,a", "", "1,2,3", "a", "3", 2, "a,b", "", "1,2" },
+	/* PQhost names the hostaddr when the host entry is empty */
+	{ "", "10.0.0.1,10.0.0.2", "6432", "10.0.0.1", "6432", 1, "", "10.0.0.2", "6432" },
+	{ "a,b", "10.0.0.1,10.0.0.2", "", "b", "5432", 1, "a", "10.0.0.1", "" },
+	{ ",b", "10.0.0.1,", "", "10.0.0.1", "5432", 1, "b", "", "" },
+	/* the last one */
+	{ "a", "", "5432", "a", "5432", 0, "", "", "5432" },
+	{ "", "", "", "/run/postgresql", "5432", -1, "", "", "" },
+	/* not found: nothing dropped */
+	{ "a,b", "", "", "c", "", -1, "a,b", "", "" },
+	{ "a,b", "", "1,2", "a", "2", -1, "a,b", "", "1,2" },
+};
+
+START_TEST(drop_host)
+{
+	char host[64], hostaddr[64], port[64];
+	struct lease_sql_hosts h = { drop_cases[_i].host, drop_cases[_i].hostaddr,
+				     drop_cases[_i].port, host, hostaddr, port };
+
+	ck_assert_int_eq(lease_sql_drop_host(&h, drop_cases[_i].drop_host,
+					     drop_cases[_i].drop_port), drop_cases[_i].left);
+	if (drop_cases[_i].left < 0)
+		return;
+	ck_assert_str_eq(host, drop_cases[_i].host_out);
+	ck_assert_str_eq(hostaddr, drop_cases[_i].hostaddr_out);
+	ck_assert_str_eq(port, drop_cases[_i].port_out);
+}
+END_TEST
+
+static Suite *lease_sql_suite(void)
+{
+	Suite *s = suite_create("lease_sql");
+	struct {
+		const char *name;
+		const TTest *test;
+		int cases;
+	} tests[] = {
+		{ "one_line", one_line, NROWS(line_cases) },
+		{ "one_line_truncates", one_line_truncates, 1 },
+		{ "two_host_message_whole", two_host_message_whole, 1 },
+		{ "server_error", server_error, NROWS(server_error_cases) },
+		{ "classify", classify, NROWS(classify_cases) },
+		{ "setup_sql", setup_sql, 1 },
+		{ "parse_setup", parse_setup, NROWS(setup_cases) },
+		{ "timeouts_sql", timeouts_sql, 1 },
+		{ "claim_sql", claim_sql, NROWS(claim_cases) },
+		{ "claim_names_pg_temp", claim_names_pg_temp, 1 },
+		{ "parse_claim", parse_claim, NROWS(claim_answer_cases) },
+		{ "parse_one_value", parse_one_value, NROWS(one_value_cases) },
+		{ "connect_timeout", connect_timeout, NROWS(timeout_cases) },
+		{ "count_hosts", count_hosts, NROWS(count_cases) },
+		{ "drop_host", drop_host, NROWS(drop_cases) },
+	};
+
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		/* Pure string work: seconds even under valgrind or sanitizers. */
+		tcase_set_timeout(tc, 30);
+		tcase_add_loop_test(tc, tests[i].test, 0, tests[i].cases);
+		suite_add_tcase(s, tc);
+	}
+	return s;
+}
+
+int main(void)
+{
+	SRunner *runner = srunner_create(lease_sql_suite());
+	int failed;
+
+	srunner_run_all(runner, CK_NORMAL);
+	failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
