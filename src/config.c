@@ -139,6 +139,11 @@ static const struct option_row rows[] = {
 	  .offset = FIELD(restart), .default_value = "no", .metavar = "POLICY",
 	  .help = "when COMMAND exits: no, on-failure or always",
 	  .choices = restart_policies },
+	{ .key = "restart_limit", .long_name = "restart-limit", .type = OPTION_INT,
+	  .offset = FIELD(restart_limit), .default_value = "5", .metavar = "N",
+	  .help = "give up after N restarts in a row of a command failing "
+		  "within 30s (0: never)",
+	  .min = 0, .max = 1000000 },
 	{ .long_name = "nonblock", .type = OPTION_FLAG, .offset = FIELD(nonblock),
 	  .default_shown = "off", .help = "give up at once when another node leads" },
 	{ .key = "wait_timeout", .long_name = "wait-timeout", .type = OPTION_DURATION,

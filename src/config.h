@@ -38,6 +38,7 @@ struct config {
 	bool nonblock;
 	int64_t wait_timeout_ms; /* -1 = wait for ever */
 	int conflict_exit_code;
+	int restart_limit;       /* 0 = no limit */
 	bool shell;
 	char *node_id;           /* default: host name */
 	char *http_addr;         /* HOST:PORT, [V6]:PORT or :PORT; NULL = off */

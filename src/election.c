@@ -40,6 +40,9 @@ void election_init(struct election *e, const struct election_params *p)
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
 	e->restart_backoff = ELECTION_RESTART_MIN;
+	e->fence = ELECTION_FENCE_CLOSED;
+	e->fence_retry_at = INFINITY;
+	e->fence_backoff = ELECTION_RECONNECT_MIN;
 	e->snap.node_id = p->node_id;
 	e->snap.lock_name = p->lock_name;
 	e->snap.lock_key = p->lock_key;
@@ -147,6 +150,55 @@ static void disconnect(struct election *e, struct election_output *out)
 	e->connected = false;
 }
 
+/* ---- the fence --------------------------------------------------------- */
+
+/* The fence session is opened at start, beside the lock session, so that a
+ * new leader takes the fence in one round trip. */
+static void fence_open(struct election *e, struct election_output *out)
+{
+	if (!e->p.fence || e->fence != ELECTION_FENCE_CLOSED)
+		return;
+	e->fence = ELECTION_FENCE_OPENING;
+	e->fence_retry_at = INFINITY;
+	out->actions |= ELECTION_DO_FENCE_CONNECT;
+}
+
+static void fence_close(struct election *e, struct election_output *out)
+{
+	if (e->fence != ELECTION_FENCE_CLOSED)
+		out->actions |= ELECTION_DO_FENCE_CLOSE;
+	e->fence = ELECTION_FENCE_CLOSED;
+	e->fence_retry_at = INFINITY;
+}
+
+/* The command may start: the fence is held, or not used. */
+static bool fence_ok(const struct election *e)
+{
+	return !e->p.fence || e->fence == ELECTION_FENCE_HELD;
+}
+
+static void fence_take(struct election *e, struct election_output *out)
+{
+	if (e->fence != ELECTION_FENCE_READY)
+		return; /* taken once the session is ready */
+	e->fence = ELECTION_FENCE_TAKING;
+	out->actions |= ELECTION_DO_FENCE_TAKE;
+}
+
+/* The command's group is gone: let the next leader's command start. A
+ * queued wait for the fence can only be ended by closing its session. */
+static void fence_drop(struct election *e, struct election_output *out,
+		       double now)
+{
+	if (e->fence == ELECTION_FENCE_HELD) {
+		e->fence = ELECTION_FENCE_DROPPING;
+		out->actions |= ELECTION_DO_FENCE_DROP;
+	} else if (e->fence == ELECTION_FENCE_TAKING) {
+		fence_close(e, out);
+		e->fence_retry_at = now;
+	}
+}
+
 /* ---- shared transitions ---------------------------------------------- */
 
 static void connect_now(struct election *e, struct election_output *out,
@@ -165,8 +217,10 @@ static void exit_now(struct election *e, struct election_output *out,
 	/* nothing asked for earlier in this step may follow the exit */
 	out->actions &= ~(unsigned)(ELECTION_DO_CONNECT | ELECTION_DO_TRY_LOCK |
 				    ELECTION_DO_WAIT_LOCK | ELECTION_DO_PING |
-				    ELECTION_DO_RELEASE);
+				    ELECTION_DO_RELEASE | ELECTION_DO_FENCE_CONNECT |
+				    ELECTION_DO_FENCE_TAKE | ELECTION_DO_FENCE_DROP);
 	disconnect(e, out);
+	fence_close(e, out);
 	request_done(e);
 	e->exit_code = code;
 	out->exit_code = code;
@@ -262,6 +316,7 @@ static void lose_lease(struct election *e, struct election_output *out,
 		set_state(e, out, now, ELECTION_DEMOTING);
 		out->actions |= ELECTION_DO_STOP_CHILD;
 	} else {
+		fence_drop(e, out, now); /* taken or being taken, no command yet */
 		disconnect(e, out);
 		connect_now(e, out, now);
 	}
@@ -276,6 +331,7 @@ static void become_leader(struct election *e, struct election_output *out,
 	set_state(e, out, now, ELECTION_LEADER);
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
 	e->restart_backoff = ELECTION_RESTART_MIN;
+	e->quick_failures = 0;
 	e->wait_deadline = INFINITY;
 	e->ping_pending = false;
 	e->last_reply_at = now;
@@ -288,10 +344,10 @@ static void become_leader(struct election *e, struct election_output *out,
 	e->snap.leader_since_wall = now + e->wall_offset;
 	say(out, LOG_LEVEL_INFO, "acquired leader lease (key %lld, fencing token %llu)",
 	    (long long)ev->lock_key, (unsigned long long)ev->fencing_token);
-	if (e->p.takeover_delay > 0)
-		e->child_start_at = now + e->p.takeover_delay;
-	else
-		start_child(e, out, now);
+	/* due now or after the delay; it starts once the fence is held */
+	e->child_start_at = now + e->p.takeover_delay;
+	e->fence_wait_logged = false;
+	fence_take(e, out);
 }
 
 /* A permanent fault: one error line, then stop the command, release and
@@ -329,10 +385,12 @@ static enum election_outcome outcome_of(int status)
 }
 
 /* The command's group is empty: count it; true when it was running. */
-static bool reap(struct election *e, const struct election_event *ev)
+static bool reap(struct election *e, struct election_output *out, double now,
+		 const struct election_event *ev)
 {
 	if (!e->child_running)
 		return false;
+	fence_drop(e, out, now);
 	e->child_running = false;
 	e->snap.command_pid = 0;
 	e->snap.counters.command_exits[outcome_of(ev->status)]++;
@@ -489,7 +547,7 @@ static void leader_tick(struct election *e, struct election_output *out,
 		e->ping_sent_at = e->next_ping_at;
 		out->actions |= ELECTION_DO_PING;
 	}
-	if (!e->child_running && now >= e->child_start_at)
+	if (!e->child_running && now >= e->child_start_at && fence_ok(e))
 		start_child(e, out, now);
 }
 
@@ -508,6 +566,7 @@ static void start(struct election *e, struct election_output *out, double now)
 	if (e->p.wait_timeout >= 0)
 		e->wait_deadline = now + e->p.wait_timeout;
 	connect_now(e, out, now);
+	fence_open(e, out);
 }
 
 static void connected(struct election *e, struct election_output *out,
@@ -592,6 +651,7 @@ static void start_failed(struct election *e, struct election_output *out,
 {
 	if (!e->child_running)
 		return;
+	fence_drop(e, out, now);
 	e->child_running = false;
 	say(out, LOG_LEVEL_ERROR, "cannot start command: %s",
 	    reason_of(ev, "fork failed"));
@@ -608,14 +668,32 @@ static bool restarts(const struct election *e, int status)
 	       (e->p.restart == ELECTION_RESTART_ON_FAILURE && status != 0);
 }
 
+/* --restart-limit: a command that keeps failing soon after it starts is
+ * given up, and the lock with it, so that another node can try. */
+static bool gives_up(struct election *e, struct election_output *out,
+		     double now, int status)
+{
+	if (status == 0 || now - e->child_started_at >= ELECTION_RESTART_RESET_AFTER) {
+		e->quick_failures = 0;
+		return false;
+	}
+	e->quick_failures++;
+	if (e->p.restart_limit <= 0 || e->quick_failures <= e->p.restart_limit)
+		return false;
+	say(out, LOG_LEVEL_ERROR, "command failed %d times in a row within %.0fs "
+	    "of starting; giving up (--restart-limit %d)", e->quick_failures,
+	    ELECTION_RESTART_RESET_AFTER, e->p.restart_limit);
+	return true;
+}
+
 static void leader_child_gone(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
 	double delay;
 
-	if (!reap(e, ev))
+	if (!reap(e, out, now, ev))
 		return;
-	if (!restarts(e, ev->status)) {
+	if (!restarts(e, ev->status) || gives_up(e, out, now, ev->status)) {
 		e->exit_code = ev->status;
 		finish(e, out, now);
 		return;
@@ -632,7 +710,7 @@ static void leader_child_gone(struct election *e, struct election_output *out,
 static void demoted_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
-	if (!reap(e, ev))
+	if (!reap(e, out, now, ev))
 		return;
 	disconnect(e, out);
 	connect_now(e, out, now);
@@ -641,7 +719,7 @@ static void demoted_child_gone(struct election *e, struct election_output *out,
 static void stopped_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
-	if (reap(e, ev))
+	if (reap(e, out, now, ev))
 		finish(e, out, now);
 }
 
@@ -670,142 +748,245 @@ static void backoff_lost(struct election *e, struct election_output *out,
 	end_on_permanent(e, out, now, ev);
 }
 
-/* ---- one handler per state -------------------------------------------- */
+/* ---- the fence's news, alike in every state ---------------------------- */
 
-static void in_init(struct election *e, const struct election_event *ev,
-		    double now, struct election_output *out)
+/* The fence session was lost: reopen it after a backoff; a leader takes it
+ * again once it is back (DESIGN 3: losing the fence alone is no demotion). */
+static void fence_failed(struct election *e, struct election_output *out,
+			 double now, const struct election_event *ev)
 {
-	switch (ev->type) {
-	case ELECTION_START: start(e, out, now); return;
-	case ELECTION_SHUTDOWN: shutdown_begins(e, out, now, ev); return;
-	case ELECTION_TICK: case ELECTION_CONNECTED: case ELECTION_DB_FAILED:
-	case ELECTION_LOCK_ACQUIRED: case ELECTION_LOCK_BUSY: case ELECTION_PING_OK:
-	case ELECTION_CHILD_STARTED: case ELECTION_CHILD_START_FAILED:
-	case ELECTION_CHILD_KILLED: case ELECTION_CHILD_GONE: case ELECTION_RELEASED:
-	case ELECTION_EVENT_COUNT:
+	double delay = e->fence_backoff;
+
+	e->fence = ELECTION_FENCE_CLOSED;
+	if (end_on_permanent(e, out, now, ev))
+		return;
+	e->fence_retry_at = now + delay;
+	e->fence_backoff = fmin(delay * 2, fmax(e->p.retry_interval,
+						 ELECTION_RECONNECT_MIN));
+	say(out, LOG_LEVEL_WARNING, "fence session: %s; reconnecting in %.1fs",
+	    reason_of(ev, "connection lost"), delay);
+	about(out, ev->fault);
+}
+
+static void fence_ready(struct election *e, struct election_output *out)
+{
+	e->fence = ELECTION_FENCE_READY;
+	e->fence_backoff = ELECTION_RECONNECT_MIN;
+	if (e->state == ELECTION_LEADER)
+		fence_take(e, out);
+}
+
+static void fence_acquired(struct election *e, struct election_output *out,
+			   double now)
+{
+	e->fence = ELECTION_FENCE_HELD;
+	/* demoted, or the command gone, while waiting: give it back */
+	if (e->state != ELECTION_LEADER)
+		fence_drop(e, out, now);
+}
+
+/* The queued wait ended (lock_timeout): the old leader's command is still
+ * stopping. A leader waits on; anyone else lets go. */
+static void fence_busy(struct election *e, struct election_output *out)
+{
+	e->fence = ELECTION_FENCE_READY;
+	if (e->state != ELECTION_LEADER)
+		return;
+	if (!e->fence_wait_logged)
+		say(out, LOG_LEVEL_NOTICE, "waiting for the fence: the previous "
+		    "leader's command is still stopping");
+	e->fence_wait_logged = true;
+	fence_take(e, out);
+}
+
+static void fence_released(struct election *e, struct election_output *out,
+			   double now, const struct election_event *ev)
+{
+	if (ev->fault != FAULT_NONE) {
+		fence_failed(e, out, now, ev);
+		return;
+	}
+	fence_ready(e, out);
+}
+
+static void on_fence(struct election *e, const struct election_event *ev,
+		     double now, struct election_output *out)
+{
+	if (!e->p.fence || e->fence == ELECTION_FENCE_CLOSED)
+		return; /* news from a session already closed */
+	switch ((enum election_session_news)ev->news) {
+	case ELECTION_SESSION_CONNECTED: fence_ready(e, out); return;
+	case ELECTION_SESSION_FAILED: fence_failed(e, out, now, ev); return;
+	case ELECTION_SESSION_ACQUIRED: fence_acquired(e, out, now); return;
+	case ELECTION_SESSION_BUSY: fence_busy(e, out); return;
+	case ELECTION_SESSION_RELEASED: fence_released(e, out, now, ev); return;
+	case ELECTION_SESSION_PING_OK:
 		return;
 	}
 }
 
-static void in_connecting(struct election *e, const struct election_event *ev,
-			  double now, struct election_output *out)
+/* ---- the command's news, alike in every state -------------------------- */
+
+static void command_gone(struct election *e, struct election_output *out,
+			 double now, const struct election_event *ev)
 {
-	switch (ev->type) {
-	case ELECTION_CONNECTED: connected(e, out, now, ev); return;
-	case ELECTION_DB_FAILED: connection_failed(e, out, now, ev); return;
-	case ELECTION_SHUTDOWN: shutdown_unanswered(e, out, now, ev); return;
-	case ELECTION_TICK: /* deadlines: check_deadlines() after every event */
-	case ELECTION_START: case ELECTION_LOCK_ACQUIRED: case ELECTION_LOCK_BUSY:
-	case ELECTION_PING_OK: case ELECTION_CHILD_STARTED:
-	case ELECTION_CHILD_START_FAILED: case ELECTION_CHILD_KILLED:
-	case ELECTION_CHILD_GONE: case ELECTION_RELEASED: case ELECTION_EVENT_COUNT:
-		return;
+	switch (e->state) {
+	case ELECTION_LEADER: leader_child_gone(e, out, now, ev); return;
+	case ELECTION_DEMOTING: demoted_child_gone(e, out, now, ev); return;
+	case ELECTION_SHUTTING_DOWN: stopped_child_gone(e, out, now, ev); return;
+	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
+	case ELECTION_STANDBY: case ELECTION_RELEASING: case ELECTION_DONE:
+	case ELECTION_STATE_COUNT:
+		return; /* no command runs in these states */
 	}
 }
 
-static void in_backoff(struct election *e, const struct election_event *ev,
+static void on_command(struct election *e, const struct election_event *ev,
 		       double now, struct election_output *out)
 {
-	switch (ev->type) {
-	case ELECTION_SHUTDOWN: shutdown_begins(e, out, now, ev); return;
-	case ELECTION_DB_FAILED: backoff_lost(e, out, now, ev); return;
-	case ELECTION_TICK: /* deadlines: check_deadlines() after every event */
-	case ELECTION_START: case ELECTION_CONNECTED:
-	case ELECTION_LOCK_ACQUIRED: case ELECTION_LOCK_BUSY: case ELECTION_PING_OK:
-	case ELECTION_CHILD_STARTED: case ELECTION_CHILD_START_FAILED:
-	case ELECTION_CHILD_KILLED: case ELECTION_CHILD_GONE: case ELECTION_RELEASED:
-	case ELECTION_EVENT_COUNT:
-		return;
+	switch ((enum election_command_news)ev->news) {
+	case ELECTION_COMMAND_STARTED: child_started(e, out, ev); return;
+	case ELECTION_COMMAND_START_FAILED: start_failed(e, out, now, ev); return;
+	case ELECTION_COMMAND_KILLED: child_killed(e); return;
+	case ELECTION_COMMAND_GONE: command_gone(e, out, now, ev); return;
 	}
 }
 
-static void in_standby(struct election *e, const struct election_event *ev,
-		       double now, struct election_output *out)
+/* ---- the lock session's news, one handler per state -------------------- */
+
+static void lock_connecting(struct election *e, const struct election_event *ev,
+			    double now, struct election_output *out)
 {
-	switch (ev->type) {
-	case ELECTION_DB_FAILED: connection_failed(e, out, now, ev); return;
-	case ELECTION_LOCK_ACQUIRED: become_leader(e, out, now, ev); return;
-	case ELECTION_LOCK_BUSY: lock_busy(e, out, now); return;
-	case ELECTION_SHUTDOWN: standby_shutdown(e, out, now, ev); return;
-	case ELECTION_TICK: /* deadlines: check_deadlines() after every event */
-	case ELECTION_START: case ELECTION_CONNECTED: case ELECTION_PING_OK:
-	case ELECTION_CHILD_STARTED: case ELECTION_CHILD_START_FAILED:
-	case ELECTION_CHILD_KILLED: case ELECTION_CHILD_GONE: case ELECTION_RELEASED:
-	case ELECTION_EVENT_COUNT:
+	switch ((enum election_session_news)ev->news) {
+	case ELECTION_SESSION_CONNECTED: connected(e, out, now, ev); return;
+	case ELECTION_SESSION_FAILED: connection_failed(e, out, now, ev); return;
+	case ELECTION_SESSION_ACQUIRED: case ELECTION_SESSION_BUSY:
+	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_RELEASED:
 		return;
 	}
 }
 
-static void in_leader(struct election *e, const struct election_event *ev,
-		      double now, struct election_output *out)
-{
-	switch (ev->type) {
-	case ELECTION_DB_FAILED: leader_lost(e, out, now, ev); return;
-	case ELECTION_PING_OK: ping_ok(e, now); return;
-	case ELECTION_CHILD_STARTED: child_started(e, out, ev); return;
-	case ELECTION_CHILD_START_FAILED: start_failed(e, out, now, ev); return;
-	case ELECTION_CHILD_KILLED: child_killed(e); return;
-	case ELECTION_CHILD_GONE: leader_child_gone(e, out, now, ev); return;
-	case ELECTION_SHUTDOWN: shutdown_begins(e, out, now, ev); return;
-	case ELECTION_TICK: /* deadlines: check_deadlines() after every event */
-	case ELECTION_START: case ELECTION_CONNECTED: case ELECTION_LOCK_ACQUIRED:
-	case ELECTION_LOCK_BUSY: case ELECTION_RELEASED: case ELECTION_EVENT_COUNT:
-		return;
-	}
-}
-
-static void in_demoting(struct election *e, const struct election_event *ev,
-			double now, struct election_output *out)
-{
-	switch (ev->type) {
-	case ELECTION_DB_FAILED: stopping_lost(e, out, now, ev); return;
-	case ELECTION_CHILD_STARTED: child_started(e, out, ev); return;
-	case ELECTION_CHILD_START_FAILED: start_failed(e, out, now, ev); return;
-	case ELECTION_CHILD_KILLED: child_killed(e); return;
-	case ELECTION_CHILD_GONE: demoted_child_gone(e, out, now, ev); return;
-	case ELECTION_SHUTDOWN: shutdown_begins(e, out, now, ev); return;
-	case ELECTION_START: case ELECTION_TICK: case ELECTION_CONNECTED:
-	case ELECTION_LOCK_ACQUIRED: case ELECTION_LOCK_BUSY: case ELECTION_PING_OK:
-	case ELECTION_RELEASED: case ELECTION_EVENT_COUNT:
-		return;
-	}
-}
-
-static void in_shutting_down(struct election *e, const struct election_event *ev,
-			     double now, struct election_output *out)
-{
-	switch (ev->type) {
-	case ELECTION_DB_FAILED: stopping_lost(e, out, now, ev); return;
-	case ELECTION_CHILD_STARTED: child_started(e, out, ev); return;
-	case ELECTION_CHILD_START_FAILED: start_failed(e, out, now, ev); return;
-	case ELECTION_CHILD_KILLED: child_killed(e); return;
-	case ELECTION_CHILD_GONE: stopped_child_gone(e, out, now, ev); return;
-	case ELECTION_SHUTDOWN: kill_on_second_signal(e, out, ev); return;
-	case ELECTION_START: case ELECTION_TICK: case ELECTION_CONNECTED:
-	case ELECTION_LOCK_ACQUIRED: case ELECTION_LOCK_BUSY: case ELECTION_PING_OK:
-	case ELECTION_RELEASED: case ELECTION_EVENT_COUNT:
-		return;
-	}
-}
-
-static void in_releasing(struct election *e, const struct election_event *ev,
+static void lock_backoff(struct election *e, const struct election_event *ev,
 			 double now, struct election_output *out)
 {
-	switch (ev->type) {
-	case ELECTION_DB_FAILED: release_lost(e, out, now, ev); return;
-	case ELECTION_RELEASED: released(e, out, now, ev); return;
-	case ELECTION_TICK: /* deadlines: check_deadlines() after every event */
-	case ELECTION_START: case ELECTION_CONNECTED: case ELECTION_LOCK_ACQUIRED:
-	case ELECTION_LOCK_BUSY: case ELECTION_PING_OK: case ELECTION_CHILD_STARTED:
-	case ELECTION_CHILD_START_FAILED: case ELECTION_CHILD_KILLED:
-	case ELECTION_CHILD_GONE: case ELECTION_SHUTDOWN: case ELECTION_EVENT_COUNT:
+	switch ((enum election_session_news)ev->news) {
+	case ELECTION_SESSION_FAILED: backoff_lost(e, out, now, ev); return;
+	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
+	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_PING_OK:
+	case ELECTION_SESSION_RELEASED:
 		return;
+	}
+}
+
+static void lock_standby(struct election *e, const struct election_event *ev,
+			 double now, struct election_output *out)
+{
+	switch ((enum election_session_news)ev->news) {
+	case ELECTION_SESSION_FAILED: connection_failed(e, out, now, ev); return;
+	case ELECTION_SESSION_ACQUIRED: become_leader(e, out, now, ev); return;
+	case ELECTION_SESSION_BUSY: lock_busy(e, out, now); return;
+	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_PING_OK:
+	case ELECTION_SESSION_RELEASED:
+		return;
+	}
+}
+
+static void lock_leader(struct election *e, const struct election_event *ev,
+			double now, struct election_output *out)
+{
+	switch ((enum election_session_news)ev->news) {
+	case ELECTION_SESSION_FAILED: leader_lost(e, out, now, ev); return;
+	case ELECTION_SESSION_PING_OK: ping_ok(e, now); return;
+	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
+	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_RELEASED:
+		return;
+	}
+}
+
+/* DEMOTING and SHUTTING_DOWN: the command is being stopped. */
+static void lock_stopping(struct election *e, const struct election_event *ev,
+			  double now, struct election_output *out)
+{
+	switch ((enum election_session_news)ev->news) {
+	case ELECTION_SESSION_FAILED: stopping_lost(e, out, now, ev); return;
+	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
+	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_PING_OK:
+	case ELECTION_SESSION_RELEASED:
+		return;
+	}
+}
+
+static void lock_releasing(struct election *e, const struct election_event *ev,
+			   double now, struct election_output *out)
+{
+	switch ((enum election_session_news)ev->news) {
+	case ELECTION_SESSION_FAILED: release_lost(e, out, now, ev); return;
+	case ELECTION_SESSION_RELEASED: released(e, out, now, ev); return;
+	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
+	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_PING_OK:
+		return;
+	}
+}
+
+static void on_lock(struct election *e, const struct election_event *ev,
+		    double now, struct election_output *out)
+{
+	switch (e->state) {
+	case ELECTION_CONNECTING: lock_connecting(e, ev, now, out); return;
+	case ELECTION_BACKOFF: lock_backoff(e, ev, now, out); return;
+	case ELECTION_STANDBY: lock_standby(e, ev, now, out); return;
+	case ELECTION_LEADER: lock_leader(e, ev, now, out); return;
+	case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
+		lock_stopping(e, ev, now, out);
+		return;
+	case ELECTION_RELEASING: lock_releasing(e, ev, now, out); return;
+	case ELECTION_INIT: case ELECTION_DONE: case ELECTION_STATE_COUNT:
+		return; /* no lock session yet, or any more */
+	}
+}
+
+/* ---- start and shutdown, one arm per state ----------------------------- */
+
+static void on_start(struct election *e, double now, struct election_output *out)
+{
+	if (e->state == ELECTION_INIT)
+		start(e, out, now);
+}
+
+static void on_shutdown(struct election *e, const struct election_event *ev,
+			double now, struct election_output *out)
+{
+	switch (e->state) {
+	case ELECTION_INIT: case ELECTION_BACKOFF: case ELECTION_LEADER:
+	case ELECTION_DEMOTING:
+		shutdown_begins(e, out, now, ev);
+		return;
+	case ELECTION_CONNECTING: shutdown_unanswered(e, out, now, ev); return;
+	case ELECTION_STANDBY: standby_shutdown(e, out, now, ev); return;
+	case ELECTION_SHUTTING_DOWN: kill_on_second_signal(e, out, ev); return;
+	case ELECTION_RELEASING: case ELECTION_DONE: case ELECTION_STATE_COUNT:
+		return; /* the command is gone already */
+	}
+}
+
+static void dispatch(struct election *e, const struct election_event *ev,
+		     double now, struct election_output *out)
+{
+	if (e->state == ELECTION_DONE)
+		return;
+	switch (ev->type) {
+	case ELECTION_START: on_start(e, now, out); return;
+	case ELECTION_TICK: return; /* check_deadlines() runs after every event */
+	case ELECTION_SHUTDOWN: on_shutdown(e, ev, now, out); return;
+	case ELECTION_LOCK: on_lock(e, ev, now, out); return;
+	case ELECTION_FENCE: on_fence(e, ev, now, out); return;
+	case ELECTION_COMMAND: on_command(e, ev, now, out); return;
 	}
 }
 
 /* Deadlines are checked on every event, not only on TICK: a loop that was
  * late by a second sees what it missed whatever woke it. */
-static void check_deadlines(struct election *e, struct election_output *out,
+static void state_deadlines(struct election *e, struct election_output *out,
 			    double now)
 {
 	switch (e->state) {
@@ -820,21 +1001,15 @@ static void check_deadlines(struct election *e, struct election_output *out,
 	}
 }
 
-static void dispatch(struct election *e, const struct election_event *ev,
-		     double now, struct election_output *out)
+/* The fence session's reopening comes last: a deadline of the state may
+ * have just closed it. */
+static void check_deadlines(struct election *e, struct election_output *out,
+			    double now)
 {
-	switch (e->state) {
-	case ELECTION_INIT: in_init(e, ev, now, out); return;
-	case ELECTION_CONNECTING: in_connecting(e, ev, now, out); return;
-	case ELECTION_BACKOFF: in_backoff(e, ev, now, out); return;
-	case ELECTION_STANDBY: in_standby(e, ev, now, out); return;
-	case ELECTION_LEADER: in_leader(e, ev, now, out); return;
-	case ELECTION_DEMOTING: in_demoting(e, ev, now, out); return;
-	case ELECTION_SHUTTING_DOWN: in_shutting_down(e, ev, now, out); return;
-	case ELECTION_RELEASING: in_releasing(e, ev, now, out); return;
-	case ELECTION_DONE: case ELECTION_STATE_COUNT:
-		return;
-	}
+	state_deadlines(e, out, now);
+	if (e->fence == ELECTION_FENCE_CLOSED && now >= e->fence_retry_at &&
+	    !is_stopping(e->state))
+		fence_open(e, out);
 }
 
 static void publish(struct election *e, double now)
@@ -847,6 +1022,7 @@ static void publish(struct election *e, double now)
 	s->command_due = e->state == ELECTION_LEADER && !e->child_running
 		? e->child_start_at : INFINITY;
 	s->db_connected = e->connected && e->state != ELECTION_CONNECTING;
+	s->fence_held = e->fence == ELECTION_FENCE_HELD;
 	if (e->state != ELECTION_LEADER)
 		s->leader_since_wall = 0;
 	s->exit_code = e->exit_code;
@@ -887,7 +1063,7 @@ const struct election_snapshot *election_snapshot(const struct election *e)
 	return &e->snap;
 }
 
-double election_next_wakeup(const struct election *e, double now)
+static double state_wakeup(const struct election *e, double now)
 {
 	switch (e->state) {
 	case ELECTION_CONNECTING:
@@ -898,7 +1074,7 @@ double election_next_wakeup(const struct election *e, double now)
 		return fmin(e->wait_deadline, e->next_attempt_at);
 	case ELECTION_LEADER:
 		/* the deadline of the next failed ping, or the next ping */
-		return fmin(e->child_start_at, e->ping_pending
+		return fmin(fence_ok(e) ? e->child_start_at : INFINITY, e->ping_pending
 			    ? e->ping_sent_at + e->p.ping_timeout +
 			      ping_failures_at(e, now) * e->p.ping_interval
 			    : e->next_ping_at);
@@ -909,4 +1085,13 @@ double election_next_wakeup(const struct election *e, double now)
 		break;
 	}
 	return INFINITY;
+}
+
+double election_next_wakeup(const struct election *e, double now)
+{
+	double t = state_wakeup(e, now);
+
+	if (e->fence == ELECTION_FENCE_CLOSED && !is_stopping(e->state))
+		t = fmin(t, e->fence_retry_at);
+	return t;
 }

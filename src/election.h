@@ -11,23 +11,29 @@
 
 /*
  * States and events. Each state has one handler with a switch on the event
- * and no default arm, so -Wswitch-enum names every pair a new state or event
- * leaves out. "-" means the event is ignored in that state.
+ * type and no default arm, and a second one for the lock session's news, so
+ * that -Wswitch-enum names every pair a new state or event leaves out. The
+ * fence session's news and the command's are handled alike in every state
+ * (on_fence, on_command). "-" means ignored; TICK does nothing of its own:
+ * the deadlines are checked after every event (check_deadlines).
  *
- *              START TICK CONN DB_FAIL ACQ  BUSY PING C_START C_FAIL C_KILL C_GONE RELSD SHUTDN
- * INIT         conn  -    -    -       -    -    -    -       -      -      -      -     exit
- * CONNECTING   -     tmo  stby backoff -    -    -    -       -      -      -      -     exit
- * BACKOFF      -     conn -    -       -    -    -    -       -      -      -      -     exit
- * STANDBY      -     ask  -    backoff lead wait -    -       -      -      -      -     release
- * LEADER       -     ping -    demote  -    -    ok   pid     gone   count  restart -    stop
- * DEMOTING     -     -    -    note    -    -    -    pid     gone   count  conn   -     stop
- * SHUTTING_DN  -     -    -    note    -    -    -    pid     gone   count  release -    kill
- * RELEASING    -     exit -    exit    -    -    -    -       -      -      -      exit  -
- * DONE         -     -    -    -       -    -    -    -       -      -      -      -     -
+ *              START  SHUTDOWN  lock: CONN  FAILED  ACQUIRED BUSY PING  RELEASED
+ * INIT         conn   exit            -     -       -        -    -     -
+ * CONNECTING   -      exit            stby  backoff -        -    -     -
+ * BACKOFF      -      exit            -     (perm)  -        -    -     -
+ * STANDBY      -      release/exit    -     backoff lead     wait -     -
+ * LEADER       -      stop            -     demote  -        -    ok    -
+ * DEMOTING     -      stop            -     (perm)  -        -    -     -
+ * SHUTTING_DN  -      kill            -     (perm)  -        -    -     -
+ * RELEASING    -      -               -     exit    -        -    -     exit
+ * DONE         -      -               -     -       -        -    -     -
  *
- * tmo: the connect or the wait deadline passed; exit for one-shots.
  * backoff / demote: a permanent fault (election_exit_for) ends pgleader
- * instead, after the command is stopped.
+ * instead, after the command is stopped; (perm): only a permanent fault
+ * counts. Command: STARTED records the pid; GONE restarts (LEADER), reconnects
+ * (DEMOTING) or goes on ending (SHUTTING_DOWN); the fence is dropped with it.
+ * Fence: connected at start beside the lock; taken after the lock and before
+ * the command; reconnected (and in LEADER taken again) when lost.
  */
 enum election_state {
 	ELECTION_INIT,
@@ -44,26 +50,36 @@ enum election_state {
 
 enum election_event_type {
 	ELECTION_START,
-	ELECTION_TICK,              /* time passed: check deadlines */
-	ELECTION_CONNECTED,         /* the lock connection is ready; lock_key */
-	ELECTION_DB_FAILED,         /* connect failed or the session was lost;
+	ELECTION_TICK,          /* time passed: check deadlines */
+	ELECTION_SHUTDOWN,      /* SIGTERM or SIGINT; reason = signal name */
+	ELECTION_LOCK,          /* news from the lock session */
+	ELECTION_FENCE,         /* news from the fence session */
+	ELECTION_COMMAND,       /* news about the command */
+};
+
+/* What a session (the lock's or the fence's) reports. */
+enum election_session_news {
+	ELECTION_SESSION_CONNECTED, /* ready; lock_key */
+	ELECTION_SESSION_FAILED,    /* connect failed or the session was lost;
 				     * fault, reason; the connection is closed */
-	ELECTION_LOCK_ACQUIRED,     /* lock_key, fencing_token */
-	ELECTION_LOCK_BUSY,         /* another session holds the lock */
-	ELECTION_PING_OK,
-	ELECTION_CHILD_STARTED,     /* status = the command's pid */
-	ELECTION_CHILD_START_FAILED,/* fork failed; reason */
-	ELECTION_CHILD_KILLED,      /* SIGKILL sent after the grace period */
-	ELECTION_CHILD_GONE,        /* the process group is empty; status */
-	ELECTION_RELEASED,          /* fault FAULT_NONE: unlocked; else closed */
-	ELECTION_SHUTDOWN,          /* SIGTERM or SIGINT; reason = signal name */
-	ELECTION_EVENT_COUNT
+	ELECTION_SESSION_ACQUIRED,  /* lock_key, fencing_token (the lock's) */
+	ELECTION_SESSION_BUSY,      /* held elsewhere, or the queued wait ended */
+	ELECTION_SESSION_PING_OK,
+	ELECTION_SESSION_RELEASED,  /* fault FAULT_NONE: unlocked; else closed */
+};
+
+enum election_command_news {
+	ELECTION_COMMAND_STARTED,      /* status = the command's pid */
+	ELECTION_COMMAND_START_FAILED, /* fork failed; reason */
+	ELECTION_COMMAND_KILLED,       /* SIGKILL sent after the grace period */
+	ELECTION_COMMAND_GONE,         /* the process group is empty; status */
 };
 
 struct election_event {
 	enum election_event_type type;
+	int news;                /* enum election_session_news or _command_news */
 	enum fault fault;
-	int status;              /* CHILD_GONE: exit code or 128+N; CHILD_STARTED: pid */
+	int status;              /* GONE: exit code or 128+N; STARTED: pid */
 	int64_t lock_key;
 	uint64_t fencing_token;
 	double wall;             /* wall-clock time of the event, for reports only */
@@ -82,6 +98,10 @@ enum election_action {
 	ELECTION_DO_START_CHILD = 1 << 7,
 	ELECTION_DO_RELEASE = 1 << 8,     /* unlock if held, close; then RELEASED */
 	ELECTION_DO_EXIT = 1 << 9,
+	ELECTION_DO_FENCE_CONNECT = 1 << 10,
+	ELECTION_DO_FENCE_TAKE = 1 << 11,  /* wait for the fence under lock_timeout */
+	ELECTION_DO_FENCE_DROP = 1 << 12,  /* unlock it, keep the connection */
+	ELECTION_DO_FENCE_CLOSE = 1 << 13, /* close the fence connection */
 };
 
 /* Exit codes, named after <sysexits.h> and the shell's 126/127. */
@@ -115,7 +135,9 @@ struct election_params {
 	double wait_timeout;      /* < 0: wait for ever */
 	double connect_timeout;
 	enum election_restart restart;
+	int restart_limit;        /* quick failures in a row; 0: no limit */
 	int conflict_exit_code;
+	bool fence;               /* hold the fence while the command lives */
 	/* for the snapshot only */
 	const char *node_id;
 	const char *lock_name;    /* NULL: lock_key as configured */
@@ -193,8 +215,19 @@ struct election_snapshot {
 	double command_due;             /* when a due command starts; INFINITY */
 	double last_ping_reply, last_ping_reply_wall;
 	bool db_connected;
+	bool fence_held;
 	int exit_code;                  /* valid in ELECTION_DONE */
 	struct election_counters counters;
+};
+
+/* The fence session, beside the lock session. */
+enum election_fence {
+	ELECTION_FENCE_CLOSED,
+	ELECTION_FENCE_OPENING,
+	ELECTION_FENCE_READY,    /* connected, not held */
+	ELECTION_FENCE_TAKING,   /* waiting for it */
+	ELECTION_FENCE_HELD,
+	ELECTION_FENCE_DROPPING, /* unlocking */
 };
 
 struct election {
@@ -217,8 +250,13 @@ struct election {
 	double child_started_at;
 	double child_start_at;   /* when the command is due; INFINITY: not due */
 	double restart_backoff;
+	int quick_failures;      /* in a row, each within RESTART_RESET_AFTER */
 	double wall_offset;      /* wall minus monotonic, from the last event */
 	int exit_code;
+	enum election_fence fence;
+	double fence_retry_at;   /* reopen a closed fence session; INFINITY */
+	double fence_backoff;
+	bool fence_wait_logged;
 	struct election_snapshot snap;
 };
 

@@ -61,10 +61,10 @@ static double wall_now(void)
 static void enqueue(struct supervisor *s, const struct election_event *ev);
 
 static void dispatch(struct supervisor *s, enum election_event_type type,
-		     enum fault fault, int status, const char *reason)
+		     int news, int status, const char *reason)
 {
 	struct election_event ev = {
-		.type = type, .fault = fault, .status = status, .reason = reason,
+		.type = type, .news = news, .status = status, .reason = reason,
 	};
 
 	enqueue(s, &ev);
@@ -79,9 +79,9 @@ static void start_child(struct supervisor *s)
 	snprintf(s->env_token, sizeof(s->env_token), "PGLEADER_FENCING_TOKEN=%" PRIu64,
 		 lease_fencing_token(s->lease));
 	if (child_start(s->child, s->child_env, err, sizeof(err)) < 0)
-		dispatch(s, ELECTION_CHILD_START_FAILED, FAULT_FORK, 0, err);
+		dispatch(s, ELECTION_COMMAND, ELECTION_COMMAND_START_FAILED, 0, err);
 	else
-		dispatch(s, ELECTION_CHILD_STARTED, FAULT_NONE,
+		dispatch(s, ELECTION_COMMAND, ELECTION_COMMAND_STARTED,
 			 (int)child_pid(s->child), NULL);
 }
 
@@ -203,54 +203,50 @@ static void enqueue(struct supervisor *s, const struct election_event *ev)
 	drain(s);
 }
 
+/* What a lease reports, as the election's session news. */
+static int session_news(enum lease_event lev)
+{
+	switch (lev) {
+	case LEASE_CONNECTED: return ELECTION_SESSION_CONNECTED;
+	case LEASE_CONNECT_FAILED: return ELECTION_SESSION_FAILED;
+	case LEASE_LOST: return ELECTION_SESSION_FAILED;
+	case LEASE_ACQUIRED: return ELECTION_SESSION_ACQUIRED;
+	case LEASE_BUSY: return ELECTION_SESSION_BUSY;
+	case LEASE_PING_OK: return ELECTION_SESSION_PING_OK;
+	case LEASE_RELEASED: return ELECTION_SESSION_RELEASED;
+	}
+	return ELECTION_SESSION_FAILED;
+}
+
 static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 			   const char *reason)
 {
 	struct supervisor *s = arg;
-	struct election_event ev = { .fault = fault, .reason = reason };
+	struct election_event ev = {
+		.type = ELECTION_LOCK, .news = session_news(lev), .fault = fault,
+		.reason = reason, .lock_key = lease_key(s->lease),
+	};
 
-	switch (lev) {
-	case LEASE_CONNECTED:
-		ev.type = ELECTION_CONNECTED;
-		ev.lock_key = lease_key(s->lease);
-		break;
-	case LEASE_CONNECT_FAILED:
-	case LEASE_LOST:
-		ev.type = ELECTION_DB_FAILED;
-		break;
-	case LEASE_ACQUIRED:
-		ev.type = ELECTION_LOCK_ACQUIRED;
-		ev.lock_key = lease_key(s->lease);
+	if (lev == LEASE_ACQUIRED)
 		ev.fencing_token = lease_fencing_token(s->lease);
-		break;
-	case LEASE_BUSY:
-		ev.type = ELECTION_LOCK_BUSY;
-		break;
-	case LEASE_PING_OK:
-		ev.type = ELECTION_PING_OK;
-		break;
-	case LEASE_RELEASED:
-		ev.type = ELECTION_RELEASED;
-		break;
-	}
 	enqueue(s, &ev);
 }
 
 static void child_gone_cb(void *arg, int status)
 {
-	dispatch(arg, ELECTION_CHILD_GONE, FAULT_NONE, status, NULL);
+	dispatch(arg, ELECTION_COMMAND, ELECTION_COMMAND_GONE, status, NULL);
 }
 
 static void child_killed_cb(void *arg)
 {
-	dispatch(arg, ELECTION_CHILD_KILLED, FAULT_NONE, 0, NULL);
+	dispatch(arg, ELECTION_COMMAND, ELECTION_COMMAND_KILLED, 0, NULL);
 }
 
 static void wakeup_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	dispatch(w->data, ELECTION_TICK, FAULT_NONE, 0, NULL);
+	dispatch(w->data, ELECTION_TICK, 0, 0, NULL);
 }
 
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -260,7 +256,7 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (w->signum == SIGTERM || w->signum == SIGINT) {
-		dispatch(s, ELECTION_SHUTDOWN, FAULT_NONE, 0,
+		dispatch(s, ELECTION_SHUTDOWN, 0, 0,
 			 w->signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		return;
 	}
@@ -294,6 +290,7 @@ static void params_of(const struct config *cfg, struct election_params *p)
 		.takeover_delay = cfg->takeover_delay_ms / 1000.0,
 		.wait_timeout = cfg->wait_timeout_ms < 0 ? -1 : cfg->wait_timeout_ms / 1000.0,
 		.restart = restart_of(cfg->restart),
+		.restart_limit = cfg->restart_limit,
 		.conflict_exit_code = cfg->conflict_exit_code,
 		.node_id = cfg->node_id,
 		.lock_name = cfg->lock_name,
@@ -357,7 +354,7 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 
 void supervisor_start(struct supervisor *s)
 {
-	dispatch(s, ELECTION_START, FAULT_NONE, 0, NULL);
+	dispatch(s, ELECTION_START, 0, 0, NULL);
 }
 
 int supervisor_exit_code(struct supervisor *s)

@@ -33,11 +33,52 @@ static struct election M; /* the machine under test */
 
 /* ---- helpers ---------------------------------------------------------- */
 
-/* The tests were written against the events before faults were classified:
- * CONNECT_FAILED and CONN_LOST are now one DB_FAILED with a transient
- * fault, FATAL a DB_FAILED with the permanent fault its code stood for. */
-enum { ELECTION_CONNECT_FAILED = ELECTION_EVENT_COUNT + 1, ELECTION_CONN_LOST,
-       ELECTION_FATAL };
+/* The tests name events as they were before faults were classified and
+ * events grouped by where they come from: step() turns each name into the
+ * event it is now. CONNECT_FAILED and CONN_LOST are a lock session FAILED
+ * with a transient fault, FATAL one with the permanent fault its code stood
+ * for. */
+enum {
+	ELECTION_CONNECTED = 100, ELECTION_CONNECT_FAILED, ELECTION_LOCK_ACQUIRED,
+	ELECTION_LOCK_BUSY, ELECTION_PING_OK, ELECTION_CONN_LOST, ELECTION_FATAL,
+	ELECTION_RELEASED, ELECTION_CHILD_STARTED, ELECTION_CHILD_START_FAILED,
+	ELECTION_CHILD_KILLED, ELECTION_CHILD_GONE, FENCE_CONNECTED, FENCE_ACQUIRED,
+	FENCE_BUSY, FENCE_FAILED, FENCE_RELEASED,
+};
+
+static const struct {
+	int name;
+	enum election_event_type type;
+	int news;
+} event_names[] = {
+	{ ELECTION_CONNECTED, ELECTION_LOCK, ELECTION_SESSION_CONNECTED },
+	{ ELECTION_CONNECT_FAILED, ELECTION_LOCK, ELECTION_SESSION_FAILED },
+	{ ELECTION_LOCK_ACQUIRED, ELECTION_LOCK, ELECTION_SESSION_ACQUIRED },
+	{ ELECTION_LOCK_BUSY, ELECTION_LOCK, ELECTION_SESSION_BUSY },
+	{ ELECTION_PING_OK, ELECTION_LOCK, ELECTION_SESSION_PING_OK },
+	{ ELECTION_CONN_LOST, ELECTION_LOCK, ELECTION_SESSION_FAILED },
+	{ ELECTION_FATAL, ELECTION_LOCK, ELECTION_SESSION_FAILED },
+	{ ELECTION_RELEASED, ELECTION_LOCK, ELECTION_SESSION_RELEASED },
+	{ ELECTION_CHILD_STARTED, ELECTION_COMMAND, ELECTION_COMMAND_STARTED },
+	{ ELECTION_CHILD_START_FAILED, ELECTION_COMMAND, ELECTION_COMMAND_START_FAILED },
+	{ ELECTION_CHILD_KILLED, ELECTION_COMMAND, ELECTION_COMMAND_KILLED },
+	{ ELECTION_CHILD_GONE, ELECTION_COMMAND, ELECTION_COMMAND_GONE },
+	{ FENCE_CONNECTED, ELECTION_FENCE, ELECTION_SESSION_CONNECTED },
+	{ FENCE_ACQUIRED, ELECTION_FENCE, ELECTION_SESSION_ACQUIRED },
+	{ FENCE_BUSY, ELECTION_FENCE, ELECTION_SESSION_BUSY },
+	{ FENCE_FAILED, ELECTION_FENCE, ELECTION_SESSION_FAILED },
+	{ FENCE_RELEASED, ELECTION_FENCE, ELECTION_SESSION_RELEASED },
+};
+
+static void name_event(int name, struct election_event *ev)
+{
+	ev->type = (enum election_event_type)name;
+	for (size_t i = 0; i < sizeof(event_names) / sizeof(event_names[0]); i++)
+		if (event_names[i].name == name) {
+			ev->type = event_names[i].type;
+			ev->news = event_names[i].news;
+		}
+}
 
 static enum fault fatal_fault(int code)
 {
@@ -47,21 +88,19 @@ static enum fault fatal_fault(int code)
 static struct election_output step(struct election *e, int type, int code,
 				   const char *reason, double now)
 {
-	struct election_event ev = { .type = (enum election_event_type)type,
-				     .status = code, .reason = reason,
+	struct election_event ev = { .status = code, .reason = reason,
 				     .wall = now + 1.7e9 };
 	struct election_output out;
 	long long key;
 	unsigned long long token;
 
-	if (type == ELECTION_CONNECT_FAILED || type == ELECTION_CONN_LOST) {
-		ev.type = ELECTION_DB_FAILED;
+	name_event(type, &ev);
+	if (type == ELECTION_CONNECT_FAILED || type == ELECTION_CONN_LOST)
 		ev.fault = FAULT_CONNECTION;
-	} else if (type == ELECTION_FATAL) {
-		ev.type = ELECTION_DB_FAILED;
+	else if (type == ELECTION_FATAL)
 		ev.fault = fatal_fault(code);
-	} else if (type == ELECTION_LOCK_ACQUIRED && reason &&
-		   sscanf(reason, "key %lld, fencing token %llu", &key, &token) == 2) {
+	else if (type == ELECTION_LOCK_ACQUIRED && reason &&
+		 sscanf(reason, "key %lld, fencing token %llu", &key, &token) == 2) {
 		ev.lock_key = key;
 		ev.fencing_token = token;
 	}
@@ -70,7 +109,8 @@ static struct election_output step(struct election *e, int type, int code,
 	/* the pid of a started command comes back as its own event */
 	if (out.actions & ELECTION_DO_START_CHILD) {
 		struct election_output started;
-		struct election_event sev = { .type = ELECTION_CHILD_STARTED,
+		struct election_event sev = { .type = ELECTION_COMMAND,
+					      .news = ELECTION_COMMAND_STARTED,
 					      .status = 4242 };
 
 		election_step(e, &sev, now, &started);
@@ -95,7 +135,8 @@ static struct election_output tick(struct election *e, double now)
 
 static const char *action_names[] = {
 	"DISCONNECT", "CONNECT", "TRY_LOCK", "WAIT_LOCK", "PING", "STOP_CHILD",
-	"KILL_CHILD", "START_CHILD", "RELEASE", "EXIT",
+	"KILL_CHILD", "START_CHILD", "RELEASE", "EXIT", "FENCE_CONNECT",
+	"FENCE_TAKE", "FENCE_DROP", "FENCE_CLOSE",
 };
 
 static const char *bits(unsigned a, char *buf, size_t len)
@@ -1511,15 +1552,23 @@ START_TEST(test_done_ignores_everything)
 	to_standby(&M, &p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
 	ck_state(&M, ELECTION_DONE);
-	for (int type = ELECTION_START; type <= ELECTION_SHUTDOWN; type++) {
-		struct election_output out = step(&M, (enum election_event_type)type, 1,
-						  "x", 1000 + type);
+	static const int every[] = {
+		ELECTION_START, ELECTION_TICK, ELECTION_SHUTDOWN, ELECTION_CONNECTED,
+		ELECTION_CONNECT_FAILED, ELECTION_LOCK_ACQUIRED, ELECTION_LOCK_BUSY,
+		ELECTION_PING_OK, ELECTION_CONN_LOST, ELECTION_FATAL, ELECTION_RELEASED,
+		ELECTION_CHILD_STARTED, ELECTION_CHILD_START_FAILED,
+		ELECTION_CHILD_KILLED, ELECTION_CHILD_GONE,
+	};
+
+	for (size_t k = 0; k < sizeof(every) / sizeof(every[0]); k++) {
+		int type = every[k];
+		struct election_output out = step(&M, type, 1, "x", 1000 + (double)k);
 
 		ck_actions(out, 0);
 		ck_no_log(out);
 		ck_assert(!out.state_changed);
 		ck_state(&M, ELECTION_DONE);
-		ck_assert(isinf(election_next_wakeup(&M, 1000 + type)));
+		ck_assert(isinf(election_next_wakeup(&M, 1000 + (double)k)));
 	}
 }
 END_TEST
@@ -1628,6 +1677,7 @@ static struct election_params random_params(void)
 	p.wait_timeout = chance(0.1) ? 5 + (double)(rng() % 60) : -1;
 	p.connect_timeout = 1 + (double)(rng() % 10);
 	p.restart = (enum election_restart)(rng() % 3);
+	p.fence = chance(0.5);
 	return p;
 }
 
@@ -1645,6 +1695,8 @@ static void check_invariants(const struct election *e, bool child_before,
 		return;
 	}
 	if (a & ELECTION_DO_START_CHILD) {
+		ck_assert_msg(!e->p.fence || e->fence == ELECTION_FENCE_HELD,
+			      "START_CHILD without the fence");
 		ck_assert_msg(!child_before, "START_CHILD while a command runs");
 		ck_assert_msg(e->state == ELECTION_LEADER, "START_CHILD in %s",
 			      election_state_name(e->state));
@@ -1679,7 +1731,8 @@ static void check_invariants(const struct election *e, bool child_before,
 		ck_assert_uint_eq(*exits, 1);
 		ck_assert(e->state == ELECTION_DONE);
 		ck_assert(!e->child_running);
-		ck_assert(!(a & ~(unsigned)(ELECTION_DO_EXIT | ELECTION_DO_DISCONNECT)));
+		ck_assert(!(a & ~(unsigned)(ELECTION_DO_EXIT | ELECTION_DO_DISCONNECT |
+					    ELECTION_DO_FENCE_CLOSE)));
 	}
 	ck_assert_msg((e->state == ELECTION_DONE) == (*exits == 1),
 		      "state %s after %u exits", election_state_name(e->state), *exits);
@@ -1712,6 +1765,8 @@ START_TEST(test_property_chaos)
 				ELECTION_LOCK_BUSY, ELECTION_PING_OK, ELECTION_CONN_LOST,
 				ELECTION_FATAL, ELECTION_CHILD_GONE, ELECTION_RELEASED,
 				ELECTION_SHUTDOWN, ELECTION_CHILD_KILLED,
+				FENCE_CONNECTED, FENCE_ACQUIRED, FENCE_BUSY,
+				FENCE_FAILED, FENCE_RELEASED,
 			};
 			int type = events[rng() % (sizeof(events) / sizeof(events[0]))];
 			bool child_before = M.child_running;
@@ -1918,6 +1973,7 @@ START_TEST(test_property_world)
 		memset(&w, 0, sizeof(w));
 		rng_state = 0xe1ec7000u + (uint64_t)run;
 		w.p = random_params();
+		w.p.fence = false; /* the world below does not answer for a fence */
 		w.cause = -1;
 		election_init(&M, &w.p);
 		world_step(&w, ELECTION_START, 0);
@@ -2056,7 +2112,8 @@ END_TEST
 static struct election_output db_failed(struct election *e, enum fault f,
 					const char *why, double now)
 {
-	struct election_event ev = { .type = ELECTION_DB_FAILED, .fault = f,
+	struct election_event ev = { .type = ELECTION_LOCK,
+				     .news = ELECTION_SESSION_FAILED, .fault = f,
 				     .reason = why };
 	struct election_output out;
 
@@ -2140,14 +2197,16 @@ END_TEST
 START_TEST(test_fork_failure)
 {
 	struct election_output out;
-	struct election_event ev = { .type = ELECTION_CHILD_START_FAILED,
+	struct election_event ev = { .type = ELECTION_COMMAND,
+				     .news = ELECTION_COMMAND_START_FAILED,
 				     .fault = FAULT_FORK,
 				     .reason = "fork: Resource temporarily unavailable" };
 
 	to_standby(&M, &defaults, 0);
 	/* the command's start is an action; fork fails before any pid */
-	election_step(&M, &(struct election_event){ .type = ELECTION_LOCK_ACQUIRED,
-			.lock_key = 1, .fencing_token = 2 }, 0, &out);
+	election_step(&M, &(struct election_event){ .type = ELECTION_LOCK,
+			.news = ELECTION_SESSION_ACQUIRED, .lock_key = 1,
+			.fencing_token = 2 }, 0, &out);
 	ck_actions(out, ELECTION_DO_START_CHILD);
 	election_step(&M, &ev, 0, &out);
 	ck_actions(out, ELECTION_DO_RELEASE);
@@ -2266,6 +2325,188 @@ START_TEST(test_outcome_labels)
 }
 END_TEST
 
+
+/* ---- the fence ---------------------------------------------------------- */
+
+static struct election_output fence_news(struct election *e, int news,
+					 enum fault f, double now)
+{
+	struct election_event ev = { .type = ELECTION_FENCE, .news = news,
+				     .fault = f, .reason = "x" };
+	struct election_output out;
+
+	election_step(e, &ev, now, &out);
+	return out;
+}
+
+/* A leader with the fence on: both sessions open, the lock won. */
+static void fenced_leader(double t)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+
+	p.fence = true;
+	election_init(&M, &p);
+	out = step(&M, ELECTION_START, 0, NULL, t);
+	/* both sessions are opened at once */
+	ck_actions(out, ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT);
+	ck_actions(fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, t), 0);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t), ELECTION_DO_TRY_LOCK);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", t);
+	/* the fence first, the command only once it is held */
+	ck_actions(out, ELECTION_DO_FENCE_TAKE);
+	ck_state(&M, ELECTION_LEADER);
+	ck_assert(!M.child_running);
+}
+
+START_TEST(test_fence_before_command)
+{
+	struct election_output out;
+
+	fenced_leader(0);
+	/* the old leader's command is still stopping: the wait times out */
+	out = fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 0.5);
+	ck_actions(out, ELECTION_DO_FENCE_TAKE);
+	ck_log(out, LOG_LEVEL_NOTICE, "waiting for the fence: the previous "
+	       "leader's command is still stopping");
+	/* the leader pings on meanwhile */
+	out = fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 1);
+	ck_actions(out, ELECTION_DO_FENCE_TAKE | ELECTION_DO_PING);
+	ck_no_log(out);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1), 0);
+	out = fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 1.5);
+	ck_actions(out, ELECTION_DO_START_CHILD);
+	ck_assert(election_snapshot(&M)->fence_held);
+}
+END_TEST
+
+/* Losing the fence session alone is no demotion: reopen it, take it again. */
+START_TEST(test_fence_lost_while_leading)
+{
+	struct election_output out;
+
+	fenced_leader(0);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	ck_assert(M.child_running);
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 0.25);
+	ck_actions(out, 0);
+	ck_state(&M, ELECTION_LEADER);
+	ck_log(out, LOG_LEVEL_WARNING, "fence session: x; reconnecting in 0.5s");
+	ck_wakeup(&M, 0.25, 0.75);
+	ck_actions(tick(&M, 0.75), ELECTION_DO_FENCE_CONNECT);
+	out = fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0.8);
+	ck_actions(out, ELECTION_DO_FENCE_TAKE);
+	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0.8), 0);
+	ck_assert(M.child_running);
+}
+END_TEST
+
+/* The fence goes once the command's group is gone, not before. */
+START_TEST(test_fence_dropped_after_command)
+{
+	struct election_output out;
+
+	fenced_leader(0);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	out = step(&M, ELECTION_CONN_LOST, 0, "terminated", 0.5);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	out = step(&M, ELECTION_CHILD_GONE, 143, NULL, 2);
+	ck_actions(out, ELECTION_DO_FENCE_DROP | ELECTION_DO_CONNECT);
+	ck_actions(fence_news(&M, ELECTION_SESSION_RELEASED, FAULT_NONE, 2), 0);
+	ck_assert_int_eq(M.fence, ELECTION_FENCE_READY);
+}
+END_TEST
+
+/* Demoted while still waiting for the fence: the wait is abandoned. */
+START_TEST(test_fence_wait_abandoned)
+{
+	struct election_output out;
+
+	fenced_leader(0);
+	out = step(&M, ELECTION_CONN_LOST, 0, "terminated", 0.5);
+	/* closed to end the wait, and reopened at once for the next term */
+	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_FENCE_CONNECT |
+		   ELECTION_DO_CONNECT);
+	ck_assert_int_eq(M.fence, ELECTION_FENCE_OPENING);
+	/* shutting down while waiting for the fence: no command to stop */
+	fenced_leader(0);
+	step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 1);
+	ck_state(&M, ELECTION_RELEASING);
+}
+END_TEST
+
+/* Exiting closes the fence session with the lock session. */
+START_TEST(test_fence_closed_on_exit)
+{
+	struct election_output out;
+
+	fenced_leader(0);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 1);
+	out = step(&M, ELECTION_CHILD_GONE, 143, NULL, 2);
+	ck_actions(out, ELECTION_DO_FENCE_DROP | ELECTION_DO_RELEASE);
+	out = step(&M, ELECTION_RELEASED, 0, NULL, 2);
+	ck_assert(out.actions & ELECTION_DO_FENCE_CLOSE);
+	ck_exit(out, &M, 0);
+}
+END_TEST
+
+/* A pooler on the fence session is as permanent as on the lock's. */
+START_TEST(test_fence_permanent_fault)
+{
+	struct election_output out;
+
+	fenced_leader(0);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_POOLER, 1);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+	step(&M, ELECTION_CHILD_GONE, 143, NULL, 2);
+	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, 2), &M, 78);
+}
+END_TEST
+
+
+/* --restart-limit 2: the third failure in a row within 30 s of a start is
+ * the last; a run that lasted 30 s starts the count again. */
+static struct election_output fail_soon(double *t, double ran, int status)
+{
+	double starts[1];
+
+	ck_assert_int_eq(lead_until(&M, t, *t + 40, starts, 1), 1);
+	*t = starts[0] + ran;
+	M.ping_pending = false; /* answered meanwhile */
+	M.next_ping_at = *t + 1;
+	return step(&M, ELECTION_CHILD_GONE, status, NULL, *t);
+}
+
+START_TEST(test_restart_limit)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+	double t = 0.5;
+
+	p.restart = ELECTION_RESTART_ALWAYS;
+	p.restart_limit = 2;
+	to_leader(&M, &p, 0);
+	step(&M, ELECTION_CHILD_GONE, 3, NULL, t);          /* 1 */
+	fail_soon(&t, 0.5, 3);                               /* 2 */
+	ck_state(&M, ELECTION_LEADER);
+	out = fail_soon(&t, 31, 3);                          /* ran 31 s: 0 */
+	ck_state(&M, ELECTION_LEADER);
+	ck_assert_int_eq(M.quick_failures, 0);
+	fail_soon(&t, 0.5, 3);                               /* 1 */
+	fail_soon(&t, 0.5, 3);                               /* 2 */
+	ck_state(&M, ELECTION_LEADER);
+	out = fail_soon(&t, 0.5, 3);                         /* 3: the last */
+	ck_log(out, LOG_LEVEL_ERROR, "command failed 3 times in a row within 30s "
+	       "of starting; giving up (--restart-limit 2)");
+	ck_actions(out, ELECTION_DO_RELEASE);
+	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, t + 0.5), &M, 3);
+}
+END_TEST
+
 static Suite *election_suite(void)
 {
 	Suite *s = suite_create("election");
@@ -2363,10 +2604,21 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_wait_timeout_busy_is_conflict);
 	tcase_add_loop_test(tc, test_unexecutable_never_restarts, 0, 2);
 	tcase_add_test(tc, test_fork_failure);
+	tcase_add_test(tc, test_restart_limit);
 	tcase_add_test(tc, test_abandon);
 	tcase_add_test(tc, test_stopping_said_once);
 	tcase_add_test(tc, test_snapshot_one_term);
 	tcase_add_test(tc, test_outcome_labels);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fence");
+	tcase_set_timeout(tc, 5);
+	tcase_add_test(tc, test_fence_before_command);
+	tcase_add_test(tc, test_fence_lost_while_leading);
+	tcase_add_test(tc, test_fence_dropped_after_command);
+	tcase_add_test(tc, test_fence_wait_abandoned);
+	tcase_add_test(tc, test_fence_closed_on_exit);
+	tcase_add_test(tc, test_fence_permanent_fault);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("property");
