@@ -141,8 +141,7 @@ static const struct option_row rows[] = {
 	  .choices = restart_policies },
 	{ .key = "restart_limit", .long_name = "restart-limit", .type = OPTION_INT,
 	  .offset = FIELD(restart_limit), .default_value = "5", .metavar = "N",
-	  .help = "give up after N restarts in a row of a command failing "
-		  "within 30s (0: never)",
+	  .help = "give up after N quick failures in a row",
 	  .min = 0, .max = 1000000 },
 	{ .long_name = "nonblock", .type = OPTION_FLAG, .offset = FIELD(nonblock),
 	  .default_shown = "off", .help = "give up at once when another node leads" },

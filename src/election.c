@@ -43,6 +43,9 @@ void election_init(struct election *e, const struct election_params *p)
 	e->fence = ELECTION_FENCE_CLOSED;
 	e->fence_retry_at = INFINITY;
 	e->fence_backoff = ELECTION_RECONNECT_MIN;
+	e->next_claim_at = INFINITY;
+	e->claim_deadline = INFINITY;
+	e->check_again_at = INFINITY;
 	e->snap.node_id = p->node_id;
 	e->snap.lock_name = p->lock_name;
 	e->snap.lock_key = p->lock_key;
@@ -57,6 +60,7 @@ const char *election_state_name(enum election_state s)
 	case ELECTION_BACKOFF: return "backoff";
 	case ELECTION_STANDBY: return "standby";
 	case ELECTION_LEADER: return "leader";
+	case ELECTION_FAILSAFE: return "failsafe";
 	case ELECTION_DEMOTING: return "demoting";
 	case ELECTION_SHUTTING_DOWN: return "shutting down";
 	case ELECTION_RELEASING: return "releasing";
@@ -175,6 +179,12 @@ static void fence_close(struct election *e, struct election_output *out)
 static bool fence_ok(const struct election *e)
 {
 	return !e->p.fence || e->fence == ELECTION_FENCE_HELD;
+}
+
+/* With failsafe, the members said no one else still runs the command. */
+static bool members_ok(const struct election *e)
+{
+	return !e->p.failsafe || e->check == CHECK_CLEAR;
 }
 
 static void fence_take(struct election *e, struct election_output *out)
@@ -299,6 +309,255 @@ static void start_child(struct election *e, struct election_output *out,
 	out->state_changed = true; /* "starting command" ends */
 }
 
+/* A permanent fault: one error line, then stop the command, release and
+ * exit with the table's code. Returns false for a transient fault. */
+static bool end_on_permanent(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
+{
+	int code = election_exit_for(ev->fault);
+
+	if (!code)
+		return false;
+	say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
+	about(out, ev->fault);
+	if (!is_stopping(e->state) || e->exit_code == 0)
+		e->exit_code = code;
+	if (e->child_running)
+		finish(e, out, now);
+	else
+		exit_now(e, out, now, e->exit_code);
+	return true;
+}
+
+static const char *reason_of(const struct election_event *ev, const char *dflt)
+{
+	return ev->reason ? ev->reason : dflt;
+}
+
+/* ---- failsafe (DESIGN 9) ------------------------------------------------ */
+
+/* A new leader asks the members whether one still runs the command; the
+ * re-ask time doubles as the deadline of the question in flight. */
+static void ask_members(struct election *e, struct election_output *out,
+			double now)
+{
+	e->check = CHECK_ASKING;
+	e->check_again_at = now + e->p.ping_timeout + e->p.ping_interval;
+	out->actions |= ELECTION_DO_FAILSAFE_CHECK;
+}
+
+/* Each member's answer is due within ping_timeout; the round must have
+ * ended by one ping_interval more. */
+static void claim_round(struct election *e, struct election_output *out,
+			double now)
+{
+	e->next_claim_at = INFINITY;
+	e->claim_deadline = now + e->p.ping_timeout + e->p.ping_interval;
+	out->actions |= ELECTION_DO_FAILSAFE_CLAIM;
+}
+
+/* A member said no, or did not answer, or the lock went to another
+ * session: the command must stop, as without failsafe. */
+static void failsafe_demote(struct election *e, struct election_output *out,
+			    double now, const char *why)
+{
+	e->next_claim_at = INFINITY;
+	e->claim_deadline = INFINITY;
+	e->next_attempt_at = INFINITY;
+	request_done(e);
+	e->snap.counters.losses[e->failsafe_fault]++;
+	say(out, LOG_LEVEL_WARNING, "lost leader lease: %s (failsafe)", why);
+	about(out, e->failsafe_fault);
+	set_state(e, out, now, ELECTION_DEMOTING);
+	out->actions |= ELECTION_DO_STOP_CHILD;
+}
+
+static void failsafe_tick(struct election *e, struct election_output *out,
+			  double now)
+{
+	if (now >= e->claim_deadline) {
+		failsafe_demote(e, out, now, "a claim round got no answer in time");
+		return;
+	}
+	if (now >= e->next_claim_at)
+		claim_round(e, out, now);
+	if (e->connected && now >= e->request_deadline) {
+		disconnect(e, out);
+		request_done(e);
+		e->next_attempt_at = now + ELECTION_RECONNECT_MIN;
+	}
+	if (!e->connected && now >= e->next_attempt_at) {
+		e->connected = true;
+		e->next_attempt_at = INFINITY;
+		request(e, now, e->p.connect_timeout);
+		out->actions |= ELECTION_DO_CONNECT;
+	}
+}
+
+static void enter_failsafe(struct election *e, struct election_output *out,
+			   double now, enum fault fault, const char *why)
+{
+	disconnect(e, out);
+	e->failsafe_fault = fault;
+	e->snap.failsafe_agree = e->snap.failsafe_asked = 0;
+	set_state(e, out, now, ELECTION_FAILSAFE);
+	say(out, LOG_LEVEL_WARNING, "lost the lock (%s); keeping the command in "
+	    "failsafe while every member agrees", why);
+	about(out, fault);
+	e->next_attempt_at = now; /* reconnect at once, and keep trying */
+	claim_round(e, out, now);
+	failsafe_tick(e, out, now);
+}
+
+static void failsafe_round_done(struct election *e, struct election_output *out,
+				double now, const struct election_event *ev)
+{
+	struct election_snapshot *s = &e->snap;
+
+	if (e->state != ELECTION_FAILSAFE || isinf(e->claim_deadline))
+		return;
+	e->claim_deadline = INFINITY;
+	if (ev->status < ev->asked) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "%d of %d members agree", ev->status,
+			 ev->asked);
+		failsafe_demote(e, out, now, why);
+		return;
+	}
+	if (s->failsafe_agree != ev->status || s->failsafe_asked != ev->asked) {
+		say(out, LOG_LEVEL_NOTICE, "failsafe: %d of %d members agree; "
+		    "the command keeps running", ev->status, ev->asked);
+		out->state_changed = true;
+	}
+	s->failsafe_agree = ev->status;
+	s->failsafe_asked = ev->asked;
+	e->next_claim_at = now + e->p.ping_interval;
+}
+
+/* Back from failsafe: the same command, the same term. */
+static void failsafe_regained(struct election *e, struct election_output *out,
+			      double now)
+{
+	request_done(e);
+	e->next_claim_at = INFINITY;
+	e->claim_deadline = INFINITY;
+	e->check = CHECK_CLEAR;
+	e->snap.counters.acquisitions++;
+	set_state(e, out, now, ELECTION_LEADER);
+	e->ping_pending = false;
+	e->last_reply_at = now;
+	e->next_ping_at = now + e->p.ping_interval;
+	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
+	say(out, LOG_LEVEL_INFO, "acquired leader lease again after failsafe; "
+	    "the command kept running");
+}
+
+static void failsafe_lost(struct election *e, struct election_output *out,
+			  double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	if (end_on_permanent(e, out, now, ev))
+		return;
+	request_done(e);
+	e->next_attempt_at = now + ELECTION_RECONNECT_MIN;
+}
+
+static void failsafe_connected(struct election *e, struct election_output *out,
+			       double now, const struct election_event *ev)
+{
+	e->snap.lock_key = ev->lock_key;
+	out->actions |= ELECTION_DO_TRY_LOCK;
+	request(e, now, e->p.ping_timeout);
+}
+
+/* A member's claim: agree only when this node neither runs the command nor
+ * holds the lock, and then keep out of the lock queue until the record
+ * expires (DESIGN 9). */
+static const char *claim_refused(const struct election *e)
+{
+	switch (e->state) {
+	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
+	case ELECTION_SHUTTING_DOWN:
+		return "this node runs the command";
+	case ELECTION_RELEASING:
+		return "this node holds the lock";
+	case ELECTION_DONE:
+		return "this node is exiting";
+	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
+	case ELECTION_STANDBY: case ELECTION_STATE_COUNT:
+		break;
+	}
+	return NULL;
+}
+
+/* Closing the connection ends a queued wait, and releases a lock granted
+ * meanwhile, before anything was started with it. */
+static void stay_out(struct election *e, struct election_output *out,
+		     double now)
+{
+	disconnect(e, out);
+	request_done(e);
+	set_state(e, out, now, ELECTION_BACKOFF);
+	e->next_attempt_at = e->record_until;
+}
+
+static void peers_claimed(struct election *e, struct election_output *out,
+			  double now, const struct election_event *ev)
+{
+	const char *refused = claim_refused(e);
+
+	if (refused) {
+		out->claim_answer = 409;
+		snprintf(out->claim_reason, sizeof(out->claim_reason), "%s", refused);
+		return;
+	}
+	if (now >= e->record_until)
+		say(out, LOG_LEVEL_NOTICE, "node %s leads in failsafe: staying out "
+		    "of the lock queue", reason_of(ev, "?"));
+	e->record_until = now + e->p.failsafe_ttl;
+	out->claim_answer = 200;
+	if (e->state == ELECTION_STANDBY || e->state == ELECTION_CONNECTING)
+		stay_out(e, out, now);
+	else if (e->state == ELECTION_BACKOFF)
+		e->next_attempt_at = fmax(e->next_attempt_at, e->record_until);
+}
+
+static void peers_check_done(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
+{
+	if (e->state != ELECTION_LEADER || e->check != CHECK_ASKING)
+		return;
+	switch ((enum election_check)ev->status) {
+	case ELECTION_CHECK_CLEAR:
+		e->check = CHECK_CLEAR;
+		return;
+	case ELECTION_CHECK_RUNNING:
+		/* that leader demotes at its next round: we now answer 409 */
+		say(out, LOG_LEVEL_NOTICE, "a member still runs the command in "
+		    "failsafe; asking again in %.1fs", e->p.ping_interval);
+		e->check_again_at = now + e->p.ping_interval;
+		return;
+	case ELECTION_CHECK_SILENT:
+		e->check = CHECK_CLEAR;
+		e->child_start_at = fmax(e->child_start_at, now + e->p.failsafe_ttl);
+		say(out, LOG_LEVEL_NOTICE, "a member did not answer; starting the "
+		    "command in %.1fs, when any failsafe record it holds has expired",
+		    e->p.failsafe_ttl);
+		return;
+	}
+}
+
+static void on_peers(struct election *e, const struct election_event *ev,
+		     double now, struct election_output *out)
+{
+	switch ((enum election_peer_news)ev->news) {
+	case ELECTION_PEERS_CLAIMED: peers_claimed(e, out, now, ev); return;
+	case ELECTION_PEERS_ROUND_DONE: failsafe_round_done(e, out, now, ev); return;
+	case ELECTION_PEERS_CHECK_DONE: peers_check_done(e, out, now, ev); return;
+	}
+}
+
 /* The lock may be gone: stop the command but keep the connection, doing
  * nothing with it, until the command is gone. If the server still counts us
  * as the holder, nobody else gets the lock while the old command lives. */
@@ -308,7 +567,12 @@ static void lose_lease(struct election *e, struct election_output *out,
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
+	e->check = CHECK_NONE;
 	request_done(e);
+	if (e->p.failsafe && e->child_running) {
+		enter_failsafe(e, out, now, fault, why);
+		return;
+	}
 	e->snap.counters.losses[fault]++;
 	say(out, LOG_LEVEL_WARNING, "lost leader lease: %s", why);
 	about(out, fault);
@@ -348,31 +612,8 @@ static void become_leader(struct election *e, struct election_output *out,
 	e->child_start_at = now + e->p.takeover_delay;
 	e->fence_wait_logged = false;
 	fence_take(e, out);
-}
-
-/* A permanent fault: one error line, then stop the command, release and
- * exit with the table's code. Returns false for a transient fault. */
-static bool end_on_permanent(struct election *e, struct election_output *out,
-			     double now, const struct election_event *ev)
-{
-	int code = election_exit_for(ev->fault);
-
-	if (!code)
-		return false;
-	say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
-	about(out, ev->fault);
-	if (!is_stopping(e->state) || e->exit_code == 0)
-		e->exit_code = code;
-	if (e->child_running)
-		finish(e, out, now);
-	else
-		exit_now(e, out, now, e->exit_code);
-	return true;
-}
-
-static const char *reason_of(const struct election_event *ev, const char *dflt)
-{
-	return ev->reason ? ev->reason : dflt;
+	if (e->p.failsafe)
+		ask_members(e, out, now);
 }
 
 static enum election_outcome outcome_of(int status)
@@ -547,7 +788,10 @@ static void leader_tick(struct election *e, struct election_output *out,
 		e->ping_sent_at = e->next_ping_at;
 		out->actions |= ELECTION_DO_PING;
 	}
-	if (!e->child_running && now >= e->child_start_at && fence_ok(e))
+	if (e->check == CHECK_ASKING && now >= e->check_again_at)
+		ask_members(e, out, now);
+	if (!e->child_running && now >= e->child_start_at && fence_ok(e) &&
+	    members_ok(e))
 		start_child(e, out, now);
 }
 
@@ -716,6 +960,26 @@ static void demoted_child_gone(struct election *e, struct election_output *out,
 	connect_now(e, out, now);
 }
 
+/* The command ended by itself while the lock was away: without the lock it
+ * is not started again; a node that leads again restarts it. */
+static void failsafe_child_gone(struct election *e, struct election_output *out,
+				double now, const struct election_event *ev)
+{
+	int status = ev->status;
+
+	if (!reap(e, out, now, ev))
+		return;
+	e->next_claim_at = INFINITY;
+	e->claim_deadline = INFINITY;
+	if (!restarts(e, status)) {
+		e->exit_code = status;
+		finish(e, out, now);
+		return;
+	}
+	disconnect(e, out);
+	connect_now(e, out, now);
+}
+
 static void stopped_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
@@ -832,6 +1096,7 @@ static void command_gone(struct election *e, struct election_output *out,
 {
 	switch (e->state) {
 	case ELECTION_LEADER: leader_child_gone(e, out, now, ev); return;
+	case ELECTION_FAILSAFE: failsafe_child_gone(e, out, now, ev); return;
 	case ELECTION_DEMOTING: demoted_child_gone(e, out, now, ev); return;
 	case ELECTION_SHUTTING_DOWN: stopped_child_gone(e, out, now, ev); return;
 	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
@@ -854,11 +1119,30 @@ static void on_command(struct election *e, const struct election_event *ev,
 
 /* ---- the lock session's news, one handler per state -------------------- */
 
+/* A member that holds a failsafe record takes no lock (DESIGN 9). */
+static void connecting_done(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
+{
+	if (now < e->record_until)
+		stay_out(e, out, now);
+	else
+		connected(e, out, now, ev);
+}
+
+static void standby_acquired(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
+{
+	if (now < e->record_until)
+		stay_out(e, out, now);
+	else
+		become_leader(e, out, now, ev);
+}
+
 static void lock_connecting(struct election *e, const struct election_event *ev,
 			    double now, struct election_output *out)
 {
 	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_CONNECTED: connected(e, out, now, ev); return;
+	case ELECTION_SESSION_CONNECTED: connecting_done(e, out, now, ev); return;
 	case ELECTION_SESSION_FAILED: connection_failed(e, out, now, ev); return;
 	case ELECTION_SESSION_ACQUIRED: case ELECTION_SESSION_BUSY:
 	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_RELEASED:
@@ -883,7 +1167,7 @@ static void lock_standby(struct election *e, const struct election_event *ev,
 {
 	switch ((enum election_session_news)ev->news) {
 	case ELECTION_SESSION_FAILED: connection_failed(e, out, now, ev); return;
-	case ELECTION_SESSION_ACQUIRED: become_leader(e, out, now, ev); return;
+	case ELECTION_SESSION_ACQUIRED: standby_acquired(e, out, now, ev); return;
 	case ELECTION_SESSION_BUSY: lock_busy(e, out, now); return;
 	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_PING_OK:
 	case ELECTION_SESSION_RELEASED:
@@ -899,6 +1183,21 @@ static void lock_leader(struct election *e, const struct election_event *ev,
 	case ELECTION_SESSION_PING_OK: ping_ok(e, now); return;
 	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
 	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_RELEASED:
+		return;
+	}
+}
+
+static void lock_failsafe(struct election *e, const struct election_event *ev,
+			  double now, struct election_output *out)
+{
+	switch ((enum election_session_news)ev->news) {
+	case ELECTION_SESSION_CONNECTED: failsafe_connected(e, out, now, ev); return;
+	case ELECTION_SESSION_FAILED: failsafe_lost(e, out, now, ev); return;
+	case ELECTION_SESSION_ACQUIRED: failsafe_regained(e, out, now); return;
+	case ELECTION_SESSION_BUSY:
+		failsafe_demote(e, out, now, "the lock is held by another session");
+		return;
+	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_RELEASED:
 		return;
 	}
 }
@@ -936,6 +1235,7 @@ static void on_lock(struct election *e, const struct election_event *ev,
 	case ELECTION_BACKOFF: lock_backoff(e, ev, now, out); return;
 	case ELECTION_STANDBY: lock_standby(e, ev, now, out); return;
 	case ELECTION_LEADER: lock_leader(e, ev, now, out); return;
+	case ELECTION_FAILSAFE: lock_failsafe(e, ev, now, out); return;
 	case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
 		lock_stopping(e, ev, now, out);
 		return;
@@ -958,7 +1258,7 @@ static void on_shutdown(struct election *e, const struct election_event *ev,
 {
 	switch (e->state) {
 	case ELECTION_INIT: case ELECTION_BACKOFF: case ELECTION_LEADER:
-	case ELECTION_DEMOTING:
+	case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
 		shutdown_begins(e, out, now, ev);
 		return;
 	case ELECTION_CONNECTING: shutdown_unanswered(e, out, now, ev); return;
@@ -981,6 +1281,7 @@ static void dispatch(struct election *e, const struct election_event *ev,
 	case ELECTION_LOCK: on_lock(e, ev, now, out); return;
 	case ELECTION_FENCE: on_fence(e, ev, now, out); return;
 	case ELECTION_COMMAND: on_command(e, ev, now, out); return;
+	case ELECTION_PEERS: on_peers(e, ev, now, out); return;
 	}
 }
 
@@ -994,6 +1295,7 @@ static void state_deadlines(struct election *e, struct election_output *out,
 	case ELECTION_BACKOFF: backoff_tick(e, out, now); return;
 	case ELECTION_STANDBY: standby_tick(e, out, now); return;
 	case ELECTION_LEADER: leader_tick(e, out, now); return;
+	case ELECTION_FAILSAFE: failsafe_tick(e, out, now); return;
 	case ELECTION_RELEASING: releasing_tick(e, out, now); return;
 	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
 	case ELECTION_DONE: case ELECTION_STATE_COUNT:
@@ -1023,6 +1325,7 @@ static void publish(struct election *e, double now)
 		? e->child_start_at : INFINITY;
 	s->db_connected = e->connected && e->state != ELECTION_CONNECTING;
 	s->fence_held = e->fence == ELECTION_FENCE_HELD;
+	s->failsafe_record_until = now < e->record_until ? e->record_until : 0;
 	if (e->state != ELECTION_LEADER)
 		s->leader_since_wall = 0;
 	s->exit_code = e->exit_code;
@@ -1063,6 +1366,20 @@ const struct election_snapshot *election_snapshot(const struct election *e)
 	return &e->snap;
 }
 
+/* A leader's next deadline: the next failed ping or the next ping, the
+ * command when it may start, the members' answer. */
+static double leader_wakeup(const struct election *e, double now)
+{
+	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
+		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
+
+	if (fence_ok(e) && members_ok(e))
+		t = fmin(t, e->child_start_at);
+	if (e->check == CHECK_ASKING)
+		t = fmin(t, e->check_again_at);
+	return t;
+}
+
 static double state_wakeup(const struct election *e, double now)
 {
 	switch (e->state) {
@@ -1073,11 +1390,10 @@ static double state_wakeup(const struct election *e, double now)
 	case ELECTION_BACKOFF:
 		return fmin(e->wait_deadline, e->next_attempt_at);
 	case ELECTION_LEADER:
-		/* the deadline of the next failed ping, or the next ping */
-		return fmin(fence_ok(e) ? e->child_start_at : INFINITY, e->ping_pending
-			    ? e->ping_sent_at + e->p.ping_timeout +
-			      ping_failures_at(e, now) * e->p.ping_interval
-			    : e->next_ping_at);
+		return leader_wakeup(e, now);
+	case ELECTION_FAILSAFE:
+		return fmin(fmin(e->claim_deadline, e->next_claim_at),
+			    e->connected ? e->request_deadline : e->next_attempt_at);
 	case ELECTION_RELEASING:
 		return e->request_deadline;
 	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:

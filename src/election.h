@@ -41,6 +41,7 @@ enum election_state {
 	ELECTION_BACKOFF,       /* no connection; reconnecting after a delay */
 	ELECTION_STANDBY,       /* connected, asking for the lock */
 	ELECTION_LEADER,        /* holding the lock; the command runs or is due */
+	ELECTION_FAILSAFE,      /* lock lost, the command kept: the members agree */
 	ELECTION_DEMOTING,      /* lease lost; stopping the command */
 	ELECTION_SHUTTING_DOWN, /* stopping the command before exiting */
 	ELECTION_RELEASING,     /* the command is gone; unlocking */
@@ -55,6 +56,7 @@ enum election_event_type {
 	ELECTION_LOCK,          /* news from the lock session */
 	ELECTION_FENCE,         /* news from the fence session */
 	ELECTION_COMMAND,       /* news about the command */
+	ELECTION_PEERS,         /* news from the failsafe members */
 };
 
 /* What a session (the lock's or the fence's) reports. */
@@ -75,11 +77,28 @@ enum election_command_news {
 	ELECTION_COMMAND_GONE,         /* the process group is empty; status */
 };
 
+enum election_peer_news {
+	ELECTION_PEERS_CLAIMED,    /* a member leads in failsafe; reason = its id;
+				    * the answer goes in election_output */
+	ELECTION_PEERS_ROUND_DONE, /* our claim: status = members that agreed,
+				    * asked = how many were asked */
+	ELECTION_PEERS_CHECK_DONE, /* status = enum election_check */
+};
+
+/* A new leader's question to the members: does one still run the command? */
+enum election_check {
+	ELECTION_CHECK_CLEAR,    /* none runs it (or refused the connection) */
+	ELECTION_CHECK_RUNNING,  /* one still runs it */
+	ELECTION_CHECK_SILENT,   /* one did not answer */
+};
+
 struct election_event {
 	enum election_event_type type;
-	int news;                /* enum election_session_news or _command_news */
+	int news;                /* enum election_session_news, _command_news
+				  * or _peer_news */
 	enum fault fault;
 	int status;              /* GONE: exit code or 128+N; STARTED: pid */
+	int asked;               /* ROUND_DONE */
 	int64_t lock_key;
 	uint64_t fencing_token;
 	double wall;             /* wall-clock time of the event, for reports only */
@@ -102,6 +121,8 @@ enum election_action {
 	ELECTION_DO_FENCE_TAKE = 1 << 11,  /* wait for the fence under lock_timeout */
 	ELECTION_DO_FENCE_DROP = 1 << 12,  /* unlock it, keep the connection */
 	ELECTION_DO_FENCE_CLOSE = 1 << 13, /* close the fence connection */
+	ELECTION_DO_FAILSAFE_CLAIM = 1 << 14, /* POST /failsafe to the members */
+	ELECTION_DO_FAILSAFE_CHECK = 1 << 15, /* GET /failsafe from the members */
 };
 
 /* Exit codes, named after <sysexits.h> and the shell's 126/127. */
@@ -138,6 +159,8 @@ struct election_params {
 	int restart_limit;        /* quick failures in a row; 0: no limit */
 	int conflict_exit_code;
 	bool fence;               /* hold the fence while the command lives */
+	bool failsafe;            /* DESIGN 9 */
+	double failsafe_ttl;
 	/* for the snapshot only */
 	const char *node_id;
 	const char *lock_name;    /* NULL: lock_key as configured */
@@ -164,6 +187,8 @@ struct election_output {
 	int exit_code;            /* with ELECTION_DO_EXIT */
 	bool state_changed;       /* the snapshot says something new to a person */
 	bool stopping;            /* shutdown began: tell the service manager */
+	int claim_answer;         /* PEERS_CLAIMED: 200, or 409 with claim_reason */
+	char claim_reason[128];
 	int n_logs;
 	struct election_log logs[ELECTION_MAX_LOGS];
 };
@@ -216,6 +241,8 @@ struct election_snapshot {
 	double last_ping_reply, last_ping_reply_wall;
 	bool db_connected;
 	bool fence_held;
+	int failsafe_agree, failsafe_asked; /* the last claim round's answers */
+	double failsafe_record_until;   /* a member leads in failsafe; 0: none */
 	int exit_code;                  /* valid in ELECTION_DONE */
 	struct election_counters counters;
 };
@@ -257,6 +284,14 @@ struct election {
 	double fence_retry_at;   /* reopen a closed fence session; INFINITY */
 	double fence_backoff;
 	bool fence_wait_logged;
+	/* failsafe, as the leader */
+	enum fault failsafe_fault;   /* why the lock was lost */
+	double next_claim_at;        /* next round; INFINITY while one runs */
+	double claim_deadline;       /* the round in flight must end by then */
+	enum { CHECK_NONE, CHECK_ASKING, CHECK_CLEAR } check;
+	double check_again_at;
+	/* failsafe, as a member */
+	double record_until;         /* another node leads in failsafe */
 	struct election_snapshot snap;
 };
 

@@ -190,6 +190,12 @@ static void put_state(struct metrics_buf *b, const struct election_snapshot *s)
 	gauge(b, PREFIX "database_connected",
 	      "1 when the lock connection to the database is up.",
 	      s->db_connected);
+	gauge(b, PREFIX "failsafe_members_agreeing",
+	      "Members that agreed to the last failsafe claim round; 0 unless failsafe.",
+	      s->state == ELECTION_FAILSAFE ? s->failsafe_agree : 0);
+	gauge(b, PREFIX "failsafe_members_asked",
+	      "Members asked in the last failsafe claim round; 0 unless failsafe.",
+	      s->state == ELECTION_FAILSAFE ? s->failsafe_asked : 0);
 	gauge(b, PREFIX "leader_since_timestamp_seconds",
 	      "When this node became leader, since the Unix epoch; 0 unless leader.",
 	      s->leader_since_wall);
@@ -316,9 +322,10 @@ int metrics_prometheus(const struct election_snapshot *s,
 	return out->failed ? -1 : 0;
 }
 
+/* In failsafe the node leads without the lock, by the members' consent. */
 bool metrics_is_leader(const struct election_snapshot *s)
 {
-	return s->state == ELECTION_LEADER;
+	return s->state == ELECTION_LEADER || s->state == ELECTION_FAILSAFE;
 }
 
 bool metrics_is_standby(const struct election_snapshot *s)
@@ -334,6 +341,7 @@ bool metrics_is_live(const struct election_snapshot *s)
 	case ELECTION_BACKOFF:
 	case ELECTION_STANDBY:
 	case ELECTION_LEADER:
+	case ELECTION_FAILSAFE:
 	case ELECTION_DEMOTING:
 		return true;
 	case ELECTION_SHUTTING_DOWN:
@@ -439,6 +447,9 @@ static void fill_status(json_t *o, const struct election_snapshot *s,
 	json_object_set_new(o, "last_ping_reply_age_seconds", s->last_ping_reply > 0
 			    ? json_real(s->now - s->last_ping_reply) : json_null());
 	json_object_set_new(o, "database_connected", json_boolean(s->db_connected));
+	json_object_set_new(o, "failsafe", s->state == ELECTION_FAILSAFE
+			    ? json_pack("{s:i, s:i}", "agree", s->failsafe_agree,
+					"asked", s->failsafe_asked) : json_null());
 	json_object_set_new(o, "version", jstr(v && v->version ? v->version : ""));
 }
 

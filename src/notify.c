@@ -57,6 +57,11 @@ void notify_status_text(const struct election_snapshot *s, char *buf, size_t len
 		else
 			snprintf(buf, len, "leader, starting command");
 		return;
+	case ELECTION_FAILSAFE:
+		snprintf(buf, len, "failsafe: database lost, %d of %d members agree, "
+			 "command pid %d", s->failsafe_agree, s->failsafe_asked,
+			 s->command_pid);
+		return;
 	case ELECTION_DEMOTING:
 		snprintf(buf, len, "demoting: stopping command");
 		return;

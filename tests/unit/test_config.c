@@ -154,6 +154,7 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("grace_period", cfg->grace_period_ms);
 	INT("takeover_delay", cfg->takeover_delay_ms);
 	INT("restart", cfg->restart);
+	INT("restart_limit", cfg->restart_limit);
 	INT("wait_timeout", cfg->wait_timeout_ms);
 	INT("conflict_exit_code", cfg->conflict_exit_code);
 	INT("shell", cfg->shell);
@@ -213,6 +214,8 @@ static const struct key_case {
 	  "invalid duration \"1d\" (examples: 250ms, 5s, 2m)" },
 	{ "restart", "restart", false, "on-failure", "1", "On-Failure",
 	  "invalid value \"On-Failure\" (expected no, on-failure, always)" },
+	{ "restart_limit", "restart-limit", false, "0", "0", "-1",
+	  "-1 is out of range (0 to 1000000)" },
 	{ "wait_timeout", "wait-timeout", false, "30s", "30000", "never",
 	  "invalid duration \"never\" (examples: 250ms, 5s, 2m)" },
 	{ "conflict_exit_code", "conflict-exit-code", false, "0", "0", "256",

@@ -136,7 +136,8 @@ static struct election_output tick(struct election *e, double now)
 static const char *action_names[] = {
 	"DISCONNECT", "CONNECT", "TRY_LOCK", "WAIT_LOCK", "PING", "STOP_CHILD",
 	"KILL_CHILD", "START_CHILD", "RELEASE", "EXIT", "FENCE_CONNECT",
-	"FENCE_TAKE", "FENCE_DROP", "FENCE_CLOSE",
+	"FENCE_TAKE", "FENCE_DROP", "FENCE_CLOSE", "FAILSAFE_CLAIM",
+	"FAILSAFE_CHECK",
 };
 
 static const char *bits(unsigned a, char *buf, size_t len)
@@ -2074,7 +2075,9 @@ START_TEST(test_property_world)
 		fprintf(stderr, "leaderships %lu steps %lu\n", leaderships, steps);
 	}
 	for (int i = ELECTION_CONNECTING; i <= ELECTION_DONE; i++)
-		ck_assert_msg(entered[i] >= 100, "%s entered %lu times",
+		/* this world has no failsafe members: test_failsafe_* cover it */
+		ck_assert_msg(entered[i] >= 100 || i == ELECTION_FAILSAFE,
+			      "%s entered %lu times",
 			      election_state_name((enum election_state)i), entered[i]);
 	for (int i = 0; i < 10; i++)
 		ck_assert_msg(taken[i] >= 100, "%s taken %lu times", action_names[i],
@@ -2507,6 +2510,191 @@ START_TEST(test_restart_limit)
 }
 END_TEST
 
+
+/* ---- failsafe (DESIGN 9) -------------------------------------------------- */
+
+static struct election_output peers(struct election *e, int news, int status,
+				    int asked, const char *node, double now)
+{
+	struct election_event ev = { .type = ELECTION_PEERS, .news = news,
+				     .status = status, .asked = asked,
+				     .reason = node };
+	struct election_output out;
+
+	election_step(e, &ev, now, &out);
+	return out;
+}
+
+static struct election_params failsafe_params(void)
+{
+	struct election_params p = defaults;
+
+	p.failsafe = true;
+	p.failsafe_ttl = 15;
+	return p;
+}
+
+/* A failsafe leader whose members said at acquisition nobody else runs it. */
+static void failsafe_leader(double t)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	to_standby(&M, &p, t);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", t);
+	/* the members first: does one of them still run the command? */
+	ck_actions(out, ELECTION_DO_FAILSAFE_CHECK);
+	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, t);
+	ck_actions(out, ELECTION_DO_START_CHILD);
+	ck_assert(M.child_running);
+}
+
+START_TEST(test_failsafe_keeps_command)
+{
+	const struct election_snapshot *s = election_snapshot(&M);
+	struct election_output out;
+
+	failsafe_leader(0);
+	out = step(&M, ELECTION_CONN_LOST, 0, "server closed the connection", 0.5);
+	/* the command keeps running; claim, and reconnect at once */
+	ck_actions(out, ELECTION_DO_FAILSAFE_CLAIM | ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_FAILSAFE);
+	ck_log_prefix(out, LOG_LEVEL_WARNING, "lost the lock (server closed the "
+		      "connection); keeping the command in failsafe");
+	out = peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 0.6);
+	ck_log(out, LOG_LEVEL_NOTICE,
+	       "failsafe: 2 of 2 members agree; the command keeps running");
+	ck_assert_int_eq(s->failsafe_agree, 2);
+	/* the database is still down */
+	ck_actions(step(&M, ELECTION_CONNECT_FAILED, 0, "refused", 0.7), 0);
+	ck_actions(tick(&M, 1.2), ELECTION_DO_CONNECT);
+	/* every ping_interval a new round */
+	ck_actions(tick(&M, 1.6), ELECTION_DO_FAILSAFE_CLAIM);
+	ck_no_log(peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 1.7));
+	/* back: the same command, the same term */
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1.8), ELECTION_DO_TRY_LOCK);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 1.9);
+	ck_actions(out, 0);
+	ck_state(&M, ELECTION_LEADER);
+	ck_assert(M.child_running);
+	ck_assert_uint_eq(s->term, 1);
+	ck_assert_uint_eq(s->fencing_token, 9);
+	ck_assert_uint_eq(s->counters.losses[FAULT_CONNECTION], 0);
+	/* a late round answer changes nothing */
+	ck_actions(peers(&M, ELECTION_PEERS_ROUND_DONE, 0, 2, NULL, 2), 0);
+	ck_state(&M, ELECTION_LEADER);
+}
+END_TEST
+
+/* One member missing or saying no: the command stops, as without failsafe. */
+START_TEST(test_failsafe_demotes_on_dissent)
+{
+	struct election_output out;
+
+	failsafe_leader(0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	out = peers(&M, ELECTION_PEERS_ROUND_DONE, 1, 2, NULL, 0.7);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_log(out, LOG_LEVEL_WARNING,
+	       "lost leader lease: 1 of 2 members agree (failsafe)");
+	ck_assert_uint_eq(election_snapshot(&M)->counters.losses[FAULT_CONNECTION], 1);
+
+	/* a round that never ends counts as a no */
+	failsafe_leader(0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	step(&M, ELECTION_CONNECT_FAILED, 0, "refused", 0.5);
+	ck_actions(tick(&M, 3.5 - JUST) , ELECTION_DO_CONNECT);
+	out = tick(&M, 3.5);
+	ck_assert(out.actions & ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+
+	/* the lock went to another session meanwhile */
+	failsafe_leader(0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0.6);
+	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0.6);
+	ck_assert(out.actions & ELECTION_DO_STOP_CHILD);
+	ck_log(out, LOG_LEVEL_WARNING, "lost leader lease: the lock is held by "
+	       "another session (failsafe)");
+}
+END_TEST
+
+/* A frozen ping is a lost lock too, and a permanent fault still ends it. */
+START_TEST(test_failsafe_on_ping_timeout)
+{
+	failsafe_leader(0);
+	tick(&M, 1);
+	ck_actions(tick(&M, 5), ELECTION_DO_DISCONNECT | ELECTION_DO_FAILSAFE_CLAIM |
+		   ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_FAILSAFE);
+	ck_actions(step(&M, ELECTION_FATAL, 69, "password authentication failed", 5.5),
+		   ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+}
+END_TEST
+
+/* As a member: agree only without the command or the lock, then keep out
+ * of the lock queue until the record expires. */
+START_TEST(test_failsafe_member_record)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	to_standby(&M, &p, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
+	out = peers(&M, ELECTION_PEERS_CLAIMED, 0, 0, "n2", 1);
+	ck_assert_int_eq(out.claim_answer, 200);
+	ck_log(out, LOG_LEVEL_NOTICE, "node n2 leads in failsafe: staying out of "
+	       "the lock queue");
+	ck_actions(out, ELECTION_DO_DISCONNECT); /* leaves the queue */
+	ck_state(&M, ELECTION_BACKOFF);
+	ck_wakeup(&M, 1, 16);
+	out = peers(&M, ELECTION_PEERS_CLAIMED, 0, 0, "n2", 2);
+	ck_no_log(out);
+	ck_wakeup(&M, 2, 17);
+	ck_actions(tick(&M, 17 - JUST), 0);
+	ck_actions(tick(&M, 17), ELECTION_DO_CONNECT);
+	/* a grant while a record holds is given back by closing */
+	step(&M, ELECTION_CONNECTED, 0, NULL, 17);
+	peers(&M, ELECTION_PEERS_CLAIMED, 0, 0, "n2", 17.5);
+	ck_state(&M, ELECTION_BACKOFF);
+
+	/* a leader refuses */
+	failsafe_leader(0);
+	out = peers(&M, ELECTION_PEERS_CLAIMED, 0, 0, "n2", 1);
+	ck_assert_int_eq(out.claim_answer, 409);
+	ck_assert_str_eq(out.claim_reason, "this node runs the command");
+}
+END_TEST
+
+/* A new leader waits while a member still runs the command in failsafe,
+ * and failsafe_ttl when one does not answer. */
+START_TEST(test_failsafe_new_leader_asks)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	to_standby(&M, &p, 0);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0);
+	ck_actions(out, ELECTION_DO_FAILSAFE_CHECK);
+	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_RUNNING, 0, NULL, 0.2);
+	ck_actions(out, 0);
+	ck_log_prefix(out, LOG_LEVEL_NOTICE, "a member still runs the command");
+	ck_actions(tick(&M, 1.2), ELECTION_DO_FAILSAFE_CHECK | ELECTION_DO_PING);
+	step(&M, ELECTION_PING_OK, 0, NULL, 1.2);
+	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_SILENT, 0, NULL, 1.3);
+	ck_actions(out, 0);
+	ck_assert(!M.child_running);
+	ck_assert(election_next_wakeup(&M, 1.3) <= 16.3);
+	M.ping_pending = false;
+	M.next_ping_at = 100;
+	M.last_reply_at = 16;
+	ck_actions(tick(&M, 16.3 - JUST), 0);
+	ck_actions(tick(&M, 16.3), ELECTION_DO_START_CHILD);
+}
+END_TEST
+
 static Suite *election_suite(void)
 {
 	Suite *s = suite_create("election");
@@ -2619,6 +2807,15 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fence_wait_abandoned);
 	tcase_add_test(tc, test_fence_closed_on_exit);
 	tcase_add_test(tc, test_fence_permanent_fault);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("failsafe");
+	tcase_set_timeout(tc, 5);
+	tcase_add_test(tc, test_failsafe_keeps_command);
+	tcase_add_test(tc, test_failsafe_demotes_on_dissent);
+	tcase_add_test(tc, test_failsafe_on_ping_timeout);
+	tcase_add_test(tc, test_failsafe_member_record);
+	tcase_add_test(tc, test_failsafe_new_leader_asks);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("property");
