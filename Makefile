@@ -70,8 +70,8 @@ tests/unit/test_election: tests/unit/test_election.c src/election.c $(HDRS)
 tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub.
-tests/unit/test_child: tests/unit/test_child.c src/child.c tests/unit/log_stub.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c tests/unit/log_stub.c -lev $(CHECK_LIBS)
+tests/unit/test_child: tests/unit/test_child.c src/child.c src/proctree.c tests/unit/log_stub.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c src/proctree.c tests/unit/log_stub.c -lev $(CHECK_LIBS)
 
 deps:
 	@tests/install-deps.sh

@@ -203,6 +203,8 @@ struct gone_record {
 	int status;
 	double at;
 	bool group_empty;	/* at the moment on_gone was called */
+	pid_t escapee;		/* a process outside the group, when set */
+	bool escapee_gone;	/* at the moment on_gone was called */
 };
 
 static void record_gone_cb(void *arg, int status)
@@ -213,6 +215,8 @@ static void record_gone_cb(void *arg, int status)
 	r->status = status;
 	r->at = now();
 	r->group_empty = process_gone(-r->pgid); /* the whole group */
+	if (r->escapee > 0)
+		r->escapee_gone = process_gone(r->escapee);
 	ev_break(loop, EVBREAK_ONE);
 }
 
@@ -652,6 +656,203 @@ START_TEST(test_member_reaped_by_an_escaped_parent)
 }
 END_TEST
 
+/* The parent pid in /proc/PID/stat, or 0. */
+static pid_t process_parent(pid_t pid)
+{
+	char path[64], stat[512];
+	const char *end_of_name;
+	int ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!read_file(path, stat, sizeof(stat)))
+		return 0;
+	end_of_name = strrchr(stat, ')');
+	if (!end_of_name || sscanf(end_of_name, ") %*c %d", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/* A process that leaves the group with setsid, writes its pid to the file
+ * "escapee" (renamed into place, so complete once it exists) and runs
+ * TERM_ACTION on SIGTERM. */
+#define ESCAPEE(TERM_ACTION)                                                  \
+	"setsid sh -c 'trap " TERM_ACTION " TERM; echo $$ > %s.tmp; "         \
+	"mv %s.tmp %s; while :; do sleep 0.05; done'"
+/* Takes a second to stop, then leaves the file "termed". */
+#define SLOW_TO_STOP "\"sleep 1; : > %s; exit 0\""
+
+/* Waits for the escapee of the command of r; the test ends it whatever
+ * happens. */
+static pid_t wait_for_escapee(struct gone_record *r)
+{
+	pid_t escapee;
+
+	expect(wait_for_file(path_in_tmpdir("escapee"), 5.0));
+	escapee = read_pid(path_in_tmpdir("escapee"));
+	expect(escapee > 0);
+	track_pid(escapee);
+	expect(getpgid(escapee) != r->pgid);
+	expect(getsid(escapee) == escapee);
+	r->escapee = escapee;
+	return escapee;
+}
+
+/* The command runs: <before> ESCAPEE(SLOW_TO_STOP) <after>. */
+struct escapee_case {
+	const char *before, *after;
+	bool orphaned; /* its parent exits at once: it becomes ours */
+};
+
+static const struct escapee_case escapee_cases[] = {
+	{ "", " & wait", false },
+	{ "(", " &); exec sleep 30", true },
+};
+
+START_TEST(test_setsid_descendant_is_stopped_with_the_group)
+{
+	const struct escapee_case *ec = &escapee_cases[_i];
+	const char *pidfile = path_in_tmpdir("escapee");
+	char cmd[512];
+	char *argv[] = { cmd, NULL };
+	char *bystander_argv[] = { "sleep", "30", NULL };
+	struct gone_record r = { 0 }, rb = { 0 };
+	struct child *c = new_child(argv, true, 5.0, &r);
+	struct child *bystander = new_child(bystander_argv, false, 5.0, &rb);
+	pid_t escapee;
+	double stopped;
+
+	/* Another command of the same pgleader is not part of this one. */
+	start_command(bystander, NULL, &rb, 0, NULL);
+	snprintf(cmd, sizeof(cmd), "%s" ESCAPEE(SLOW_TO_STOP) "%s", ec->before,
+		 path_in_tmpdir("termed"), pidfile, pidfile, pidfile, ec->after);
+	start_command(c, NULL, &r, 0, NULL);
+	escapee = wait_for_escapee(&r);
+	if (ec->orphaned) {
+		double deadline = now() + 5.0;
+
+		while (process_parent(escapee) != getpid() && now() < deadline)
+			run_loop_for(0.02);
+		expect_int_eq(process_parent(escapee), getpid());
+	}
+
+	stopped = now();
+	child_stop(c);
+	expect(run_until_gone(&r, 8.0));
+	expect_int_eq(r.status, 128 + SIGTERM);
+	expect(r.group_empty);
+	/* It had SIGTERM, took its second, and was gone before on_gone. */
+	expect(r.escapee_gone);
+	untrack_pid(escapee);
+	expect(access(path_in_tmpdir("termed"), F_OK) == 0);
+	expect(r.at - stopped >= 0.9);
+	expect(r.at - stopped < 4.0); /* by itself, not by the SIGKILL at 5s */
+	expect(kill(child_pid(bystander), 0) == 0);
+	expect_int_eq(rb.calls, 0);
+}
+END_TEST
+
+struct escapee_kill_case {
+	double grace;
+	bool kill_now; /* child_kill right after child_stop */
+};
+
+static const struct escapee_kill_case escapee_kill_cases[] = {
+	{ 0.5, false },
+	{ 10.0, true },
+};
+
+START_TEST(test_setsid_descendant_ignoring_sigterm_is_killed)
+{
+	const struct escapee_kill_case *kc = &escapee_kill_cases[_i];
+	const char *pidfile = path_in_tmpdir("escapee");
+	char cmd[512];
+	char *argv[] = { cmd, NULL };
+	struct gone_record r = { 0 };
+	struct child *c = new_child(argv, true, kc->grace, &r);
+	pid_t escapee;
+	double stopped;
+
+	snprintf(cmd, sizeof(cmd), ESCAPEE("\"\"") " & wait", pidfile, pidfile, pidfile);
+	start_command(c, NULL, &r, 0, NULL);
+	escapee = wait_for_escapee(&r);
+
+	stopped = now();
+	child_stop(c);
+	if (kc->kill_now)
+		child_kill(c);
+	expect(run_until_gone(&r, 8.0));
+	expect(r.group_empty);
+	expect(r.escapee_gone);
+	untrack_pid(escapee);
+	if (!kc->kill_now)
+		expect(r.at - stopped >= kc->grace);
+	expect(r.at - stopped < (kc->kill_now ? 1.5 : kc->grace + 2.0));
+}
+END_TEST
+
+START_TEST(test_setsid_descendant_dies_with_pgleader)
+{
+	const char *pidfile = path_in_tmpdir("escapee");
+	char cmd[512], token[64], other_token[64];
+	char *argv[] = { cmd, NULL };
+	char *extra_env[] = { "PGLEADER_NODE_ID=guard-test", "PGLEADER_LOCK_KEY=42",
+			      token, NULL };
+	struct gone_record r = { 0 };
+	struct child *c = new_child(argv, true, 5.0, &r);
+	pid_t supervisor, escapee, bystander;
+	int wstatus;
+	double deadline;
+
+	/* The guard knows the command's descendants by the environment
+	 * pgleader gave it; a process of another term is not one of them. */
+	snprintf(token, sizeof(token), "PGLEADER_FENCING_TOKEN=%d", (int)getpid());
+	snprintf(other_token, sizeof(other_token), "PGLEADER_FENCING_TOKEN=%d0",
+		 (int)getpid());
+	bystander = fork();
+	expect(bystander >= 0);
+	if (bystander == 0) {
+		char *env[] = { extra_env[0], extra_env[1], other_token, NULL };
+
+		execle("/bin/sleep", "sleep", "30", (char *)NULL, env);
+		_exit(127);
+	}
+	track_pid(bystander);
+
+	snprintf(cmd, sizeof(cmd), ESCAPEE("\"\"") " & wait", pidfile, pidfile, pidfile);
+	supervisor = fork();
+	expect(supervisor >= 0);
+	if (supervisor == 0) {
+		char err[256];
+
+		if (child_start(c, extra_env, err, sizeof(err)) != 0)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	track_pid(supervisor);
+	expect(wait_for_file(pidfile, 5.0));
+	escapee = read_pid(pidfile);
+	expect(escapee > 0);
+	track_pid(escapee);
+	expect(getsid(escapee) == escapee);
+
+	kill(supervisor, SIGKILL);
+	expect_int_eq(waitpid(supervisor, &wstatus, 0), supervisor);
+	untrack_pid(supervisor);
+
+	/* Its parent died with pgleader, so it is ours now, the subreaper's:
+	 * we can see that the guard killed it. */
+	deadline = now() + 5.0;
+	while (waitpid(escapee, &wstatus, WNOHANG) == 0 && now() < deadline)
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	expect(now() < deadline);
+	untrack_pid(escapee);
+	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+	expect(kill(bystander, 0) == 0);
+	expect(waitpid(bystander, &wstatus, WNOHANG) == 0);
+}
+END_TEST
+
 START_TEST(test_only_std_fds_are_inherited)
 {
 	char *argv[] = { "ls", "/proc/self/fd", NULL };
@@ -977,11 +1178,16 @@ static Suite *child_suite(void)
 	tcase_add_test(stopping, test_gone_waits_for_leftover_ignoring_sigterm);
 	tcase_add_test(stopping, test_escaped_orphan_does_not_delay_gone_and_is_reaped);
 	tcase_add_test(stopping, test_member_reaped_by_an_escaped_parent);
+	tcase_add_loop_test(stopping, test_setsid_descendant_is_stopped_with_the_group, 0,
+			    sizeof(escapee_cases) / sizeof(*escapee_cases));
+	tcase_add_loop_test(stopping, test_setsid_descendant_ignoring_sigterm_is_killed, 0,
+			    sizeof(escapee_kill_cases) / sizeof(*escapee_kill_cases));
 	tcase_add_test(inheritance, test_only_std_fds_are_inherited);
 	tcase_add_test(inheritance, test_signal_mask_and_dispositions_are_clean);
 	tcase_add_test(inheritance, test_environment);
 	tcase_add_test(inheritance, test_command_dies_with_pgleader);
 	tcase_add_test(inheritance, test_grandchildren_die_with_pgleader);
+	tcase_add_test(inheritance, test_setsid_descendant_dies_with_pgleader);
 	tcase_add_test(lifecycle, test_signal_is_forwarded);
 	tcase_add_test(lifecycle, test_restart_and_gone_once);
 	tcase_add_test(lifecycle, test_free_kills_running_command);
