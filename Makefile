@@ -73,6 +73,12 @@ tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)
 tests/unit/test_child: tests/unit/test_child.c src/child.c src/proctree.c tests/unit/log_stub.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c src/proctree.c tests/unit/log_stub.c -lev $(CHECK_LIBS)
 
+# The integration tests step pgleader's wall clock with this LD_PRELOAD
+# shim. Never sanitized: it would have to come after the sanitizer runtime.
+tests/clockshift.so: tests/clockshift.c Makefile
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) \
+		$(CFLAGS) -fPIC -shared -o $@ $<
+
 deps:
 	@tests/install-deps.sh
 
@@ -81,7 +87,7 @@ unit: $(UNIT_TESTS)
 
 # The integration suite drives real pgleader processes against a real
 # PostgreSQL; PGLEADER_WRAPPER runs each one under valgrind or a sanitizer build.
-integration: pgleader
+integration: pgleader tests/clockshift.so
 	$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
 
 lint: pgleader
@@ -135,4 +141,4 @@ uninstall:
 		$(DESTDIR)$(UNITDIR)/pgleader.service $(DESTDIR)$(UNITDIR)/pgleader@.service
 
 clean:
-	rm -f pgleader src/*.o $(UNIT_TESTS) src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno
+	rm -f pgleader src/*.o $(UNIT_TESTS) tests/clockshift.so src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno
