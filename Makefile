@@ -69,9 +69,12 @@ tests/unit/test_election: tests/unit/test_election.c src/election.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/election.c $(CHECK_LIBS) -lm
 tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(CHECK_LIBS)
-# child.c forks real processes; its log calls go to a stub.
-tests/unit/test_child: tests/unit/test_child.c src/child.c src/proctree.c tests/unit/log_stub.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c src/proctree.c tests/unit/log_stub.c -lev $(CHECK_LIBS)
+# child.c forks real processes; its log calls go to a stub. stdfd.c, the
+# descriptors the command inherits, is tested here too.
+tests/unit/test_child: tests/unit/test_child.c src/child.c src/proctree.c src/stdfd.c \
+		tests/unit/log_stub.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c src/proctree.c src/stdfd.c \
+		tests/unit/log_stub.c -lev $(CHECK_LIBS)
 
 # The integration tests step pgleader's wall clock with this LD_PRELOAD
 # shim. Never sanitized: it would have to come after the sanitizer runtime.

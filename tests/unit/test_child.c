@@ -1,4 +1,4 @@
-/* test_child.c: child.c against real processes: statuses, stopping, groups, inheritance. */
+/* test_child.c: child.c against real processes: statuses, stopping, groups, inheritance; stdfd.c. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "stdfd.h"
 
 #define TEST_TIMEOUT 20
 /* bits of signals 32 and 33 in /proc/PID/status masks (bit N-1 = signal N) */
@@ -1153,6 +1154,67 @@ START_TEST(test_free_kills_running_command)
 }
 END_TEST
 
+/* Run in a process of its own, with descriptor N closed when bit N of
+ * closed is set and on a pipe otherwise: 0 when stdfd_ensure_open put
+ * /dev/null in exactly the closed ones, else the number of the first
+ * check that failed. */
+static int stdfd_case(unsigned closed)
+{
+	struct stat null_st, pipe_st, st;
+	int pipe_fds[2], fd;
+
+	if (stat("/dev/null", &null_st) != 0 || pipe(pipe_fds) != 0 ||
+	    fstat(pipe_fds[0], &pipe_st) != 0)
+		return 1;
+	for (fd = 0; fd <= 2; fd++) {
+		if (closed & (1U << fd))
+			close(fd);
+		else if (dup2(pipe_fds[0], fd) != fd)
+			return 2;
+	}
+	close(pipe_fds[0]);
+	close(pipe_fds[1]);
+
+	stdfd_ensure_open();
+	for (fd = 0; fd <= 2; fd++) {
+		if (fstat(fd, &st) != 0)
+			return 3;
+		if (!(closed & (1U << fd))) {
+			if (st.st_ino != pipe_st.st_ino) /* left alone */
+				return 4;
+			continue;
+		}
+		if (!S_ISCHR(st.st_mode) || st.st_rdev != null_st.st_rdev)
+			return 5;
+		if ((fcntl(fd, F_GETFL) & O_ACCMODE) != (fd == 0 ? O_RDONLY : O_WRONLY))
+			return 6;
+		if (fcntl(fd, F_GETFD) != 0) /* inherited by the command */
+			return 7;
+	}
+	/* What pgleader opens next cannot be a standard descriptor. */
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd > 2 ? 0 : 8;
+}
+
+START_TEST(test_closed_std_fds_are_opened_on_dev_null)
+{
+	unsigned closed = (unsigned)_i; /* every subset of 0, 1, 2 */
+	pid_t pid = fork();
+	int wstatus;
+
+	expect(pid >= 0);
+	if (pid == 0)
+		_exit(stdfd_case(closed));
+	expect_int_eq(waitpid(pid, &wstatus, 0), pid);
+	expect(WIFEXITED(wstatus));
+	if (WEXITSTATUS(wstatus) != 0) {
+		clean_up_before_failing();
+		ck_abort_msg("closed fds mask %u: check %d of stdfd_case failed", closed,
+			     WEXITSTATUS(wstatus));
+	}
+}
+END_TEST
+
 static Suite *child_suite(void)
 {
 	Suite *s = suite_create("child");
@@ -1160,7 +1222,8 @@ static Suite *child_suite(void)
 	TCase *stopping = tcase_create("stopping");
 	TCase *inheritance = tcase_create("inheritance");
 	TCase *lifecycle = tcase_create("lifecycle");
-	TCase *all[] = { status, stopping, inheritance, lifecycle };
+	TCase *stdfd = tcase_create("standard descriptors");
+	TCase *all[] = { status, stopping, inheritance, lifecycle, stdfd };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
 		tcase_add_checked_fixture(all[i], setup, teardown);
@@ -1191,6 +1254,7 @@ static Suite *child_suite(void)
 	tcase_add_test(lifecycle, test_signal_is_forwarded);
 	tcase_add_test(lifecycle, test_restart_and_gone_once);
 	tcase_add_test(lifecycle, test_free_kills_running_command);
+	tcase_add_loop_test(stdfd, test_closed_std_fds_are_opened_on_dev_null, 0, 8);
 	return s;
 }
 
