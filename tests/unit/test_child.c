@@ -657,6 +657,28 @@ START_TEST(test_member_reaped_by_an_escaped_parent)
 }
 END_TEST
 
+/* Kills a stand-in pgleader (a forked process that started a command)
+ * with SIGKILL, and expects victim, one of the command's processes, to die
+ * of SIGKILL too within 5 s. victim's parent is dead by then, so it is ours,
+ * the subreaper's: we can see how it ended. */
+static void expect_killed_with_supervisor(pid_t supervisor, pid_t victim)
+{
+	int wstatus;
+	double deadline;
+
+	kill(supervisor, SIGKILL);
+	expect_int_eq(waitpid(supervisor, &wstatus, 0), supervisor);
+	untrack_pid(supervisor);
+	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+
+	deadline = now() + 5.0;
+	while (waitpid(victim, &wstatus, WNOHANG) == 0 && now() < deadline)
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	expect(now() < deadline);
+	untrack_pid(victim);
+	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+}
+
 /* The parent pid in /proc/PID/stat, or 0. */
 static pid_t process_parent(pid_t pid)
 {
@@ -802,7 +824,6 @@ START_TEST(test_setsid_descendant_dies_with_pgleader)
 	struct child *c = new_child(argv, true, 5.0, &r);
 	pid_t supervisor, escapee, bystander;
 	int wstatus;
-	double deadline;
 
 	/* The guard knows the command's descendants by the environment
 	 * pgleader gave it; a process of another term is not one of them. */
@@ -837,18 +858,8 @@ START_TEST(test_setsid_descendant_dies_with_pgleader)
 	track_pid(escapee);
 	expect(getsid(escapee) == escapee);
 
-	kill(supervisor, SIGKILL);
-	expect_int_eq(waitpid(supervisor, &wstatus, 0), supervisor);
-	untrack_pid(supervisor);
-
-	/* Its parent died with pgleader, so it is ours now, the subreaper's:
-	 * we can see that the guard killed it. */
-	deadline = now() + 5.0;
-	while (waitpid(escapee, &wstatus, WNOHANG) == 0 && now() < deadline)
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	expect(now() < deadline);
-	untrack_pid(escapee);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+	/* The guard killed it. */
+	expect_killed_with_supervisor(supervisor, escapee);
 	expect(kill(bystander, 0) == 0);
 	expect(waitpid(bystander, &wstatus, WNOHANG) == 0);
 }
@@ -958,8 +969,7 @@ START_TEST(test_command_dies_with_pgleader)
 	struct gone_record r = { 0 };
 	struct child *c = new_child(argv, false, 5.0, &r);
 	pid_t supervisor, command = 0;
-	int fds[2], wstatus;
-	double deadline;
+	int fds[2];
 
 	/* A stand-in pgleader that starts the command and then dies by
 	 * SIGKILL, with no chance to stop it. */
@@ -985,18 +995,7 @@ START_TEST(test_command_dies_with_pgleader)
 	track_pid(command);
 	expect(kill(command, 0) == 0);
 
-	kill(supervisor, SIGKILL);
-	expect_int_eq(waitpid(supervisor, &wstatus, 0), supervisor);
-	untrack_pid(supervisor);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
-
-	/* Reparented to us, the subreaper: we can see how it ended. */
-	deadline = now() + 5.0;
-	while (waitpid(command, &wstatus, WNOHANG) == 0 && now() < deadline)
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	expect(now() < deadline);
-	untrack_pid(command);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+	expect_killed_with_supervisor(supervisor, command);
 }
 END_TEST
 
@@ -1007,7 +1006,6 @@ START_TEST(test_grandchildren_die_with_pgleader)
 	struct gone_record r = { 0 };
 	struct child *c;
 	pid_t supervisor, grandchild = 0;
-	int wstatus;
 	double deadline;
 	FILE *f;
 
@@ -1037,17 +1035,8 @@ START_TEST(test_grandchildren_die_with_pgleader)
 	track_pid(grandchild);
 	expect(kill(grandchild, 0) == 0);
 
-	kill(supervisor, SIGKILL);
-	expect_int_eq(waitpid(supervisor, &wstatus, 0), supervisor);
-	untrack_pid(supervisor);
-
-	/* Reparented to us, the subreaper: the grandchild died of SIGKILL. */
-	deadline = now() + 5.0;
-	while (waitpid(grandchild, &wstatus, WNOHANG) == 0 && now() < deadline)
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	expect(now() < deadline);
-	untrack_pid(grandchild);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+	/* The guard killed it. */
+	expect_killed_with_supervisor(supervisor, grandchild);
 }
 END_TEST
 
