@@ -657,26 +657,53 @@ START_TEST(test_member_reaped_by_an_escaped_parent)
 }
 END_TEST
 
+/* Reaps pid within 5 s and expects it to have died of SIGKILL. pid may not
+ * be ours yet: a grandchild comes to us, the subreaper, only once its
+ * parent is gone, which may take a moment after its parent got SIGKILL. */
+static void expect_reaped_killed(pid_t pid)
+{
+	int wstatus = 0;
+	pid_t got;
+	double deadline = now() + 5.0;
+
+	while ((got = waitpid(pid, &wstatus, WNOHANG)) != pid && now() < deadline) {
+		if (got == -1 && errno != ECHILD)
+			break;
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	expect_int_eq(got, pid); /* else it stays tracked, to be killed */
+	untrack_pid(pid);
+	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+}
+
+/* A stand-in pgleader: a process of its own that starts c's command and
+ * waits for its SIGKILL. */
+static pid_t start_in_supervisor(struct child *c, char *const *extra_env)
+{
+	pid_t supervisor = fork();
+
+	expect(supervisor >= 0);
+	if (supervisor == 0) {
+		char err[256];
+
+		if (child_start(c, extra_env, err, sizeof(err)) != 0)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	track_pid(supervisor);
+	return supervisor;
+}
+
 /* Kills a stand-in pgleader (a forked process that started a command)
  * with SIGKILL, and expects victim, one of the command's processes, to die
  * of SIGKILL too within 5 s. victim's parent is dead by then, so it is ours,
  * the subreaper's: we can see how it ended. */
 static void expect_killed_with_supervisor(pid_t supervisor, pid_t victim)
 {
-	int wstatus;
-	double deadline;
-
 	kill(supervisor, SIGKILL);
-	expect_int_eq(waitpid(supervisor, &wstatus, 0), supervisor);
-	untrack_pid(supervisor);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
-
-	deadline = now() + 5.0;
-	while (waitpid(victim, &wstatus, WNOHANG) == 0 && now() < deadline)
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	expect(now() < deadline);
-	untrack_pid(victim);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+	expect_reaped_killed(supervisor);
+	expect_reaped_killed(victim);
 }
 
 /* The parent pid in /proc/PID/stat, or 0. */
@@ -841,17 +868,7 @@ START_TEST(test_setsid_descendant_dies_with_pgleader)
 	track_pid(bystander);
 
 	snprintf(cmd, sizeof(cmd), ESCAPEE("\"\"") " & wait", pidfile, pidfile, pidfile);
-	supervisor = fork();
-	expect(supervisor >= 0);
-	if (supervisor == 0) {
-		char err[256];
-
-		if (child_start(c, extra_env, err, sizeof(err)) != 0)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	track_pid(supervisor);
+	supervisor = start_in_supervisor(c, extra_env);
 	expect(wait_for_file(pidfile, 5.0));
 	escapee = read_pid(pidfile);
 	expect(escapee > 0);
@@ -1015,17 +1032,7 @@ START_TEST(test_grandchildren_die_with_pgleader)
 	snprintf(cmd, sizeof(cmd), "sleep 30 & echo $! > %s.tmp && mv %s.tmp %s; wait",
 		 path, path, path);
 	c = new_child(argv, true, 5.0, &r);
-	supervisor = fork();
-	expect(supervisor >= 0);
-	if (supervisor == 0) {
-		char err[256];
-
-		if (child_start(c, NULL, err, sizeof(err)) != 0)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	track_pid(supervisor);
+	supervisor = start_in_supervisor(c, NULL);
 	deadline = now() + 5.0;
 	while (!(f = fopen(path, "r")) && now() < deadline)
 		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
@@ -1125,20 +1132,13 @@ START_TEST(test_free_kills_running_command)
 	struct gone_record r = { 0 };
 	struct child *c = new_child(argv, false, 5.0, &r);
 	pid_t pid;
-	int wstatus;
-	double deadline;
 
 	start_command(c, NULL, &r, 0, NULL);
 	pid = child_pid(c);
 	track_pid(pid);
 	free_child(c);
 	/* The loop is not run, so libev has not reaped it: we can. */
-	deadline = now() + 5.0;
-	while (waitpid(pid, &wstatus, WNOHANG) == 0 && now() < deadline)
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	expect(now() < deadline);
-	untrack_pid(pid);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+	expect_reaped_killed(pid);
 	expect_int_eq(r.calls, 0);
 }
 END_TEST
