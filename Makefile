@@ -98,9 +98,18 @@ tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
 tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/lease_sql.c $(CHECK_LIBS)
-# child.c forks real processes; its log calls go to a stub.
-tests/unit/test_child: tests/unit/test_child.c src/child.c tests/unit/log_stub.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c tests/unit/log_stub.c -lev $(CHECK_LIBS)
+# child.c forks real processes; its log calls go to a stub. stdfd.c, the
+# descriptors the command inherits, is tested here too.
+tests/unit/test_child: tests/unit/test_child.c src/child.c src/proctree.c src/stdfd.c \
+		tests/unit/log_stub.c $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c src/proctree.c src/stdfd.c \
+		tests/unit/log_stub.c -lev $(CHECK_LIBS)
+
+# The integration tests step pgleader's wall clock with this LD_PRELOAD
+# shim. Never sanitized: it would have to come after the sanitizer runtime.
+tests/clockshift.so: tests/clockshift.c Makefile
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) \
+		$(CFLAGS) -fPIC -shared -o $@ $<
 
 # metrics.c is pure; election.c gives it the state names and bucket bounds.
 METRICS_DEPS := src/metrics.c src/election.c
@@ -128,7 +137,7 @@ unit: $(UNIT_TESTS)
 
 # The integration suite drives real pgleader processes against a real
 # PostgreSQL; PGLEADER_WRAPPER runs each one under valgrind or a sanitizer build.
-integration: pgleader
+integration: pgleader tests/clockshift.so
 	$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
 
 lint: pgleader cppcheck shellcheck complexity metrics-lint
@@ -247,4 +256,4 @@ package-check:
 	tests/check-package.sh $(DISTDIR)
 
 clean:
-	rm -f pgleader src/*.o $(UNIT_TESTS) src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno
+	rm -f pgleader src/*.o $(UNIT_TESTS) tests/clockshift.so src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno

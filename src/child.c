@@ -9,14 +9,24 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
+#include "proctree.h"
 
 /* How often to look at a group whose main process is already reaped: a
  * member whose parent is not pgleader (one that left the group, say) ends
  * without a SIGCHLD to us. */
 #define GROUP_POLL_INTERVAL 0.05
+/* The most processes outside the group one look signals; the next look
+ * finds the rest. */
+#define STRAYS_MAX 256
+/* How many times the guard looks for processes to kill: one may fork while
+ * it looks. */
+#define GUARD_ROUNDS 20
+/* Room for the pids of other child objects' processes; pgleader has one. */
+#define OTHERS_MAX 32
 
 struct child {
 	struct ev_loop *loop;
@@ -31,8 +41,11 @@ struct child {
 	bool main_reaped;
 	int status;		/* exit code or 128+N, valid once main_reaped */
 	bool stopping;		/* SIGTERM has gone to the group */
+	bool sweeping;		/* and to the processes that left it */
+	bool killing;		/* SIGKILL to whatever is left, and is found */
 	ev_timer grace_timer;	/* then SIGKILL */
 	int guard_fd;		/* write end of the guard's pipe, or -1 */
+	pid_t guard_pid;	/* until reaped, else 0 */
 	ev_timer group_poll_timer;
 	struct child *next;	/* in reaper.children */
 };
@@ -53,6 +66,90 @@ static bool group_exists(pid_t pgid)
 	return kill(-pgid, 0) == 0 || errno != ESRCH;
 }
 
+/* "1234 1240 ..." for a log line: the first few of pids[0..n). */
+static void format_pids(char *buf, size_t len, const pid_t *pids, size_t n)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && i < 8 && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%d",
+					 i ? " " : "", (int)pids[i]);
+	if (n > 8 && used < len)
+		snprintf(buf + used, len - used, " ...");
+}
+
+/* The command's processes outside its group, which a stop must reach too
+ * (setsid, setpgid). pgleader is a subreaper, so each is below pgleader:
+ * under the command, or under pgleader itself once orphaned. pgleader's
+ * other processes (guards, another object's command) are left out; with
+ * the one command pgleader runs, everything else below it is the
+ * command's. Sends sig to each (0: none) and returns how many there are,
+ * or -1 when /proc cannot be read. */
+static long signal_strays(const struct child *c, int sig, pid_t *pids, size_t max)
+{
+	pid_t prune[OTHERS_MAX];
+	size_t nprune = 0, n;
+	struct proctree *t = proctree_read();
+
+	if (!t)
+		return -1;
+	for (const struct child *o = reaper.children; o && nprune + 2 <= OTHERS_MAX; o = o->next) {
+		if (o->guard_pid > 0)
+			prune[nprune++] = o->guard_pid;
+		if (o != c && o->pid > 0 && !o->main_reaped)
+			prune[nprune++] = o->pid;
+	}
+	n = proctree_below(t, getpid(), prune, nprune, c->pid, pids, max);
+	proctree_free(t);
+	/* A pid below us cannot be reused before its parent reaps it, and
+	 * those just found are alive or zombies: the window is the parent's
+	 * wait between the look and the signal, as for any kill by pid. */
+	for (size_t i = 0; sig != 0 && i < n && i < max; i++) {
+		kill(pids[i], sig);
+		if (sig != SIGKILL)
+			kill(pids[i], SIGCONT);
+	}
+	return (long)n;
+}
+
+/* Stops the processes outside the group, once per stop: those that appear
+ * later are the stopping processes' own, as in the group, and get SIGKILL
+ * when the grace period ends. */
+static void sweep_strays(struct child *c)
+{
+	pid_t pids[STRAYS_MAX];
+	char list[128];
+	long n;
+
+	if (c->sweeping)
+		return;
+	c->sweeping = true;
+	n = signal_strays(c, c->killing ? SIGKILL : SIGTERM, pids, STRAYS_MAX);
+	if (n < 0) {
+		log_warning("cannot read /proc (%s): processes that left the "
+			    "command's process group are not stopped", strerror(errno));
+	} else if (n > 0) {
+		format_pids(list, sizeof(list), pids, (size_t)n);
+		log_info("sending %s to %ld %s outside the command's process "
+			 "group: %s", c->killing ? "SIGKILL" : "SIGTERM", n,
+			 n == 1 ? "process" : "processes", list);
+	}
+}
+
+/* SIGKILL to the group and, once a stop reaches them, to the processes
+ * outside it. Returns how many of those there are. */
+static long kill_all(struct child *c)
+{
+	pid_t pids[STRAYS_MAX];
+
+	c->killing = true;
+	kill(-c->pid, SIGKILL);
+	if (!c->sweeping)
+		return 0;
+	return signal_strays(c, SIGKILL, pids, STRAYS_MAX);
+}
+
 static void terminate_group(struct child *c)
 {
 	c->stopping = true;
@@ -69,12 +166,18 @@ static void terminate_group(struct child *c)
 static void grace_expired_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct child *c = w->data;
+	long strays;
 
 	(void)loop;
 	(void)revents;
-	log_warning("grace period %gs expired: sending SIGKILL to process group %d",
-		    c->grace_period, (int)c->pid);
-	kill(-c->pid, SIGKILL);
+	strays = kill_all(c);
+	if (strays > 0)
+		log_warning("grace period %gs expired: sending SIGKILL to process "
+			    "group %d and %ld %s outside it", c->grace_period,
+			    (int)c->pid, strays, strays == 1 ? "process" : "processes");
+	else
+		log_warning("grace period %gs expired: sending SIGKILL to process group %d",
+			    c->grace_period, (int)c->pid);
 	if (c->on_killed)
 		c->on_killed(c->arg);
 }
@@ -109,7 +212,31 @@ static void retitle_guard(void)
 	}
 }
 
-static int start_guard(pid_t pgid)
+/* The guard's last act. The processes that left the group cannot be found
+ * by their parents any more: those links died with pgleader, whose orphans
+ * went to init. But each still has, as it was at its exec, the environment
+ * pgleader gave the command, whose fencing token names this term: the
+ * guard kills every process that has all of it. */
+static void guard_kill_all(pid_t pgid, char *const *marks)
+{
+	pid_t pids[STRAYS_MAX];
+	size_t n = 1;
+	const struct timespec tick = { 0, 10 * 1000 * 1000 };
+
+	kill(-pgid, SIGKILL);
+	if (!marks || !*marks)
+		return;
+	for (int round = 0; round < GUARD_ROUNDS && n > 0; round++) {
+		n = proctree_with_environment(marks, pids, STRAYS_MAX);
+		for (size_t i = 0; i < n && i < STRAYS_MAX; i++)
+			kill(pids[i], SIGKILL);
+		/* A killed process keeps its environment until it is gone. */
+		nanosleep(&tick, NULL);
+	}
+}
+
+/* Returns the write end of the guard's pipe, or -1. */
+static int start_guard(pid_t pgid, char *const *marks, pid_t *guard_pid)
 {
 	int fds[2];
 	pid_t pid;
@@ -129,7 +256,7 @@ static int start_guard(pid_t pgid)
 			n = read(fds[0], &byte, 1);
 		while (n < 0 && errno == EINTR);
 		if (n == 0)
-			kill(-pgid, SIGKILL);
+			guard_kill_all(pgid, marks);
 		_exit(0);
 	}
 	close(fds[0]);
@@ -137,6 +264,7 @@ static int start_guard(pid_t pgid)
 		close(fds[1]);
 		return -1;
 	}
+	*guard_pid = pid;
 	return fds[1];
 }
 
@@ -160,16 +288,31 @@ static void report_gone(struct child *c)
 	ev_unref(c->loop); /* taken in child_start */
 	c->pid = 0;
 	c->main_reaped = false;
-	c->stopping = false;
+	c->stopping = c->sweeping = c->killing = false;
 	c->on_gone(c->arg, c->status);
 }
 
-/* With the main process reaped: reports gone if the group is empty, else
- * makes sure its leftovers are being stopped and watched. Returns true when
- * on_gone was called, after which c must not be touched. */
+/* Whether a stop is still waiting for processes outside the group; after
+ * the grace period each look kills what it finds. */
+static bool strays_left(const struct child *c)
+{
+	pid_t pids[STRAYS_MAX];
+
+	if (!c->sweeping)
+		return false;
+	return signal_strays(c, c->killing ? SIGKILL : 0, pids, STRAYS_MAX) > 0;
+}
+
+/* With the main process reaped: reports gone if the group is empty and,
+ * when pgleader stopped the command, nothing it left outside the group is
+ * either; else makes sure the leftovers are being stopped and watched. A
+ * command that ended by itself is over when its group is: what it left
+ * outside (a daemon it started, say) is stopped with the next stop.
+ * Returns true when on_gone was called, after which c must not be
+ * touched. */
 static bool settle(struct child *c)
 {
-	if (!group_exists(c->pid)) {
+	if (!group_exists(c->pid) && !strays_left(c)) {
 		report_gone(c);
 		return true;
 	}
@@ -211,10 +354,10 @@ static void reaped_cb(struct ev_loop *loop, ev_child *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (c = reaper.children; c; c = c->next) {
-		if (c->pid == w->rpid && !c->main_reaped) {
+		if (c->guard_pid == w->rpid)
+			c->guard_pid = 0; /* its pid may now be anyone's */
+		if (c->pid == w->rpid && !c->main_reaped)
 			main_reaped(c, w->rstatus);
-			break;
-		}
 	}
 	/* Whatever was reaped, main process or orphan, may have been the last
 	 * member of a group. on_gone may change the list: rescan after it. */
@@ -283,7 +426,8 @@ void child_free(struct child *c)
 		return;
 	/* Nothing of the command may outlive the object that supervises it. */
 	if (c->pid != 0) {
-		kill(-c->pid, SIGKILL);
+		c->sweeping = true;
+		kill_all(c);
 		ev_unref(c->loop);
 	}
 	release_guard(c);
@@ -377,7 +521,7 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 		 * goes on and child_stop can reach it at once. EACCES here
 		 * only means the child has already done it and exec'd. */
 		setpgid(pid, pid);
-		c->guard_fd = start_guard(pid);
+		c->guard_fd = start_guard(pid, extra_env, &c->guard_pid);
 		if (c->guard_fd < 0)
 			log_warning("cannot start the guard process (%s): if pgleader "
 				    "is killed with SIGKILL, only the command's main "
@@ -400,11 +544,16 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 
 void child_stop(struct child *c)
 {
-	if (c->pid == 0 || c->stopping)
+	if (c->pid == 0)
 		return;
-	log_info("stopping command (pid %d): sending SIGTERM to process group",
-		 (int)c->pid);
-	terminate_group(c);
+	/* Already stopping the leftovers of a command that exited: the
+	 * grace period runs on, the stop now reaches the rest. */
+	if (!c->stopping) {
+		log_info("stopping command (pid %d): sending SIGTERM to process group",
+			 (int)c->pid);
+		terminate_group(c);
+	}
+	sweep_strays(c);
 }
 
 void child_kill(struct child *c)
@@ -415,7 +564,10 @@ void child_kill(struct child *c)
 		    (int)c->pid);
 	c->stopping = true;
 	ev_timer_stop(c->loop, &c->grace_timer);
-	kill(-c->pid, SIGKILL);
+	/* The processes outside the group: those a stop has reached, or
+	 * else all of them, with a log line. */
+	kill_all(c);
+	sweep_strays(c);
 }
 
 void child_signal(struct child *c, int sig)

@@ -11,8 +11,9 @@ struct child;
 
 /* Called once the command's whole process group is gone after a start: the
  * main process reaped and no other member left (its leftovers get SIGTERM,
- * then SIGKILL after the grace period). status is an exit code: the
- * command's own, or 128+N when signal N killed it. */
+ * then SIGKILL after the grace period), and, after child_stop or
+ * child_kill, no process it started outside the group either. status is an
+ * exit code: the command's own, or 128+N when signal N killed it. */
 typedef void (*child_gone_fn)(void *arg, int status);
 
 /* argv is borrowed for the life of the child object. With shell, argv[0] is
@@ -32,12 +33,17 @@ int child_init_reaper(struct ev_loop *loop);
 /* fork+exec in a new process group with PDEATHSIG=SIGKILL, default signal
  * dispositions, an empty signal mask and only fds 0-2. Exec failures exit
  * the command with 127 (not found) or 126 (not executable) after one line
- * on stderr. Returns 0, or -1 with err when fork itself failed. */
+ * on stderr. Returns 0, or -1 with err when fork itself failed. A guard
+ * process kills the group if pgleader dies first, and every process whose
+ * environment still holds all of extra_env (the fencing token makes it
+ * this command's). */
 int child_start(struct child *c, char *const *extra_env, char *err, size_t errlen);
 
-/* SIGTERM to the group, SIGKILL to the group after the grace period. */
+/* SIGTERM to the group and to the command's processes outside it (below
+ * pgleader, the subreaper: those that called setsid or setpgid), SIGKILL
+ * to all that is left, and is found, after the grace period. */
 void child_stop(struct child *c);
-/* SIGKILL to the group now. */
+/* SIGKILL to the group and to the processes outside it now. */
 void child_kill(struct child *c);
 /* Forwards sig to the main process (HUP, USR1, USR2). */
 void child_signal(struct child *c, int sig);

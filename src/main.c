@@ -12,6 +12,7 @@
 #include "log.h"
 #include "notify.h"
 #include "status.h"
+#include "stdfd.h"
 #include "supervisor.h"
 #include "version.h"
 
@@ -113,7 +114,12 @@ static int run(const struct config *cfg)
 int main(int argc, char **argv)
 {
 	struct config cfg;
-	int code = load(&cfg, argc, argv);
+	int code;
+
+	/* Before anything opens a descriptor: a closed 0-2 would hand the next
+	 * one (the lock connection's socket) to the log. */
+	stdfd_ensure_open();
+	code = load(&cfg, argc, argv);
 
 	if (code >= 0) {
 		config_free(&cfg);

@@ -6,13 +6,15 @@ O_APPEND write so that concurrent writers never interleave; every line ends
 with " ." so a reader can tell a complete line. Times are CLOCK_MONOTONIC
 (time.monotonic()), comparable with the test's own clock.
 
-    start <node> <pid> token=<T> t=<mono> pgid=<G> ppid=<P> key=<K>
+    start <node> <pid> token=<T> t=<mono> pgid=<G> ppid=<P> key=<K> sid=<S>
     term <node> <pid> t=<mono>                 SIGTERM received
     signal <node> <pid> sig=<NAME> t=<mono>    SIGHUP / SIGUSR1 / SIGUSR2
     stop <node> <pid> t=<mono> why=<term|exit|signal>
     gstart / gterm / gstop                     the same, for grandchildren
 
-Variants: --ignore-term, --grandchildren N [--grandchildren-ignore-term],
+Variants: --ignore-term, --grandchildren N [--grandchildren-ignore-term]
+[--grandchildren-setsid: they leave the job's process group and session]
+[--grandchildren-term-delay SECONDS: they take that long to stop],
 --exit CODE [--after SECONDS], --kill-self SIGNUM [--after SECONDS],
 --env-file FILE (environment, open descriptors and signal state as JSON),
 --term-delay SECONDS (slow shutdown), --term-exit CODE.
@@ -38,7 +40,8 @@ def parse(argv):
     opts = {"ledger": None, "node": os.environ.get("PGLEADER_NODE_ID", "?"),
             "ignore_term": False, "grandchildren": 0, "gc_ignore_term": False,
             "exit": None, "after": None, "kill_self": None, "env_file": None,
-            "term_delay": 0.0, "term_exit": 0, "grandchild": False}
+            "term_delay": 0.0, "term_exit": 0, "grandchild": False,
+            "gc_setsid": False, "gc_term_delay": None}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -53,6 +56,10 @@ def parse(argv):
             opts["grandchildren"] = int(val); i += 1
         elif a == "--grandchildren-ignore-term":
             opts["gc_ignore_term"] = True
+        elif a == "--grandchildren-setsid":
+            opts["gc_setsid"] = True
+        elif a == "--grandchildren-term-delay":
+            opts["gc_term_delay"] = val; i += 1
         elif a == "--exit":
             opts["exit"] = int(val); i += 1
         elif a == "--after":
@@ -111,9 +118,11 @@ def spawn_grandchildren():
                 "--ledger", O["ledger"], "--node", O["node"]]
         if O["gc_ignore_term"]:
             argv.append("--ignore-term")
+        if O["gc_term_delay"] is not None:
+            argv += ["--term-delay", O["gc_term_delay"]]
         # Not waited for: when the job dies first they are orphans, which a
         # subreaper (pgleader) must reap.
-        subprocess.Popen(argv, close_fds=True)
+        subprocess.Popen(argv, close_fds=True, start_new_session=O["gc_setsid"])
 
 
 def main():
@@ -130,7 +139,7 @@ def main():
         os.rename(tmp, O["env_file"])
     record("start", "token=%s" % os.environ.get("PGLEADER_FENCING_TOKEN", "-"),
            "pgid=%d" % os.getpgid(0), "ppid=%d" % os.getppid(),
-           "key=%s" % os.environ.get("PGLEADER_LOCK_KEY", "-"))
+           "key=%s" % os.environ.get("PGLEADER_LOCK_KEY", "-"), "sid=%d" % os.getsid(0))
     if O["grandchildren"] and not O["grandchild"]:
         spawn_grandchildren()
     if O["after"] is not None or O["exit"] is not None or O["kill_self"] is not None:

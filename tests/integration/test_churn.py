@@ -1,6 +1,10 @@
 """Many leadership changes: no zombie, no descriptor growth, no stray
-process, (slow variant) no memory growth."""
+process, (slow variant) no memory growth; with a command slow to stop, no
+overlap."""
 
+
+import signal
+import time
 
 import pytest
 
@@ -108,3 +112,110 @@ def test_no_zombie_no_fd_growth(pg, fleet, ledger, lock_key):
 @pytest.mark.slow
 def test_no_leak_many_changes(pg, fleet, ledger, lock_key):
     churn(pg, fleet, ledger, lock_key, 400, check_rss=True)
+
+
+# --------------------------------------------------------------------------
+# Leadership changes with a command that takes a while to stop: each command
+# and its grandchild trap SIGTERM and need SLOW_STOP to exit, so a new
+# command that starts before the old one is gone overlaps it (issue 7 item
+# 1: a job that stops at once hid the terminated-session overlap).
+
+SLOW_STOP = 1.0
+# Room for the slow stop inside the grace period; the timing rule holds:
+# 200ms * 3 + 400ms + 3s = 4s < 6s.
+SLOW_TIMING = h.timing(grace_period="3s", server_lease="6s")
+
+
+def slow_job(ledger):
+    return h.job_cmd(ledger.path, grandchildren=1, term_delay=SLOW_STOP) + [
+        "--grandchildren-term-delay", str(SLOW_STOP)]
+
+
+class Overlap(AssertionError):
+    """Two commands, grandchildren included, ran at the same time."""
+
+
+def families(ledger):
+    """[(node, pid, start, end)] for each command: end is when the last of
+    it, main process or grandchild, stopped; None while one of them runs."""
+    stops = {e.pid: e.time for e in ledger.events("stop")}
+    gstops = {e.pid: e.time for e in ledger.events("gstop")}
+    grand = {}
+    for g in ledger.events("gstart"):
+        grand.setdefault(int(g.get("ppid")), []).append(g.pid)
+    out = []
+    for s in ledger.starts():
+        ends = [stops.get(s.pid)] + [gstops.get(g) for g in grand.get(s.pid, [])]
+        out.append((s.node, s.pid, s.time, None if None in ends else max(ends)))
+    return out
+
+
+def assert_no_family_overlap(ledger):
+    fams = sorted(families(ledger), key=lambda f: f[2])
+    now = time.monotonic()
+    for a, b in zip(fams, fams[1:]):
+        end = a[3] if a[3] is not None else now
+        if end > b[2]:
+            raise Overlap("%s's command %d (or its grandchild) %s %.3fs after %s's command %d "
+                          "started\n%s" % (a[0], a[1], "stopped" if a[3] is not None else
+                                            "still runs", end - b[2], b[0], b[1], ledger.text()))
+
+
+def wait_slow_steady(pg, key, ledger, count):
+    """The count-th command runs with its grandchild, the one before it
+    (and its grandchild) stopped by itself, one node holds the lock and the
+    other waits for it. Returns the holder's node id."""
+    ledger.wait_for("start", count=count, timeout=bound(10))
+
+    def check():
+        fams = families(ledger)
+        if len(fams) != count or any(f[3] is None for f in fams[:-1]):
+            return None
+        if not [g for g in ledger.events("gstart") if g.get("ppid") == str(fams[-1][1])]:
+            return None
+        holders, waiters = pg.lock_holders(key), pg.lock_waiters(key)
+        if len(holders) != 1 or len(waiters) != 1:
+            return None
+        return holders[0]["application_name"].split("/", 1)[1]
+    return h.wait_until(check, bound(SLOW_STOP + 8), interval=0.02,
+                        what="command %d running, the one before it stopped" % count)
+
+
+@pytest.mark.parametrize("fault", [
+    pytest.param("terminate", marks=pytest.mark.xfail(strict=True, raises=Overlap,
+                                                      reason="needs the fence")),
+    "sigterm"])
+def test_slow_stop_no_overlap(pg, fleet, ledger, lock_key, fault):
+    """Ten leadership changes, each by pg_terminate_backend of the leader's
+    lock session or by SIGTERM to the leader (which a new pgleader on its
+    machine then replaces), with a command slow to stop: the commands never
+    overlap, and every one stops by itself after SIGTERM."""
+    cycles = 10
+    nodes = {n: fleet.start(n, timing=SLOW_TIMING, command=slow_job(ledger)) for n in ("a", "b")}
+    lead = wait_slow_steady(pg, lock_key, ledger, 1)
+    for i in range(cycles):
+        n = len(ledger.starts())
+        if fault == "terminate":
+            assert pg.terminate_backend(pg.lock_holders(lock_key)[0]["pid"])
+        else:
+            nodes[lead].signal(signal.SIGTERM)
+            assert nodes[lead].wait(bound(SLOW_STOP + 5)) == 0
+            nodes[lead] = fleet.start(lead, timing=SLOW_TIMING, command=slow_job(ledger),
+                                      name="%s-%d" % (lead, i + 1))
+        ledger.wait_for("start", count=n + 1, timeout=bound(SLOW_STOP + 5))
+        assert_no_family_overlap(ledger)
+        lead = wait_slow_steady(pg, lock_key, ledger, n + 1)
+        assert_no_family_overlap(ledger)
+
+    assert len(ledger.starts()) == cycles + 1
+    assert {s.node for s in ledger.starts()} == {"a", "b"}
+    # each stopped command had SIGTERM and took its time, as did its grandchild
+    for kind in ("", "g"):
+        terms = {e.pid: e.time for e in ledger.events(kind + "term")}
+        stops = ledger.events(kind + "stop")
+        assert len(stops) == cycles, "%d %sstops for %d changes" % (len(stops), kind, cycles)
+        for e in stops:
+            assert e.time - terms[e.pid] >= SLOW_STOP - 0.05, e
+    for p in nodes.values():
+        assert p.stop() == 0
+    assert_no_family_overlap(ledger)

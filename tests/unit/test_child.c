@@ -1,4 +1,4 @@
-/* test_child.c: child.c against real processes: statuses, stopping, groups, inheritance. */
+/* test_child.c: child.c against real processes: statuses, stopping, groups, inheritance; stdfd.c. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "stdfd.h"
 
 #define TEST_TIMEOUT 20
 /* bits of signals 32 and 33 in /proc/PID/status masks (bit N-1 = signal N) */
@@ -203,6 +204,8 @@ struct gone_record {
 	int status;
 	double at;
 	bool group_empty;	/* at the moment on_gone was called */
+	pid_t escapee;		/* a process outside the group, when set */
+	bool escapee_gone;	/* at the moment on_gone was called */
 };
 
 static void record_gone_cb(void *arg, int status)
@@ -213,6 +216,8 @@ static void record_gone_cb(void *arg, int status)
 	r->status = status;
 	r->at = now();
 	r->group_empty = process_gone(-r->pgid); /* the whole group */
+	if (r->escapee > 0)
+		r->escapee_gone = process_gone(r->escapee);
 	ev_break(loop, EVBREAK_ONE);
 }
 
@@ -652,6 +657,231 @@ START_TEST(test_member_reaped_by_an_escaped_parent)
 }
 END_TEST
 
+/* Reaps pid within 5 s and expects it to have died of SIGKILL. pid may not
+ * be ours yet: a grandchild comes to us, the subreaper, only once its
+ * parent is gone, which may take a moment after its parent got SIGKILL. */
+static void expect_reaped_killed(pid_t pid)
+{
+	int wstatus = 0;
+	pid_t got;
+	double deadline = now() + 5.0;
+
+	while ((got = waitpid(pid, &wstatus, WNOHANG)) != pid && now() < deadline) {
+		if (got == -1 && errno != ECHILD)
+			break;
+		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
+	}
+	expect_int_eq(got, pid); /* else it stays tracked, to be killed */
+	untrack_pid(pid);
+	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+}
+
+/* A stand-in pgleader: a process of its own that starts c's command and
+ * waits for its SIGKILL. */
+static pid_t start_in_supervisor(struct child *c, char *const *extra_env)
+{
+	pid_t supervisor = fork();
+
+	expect(supervisor >= 0);
+	if (supervisor == 0) {
+		char err[256];
+
+		if (child_start(c, extra_env, err, sizeof(err)) != 0)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	track_pid(supervisor);
+	return supervisor;
+}
+
+/* Kills a stand-in pgleader (a forked process that started a command)
+ * with SIGKILL, and expects victim, one of the command's processes, to die
+ * of SIGKILL too within 5 s. victim's parent is dead by then, so it is ours,
+ * the subreaper's: we can see how it ended. */
+static void expect_killed_with_supervisor(pid_t supervisor, pid_t victim)
+{
+	kill(supervisor, SIGKILL);
+	expect_reaped_killed(supervisor);
+	expect_reaped_killed(victim);
+}
+
+/* The parent pid in /proc/PID/stat, or 0. */
+static pid_t process_parent(pid_t pid)
+{
+	char path[64], stat[512];
+	const char *end_of_name;
+	int ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!read_file(path, stat, sizeof(stat)))
+		return 0;
+	end_of_name = strrchr(stat, ')');
+	if (!end_of_name || sscanf(end_of_name, ") %*c %d", &ppid) != 1)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/* A process that leaves the group with setsid, writes its pid to the file
+ * "escapee" (renamed into place, so complete once it exists) and runs
+ * TERM_ACTION on SIGTERM. */
+#define ESCAPEE(TERM_ACTION)                                                  \
+	"setsid sh -c 'trap " TERM_ACTION " TERM; echo $$ > %s.tmp; "         \
+	"mv %s.tmp %s; while :; do sleep 0.05; done'"
+/* Takes a second to stop, then leaves the file "termed". */
+#define SLOW_TO_STOP "\"sleep 1; : > %s; exit 0\""
+
+/* Waits for the escapee of the command of r; the test ends it whatever
+ * happens. */
+static pid_t wait_for_escapee(struct gone_record *r)
+{
+	pid_t escapee;
+
+	expect(wait_for_file(path_in_tmpdir("escapee"), 5.0));
+	escapee = read_pid(path_in_tmpdir("escapee"));
+	expect(escapee > 0);
+	track_pid(escapee);
+	expect(getpgid(escapee) != r->pgid);
+	expect(getsid(escapee) == escapee);
+	r->escapee = escapee;
+	return escapee;
+}
+
+/* The command runs: <before> ESCAPEE(SLOW_TO_STOP) <after>. */
+struct escapee_case {
+	const char *before, *after;
+	bool orphaned; /* its parent exits at once: it becomes ours */
+};
+
+static const struct escapee_case escapee_cases[] = {
+	{ "", " & wait", false },
+	{ "(", " &); exec sleep 30", true },
+};
+
+START_TEST(test_setsid_descendant_is_stopped_with_the_group)
+{
+	const struct escapee_case *ec = &escapee_cases[_i];
+	const char *pidfile = path_in_tmpdir("escapee");
+	char cmd[512];
+	char *argv[] = { cmd, NULL };
+	char *bystander_argv[] = { "sleep", "30", NULL };
+	struct gone_record r = { 0 }, rb = { 0 };
+	struct child *c = new_child(argv, true, 5.0, &r);
+	struct child *bystander = new_child(bystander_argv, false, 5.0, &rb);
+	pid_t escapee;
+	double stopped;
+
+	/* Another command of the same pgleader is not part of this one. */
+	start_command(bystander, NULL, &rb, 0, NULL);
+	snprintf(cmd, sizeof(cmd), "%s" ESCAPEE(SLOW_TO_STOP) "%s", ec->before,
+		 path_in_tmpdir("termed"), pidfile, pidfile, pidfile, ec->after);
+	start_command(c, NULL, &r, 0, NULL);
+	escapee = wait_for_escapee(&r);
+	if (ec->orphaned) {
+		double deadline = now() + 5.0;
+
+		while (process_parent(escapee) != getpid() && now() < deadline)
+			run_loop_for(0.02);
+		expect_int_eq(process_parent(escapee), getpid());
+	}
+
+	stopped = now();
+	child_stop(c);
+	expect(run_until_gone(&r, 8.0));
+	expect_int_eq(r.status, 128 + SIGTERM);
+	expect(r.group_empty);
+	/* It had SIGTERM, took its second, and was gone before on_gone. */
+	expect(r.escapee_gone);
+	untrack_pid(escapee);
+	expect(access(path_in_tmpdir("termed"), F_OK) == 0);
+	expect(r.at - stopped >= 0.9);
+	expect(r.at - stopped < 4.0); /* by itself, not by the SIGKILL at 5s */
+	expect(kill(child_pid(bystander), 0) == 0);
+	expect_int_eq(rb.calls, 0);
+}
+END_TEST
+
+struct escapee_kill_case {
+	double grace;
+	bool kill_now; /* child_kill right after child_stop */
+};
+
+static const struct escapee_kill_case escapee_kill_cases[] = {
+	{ 0.5, false },
+	{ 10.0, true },
+};
+
+START_TEST(test_setsid_descendant_ignoring_sigterm_is_killed)
+{
+	const struct escapee_kill_case *kc = &escapee_kill_cases[_i];
+	const char *pidfile = path_in_tmpdir("escapee");
+	char cmd[512];
+	char *argv[] = { cmd, NULL };
+	struct gone_record r = { 0 };
+	struct child *c = new_child(argv, true, kc->grace, &r);
+	pid_t escapee;
+	double stopped;
+
+	snprintf(cmd, sizeof(cmd), ESCAPEE("\"\"") " & wait", pidfile, pidfile, pidfile);
+	start_command(c, NULL, &r, 0, NULL);
+	escapee = wait_for_escapee(&r);
+
+	stopped = now();
+	child_stop(c);
+	if (kc->kill_now)
+		child_kill(c);
+	expect(run_until_gone(&r, 8.0));
+	expect(r.group_empty);
+	expect(r.escapee_gone);
+	untrack_pid(escapee);
+	if (!kc->kill_now)
+		expect(r.at - stopped >= kc->grace);
+	expect(r.at - stopped < (kc->kill_now ? 1.5 : kc->grace + 2.0));
+}
+END_TEST
+
+START_TEST(test_setsid_descendant_dies_with_pgleader)
+{
+	const char *pidfile = path_in_tmpdir("escapee");
+	char cmd[512], token[64], other_token[64];
+	char *argv[] = { cmd, NULL };
+	char *extra_env[] = { "PGLEADER_NODE_ID=guard-test", "PGLEADER_LOCK_KEY=42",
+			      token, NULL };
+	struct gone_record r = { 0 };
+	struct child *c = new_child(argv, true, 5.0, &r);
+	pid_t supervisor, escapee, bystander;
+	int wstatus;
+
+	/* The guard knows the command's descendants by the environment
+	 * pgleader gave it; a process of another term is not one of them. */
+	snprintf(token, sizeof(token), "PGLEADER_FENCING_TOKEN=%d", (int)getpid());
+	snprintf(other_token, sizeof(other_token), "PGLEADER_FENCING_TOKEN=%d0",
+		 (int)getpid());
+	bystander = fork();
+	expect(bystander >= 0);
+	if (bystander == 0) {
+		char *env[] = { extra_env[0], extra_env[1], other_token, NULL };
+
+		execle("/bin/sleep", "sleep", "30", (char *)NULL, env);
+		_exit(127);
+	}
+	track_pid(bystander);
+
+	snprintf(cmd, sizeof(cmd), ESCAPEE("\"\"") " & wait", pidfile, pidfile, pidfile);
+	supervisor = start_in_supervisor(c, extra_env);
+	expect(wait_for_file(pidfile, 5.0));
+	escapee = read_pid(pidfile);
+	expect(escapee > 0);
+	track_pid(escapee);
+	expect(getsid(escapee) == escapee);
+
+	/* The guard killed it. */
+	expect_killed_with_supervisor(supervisor, escapee);
+	expect(kill(bystander, 0) == 0);
+	expect(waitpid(bystander, &wstatus, WNOHANG) == 0);
+}
+END_TEST
+
 START_TEST(test_only_std_fds_are_inherited)
 {
 	char *argv[] = { "ls", "/proc/self/fd", NULL };
@@ -756,8 +986,7 @@ START_TEST(test_command_dies_with_pgleader)
 	struct gone_record r = { 0 };
 	struct child *c = new_child(argv, false, 5.0, &r);
 	pid_t supervisor, command = 0;
-	int fds[2], wstatus;
-	double deadline;
+	int fds[2];
 
 	/* A stand-in pgleader that starts the command and then dies by
 	 * SIGKILL, with no chance to stop it. */
@@ -783,18 +1012,7 @@ START_TEST(test_command_dies_with_pgleader)
 	track_pid(command);
 	expect(kill(command, 0) == 0);
 
-	kill(supervisor, SIGKILL);
-	expect_int_eq(waitpid(supervisor, &wstatus, 0), supervisor);
-	untrack_pid(supervisor);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
-
-	/* Reparented to us, the subreaper: we can see how it ended. */
-	deadline = now() + 5.0;
-	while (waitpid(command, &wstatus, WNOHANG) == 0 && now() < deadline)
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	expect(now() < deadline);
-	untrack_pid(command);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+	expect_killed_with_supervisor(supervisor, command);
 }
 END_TEST
 
@@ -805,7 +1023,6 @@ START_TEST(test_grandchildren_die_with_pgleader)
 	struct gone_record r = { 0 };
 	struct child *c;
 	pid_t supervisor, grandchild = 0;
-	int wstatus;
 	double deadline;
 	FILE *f;
 
@@ -815,17 +1032,7 @@ START_TEST(test_grandchildren_die_with_pgleader)
 	snprintf(cmd, sizeof(cmd), "sleep 30 & echo $! > %s.tmp && mv %s.tmp %s; wait",
 		 path, path, path);
 	c = new_child(argv, true, 5.0, &r);
-	supervisor = fork();
-	expect(supervisor >= 0);
-	if (supervisor == 0) {
-		char err[256];
-
-		if (child_start(c, NULL, err, sizeof(err)) != 0)
-			_exit(1);
-		for (;;)
-			pause();
-	}
-	track_pid(supervisor);
+	supervisor = start_in_supervisor(c, NULL);
 	deadline = now() + 5.0;
 	while (!(f = fopen(path, "r")) && now() < deadline)
 		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
@@ -835,17 +1042,8 @@ START_TEST(test_grandchildren_die_with_pgleader)
 	track_pid(grandchild);
 	expect(kill(grandchild, 0) == 0);
 
-	kill(supervisor, SIGKILL);
-	expect_int_eq(waitpid(supervisor, &wstatus, 0), supervisor);
-	untrack_pid(supervisor);
-
-	/* Reparented to us, the subreaper: the grandchild died of SIGKILL. */
-	deadline = now() + 5.0;
-	while (waitpid(grandchild, &wstatus, WNOHANG) == 0 && now() < deadline)
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	expect(now() < deadline);
-	untrack_pid(grandchild);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+	/* The guard killed it. */
+	expect_killed_with_supervisor(supervisor, grandchild);
 }
 END_TEST
 
@@ -934,21 +1132,75 @@ START_TEST(test_free_kills_running_command)
 	struct gone_record r = { 0 };
 	struct child *c = new_child(argv, false, 5.0, &r);
 	pid_t pid;
-	int wstatus;
-	double deadline;
 
 	start_command(c, NULL, &r, 0, NULL);
 	pid = child_pid(c);
 	track_pid(pid);
 	free_child(c);
 	/* The loop is not run, so libev has not reaped it: we can. */
-	deadline = now() + 5.0;
-	while (waitpid(pid, &wstatus, WNOHANG) == 0 && now() < deadline)
-		nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
-	expect(now() < deadline);
-	untrack_pid(pid);
-	expect(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL);
+	expect_reaped_killed(pid);
 	expect_int_eq(r.calls, 0);
+}
+END_TEST
+
+/* Run in a process of its own, with descriptor N closed when bit N of
+ * closed is set and on a pipe otherwise: 0 when stdfd_ensure_open put
+ * /dev/null in exactly the closed ones, else the number of the first
+ * check that failed. */
+static int stdfd_case(unsigned closed)
+{
+	struct stat null_st, pipe_st, st;
+	int pipe_fds[2], fd;
+
+	if (stat("/dev/null", &null_st) != 0 || pipe(pipe_fds) != 0 ||
+	    fstat(pipe_fds[0], &pipe_st) != 0)
+		return 1;
+	for (fd = 0; fd <= 2; fd++) {
+		if (closed & (1U << fd))
+			close(fd);
+		else if (dup2(pipe_fds[0], fd) != fd)
+			return 2;
+	}
+	close(pipe_fds[0]);
+	close(pipe_fds[1]);
+
+	stdfd_ensure_open();
+	for (fd = 0; fd <= 2; fd++) {
+		if (fstat(fd, &st) != 0)
+			return 3;
+		if (!(closed & (1U << fd))) {
+			if (st.st_ino != pipe_st.st_ino) /* left alone */
+				return 4;
+			continue;
+		}
+		if (!S_ISCHR(st.st_mode) || st.st_rdev != null_st.st_rdev)
+			return 5;
+		if ((fcntl(fd, F_GETFL) & O_ACCMODE) != (fd == 0 ? O_RDONLY : O_WRONLY))
+			return 6;
+		if (fcntl(fd, F_GETFD) != 0) /* inherited by the command */
+			return 7;
+	}
+	/* What pgleader opens next cannot be a standard descriptor. */
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return fd > 2 ? 0 : 8;
+}
+
+START_TEST(test_closed_std_fds_are_opened_on_dev_null)
+{
+	unsigned closed = (unsigned)_i; /* every subset of 0, 1, 2 */
+	pid_t pid = fork();
+	int wstatus;
+
+	expect(pid >= 0);
+	if (pid == 0)
+		_exit(stdfd_case(closed));
+	expect_int_eq(waitpid(pid, &wstatus, 0), pid);
+	expect(WIFEXITED(wstatus));
+	if (WEXITSTATUS(wstatus) != 0) {
+		clean_up_before_failing();
+		ck_abort_msg("closed fds mask %u: check %d of stdfd_case failed", closed,
+			     WEXITSTATUS(wstatus));
+	}
 }
 END_TEST
 
@@ -959,7 +1211,8 @@ static Suite *child_suite(void)
 	TCase *stopping = tcase_create("stopping");
 	TCase *inheritance = tcase_create("inheritance");
 	TCase *lifecycle = tcase_create("lifecycle");
-	TCase *all[] = { status, stopping, inheritance, lifecycle };
+	TCase *stdfd = tcase_create("standard descriptors");
+	TCase *all[] = { status, stopping, inheritance, lifecycle, stdfd };
 
 	for (size_t i = 0; i < sizeof(all) / sizeof(*all); i++) {
 		tcase_add_checked_fixture(all[i], setup, teardown);
@@ -977,14 +1230,20 @@ static Suite *child_suite(void)
 	tcase_add_test(stopping, test_gone_waits_for_leftover_ignoring_sigterm);
 	tcase_add_test(stopping, test_escaped_orphan_does_not_delay_gone_and_is_reaped);
 	tcase_add_test(stopping, test_member_reaped_by_an_escaped_parent);
+	tcase_add_loop_test(stopping, test_setsid_descendant_is_stopped_with_the_group, 0,
+			    sizeof(escapee_cases) / sizeof(*escapee_cases));
+	tcase_add_loop_test(stopping, test_setsid_descendant_ignoring_sigterm_is_killed, 0,
+			    sizeof(escapee_kill_cases) / sizeof(*escapee_kill_cases));
 	tcase_add_test(inheritance, test_only_std_fds_are_inherited);
 	tcase_add_test(inheritance, test_signal_mask_and_dispositions_are_clean);
 	tcase_add_test(inheritance, test_environment);
 	tcase_add_test(inheritance, test_command_dies_with_pgleader);
 	tcase_add_test(inheritance, test_grandchildren_die_with_pgleader);
+	tcase_add_test(inheritance, test_setsid_descendant_dies_with_pgleader);
 	tcase_add_test(lifecycle, test_signal_is_forwarded);
 	tcase_add_test(lifecycle, test_restart_and_gone_once);
 	tcase_add_test(lifecycle, test_free_kills_running_command);
+	tcase_add_loop_test(stdfd, test_closed_std_fds_are_opened_on_dev_null, 0, 8);
 	return s;
 }
 

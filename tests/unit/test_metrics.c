@@ -371,6 +371,15 @@ static void latin1_node(struct election_snapshot *s)
 	s->since_wall = 0;
 }
 
+static void in_failsafe(struct election_snapshot *s)
+{
+	s->state = ELECTION_FAILSAFE;
+	s->db_connected = false;
+	s->command_pid = 4321;
+	s->failsafe_agree = 2;
+	s->failsafe_asked = 2;
+}
+
 /* Expected values in JSON text, compared after a round trip through jansson. */
 static const struct {
 	const char *name;
@@ -384,6 +393,11 @@ static const struct {
 		{ "term", "0" }, { "command_pid", "null" },
 		{ "last_ping_reply_age_seconds", "null" },
 		{ "database_connected", "true" }, { "version", "\"9.8.7\"" },
+		{ "failsafe", "null" },
+	} },
+	{ "failsafe", in_failsafe, {
+		{ "state", "\"failsafe\"" }, { "failsafe", "{\"agree\": 2, \"asked\": 2}" },
+		{ "database_connected", "false" },
 	} },
 	{ "leader", make_leader, {
 		{ "state", "\"leader\"" }, { "fencing_token", "\"123456\"" },
@@ -418,7 +432,7 @@ START_TEST(test_status_json)
 	ck_assert_int_eq(text[strlen(text) - 1], '\n');
 	doc = json_loads(text, 0, &jerr);
 	ck_assert_msg(doc != NULL, "%s: %s\n%s", json_rows[_i].name, jerr.text, text);
-	ck_assert_uint_eq(json_object_size(doc), 11);
+	ck_assert_uint_eq(json_object_size(doc), 12); /* with "failsafe" */
 	for (size_t k = 0; k < N(json_rows[_i].fields) && json_rows[_i].fields[k][0]; k++) {
 		want = json_loads(json_rows[_i].fields[k][1], JSON_DECODE_ANY, &jerr);
 		ck_assert_ptr_nonnull(want);

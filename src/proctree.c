@@ -1,0 +1,261 @@
+/* proctree.c: finds a process's descendants, and processes by environment, in /proc. */
+#include "proctree.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The longest environment read: Linux allows a quarter of the stack limit,
+ * so a few megabytes; a bigger one is read only this far. */
+#define ENVIRONMENT_MAX (4 << 20)
+
+struct proc_entry {
+	pid_t pid, ppid, pgid;
+};
+
+struct proctree {
+	struct proc_entry *procs; /* sorted by pid */
+	size_t n;
+};
+
+/* The pid of a /proc entry's name, or 0 for anything but a process. */
+static pid_t entry_pid(const char *name)
+{
+	char *end;
+	long pid;
+
+	if (name[0] < '1' || name[0] > '9')
+		return 0;
+	errno = 0;
+	pid = strtol(name, &end, 10);
+	return *end == '\0' && errno == 0 && pid > 0 ? (pid_t)pid : 0;
+}
+
+/* Reads /proc/PID/stat: "pid (comm) state ppid pgrp ...". The name may hold
+ * spaces and parentheses, so the fields start after the last ')'. */
+static bool read_stat(int proc_fd, pid_t pid, struct proc_entry *e)
+{
+	char path[32], buf[1024];
+	const char *fields;
+	int fd, ppid, pgid;
+	ssize_t len;
+
+	snprintf(path, sizeof(path), "%d/stat", (int)pid);
+	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return false;
+	buf[len] = '\0';
+	fields = strrchr(buf, ')');
+	if (!fields || sscanf(fields, ") %*c %d %d", &ppid, &pgid) != 2)
+		return false;
+	e->pid = pid;
+	e->ppid = (pid_t)ppid;
+	e->pgid = (pid_t)pgid;
+	return true;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	const struct proc_entry *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static bool append(struct proctree *t, size_t *cap, const struct proc_entry *e)
+{
+	if (t->n == *cap) {
+		size_t new_cap = *cap ? *cap * 2 : 256;
+		struct proc_entry *p = realloc(t->procs, new_cap * sizeof(*p));
+
+		if (!p)
+			return false;
+		t->procs = p;
+		*cap = new_cap;
+	}
+	t->procs[t->n++] = *e;
+	return true;
+}
+
+struct proctree *proctree_read(void)
+{
+	struct proctree *t = calloc(1, sizeof(*t));
+	DIR *dir = opendir("/proc");
+	struct proc_entry e;
+	struct dirent *d;
+	size_t cap = 0;
+	bool ok = t && dir;
+	int saved_errno;
+
+	while (ok && (d = readdir(dir))) {
+		pid_t pid = entry_pid(d->d_name);
+
+		/* A process that exited since readdir is simply not there. */
+		if (pid > 0 && read_stat(dirfd(dir), pid, &e))
+			ok = append(t, &cap, &e);
+	}
+	saved_errno = errno;
+	if (dir)
+		closedir(dir);
+	if (!ok) {
+		proctree_free(t);
+		errno = saved_errno ? saved_errno : ENOMEM;
+		return NULL;
+	}
+	qsort(t->procs, t->n, sizeof(*t->procs), by_pid);
+	return t;
+}
+
+void proctree_free(struct proctree *t)
+{
+	if (!t)
+		return;
+	free(t->procs);
+	free(t);
+}
+
+static bool contains(const pid_t *pids, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
+/* The index of pid in t, or -1. */
+static long find(const struct proctree *t, pid_t pid)
+{
+	struct proc_entry key = { .pid = pid };
+	const struct proc_entry *e = bsearch(&key, t->procs, t->n, sizeof(key), by_pid);
+
+	return e ? (long)(e - t->procs) : -1;
+}
+
+/* Marks in below[] every process under root, one pass per generation: a
+ * process is below root when its parent is root or below it. */
+static void mark_below(const struct proctree *t, pid_t root, const pid_t *prune,
+		       size_t nprune, bool *below)
+{
+	bool grew = true;
+
+	while (grew) {
+		grew = false;
+		for (size_t i = 0; i < t->n; i++) {
+			const struct proc_entry *e = &t->procs[i];
+			long parent;
+
+			if (below[i] || e->pid == root || contains(prune, nprune, e->pid))
+				continue;
+			parent = find(t, e->ppid);
+			if (e->ppid == root || (parent >= 0 && below[parent]))
+				below[i] = grew = true;
+		}
+	}
+}
+
+size_t proctree_below(const struct proctree *t, pid_t root, const pid_t *prune,
+		      size_t nprune, pid_t skip_pgid, pid_t *out, size_t max)
+{
+	bool *below = calloc(t->n ? t->n : 1, sizeof(*below));
+	size_t count = 0;
+
+	if (!below)
+		return 0;
+	mark_below(t, root, prune, nprune, below);
+	for (size_t i = 0; i < t->n; i++) {
+		if (!below[i] || (skip_pgid > 0 && t->procs[i].pgid == skip_pgid))
+			continue;
+		if (count < max)
+			out[count] = t->procs[i].pid;
+		count++;
+	}
+	free(below);
+	return count;
+}
+
+/* Reads /proc/PID/environ whole, up to ENVIRONMENT_MAX; *len excludes the
+ * terminating NUL added after it. NULL when it cannot be read. */
+static char *read_environment(int proc_fd, pid_t pid, size_t *len)
+{
+	char path[32], *buf = NULL, *p;
+	size_t cap = 0;
+	ssize_t n = 1;
+	int fd;
+
+	snprintf(path, sizeof(path), "%d/environ", (int)pid);
+	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	*len = 0;
+	while (n > 0 && cap < ENVIRONMENT_MAX) {
+		if (*len + 1 >= cap) {
+			cap = cap ? cap * 2 : 4096;
+			p = realloc(buf, cap);
+			if (!p)
+				break;
+			buf = p;
+		}
+		n = read(fd, buf + *len, cap - *len - 1);
+		if (n > 0)
+			*len += (size_t)n;
+	}
+	close(fd);
+	if (buf)
+		buf[*len] = '\0';
+	return buf;
+}
+
+/* Whether the NUL-separated strings env[0..len) hold every one of vars. */
+static bool holds_all(const char *env, size_t len, char *const *vars)
+{
+	for (; *vars; vars++) {
+		const char *s = env;
+		bool found = false;
+
+		while (!found && s < env + len) {
+			found = strcmp(s, *vars) == 0;
+			s += strlen(s) + 1;
+		}
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+size_t proctree_with_environment(char *const *vars, pid_t *out, size_t max)
+{
+	DIR *dir = opendir("/proc");
+	pid_t self = getpid();
+	struct dirent *d;
+	size_t count = 0;
+
+	if (!dir || !vars || !*vars) {
+		if (dir)
+			closedir(dir);
+		return 0;
+	}
+	while ((d = readdir(dir))) {
+		pid_t pid = entry_pid(d->d_name);
+		size_t len;
+		char *env;
+
+		if (pid <= 0 || pid == self)
+			continue;
+		env = read_environment(dirfd(dir), pid, &len);
+		if (env && holds_all(env, len, vars)) {
+			if (count < max)
+				out[count] = pid;
+			count++;
+		}
+		free(env);
+	}
+	closedir(dir);
+	return count;
+}

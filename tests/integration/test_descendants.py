@@ -1,0 +1,79 @@
+"""Processes that leave the command's process group (setsid) are stopped
+with it: pgleader counts the command as gone, and so starts another one or
+exits, only once they are gone too (DESIGN 4, issue 7 item 3)."""
+
+import signal
+import time
+
+import pgharness as h
+from pgharness import bound
+
+# Room for the grandchild's slow stop inside the grace period; the timing
+# rule holds: 200ms * 3 + 400ms + 3s = 4s < 6s.
+SLOW_STOP = h.timing(grace_period="3s", server_lease="6s")
+GRANDCHILD_STOP = 1.0  # what the grandchild takes to stop after SIGTERM
+
+
+def start_leader(pg, fleet, ledger, key):
+    """a leads; its job has a grandchild in a session of its own that takes
+    GRANDCHILD_STOP to stop. Returns (node, start event, grandchild's)."""
+    command = h.job_cmd(ledger.path, grandchildren=1) + [
+        "--grandchildren-setsid", "--grandchildren-term-delay", str(GRANDCHILD_STOP)]
+    a = fleet.start("a", timing=SLOW_STOP, command=command)
+    st = ledger.wait_for("start", "a", timeout=bound(10))
+    g = ledger.wait_for("gstart", "a", timeout=bound(5))
+    assert g.get("sid") == str(g.pid) and g.get("pgid") == str(g.pid), (
+        "the grandchild did not leave the job's group and session: %r" % g)
+    h.wait_holder(pg, key, "a")
+    return a, st, g
+
+
+def assert_stopped_gracefully(ledger, g, before):
+    """The grandchild had SIGTERM, took its time and stopped by itself,
+    before the moment `before`."""
+    terms, stops = ledger.events("gterm", pid=g.pid), ledger.events("gstop", pid=g.pid)
+    assert terms, "the setsid grandchild never got SIGTERM:\n%s" % ledger.text()
+    assert stops and stops[0].time < before, (
+        "the setsid grandchild was still running at %.3f:\n%s" % (before, ledger.text()))
+    assert stops[0].time - terms[0].time >= GRANDCHILD_STOP - 0.05
+
+
+def test_sigterm_exits_after_setsid_grandchild(pg, fleet, ledger, lock_key):
+    a, st, g = start_leader(pg, fleet, ledger, lock_key)
+    t0 = time.monotonic()
+    a.signal(signal.SIGTERM)
+    assert a.wait(bound(10)) == 0
+    exited = time.monotonic()
+    alive = h.pid_alive(g.pid)
+    assert not alive, "the setsid grandchild %d outlived pgleader" % g.pid
+    assert_stopped_gracefully(ledger, g, exited)
+    assert exited - t0 >= GRANDCHILD_STOP - 0.05
+    a.wait_for_log(r"sending SIGTERM to 1 process outside the command's process group: %d"
+                   % g.pid)
+
+
+def test_terminated_session_restarts_after_setsid_grandchild(pg, fleet, ledger, lock_key):
+    """pg_terminate_backend of the lock session: the leader demotes, and its
+    next command (it is the only node, so it leads again) starts only once
+    the old grandchild is gone."""
+    a, st, g = start_leader(pg, fleet, ledger, lock_key)
+    backend = h.wait_holder(pg, lock_key, "a")["pid"]
+    assert pg.terminate_backend(backend)
+    a.wait_for_log(r"lost leader lease")
+    s2 = ledger.wait_for("start", "a", count=2, timeout=bound(10))
+    assert_stopped_gracefully(ledger, g, s2.time)
+    assert not h.pid_alive(g.pid)
+    assert a.stop() == 0
+
+
+def test_kill9_kills_setsid_grandchild(pg, fleet, ledger, lock_key):
+    """pgleader killed with SIGKILL: the guard finds the grandchild by the
+    environment pgleader gave the command and kills it too."""
+    a, st, g = start_leader(pg, fleet, ledger, lock_key)
+    t0 = time.monotonic()
+    assert a.kill9() == -signal.SIGKILL
+    for pid, what in ((st.pid, "command"), (g.pid, "setsid grandchild")):
+        gone = h.wait_pid_gone(pid, 2)
+        assert gone is not None, "the %s outlived pgleader killed with SIGKILL" % what
+        assert gone - t0 < 0.5, "the %s died %.2fs after pgleader" % (what, gone - t0)
+    assert not ledger.events("gterm"), "SIGKILL, not a graceful stop, was expected"
