@@ -152,6 +152,7 @@ lint: pgleader cppcheck shellcheck complexity metrics-lint
 # taste, not a defect. cppcheck reads our headers, not the system's.
 cppcheck:
 	cppcheck -q --error-exitcode=1 --std=c11 -D_GNU_SOURCE -Isrc \
+		-DPGLEADER_VERSION='"$(VERSION)"' \
 		--enable=warning,style,performance,portability --inline-suppr \
 		--suppress=variableScope src/
 

@@ -182,7 +182,7 @@ static const struct option_row rows[] = {
 	  .choices = log_levels },
 	{ .key = "log_format", .long_name = "log-format", .type = OPTION_ENUM,
 	  .offset = FIELD(log_format), .default_value = "text",
-	  .metavar = "FORMAT", .help = "text, or json: one object a line",
+	  .metavar = "FORMAT", .help = "text or json (one JSON object a line)",
 	  .choices = log_formats },
 	{ .long_name = "verbose", .short_name = 'v', .type = OPTION_ACTION,
 	  .action = ACT_VERBOSE, .help = "log one level more (repeatable)" },
