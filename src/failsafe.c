@@ -41,7 +41,7 @@ struct request {
 	const struct peer *peer;
 	CURL *easy;             /* NULL when not in flight */
 	size_t len, header_bytes;
-	bool too_big;           /* the answer or its headers overflowed */
+	bool body_too_big, headers_too_big;
 	char body[FAILSAFE_BODY_MAX + 1];
 };
 
@@ -298,8 +298,8 @@ static void collect(struct failsafe *f);
 static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct failsafe *f = ((struct sock *)w)->f;
-	int running, action = (revents & EV_READ ? CURL_CSELECT_IN : 0) |
-			      (revents & EV_WRITE ? CURL_CSELECT_OUT : 0);
+	int running, action = ((revents & EV_READ) ? CURL_CSELECT_IN : 0) |
+			      ((revents & EV_WRITE) ? CURL_CSELECT_OUT : 0);
 
 	(void)loop;
 	/* w may be freed inside: libcurl can drop the socket it reports on. */
@@ -355,8 +355,8 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
 		curl_multi_assign(f->multi, fd, s);
 	}
 	ev_io_stop(f->loop, &s->io);
-	ev_io_set(&s->io, fd, (what & CURL_POLL_IN ? EV_READ : 0) |
-		  (what & CURL_POLL_OUT ? EV_WRITE : 0));
+	ev_io_set(&s->io, fd, ((what & CURL_POLL_IN) ? EV_READ : 0) |
+		  ((what & CURL_POLL_OUT) ? EV_WRITE : 0));
 	ev_io_start(f->loop, &s->io);
 	return 0;
 }
@@ -385,7 +385,7 @@ static size_t write_cb(char *data, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 
 	if (len > FAILSAFE_BODY_MAX - q->len) {
-		q->too_big = true;
+		q->body_too_big = true;
 		return 0;
 	}
 	memcpy(q->body + q->len, data, len);
@@ -401,7 +401,7 @@ static size_t header_cb(char *data, size_t size, size_t n, void *arg)
 	(void)data;
 	q->header_bytes += len;
 	if (q->header_bytes > FAILSAFE_HEADERS_MAX) {
-		q->too_big = true;
+		q->headers_too_big = true;
 		return 0;
 	}
 	return len;
@@ -466,7 +466,9 @@ static enum answer classify(struct request *q, CURLcode rc, char *why, size_t le
 	}
 	if (rc == CURLE_OPERATION_TIMEDOUT)
 		snprintf(why, len, "no answer within %ldms", q->round->f->timeout_ms);
-	else if (q->too_big || rc == CURLE_FILESIZE_EXCEEDED)
+	else if (q->headers_too_big)
+		snprintf(why, len, "headers larger than %zu bytes", FAILSAFE_HEADERS_MAX);
+	else if (q->body_too_big || rc == CURLE_FILESIZE_EXCEEDED)
 		snprintf(why, len, "answer larger than %d bytes", FAILSAFE_BODY_MAX);
 	else
 		snprintf(why, len, "%s", curl_easy_strerror(rc));
@@ -579,7 +581,7 @@ static int request_start(struct request *q, const char *body)
 	CURL *e = curl_easy_init();
 
 	q->len = q->header_bytes = 0;
-	q->too_big = false;
+	q->body_too_big = q->headers_too_big = false;
 	if (!e)
 		return -1;
 	if (request_options(q, e, body) != CURLE_OK ||
@@ -686,19 +688,18 @@ static int init_round(struct failsafe *f, struct round *r, enum round_kind kind)
 
 static int init_headers(struct failsafe *f)
 {
+	/* No "Expect: 100-continue" round trip before a body. */
+	static const char *const fixed[] = { "Content-Type: application/json",
+					     "Accept: application/json", "Expect:" };
 	char *auth;
-	struct curl_slist *l;
 
 	if (asprintf(&auth, "Authorization: " BEARER "%s", f->secret) < 0)
 		return -1;
 	f->headers = curl_slist_append(NULL, auth);
 	burn(auth);
-	/* No "Expect: 100-continue" round trip before a body. */
-	if (f->headers &&
-	    ((l = curl_slist_append(f->headers, "Content-Type: application/json")) == NULL ||
-	     (l = curl_slist_append(f->headers, "Accept: application/json")) == NULL ||
-	     (l = curl_slist_append(f->headers, "Expect:")) == NULL))
-		return -1;
+	for (size_t i = 0; f->headers && i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (!curl_slist_append(f->headers, fixed[i]))
+			return -1;
 	return f->headers ? 0 : -1;
 }
 
