@@ -114,7 +114,7 @@ tests/unit/test_http: tests/unit/test_http.c $(HTTP_DEPS) $(HDRS)
 
 # Members are real servers (http.c) on the loop of the failsafe client under
 # test; no thread: everything runs on one libev loop, as in pgleader.
-FAILSAFE_DEPS := src/failsafe.c $(HTTP_DEPS)
+FAILSAFE_DEPS := src/failsafe.c src/fleet.c src/curlev.c $(HTTP_DEPS)
 tests/unit/test_failsafe: tests/unit/test_failsafe.c $(FAILSAFE_DEPS) $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(FAILSAFE_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
 

@@ -1,16 +1,14 @@
-/* failsafe.c: the failsafe peer protocol, libcurl's multi interface on the libev loop. */
+/* failsafe.c: the failsafe peer protocol (DESIGN 9): claims and checks to every other member. */
 #include "failsafe.h"
 #include "config.h"
+#include "curlev.h"
+#include "fleet.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <curl/curl.h>
 #include <ev.h>
@@ -22,6 +20,8 @@
 #define FAILSAFE_DETAIL_MAX 512
 #define FAILSAFE_REASON_MAX 120
 #define BEARER "Bearer "
+
+_Static_assert(FAILSAFE_SECRET_MAX == FLEET_SECRET_MAX, "one bound for the secret file");
 
 enum round_kind { ROUND_CLAIM, ROUND_CHECK };
 
@@ -57,17 +57,9 @@ struct round {
 	char detail[FAILSAFE_DETAIL_MAX];
 };
 
-/* A socket libcurl asked us to watch. */
-struct sock {
-	ev_io io;
-	struct failsafe *f;
-	struct sock *prev, *next;
-};
-
 struct failsafe {
 	struct ev_loop *loop;
-	CURLM *multi;
-	ev_timer timeout;       /* libcurl's next timeout */
+	struct curlev *curl;
 	ev_timer deliver;       /* hands results to the callbacks */
 	struct failsafe_callbacks cb;
 	char *secret;
@@ -76,189 +68,12 @@ struct failsafe {
 	struct peer *peers;     /* the other members */
 	size_t n_peers;
 	long timeout_ms;
-	char hash[17];
+	char hash[FLEET_HASH_LEN + 1];
 	struct round claim, check;
-	struct sock *socks;
 	char detail[FAILSAFE_DETAIL_MAX];
-	bool curl_inited;
 };
 
-/* ---- the secret --------------------------------------------------------- */
-
-static void burn(char *s)
-{
-	if (s) {
-		explicit_bzero(s, strlen(s));
-		free(s);
-	}
-}
-
-/* The file's text, at most FAILSAFE_SECRET_MAX bytes, from a regular file
- * that others cannot read or write: a secret that anyone on the machine
- * can read protects nothing. Returns the length or -1 with err. */
-static ssize_t read_secret_file(const char *path, char *buf, size_t cap,
-				char *err, size_t errlen)
-{
-	struct stat st;
-	ssize_t n, total = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot open failsafe secret file %s: %s",
-			 path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "failsafe secret file %s is not a regular file", path);
-		close(fd);
-		return -1;
-	}
-	if (st.st_mode & (S_IROTH | S_IWOTH)) {
-		snprintf(err, errlen, "failsafe secret file %s is open to others "
-			 "(mode %04o): chmod o-rw it", path, (unsigned)(st.st_mode & 07777));
-		close(fd);
-		return -1;
-	}
-	do {
-		n = read(fd, buf + total, cap - (size_t)total);
-		total += n > 0 ? n : 0;
-	} while ((n > 0 && (size_t)total < cap) || (n < 0 && errno == EINTR));
-	close(fd);
-	if (n < 0) {
-		snprintf(err, errlen, "cannot read failsafe secret file %s: %s",
-			 path, strerror(errno));
-		return -1;
-	}
-	return total;
-}
-
-/* What is wrong with the file's text, or NULL; *len loses the newline. */
-static const char *secret_problem(const char *buf, size_t *len)
-{
-	if (*len > FAILSAFE_SECRET_MAX)
-		return "is larger than 4096 bytes";
-	if (*len && buf[*len - 1] == '\n')
-		(*len)--;
-	if (*len && buf[*len - 1] == '\r')
-		(*len)--;
-	if (*len == 0)
-		return "is empty";
-	for (size_t i = 0; i < *len; i++)
-		if (buf[i] == '\n')
-			return "must hold one line";
-		else if (buf[i] <= ' ' || buf[i] >= 0x7f)
-			return "may hold only printable ASCII without spaces";
-	return NULL;
-}
-
-/* One line of printable ASCII without spaces: it goes into an HTTP header. */
-static char *read_secret(const char *path, char *err, size_t errlen)
-{
-	char buf[FAILSAFE_SECRET_MAX + 1];
-	const char *why;
-	char *secret = NULL;
-	ssize_t n = read_secret_file(path, buf, sizeof(buf), err, errlen);
-	size_t len = n > 0 ? (size_t)n : 0;
-
-	if (n < 0)
-		return NULL;
-	if ((why = secret_problem(buf, &len)))
-		snprintf(err, errlen, "failsafe secret file %s %s", path, why);
-	else if ((secret = strndup(buf, len)) == NULL)
-		snprintf(err, errlen, "cannot read failsafe secret file %s: out of memory", path);
-	explicit_bzero(buf, sizeof(buf));
-	return secret;
-}
-
-bool failsafe_authorized(const struct failsafe *f, const char *authorization)
-{
-	const char *given = authorization;
-	size_t want, got;
-	volatile unsigned char diff;
-
-	if (!given || strncasecmp(given, BEARER, strlen(BEARER)) != 0)
-		return false;
-	given += strlen(BEARER);
-	while (*given == ' ')
-		given++;
-	want = strlen(f->secret);
-	got = strlen(given);
-	/* As long as the secret whatever is given: the time tells nothing of
-	 * how many characters matched. */
-	diff = got != want;
-	for (size_t i = 0; i < want; i++)
-		diff |= (unsigned char)(f->secret[i] ^ given[i < got ? i : 0]);
-	return diff == 0;
-}
-
 /* ---- the member list ---------------------------------------------------- */
-
-/* "id=host:port", an IPv6 host in brackets. */
-static char *member_entry(const struct config_peer *p)
-{
-	char *s;
-	bool v6 = strchr(p->host, ':') != NULL;
-
-	if (asprintf(&s, "%s=%s%s%s:%s", p->node_id, v6 ? "[" : "", p->host,
-		     v6 ? "]" : "", p->port) < 0)
-		return NULL;
-	return s;
-}
-
-static int compare_entries(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* FNV-1a, 64-bit: stable everywhere, enough to tell two lists apart. */
-static int members_hash(const struct config *cfg, char out[17])
-{
-	char **entries = calloc(cfg->n_peers ? cfg->n_peers : 1, sizeof(*entries));
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-	int result = 0;
-
-	if (!entries)
-		return -1;
-	for (size_t i = 0; i < cfg->n_peers && result == 0; i++)
-		if ((entries[i] = member_entry(&cfg->peers[i])) == NULL)
-			result = -1;
-	if (result == 0) {
-		qsort(entries, cfg->n_peers, sizeof(*entries), compare_entries);
-		for (size_t i = 0; i < cfg->n_peers; i++)
-			for (const char *c = entries[i];; c++) {
-				h = (h ^ (unsigned char)(*c ? *c : '\n')) *
-				    UINT64_C(0x100000001b3);
-				if (!*c)
-					break;
-			}
-		snprintf(out, 17, "%016" PRIx64, h);
-	}
-	for (size_t i = 0; i < cfg->n_peers; i++)
-		free(entries[i]);
-	free(entries);
-	return result;
-}
-
-/* A zone in an IPv6 address ("fe80::1%eth0") is "%25" in a URL. */
-static char *peer_url(const struct config_peer *p)
-{
-	char host[256 * 3], *s;
-	size_t j = 0;
-	bool v6 = strchr(p->host, ':') != NULL;
-
-	for (const char *c = p->host; *c && j + 4 < sizeof(host); c++)
-		if (*c == '%' && v6) {
-			memcpy(host + j, "%25", 3);
-			j += 3;
-		} else {
-			host[j++] = *c;
-		}
-	host[j] = '\0';
-	if (asprintf(&s, "http://%s%s%s:%s/failsafe", v6 ? "[" : "", host,
-		     v6 ? "]" : "", p->port) < 0)
-		return NULL;
-	return s;
-}
 
 static void free_peers(struct failsafe *f)
 {
@@ -284,94 +99,9 @@ static int keep_others(struct failsafe *f, const struct config *cfg)
 			continue;
 		f->n_peers++;
 		p->node_id = strdup(cfg->peers[i].node_id);
-		p->url = peer_url(&cfg->peers[i]);
+		p->url = fleet_peer_url(&cfg->peers[i]);
 		if (!p->node_id || !p->url)
 			return -1;
-	}
-	return 0;
-}
-
-/* ---- libcurl on libev --------------------------------------------------- */
-
-static void collect(struct failsafe *f);
-
-static void io_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct failsafe *f = ((struct sock *)w)->f;
-	int running, action = ((revents & EV_READ) ? CURL_CSELECT_IN : 0) |
-			      ((revents & EV_WRITE) ? CURL_CSELECT_OUT : 0);
-
-	(void)loop;
-	/* w may be freed inside: libcurl can drop the socket it reports on. */
-	curl_multi_socket_action(f->multi, w->fd, action, &running);
-	collect(f);
-}
-
-static void timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct failsafe *f = w->data;
-	int running;
-
-	(void)loop;
-	(void)revents;
-	curl_multi_socket_action(f->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	collect(f);
-}
-
-static void sock_free(struct failsafe *f, struct sock *s)
-{
-	ev_io_stop(f->loop, &s->io);
-	if (s->prev)
-		s->prev->next = s->next;
-	else
-		f->socks = s->next;
-	if (s->next)
-		s->next->prev = s->prev;
-	free(s);
-}
-
-/* CURLMOPT_SOCKETFUNCTION: watch s for what libcurl waits for. */
-static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp,
-		     void *socketp)
-{
-	struct failsafe *f = userp;
-	struct sock *s = socketp;
-
-	(void)easy;
-	if (what == CURL_POLL_REMOVE) {
-		if (s)
-			sock_free(f, s);
-		return 0;
-	}
-	if (!s) {
-		if ((s = calloc(1, sizeof(*s))) == NULL)
-			return -1;
-		s->f = f;
-		s->next = f->socks;
-		if (f->socks)
-			f->socks->prev = s;
-		f->socks = s;
-		ev_init(&s->io, io_cb);
-		curl_multi_assign(f->multi, fd, s);
-	}
-	ev_io_stop(f->loop, &s->io);
-	ev_io_set(&s->io, fd, ((what & CURL_POLL_IN) ? EV_READ : 0) |
-		  ((what & CURL_POLL_OUT) ? EV_WRITE : 0));
-	ev_io_start(f->loop, &s->io);
-	return 0;
-}
-
-/* CURLMOPT_TIMERFUNCTION: -1 stops the timer; 0 is "as soon as you can",
- * from the loop, since libcurl may not be called back from in here. */
-static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
-{
-	struct failsafe *f = userp;
-
-	(void)multi;
-	ev_timer_stop(f->loop, &f->timeout);
-	if (timeout_ms >= 0) {
-		ev_timer_set(&f->timeout, (double)timeout_ms / 1000.0, 0.0);
-		ev_timer_start(f->loop, &f->timeout);
 	}
 	return 0;
 }
@@ -513,24 +243,22 @@ static void request_done(struct request *q, CURLcode rc)
 	char why[FAILSAFE_REASON_MAX + 64];
 	enum answer a = classify(q, rc, why, sizeof(why));
 
-	curl_multi_remove_handle(q->round->f->multi, q->easy);
 	curl_easy_cleanup(q->easy);
 	q->easy = NULL;
 	record(q->round, q->peer, a, why);
 	round_step(q->round);
 }
 
-/* The transfers libcurl has finished. */
-static void collect(struct failsafe *f)
+/* curlev's done callback: easy is out of the multi handle. */
+static void transfer_done(void *arg, CURL *easy, CURLcode result)
 {
-	CURLMsg *m;
-	int left;
 	char *q;
 
-	while ((m = curl_multi_info_read(f->multi, &left)))
-		if (m->msg == CURLMSG_DONE &&
-		    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &q) == CURLE_OK)
-			request_done((struct request *)q, m->data.result);
+	(void)arg;
+	if (curl_easy_getinfo(easy, CURLINFO_PRIVATE, &q) == CURLE_OK && q)
+		request_done((struct request *)q, result);
+	else
+		curl_easy_cleanup(easy);
 }
 
 /* ---- rounds ------------------------------------------------------------- */
@@ -539,7 +267,7 @@ static void round_cancel(struct round *r)
 {
 	for (size_t i = 0; i < r->f->n_peers; i++)
 		if (r->reqs[i].easy) {
-			curl_multi_remove_handle(r->f->multi, r->reqs[i].easy);
+			curlev_remove(r->f->curl, r->reqs[i].easy);
 			curl_easy_cleanup(r->reqs[i].easy);
 			r->reqs[i].easy = NULL;
 		}
@@ -585,7 +313,7 @@ static int request_start(struct request *q, const char *body)
 	if (!e)
 		return -1;
 	if (request_options(q, e, body) != CURLE_OK ||
-	    curl_multi_add_handle(q->round->f->multi, e) != CURLM_OK) {
+	    curlev_add(q->round->f->curl, e) < 0) {
 		curl_easy_cleanup(e);
 		return -1;
 	}
@@ -696,25 +424,11 @@ static int init_headers(struct failsafe *f)
 	if (asprintf(&auth, "Authorization: " BEARER "%s", f->secret) < 0)
 		return -1;
 	f->headers = curl_slist_append(NULL, auth);
-	burn(auth);
+	fleet_burn(auth);
 	for (size_t i = 0; f->headers && i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		if (!curl_slist_append(f->headers, fixed[i]))
 			return -1;
 	return f->headers ? 0 : -1;
-}
-
-static int init_curl(struct failsafe *f)
-{
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-		return -1;
-	f->curl_inited = true;
-	if ((f->multi = curl_multi_init()) == NULL)
-		return -1;
-	curl_multi_setopt(f->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-	curl_multi_setopt(f->multi, CURLMOPT_SOCKETDATA, f);
-	curl_multi_setopt(f->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-	curl_multi_setopt(f->multi, CURLMOPT_TIMERDATA, f);
-	return 0;
 }
 
 struct failsafe *failsafe_new(struct ev_loop *loop, const struct config *cfg,
@@ -730,23 +444,23 @@ struct failsafe *failsafe_new(struct ev_loop *loop, const struct config *cfg,
 	f->loop = loop;
 	f->cb = *cb;
 	f->timeout_ms = (long)cfg->ping_timeout_ms;
-	ev_init(&f->timeout, timeout_cb);
 	ev_timer_init(&f->deliver, deliver_cb, 0.0, 0.0);
-	f->timeout.data = f->deliver.data = f;
+	f->deliver.data = f;
 	if (!cfg->failsafe_secret_file) {
 		snprintf(err, errlen, "failsafe needs failsafe_secret_file");
 		failsafe_free(f);
 		return NULL;
 	}
-	if ((f->secret = read_secret(cfg->failsafe_secret_file, err, errlen)) == NULL) {
+	if ((f->secret = fleet_read_secret(cfg->failsafe_secret_file, err, errlen)) == NULL) {
 		failsafe_free(f);
 		return NULL;
 	}
 	if ((f->node_id = strdup(cfg->node_id ? cfg->node_id : "")) == NULL ||
-	    keep_others(f, cfg) < 0 || members_hash(cfg, f->hash) < 0 ||
+	    keep_others(f, cfg) < 0 || fleet_members_hash(cfg->peers, cfg->n_peers, f->hash) < 0 ||
 	    init_round(f, &f->claim, ROUND_CLAIM) < 0 ||
 	    init_round(f, &f->check, ROUND_CHECK) < 0 ||
-	    init_headers(f) < 0 || init_curl(f) < 0) {
+	    init_headers(f) < 0 ||
+	    (f->curl = curlev_new(loop, transfer_done, f)) == NULL) {
 		snprintf(err, errlen, "cannot start failsafe: out of memory");
 		failsafe_free(f);
 		return NULL;
@@ -769,21 +483,20 @@ void failsafe_free(struct failsafe *f)
 		round_cancel(&f->claim);
 	if (f->check.reqs)
 		round_cancel(&f->check);
-	if (f->multi)
-		curl_multi_cleanup(f->multi);
-	while (f->socks)
-		sock_free(f, f->socks);
-	ev_timer_stop(f->loop, &f->timeout);
+	curlev_free(f->curl);
 	ev_timer_stop(f->loop, &f->deliver);
-	if (f->curl_inited)
-		curl_global_cleanup();
 	free(f->claim.reqs);
 	free(f->check.reqs);
 	free_headers(f->headers);
 	free_peers(f);
 	free(f->node_id);
-	burn(f->secret);
+	fleet_burn(f->secret);
 	free(f);
+}
+
+bool failsafe_authorized(const struct failsafe *f, const char *authorization)
+{
+	return fleet_authorized(f->secret, authorization);
 }
 
 const char *failsafe_detail(const struct failsafe *f)
