@@ -124,6 +124,16 @@ static struct failsafe *client(const struct fleet_config *fc)
 	return f;
 }
 
+/* A client "a" of members on ports, whose answers are due in timeout_ms. */
+static struct failsafe *client_of(const int *ports, size_t n, const char *file,
+				  int64_t timeout_ms)
+{
+	struct fleet_config fc;
+
+	make_config(&fc, ports, n, file, timeout_ms);
+	return client(&fc);
+}
+
 static void stop_cb(struct ev_loop *l, ev_timer *w, int revents)
 {
 	(void)w;
@@ -205,8 +215,6 @@ static int member_ports[MEMBERS];
 
 static void setup(void)
 {
-	struct fleet_config fc;
-
 	loop = ev_loop_new(EVFLAG_AUTO);
 	snprintf(dir, sizeof(dir), "/tmp/test_failsafe.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -214,8 +222,7 @@ static void setup(void)
 	snprintf(wrong_file, sizeof(wrong_file), "%s/wrong", dir);
 	write_file(secret_file, SECRET "\n", strlen(SECRET) + 1, 0600);
 	write_file(wrong_file, "not-the-secret\n", 15, 0600);
-	make_config(&fc, NULL, 0, secret_file, 1000);
-	server_secret = client(&fc);
+	server_secret = client_of(NULL, 0, secret_file, 1000);
 	for (int i = 0; i < MEMBERS; i++) {
 		start_member(&members[i]);
 		member_ports[i] = members[i].port;
@@ -268,11 +275,9 @@ static int silent_socket(int *port)
 
 START_TEST(test_all_agree)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 
-	make_config(&fc, member_ports, MEMBERS, secret_file, 2000);
-	f = client(&fc);
+	f = client_of(member_ports, MEMBERS, secret_file, 2000);
 	failsafe_claim(f, UINT64_C(18446744073709551615));
 	ck_assert_int_eq(got.rounds, 0); /* never from within the call */
 	run_for(5);
@@ -292,12 +297,10 @@ END_TEST
 
 START_TEST(test_one_conflict)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 
 	members[1].status = 409;
-	make_config(&fc, member_ports, MEMBERS, secret_file, 2000);
-	f = client(&fc);
+	f = client_of(member_ports, MEMBERS, secret_file, 2000);
 	failsafe_claim(f, 7);
 	run_for(5);
 	ck_assert_int_eq(got.rounds, 1);
@@ -311,12 +314,10 @@ END_TEST
 /* Refused: no agreement for a claim, "not running" for a check. */
 START_TEST(test_refused)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 	int ports[] = { member_ports[0], refused_port(), member_ports[2] };
 
-	make_config(&fc, ports, N(ports), secret_file, 2000);
-	f = client(&fc);
+	f = client_of(ports, N(ports), secret_file, 2000);
 	failsafe_claim(f, 8);
 	run_for(5);
 	ck_assert_int_eq(got.rounds, 1);
@@ -333,11 +334,9 @@ END_TEST
 
 START_TEST(test_check_running)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 
-	make_config(&fc, member_ports, MEMBERS, secret_file, 2000);
-	f = client(&fc);
+	f = client_of(member_ports, MEMBERS, secret_file, 2000);
 	failsafe_check(f);
 	run_for(5);
 	ck_assert_int_eq(got.checks, 1);
@@ -376,15 +375,13 @@ static void tick_cb(struct ev_loop *l, ev_timer *w, int revents)
  * a 300ms timeout while a 20ms timer ticks on the same loop. */
 static double run_silent(bool claim)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 	ev_timer t;
 	int port, fd = silent_socket(&port);
 	int ports[] = { member_ports[0], member_ports[1], port };
 	double t0;
 
-	make_config(&fc, ports, N(ports), secret_file, 300);
-	f = client(&fc);
+	f = client_of(ports, N(ports), secret_file, 300);
 	ev_timer_init(&t, tick_cb, 0.02, 0.02);
 	ev_timer_start(loop, &t);
 	t0 = tick.last = mono();
@@ -426,14 +423,12 @@ END_TEST
 /* A running answer wins over a silent one. */
 START_TEST(test_running_beats_silent)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 	int port, fd = silent_socket(&port);
 	int ports[] = { member_ports[0], port };
 
 	members[0].running = true;
-	make_config(&fc, ports, N(ports), secret_file, 300);
-	f = client(&fc);
+	f = client_of(ports, N(ports), secret_file, 300);
 	failsafe_check(f);
 	run_for(5);
 	ck_assert_int_eq(got.check, FAILSAFE_RUNNING);
@@ -447,11 +442,9 @@ END_TEST
 
 START_TEST(test_wrong_secret)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 
-	make_config(&fc, member_ports, MEMBERS, wrong_file, 2000);
-	f = client(&fc);
+	f = client_of(member_ports, MEMBERS, wrong_file, 2000);
 	failsafe_claim(f, 10);
 	run_for(5);
 	ck_assert_int_eq(got.rounds, 1);
@@ -600,11 +593,9 @@ END_TEST
 
 START_TEST(test_claim_cancelled_by_next)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 
-	make_config(&fc, member_ports, MEMBERS, secret_file, 2000);
-	f = client(&fc);
+	f = client_of(member_ports, MEMBERS, secret_file, 2000);
 	failsafe_claim(f, 1);
 	failsafe_claim(f, 2);
 	run_for(5);
@@ -624,14 +615,12 @@ END_TEST
  * one result, for the second claim, a timeout after it. */
 START_TEST(test_silent_claim_cancelled)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 	int port, fd = silent_socket(&port);
 	int ports[] = { member_ports[0], port };
 	double t1;
 
-	make_config(&fc, ports, N(ports), secret_file, 400);
-	f = client(&fc);
+	f = client_of(ports, N(ports), secret_file, 400);
 	failsafe_claim(f, 1);
 	run_for(0.2);
 	ck_assert_int_eq(got.rounds, 0);
@@ -651,13 +640,11 @@ END_TEST
 
 START_TEST(test_free_in_flight)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 	int port, fd = silent_socket(&port);
 	int ports[] = { member_ports[0], port };
 
-	make_config(&fc, ports, N(ports), secret_file, 300);
-	f = client(&fc);
+	f = client_of(ports, N(ports), secret_file, 300);
 	failsafe_claim(f, 1);
 	failsafe_check(f);
 	run_for(0.1);
@@ -674,11 +661,9 @@ END_TEST
  * watches for a use after free). */
 START_TEST(test_claim_and_check)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 
-	make_config(&fc, member_ports, MEMBERS, secret_file, 2000);
-	f = client(&fc);
+	f = client_of(member_ports, MEMBERS, secret_file, 2000);
 	failsafe_claim(f, 3);
 	failsafe_check(f);
 	run_for(5);
@@ -701,11 +686,9 @@ END_TEST
 /* Nobody else in the list: agreement of none of none, from the loop. */
 START_TEST(test_alone)
 {
-	struct fleet_config fc;
 	struct failsafe *f;
 
-	make_config(&fc, NULL, 0, secret_file, 2000);
-	f = client(&fc);
+	f = client_of(NULL, 0, secret_file, 2000);
 	failsafe_claim(f, 5);
 	ck_assert_int_eq(got.rounds, 0);
 	run_for(5);
@@ -827,14 +810,12 @@ static const char *hostile_details[] = { "b: answer larger than 4096 bytes",
 START_TEST(test_hostile_member)
 {
 	static struct hostile x;
-	struct fleet_config fc;
 	struct failsafe *f;
 	struct mallinfo2 before, after;
 	double t0;
 
 	hostile_start(&x, (enum hostile_kind)_i);
-	make_config(&fc, &x.port, 1, secret_file, 2000);
-	f = client(&fc);
+	f = client_of(&x.port, 1, secret_file, 2000);
 	before = mallinfo2();
 	t0 = mono();
 	failsafe_claim(f, 11);
