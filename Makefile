@@ -38,7 +38,7 @@ ifeq ($(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),)
 HARDENING += -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
 endif
 CFLAGS ?= -O2 -g
-LIB_PKGS := libpq libsystemd inih libmicrohttpd jansson
+LIB_PKGS := libpq libsystemd inih libmicrohttpd jansson libcurl
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DPGLEADER_VERSION='"$(VERSION)"' \
 	$(WARNINGS) $(HARDENING) $(CPPFLAGS) $(CFLAGS) \
 	$(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
@@ -68,7 +68,7 @@ HDRS := $(wildcard src/*.h)
 UNIT_TESTS := tests/unit/test_config tests/unit/test_options tests/unit/test_value \
 	tests/unit/test_election \
 	tests/unit/test_log tests/unit/test_child tests/unit/test_metrics \
-	tests/unit/test_http tests/unit/test_lease_sql
+	tests/unit/test_http tests/unit/test_lease_sql tests/unit/test_failsafe
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
 	lint sanitize cppcheck shellcheck complexity metrics-lint dist deb rpm package-check
@@ -120,6 +120,12 @@ tests/unit/test_metrics: tests/unit/test_metrics.c $(METRICS_DEPS) $(HDRS)
 HTTP_DEPS := src/http.c $(METRICS_DEPS)
 tests/unit/test_http: tests/unit/test_http.c $(HTTP_DEPS) $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -pthread -Isrc -o $@ $< $(HTTP_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
+
+# Members are real servers (http.c) on the loop of the failsafe client under
+# test; no thread: everything runs on one libev loop, as in pgleader.
+FAILSAFE_DEPS := src/failsafe.c src/fleet.c src/curlev.c $(HTTP_DEPS)
+tests/unit/test_failsafe: tests/unit/test_failsafe.c $(FAILSAFE_DEPS) $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(FAILSAFE_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
 
 # promtool's own lint over the text of a standby, a leader with every
 # counter moved, and odd label values.

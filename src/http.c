@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <ev.h>
+#include <jansson.h>
 #include <microhttpd.h>
 
 /* Bounds: enough for a few probes and scrapers at once; a client that
@@ -40,6 +41,14 @@ struct http {
 	char *version, *libpq_version;
 	int port;
 	double boot_time;       /* wall clock at boot, for process_start_time */
+	struct http_failsafe fs;
+	bool failsafe;          /* http_set_failsafe was given callbacks */
+};
+
+/* A failsafe claim's body, read in the pieces libmicrohttpd hands over. */
+struct upload {
+	size_t len;
+	char data[HTTP_FAILSAFE_BODY_MAX + 1];
 };
 
 /* ---- process facts for /metrics ---------------------------------------- */
@@ -141,10 +150,12 @@ static const struct route {
 	{ "/metrics", ROUTE_METRICS, NULL },
 };
 
-/* Queues a response; body is copied unless owned, in which case it is
- * malloc()ed and handed over (also on failure). */
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
-			     const char *type, char *body, bool owned)
+/* Queues a response with one extra header (name NULL: none); body is
+ * copied unless owned, in which case it is malloc()ed and handed over (also
+ * on failure). */
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
+			       const char *type, char *body, bool owned,
+			       const char *name, const char *value)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -158,11 +169,19 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
 	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	if (name)
+		MHD_add_response_header(r, name, value);
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status,
+			     const char *type, char *body, bool owned)
+{
+	return respond(c, status, type, body, owned,
+		       status == MHD_HTTP_METHOD_NOT_ALLOWED ? MHD_HTTP_HEADER_ALLOW : NULL,
+		       "GET, HEAD");
 }
 
 static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status,
@@ -220,15 +239,150 @@ static bool has_body(struct MHD_Connection *c)
 					   MHD_HTTP_HEADER_TRANSFER_ENCODING);
 }
 
+/* ---- failsafe (DESIGN 9) ------------------------------------------------ */
+
+/* {"ok": false, "reason": ...} with status, and extra header name: value. */
+static enum MHD_Result refuse(struct MHD_Connection *c, unsigned status,
+			      const char *reason, const char *name, const char *value)
+{
+	json_t *doc = json_pack("{s:b, s:s}", "ok", 0, "reason", reason);
+	char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+
+	json_decref(doc);
+	if (!body)
+		return MHD_NO;
+	return respond(c, status, "application/json", body, true, name, value);
+}
+
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status,
+				  json_t *doc)
+{
+	char *body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+
+	json_decref(doc);
+	if (!body)
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	return reply(c, status, "application/json", body, true);
+}
+
+/* A decimal unsigned 64-bit number, digits only. */
+static bool parse_token(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!s || !*s || strspn(s, "0123456789") != strlen(s) || strlen(s) > 20)
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno == 0 && *end == '\0';
+}
+
+/* The claim in the body, answered by the election's callback. */
+static enum MHD_Result serve_claim(struct http *h, struct MHD_Connection *c,
+				   const struct upload *u)
+{
+	json_t *doc = json_loadb(u->data, u->len, JSON_REJECT_DUPLICATES, NULL);
+	const char *node = json_string_value(json_object_get(doc, "node_id"));
+	const char *token = json_string_value(json_object_get(doc, "fencing_token"));
+	const char *members = json_string_value(json_object_get(doc, "members"));
+	char reason[256] = "";
+	uint64_t fencing_token;
+	int status;
+
+	if (!node || !*node || !members || !parse_token(token, &fencing_token)) {
+		json_decref(doc);
+		return refuse(c, MHD_HTTP_BAD_REQUEST, "expected a JSON object with "
+			      "node_id, fencing_token (a decimal string) and members",
+			      NULL, NULL);
+	}
+	status = h->fs.claim(h->fs.arg, node, fencing_token, members, reason,
+			     sizeof(reason));
+	json_decref(doc);
+	if (status == MHD_HTTP_OK)
+		return reply_json(c, MHD_HTTP_OK, json_pack("{s:b}", "ok", 1));
+	return refuse(c, MHD_HTTP_CONFLICT, *reason ? reason : "refused", NULL, NULL);
+}
+
+/* The first call, headers only: the method, the secret and the announced
+ * size are checked before any of the body is read. */
+static enum MHD_Result failsafe_begin(struct http *h, struct MHD_Connection *c,
+				      const char *method, void **req_cls)
+{
+	const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						      MHD_HTTP_HEADER_CONTENT_LENGTH);
+	bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+
+	if (!post && strcmp(method, MHD_HTTP_METHOD_GET) &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return refuse(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
+			      MHD_HTTP_HEADER_ALLOW, "GET, HEAD, POST");
+	if (!h->fs.authorized(h->fs.arg, MHD_lookup_connection_value(
+				      c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)))
+		return refuse(c, MHD_HTTP_UNAUTHORIZED, "wrong or missing secret",
+			      MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+	if (!post && has_body(c))
+		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "a request body is not accepted",
+			      NULL, NULL);
+	if (!post)
+		return reply_json(c, MHD_HTTP_OK, json_pack("{s:b}", "running",
+							    h->fs.running(h->fs.arg)));
+	if (len && strtoull(len, NULL, 10) > HTTP_FAILSAFE_BODY_MAX)
+		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "the body is too large",
+			      NULL, NULL);
+	*req_cls = calloc(1, sizeof(struct upload));
+	return *req_cls ? MHD_YES : MHD_NO;
+}
+
+/* libmicrohttpd calls once with the headers, once per piece of the body,
+ * and once more at its end. A body that grows past the bound while it is
+ * read (chunked) closes the connection: no answer may be queued while a
+ * piece is handed over. */
+static enum MHD_Result serve_failsafe(struct http *h, struct MHD_Connection *c,
+				      const char *method, const char *data,
+				      size_t *size, void **req_cls)
+{
+	struct upload *u = *req_cls;
+
+	if (!u)
+		return failsafe_begin(h, c, method, req_cls);
+	if (*size) {
+		if (*size > HTTP_FAILSAFE_BODY_MAX - u->len)
+			return MHD_NO;
+		memcpy(u->data + u->len, data, *size);
+		u->len += *size;
+		*size = 0;
+		return MHD_YES;
+	}
+	return serve_claim(h, c, u);
+}
+
+static void completed_cb(void *cls, struct MHD_Connection *c, void **req_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	(void)cls;
+	(void)c;
+	(void)toe;
+	free(*req_cls);
+	*req_cls = NULL;
+}
+
+void http_set_failsafe(struct http *h, const struct http_failsafe *fs)
+{
+	h->failsafe = fs != NULL;
+	if (fs)
+		h->fs = *fs;
+}
+
 static enum MHD_Result request_cb(void *cls, struct MHD_Connection *c,
 				  const char *url, const char *method,
 				  const char *version, const char *upload_data,
 				  size_t *upload_data_size, void **req_cls)
 {
+	struct http *h = cls;
+
 	(void)version;
-	(void)upload_data;
-	(void)upload_data_size;
-	(void)req_cls;
+	if (h->failsafe && !strcmp(url, "/failsafe"))
+		return serve_failsafe(h, c, method, upload_data, upload_data_size, req_cls);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
 	if (has_body(c))
@@ -236,7 +390,7 @@ static enum MHD_Result request_cb(void *cls, struct MHD_Connection *c,
 				  "a request body is not accepted\n");
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
 		if (!strcmp(url, routes[i].path))
-			return serve(cls, c, &routes[i]);
+			return serve(h, c, &routes[i]);
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
@@ -402,6 +556,7 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_PER_ADDRESS,
 				MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_MEMORY,
+				MHD_OPTION_NOTIFY_COMPLETED, completed_cb, NULL,
 				MHD_OPTION_END);
 }
 

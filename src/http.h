@@ -2,7 +2,9 @@
 #ifndef PGLEADER_HTTP_H
 #define PGLEADER_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "election.h"
 #include "metrics.h"
@@ -24,6 +26,29 @@ typedef const struct election_snapshot *(*http_snapshot_fn)(void *arg);
 struct http *http_new(struct ev_loop *loop, const char *addr,
 		      const struct metrics_versions *versions,
 		      http_snapshot_fn get, void *arg, char *err, size_t errlen);
+
+/* The failsafe endpoints (DESIGN 9), answered by the election's side. */
+struct http_failsafe {
+	/* whether an Authorization header value (NULL: none) holds the secret */
+	bool (*authorized)(void *arg, const char *authorization);
+	/* a member's claim: returns 200 (recorded) or 409 with a one-line
+	 * reason in reason[len] */
+	int (*claim)(void *arg, const char *node_id, uint64_t fencing_token,
+		     const char *members_hash, char *reason, size_t len);
+	/* this node runs the command or holds the lock */
+	bool (*running)(void *arg);
+	void *arg;
+};
+
+/* Serves GET and POST /failsafe through fs (copied; NULL: 404 again).
+ * Both need the secret: 401 with "WWW-Authenticate: Bearer" otherwise.
+ * GET answers 200 {"running": BOOL}. POST takes a JSON body of at most
+ * HTTP_FAILSAFE_BODY_MAX bytes, {"node_id": S, "fencing_token": "DECIMAL",
+ * "members": S}, and answers 200 {"ok": true} or 409 {"ok": false,
+ * "reason": S}; a body announced bigger is 413, one that grows bigger while
+ * it is read closes the connection, a body that is not that object is 400. */
+#define HTTP_FAILSAFE_BODY_MAX 4096
+void http_set_failsafe(struct http *h, const struct http_failsafe *fs);
 
 /* The port listened on. */
 int http_port(const struct http *h);
