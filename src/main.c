@@ -61,6 +61,9 @@ static bool start_http(struct ev_loop *loop, const struct config *cfg,
 		return true;
 	version_libpq(libpq, sizeof(libpq));
 	*web = http_new(loop, cfg->http_addr, &versions, snapshot_cb, sup, err, errlen);
+	if (*web && supervisor_failsafe(sup))
+		http_set_failsafe(*web, &(struct http_failsafe){
+			supervisor_authorized, supervisor_claim, supervisor_running, sup });
 	return *web != NULL;
 }
 
@@ -89,8 +92,8 @@ static int run(const struct config *cfg)
 			    "command are not reaped by pgleader");
 	sup = supervisor_new(loop, cfg, err, sizeof(err));
 	if (!sup) {
-		fprintf(stderr, "pgleader: invalid dsn: %s\n", log_redact(err));
-		return election_exit_for(FAULT_BAD_DSN);
+		fprintf(stderr, "pgleader: %s\n", log_redact(err));
+		return election_exit_for(FAULT_CONFIG);
 	}
 	if (!start_http(loop, cfg, sup, &web, err, sizeof(err))) {
 		fprintf(stderr, "pgleader: %s\n", err);

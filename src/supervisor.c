@@ -11,6 +11,7 @@
 
 #include "child.h"
 #include "election.h"
+#include "failsafe.h"
 #include "lease.h"
 #include "log.h"
 #include "notify.h"
@@ -27,6 +28,7 @@ struct supervisor {
 	struct election election;
 	struct lease *lease;
 	struct child *child;
+	struct failsafe *failsafe; /* NULL unless failsafe_peers */
 	ev_timer wakeup;
 	ev_signal signals[5];
 
@@ -35,6 +37,9 @@ struct supervisor {
 	struct queued_event queue[QUEUE_SIZE];
 	unsigned head, tail;
 	bool draining;
+
+	int claim_answer;          /* of the last PEERS_CLAIMED step */
+	char claim_reason[128];
 
 	char env_node[96], env_key[48], env_token[64];
 	char *child_env[4];
@@ -107,6 +112,10 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 		start_child(s);
 	if (a & ELECTION_DO_RELEASE)
 		lease_release(s->lease);
+	if (a & ELECTION_DO_FAILSAFE_CLAIM)
+		failsafe_claim(s->failsafe, election_snapshot(&s->election)->fencing_token);
+	if (a & ELECTION_DO_FAILSAFE_CHECK)
+		failsafe_check(s->failsafe);
 	if (a & ELECTION_DO_EXIT)
 		ev_break(s->loop, EVBREAK_ALL);
 }
@@ -177,6 +186,11 @@ static void drain(struct supervisor *s)
 		q->ev.wall = wall_now();
 		election_step(&s->election, &q->ev, monotonic_now(), &out);
 		s->head++;
+		if (out.claim_answer) {
+			s->claim_answer = out.claim_answer;
+			snprintf(s->claim_reason, sizeof(s->claim_reason), "%s",
+				 out.claim_reason);
+		}
 		report(s, &out);
 		run_actions(s, &out);
 	}
@@ -242,6 +256,64 @@ static void child_killed_cb(void *arg)
 	dispatch(arg, ELECTION_COMMAND, ELECTION_COMMAND_KILLED, 0, NULL);
 }
 
+static void round_done_cb(void *arg, int agree, int total)
+{
+	struct supervisor *s = arg;
+	struct election_event ev = {
+		.type = ELECTION_PEERS, .news = ELECTION_PEERS_ROUND_DONE,
+		.status = agree, .asked = total,
+		.reason = failsafe_detail(s->failsafe),
+	};
+
+	enqueue(s, &ev);
+}
+
+static void check_done_cb(void *arg, enum failsafe_check result)
+{
+	int check = ELECTION_CHECK_SILENT;
+
+	switch (result) {
+	case FAILSAFE_CLEAR: check = ELECTION_CHECK_CLEAR; break;
+	case FAILSAFE_RUNNING: check = ELECTION_CHECK_RUNNING; break;
+	case FAILSAFE_SILENT: break;
+	}
+	dispatch(arg, ELECTION_PEERS, ELECTION_PEERS_CHECK_DONE, check, NULL);
+}
+
+bool supervisor_authorized(void *arg, const char *authorization)
+{
+	struct supervisor *s = arg;
+
+	return s->failsafe && failsafe_authorized(s->failsafe, authorization);
+}
+
+int supervisor_claim(void *arg, const char *node_id, uint64_t fencing_token,
+		     const char *members_hash, char *reason, size_t len)
+{
+	struct supervisor *s = arg;
+
+	(void)fencing_token;
+	if (strcmp(members_hash, failsafe_members_hash(s->failsafe)) != 0) {
+		snprintf(reason, len, "the member lists differ (failsafe_peers)");
+		return 409;
+	}
+	s->claim_answer = 409;
+	snprintf(s->claim_reason, sizeof(s->claim_reason), "not answered");
+	dispatch(s, ELECTION_PEERS, ELECTION_PEERS_CLAIMED, 0, node_id);
+	snprintf(reason, len, "%s", s->claim_reason);
+	return s->claim_answer;
+}
+
+bool supervisor_running(void *arg)
+{
+	const struct election_snapshot *snap = supervisor_snapshot(arg);
+
+	return snap->command_pid != 0 || snap->state == ELECTION_LEADER ||
+	       snap->state == ELECTION_FAILSAFE || snap->state == ELECTION_DEMOTING ||
+	       snap->state == ELECTION_SHUTTING_DOWN ||
+	       snap->state == ELECTION_RELEASING;
+}
+
 static void wakeup_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
@@ -292,16 +364,20 @@ static void params_of(const struct config *cfg, struct election_params *p)
 		.restart = restart_of(cfg->restart),
 		.restart_limit = cfg->restart_limit,
 		.conflict_exit_code = cfg->conflict_exit_code,
+		.failsafe = cfg->failsafe_peers != NULL,
+		.failsafe_ttl = cfg->failsafe_ttl_ms / 1000.0,
 		.node_id = cfg->node_id,
 		.lock_name = cfg->lock_name,
 		.lock_key = cfg->lock_key,
 	};
 }
 
-struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg,
-				  char *err, size_t errlen)
+/* The I/O objects: the lease, the command, the failsafe client. False with
+ * err when one cannot be set up; what was made is freed with s. */
+static bool open_io(struct supervisor *s, const struct config *cfg,
+		    char *err, size_t errlen)
 {
-	struct supervisor *s = calloc(1, sizeof(*s));
+	char why[LOG_MSG_MAX];
 	struct lease_options lo = {
 		.dsn = cfg->dsn,
 		.node_id = cfg->node_id,
@@ -310,6 +386,32 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 		.retry_interval = cfg->retry_interval_ms / 1000.0,
 		.server_lease = cfg->server_lease_ms / 1000.0,
 	};
+	const struct failsafe_callbacks fcb = { round_done_cb, check_done_cb, s };
+
+	s->lease = lease_new(s->loop, &lo, lease_event_cb, s, why, sizeof(why));
+	if (!s->lease) {
+		snprintf(err, errlen, "invalid dsn: %s", why);
+		return false;
+	}
+	s->child = child_new(s->loop, cfg->command, cfg->shell,
+			     cfg->grace_period_ms / 1000.0, child_gone_cb, s);
+	if (!s->child) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	child_on_killed(s->child, child_killed_cb);
+	if (cfg->failsafe_peers) {
+		s->failsafe = failsafe_new(s->loop, cfg, &fcb, err, errlen);
+		if (!s->failsafe)
+			return false;
+	}
+	return true;
+}
+
+struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg,
+				  char *err, size_t errlen)
+{
+	struct supervisor *s = calloc(1, sizeof(*s));
 	struct election_params p;
 	const int handled[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
 
@@ -318,20 +420,12 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 		return NULL;
 	}
 	s->loop = loop;
-	s->lease = lease_new(loop, &lo, lease_event_cb, s, err, errlen);
-	if (!s->lease) {
-		free(s);
+	ev_init(&s->wakeup, wakeup_cb);
+	s->wakeup.data = s;
+	if (!open_io(s, cfg, err, errlen)) {
+		supervisor_free(s);
 		return NULL;
 	}
-	s->child = child_new(loop, cfg->command, cfg->shell,
-			     cfg->grace_period_ms / 1000.0, child_gone_cb, s);
-	if (!s->child) {
-		lease_free(s->lease);
-		free(s);
-		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	child_on_killed(s->child, child_killed_cb);
 	params_of(cfg, &p);
 	p.connect_timeout = lease_connect_timeout(s->lease);
 	election_init(&s->election, &p);
@@ -342,8 +436,6 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 	s->child_env[2] = s->env_token;
 	s->child_env[3] = NULL;
 
-	ev_init(&s->wakeup, wakeup_cb);
-	s->wakeup.data = s;
 	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {
 		ev_signal_init(&s->signals[i], signal_cb, handled[i]);
 		s->signals[i].data = s;
@@ -368,6 +460,11 @@ int supervisor_exit_code(struct supervisor *s)
 	return election_exit_code(&s->election);
 }
 
+bool supervisor_failsafe(const struct supervisor *s)
+{
+	return s->failsafe != NULL;
+}
+
 const struct election_snapshot *supervisor_snapshot(const struct supervisor *s)
 {
 	return election_snapshot(&s->election);
@@ -380,7 +477,10 @@ void supervisor_free(struct supervisor *s)
 	ev_timer_stop(s->loop, &s->wakeup);
 	for (size_t i = 0; i < sizeof(s->signals) / sizeof(s->signals[0]); i++)
 		ev_signal_stop(s->loop, &s->signals[i]);
-	child_free(s->child);
-	lease_free(s->lease);
+	failsafe_free(s->failsafe);
+	if (s->child)
+		child_free(s->child);
+	if (s->lease)
+		lease_free(s->lease);
 	free(s);
 }

@@ -3,6 +3,8 @@
 #ifndef PGLEADER_SUPERVISOR_H
 #define PGLEADER_SUPERVISOR_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <ev.h>
 
 #include "config.h"
@@ -10,13 +12,23 @@
 
 struct supervisor;
 
-/* NULL with err when the lease cannot be set up (a DSN libpq cannot parse). */
+/* NULL with err when the lease (a DSN libpq cannot parse) or the failsafe
+ * client (its secret file) cannot be set up: a configuration error. */
 struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg,
 				  char *err, size_t errlen);
 /* Starts the election; the loop then runs until the election exits. */
 void supervisor_start(struct supervisor *s);
 /* The election's exit code; EX_SOFTWARE if the loop stopped early. */
 int supervisor_exit_code(struct supervisor *s);
+/* The failsafe endpoints' answers (http.h's struct http_failsafe), arg
+ * being the supervisor; only with failsafe_peers. */
+bool supervisor_authorized(void *arg, const char *authorization);
+int supervisor_claim(void *arg, const char *node_id, uint64_t fencing_token,
+		     const char *members_hash, char *reason, size_t len);
+bool supervisor_running(void *arg);
+/* Whether failsafe is on. */
+bool supervisor_failsafe(const struct supervisor *s);
+
 /* What the election last published, for observers. */
 const struct election_snapshot *supervisor_snapshot(const struct supervisor *s);
 void supervisor_free(struct supervisor *s);
