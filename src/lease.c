@@ -93,14 +93,11 @@ static void fail(struct lease *l, enum fault fault, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void fail(struct lease *l, enum fault fault, const char *fmt, ...)
 {
-	char reason[LOG_MSG_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
+	lease_conn_vfail(&l->conn, fault, fmt, ap);
 	va_end(ap);
-	lease_conn_close(&l->conn);
-	conn_failed(l, fault, reason);
 }
 
 /* Closed without an unlock (fault set) or after one (FAULT_NONE). */

@@ -11,7 +11,9 @@
  * comes before the election's deadline. */
 #define LEASE_CONNECT_SLACK 1.0
 
-static const char *const list_keyword[LEASE_CONN_LISTS] = { "host", "hostaddr", "port" };
+static const char *const list_keyword[LEASE_CONN_LISTS] = {
+	"host", "hostaddr", "port"
+};
 
 void lease_conn_close(struct lease_conn *c)
 {
@@ -33,18 +35,25 @@ void lease_conn_close(struct lease_conn *c)
  * arguments may point into what closing frees or clears (libpq's error
  * message, a PGresult, c->fatal), so the reason is formatted into a buffer
  * of this frame first. */
+void lease_conn_vfail(struct lease_conn *c, enum fault fault, const char *fmt,
+		      va_list ap)
+{
+	char reason[LOG_MSG_MAX];
+
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	lease_conn_close(c);
+	c->h.failed(c->arg, fault, reason);
+}
+
 static void fail(struct lease_conn *c, enum fault fault, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static void fail(struct lease_conn *c, enum fault fault, const char *fmt, ...)
 {
-	char reason[LOG_MSG_MAX];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(reason, sizeof(reason), fmt, ap);
+	lease_conn_vfail(c, fault, fmt, ap);
 	va_end(ap);
-	lease_conn_close(c);
-	c->h.failed(c->arg, fault, reason);
 }
 
 /* Fails with libpq's message for the connection, classified for the stage. */

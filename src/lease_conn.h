@@ -4,6 +4,7 @@
 #ifndef PGLEADER_LEASE_CONN_H
 #define PGLEADER_LEASE_CONN_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <ev.h>
@@ -73,6 +74,11 @@ double lease_conn_timeout(const struct lease_conn *c);
 void lease_conn_start(struct lease_conn *c);
 /* Closes at once, nothing told. */
 void lease_conn_close(struct lease_conn *c);
+
+/* The one way out of a failure: closes, then tells failed, the reason
+ * formatted first (its arguments may point into what closing frees). */
+void lease_conn_vfail(struct lease_conn *c, enum fault fault, const char *fmt,
+		      va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* Sends one query (at most two parameters) on a ready connection; false
  * when libpq refused it: the connection is then closed and failed told. */

@@ -329,6 +329,15 @@ static const struct {
 	  { "SET", "TABLE", NULL } },
 };
 
+/* sql has each of has and none of lacks (both NULL-terminated). */
+static void has_lacks(const char *sql, const char *const *has, const char *const *lacks)
+{
+	for (int i = 0; has[i]; i++)
+		ck_assert_msg(strstr(sql, has[i]), "%s lacks %s", sql, has[i]);
+	for (int i = 0; lacks[i]; i++)
+		ck_assert_msg(!strstr(sql, lacks[i]), "%s has %s", sql, lacks[i]);
+}
+
 START_TEST(claim_sql)
 {
 	struct lease_sql_server s = { .version = claim_cases[_i].version,
@@ -337,12 +346,7 @@ START_TEST(claim_sql)
 	unsigned missing = lease_sql_claim(sql, sizeof(sql), &s, claim_cases[_i].lease);
 
 	ck_assert_uint_eq(missing, claim_cases[_i].missing);
-	for (int i = 0; claim_cases[_i].has[i]; i++)
-		ck_assert_msg(strstr(sql, claim_cases[_i].has[i]), "%s lacks %s", sql,
-			      claim_cases[_i].has[i]);
-	for (int i = 0; claim_cases[_i].lacks[i]; i++)
-		ck_assert_msg(!strstr(sql, claim_cases[_i].lacks[i]), "%s has %s", sql,
-			      claim_cases[_i].lacks[i]);
+	has_lacks(sql, claim_cases[_i].has, claim_cases[_i].lacks);
 	ck_assert_uint_lt(strlen(sql), sizeof(sql) - 1); /* not cut */
 }
 END_TEST
@@ -594,12 +598,7 @@ START_TEST(fence_claim_sql)
 	ck_assert_int_eq(lease_sql_fence_claim(sql, sizeof(sql), &s,
 					       fence_claim_cases[_i].lease),
 			 fence_claim_cases[_i].claims);
-	for (int i = 0; fence_claim_cases[_i].has[i]; i++)
-		ck_assert_msg(strstr(sql, fence_claim_cases[_i].has[i]), "%s lacks %s", sql,
-			      fence_claim_cases[_i].has[i]);
-	for (int i = 0; fence_claim_cases[_i].lacks[i]; i++)
-		ck_assert_msg(!strstr(sql, fence_claim_cases[_i].lacks[i]), "%s has %s", sql,
-			      fence_claim_cases[_i].lacks[i]);
+	has_lacks(sql, fence_claim_cases[_i].has, fence_claim_cases[_i].lacks);
 	/* the claim's last statement answers with the pid */
 	if (fence_claim_cases[_i].claims)
 		ck_assert_str_eq(sql + strlen(sql) - strlen(LEASE_SQL_PING), LEASE_SQL_PING);
