@@ -47,6 +47,7 @@ struct lease {
 	enum lease_phase phase;
 	enum lease_then then;
 	bool waiting_in_queue;  /* the lock request is a pg_advisory_lock */
+	bool ping_wanted;       /* a ping asked for during a fence's claim */
 	struct lease_sql_server srv;
 	bool warned_old_server;
 	bool warned_no_temp;
@@ -73,6 +74,7 @@ static void closed(struct lease *l)
 {
 	l->phase = PHASE_CLOSED;
 	l->then = THEN_HOLD;
+	l->ping_wanted = false;
 	l->since[0] = '\0';
 }
 
@@ -111,7 +113,7 @@ static void released(struct lease *l, enum fault fault)
 /* Sends a statement with its tag (wire.h): which lock the session is for,
  * and since when it leads; not before a lock name's key is known. A tag
  * that does not fit is left out rather than the statement cut. */
-static void send_sql(struct lease *l, enum lease_phase phase, const char *sql,
+static bool send_sql(struct lease *l, enum lease_phase phase, const char *sql,
 		     int nparams, const char *const *params)
 {
 	char tagged[LEASE_SQL_MAX + LEASE_SQL_TAG_MAX];
@@ -121,7 +123,7 @@ static void send_sql(struct lease *l, enum lease_phase phase, const char *sql,
 			  : WIRE_TAG_LOCK, l->key, l->since))
 		sql = tagged;
 	l->phase = phase;
-	lease_conn_send(&l->conn, sql, nparams, params);
+	return lease_conn_send(&l->conn, sql, nparams, params);
 }
 
 static void send_lock_sql(struct lease *l, enum lease_phase phase,
@@ -138,6 +140,7 @@ static void send_lock_sql(struct lease *l, enum lease_phase phase,
 
 static void send_unlock(struct lease *l)
 {
+	l->ping_wanted = false;
 	l->since[0] = '\0'; /* the unlock ends the lead: its tag says so */
 	send_lock_sql(l, PHASE_UNLOCKING, LEASE_SQL_UNLOCK);
 }
@@ -227,8 +230,6 @@ static void acquired(struct lease *l)
 	char why[LOG_MSG_MAX];
 	int32_t hi, lo;
 
-	if (!held(l))
-		return;
 	lease_sql_fence_halves(l->key, &hi, &lo);
 	if (l->o.fence)
 		snprintf(why, sizeof(why), "fence of key %" PRId64 " (%" PRId32
@@ -239,28 +240,32 @@ static void acquired(struct lease *l)
 	emit(l, LEASE_ACQUIRED, FAULT_NONE, why);
 }
 
-/* Granted: the claim, in one round trip. The lock's sets the server-side
- * lease and reads the fencing token; the fence's only the server-side
- * lease, and is skipped when that is off. */
-static void claim(struct lease *l)
+/* The fence is granted: it is held from now on. Its claim, the
+ * server-side lease, brings nothing its holder waits for, so it is told at
+ * once and the claim follows: a takeover waits one round trip less. */
+static void fence_granted(struct lease *l)
+{
+	char sql[LEASE_SQL_MAX];
+
+	if (!lease_sql_fence_claim(sql, sizeof(sql), &l->srv, l->o.server_lease))
+		l->phase = PHASE_HELD;
+	else if (!send_sql(l, PHASE_CLAIMING, sql, 0, NULL))
+		return; /* LEASE_LOST told */
+	acquired(l);
+}
+
+/* The lock is granted: the claim, in one round trip, sets the server-side
+ * lease and reads the fencing token the command gets. */
+static void lock_granted(struct lease *l)
 {
 	char sql[LEASE_SQL_MAX];
 	struct timespec now;
 
-	if (l->o.fence) {
-		if (!lease_sql_fence_claim(sql, sizeof(sql), &l->srv, l->o.server_lease)) {
-			acquired(l);
-			return;
-		}
-	} else {
-		/* wall clock time, for people: the tag of every statement
-		 * from this one on says since when this node leads */
-		clock_gettime(CLOCK_REALTIME, &now);
-		lease_sql_since(l->since, sizeof(l->since), (int64_t)now.tv_sec,
-				now.tv_nsec);
-		warn_missing(l, lease_sql_claim(sql, sizeof(sql), &l->srv,
-						l->o.server_lease));
-	}
+	/* wall clock time, for people: the tag of every statement from this
+	 * one on says since when this node leads */
+	clock_gettime(CLOCK_REALTIME, &now);
+	lease_sql_since(l->since, sizeof(l->since), (int64_t)now.tv_sec, now.tv_nsec);
+	warn_missing(l, lease_sql_claim(sql, sizeof(sql), &l->srv, l->o.server_lease));
 	send_sql(l, PHASE_CLAIMING, sql, 0, NULL);
 }
 
@@ -274,7 +279,10 @@ static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 		return;
 	}
 	if (granted) {
-		claim(l);
+		if (l->o.fence)
+			fence_granted(l);
+		else
+			lock_granted(l);
 		return;
 	}
 	l->phase = PHASE_READY;
@@ -291,8 +299,16 @@ static void claim_done(struct lease *l, const struct lease_sql_answer *a)
 		fail(l, FAULT_PROTOCOL, "unexpected answer while taking the lock");
 		return;
 	}
-	if (!through_pooler(l, pid, ""))
+	if (through_pooler(l, pid, "") || !held(l))
+		return;
+	if (!l->o.fence) {
 		acquired(l);
+	} else if (l->ping_wanted) {
+		/* a fence is told held before its claim, which answers a
+		 * ping asked for meanwhile: the pid is checked */
+		l->ping_wanted = false;
+		emit(l, LEASE_PING_OK, FAULT_NONE, NULL);
+	}
 }
 
 static void ping_done(struct lease *l, const struct lease_sql_answer *a)
@@ -473,6 +489,8 @@ void lease_wait_lock(struct lease *l)
 
 void lease_ping(struct lease *l)
 {
+	if (l->phase == PHASE_CLAIMING && l->o.fence)
+		l->ping_wanted = true;
 	if (l->phase != PHASE_HELD)
 		return; /* the ping deadline will tell */
 	send_sql(l, PHASE_PINGING, LEASE_SQL_PING, 0, NULL);

@@ -24,8 +24,10 @@ struct lease_options {
 	 * signed int4, in a lock space of its own (pg_locks objsubid 2). The
 	 * same connection, application_name, checks, faults and, once granted,
 	 * server-side lease as the lock's, so that a partitioned leader's fence
-	 * ends with its lock session; no fencing token. Its statements are
-	 * tagged "fence" (wire.h). */
+	 * ends with its lock session; no fencing token. LEASE_ACQUIRED comes
+	 * as soon as it is granted, the server-side lease is set after it (a
+	 * failure there is LEASE_LOST). Its statements are tagged "fence"
+	 * (wire.h). */
 	bool fence;
 };
 
@@ -74,7 +76,8 @@ void lease_try_lock(struct lease *l);
 /* On a connected lease: pg_advisory_lock, queued for up to retry_interval
  * (lock_timeout): LEASE_ACQUIRED, or LEASE_BUSY when the time ran out. */
 void lease_wait_lock(struct lease *l);
-/* While held: one query, the backend pid checked; LEASE_PING_OK. Else
+/* While held: one query, the backend pid checked; LEASE_PING_OK (for a
+ * fence whose server-side lease is being set, that query's answer). Else
  * nothing: the caller's ping deadline tells. */
 void lease_ping(struct lease *l);
 /* Unlocks and keeps the connection for the next take (one round trip
