@@ -3,7 +3,7 @@
  * tests of lease.c against a real PostgreSQL. Not installed.
  *
  *   fence_driver [--lock] [--dsn DSN] --node ID (--key N | --name NAME)
- *                [--retry-interval S] [--server-lease S]
+ *                [--retry-interval S] [--server-lease S] [--ping-when-acquired]
  *
  * Commands, one a line: connect, wait, try, ping, unlock, release,
  * disconnect. End of input, SIGTERM or SIGINT: disconnect and exit 0.
@@ -28,6 +28,10 @@ struct driver {
 	struct lease *lease;
 	ev_io input;
 	ev_signal term, intr;
+	/* --ping-when-acquired: a ping as early as the lease allows, from the
+	 * loop right after LEASE_ACQUIRED (the receiver of an event queues) */
+	bool ping_when_acquired;
+	ev_timer ping_now;
 	char line[256];
 	size_t len;
 };
@@ -51,6 +55,8 @@ static void event_cb(void *arg, enum lease_event ev, enum fault fault,
 {
 	struct driver *d = arg;
 
+	if (ev == LEASE_ACQUIRED && d->ping_when_acquired)
+		ev_timer_start(d->loop, &d->ping_now);
 	if (ev == LEASE_CONNECTED)
 		printf("connected none key %" PRId64 "\n", lease_key(d->lease));
 	else
@@ -115,6 +121,15 @@ static void input_cb(struct ev_loop *loop, ev_io *w, int revents)
 		d->len = 0; /* a line this long is no command */
 }
 
+static void ping_now_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct driver *d = w->data;
+
+	(void)loop;
+	(void)revents;
+	lease_ping(d->lease);
+}
+
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	(void)loop;
@@ -125,12 +140,14 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 static int usage(void)
 {
 	fprintf(stderr, "usage: fence_driver [--lock] [--dsn DSN] --node ID "
-		"(--key N | --name NAME) [--retry-interval S] [--server-lease S] [-v]\n");
+		"(--key N | --name NAME) [--retry-interval S] [--server-lease S]\n"
+		"                    [--ping-when-acquired] [-v]\n");
 	return 64;
 }
 
 /* The command line into o; false on a bad one. */
-static bool parse_args(int argc, char **argv, struct lease_options *o, bool *verbose)
+static bool parse_args(int argc, char **argv, struct lease_options *o,
+		       struct driver *d, bool *verbose)
 {
 	static const struct option longopts[] = {
 		{ "lock", no_argument, NULL, 'l' }, { "dsn", required_argument, NULL, 'd' },
@@ -138,6 +155,7 @@ static bool parse_args(int argc, char **argv, struct lease_options *o, bool *ver
 		{ "name", required_argument, NULL, 'N' },
 		{ "retry-interval", required_argument, NULL, 'r' },
 		{ "server-lease", required_argument, NULL, 's' },
+		{ "ping-when-acquired", no_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' }, { NULL, 0, NULL, 0 },
 	};
 	bool have_key = false;
@@ -152,6 +170,7 @@ static bool parse_args(int argc, char **argv, struct lease_options *o, bool *ver
 		case 'N': o->lock_name = optarg; have_key = true; break;
 		case 'r': o->retry_interval = strtod(optarg, NULL); break;
 		case 's': o->server_lease = strtod(optarg, NULL); break;
+		case 'p': d->ping_when_acquired = true; break;
 		case 'v': *verbose = true; break;
 		default: return false;
 		}
@@ -166,7 +185,7 @@ int main(int argc, char **argv)
 	bool verbose = false;
 	char err[LOG_MSG_MAX];
 
-	if (!parse_args(argc, argv, &o, &verbose))
+	if (!parse_args(argc, argv, &o, &d, &verbose))
 		return usage();
 	log_init(verbose ? LOG_LEVEL_DEBUG : LOG_LEVEL_INFO);
 	d.loop = ev_default_loop(EVFLAG_AUTO);
@@ -178,6 +197,8 @@ int main(int argc, char **argv)
 	ev_io_init(&d.input, input_cb, 0, EV_READ);
 	d.input.data = &d;
 	ev_io_start(d.loop, &d.input);
+	ev_timer_init(&d.ping_now, ping_now_cb, 0, 0);
+	d.ping_now.data = &d;
 	ev_signal_init(&d.term, signal_cb, SIGTERM);
 	ev_signal_init(&d.intr, signal_cb, SIGINT);
 	d.term.data = d.intr.data = &d;

@@ -307,6 +307,20 @@ def test_unlock_keeps_the_session_past_server_lease(drivers, pg_shared, lock_key
     h.wait_until(lambda: not fence_locks(pg_shared, pid), 5, what="the fence freed")
 
 
+def test_fence_held_before_its_claim_answers(drivers, pg_shared, lock_key):
+    """The fence is told held as soon as it is granted, its server-side
+    lease set after: a ping asked for at once (while that claim may be in
+    flight) is answered all the same, every time."""
+    a = drivers("fc-a", "--server-lease", "5", "--ping-when-acquired", key=lock_key)
+    a.connect()
+    for _ in range(20):
+        a.send("wait")
+        a.expect("acquired")
+        a.expect("ping_ok", timeout=2)
+        a.send("unlock")
+        a.expect("released")
+
+
 def test_unlock_when_nothing_is_held(drivers, pg_shared, lock_key):
     """On a ready connection lease_unlock has nothing to give back: released
     at once, the connection kept; lease_release closes it."""
