@@ -73,10 +73,16 @@ UNIT_TESTS := tests/unit/test_config tests/unit/test_options tests/unit/test_val
 .PHONY: all check unit integration deps demo bench install uninstall clean \
 	lint sanitize cppcheck shellcheck complexity metrics-lint dist deb rpm package-check
 
-all: pgleader
+all: pgleader tests/fence_driver
 
 pgleader: $(OBJS)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(LIBS)
+
+# The lease on its own, driven from stdin by the integration tests
+# (tests/integration/test_fence_lease.py); built with the tree, never installed.
+DRIVER_OBJS := src/lease.o src/lease_conn.o src/lease_sql.o src/log.o
+tests/fence_driver: tests/fence_driver.c $(DRIVER_OBJS) $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(DRIVER_OBJS) $(LIBS)
 
 src/%.o: src/%.c $(HDRS) Makefile
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -143,7 +149,7 @@ unit: $(UNIT_TESTS)
 
 # The integration suite drives real pgleader processes against a real
 # PostgreSQL; PGLEADER_WRAPPER runs each one under valgrind or a sanitizer build.
-integration: pgleader tests/clockshift.so
+integration: pgleader tests/clockshift.so tests/fence_driver
 	$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
 
 lint: pgleader cppcheck shellcheck complexity metrics-lint
@@ -263,4 +269,4 @@ package-check:
 	tests/check-package.sh $(DISTDIR)
 
 clean:
-	rm -f pgleader src/*.o $(UNIT_TESTS) tests/clockshift.so src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno
+	rm -f pgleader tests/fence_driver src/*.o $(UNIT_TESTS) tests/clockshift.so src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno

@@ -1,4 +1,5 @@
-/* lease.h: the lock connection, driven without blocking on the libev loop. */
+/* lease.h: the lock connection, or the fence's, driven without blocking on
+ * the libev loop. */
 #ifndef PGLEADER_LEASE_H
 #define PGLEADER_LEASE_H
 
@@ -18,19 +19,32 @@ struct lease_options {
 	const char *lock_name;  /* non-NULL: key = hashtextextended(name, 0) */
 	double retry_interval;  /* lock_timeout of a queued wait, seconds */
 	double server_lease;    /* seconds, 0 = off */
+	/* The fence (DESIGN 3): the two-int4 form of the same 64 bits,
+	 * pg_advisory_lock(key >> 32, key & 0xffffffff) with each half a
+	 * signed int4, in a lock space of its own (pg_locks objsubid 2). The
+	 * same connection, application_name, checks, faults and, once granted,
+	 * server-side lease as the lock's, so that a partitioned leader's fence
+	 * ends with its lock session; no fencing token. LEASE_ACQUIRED comes
+	 * as soon as it is granted, the server-side lease is set after it (a
+	 * failure there is LEASE_LOST). Its statements are tagged "fence"
+	 * (wire.h). */
+	bool fence;
 };
 
 enum lease_event {
 	LEASE_CONNECTED,        /* ready to ask for the lock; lease_key() valid */
 	LEASE_CONNECT_FAILED,   /* before LEASE_CONNECTED: fault, reason;
 				 * connection closed */
-	LEASE_ACQUIRED,         /* lease_fencing_token() valid */
-	LEASE_BUSY,             /* the lock is held elsewhere */
+	LEASE_ACQUIRED,         /* lease_fencing_token() valid (not for a
+				 * fence) */
+	LEASE_BUSY,             /* the lock is held elsewhere; ready again */
 	LEASE_PING_OK,
 	LEASE_LOST,             /* the session ended or is unusable; fault,
 				 * reason; connection closed */
-	LEASE_RELEASED,         /* fault FAULT_NONE when unlocked, else closed
-				 * without an unlock */
+	LEASE_RELEASED,         /* fault FAULT_NONE when unlocked (after
+				 * lease_unlock, the connection is ready for
+				 * the next take; after lease_release, closed),
+				 * else closed without an unlock */
 };
 
 /* The lease reports what happened, classified once as a fault; it never
@@ -53,10 +67,25 @@ void lease_free(struct lease *l);
  * service file are not counted. */
 double lease_connect_timeout(const struct lease *l);
 
+/* Connects, checks the session (no pooler, not a hot standby), computes a
+ * lock name's key on the server and sets lock_timeout: LEASE_CONNECTED, or
+ * LEASE_CONNECT_FAILED. */
 void lease_connect(struct lease *l);
+/* On a connected lease: pg_try_advisory_lock: LEASE_ACQUIRED or LEASE_BUSY. */
 void lease_try_lock(struct lease *l);
+/* On a connected lease: pg_advisory_lock, queued for up to retry_interval
+ * (lock_timeout): LEASE_ACQUIRED, or LEASE_BUSY when the time ran out. */
 void lease_wait_lock(struct lease *l);
+/* While held: one query, the backend pid checked; LEASE_PING_OK (for a
+ * fence whose server-side lease is being set, that query's answer). Else
+ * nothing: the caller's ping deadline tells. */
 void lease_ping(struct lease *l);
+/* Unlocks and keeps the connection for the next take (one round trip
+ * then); the server-side lease's idle_session_timeout goes back to the
+ * session's own. LEASE_RELEASED with FAULT_NONE, at once when nothing was
+ * held on a ready connection. With a request or the setup in flight, whose
+ * outcome is unknown, it closes as lease_release does. */
+void lease_unlock(struct lease *l);
 /* Unlocks when the lock is known held, then closes; LEASE_RELEASED. */
 void lease_release(struct lease *l);
 /* Closes at once, no event. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h" /* LOG_MSG_MAX only: nothing here logs */
 #include "wire.h"
@@ -18,6 +19,75 @@
 const char *lease_sql_setup(bool with_name)
 {
 	return with_name ? SETUP_COLUMNS ", " WIRE_KEY_OF_NAME("$1") : SETUP_COLUMNS;
+}
+
+void lease_sql_fence_halves(int64_t key, int32_t *hi, int32_t *lo)
+{
+	uint64_t u = (uint64_t)key;
+
+	/* Through uint32_t: converting a value above INT32_MAX to int32_t is
+	 * implementation-defined in C11, two's complement everywhere that
+	 * matters, and what the server does with an int4. */
+	*hi = (int32_t)(uint32_t)(u >> 32);
+	*lo = (int32_t)(uint32_t)(u & 0xffffffffu);
+}
+
+void lease_sql_lock(struct lease_sql_lock *out, enum lease_sql_lock_op op,
+		    bool fence, int64_t key)
+{
+	static const char *const lock[] = {
+		[LEASE_SQL_TRY] = "SELECT pg_try_advisory_lock($1::bigint)",
+		[LEASE_SQL_WAIT] = "SELECT pg_advisory_lock($1::bigint)",
+		[LEASE_SQL_UNLOCK] = "SELECT pg_advisory_unlock($1::bigint)",
+	};
+	static const char *const fence_lock[] = {
+		[LEASE_SQL_TRY] = "SELECT pg_try_advisory_lock($1::int4, $2::int4)",
+		[LEASE_SQL_WAIT] = "SELECT pg_advisory_lock($1::int4, $2::int4)",
+		[LEASE_SQL_UNLOCK] = "SELECT pg_advisory_unlock($1::int4, $2::int4)",
+	};
+	int32_t hi, lo;
+
+	if (!fence) {
+		out->sql = lock[op];
+		out->nparams = 1;
+		snprintf(out->params[0], sizeof(out->params[0]), "%" PRId64, key);
+		out->params[1][0] = '\0';
+		return;
+	}
+	lease_sql_fence_halves(key, &hi, &lo);
+	out->sql = fence_lock[op];
+	out->nparams = 2;
+	snprintf(out->params[0], sizeof(out->params[0]), "%" PRId32, hi);
+	snprintf(out->params[1], sizeof(out->params[1]), "%" PRId32, lo);
+}
+
+bool lease_sql_tag(char *buf, size_t len, const char *sql, const char *part,
+		   int64_t key, const char *since)
+{
+	char when[LEASE_SQL_TAG_MAX];
+	int n;
+
+	snprintf(when, sizeof(when), "%s%s", since && *since ? WIRE_TAG_SINCE : "",
+		 since ? since : "");
+	n = snprintf(buf, len, "%s" WIRE_TAG_FMT, sql, part, key, when);
+	if (n < 0 || (size_t)n >= len) {
+		if (len)
+			buf[0] = '\0';
+		return false;
+	}
+	return true;
+}
+
+void lease_sql_since(char *buf, size_t len, int64_t sec, long nsec)
+{
+	time_t t = (time_t)sec;
+	struct tm tm;
+	char day[32];
+
+	if (!gmtime_r(&t, &tm) ||
+	    !strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm))
+		snprintf(day, sizeof(day), "1970-01-01T00:00:00");
+	snprintf(buf, len, "%s.%03ldZ", day, nsec / 1000000);
 }
 
 /* A whole decimal number in [min, max]; nothing else around it. */
@@ -102,6 +172,9 @@ static void append(char *buf, size_t len, size_t *n, const char *fmt, ...)
 	*n = r < 0 ? len : *n + (size_t)r;
 }
 
+/* idle_session_timeout is new in PostgreSQL 14 */
+#define IDLE_TIMEOUT_VERSION 140000
+
 /* The server drops a leader that goes silent within server_lease: an idle
  * session by idle_session_timeout (PostgreSQL 14+), a cut TCP connection by
  * keepalives (idle + count * interval = server_lease) and tcp_user_timeout
@@ -115,7 +188,7 @@ static unsigned append_server_lease(char *buf, size_t len, size_t *n, int versio
 
 	if (s <= 0)
 		return 0;
-	if (version >= 140000)
+	if (version >= IDLE_TIMEOUT_VERSION)
 		append(buf, len, n, "SET idle_session_timeout = %ld; ", ms);
 	else
 		missing |= LEASE_SQL_NO_IDLE_TIMEOUT;
@@ -151,6 +224,33 @@ unsigned lease_sql_claim(char *buf, size_t len, const struct lease_sql_server *s
 	append(buf, len, &n, "SELECT %s::text, pg_backend_pid()",
 	       srv->version >= 130000 ? "pg_current_xact_id()" : "txid_current()");
 	return missing;
+}
+
+bool lease_sql_fence_claim(char *buf, size_t len, const struct lease_sql_server *srv,
+			   double server_lease)
+{
+	size_t n = 0;
+
+	if (len)
+		buf[0] = '\0';
+	if (server_lease <= 0)
+		return false;
+	append_server_lease(buf, len, &n, srv->version, server_lease);
+	append(buf, len, &n, LEASE_SQL_PING);
+	return true;
+}
+
+bool lease_sql_unclaim(char *buf, size_t len, const struct lease_sql_server *srv,
+		       double server_lease)
+{
+	if (len)
+		buf[0] = '\0';
+	/* keepalives and tcp_user_timeout only end a connection that is
+	 * broken: they stay */
+	if (server_lease <= 0 || srv->version < IDLE_TIMEOUT_VERSION)
+		return false;
+	snprintf(buf, len, "RESET idle_session_timeout");
+	return true;
 }
 
 bool lease_sql_parse_claim(const struct lease_sql_answer *a, uint64_t *token,

@@ -12,10 +12,9 @@
 /* Room for the longest query the lease builds. */
 #define LEASE_SQL_MAX 512
 
-/* One-parameter queries; $1 is the lock key in decimal. */
-#define LEASE_SQL_TRY_LOCK "SELECT pg_try_advisory_lock($1::bigint)"
-#define LEASE_SQL_WAIT_LOCK "SELECT pg_advisory_lock($1::bigint)"
-#define LEASE_SQL_UNLOCK "SELECT pg_advisory_unlock($1::bigint)"
+/* Room for a statement's tag (wire.h), on top of LEASE_SQL_MAX. */
+#define LEASE_SQL_TAG_MAX 128
+
 #define LEASE_SQL_PING "SELECT pg_backend_pid()"
 /* lock_not_available: a queued pg_advisory_lock ran into lock_timeout */
 #define LEASE_SQL_LOCK_TIMEOUT "55P03"
@@ -27,6 +26,38 @@ struct lease_sql_answer {
 	int ncols;
 	const char *const *values;
 };
+
+/* The lock is the bigint key; the fence is the same 64 bits as two int4,
+ * hi = key >> 32 and lo = its low 32 bits, each read as a signed int4. The
+ * two forms live in lock spaces of their own (pg_locks objsubid 1 and 2,
+ * both with classid = the high and objid = the low half, unsigned), so a
+ * fence never collides with any bigint key. */
+void lease_sql_fence_halves(int64_t key, int32_t *hi, int32_t *lo);
+
+enum lease_sql_lock_op { LEASE_SQL_TRY, LEASE_SQL_WAIT, LEASE_SQL_UNLOCK };
+
+/* A lock or fence statement and its parameters, in decimal: the key as $1,
+ * or the fence's halves as $1 and $2. Parameters, not literals: the
+ * parser reads -2147483648 as a bigint and -9223372036854775808 not at
+ * all. */
+#define LEASE_SQL_PARAM_MAX 24
+struct lease_sql_lock {
+	const char *sql;
+	int nparams;
+	char params[2][LEASE_SQL_PARAM_MAX];
+};
+void lease_sql_lock(struct lease_sql_lock *out, enum lease_sql_lock_op op,
+		    bool fence, int64_t key);
+
+/* sql with its tag (wire.h WIRE_TAG_FMT): part WIRE_TAG_LOCK or
+ * WIRE_TAG_FENCE, since "" or when the lock was granted (see
+ * lease_sql_since). False, and buf "", when it does not fit: a statement
+ * cut short would be another statement. */
+bool lease_sql_tag(char *buf, size_t len, const char *sql, const char *part,
+		   int64_t key, const char *since);
+/* A time as the tag says since when a node leads: RFC 3339, UTC, with
+ * milliseconds ("2026-11-22T01:18:33.123Z"). */
+void lease_sql_since(char *buf, size_t len, int64_t sec, long nsec);
 
 /* What the setup query learns about the session. */
 struct lease_sql_server {
@@ -54,6 +85,18 @@ void lease_sql_timeouts(char *buf, size_t len, double retry_interval);
  * and the fencing token. Returns LEASE_SQL_NO_* flags. */
 unsigned lease_sql_claim(char *buf, size_t len, const struct lease_sql_server *srv,
 			 double server_lease);
+/* The fence's claim: the same server-side lease, so that a partitioned
+ * leader's fence ends with its lock session, and the backend pid; no token.
+ * False when there is nothing to set (server_lease off): the fence is then
+ * held as soon as it is granted. */
+bool lease_sql_fence_claim(char *buf, size_t len, const struct lease_sql_server *srv,
+			   double server_lease);
+/* After an unlock that keeps the session for the next take: the claim's
+ * idle_session_timeout back to the session's own, so that the server does
+ * not end a session that waits, idle, for its next take. False when the
+ * claim did not set it. */
+bool lease_sql_unclaim(char *buf, size_t len, const struct lease_sql_server *srv,
+		       double server_lease);
 /* The claim's answer: fencing token and backend pid. */
 bool lease_sql_parse_claim(const struct lease_sql_answer *a, uint64_t *token,
 			   int *pid);

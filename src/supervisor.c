@@ -27,6 +27,7 @@ struct supervisor {
 	struct ev_loop *loop;
 	struct election election;
 	struct lease *lease;
+	struct lease *fence;       /* the fence session (DESIGN 3) */
 	struct child *child;
 	struct failsafe *failsafe; /* NULL unless failsafe_peers */
 	ev_timer wakeup;
@@ -96,12 +97,18 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 
 	if (a & ELECTION_DO_DISCONNECT)
 		lease_disconnect(s->lease);
+	if (a & ELECTION_DO_FENCE_CLOSE)
+		lease_disconnect(s->fence);
 	if (a & ELECTION_DO_CONNECT)
 		lease_connect(s->lease);
+	if (a & ELECTION_DO_FENCE_CONNECT)
+		lease_connect(s->fence);
 	if (a & ELECTION_DO_TRY_LOCK)
 		lease_try_lock(s->lease);
 	if (a & ELECTION_DO_WAIT_LOCK)
 		lease_wait_lock(s->lease);
+	if (a & ELECTION_DO_FENCE_TAKE)
+		lease_wait_lock(s->fence);
 	if (a & ELECTION_DO_PING)
 		lease_ping(s->lease);
 	if (a & ELECTION_DO_STOP_CHILD)
@@ -112,6 +119,8 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 		start_child(s);
 	if (a & ELECTION_DO_RELEASE)
 		lease_release(s->lease);
+	if (a & ELECTION_DO_FENCE_DROP)
+		lease_unlock(s->fence);
 	if (a & ELECTION_DO_FAILSAFE_CLAIM)
 		failsafe_claim(s->failsafe, election_snapshot(&s->election)->fencing_token);
 	if (a & ELECTION_DO_FAILSAFE_CHECK)
@@ -246,6 +255,18 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 	enqueue(s, &ev);
 }
 
+static void fence_event_cb(void *arg, enum lease_event lev, enum fault fault,
+			   const char *reason)
+{
+	struct supervisor *s = arg;
+	struct election_event ev = {
+		.type = ELECTION_FENCE, .news = session_news(lev), .fault = fault,
+		.reason = reason, .lock_key = lease_key(s->fence),
+	};
+
+	enqueue(s, &ev);
+}
+
 static void child_gone_cb(void *arg, int status)
 {
 	dispatch(arg, ELECTION_COMMAND, ELECTION_COMMAND_GONE, status, NULL);
@@ -364,6 +385,7 @@ static void params_of(const struct config *cfg, struct election_params *p)
 		.restart = restart_of(cfg->restart),
 		.restart_limit = cfg->restart_limit,
 		.conflict_exit_code = cfg->conflict_exit_code,
+		.fence = true,
 		.failsafe = cfg->failsafe_peers != NULL,
 		.failsafe_ttl = cfg->failsafe_ttl_ms / 1000.0,
 		.node_id = cfg->node_id,
@@ -372,7 +394,8 @@ static void params_of(const struct config *cfg, struct election_params *p)
 	};
 }
 
-/* The I/O objects: the lease, the command, the failsafe client. False with
+/* The I/O objects: the lock's and the fence's sessions, the command, the
+ * failsafe client. False with
  * err when one cannot be set up; what was made is freed with s. */
 static bool open_io(struct supervisor *s, const struct config *cfg,
 		    char *err, size_t errlen)
@@ -390,6 +413,12 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 
 	s->lease = lease_new(s->loop, &lo, lease_event_cb, s, why, sizeof(why));
 	if (!s->lease) {
+		snprintf(err, errlen, "invalid dsn: %s", why);
+		return false;
+	}
+	lo.fence = true;
+	s->fence = lease_new(s->loop, &lo, fence_event_cb, s, why, sizeof(why));
+	if (!s->fence) {
 		snprintf(err, errlen, "invalid dsn: %s", why);
 		return false;
 	}
@@ -480,6 +509,8 @@ void supervisor_free(struct supervisor *s)
 	failsafe_free(s->failsafe);
 	if (s->child)
 		child_free(s->child);
+	if (s->fence)
+		lease_free(s->fence);
 	if (s->lease)
 		lease_free(s->lease);
 	free(s);

@@ -414,8 +414,8 @@ def test_poll_standby_of_another_lock_real_nodes(workdir, fleet_shared, pg_share
     poller = fleet_shared.start("st-real-b-poll", "--acquire", "poll", key=key_b,
                                 command=["sleep", "600"])
     poller.wait_for_log(r"waiting for leader lease")
-    if not lease_tags(pg_shared, "st-real-b-poll"):
-        pytest.skip("the lease does not tag its statements yet (wire.h WIRE_TAG_*)")
+    h.wait_until(lambda: lease_tags(pg_shared, "st-real-b-poll"), 5,
+                 what="the poll standby's statements tagged (wire.h WIRE_TAG_*)")
     r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key_a))
     assert r.rc == 0, r
     assert node_line(r.out, "leader", "st-real-a") and node_line(r.out, "standby", "st-real-b"), r
@@ -425,8 +425,8 @@ def test_poll_standby_of_another_lock_real_nodes(workdir, fleet_shared, pg_share
 def test_real_leader_since(workdir, fleet_shared, pg_shared):
     before = time.time()
     start_leader_and_standby(fleet_shared, pg_shared, "st-lsince-a", "st-lsince-b")
-    if not lease_tags(pg_shared, "st-lsince-a"):
-        pytest.skip("the lease does not tag its statements yet (wire.h WIRE_TAG_*)")
+    h.wait_until(lambda: lease_tags(pg_shared, "st-lsince-a"), 5,
+                 what="the leader's statements tagged (wire.h WIRE_TAG_*)")
 
     def since():
         r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(fleet_shared.key),

@@ -329,6 +329,15 @@ static const struct {
 	  { "SET", "TABLE", NULL } },
 };
 
+/* sql has each of has and none of lacks (both NULL-terminated). */
+static void has_lacks(const char *sql, const char *const *has, const char *const *lacks)
+{
+	for (int i = 0; has[i]; i++)
+		ck_assert_msg(strstr(sql, has[i]), "%s lacks %s", sql, has[i]);
+	for (int i = 0; lacks[i]; i++)
+		ck_assert_msg(!strstr(sql, lacks[i]), "%s has %s", sql, lacks[i]);
+}
+
 START_TEST(claim_sql)
 {
 	struct lease_sql_server s = { .version = claim_cases[_i].version,
@@ -337,12 +346,7 @@ START_TEST(claim_sql)
 	unsigned missing = lease_sql_claim(sql, sizeof(sql), &s, claim_cases[_i].lease);
 
 	ck_assert_uint_eq(missing, claim_cases[_i].missing);
-	for (int i = 0; claim_cases[_i].has[i]; i++)
-		ck_assert_msg(strstr(sql, claim_cases[_i].has[i]), "%s lacks %s", sql,
-			      claim_cases[_i].has[i]);
-	for (int i = 0; claim_cases[_i].lacks[i]; i++)
-		ck_assert_msg(!strstr(sql, claim_cases[_i].lacks[i]), "%s has %s", sql,
-			      claim_cases[_i].lacks[i]);
+	has_lacks(sql, claim_cases[_i].has, claim_cases[_i].lacks);
 	ck_assert_uint_lt(strlen(sql), sizeof(sql) - 1); /* not cut */
 }
 END_TEST
@@ -424,6 +428,207 @@ START_TEST(parse_one_value)
 	ck_assert_int_eq(lease_sql_parse_pid(&a, &pid), one_value_cases[_i].pid > 0);
 	if (one_value_cases[_i].pid > 0)
 		ck_assert_int_eq(pid, one_value_cases[_i].pid);
+}
+END_TEST
+
+/* ---- the fence: the key as two int4 ---- */
+
+static const struct {
+	int64_t key;
+	int32_t hi, lo;
+	const char *hi_text, *lo_text;
+} halves_cases[] = {
+	{ 0, 0, 0, "0", "0" },
+	{ 1, 0, 1, "0", "1" },
+	{ -1, -1, -1, "-1", "-1" },
+	{ INT64_MIN, INT32_MIN, 0, "-2147483648", "0" },
+	{ INT64_MAX, INT32_MAX, -1, "2147483647", "-1" },
+	/* "PGLEADER" */
+	{ 0x50474c4541444552, 0x50474c45, 0x41444552, "1346849861", "1094993234" },
+	/* the low half's sign bit set, the high half's not */
+	{ 0x123456789abcdef0, 0x12345678, -1698898192, "305419896", "-1698898192" },
+	{ 0x0000000080000000, 0, INT32_MIN, "0", "-2147483648" },
+	{ -4294967296, -1, 0, "-1", "0" },
+};
+
+START_TEST(fence_halves)
+{
+	int32_t hi = 42, lo = 42;
+	struct lease_sql_lock q;
+
+	lease_sql_fence_halves(halves_cases[_i].key, &hi, &lo);
+	ck_assert_int_eq(hi, halves_cases[_i].hi);
+	ck_assert_int_eq(lo, halves_cases[_i].lo);
+	/* what goes on the wire */
+	lease_sql_lock(&q, LEASE_SQL_WAIT, true, halves_cases[_i].key);
+	ck_assert_int_eq(q.nparams, 2);
+	ck_assert_str_eq(q.params[0], halves_cases[_i].hi_text);
+	ck_assert_str_eq(q.params[1], halves_cases[_i].lo_text);
+}
+END_TEST
+
+static const struct {
+	enum lease_sql_lock_op op;
+	bool fence;
+	int64_t key;
+	const char *sql;
+	int nparams;
+	const char *p1, *p2;
+} lock_cases[] = {
+	{ LEASE_SQL_TRY, false, 42, "SELECT pg_try_advisory_lock($1::bigint)", 1, "42", "" },
+	{ LEASE_SQL_WAIT, false, INT64_MIN, "SELECT pg_advisory_lock($1::bigint)", 1,
+	  "-9223372036854775808", "" },
+	{ LEASE_SQL_UNLOCK, false, -7, "SELECT pg_advisory_unlock($1::bigint)", 1, "-7", "" },
+	{ LEASE_SQL_TRY, true, 42, "SELECT pg_try_advisory_lock($1::int4, $2::int4)", 2,
+	  "0", "42" },
+	{ LEASE_SQL_WAIT, true, -7, "SELECT pg_advisory_lock($1::int4, $2::int4)", 2,
+	  "-1", "-7" },
+	{ LEASE_SQL_UNLOCK, true, INT64_MAX, "SELECT pg_advisory_unlock($1::int4, $2::int4)",
+	  2, "2147483647", "-1" },
+};
+
+START_TEST(lock_sql)
+{
+	struct lease_sql_lock q;
+
+	memset(&q, 'x', sizeof(q));
+	lease_sql_lock(&q, lock_cases[_i].op, lock_cases[_i].fence, lock_cases[_i].key);
+	ck_assert_str_eq(q.sql, lock_cases[_i].sql);
+	ck_assert_int_eq(q.nparams, lock_cases[_i].nparams);
+	ck_assert_str_eq(q.params[0], lock_cases[_i].p1);
+	ck_assert_str_eq(q.params[1], lock_cases[_i].p2);
+}
+END_TEST
+
+/* ---- the tag of every statement (wire.h) ---- */
+
+static const struct {
+	const char *sql, *part;
+	int64_t key;
+	const char *since, *tagged;
+} tag_cases[] = {
+	/* wire.h's three examples */
+	{ "SELECT pg_try_advisory_lock($1::bigint)", WIRE_TAG_LOCK, 42, "",
+	  "SELECT pg_try_advisory_lock($1::bigint) /* pgleader lock 42 */" },
+	{ LEASE_SQL_PING, WIRE_TAG_LOCK, 42, "2026-11-22T01:18:33.123Z",
+	  "SELECT pg_backend_pid() /* pgleader lock 42 leader since "
+	  "2026-11-22T01:18:33.123Z */" },
+	{ "SELECT pg_advisory_lock($1::int4, $2::int4)", WIRE_TAG_FENCE, 42, NULL,
+	  "SELECT pg_advisory_lock($1::int4, $2::int4) /* pgleader fence 42 */" },
+	{ "SET a = 1; SELECT 1", WIRE_TAG_FENCE, INT64_MIN, "",
+	  "SET a = 1; SELECT 1 /* pgleader fence -9223372036854775808 */" },
+};
+
+START_TEST(tag)
+{
+	char buf[LEASE_SQL_MAX + LEASE_SQL_TAG_MAX];
+
+	ck_assert(lease_sql_tag(buf, sizeof(buf), tag_cases[_i].sql, tag_cases[_i].part,
+				tag_cases[_i].key, tag_cases[_i].since));
+	ck_assert_str_eq(buf, tag_cases[_i].tagged);
+	/* one byte short: nothing rather than a statement cut */
+	ck_assert(!lease_sql_tag(buf, strlen(tag_cases[_i].tagged), tag_cases[_i].sql,
+				 tag_cases[_i].part, tag_cases[_i].key, tag_cases[_i].since));
+	ck_assert_str_eq(buf, "");
+}
+END_TEST
+
+/* The longest tag fits LEASE_SQL_TAG_MAX with the longest statement. */
+START_TEST(tag_fits)
+{
+	char sql[LEASE_SQL_MAX], buf[LEASE_SQL_MAX + LEASE_SQL_TAG_MAX];
+
+	memset(sql, 'x', sizeof(sql) - 1);
+	sql[sizeof(sql) - 1] = '\0';
+	ck_assert(lease_sql_tag(buf, sizeof(buf), sql, WIRE_TAG_FENCE, INT64_MIN,
+				"2026-11-22T01:18:33.123Z"));
+	ck_assert(lease_sql_tag(buf, sizeof(buf), sql, WIRE_TAG_LOCK, INT64_MIN,
+				"2026-11-22T01:18:33.123Z"));
+}
+END_TEST
+
+static const struct {
+	int64_t sec;
+	long nsec;
+	const char *text;
+} since_cases[] = {
+	{ 0, 0, "1970-01-01T00:00:00.000Z" },
+	{ 1795310313, 123456789, "2026-11-22T01:18:33.123Z" },
+	{ 1795310313, 999999999, "2026-11-22T01:18:33.999Z" },
+	{ 951782400, 1000000, "2000-02-29T00:00:00.001Z" },
+};
+
+START_TEST(since)
+{
+	char buf[64];
+
+	lease_sql_since(buf, sizeof(buf), since_cases[_i].sec, since_cases[_i].nsec);
+	ck_assert_str_eq(buf, since_cases[_i].text);
+}
+END_TEST
+
+/* ---- the fence's claim, and what an unlock that keeps the session undoes ---- */
+
+static const struct {
+	int version;
+	double lease;
+	bool claims;
+	const char *has[4];
+	const char *lacks[4];
+} fence_claim_cases[] = {
+	{ 170000, 20, true,
+	  { "SET idle_session_timeout = 20000; ", "SET tcp_keepalives_idle = 5; "
+	    "SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3; "
+	    "SET tcp_user_timeout = 20000; SELECT pg_backend_pid()", NULL },
+	  { "xact_id", "txid", "TABLE", NULL } },
+	{ 130000, 20, true, { "tcp_user_timeout = 20000", "SELECT pg_backend_pid()", NULL },
+	  { "idle_session_timeout", NULL } },
+	{ 110000, 8, true, { "keepalives_idle = 2;", NULL },
+	  { "tcp_user_timeout", "idle_session_timeout", NULL } },
+	/* server lease off: held as soon as granted */
+	{ 170000, 0, false, { NULL }, { "S", NULL } },
+};
+
+START_TEST(fence_claim_sql)
+{
+	struct lease_sql_server s = { .version = fence_claim_cases[_i].version,
+				      .can_create_temp = true };
+	char sql[LEASE_SQL_MAX];
+
+	ck_assert_int_eq(lease_sql_fence_claim(sql, sizeof(sql), &s,
+					       fence_claim_cases[_i].lease),
+			 fence_claim_cases[_i].claims);
+	has_lacks(sql, fence_claim_cases[_i].has, fence_claim_cases[_i].lacks);
+	/* the claim's last statement answers with the pid */
+	if (fence_claim_cases[_i].claims)
+		ck_assert_str_eq(sql + strlen(sql) - strlen(LEASE_SQL_PING), LEASE_SQL_PING);
+}
+END_TEST
+
+static const struct {
+	int version;
+	double lease;
+	const char *sql; /* NULL: nothing to undo */
+} unclaim_cases[] = {
+	{ 170000, 20, "RESET idle_session_timeout" },
+	{ 140000, 0.5, "RESET idle_session_timeout" },
+	{ 130000, 20, NULL },
+	{ 170000, 0, NULL },
+};
+
+START_TEST(unclaim_sql)
+{
+	struct lease_sql_server s = { .version = unclaim_cases[_i].version };
+	char sql[LEASE_SQL_MAX], claim[LEASE_SQL_MAX];
+	bool undo = lease_sql_unclaim(sql, sizeof(sql), &s, unclaim_cases[_i].lease);
+
+	ck_assert_int_eq(undo, unclaim_cases[_i].sql != NULL);
+	ck_assert_str_eq(sql, undo ? unclaim_cases[_i].sql : "");
+	/* it undoes exactly what both claims set */
+	lease_sql_claim(claim, sizeof(claim), &s, unclaim_cases[_i].lease);
+	ck_assert_int_eq(strstr(claim, "idle_session_timeout") != NULL, undo);
+	lease_sql_fence_claim(claim, sizeof(claim), &s, unclaim_cases[_i].lease);
+	ck_assert_int_eq(strstr(claim, "idle_session_timeout") != NULL, undo);
 }
 END_TEST
 
@@ -526,6 +731,13 @@ static Suite *lease_sql_suite(void)
 		{ "claim_names_pg_temp", claim_names_pg_temp, 1 },
 		{ "parse_claim", parse_claim, NROWS(claim_answer_cases) },
 		{ "parse_one_value", parse_one_value, NROWS(one_value_cases) },
+		{ "fence_halves", fence_halves, NROWS(halves_cases) },
+		{ "lock_sql", lock_sql, NROWS(lock_cases) },
+		{ "tag", tag, NROWS(tag_cases) },
+		{ "tag_fits", tag_fits, 1 },
+		{ "since", since, NROWS(since_cases) },
+		{ "fence_claim_sql", fence_claim_sql, NROWS(fence_claim_cases) },
+		{ "unclaim_sql", unclaim_sql, NROWS(unclaim_cases) },
 		{ "connect_timeout", connect_timeout, NROWS(timeout_cases) },
 		{ "count_hosts", count_hosts, NROWS(count_cases) },
 		{ "drop_host", drop_host, NROWS(drop_cases) },
