@@ -91,10 +91,11 @@ static void start_child(struct supervisor *s)
 			 (int)child_pid(s->child), NULL);
 }
 
-static void run_actions(struct supervisor *s, const struct election_output *out)
+/* The election's actions, in the order of their bits: sessions closed
+ * before others are opened, then requests, then the command, then what
+ * follows the command. */
+static void run_session_actions(struct supervisor *s, unsigned a)
 {
-	unsigned a = out->actions;
-
 	if (a & ELECTION_DO_DISCONNECT)
 		lease_disconnect(s->lease);
 	if (a & ELECTION_DO_FENCE_CLOSE)
@@ -111,6 +112,13 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 		lease_wait_lock(s->fence);
 	if (a & ELECTION_DO_PING)
 		lease_ping(s->lease);
+}
+
+static void run_actions(struct supervisor *s, const struct election_output *out)
+{
+	unsigned a = out->actions;
+
+	run_session_actions(s, a);
 	if (a & ELECTION_DO_STOP_CHILD)
 		child_stop(s->child);
 	if (a & ELECTION_DO_KILL_CHILD)

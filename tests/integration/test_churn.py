@@ -181,10 +181,7 @@ def wait_slow_steady(pg, key, ledger, count):
                         what="command %d running, the one before it stopped" % count)
 
 
-@pytest.mark.parametrize("fault", [
-    pytest.param("terminate", marks=pytest.mark.xfail(strict=True, raises=Overlap,
-                                                      reason="needs the fence")),
-    "sigterm"])
+@pytest.mark.parametrize("fault", ["terminate", "sigterm"])
 def test_slow_stop_no_overlap(pg, fleet, ledger, lock_key, fault):
     """Ten leadership changes, each by pg_terminate_backend of the leader's
     lock session or by SIGTERM to the leader (which a new pgleader on its
