@@ -548,6 +548,25 @@ static void peers_check_done(struct election *e, struct election_output *out,
 	}
 }
 
+/* A node holds a session for this lock but is not in failsafe_peers: its
+ * consent was never asked, so failsafe is off until it is gone. */
+static void peers_stranger(struct election *e, struct election_output *out,
+			   const struct election_event *ev)
+{
+	const char *id = ev->reason ? ev->reason : "";
+
+	if (!strcmp(id, e->stranger))
+		return;
+	if (*id)
+		say(out, LOG_LEVEL_ERROR, "node %s has a session for this lock but "
+		    "is not in failsafe_peers: failsafe is off until it is gone "
+		    "or the list is fixed", id);
+	else
+		say(out, LOG_LEVEL_NOTICE, "every node with a session for this lock "
+		    "is in failsafe_peers: failsafe is on again");
+	snprintf(e->stranger, sizeof(e->stranger), "%s", id);
+}
+
 static void on_peers(struct election *e, const struct election_event *ev,
 		     double now, struct election_output *out)
 {
@@ -555,6 +574,7 @@ static void on_peers(struct election *e, const struct election_event *ev,
 	case ELECTION_PEERS_CLAIMED: peers_claimed(e, out, now, ev); return;
 	case ELECTION_PEERS_ROUND_DONE: failsafe_round_done(e, out, now, ev); return;
 	case ELECTION_PEERS_CHECK_DONE: peers_check_done(e, out, now, ev); return;
+	case ELECTION_PEERS_STRANGER: peers_stranger(e, out, ev); return;
 	}
 }
 
@@ -569,7 +589,7 @@ static void lose_lease(struct election *e, struct election_output *out,
 	e->child_start_at = INFINITY;
 	e->check = CHECK_NONE;
 	request_done(e);
-	if (e->p.failsafe && e->child_running) {
+	if (e->p.failsafe && !e->stranger[0] && e->child_running) {
 		enter_failsafe(e, out, now, fault, why);
 		return;
 	}

@@ -83,6 +83,8 @@ enum election_peer_news {
 	ELECTION_PEERS_ROUND_DONE, /* our claim: status = members that agreed,
 				    * asked = how many were asked */
 	ELECTION_PEERS_CHECK_DONE, /* status = enum election_check */
+	ELECTION_PEERS_STRANGER,   /* reason = a node with a session for this
+				    * lock that is not a member, or NULL */
 };
 
 /* A new leader's question to the members: does one still run the command? */
@@ -290,6 +292,7 @@ struct election {
 	double claim_deadline;       /* the round in flight must end by then */
 	enum { CHECK_NONE, CHECK_ASKING, CHECK_CLEAR } check;
 	double check_again_at;
+	char stranger[64];           /* failsafe is off while one is seen */
 	/* failsafe, as a member */
 	double record_until;         /* another node leads in failsafe */
 	struct election_snapshot snap;

@@ -508,3 +508,29 @@ const char *failsafe_members_hash(const struct failsafe *f)
 {
 	return f->hash;
 }
+
+static bool is_member(const struct failsafe *f, const char *id, size_t len)
+{
+	if (strlen(f->node_id) == len && !strncmp(f->node_id, id, len))
+		return true;
+	for (size_t i = 0; i < f->n_peers; i++)
+		if (strlen(f->peers[i].node_id) == len &&
+		    !strncmp(f->peers[i].node_id, id, len))
+			return true;
+	return false;
+}
+
+const char *failsafe_stranger(const struct failsafe *f, const char *nodes,
+			      char *buf, size_t len)
+{
+	for (const char *p = nodes; p && *p;) {
+		size_t n = strcspn(p, ",");
+
+		if (n > 0 && !is_member(f, p, n)) {
+			snprintf(buf, len, "%.*s", (int)n, p);
+			return buf;
+		}
+		p += n + (p[n] == ',');
+	}
+	return NULL;
+}

@@ -72,4 +72,9 @@ const char *failsafe_members_hash(const struct failsafe *f);
  * in any case); the secret is compared in constant time. NULL: false. */
 bool failsafe_authorized(const struct failsafe *f, const char *authorization);
 
+/* The first node id of a comma-separated list (the nodes with a session for
+ * this lock) that is not a member, copied into buf; NULL when all are. */
+const char *failsafe_stranger(const struct failsafe *f, const char *nodes,
+			      char *buf, size_t len);
+
 #endif

@@ -313,15 +313,19 @@ static void claim_done(struct lease *l, const struct lease_sql_answer *a)
 
 static void ping_done(struct lease *l, const struct lease_sql_answer *a)
 {
+	char nodes[LOG_MSG_MAX] = "";
 	int pid;
+	bool ok = l->o.list_nodes
+		? lease_sql_parse_ping_nodes(a, &pid, nodes, sizeof(nodes))
+		: lease_sql_parse_pid(a, &pid);
 
-	if (!lease_sql_parse_pid(a, &pid)) {
+	if (!ok) {
 		fail(l, FAULT_PROTOCOL, "unexpected answer to a ping");
 		return;
 	}
 	if (through_pooler(l, pid, " while leading") || !held(l))
 		return;
-	emit(l, LEASE_PING_OK, FAULT_NONE, NULL);
+	emit(l, LEASE_PING_OK, FAULT_NONE, l->o.list_nodes ? nodes : NULL);
 }
 
 /* Unlocked, or the server-side lease undone: ready for the next take, or
@@ -431,6 +435,7 @@ struct lease *lease_new(struct ev_loop *loop, const struct lease_options *o,
 		return NULL;
 	}
 	l->o = *o;
+	l->conn.label = o->fence ? "fence session: " : "";
 	l->lock_name = o->lock_name ? strdup(o->lock_name) : NULL;
 	if (o->lock_name && !l->lock_name) {
 		snprintf(err, errlen, "out of memory");
@@ -493,6 +498,14 @@ void lease_ping(struct lease *l)
 		l->ping_wanted = true;
 	if (l->phase != PHASE_HELD)
 		return; /* the ping deadline will tell */
+	if (l->o.list_nodes) {
+		char key[24];
+		const char *param = key;
+
+		snprintf(key, sizeof(key), "%" PRId64, l->key);
+		send_sql(l, PHASE_PINGING, LEASE_SQL_PING_NODES, 1, &param);
+		return;
+	}
 	send_sql(l, PHASE_PINGING, LEASE_SQL_PING, 0, NULL);
 }
 

@@ -29,6 +29,9 @@ struct lease_options {
 	 * failure there is LEASE_LOST). Its statements are tagged "fence"
 	 * (wire.h). */
 	bool fence;
+	/* The lock's pings also name every node with a session for this key
+	 * (LEASE_PING_OK's reason: "a,b,c"), for failsafe's member check. */
+	bool list_nodes;
 };
 
 enum lease_event {

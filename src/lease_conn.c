@@ -307,8 +307,9 @@ static void host_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		 "no answer within connect_timeout (%.0fs); ", PQhost(c->pg),
 		 port && *port ? port : "(default)", c->host_timeout);
 	if (drop_current_host(c)) {
-		log_notice("no answer from host \"%s\" port %s within connect_timeout "
-			   "(%.0fs): trying the other hosts", PQhost(c->pg),
+		log_notice("%sno answer from host \"%s\" port %s within "
+			   "connect_timeout (%.0fs): trying the other hosts",
+			   c->label ? c->label : "", PQhost(c->pg),
 			   port && *port ? port : "(default)", c->host_timeout);
 		lease_conn_close(c);
 		start_conn(c);

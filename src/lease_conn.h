@@ -40,6 +40,7 @@ struct lease_conn {
 	char application_name[WIRE_APP_NAME_MAX + 1];
 	double host_timeout;    /* connect_timeout, for each host */
 	int hosts;              /* how many hosts the DSN names */
+	const char *label;      /* "" for the lock's session, "fence session: " */
 
 	PGconn *pg;
 	ev_io io;

@@ -279,6 +279,15 @@ bool lease_sql_parse_pid(const struct lease_sql_answer *a, int *pid)
 	return one_row(a, 1) && parse_pid(a->values[0], pid);
 }
 
+bool lease_sql_parse_ping_nodes(const struct lease_sql_answer *a, int *pid,
+				char *nodes, size_t len)
+{
+	if (!one_row(a, 2) || !parse_pid(a->values[0], pid))
+		return false;
+	snprintf(nodes, len, "%s", a->values[1] ? a->values[1] : "");
+	return true;
+}
+
 /* libpq's verbose form puts the SQLSTATE after the severity:
  * "FATAL:  28P01: password ...". p points at the colon. */
 static bool sqlstate_tag(const char *p)

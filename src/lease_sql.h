@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "wire.h"
+
 #include "fault.h"
 
 /* Room for the longest query the lease builds. */
@@ -16,6 +18,15 @@
 #define LEASE_SQL_TAG_MAX 128
 
 #define LEASE_SQL_PING "SELECT pg_backend_pid()"
+/* With failsafe, the ping also names every node with a session tagged for
+ * this key ($1, decimal), lock or fence, itself included: a member missing
+ * from failsafe_peers must turn failsafe off (DESIGN 9). */
+#define LEASE_SQL_PING_NODES \
+	"SELECT pg_backend_pid(), (SELECT string_agg(DISTINCT substr(" \
+	"application_name, length('" WIRE_APP_PREFIX "') + 1), ',') FROM " \
+	"pg_catalog.pg_stat_activity WHERE application_name LIKE '" \
+	WIRE_APP_PREFIX "%' AND query ~ ('/\\* pgleader (lock|fence) ' || " \
+	"$1::text || '[ *]'))"
 /* lock_not_available: a queued pg_advisory_lock ran into lock_timeout */
 #define LEASE_SQL_LOCK_TIMEOUT "55P03"
 
@@ -104,6 +115,10 @@ bool lease_sql_parse_claim(const struct lease_sql_answer *a, uint64_t *token,
 bool lease_sql_parse_granted(const struct lease_sql_answer *a, bool *granted);
 /* The answer of the ping: the backend pid. */
 bool lease_sql_parse_pid(const struct lease_sql_answer *a, int *pid);
+/* The answer of LEASE_SQL_PING_NODES: the pid and the node ids, comma
+ * separated, into nodes ("" when none). */
+bool lease_sql_parse_ping_nodes(const struct lease_sql_answer *a, int *pid,
+				char *nodes, size_t len);
 
 /* Copies libpq's message (several lines, maybe verbose) into out as one
  * line: runs of white space become one space, LOCATION lines go, and the

@@ -260,7 +260,17 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 
 	if (lev == LEASE_ACQUIRED)
 		ev.fencing_token = lease_fencing_token(s->lease);
+	if (lev == LEASE_PING_OK)
+		ev.reason = NULL;
 	enqueue(s, &ev);
+	/* a ping with failsafe names the nodes with a session for this lock */
+	if (lev == LEASE_PING_OK && s->failsafe && reason) {
+		char stranger[64];
+
+		dispatch(s, ELECTION_PEERS, ELECTION_PEERS_STRANGER, 0,
+			 failsafe_stranger(s->failsafe, reason, stranger,
+					   sizeof(stranger)));
+	}
 }
 
 static void fence_event_cb(void *arg, enum lease_event lev, enum fault fault,
@@ -416,6 +426,7 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		.lock_name = cfg->lock_name,
 		.retry_interval = cfg->retry_interval_ms / 1000.0,
 		.server_lease = cfg->server_lease_ms / 1000.0,
+		.list_nodes = cfg->failsafe_peers != NULL,
 	};
 	const struct failsafe_callbacks fcb = { round_done_cb, check_done_cb, s };
 
@@ -425,6 +436,7 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		return false;
 	}
 	lo.fence = true;
+	lo.list_nodes = false;
 	s->fence = lease_new(s->loop, &lo, fence_event_cb, s, why, sizeof(why));
 	if (!s->fence) {
 		snprintf(err, errlen, "invalid dsn: %s", why);

@@ -333,6 +333,13 @@ def _template():
         return os.path.join(_template_dir, "data")
 
 
+def fence_key(key):
+    """A bigint key's fence as pg_locks shows it: (classid, objid), the high
+    and the low 32 bits, unsigned."""
+    u = key & 0xFFFFFFFFFFFFFFFF
+    return (u >> 32, u & 0xFFFFFFFF)
+
+
 class PgCluster:
     """A private PostgreSQL on 127.0.0.1:<free port> and a private socket dir."""
 
@@ -558,8 +565,13 @@ class PgCluster:
         return rows[0][0] if rows else None
 
     def backend_pid(self, application_name):
-        """The pid of the (single) backend with that application_name, or None."""
+        """The pid of the (single) backend with that application_name, or None.
+        A pgleader node has a second session, its fence: tagged "pgleader
+        fence" and holding a two-int4 lock when it holds one; it is left out."""
         rows = self.psql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s' "
+                         "AND query NOT LIKE '%%/* pgleader fence %%' "
+                         "AND pid NOT IN (SELECT pid FROM pg_locks "
+                         "WHERE locktype = 'advisory' AND objsubid = 2) "
                          "ORDER BY backend_start" % application_name.replace("'", "''"))
         if len(rows) > 1:
             raise AssertionError("%d backends named %s" % (len(rows), application_name))
@@ -588,6 +600,10 @@ class PgCluster:
             out.append(dict(pid=int(pid), key=key, granted=(granted == "t"),
                             application_name=app, state=state))
         return out
+
+    def fence_holders(self, key):
+        """Holders of key's fence: the same 64 bits as two int4 (objsubid 2)."""
+        return [l for l in self.advisory_locks() if l["key"] == fence_key(key) and l["granted"]]
 
     def lock_holders(self, key):
         return [l for l in self.advisory_locks() if l["key"] == key and l["granted"]]

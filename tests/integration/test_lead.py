@@ -52,11 +52,16 @@ def test_one_node_leads(pg, fleet, ledger, lock_key, workdir):
     assert holders[0]["pid"] == pg.backend_pid("pgleader/a")
     # one dedicated, autocommit connection: idle between pings, never
     # "idle in transaction"
+    # two dedicated sessions, the lock's and the fence's, and no other
     sessions = [s for s in pg.activity() if s["application_name"] == "pgleader/a"]
-    assert len(sessions) == 1, sessions
-    h.wait_until(lambda: [s for s in pg.activity() if s["application_name"] == "pgleader/a"
-                          and s["state"] == "idle"], bound(3), what="an idle lock session")
-    assert sessions[0]["client_addr"] == "127.0.0.1"
+    assert len(sessions) == 2, sessions
+    fences = pg.fence_holders(lock_key)
+    assert [f["pid"] for f in fences] == [s["pid"] for s in sessions
+                                          if s["pid"] != holders[0]["pid"]], fences
+    h.wait_until(lambda: len([s for s in pg.activity() if s["application_name"] == "pgleader/a"
+                              and s["state"] == "idle"]) == 2, bound(3),
+                 what="idle lock and fence sessions")
+    assert all(s["client_addr"] == "127.0.0.1" for s in sessions)
     assert a.running()
     assert len(ledger.starts()) == 1
 
@@ -87,7 +92,11 @@ def test_lock_key_and_name(pg, fleet, ledger, workdir, opts, expected):
     ledger.wait_for("start", "a", timeout=bound(10))
     holders = pg.lock_holders(expected)
     assert [l["application_name"] for l in holders] == ["pgleader/a"], pg.advisory_locks()
-    assert len(pg.advisory_locks()) == 1
+    # the lock, and its fence on a second session of the same node; nothing else
+    fences = pg.fence_holders(expected)
+    assert [l["application_name"] for l in fences] == ["pgleader/a"], pg.advisory_locks()
+    assert fences[0]["pid"] != holders[0]["pid"]
+    assert len(pg.advisory_locks()) == 2
     assert int(read_env(envf)["env"]["PGLEADER_LOCK_KEY"]) == expected
     assert a.stop() == 0
 

@@ -342,27 +342,38 @@ def test_leader_since_and_fences(workdir, pg_shared, lock_key, sessions):
 
 
 def test_fence_of_real_nodes(workdir, fleet_shared, pg_shared, sessions):
-    """Two real nodes, and a session holding the fence form of their key
-    named like a node: a fence, not a standby."""
+    """Two real nodes: each has a fence session beside its lock session; the
+    leader's holds the fence. Fences are shown as what they are, never as
+    standbys, and a foreign session queued for the fence is one too."""
     key = fleet_shared.key
     hi, lo = int4_pair(key)
     start_leader_and_standby(fleet_shared, pg_shared, "st-fence-a", "st-fence-b")
-    fence = sessions("pgleader/x")
-    fence.run("SELECT pg_advisory_lock(%d, %d);" % (hi, lo), "pg_advisory_lock(%d, %d)" % (hi, lo))
-    pid_x = pg_shared.backend_pid("pgleader/x")
+    h.wait_until(lambda: pg_shared.fence_holders(key), 10, what="the leader's fence")
+    held = pg_shared.fence_holders(key)
+    assert [f["application_name"] for f in held] == ["pgleader/st-fence-a"], held
+    waiter = sessions("pgleader/x")
+    waiter.send("SELECT pg_advisory_lock(%d, %d);" % (hi, lo))
+    h.wait_until(lambda: [l for l in pg_shared.advisory_locks()
+                          if l["key"] == h.fence_key(key) and not l["granted"]],
+                 10, what="x queued for the fence")
 
     r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key))
     assert r.rc == 0, r
     assert node_line(r.out, "leader", "st-fence-a") and node_line(r.out, "standby", "st-fence-b"), r
+    assert r.out.count("standby:") == 1, r
+    assert re.search(r"^fence:\s+st-fence-a\s+\S+\s+server pid %d\s.*holds the fence$"
+                     % held[0]["pid"], node_line(r.out, "fence", "st-fence-a") or "", re.M), r
     assert node_line(r.out, "standby", "x") is None, r
-    assert re.search(r"^fence:\s+x\s+local\s+server pid %d\s.*holds the fence$" % pid_x,
-                     node_line(r.out, "fence", "x") or "", re.M), r
 
     doc = json.loads(run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key),
                                 "--json").out)
-    assert [f["node_id"] for f in doc["fences"]] == ["x"], doc
-    assert doc["fences"][0]["pid"] == pid_x and doc["fences"][0]["state"] == "holding", doc
-    assert "x" not in [s["node_id"] for s in doc["standbys"]], doc
+    by_node = {}
+    for f in doc["fences"]:
+        by_node.setdefault(f["node_id"], []).append(f)
+    assert [f["state"] for f in by_node["st-fence-a"]] == ["holding"], doc
+    assert by_node["st-fence-a"][0]["pid"] == held[0]["pid"], doc
+    assert "x" in by_node, doc
+    assert [s["node_id"] for s in doc["standbys"]] == ["st-fence-b"], doc
     assert doc["leader"]["node_id"] == "st-fence-a", doc
 
 

@@ -2695,6 +2695,32 @@ START_TEST(test_failsafe_new_leader_asks)
 }
 END_TEST
 
+
+/* A node with a session for this lock outside the member list: failsafe
+ * off (one error line), until it is gone (one notice). */
+START_TEST(test_failsafe_stranger)
+{
+	struct election_output out;
+
+	failsafe_leader(0);
+	out = peers(&M, ELECTION_PEERS_STRANGER, 0, 0, "stranger", 0.2);
+	ck_log(out, LOG_LEVEL_ERROR, "node stranger has a session for this lock "
+	       "but is not in failsafe_peers: failsafe is off until it is gone or "
+	       "the list is fixed");
+	ck_no_log(peers(&M, ELECTION_PEERS_STRANGER, 0, 0, "stranger", 0.3));
+	out = step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+
+	failsafe_leader(0);
+	peers(&M, ELECTION_PEERS_STRANGER, 0, 0, "stranger", 0.2);
+	out = peers(&M, ELECTION_PEERS_STRANGER, 0, 0, NULL, 0.4);
+	ck_log_prefix(out, LOG_LEVEL_NOTICE, "every node with a session");
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	ck_state(&M, ELECTION_FAILSAFE);
+}
+END_TEST
+
 static Suite *election_suite(void)
 {
 	Suite *s = suite_create("election");
@@ -2816,6 +2842,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_on_ping_timeout);
 	tcase_add_test(tc, test_failsafe_member_record);
 	tcase_add_test(tc, test_failsafe_new_leader_asks);
+	tcase_add_test(tc, test_failsafe_stranger);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("property");

@@ -295,6 +295,30 @@ START_TEST(test_all_agree)
 }
 END_TEST
 
+/* The nodes the leader's ping saw (a, b, c are members, x is not). */
+static const struct {
+	const char *nodes, *stranger;
+} stranger_cases[] = {
+	{ "", NULL }, { "a", NULL }, { "a,b,c", NULL }, { "c,a", NULL },
+	{ "a,x", "x" }, { "x", "x" }, { "ab", "ab" }, { "a,,b", NULL },
+	{ "b,a,cc", "cc" },
+};
+
+START_TEST(test_stranger)
+{
+	struct failsafe *f = client_of(member_ports, 2, secret_file, 1000);
+	char buf[64];
+	const char *got_id = failsafe_stranger(f, stranger_cases[_i].nodes, buf,
+					       sizeof(buf));
+
+	if (stranger_cases[_i].stranger)
+		ck_assert_str_eq(got_id, stranger_cases[_i].stranger);
+	else
+		ck_assert_ptr_null(got_id);
+	failsafe_free(f);
+}
+END_TEST
+
 START_TEST(test_one_conflict)
 {
 	struct failsafe *f;
@@ -1015,6 +1039,8 @@ static Suite *failsafe_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_all_agree);
+	tcase_add_loop_test(tc, test_stranger, 0,
+			    sizeof(stranger_cases) / sizeof(stranger_cases[0]));
 	tcase_add_test(tc, test_one_conflict);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_check_running);

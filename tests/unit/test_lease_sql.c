@@ -431,6 +431,32 @@ START_TEST(parse_one_value)
 }
 END_TEST
 
+static const struct {
+	int ncols;
+	const char *pid, *nodes;
+	bool ok;
+} ping_nodes_cases[] = {
+	{ 2, "4711", "a,b", true }, { 2, "4711", NULL, true }, { 1, "4711", "a", false },
+	{ 2, "x", "a", false },
+};
+
+START_TEST(parse_ping_nodes)
+{
+	const char *v[2] = { ping_nodes_cases[_i].pid, ping_nodes_cases[_i].nodes };
+	struct lease_sql_answer a = { 1, ping_nodes_cases[_i].ncols, v };
+	char nodes[16] = "?";
+	int pid = 0;
+
+	ck_assert_int_eq(lease_sql_parse_ping_nodes(&a, &pid, nodes, sizeof(nodes)),
+			 ping_nodes_cases[_i].ok);
+	if (ping_nodes_cases[_i].ok) {
+		ck_assert_int_eq(pid, 4711);
+		ck_assert_str_eq(nodes, ping_nodes_cases[_i].nodes
+				 ? ping_nodes_cases[_i].nodes : "");
+	}
+}
+END_TEST
+
 /* ---- the fence: the key as two int4 ---- */
 
 static const struct {
@@ -731,6 +757,7 @@ static Suite *lease_sql_suite(void)
 		{ "claim_names_pg_temp", claim_names_pg_temp, 1 },
 		{ "parse_claim", parse_claim, NROWS(claim_answer_cases) },
 		{ "parse_one_value", parse_one_value, NROWS(one_value_cases) },
+		{ "parse_ping_nodes", parse_ping_nodes, NROWS(ping_nodes_cases) },
 		{ "fence_halves", fence_halves, NROWS(halves_cases) },
 		{ "lock_sql", lock_sql, NROWS(lock_cases) },
 		{ "tag", tag, NROWS(tag_cases) },
