@@ -564,6 +564,14 @@ class PgCluster:
         rows = self.psql(sql)
         return rows[0][0] if rows else None
 
+    def session_pid(self, application_name):
+        """The pid of the single session with that application_name, or None."""
+        rows = self.psql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s'"
+                         % application_name.replace("'", "''"))
+        if len(rows) > 1:
+            raise AssertionError("%d sessions named %s" % (len(rows), application_name))
+        return int(rows[0][0]) if rows else None
+
     def backend_pid(self, application_name):
         """The pid of the (single) backend with that application_name, or None.
         A pgleader node has a second session, its fence: tagged "pgleader

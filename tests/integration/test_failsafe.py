@@ -13,7 +13,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import time
 
 import pytest
@@ -22,22 +21,6 @@ import pgharness as h
 from pgharness import bound
 from test_notify import NotifySocket
 
-
-def failsafe_wired():
-    """The election side is wired (pgleader --help mentions failsafe) and
-    the run asks for these tests (PGLEADER_TEST_FAILSAFE=1)."""
-    if os.environ.get("PGLEADER_TEST_FAILSAFE") != "1":
-        return False
-    try:
-        r = subprocess.run([h.pgleader_bin(), "--help"], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, timeout=10)
-    except OSError:
-        return False
-    return b"failsafe" in r.stdout
-
-
-pytestmark = pytest.mark.skipif(not failsafe_wired(),
-                                reason="failsafe is not wired yet (set PGLEADER_TEST_FAILSAFE=1 once it is)")
 
 PING_INTERVAL = 0.2
 PING_TIMEOUT = 0.4

@@ -108,7 +108,7 @@ class Driver:
         return int(re.fullmatch(r"key (-?\d+)", self.expect("connected")).group(1))
 
     def backend_pid(self):
-        return self.pg.backend_pid(self.app)
+        return self.pg.session_pid(self.app)
 
     def stderr(self):
         return h.read_text(self.errfile)

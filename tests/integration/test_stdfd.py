@@ -5,8 +5,6 @@
 import re
 import time
 
-import pytest
-
 import pgharness as h
 from pgharness import bound
 
