@@ -12,6 +12,9 @@ fresh pgleader processes and a fresh lock key for every trial:
                             scraper (a separate process) fetching /metrics
                             200 times a second from each: must not differ
                             from kill9_wait beyond noise
+  kill9_wait_failsafe       kill9_wait with failsafe on (two members): the
+                            new leader asks the old one, whose refused
+                            connection means "not running"
   metrics_serve             the scraper's GET /metrics, request -> whole
                             answer, on a kept-alive connection (every
                             request of every kill9_wait_scraped trial)
@@ -85,6 +88,8 @@ METRICS = [
      "`kill -9` of the leader -> standby's command starts (poll mode, retry 5 s)"),
     ("kill9_wait_scraped", "the same with /metrics scraped 200/s on both nodes",
      "the same, with `/metrics` scraped 200 times a second on both nodes"),
+    ("kill9_wait_failsafe", "the same with failsafe on (two members)",
+     "the same, with failsafe on (the new leader asks the other member first)"),
     ("metrics_serve", "GET /metrics: request -> whole answer (keep-alive)",
      "time to serve `/metrics` (request -> whole answer, kept-alive connection)"),
     ("handover_from_exit", "SIGTERM handover: old command exits -> new one starts",
@@ -650,6 +655,27 @@ class Bench:
                              stderr=subprocess.STDOUT, timeout=10).stdout
         return b"--http-addr" in out
 
+    def trial_kill9_failsafe(self, fleet, ledger, key, i):
+        ports = (h.free_port(), h.free_port())
+        secret = os.path.join(fleet.workdir, "failsafe.secret")
+        with open(secret, "w") as f:
+            f.write("bench-secret\n")
+        os.chmod(secret, 0o600)
+        peers = "a=127.0.0.1:%d,b=127.0.0.1:%d" % ports
+
+        def opts(port):
+            return ("--http-addr", "127.0.0.1:%d" % port, "--failsafe-peers", peers,
+                    "--failsafe-secret-file", secret)
+        a, sa, b = self.lead_and_standby(fleet, ledger, key, extra=opts(ports[0]),
+                                         extra_b=opts(ports[1]))
+        a.remember_descendants()
+        t0 = time.monotonic()
+        os.kill(a.pid, signal.SIGKILL)
+        sb = self.wait_event(ledger, "start", "b", b, timeout=15)
+        if a.wait(10) != -signal.SIGKILL:
+            raise AssertionError("the leader did not die of SIGKILL")
+        return "%.1f ms" % self.record("kill9_wait_failsafe", i, sb.time - t0)
+
     def trial_kill9_scraped(self, fleet, ledger, key, i):
         ports = (h.free_port(), h.free_port())
         a, sa, b = self.lead_and_standby(
@@ -883,7 +909,8 @@ def parse_args(argv):
     ap.add_argument("--csv", default=os.path.join(REPO, "bench-results.csv"),
                     help="raw samples (default: bench-results.csv in the repository)")
     ap.add_argument("--only", default=None,
-                    help="comma-separated subset: kill9-wait,kill9-scraped,kill9-poll,handover,"
+                    help="comma-separated subset: kill9-wait,kill9-scraped,kill9-failsafe,"
+                         "kill9-poll,handover,"
                          "terminate,oneshot,baseline,rss")
     ap.add_argument("--seed", type=int, default=None, help="seed of the poll-mode kill times")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
@@ -896,7 +923,8 @@ def parse_args(argv):
         o.rss_seconds = 3.0 if o.quick else 6.0
     if o.seed is None:
         o.seed = int.from_bytes(os.urandom(4), "big")
-    all_parts = ["kill9-wait", "kill9-scraped", "kill9-poll", "handover", "terminate", "oneshot",
+    all_parts = ["kill9-wait", "kill9-scraped", "kill9-failsafe", "kill9-poll", "handover",
+                 "terminate", "oneshot",
                  "baseline", "rss"]
     o.parts = all_parts if not o.only else [p.strip() for p in o.only.split(",") if p.strip()]
     bad = [p for p in o.parts if p not in all_parts]
@@ -938,6 +966,8 @@ def main(argv):
                                                            bench.trial_kill9_scraped)
                  if bench.has_http() else say("  kill9-scraped: skipped, this pgleader has "
                                               "no --http-addr")),
+                ("kill9-failsafe", lambda: bench.run_trials("kill9-failsafe", opts.trials,
+                                                            bench.trial_kill9_failsafe)),
                 ("handover", lambda: bench.run_trials("handover", opts.trials,
                                                       bench.trial_handover)),
                 ("terminate", lambda: bench.run_trials("terminate", opts.trials,
