@@ -96,8 +96,10 @@ tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 tests/unit/test_value: tests/unit/test_value.c src/value.c $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
-tests/unit/test_election: tests/unit/test_election.c src/election.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/election.c $(CHECK_LIBS) -lm
+# The election is three files: the core, the fence, failsafe.
+ELECTION_SRCS := src/election.c src/election_fence.c src/election_failsafe.c
+tests/unit/test_election: tests/unit/test_election.c $(ELECTION_SRCS) $(HDRS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(CHECK_LIBS) -lm
 # The test defines sd_journal_sendv itself, so it links no libsystemd: it
 # sees the journal fields pgleader would send without needing a journald.
 tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)
@@ -118,7 +120,7 @@ tests/clockshift.so: tests/clockshift.c Makefile
 		$(CFLAGS) -fPIC -shared -o $@ $<
 
 # metrics.c is pure; election.c gives it the state names and bucket bounds.
-METRICS_DEPS := src/metrics.c src/election.c
+METRICS_DEPS := src/metrics.c $(ELECTION_SRCS)
 tests/unit/test_metrics: tests/unit/test_metrics.c $(METRICS_DEPS) $(HDRS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(METRICS_DEPS) $(JANSSON_LIBS) $(CHECK_LIBS) -lm
 

@@ -1,5 +1,5 @@
 /* election.c: decides when to connect, ask for the lock, ping, run and stop. */
-#include "election.h"
+#include "election_impl.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -83,8 +83,7 @@ const char *election_outcome_label(enum election_outcome o)
 
 /* ---- effects on the output ------------------------------------------- */
 
-__attribute__((format(printf, 3, 4)))
-static void say(struct election_output *out, enum log_level level,
+void election_say(struct election_output *out, enum log_level level,
 		const char *fmt, ...)
 {
 	struct election_log *l;
@@ -101,24 +100,24 @@ static void say(struct election_output *out, enum log_level level,
 }
 
 /* The last line said is about this fault (a log field, a metric label). */
-static void about(struct election_output *out, enum fault fault)
+void election_about(struct election_output *out, enum fault fault)
 {
 	if (out->n_logs > 0)
 		out->logs[out->n_logs - 1].fault = fault;
 }
 
-static bool is_stopping(enum election_state s)
+bool election_is_stopping(enum election_state s)
 {
 	return s == ELECTION_SHUTTING_DOWN || s == ELECTION_RELEASING ||
 	       s == ELECTION_DONE;
 }
 
-static void set_state(struct election *e, struct election_output *out,
+void election_set_state(struct election *e, struct election_output *out,
 		      double now, enum election_state s)
 {
 	if (e->state == s)
 		return;
-	if (is_stopping(s) && !is_stopping(e->state))
+	if (election_is_stopping(s) && !election_is_stopping(e->state))
 		out->stopping = true;
 	out->state_changed = true;
 	e->state = s;
@@ -126,12 +125,12 @@ static void set_state(struct election *e, struct election_output *out,
 	e->snap.since_wall = now + e->wall_offset;
 }
 
-static void request(struct election *e, double now, double timeout)
+void election_request(struct election *e, double now, double timeout)
 {
 	e->request_deadline = now + timeout;
 }
 
-static void request_done(struct election *e)
+void election_request_done(struct election *e)
 {
 	e->request_deadline = INFINITY;
 }
@@ -147,77 +146,22 @@ static void observe(struct election_histogram *h, double seconds)
 	h->sum += seconds;
 }
 
-static void disconnect(struct election *e, struct election_output *out)
+void election_disconnect(struct election *e, struct election_output *out)
 {
 	if (e->connected)
 		out->actions |= ELECTION_DO_DISCONNECT;
 	e->connected = false;
 }
 
-/* ---- the fence --------------------------------------------------------- */
-
-/* The fence session is opened at start, beside the lock session, so that a
- * new leader takes the fence in one round trip. */
-static void fence_open(struct election *e, struct election_output *out)
-{
-	if (!e->p.fence || e->fence != ELECTION_FENCE_CLOSED)
-		return;
-	e->fence = ELECTION_FENCE_OPENING;
-	e->fence_retry_at = INFINITY;
-	out->actions |= ELECTION_DO_FENCE_CONNECT;
-}
-
-static void fence_close(struct election *e, struct election_output *out)
-{
-	if (e->fence != ELECTION_FENCE_CLOSED)
-		out->actions |= ELECTION_DO_FENCE_CLOSE;
-	e->fence = ELECTION_FENCE_CLOSED;
-	e->fence_retry_at = INFINITY;
-}
-
-/* The command may start: the fence is held, or not used. */
-static bool fence_ok(const struct election *e)
-{
-	return !e->p.fence || e->fence == ELECTION_FENCE_HELD;
-}
-
-/* With failsafe, the members said no one else still runs the command. */
-static bool members_ok(const struct election *e)
-{
-	return !e->p.failsafe || e->check == CHECK_CLEAR;
-}
-
-static void fence_take(struct election *e, struct election_output *out)
-{
-	if (e->fence != ELECTION_FENCE_READY)
-		return; /* taken once the session is ready */
-	e->fence = ELECTION_FENCE_TAKING;
-	out->actions |= ELECTION_DO_FENCE_TAKE;
-}
-
-/* The command's group is gone: let the next leader's command start. A
- * queued wait for the fence can only be ended by closing its session. */
-static void fence_drop(struct election *e, struct election_output *out,
-		       double now)
-{
-	if (e->fence == ELECTION_FENCE_HELD) {
-		e->fence = ELECTION_FENCE_DROPPING;
-		out->actions |= ELECTION_DO_FENCE_DROP;
-	} else if (e->fence == ELECTION_FENCE_TAKING) {
-		fence_close(e, out);
-		e->fence_retry_at = now;
-	}
-}
-
 /* ---- shared transitions ---------------------------------------------- */
 
-static void connect_now(struct election *e, struct election_output *out,
+void election_connect_now(struct election *e, struct election_output *out,
 			double now)
 {
-	set_state(e, out, now, ELECTION_CONNECTING);
+	election_set_state(e, out, now, ELECTION_CONNECTING);
 	e->connected = true;
 	e->next_attempt_at = INFINITY;
-	request(e, now, e->p.connect_timeout);
+	election_request(e, now, e->p.connect_timeout);
 	out->actions |= ELECTION_DO_CONNECT;
 }
 
@@ -229,13 +173,13 @@ static void exit_now(struct election *e, struct election_output *out,
 				    ELECTION_DO_WAIT_LOCK | ELECTION_DO_PING |
 				    ELECTION_DO_RELEASE | ELECTION_DO_FENCE_CONNECT |
 				    ELECTION_DO_FENCE_TAKE | ELECTION_DO_FENCE_DROP);
-	disconnect(e, out);
-	fence_close(e, out);
-	request_done(e);
+	election_disconnect(e, out);
+	election_fence_close(e, out);
+	election_request_done(e);
 	e->exit_code = code;
 	out->exit_code = code;
 	out->actions |= ELECTION_DO_EXIT;
-	set_state(e, out, now, ELECTION_DONE);
+	election_set_state(e, out, now, ELECTION_DONE);
 }
 
 /* The connection is gone or useless: close it and try again after the
@@ -247,19 +191,19 @@ static void reconnect_later(struct election *e, struct election_output *out,
 {
 	double delay = e->reconnect_backoff;
 
-	disconnect(e, out);
-	request_done(e);
+	election_disconnect(e, out);
+	election_request_done(e);
 	if (e->p.nonblock) {
-		say(out, LOG_LEVEL_ERROR, "%s; giving up (one attempt with --nonblock)",
+		election_say(out, LOG_LEVEL_ERROR, "%s; giving up (one attempt with --nonblock)",
 		    why);
 		exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
 		return;
 	}
-	set_state(e, out, now, ELECTION_BACKOFF);
+	election_set_state(e, out, now, ELECTION_BACKOFF);
 	e->next_attempt_at = now + delay;
 	e->reconnect_backoff = fmin(delay * 2, fmax(e->p.retry_interval,
 						     ELECTION_RECONNECT_MIN));
-	say(out, LOG_LEVEL_WARNING, "%s; retrying in %.1fs", why, delay);
+	election_say(out, LOG_LEVEL_WARNING, "%s; retrying in %.1fs", why, delay);
 }
 
 static void ask_for_lock(struct election *e, struct election_output *out,
@@ -276,24 +220,24 @@ static void ask_for_lock(struct election *e, struct election_output *out,
 	}
 	/* The server ends a queued wait after retry_interval (lock_timeout);
 	 * past that plus ping_timeout without an answer the session is suspect. */
-	request(e, now, e->p.retry_interval + e->p.ping_timeout);
+	election_request(e, now, e->p.retry_interval + e->p.ping_timeout);
 }
 
 /* Shutting down: the command first, then the lock, then exit. */
-static void finish(struct election *e, struct election_output *out, double now)
+void election_finish(struct election *e, struct election_output *out, double now)
 {
 	e->child_start_at = INFINITY;
 	e->next_attempt_at = INFINITY;
 	e->next_ping_at = INFINITY;
 	e->ping_pending = false;
-	request_done(e);
+	election_request_done(e);
 	if (e->child_running) {
-		set_state(e, out, now, ELECTION_SHUTTING_DOWN);
+		election_set_state(e, out, now, ELECTION_SHUTTING_DOWN);
 		out->actions |= ELECTION_DO_STOP_CHILD;
 	} else if (e->connected) {
-		set_state(e, out, now, ELECTION_RELEASING);
+		election_set_state(e, out, now, ELECTION_RELEASING);
 		out->actions |= ELECTION_DO_RELEASE;
-		request(e, now, e->p.ping_timeout);
+		election_request(e, now, e->p.ping_timeout);
 	} else {
 		exit_now(e, out, now, e->exit_code);
 	}
@@ -311,271 +255,27 @@ static void start_child(struct election *e, struct election_output *out,
 
 /* A permanent fault: one error line, then stop the command, release and
  * exit with the table's code. Returns false for a transient fault. */
-static bool end_on_permanent(struct election *e, struct election_output *out,
+bool election_end_on_permanent(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
 	int code = election_exit_for(ev->fault);
 
 	if (!code)
 		return false;
-	say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
-	about(out, ev->fault);
-	if (!is_stopping(e->state) || e->exit_code == 0)
+	election_say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
+	election_about(out, ev->fault);
+	if (!election_is_stopping(e->state) || e->exit_code == 0)
 		e->exit_code = code;
 	if (e->child_running)
-		finish(e, out, now);
+		election_finish(e, out, now);
 	else
 		exit_now(e, out, now, e->exit_code);
 	return true;
 }
 
-static const char *reason_of(const struct election_event *ev, const char *dflt)
+const char *election_reason_of(const struct election_event *ev, const char *dflt)
 {
 	return ev->reason ? ev->reason : dflt;
-}
-
-/* ---- failsafe (DESIGN 9) ------------------------------------------------ */
-
-/* A new leader asks the members whether one still runs the command; the
- * re-ask time doubles as the deadline of the question in flight. */
-static void ask_members(struct election *e, struct election_output *out,
-			double now)
-{
-	e->check = CHECK_ASKING;
-	e->check_again_at = now + e->p.ping_timeout + e->p.ping_interval;
-	out->actions |= ELECTION_DO_FAILSAFE_CHECK;
-}
-
-/* Each member's answer is due within ping_timeout; the round must have
- * ended by one ping_interval more. */
-static void claim_round(struct election *e, struct election_output *out,
-			double now)
-{
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = now + e->p.ping_timeout + e->p.ping_interval;
-	out->actions |= ELECTION_DO_FAILSAFE_CLAIM;
-}
-
-/* A member said no, or did not answer, or the lock went to another
- * session: the command must stop, as without failsafe. */
-static void failsafe_demote(struct election *e, struct election_output *out,
-			    double now, const char *why)
-{
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
-	e->next_attempt_at = INFINITY;
-	request_done(e);
-	e->snap.counters.losses[e->failsafe_fault]++;
-	say(out, LOG_LEVEL_WARNING, "lost leader lease: %s (failsafe)", why);
-	about(out, e->failsafe_fault);
-	set_state(e, out, now, ELECTION_DEMOTING);
-	out->actions |= ELECTION_DO_STOP_CHILD;
-}
-
-static void failsafe_tick(struct election *e, struct election_output *out,
-			  double now)
-{
-	if (now >= e->claim_deadline) {
-		failsafe_demote(e, out, now, "a claim round got no answer in time");
-		return;
-	}
-	if (now >= e->next_claim_at)
-		claim_round(e, out, now);
-	if (e->connected && now >= e->request_deadline) {
-		disconnect(e, out);
-		request_done(e);
-		e->next_attempt_at = now + ELECTION_RECONNECT_MIN;
-	}
-	if (!e->connected && now >= e->next_attempt_at) {
-		e->connected = true;
-		e->next_attempt_at = INFINITY;
-		request(e, now, e->p.connect_timeout);
-		out->actions |= ELECTION_DO_CONNECT;
-	}
-}
-
-static void enter_failsafe(struct election *e, struct election_output *out,
-			   double now, enum fault fault, const char *why)
-{
-	disconnect(e, out);
-	e->failsafe_fault = fault;
-	e->snap.failsafe_agree = e->snap.failsafe_asked = 0;
-	set_state(e, out, now, ELECTION_FAILSAFE);
-	say(out, LOG_LEVEL_WARNING, "lost the lock (%s); keeping the command in "
-	    "failsafe while every member agrees", why);
-	about(out, fault);
-	e->next_attempt_at = now; /* reconnect at once, and keep trying */
-	claim_round(e, out, now);
-	failsafe_tick(e, out, now);
-}
-
-static void failsafe_round_done(struct election *e, struct election_output *out,
-				double now, const struct election_event *ev)
-{
-	struct election_snapshot *s = &e->snap;
-
-	if (e->state != ELECTION_FAILSAFE || isinf(e->claim_deadline))
-		return;
-	e->claim_deadline = INFINITY;
-	if (ev->status < ev->asked) {
-		char why[96];
-
-		snprintf(why, sizeof(why), "%d of %d members agree", ev->status,
-			 ev->asked);
-		failsafe_demote(e, out, now, why);
-		return;
-	}
-	if (s->failsafe_agree != ev->status || s->failsafe_asked != ev->asked) {
-		say(out, LOG_LEVEL_NOTICE, "failsafe: %d of %d members agree; "
-		    "the command keeps running", ev->status, ev->asked);
-		out->state_changed = true;
-	}
-	s->failsafe_agree = ev->status;
-	s->failsafe_asked = ev->asked;
-	e->next_claim_at = now + e->p.ping_interval;
-}
-
-/* Back from failsafe: the same command, the same term. */
-static void failsafe_regained(struct election *e, struct election_output *out,
-			      double now)
-{
-	request_done(e);
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
-	e->check = CHECK_CLEAR;
-	e->snap.counters.acquisitions++;
-	set_state(e, out, now, ELECTION_LEADER);
-	e->ping_pending = false;
-	e->last_reply_at = now;
-	e->next_ping_at = now + e->p.ping_interval;
-	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
-	say(out, LOG_LEVEL_INFO, "acquired leader lease again after failsafe; "
-	    "the command kept running");
-}
-
-static void failsafe_lost(struct election *e, struct election_output *out,
-			  double now, const struct election_event *ev)
-{
-	e->connected = false; /* the lease closed it */
-	if (end_on_permanent(e, out, now, ev))
-		return;
-	request_done(e);
-	e->next_attempt_at = now + ELECTION_RECONNECT_MIN;
-}
-
-static void failsafe_connected(struct election *e, struct election_output *out,
-			       double now, const struct election_event *ev)
-{
-	e->snap.lock_key = ev->lock_key;
-	out->actions |= ELECTION_DO_TRY_LOCK;
-	request(e, now, e->p.ping_timeout);
-}
-
-/* A member's claim: agree only when this node neither runs the command nor
- * holds the lock, and then keep out of the lock queue until the record
- * expires (DESIGN 9). */
-static const char *claim_refused(const struct election *e)
-{
-	switch (e->state) {
-	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
-	case ELECTION_SHUTTING_DOWN:
-		return "this node runs the command";
-	case ELECTION_RELEASING:
-		return "this node holds the lock";
-	case ELECTION_DONE:
-		return "this node is exiting";
-	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
-	case ELECTION_STANDBY: case ELECTION_STATE_COUNT:
-		break;
-	}
-	return NULL;
-}
-
-/* Closing the connection ends a queued wait, and releases a lock granted
- * meanwhile, before anything was started with it. */
-static void stay_out(struct election *e, struct election_output *out,
-		     double now)
-{
-	disconnect(e, out);
-	request_done(e);
-	set_state(e, out, now, ELECTION_BACKOFF);
-	e->next_attempt_at = e->record_until;
-}
-
-static void peers_claimed(struct election *e, struct election_output *out,
-			  double now, const struct election_event *ev)
-{
-	const char *refused = claim_refused(e);
-
-	if (refused) {
-		out->claim_answer = 409;
-		snprintf(out->claim_reason, sizeof(out->claim_reason), "%s", refused);
-		return;
-	}
-	if (now >= e->record_until)
-		say(out, LOG_LEVEL_NOTICE, "node %s leads in failsafe: staying out "
-		    "of the lock queue", reason_of(ev, "?"));
-	e->record_until = now + e->p.failsafe_ttl;
-	out->claim_answer = 200;
-	if (e->state == ELECTION_STANDBY || e->state == ELECTION_CONNECTING)
-		stay_out(e, out, now);
-	else if (e->state == ELECTION_BACKOFF)
-		e->next_attempt_at = fmax(e->next_attempt_at, e->record_until);
-}
-
-static void peers_check_done(struct election *e, struct election_output *out,
-			     double now, const struct election_event *ev)
-{
-	if (e->state != ELECTION_LEADER || e->check != CHECK_ASKING)
-		return;
-	switch ((enum election_check)ev->status) {
-	case ELECTION_CHECK_CLEAR:
-		e->check = CHECK_CLEAR;
-		return;
-	case ELECTION_CHECK_RUNNING:
-		/* that leader demotes at its next round: we now answer 409 */
-		say(out, LOG_LEVEL_NOTICE, "a member still runs the command in "
-		    "failsafe; asking again in %.1fs", e->p.ping_interval);
-		e->check_again_at = now + e->p.ping_interval;
-		return;
-	case ELECTION_CHECK_SILENT:
-		e->check = CHECK_CLEAR;
-		e->child_start_at = fmax(e->child_start_at, now + e->p.failsafe_ttl);
-		say(out, LOG_LEVEL_NOTICE, "a member did not answer; starting the "
-		    "command in %.1fs, when any failsafe record it holds has expired",
-		    e->p.failsafe_ttl);
-		return;
-	}
-}
-
-/* A node holds a session for this lock but is not in failsafe_peers: its
- * consent was never asked, so failsafe is off until it is gone. */
-static void peers_stranger(struct election *e, struct election_output *out,
-			   const struct election_event *ev)
-{
-	const char *id = ev->reason ? ev->reason : "";
-
-	if (!strcmp(id, e->stranger))
-		return;
-	if (*id)
-		say(out, LOG_LEVEL_ERROR, "node %s has a session for this lock but "
-		    "is not in failsafe_peers: failsafe is off until it is gone "
-		    "or the list is fixed", id);
-	else
-		say(out, LOG_LEVEL_NOTICE, "every node with a session for this lock "
-		    "is in failsafe_peers: failsafe is on again");
-	snprintf(e->stranger, sizeof(e->stranger), "%s", id);
-}
-
-static void on_peers(struct election *e, const struct election_event *ev,
-		     double now, struct election_output *out)
-{
-	switch ((enum election_peer_news)ev->news) {
-	case ELECTION_PEERS_CLAIMED: peers_claimed(e, out, now, ev); return;
-	case ELECTION_PEERS_ROUND_DONE: failsafe_round_done(e, out, now, ev); return;
-	case ELECTION_PEERS_CHECK_DONE: peers_check_done(e, out, now, ev); return;
-	case ELECTION_PEERS_STRANGER: peers_stranger(e, out, ev); return;
-	}
 }
 
 /* The lock may be gone: stop the command but keep the connection, doing
@@ -588,31 +288,31 @@ static void lose_lease(struct election *e, struct election_output *out,
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
 	e->check = CHECK_NONE;
-	request_done(e);
+	election_request_done(e);
 	if (e->p.failsafe && !e->stranger[0] && e->child_running) {
-		enter_failsafe(e, out, now, fault, why);
+		election_enter_failsafe(e, out, now, fault, why);
 		return;
 	}
 	e->snap.counters.losses[fault]++;
-	say(out, LOG_LEVEL_WARNING, "lost leader lease: %s", why);
-	about(out, fault);
+	election_say(out, LOG_LEVEL_WARNING, "lost leader lease: %s", why);
+	election_about(out, fault);
 	if (e->child_running) {
-		set_state(e, out, now, ELECTION_DEMOTING);
+		election_set_state(e, out, now, ELECTION_DEMOTING);
 		out->actions |= ELECTION_DO_STOP_CHILD;
 	} else {
-		fence_drop(e, out, now); /* taken or being taken, no command yet */
-		disconnect(e, out);
-		connect_now(e, out, now);
+		election_fence_drop(e, out, now); /* taken or being taken, no command yet */
+		election_disconnect(e, out);
+		election_connect_now(e, out, now);
 	}
 }
 
-static void become_leader(struct election *e, struct election_output *out,
+void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	struct election_counters *c = &e->snap.counters;
 
-	request_done(e);
-	set_state(e, out, now, ELECTION_LEADER);
+	election_request_done(e);
+	election_set_state(e, out, now, ELECTION_LEADER);
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
 	e->restart_backoff = ELECTION_RESTART_MIN;
 	e->quick_failures = 0;
@@ -626,14 +326,14 @@ static void become_leader(struct election *e, struct election_output *out,
 	e->snap.fencing_token = ev->fencing_token;
 	e->snap.lock_key = ev->lock_key;
 	e->snap.leader_since_wall = now + e->wall_offset;
-	say(out, LOG_LEVEL_INFO, "acquired leader lease (key %lld, fencing token %llu)",
+	election_say(out, LOG_LEVEL_INFO, "acquired leader lease (key %lld, fencing token %llu)",
 	    (long long)ev->lock_key, (unsigned long long)ev->fencing_token);
 	/* due now or after the delay; it starts once the fence is held */
 	e->child_start_at = now + e->p.takeover_delay;
 	e->fence_wait_logged = false;
-	fence_take(e, out);
+	election_fence_take(e, out);
 	if (e->p.failsafe)
-		ask_members(e, out, now);
+		election_ask_members(e, out, now);
 }
 
 static enum election_outcome outcome_of(int status)
@@ -646,12 +346,12 @@ static enum election_outcome outcome_of(int status)
 }
 
 /* The command's group is empty: count it; true when it was running. */
-static bool reap(struct election *e, struct election_output *out, double now,
+bool election_reap(struct election *e, struct election_output *out, double now,
 		 const struct election_event *ev)
 {
 	if (!e->child_running)
 		return false;
-	fence_drop(e, out, now);
+	election_fence_drop(e, out, now);
 	e->child_running = false;
 	e->snap.command_pid = 0;
 	e->snap.counters.command_exits[outcome_of(ev->status)]++;
@@ -676,10 +376,10 @@ static void child_killed(struct election *e)
 static void shutdown_begins(struct election *e, struct election_output *out,
 			    double now, const struct election_event *ev)
 {
-	say(out, LOG_LEVEL_INFO, "received %s, shutting down",
-	    reason_of(ev, "signal"));
+	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
+	    election_reason_of(ev, "signal"));
 	e->exit_code = 0;
-	finish(e, out, now);
+	election_finish(e, out, now);
 }
 
 /* SIGTERM before any lock or connect request was answered: the lock state
@@ -687,8 +387,8 @@ static void shutdown_begins(struct election *e, struct election_output *out,
 static void shutdown_unanswered(struct election *e, struct election_output *out,
 				double now, const struct election_event *ev)
 {
-	say(out, LOG_LEVEL_INFO, "received %s, shutting down",
-	    reason_of(ev, "signal"));
+	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
+	    election_reason_of(ev, "signal"));
 	exit_now(e, out, now, 0);
 }
 
@@ -705,8 +405,8 @@ static void kill_on_second_signal(struct election *e, struct election_output *ou
 				  const struct election_event *ev)
 {
 	(void)e;
-	say(out, LOG_LEVEL_NOTICE, "received %s again: killing the command now",
-	    reason_of(ev, "signal"));
+	election_say(out, LOG_LEVEL_NOTICE, "received %s again: killing the command now",
+	    election_reason_of(ev, "signal"));
 	out->actions |= ELECTION_DO_KILL_CHILD;
 }
 
@@ -720,12 +420,12 @@ static bool wait_expired(struct election *e, struct election_output *out,
 	if (now < e->wait_deadline)
 		return false;
 	if (e->busy_seen) {
-		say(out, LOG_LEVEL_NOTICE,
+		election_say(out, LOG_LEVEL_NOTICE,
 		    "no leader lease after %.1fs of waiting; giving up",
 		    e->p.wait_timeout);
 		exit_now(e, out, now, e->p.conflict_exit_code);
 	} else {
-		say(out, LOG_LEVEL_ERROR,
+		election_say(out, LOG_LEVEL_ERROR,
 		    "database not reached within %.1fs; giving up",
 		    e->p.wait_timeout);
 		exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
@@ -748,7 +448,7 @@ static void backoff_tick(struct election *e, struct election_output *out,
 			 double now)
 {
 	if (!wait_expired(e, out, now) && now >= e->next_attempt_at)
-		connect_now(e, out, now);
+		election_connect_now(e, out, now);
 }
 
 static void standby_tick(struct election *e, struct election_output *out,
@@ -809,9 +509,9 @@ static void leader_tick(struct election *e, struct election_output *out,
 		out->actions |= ELECTION_DO_PING;
 	}
 	if (e->check == CHECK_ASKING && now >= e->check_again_at)
-		ask_members(e, out, now);
-	if (!e->child_running && now >= e->child_start_at && fence_ok(e) &&
-	    members_ok(e))
+		election_ask_members(e, out, now);
+	if (!e->child_running && now >= e->child_start_at && election_fence_ok(e) &&
+	    election_members_ok(e))
 		start_child(e, out, now);
 }
 
@@ -829,20 +529,20 @@ static void start(struct election *e, struct election_output *out, double now)
 {
 	if (e->p.wait_timeout >= 0)
 		e->wait_deadline = now + e->p.wait_timeout;
-	connect_now(e, out, now);
-	fence_open(e, out);
+	election_connect_now(e, out, now);
+	election_fence_open(e, out);
 }
 
-static void connected(struct election *e, struct election_output *out,
+void election_connected(struct election *e, struct election_output *out,
 		      double now, const struct election_event *ev)
 {
-	request_done(e);
+	election_request_done(e);
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
 	e->lock_tried = false;
 	e->waiting_logged = false;
 	e->standby_since = now;
 	e->snap.lock_key = ev->lock_key;
-	set_state(e, out, now, ELECTION_STANDBY);
+	election_set_state(e, out, now, ELECTION_STANDBY);
 	ask_for_lock(e, out, now);
 }
 
@@ -853,22 +553,22 @@ static void connection_failed(struct election *e, struct election_output *out,
 	e->connected = false; /* the lease closed it */
 	if (e->state == ELECTION_CONNECTING)
 		e->snap.counters.connect_failures++;
-	if (!end_on_permanent(e, out, now, ev))
-		reconnect_later(e, out, now, reason_of(ev, "database connection failed"));
+	if (!election_end_on_permanent(e, out, now, ev))
+		reconnect_later(e, out, now, election_reason_of(ev, "database connection failed"));
 }
 
 static void lock_busy(struct election *e, struct election_output *out, double now)
 {
-	request_done(e);
+	election_request_done(e);
 	e->busy_seen = true;
 	if (e->p.nonblock) {
-		say(out, LOG_LEVEL_NOTICE,
+		election_say(out, LOG_LEVEL_NOTICE,
 		    "leader lease is held by another node; giving up");
 		exit_now(e, out, now, e->p.conflict_exit_code);
 		return;
 	}
 	if (!e->waiting_logged) {
-		say(out, LOG_LEVEL_INFO, "waiting for leader lease");
+		election_say(out, LOG_LEVEL_INFO, "waiting for leader lease");
 		e->waiting_logged = true;
 		out->state_changed = true;
 	}
@@ -894,9 +594,9 @@ static void leader_lost(struct election *e, struct election_output *out,
 			double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
-	if (!end_on_permanent(e, out, now, ev))
+	if (!election_end_on_permanent(e, out, now, ev))
 		lose_lease(e, out, now, ev->fault,
-			   reason_of(ev, "connection lost"));
+			   election_reason_of(ev, "connection lost"));
 }
 
 /* While the command is being stopped, the connection may go too; only a
@@ -906,7 +606,7 @@ static void stopping_lost(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
-	end_on_permanent(e, out, now, ev);
+	election_end_on_permanent(e, out, now, ev);
 }
 
 /* The command could not even be forked. */
@@ -915,15 +615,15 @@ static void start_failed(struct election *e, struct election_output *out,
 {
 	if (!e->child_running)
 		return;
-	fence_drop(e, out, now);
+	election_fence_drop(e, out, now);
 	e->child_running = false;
-	say(out, LOG_LEVEL_ERROR, "cannot start command: %s",
-	    reason_of(ev, "fork failed"));
+	election_say(out, LOG_LEVEL_ERROR, "cannot start command: %s",
+	    election_reason_of(ev, "fork failed"));
 	e->exit_code = election_exit_for(FAULT_FORK);
-	finish(e, out, now);
+	election_finish(e, out, now);
 }
 
-static bool restarts(const struct election *e, int status)
+bool election_restarts(const struct election *e, int status)
 {
 	/* a command that cannot be executed never runs by trying again */
 	if (status == ELECTION_EX_NOEXEC || status == ELECTION_EX_NOTFOUND)
@@ -944,7 +644,7 @@ static bool gives_up(struct election *e, struct election_output *out,
 	e->quick_failures++;
 	if (e->p.restart_limit <= 0 || e->quick_failures <= e->p.restart_limit)
 		return false;
-	say(out, LOG_LEVEL_ERROR, "command failed %d times in a row within %.0fs "
+	election_say(out, LOG_LEVEL_ERROR, "command failed %d times in a row within %.0fs "
 	    "of starting; giving up (--restart-limit %d)", e->quick_failures,
 	    ELECTION_RESTART_RESET_AFTER, e->p.restart_limit);
 	return true;
@@ -955,11 +655,11 @@ static void leader_child_gone(struct election *e, struct election_output *out,
 {
 	double delay;
 
-	if (!reap(e, out, now, ev))
+	if (!election_reap(e, out, now, ev))
 		return;
-	if (!restarts(e, ev->status) || gives_up(e, out, now, ev->status)) {
+	if (!election_restarts(e, ev->status) || gives_up(e, out, now, ev->status)) {
 		e->exit_code = ev->status;
-		finish(e, out, now);
+		election_finish(e, out, now);
 		return;
 	}
 	if (now - e->child_started_at >= ELECTION_RESTART_RESET_AFTER)
@@ -968,43 +668,23 @@ static void leader_child_gone(struct election *e, struct election_output *out,
 	e->restart_backoff = fmin(delay * 2, ELECTION_RESTART_MAX);
 	e->child_start_at = now + delay;
 	out->state_changed = true;
-	say(out, LOG_LEVEL_NOTICE, "restarting command in %.1fs", delay);
+	election_say(out, LOG_LEVEL_NOTICE, "restarting command in %.1fs", delay);
 }
 
 static void demoted_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
-	if (!reap(e, out, now, ev))
+	if (!election_reap(e, out, now, ev))
 		return;
-	disconnect(e, out);
-	connect_now(e, out, now);
-}
-
-/* The command ended by itself while the lock was away: without the lock it
- * is not started again; a node that leads again restarts it. */
-static void failsafe_child_gone(struct election *e, struct election_output *out,
-				double now, const struct election_event *ev)
-{
-	int status = ev->status;
-
-	if (!reap(e, out, now, ev))
-		return;
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
-	if (!restarts(e, status)) {
-		e->exit_code = status;
-		finish(e, out, now);
-		return;
-	}
-	disconnect(e, out);
-	connect_now(e, out, now);
+	election_disconnect(e, out);
+	election_connect_now(e, out, now);
 }
 
 static void stopped_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
-	if (reap(e, out, now, ev))
-		finish(e, out, now);
+	if (election_reap(e, out, now, ev))
+		election_finish(e, out, now);
 }
 
 static void released(struct election *e, struct election_output *out,
@@ -1012,7 +692,7 @@ static void released(struct election *e, struct election_output *out,
 {
 	e->connected = false;
 	if (ev->fault == FAULT_NONE)
-		say(out, LOG_LEVEL_INFO, "released leader lease");
+		election_say(out, LOG_LEVEL_INFO, "released leader lease");
 	exit_now(e, out, now, e->exit_code);
 }
 
@@ -1021,7 +701,7 @@ static void release_lost(struct election *e, struct election_output *out,
 			 double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
-	if (!end_on_permanent(e, out, now, ev))
+	if (!election_end_on_permanent(e, out, now, ev))
 		exit_now(e, out, now, e->exit_code);
 }
 
@@ -1029,84 +709,7 @@ static void release_lost(struct election *e, struct election_output *out,
 static void backoff_lost(struct election *e, struct election_output *out,
 			 double now, const struct election_event *ev)
 {
-	end_on_permanent(e, out, now, ev);
-}
-
-/* ---- the fence's news, alike in every state ---------------------------- */
-
-/* The fence session was lost: reopen it after a backoff; a leader takes it
- * again once it is back (DESIGN 3: losing the fence alone is no demotion). */
-static void fence_failed(struct election *e, struct election_output *out,
-			 double now, const struct election_event *ev)
-{
-	double delay = e->fence_backoff;
-
-	e->fence = ELECTION_FENCE_CLOSED;
-	if (end_on_permanent(e, out, now, ev))
-		return;
-	e->fence_retry_at = now + delay;
-	e->fence_backoff = fmin(delay * 2, fmax(e->p.retry_interval,
-						 ELECTION_RECONNECT_MIN));
-	say(out, LOG_LEVEL_WARNING, "fence session: %s; reconnecting in %.1fs",
-	    reason_of(ev, "connection lost"), delay);
-	about(out, ev->fault);
-}
-
-static void fence_ready(struct election *e, struct election_output *out)
-{
-	e->fence = ELECTION_FENCE_READY;
-	e->fence_backoff = ELECTION_RECONNECT_MIN;
-	if (e->state == ELECTION_LEADER)
-		fence_take(e, out);
-}
-
-static void fence_acquired(struct election *e, struct election_output *out,
-			   double now)
-{
-	e->fence = ELECTION_FENCE_HELD;
-	/* demoted, or the command gone, while waiting: give it back */
-	if (e->state != ELECTION_LEADER)
-		fence_drop(e, out, now);
-}
-
-/* The queued wait ended (lock_timeout): the old leader's command is still
- * stopping. A leader waits on; anyone else lets go. */
-static void fence_busy(struct election *e, struct election_output *out)
-{
-	e->fence = ELECTION_FENCE_READY;
-	if (e->state != ELECTION_LEADER)
-		return;
-	if (!e->fence_wait_logged)
-		say(out, LOG_LEVEL_NOTICE, "waiting for the fence: the previous "
-		    "leader's command is still stopping");
-	e->fence_wait_logged = true;
-	fence_take(e, out);
-}
-
-static void fence_released(struct election *e, struct election_output *out,
-			   double now, const struct election_event *ev)
-{
-	if (ev->fault != FAULT_NONE) {
-		fence_failed(e, out, now, ev);
-		return;
-	}
-	fence_ready(e, out);
-}
-
-static void on_fence(struct election *e, const struct election_event *ev,
-		     double now, struct election_output *out)
-{
-	if (!e->p.fence || e->fence == ELECTION_FENCE_CLOSED)
-		return; /* news from a session already closed */
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_CONNECTED: fence_ready(e, out); return;
-	case ELECTION_SESSION_FAILED: fence_failed(e, out, now, ev); return;
-	case ELECTION_SESSION_ACQUIRED: fence_acquired(e, out, now); return;
-	case ELECTION_SESSION_BUSY: fence_busy(e, out); return;
-	case ELECTION_SESSION_RELEASED: fence_released(e, out, now, ev); return;
-	case ELECTION_SESSION_PING_OK:
-		return;
-	}
+	election_end_on_permanent(e, out, now, ev);
 }
 
 /* ---- the command's news, alike in every state -------------------------- */
@@ -1116,7 +719,7 @@ static void command_gone(struct election *e, struct election_output *out,
 {
 	switch (e->state) {
 	case ELECTION_LEADER: leader_child_gone(e, out, now, ev); return;
-	case ELECTION_FAILSAFE: failsafe_child_gone(e, out, now, ev); return;
+	case ELECTION_FAILSAFE: election_failsafe_child_gone(e, out, now, ev); return;
 	case ELECTION_DEMOTING: demoted_child_gone(e, out, now, ev); return;
 	case ELECTION_SHUTTING_DOWN: stopped_child_gone(e, out, now, ev); return;
 	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
@@ -1139,30 +742,11 @@ static void on_command(struct election *e, const struct election_event *ev,
 
 /* ---- the lock session's news, one handler per state -------------------- */
 
-/* A member that holds a failsafe record takes no lock (DESIGN 9). */
-static void connecting_done(struct election *e, struct election_output *out,
-			    double now, const struct election_event *ev)
-{
-	if (now < e->record_until)
-		stay_out(e, out, now);
-	else
-		connected(e, out, now, ev);
-}
-
-static void standby_acquired(struct election *e, struct election_output *out,
-			     double now, const struct election_event *ev)
-{
-	if (now < e->record_until)
-		stay_out(e, out, now);
-	else
-		become_leader(e, out, now, ev);
-}
-
 static void lock_connecting(struct election *e, const struct election_event *ev,
 			    double now, struct election_output *out)
 {
 	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_CONNECTED: connecting_done(e, out, now, ev); return;
+	case ELECTION_SESSION_CONNECTED: election_connecting_done(e, out, now, ev); return;
 	case ELECTION_SESSION_FAILED: connection_failed(e, out, now, ev); return;
 	case ELECTION_SESSION_ACQUIRED: case ELECTION_SESSION_BUSY:
 	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_RELEASED:
@@ -1187,7 +771,7 @@ static void lock_standby(struct election *e, const struct election_event *ev,
 {
 	switch ((enum election_session_news)ev->news) {
 	case ELECTION_SESSION_FAILED: connection_failed(e, out, now, ev); return;
-	case ELECTION_SESSION_ACQUIRED: standby_acquired(e, out, now, ev); return;
+	case ELECTION_SESSION_ACQUIRED: election_standby_acquired(e, out, now, ev); return;
 	case ELECTION_SESSION_BUSY: lock_busy(e, out, now); return;
 	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_PING_OK:
 	case ELECTION_SESSION_RELEASED:
@@ -1203,21 +787,6 @@ static void lock_leader(struct election *e, const struct election_event *ev,
 	case ELECTION_SESSION_PING_OK: ping_ok(e, now); return;
 	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
 	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_RELEASED:
-		return;
-	}
-}
-
-static void lock_failsafe(struct election *e, const struct election_event *ev,
-			  double now, struct election_output *out)
-{
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_CONNECTED: failsafe_connected(e, out, now, ev); return;
-	case ELECTION_SESSION_FAILED: failsafe_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_ACQUIRED: failsafe_regained(e, out, now); return;
-	case ELECTION_SESSION_BUSY:
-		failsafe_demote(e, out, now, "the lock is held by another session");
-		return;
-	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_RELEASED:
 		return;
 	}
 }
@@ -1255,7 +824,7 @@ static void on_lock(struct election *e, const struct election_event *ev,
 	case ELECTION_BACKOFF: lock_backoff(e, ev, now, out); return;
 	case ELECTION_STANDBY: lock_standby(e, ev, now, out); return;
 	case ELECTION_LEADER: lock_leader(e, ev, now, out); return;
-	case ELECTION_FAILSAFE: lock_failsafe(e, ev, now, out); return;
+	case ELECTION_FAILSAFE: election_lock_failsafe(e, ev, now, out); return;
 	case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
 		lock_stopping(e, ev, now, out);
 		return;
@@ -1299,9 +868,9 @@ static void dispatch(struct election *e, const struct election_event *ev,
 	case ELECTION_TICK: return; /* check_deadlines() runs after every event */
 	case ELECTION_SHUTDOWN: on_shutdown(e, ev, now, out); return;
 	case ELECTION_LOCK: on_lock(e, ev, now, out); return;
-	case ELECTION_FENCE: on_fence(e, ev, now, out); return;
+	case ELECTION_FENCE: election_on_fence(e, ev, now, out); return;
 	case ELECTION_COMMAND: on_command(e, ev, now, out); return;
-	case ELECTION_PEERS: on_peers(e, ev, now, out); return;
+	case ELECTION_PEERS: election_on_peers(e, ev, now, out); return;
 	}
 }
 
@@ -1315,7 +884,7 @@ static void state_deadlines(struct election *e, struct election_output *out,
 	case ELECTION_BACKOFF: backoff_tick(e, out, now); return;
 	case ELECTION_STANDBY: standby_tick(e, out, now); return;
 	case ELECTION_LEADER: leader_tick(e, out, now); return;
-	case ELECTION_FAILSAFE: failsafe_tick(e, out, now); return;
+	case ELECTION_FAILSAFE: election_failsafe_tick(e, out, now); return;
 	case ELECTION_RELEASING: releasing_tick(e, out, now); return;
 	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
 	case ELECTION_DONE: case ELECTION_STATE_COUNT:
@@ -1330,8 +899,8 @@ static void check_deadlines(struct election *e, struct election_output *out,
 {
 	state_deadlines(e, out, now);
 	if (e->fence == ELECTION_FENCE_CLOSED && now >= e->fence_retry_at &&
-	    !is_stopping(e->state))
-		fence_open(e, out);
+	    !election_is_stopping(e->state))
+		election_fence_open(e, out);
 }
 
 static void publish(struct election *e, double now)
@@ -1369,7 +938,7 @@ void election_abandon(struct election *e, struct election_output *out)
 	memset(out, 0, sizeof(*out));
 	if (e->state == ELECTION_DONE)
 		return;
-	say(out, LOG_LEVEL_ERROR, "internal error: the event loop stopped in state %s",
+	election_say(out, LOG_LEVEL_ERROR, "internal error: the event loop stopped in state %s",
 	    election_state_name(e->state));
 	exit_now(e, out, now, election_exit_for(FAULT_INTERNAL));
 	publish(e, now);
@@ -1393,7 +962,7 @@ static double leader_wakeup(const struct election *e, double now)
 	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
 		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
 
-	if (fence_ok(e) && members_ok(e))
+	if (election_fence_ok(e) && election_members_ok(e))
 		t = fmin(t, e->child_start_at);
 	if (e->check == CHECK_ASKING)
 		t = fmin(t, e->check_again_at);
@@ -1427,7 +996,7 @@ double election_next_wakeup(const struct election *e, double now)
 {
 	double t = state_wakeup(e, now);
 
-	if (e->fence == ELECTION_FENCE_CLOSED && !is_stopping(e->state))
+	if (e->fence == ELECTION_FENCE_CLOSED && !election_is_stopping(e->state))
 		t = fmin(t, e->fence_retry_at);
 	return t;
 }

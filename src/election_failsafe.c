@@ -1,0 +1,311 @@
+/* election_failsafe.c: failsafe (DESIGN 9): a leader that lost the lock
+ * keeps its command while every member agrees; a member that agreed stays
+ * out of the lock queue; a new leader asks the members first. No I/O. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "election_impl.h"
+
+/* With failsafe, the members said no one else still runs the command. */
+bool election_members_ok(const struct election *e)
+{
+	return !e->p.failsafe || e->check == CHECK_CLEAR;
+}
+
+/* A new leader asks the members whether one still runs the command; the
+ * re-ask time doubles as the deadline of the question in flight. */
+void election_ask_members(struct election *e, struct election_output *out,
+			double now)
+{
+	e->check = CHECK_ASKING;
+	e->check_again_at = now + e->p.ping_timeout + e->p.ping_interval;
+	out->actions |= ELECTION_DO_FAILSAFE_CHECK;
+}
+
+/* Each member's answer is due within ping_timeout; the round must have
+ * ended by one ping_interval more. */
+static void claim_round(struct election *e, struct election_output *out,
+			double now)
+{
+	e->next_claim_at = INFINITY;
+	e->claim_deadline = now + e->p.ping_timeout + e->p.ping_interval;
+	out->actions |= ELECTION_DO_FAILSAFE_CLAIM;
+}
+
+/* A member said no, or did not answer, or the lock went to another
+ * session: the command must stop, as without failsafe. */
+static void failsafe_demote(struct election *e, struct election_output *out,
+			    double now, const char *why)
+{
+	e->next_claim_at = INFINITY;
+	e->claim_deadline = INFINITY;
+	e->next_attempt_at = INFINITY;
+	election_request_done(e);
+	e->snap.counters.losses[e->failsafe_fault]++;
+	election_say(out, LOG_LEVEL_WARNING, "lost leader lease: %s (failsafe)", why);
+	election_about(out, e->failsafe_fault);
+	election_set_state(e, out, now, ELECTION_DEMOTING);
+	out->actions |= ELECTION_DO_STOP_CHILD;
+}
+
+void election_failsafe_tick(struct election *e, struct election_output *out,
+			  double now)
+{
+	if (now >= e->claim_deadline) {
+		failsafe_demote(e, out, now, "a claim round got no answer in time");
+		return;
+	}
+	if (now >= e->next_claim_at)
+		claim_round(e, out, now);
+	if (e->connected && now >= e->request_deadline) {
+		election_disconnect(e, out);
+		election_request_done(e);
+		e->next_attempt_at = now + ELECTION_RECONNECT_MIN;
+	}
+	if (!e->connected && now >= e->next_attempt_at) {
+		e->connected = true;
+		e->next_attempt_at = INFINITY;
+		election_request(e, now, e->p.connect_timeout);
+		out->actions |= ELECTION_DO_CONNECT;
+	}
+}
+
+void election_enter_failsafe(struct election *e, struct election_output *out,
+			   double now, enum fault fault, const char *why)
+{
+	election_disconnect(e, out);
+	e->failsafe_fault = fault;
+	e->snap.failsafe_agree = e->snap.failsafe_asked = 0;
+	election_set_state(e, out, now, ELECTION_FAILSAFE);
+	election_say(out, LOG_LEVEL_WARNING, "lost the lock (%s); keeping the command in "
+	    "failsafe while every member agrees", why);
+	election_about(out, fault);
+	e->next_attempt_at = now; /* reconnect at once, and keep trying */
+	claim_round(e, out, now);
+	election_failsafe_tick(e, out, now);
+}
+
+static void failsafe_round_done(struct election *e, struct election_output *out,
+				double now, const struct election_event *ev)
+{
+	struct election_snapshot *s = &e->snap;
+
+	if (e->state != ELECTION_FAILSAFE || isinf(e->claim_deadline))
+		return;
+	e->claim_deadline = INFINITY;
+	if (ev->status < ev->asked) {
+		char why[96];
+
+		snprintf(why, sizeof(why), "%d of %d members agree", ev->status,
+			 ev->asked);
+		failsafe_demote(e, out, now, why);
+		return;
+	}
+	if (s->failsafe_agree != ev->status || s->failsafe_asked != ev->asked) {
+		election_say(out, LOG_LEVEL_NOTICE, "failsafe: %d of %d members agree; "
+		    "the command keeps running", ev->status, ev->asked);
+		out->state_changed = true;
+	}
+	s->failsafe_agree = ev->status;
+	s->failsafe_asked = ev->asked;
+	e->next_claim_at = now + e->p.ping_interval;
+}
+
+/* Back from failsafe: the same command, the same term. */
+static void failsafe_regained(struct election *e, struct election_output *out,
+			      double now)
+{
+	election_request_done(e);
+	e->next_claim_at = INFINITY;
+	e->claim_deadline = INFINITY;
+	e->check = CHECK_CLEAR;
+	e->snap.counters.acquisitions++;
+	election_set_state(e, out, now, ELECTION_LEADER);
+	e->ping_pending = false;
+	e->last_reply_at = now;
+	e->next_ping_at = now + e->p.ping_interval;
+	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
+	election_say(out, LOG_LEVEL_INFO, "acquired leader lease again after failsafe; "
+	    "the command kept running");
+}
+
+static void failsafe_lost(struct election *e, struct election_output *out,
+			  double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	if (election_end_on_permanent(e, out, now, ev))
+		return;
+	election_request_done(e);
+	e->next_attempt_at = now + ELECTION_RECONNECT_MIN;
+}
+
+static void failsafe_connected(struct election *e, struct election_output *out,
+			       double now, const struct election_event *ev)
+{
+	e->snap.lock_key = ev->lock_key;
+	out->actions |= ELECTION_DO_TRY_LOCK;
+	election_request(e, now, e->p.ping_timeout);
+}
+
+/* A member's claim: agree only when this node neither runs the command nor
+ * holds the lock, and then keep out of the lock queue until the record
+ * expires (DESIGN 9). */
+static const char *claim_refused(const struct election *e)
+{
+	switch (e->state) {
+	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
+	case ELECTION_SHUTTING_DOWN:
+		return "this node runs the command";
+	case ELECTION_RELEASING:
+		return "this node holds the lock";
+	case ELECTION_DONE:
+		return "this node is exiting";
+	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
+	case ELECTION_STANDBY: case ELECTION_STATE_COUNT:
+		break;
+	}
+	return NULL;
+}
+
+/* Closing the connection ends a queued wait, and releases a lock granted
+ * meanwhile, before anything was started with it. */
+static void stay_out(struct election *e, struct election_output *out,
+		     double now)
+{
+	election_disconnect(e, out);
+	election_request_done(e);
+	election_set_state(e, out, now, ELECTION_BACKOFF);
+	e->next_attempt_at = e->record_until;
+}
+
+static void peers_claimed(struct election *e, struct election_output *out,
+			  double now, const struct election_event *ev)
+{
+	const char *refused = claim_refused(e);
+
+	if (refused) {
+		out->claim_answer = 409;
+		snprintf(out->claim_reason, sizeof(out->claim_reason), "%s", refused);
+		return;
+	}
+	if (now >= e->record_until)
+		election_say(out, LOG_LEVEL_NOTICE, "node %s leads in failsafe: staying out "
+		    "of the lock queue", election_reason_of(ev, "?"));
+	e->record_until = now + e->p.failsafe_ttl;
+	out->claim_answer = 200;
+	if (e->state == ELECTION_STANDBY || e->state == ELECTION_CONNECTING)
+		stay_out(e, out, now);
+	else if (e->state == ELECTION_BACKOFF)
+		e->next_attempt_at = fmax(e->next_attempt_at, e->record_until);
+}
+
+static void peers_check_done(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
+{
+	if (e->state != ELECTION_LEADER || e->check != CHECK_ASKING)
+		return;
+	switch ((enum election_check)ev->status) {
+	case ELECTION_CHECK_CLEAR:
+		e->check = CHECK_CLEAR;
+		return;
+	case ELECTION_CHECK_RUNNING:
+		/* that leader demotes at its next round: we now answer 409 */
+		election_say(out, LOG_LEVEL_NOTICE, "a member still runs the command in "
+		    "failsafe; asking again in %.1fs", e->p.ping_interval);
+		e->check_again_at = now + e->p.ping_interval;
+		return;
+	case ELECTION_CHECK_SILENT:
+		e->check = CHECK_CLEAR;
+		e->child_start_at = fmax(e->child_start_at, now + e->p.failsafe_ttl);
+		election_say(out, LOG_LEVEL_NOTICE, "a member did not answer; starting the "
+		    "command in %.1fs, when any failsafe record it holds has expired",
+		    e->p.failsafe_ttl);
+		return;
+	}
+}
+
+/* A node holds a session for this lock but is not in failsafe_peers: its
+ * consent was never asked, so failsafe is off until it is gone. */
+static void peers_stranger(struct election *e, struct election_output *out,
+			   const struct election_event *ev)
+{
+	const char *id = ev->reason ? ev->reason : "";
+
+	if (!strcmp(id, e->stranger))
+		return;
+	if (*id)
+		election_say(out, LOG_LEVEL_ERROR, "node %s has a session for this lock but "
+		    "is not in failsafe_peers: failsafe is off until it is gone "
+		    "or the list is fixed", id);
+	else
+		election_say(out, LOG_LEVEL_NOTICE, "every node with a session for this lock "
+		    "is in failsafe_peers: failsafe is on again");
+	snprintf(e->stranger, sizeof(e->stranger), "%s", id);
+}
+
+void election_on_peers(struct election *e, const struct election_event *ev,
+		     double now, struct election_output *out)
+{
+	switch ((enum election_peer_news)ev->news) {
+	case ELECTION_PEERS_CLAIMED: peers_claimed(e, out, now, ev); return;
+	case ELECTION_PEERS_ROUND_DONE: failsafe_round_done(e, out, now, ev); return;
+	case ELECTION_PEERS_CHECK_DONE: peers_check_done(e, out, now, ev); return;
+	case ELECTION_PEERS_STRANGER: peers_stranger(e, out, ev); return;
+	}
+}
+
+void election_lock_failsafe(struct election *e, const struct election_event *ev,
+			  double now, struct election_output *out)
+{
+	switch ((enum election_session_news)ev->news) {
+	case ELECTION_SESSION_CONNECTED: failsafe_connected(e, out, now, ev); return;
+	case ELECTION_SESSION_FAILED: failsafe_lost(e, out, now, ev); return;
+	case ELECTION_SESSION_ACQUIRED: failsafe_regained(e, out, now); return;
+	case ELECTION_SESSION_BUSY:
+		failsafe_demote(e, out, now, "the lock is held by another session");
+		return;
+	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_RELEASED:
+		return;
+	}
+}
+
+/* The command ended by itself while the lock was away: without the lock it
+ * is not started again; a node that leads again restarts it. */
+void election_failsafe_child_gone(struct election *e, struct election_output *out,
+				double now, const struct election_event *ev)
+{
+	int status = ev->status;
+
+	if (!election_reap(e, out, now, ev))
+		return;
+	e->next_claim_at = INFINITY;
+	e->claim_deadline = INFINITY;
+	if (!election_restarts(e, status)) {
+		e->exit_code = status;
+		election_finish(e, out, now);
+		return;
+	}
+	election_disconnect(e, out);
+	election_connect_now(e, out, now);
+}
+
+/* A member that holds a failsafe record takes no lock (DESIGN 9). */
+void election_connecting_done(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
+{
+	if (now < e->record_until)
+		stay_out(e, out, now);
+	else
+		election_connected(e, out, now, ev);
+}
+
+void election_standby_acquired(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
+{
+	if (now < e->record_until)
+		stay_out(e, out, now);
+	else
+		election_become_leader(e, out, now, ev);
+}
+

@@ -1,0 +1,62 @@
+/* election_impl.h: what the parts of the election (election.c, the core;
+ * election_fence.c; election_failsafe.c) share. Private to them: no other
+ * module includes it. */
+#ifndef PGLEADER_ELECTION_IMPL_H
+#define PGLEADER_ELECTION_IMPL_H
+
+#include "election.h"
+
+/* ---- election.c: saying, states, requests, the shared transitions ---- */
+void election_say(struct election_output *out, enum log_level level,
+		  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void election_about(struct election_output *out, enum fault fault);
+bool election_is_stopping(enum election_state s);
+void election_set_state(struct election *e, struct election_output *out,
+		      double now, enum election_state s);
+void election_request(struct election *e, double now, double timeout);
+void election_request_done(struct election *e);
+void election_disconnect(struct election *e, struct election_output *out);
+void election_connect_now(struct election *e, struct election_output *out,
+			double now);
+void election_finish(struct election *e, struct election_output *out, double now);
+bool election_end_on_permanent(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev);
+const char *election_reason_of(const struct election_event *ev, const char *dflt);
+bool election_reap(struct election *e, struct election_output *out, double now,
+		 const struct election_event *ev);
+bool election_restarts(const struct election *e, int status);
+void election_connected(struct election *e, struct election_output *out,
+		      double now, const struct election_event *ev);
+void election_become_leader(struct election *e, struct election_output *out,
+			  double now, const struct election_event *ev);
+
+/* ---- election_fence.c: the fence session (DESIGN 3) ---- */
+void election_fence_open(struct election *e, struct election_output *out);
+void election_fence_close(struct election *e, struct election_output *out);
+bool election_fence_ok(const struct election *e);
+void election_fence_take(struct election *e, struct election_output *out);
+void election_fence_drop(struct election *e, struct election_output *out,
+		       double now);
+void election_on_fence(struct election *e, const struct election_event *ev,
+		     double now, struct election_output *out);
+
+/* ---- election_failsafe.c: failsafe (DESIGN 9) ---- */
+bool election_members_ok(const struct election *e);
+void election_ask_members(struct election *e, struct election_output *out,
+			double now);
+void election_enter_failsafe(struct election *e, struct election_output *out,
+			   double now, enum fault fault, const char *why);
+void election_failsafe_tick(struct election *e, struct election_output *out,
+			  double now);
+void election_on_peers(struct election *e, const struct election_event *ev,
+		     double now, struct election_output *out);
+void election_lock_failsafe(struct election *e, const struct election_event *ev,
+			  double now, struct election_output *out);
+void election_failsafe_child_gone(struct election *e, struct election_output *out,
+				double now, const struct election_event *ev);
+void election_connecting_done(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev);
+void election_standby_acquired(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev);
+
+#endif
