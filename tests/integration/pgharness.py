@@ -803,7 +803,10 @@ class Pgleader:
         self._log = open(self.logfile, "ab", buffering=0)
         # The harness's own header line; passwords masked so that the tests
         # can look for them in pgleader's output.
-        self._log.write(("# %s\n" % " ".join(shlex.quote(redact(a)) for a in self.argv)).encode())
+        # Arguments that are not UTF-8 (str with surrogate escapes) are shown
+        # escaped.
+        self._log.write(("# %s\n" % " ".join(shlex.quote(redact(a)) for a in self.argv))
+                        .encode("utf-8", "backslashreplace"))
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(self.argv, stdin=stdin, stdout=self._log, stderr=self._log,
                                      env=self.env, cwd=self.workdir, start_new_session=True)
