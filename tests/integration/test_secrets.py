@@ -154,6 +154,7 @@ def test_too_few_descriptors(pg_shared, core_dir):
     assert not _core_files(str(core_dir))
 
 
+@pytest.mark.skipif(h.SANITIZED, reason="ASan handles SIGSEGV itself (and writes no core)")
 def test_no_core_dump(pg_shared, fleet_shared, ledger, lock_key, core_dir):
     """A crash of a running node leaves no core: it would hold the DSN."""
     pg = pg_shared
