@@ -209,7 +209,7 @@ coverage:
 	PGLEADER_BIN=$(CURDIR)/$(COV_DIR)/pgleader \
 		$(PYTHON) -m pytest -q tests/integration -m 'not slow' $(PYTEST_ARGS)
 	cd $(COV_DIR) && gcov -n -o src $(CURDIR)/src/*.c | \
-		grep -A1 "^File '$(CURDIR)/src/" | grep -v '^--' > coverage.txt
+		grep -A1 "^File 'src/" | grep -v '^--' > coverage.txt
 	@cat $(COV_DIR)/coverage.txt
 
 # pkg-config's flags are read when make parses this file: build in a fresh
