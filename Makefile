@@ -161,6 +161,7 @@ lint: pgleader cppcheck shellcheck complexity metrics-lint
 	tests/check-units.sh
 	tests/check-completion.sh ./pgleader
 	tests/check-version.sh ./pgleader
+	tests/check-builddir.sh
 
 # variableScope is suppressed: the house style declares a function's
 # variables at the top of it or of its block, and narrowing them further is
