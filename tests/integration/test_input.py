@@ -127,7 +127,8 @@ def test_empty_command_name(pg_shared, fleet_shared, workdir, lock_key, case):
     assert not pg_shared.lock_holders(lock_key)
 
 
-HOSTNAME_EXEC = "import os, socket, sys; socket.sethostname(sys.argv[1]); os.execv(sys.argv[2], sys.argv[2:])"
+HOSTNAME_EXEC = ("import os, socket, sys; socket.sethostname(sys.argv[1]); "
+                 "os.execv(sys.argv[2], sys.argv[2:])")
 
 
 @pytest.mark.skipif(not h.is_root() or not shutil.which("unshare"),

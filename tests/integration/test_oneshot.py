@@ -14,7 +14,7 @@ import pytest
 
 import pgharness as h
 from pgharness import bound
-from test_lease import SilentHost
+from test_lease import silent_hosts  # noqa: F401 (a fixture: pytest finds it here)
 
 CONNECT_TIMEOUT = 2   # libpq's smallest
 
@@ -27,27 +27,14 @@ WAIT0_PENDING = pytest.mark.xfail(
 MARGIN = 1.5          # process start, the log, a loaded machine
 
 
-@pytest.fixture
-def silent():
-    made = []
-
-    def make(mode):
-        s = SilentHost(mode)
-        made.append(s)
-        return s
-    yield make
-    for s in made:
-        s.close()
-
-
-def down_dsn(kind, silent, connect_timeout=CONNECT_TIMEOUT):
+def down_dsn(kind, make_silent, connect_timeout=CONNECT_TIMEOUT):
     """A DSN for a database that cannot be reached: refused (nothing
     listens), or silent (accepts and says nothing, or never completes the
     handshake)."""
     if kind == "refused":
         port = h.free_port()
     else:
-        port = silent(kind).port
+        port = make_silent(kind).port
     return "host=127.0.0.1 port=%d dbname=postgres user=postgres connect_timeout=%d" % (
         port, connect_timeout)
 
@@ -65,10 +52,10 @@ def attempts(p):
 
 
 @pytest.mark.parametrize("kind", ["refused", "accept", "backlog"])
-def test_nonblock_database_down_exits_69(fleet_shared, ledger, silent, kind):
+def test_nonblock_database_down_exits_69(fleet_shared, ledger, silent_hosts, kind):
     """One attempt, bounded by connect_timeout, then 69: cron runs no longer
     pile up while the database is away."""
-    p, rc, took = run_oneshot(fleet_shared, down_dsn(kind, silent), "--nonblock")
+    p, rc, took = run_oneshot(fleet_shared, down_dsn(kind, silent_hosts), "--nonblock")
     assert rc == 69, p.text()
     assert attempts(p) == 1, p.text()
     p.wait_for_log(r"giving up \(one attempt with --nonblock\)", timeout=0)
@@ -79,12 +66,12 @@ def test_nonblock_database_down_exits_69(fleet_shared, ledger, silent, kind):
 
 
 @pytest.mark.parametrize("kind", ["refused", "backlog"])
-def test_wait_timeout_database_down_exits_69(fleet_shared, ledger, silent, kind):
+def test_wait_timeout_database_down_exits_69(fleet_shared, ledger, silent_hosts, kind):
     """Never having reached the database is 69, not 75, so a cron line's
     `|| [ $? -eq 75 ]` does not turn an outage into success. The wait counts
     the time spent connecting: a silent host with connect_timeout 10 s still
     gives up after the 2 s asked for."""
-    dsn = down_dsn(kind, silent, connect_timeout=10)
+    dsn = down_dsn(kind, silent_hosts, connect_timeout=10)
     p, rc, took = run_oneshot(fleet_shared, dsn, "--wait-timeout", "2s")
     assert rc == 69, p.text()
     p.wait_for_log(r"database not reached within 2\.0s; giving up", timeout=0)
@@ -142,7 +129,8 @@ def normalized(p):
 
 @WAIT0_PENDING
 @pytest.mark.parametrize("state", ["busy", "down"])
-def test_wait_timeout_0_is_nonblock(pg_shared, fleet_shared, ledger, lock_key, silent, state):
+def test_wait_timeout_0_is_nonblock(pg_shared, fleet_shared, ledger, lock_key, silent_hosts,
+                                    state):
     """--wait-timeout 0 does what --nonblock does, line for line: busy is
     75, down is 69, both at once."""
     holder = None
@@ -152,7 +140,7 @@ def test_wait_timeout_0_is_nonblock(pg_shared, fleet_shared, ledger, lock_key, s
         h.wait_holder(pg_shared, lock_key, "holder")
         dsn = None
     else:
-        dsn = down_dsn("refused", silent)
+        dsn = down_dsn("refused", silent_hosts)
     expected = 75 if state == "busy" else 69
     runs = {}
     for form, extra in (("nonblock", ["--nonblock"]), ("wait0", ["--wait-timeout", "0"])):
@@ -173,11 +161,11 @@ def test_wait_timeout_0_is_nonblock(pg_shared, fleet_shared, ledger, lock_key, s
                                    ["--nonblock"], ["--wait-timeout", "30s"]],
                          ids=["wait-timeout-0", "nonblock", "wait-timeout-30s"])
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_oneshot_answers_signals(fleet_shared, ledger, silent, extra, sig):
+def test_oneshot_answers_signals(fleet_shared, ledger, silent_hosts, extra, sig):
     """A one-shot still connecting (a silent host, connect_timeout 10 s)
     stops at once on SIGTERM or SIGINT and exits 0: --wait-timeout 0 used to
     decide its exit before the loop ran, and then ignore both."""
-    dsn = down_dsn("backlog", silent, connect_timeout=10)
+    dsn = down_dsn("backlog", silent_hosts, connect_timeout=10)
     p = fleet_shared.start("x", *extra, dsn=dsn)
     time.sleep(0.5)
     assert p.running(), p.text()
@@ -220,7 +208,8 @@ def run_shell(line, env, workdir, timeout=30):
 
 @pytest.mark.parametrize("source", ["readme", "man"])
 @pytest.mark.parametrize("state", ["free", "busy", "down"])
-def test_documented_cron_line(pg_shared, fleet_shared, ledger, workdir, silent, source, state):
+def test_documented_cron_line(pg_shared, fleet_shared, ledger, workdir, silent_hosts, source,
+                              state):
     """The crontab line as documented: silent and successful when this
     machine ran the job or another one has the lock; a failure that cron
     mails when the database cannot be reached."""
@@ -231,7 +220,7 @@ def test_documented_cron_line(pg_shared, fleet_shared, ledger, workdir, silent, 
     assert "--log-level warning" in line and "--nonblock" in line and "[ $? -eq 75 ]" in line
     line = line.replace("pgleader", shlex.quote(h.pgleader_bin()), 1)
     line = line.replace("nightly", name, 1).replace("./report", job, 1)
-    dsn = pg_shared.dsn() if state != "down" else down_dsn("refused", silent)
+    dsn = pg_shared.dsn() if state != "down" else down_dsn("refused", silent_hosts)
     if state == "busy":
         holder = fleet_shared.start("holder", "--lock-name", name, key=False)
         ledger.wait_for("start", "holder", timeout=bound(10))
