@@ -9,7 +9,12 @@
 #   make deb, rpm     dist/pgleader_VERSION-1_ARCH.deb, dist/pgleader-VERSION-1.ARCH.rpm
 #   make package-check  build, lint, install, run and purge the packages (root)
 #
-# Switches: WERROR=1 (CI), SANITIZE=address,undefined, COVERAGE=1.
+#   make sanitize     ASan+UBSan build in build/asan/, valgrind on ./pgleader
+#   make coverage     gcov build in build/cov/, unit and integration tests
+#
+# Switches: WERROR=1 (CI), SANITIZE=address,undefined, COVERAGE=1,
+# BUILDDIR=DIR (objects, pgleader and the unit tests there, not in the tree;
+# sanitize and coverage use their own, so neither touches the tree's build).
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -61,57 +66,48 @@ ALL_CFLAGS += --coverage -O0
 ALL_LDFLAGS += --coverage
 endif
 
+# B: where the build goes, "" (the tree) or "DIR/".
+B := $(if $(BUILDDIR),$(patsubst %/,%,$(BUILDDIR))/,)
+ASAN_DIR := build/asan
+COV_DIR := build/cov
+
 SRCS := $(wildcard src/*.c)
-OBJS := $(SRCS:.c=.o)
+OBJS := $(patsubst %.c,$(B)%.o,$(SRCS))
 HDRS := $(wildcard src/*.h)
 
-UNIT_TESTS := tests/unit/test_config tests/unit/test_options tests/unit/test_value \
-	tests/unit/test_election \
+UNIT_TESTS := $(addprefix $(B),tests/unit/test_config tests/unit/test_options \
+	tests/unit/test_value tests/unit/test_election \
 	tests/unit/test_log tests/unit/test_child tests/unit/test_metrics \
-	tests/unit/test_http tests/unit/test_lease_sql tests/unit/test_failsafe
+	tests/unit/test_http tests/unit/test_lease_sql tests/unit/test_failsafe)
+
+# Everything is built again when the flags change (WERROR=1 after a plain
+# build, say), without a make clean: the flags of the last build are kept in
+# a file that every object and test depends on, rewritten only when they
+# differ.
+BUILD_FLAGS := $(B).build-flags
+FLAGS_NOW := $(ALL_CFLAGS) | $(ALL_LDFLAGS) | $(LIBS)
+ifneq ($(FLAGS_NOW),$(file <$(BUILD_FLAGS)))
+$(shell mkdir -p $(B)src $(B)tests/unit)
+$(file >$(BUILD_FLAGS),$(FLAGS_NOW))
+endif
+DEPS := $(HDRS) Makefile $(BUILD_FLAGS)
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
-	lint sanitize cppcheck shellcheck complexity metrics-lint dist deb rpm package-check
+	lint sanitize coverage cppcheck shellcheck complexity metrics-lint dist deb rpm \
+	package-check
 
-all: pgleader tests/fence_driver
+# tests/fence_driver and tests/clockshift.so are test helpers the
+# integration tests find in the tree, whatever BUILDDIR is.
+all: $(B)pgleader tests/fence_driver tests/clockshift.so
 
-pgleader: $(OBJS)
+$(B)pgleader: $(OBJS)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(LIBS)
 
 # The lease on its own, driven from stdin by the integration tests
 # (tests/integration/test_fence_lease.py); built with the tree, never installed.
-DRIVER_OBJS := src/lease.o src/lease_conn.o src/lease_sql.o src/log.o
-tests/fence_driver: tests/fence_driver.c $(DRIVER_OBJS) $(HDRS)
+DRIVER_OBJS := $(addprefix $(B),src/lease.o src/lease_conn.o src/lease_sql.o src/log.o)
+tests/fence_driver: tests/fence_driver.c $(DRIVER_OBJS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(DRIVER_OBJS) $(LIBS)
-
-src/%.o: src/%.c $(HDRS) Makefile
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
-
-# Unit tests link only the module under test.
-# The table engine: what config.c's table and test_options' own run on.
-OPTIONS_SRCS := src/options.c src/setting.c src/inifile.c src/value.c
-tests/unit/test_config: tests/unit/test_config.c src/config.c $(OPTIONS_SRCS) $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
-tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
-tests/unit/test_value: tests/unit/test_value.c src/value.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
-# The election is three files: the core, the fence, failsafe.
-ELECTION_SRCS := src/election.c src/election_fence.c src/election_failsafe.c
-tests/unit/test_election: tests/unit/test_election.c $(ELECTION_SRCS) $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(CHECK_LIBS) -lm
-# The test defines sd_journal_sendv itself, so it links no libsystemd: it
-# sees the journal fields pgleader would send without needing a journald.
-tests/unit/test_log: tests/unit/test_log.c src/log.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
-tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/lease_sql.c $(CHECK_LIBS)
-# child.c forks real processes; its log calls go to a stub. stdfd.c, the
-# descriptors the command inherits, is tested here too.
-tests/unit/test_child: tests/unit/test_child.c src/child.c src/proctree.c src/stdfd.c \
-		tests/unit/log_stub.c $(HDRS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/child.c src/proctree.c src/stdfd.c \
-		tests/unit/log_stub.c -lev $(CHECK_LIBS)
 
 # The integration tests step pgleader's wall clock with this LD_PRELOAD
 # shim. Never sanitized: it would have to come after the sanitizer runtime.
@@ -119,28 +115,57 @@ tests/clockshift.so: tests/clockshift.c Makefile
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) \
 		$(CFLAGS) -fPIC -shared -o $@ $<
 
+$(B)src/%.o: src/%.c $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# Unit tests link only the module under test.
+# The table engine: what config.c's table and test_options' own run on.
+OPTIONS_SRCS := src/options.c src/setting.c src/inifile.c src/value.c
+$(B)tests/unit/test_config: tests/unit/test_config.c src/config.c $(OPTIONS_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
+$(B)tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
+$(B)tests/unit/test_value: tests/unit/test_value.c src/value.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
+# The election is three files: the core, the fence, failsafe.
+ELECTION_SRCS := src/election.c src/election_fence.c src/election_failsafe.c
+$(B)tests/unit/test_election: tests/unit/test_election.c $(ELECTION_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(CHECK_LIBS) -lm
+# The test defines sd_journal_sendv itself, so it links no libsystemd: it
+# sees the journal fields pgleader would send without needing a journald.
+$(B)tests/unit/test_log: tests/unit/test_log.c src/log.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
+$(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/lease_sql.c $(CHECK_LIBS)
+# child.c forks real processes; its log calls go to a stub. stdfd.c, the
+# descriptors the command inherits, is tested here too.
+CHILD_SRCS := src/child.c src/proctree.c src/stdfd.c tests/unit/log_stub.c
+$(B)tests/unit/test_child: tests/unit/test_child.c $(CHILD_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(CHILD_SRCS) -lev $(CHECK_LIBS)
+
 # metrics.c is pure; election.c gives it the state names and bucket bounds.
 METRICS_DEPS := src/metrics.c $(ELECTION_SRCS)
-tests/unit/test_metrics: tests/unit/test_metrics.c $(METRICS_DEPS) $(HDRS)
+$(B)tests/unit/test_metrics: tests/unit/test_metrics.c $(METRICS_DEPS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(METRICS_DEPS) $(JANSSON_LIBS) $(CHECK_LIBS) -lm
 
 # A real server on a real loop, its clients in a thread (libcurl, raw sockets).
 HTTP_DEPS := src/http.c $(METRICS_DEPS)
-tests/unit/test_http: tests/unit/test_http.c $(HTTP_DEPS) $(HDRS)
+$(B)tests/unit/test_http: tests/unit/test_http.c $(HTTP_DEPS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -pthread -Isrc -o $@ $< $(HTTP_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
 
 # Members are real servers (http.c) on the loop of the failsafe client under
 # test; no thread: everything runs on one libev loop, as in pgleader.
 FAILSAFE_DEPS := src/failsafe.c src/fleet.c src/curlev.c $(HTTP_DEPS)
-tests/unit/test_failsafe: tests/unit/test_failsafe.c $(FAILSAFE_DEPS) $(HDRS)
+$(B)tests/unit/test_failsafe: tests/unit/test_failsafe.c $(FAILSAFE_DEPS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(FAILSAFE_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
 
 # promtool's own lint over the text of a standby, a leader with every
 # counter moved, and odd label values.
-metrics-lint: tests/unit/test_metrics
+metrics-lint: $(B)tests/unit/test_metrics
 	@set -e; for s in standby leader odd; do \
 		echo "== promtool check metrics ($$s)"; \
-		tests/unit/test_metrics --dump $$s | promtool check metrics; \
+		$(B)tests/unit/test_metrics --dump $$s | promtool check metrics; \
 	done
 
 deps:
@@ -151,8 +176,8 @@ unit: $(UNIT_TESTS)
 
 # The integration suite drives real pgleader processes against a real
 # PostgreSQL; PGLEADER_WRAPPER runs each one under valgrind or a sanitizer build.
-integration: pgleader tests/clockshift.so tests/fence_driver
-	$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
+integration: $(B)pgleader tests/fence_driver tests/clockshift.so
+	$(if $(B),PGLEADER_BIN=$(abspath $(B)pgleader) )$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
 
 lint: pgleader cppcheck shellcheck complexity metrics-lint
 	tests/check-docs.sh ./pgleader
@@ -160,6 +185,7 @@ lint: pgleader cppcheck shellcheck complexity metrics-lint
 	tests/check-units.sh
 	tests/check-completion.sh ./pgleader
 	tests/check-version.sh ./pgleader
+	tests/check-builddir.sh
 
 # variableScope is suppressed: the house style declares a function's
 # variables at the top of it or of its block, and narrowing them further is
@@ -185,21 +211,32 @@ complexity:
 		printf "complexity: %s %s: complexity %d/%d, %d lines (bounds 15, 60)\n", \
 			$$6, $$7, $$1, $$2, $$5; bad = 1 } END { exit bad }'
 
+# No make clean: the tree stays usable while check runs, and the flags file
+# rebuilds whatever was built with other flags.
 check: deps
-	$(MAKE) clean
 	$(MAKE) WERROR=1 all unit lint
-	$(MAKE) integration
+	$(MAKE) WERROR=1 integration
 	$(MAKE) sanitize
 
-# A second build with ASan+UBSan, and valgrind on the release build, over
-# the integration tests that exercise the most code paths.
+# A second build with ASan+UBSan in its own directory, and valgrind on the
+# release build, over the integration tests that exercise the most code
+# paths; the harness runs the binary PGLEADER_BIN names.
 sanitize:
-	$(MAKE) clean
-	$(MAKE) WERROR=1 SANITIZE=address,undefined all unit
-	PGLEADER_SANITIZED=1 $(PYTHON) -m pytest -q tests/integration -m 'not slow' $(PYTEST_ARGS)
-	$(MAKE) clean
+	$(MAKE) BUILDDIR=$(ASAN_DIR) WERROR=1 SANITIZE=address,undefined all unit
+	PGLEADER_BIN=$(CURDIR)/$(ASAN_DIR)/pgleader PGLEADER_SANITIZED=1 \
+		$(PYTHON) -m pytest -q tests/integration -m 'not slow' $(PYTEST_ARGS)
 	$(MAKE) WERROR=1 all
 	PGLEADER_WRAPPER=valgrind $(PYTHON) -m pytest -q tests/integration -m valgrind $(PYTEST_ARGS)
+
+# gcov counts in build/cov/ from the unit tests and the integration tests;
+# the summary, a file per line pair, in build/cov/coverage.txt.
+coverage:
+	$(MAKE) BUILDDIR=$(COV_DIR) COVERAGE=1 all unit
+	PGLEADER_BIN=$(CURDIR)/$(COV_DIR)/pgleader \
+		$(PYTHON) -m pytest -q tests/integration -m 'not slow' $(PYTEST_ARGS)
+	cd $(COV_DIR) && gcov -n -o src $(CURDIR)/src/*.c | \
+		grep -A1 "^File 'src/" | grep -v '^--' > coverage.txt
+	@cat $(COV_DIR)/coverage.txt
 
 # pkg-config's flags are read when make parses this file: build in a fresh
 # make once deps has installed what they come from.
@@ -271,4 +308,6 @@ package-check:
 	tests/check-package.sh $(DISTDIR)
 
 clean:
-	rm -f pgleader tests/fence_driver src/*.o $(UNIT_TESTS) tests/clockshift.so src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno
+	rm -f pgleader tests/fence_driver tests/clockshift.so src/*.o $(UNIT_TESTS) \
+		src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno .build-flags
+	rm -rf build

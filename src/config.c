@@ -6,6 +6,7 @@
 #include "value.h"
 #include "wire.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,15 +14,28 @@
 
 #define USAGE "pgleader [OPTION]... [--] COMMAND [ARG]..."
 
+/* The server takes lock_timeout (retry_interval) and idle_session_timeout
+ * and tcp_user_timeout (server_lease) in milliseconds as an int: past that
+ * the SET fails on every attempt, so the value is refused here instead. */
+#define PG_TIMEOUT_MAX_MS INT_MAX
+
 _Static_assert(CONFIG_USAGE == OPTIONS_USAGE && CONFIG_INVALID == OPTIONS_INVALID,
 	       "config passes the engine's exit codes on");
 
 enum action { ACT_CONFIG = 1, ACT_VERBOSE, ACT_QUIET, ACT_HELP, ACT_VERSION };
 
+/* The server hashes the name as text: bytes that are not UTF-8 are an
+ * error there (or, in another encoding, a different key), so they are
+ * refused here, before any connection. */
 static int check_lock_name(const char *value, char *why, size_t whylen)
 {
+	char shown[64];
+
 	if (!*value)
 		return value_why(why, whylen, "must not be empty");
+	if (!value_is_utf8(value))
+		return value_why(why, whylen, "%s is not valid UTF-8",
+				value_quote(value, shown, sizeof(shown)));
 	return 0;
 }
 
@@ -111,7 +125,8 @@ static const struct option_row rows[] = {
 	{ .key = "retry_interval", .long_name = "retry-interval",
 	  .type = OPTION_DURATION, .offset = FIELD(retry_interval_ms),
 	  .default_value = "5s", .metavar = "DUR",
-	  .help = "standby: lock wait or poll period", .min = 1 },
+	  .help = "standby: lock wait or poll period", .min = 1,
+	  .max = PG_TIMEOUT_MAX_MS },
 	{ .key = "ping_interval", .long_name = "ping-interval",
 	  .type = OPTION_DURATION, .offset = FIELD(ping_interval_ms),
 	  .default_value = "1s", .metavar = "DUR",
@@ -127,7 +142,8 @@ static const struct option_row rows[] = {
 	{ .key = "server_lease", .long_name = "server-lease", .type = OPTION_DURATION,
 	  .offset = FIELD(server_lease_ms), .default_value = "20s",
 	  .metavar = "DUR",
-	  .help = "server ends a silent leader's session (0: off)" },
+	  .help = "server ends a silent leader's session (0: off)",
+	  .max = PG_TIMEOUT_MAX_MS },
 	{ .key = "grace_period", .long_name = "grace-period", .type = OPTION_DURATION,
 	  .offset = FIELD(grace_period_ms), .default_value = "8s",
 	  .metavar = "DUR", .help = "time from SIGTERM to SIGKILL for COMMAND" },
@@ -433,15 +449,21 @@ static int check_failsafe(struct loader *ld)
 	return check_failsafe_ttl(ld);
 }
 
+/* The host name passes the checks --node-id does: cut short, two hosts
+ * could share one id; with a space or a control character it would not
+ * read back from application_name. */
 static int default_node_id(struct loader *ld)
 {
-	char host[256] = "";
+	char host[256] = "", why[128];
 
 	if (ld->cfg->node_id)
 		return CONFIG_OK;
 	if (gethostname(host, sizeof(host) - 1) < 0 || !*host)
 		snprintf(host, sizeof(host), "localhost");
-	host[WIRE_NODE_ID_MAX] = '\0';
+	if (check_node_id(host, why, sizeof(why)) < 0)
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "the host name cannot be the node id: %s; set --node-id",
+				    why);
 	if (!(ld->cfg->node_id = strdup(host)))
 		return options_fail(ld->op, CONFIG_INVALID, "out of memory");
 	return CONFIG_OK;
@@ -490,6 +512,21 @@ static int no_command(struct loader *ld)
 	return options_fail(ld->op, CONFIG_USAGE, "no command given (usage: " USAGE ")");
 }
 
+/* '' names no program: execvp would fail with 127, but only after this
+ * node had taken the lock. */
+static int check_command_name(struct loader *ld)
+{
+	char where[640];
+
+	if (ld->cfg->command[0][0])
+		return CONFIG_OK;
+	if (ld->nwords > 0)
+		return options_fail(ld->op, CONFIG_USAGE,
+				    "empty command name (usage: " USAGE ")");
+	return options_fail(ld->op, CONFIG_INVALID, "%s: empty command name",
+			    options_origin(ld->op, "command", where, sizeof(where)));
+}
+
 /* The command line's command replaces the file's; with --shell either one
  * goes to sh -c whole: splitting it here would undo the quoting the shell
  * needs, and --shell -- a '|' b means the script "a | b". */
@@ -512,7 +549,7 @@ static int build_command(struct loader *ld)
 				    why);
 	if (!cfg->command)
 		return options_fail(ld->op, CONFIG_INVALID, "out of memory");
-	return CONFIG_OK;
+	return check_command_name(ld);
 }
 
 static int finish(struct loader *ld)

@@ -530,7 +530,6 @@ static void start(struct election *e, struct election_output *out, double now)
 	if (e->p.wait_timeout >= 0)
 		e->wait_deadline = now + e->p.wait_timeout;
 	election_connect_now(e, out, now);
-	election_fence_open(e, out);
 }
 
 void election_connected(struct election *e, struct election_output *out,
@@ -544,6 +543,10 @@ void election_connected(struct election *e, struct election_output *out,
 	e->snap.lock_key = ev->lock_key;
 	election_set_state(e, out, now, ELECTION_STANDBY);
 	ask_for_lock(e, out, now);
+	/* The fence session opens once the database answered, beside the
+	 * first lock request: ready by the time a lock is granted, and a
+	 * database that is down costs one attempt, not two. */
+	election_fence_open(e, out);
 }
 
 /* No connection, or one that cannot be trusted: retry, or end for good. */
@@ -892,14 +895,22 @@ static void state_deadlines(struct election *e, struct election_output *out,
 	}
 }
 
+/* A closed fence session is reopened only while the lock session is up or
+ * the command runs. */
+static bool fence_reopens(const struct election *e)
+{
+	return e->fence == ELECTION_FENCE_CLOSED &&
+	       (e->state == ELECTION_STANDBY || e->state == ELECTION_LEADER ||
+		e->state == ELECTION_FAILSAFE || e->state == ELECTION_DEMOTING);
+}
+
 /* The fence session's reopening comes last: a deadline of the state may
  * have just closed it. */
 static void check_deadlines(struct election *e, struct election_output *out,
 			    double now)
 {
 	state_deadlines(e, out, now);
-	if (e->fence == ELECTION_FENCE_CLOSED && now >= e->fence_retry_at &&
-	    !election_is_stopping(e->state))
+	if (fence_reopens(e) && now >= e->fence_retry_at)
 		election_fence_open(e, out);
 }
 
@@ -996,7 +1007,7 @@ double election_next_wakeup(const struct election *e, double now)
 {
 	double t = state_wakeup(e, now);
 
-	if (e->fence == ELECTION_FENCE_CLOSED && !election_is_stopping(e->state))
+	if (fence_reopens(e))
 		t = fmin(t, e->fence_retry_at);
 	return t;
 }

@@ -64,8 +64,11 @@ static void fence_failed(struct election *e, struct election_output *out,
 	e->fence_retry_at = now + delay;
 	e->fence_backoff = fmin(delay * 2, fmax(e->p.retry_interval,
 						 ELECTION_RECONNECT_MIN));
-	election_say(out, LOG_LEVEL_WARNING, "fence session: %s; reconnecting in %.1fs",
-	    election_reason_of(ev, "connection lost"), delay);
+	/* it matters while a command runs; a standby's lock session already
+	 * says what is wrong with the database */
+	election_say(out, e->child_running ? LOG_LEVEL_WARNING : LOG_LEVEL_DEBUG,
+		     "fence session: %s; reconnecting in %.1fs",
+		     election_reason_of(ev, "connection lost"), delay);
 	election_about(out, ev->fault);
 }
 
@@ -91,8 +94,13 @@ static void fence_acquired(struct election *e, struct election_output *out,
 static void fence_busy(struct election *e, struct election_output *out)
 {
 	e->fence = ELECTION_FENCE_READY;
-	if (e->state != ELECTION_LEADER)
+	if (e->state != ELECTION_LEADER) {
+		/* a wait cancelled just as the fence was granted leaves it held:
+		 * give back whatever this session may hold */
+		e->fence = ELECTION_FENCE_DROPPING;
+		out->actions |= ELECTION_DO_FENCE_DROP;
 		return;
+	}
 	if (!e->fence_wait_logged)
 		election_say(out, LOG_LEVEL_NOTICE, "waiting for the fence: the previous "
 		    "leader's command is still stopping");

@@ -43,7 +43,7 @@ void lease_sql_lock(struct lease_sql_lock *out, enum lease_sql_lock_op op,
 	static const char *const fence_lock[] = {
 		[LEASE_SQL_TRY] = "SELECT pg_try_advisory_lock($1::int4, $2::int4)",
 		[LEASE_SQL_WAIT] = "SELECT pg_advisory_lock($1::int4, $2::int4)",
-		[LEASE_SQL_UNLOCK] = "SELECT pg_advisory_unlock($1::int4, $2::int4)",
+		[LEASE_SQL_UNLOCK] = NULL, /* below */
 	};
 	int32_t hi, lo;
 
@@ -52,6 +52,16 @@ void lease_sql_lock(struct lease_sql_lock *out, enum lease_sql_lock_op op,
 		out->nparams = 1;
 		snprintf(out->params[0], sizeof(out->params[0]), "%" PRId64, key);
 		out->params[1][0] = '\0';
+		return;
+	}
+	if (op == LEASE_SQL_UNLOCK) {
+		/* Every hold: a wait that lock_timeout cancels just as the lock
+		 * is granted leaves the lock held (session locks outlive the
+		 * aborted statement), and the next take holds it twice. The
+		 * fence session holds nothing else. */
+		out->sql = "SELECT pg_advisory_unlock_all()";
+		out->nparams = 0;
+		out->params[0][0] = out->params[1][0] = '\0';
 		return;
 	}
 	lease_sql_fence_halves(key, &hi, &lo);

@@ -204,6 +204,37 @@ char *log_redact(char *s)
 	return s;
 }
 
+/* Stars out every copy of the n bytes at secret in msg. */
+static void star_copies(char *msg, const char *secret, size_t n)
+{
+	for (char *p = msg; (p = memmem(p, strlen(p), secret, n)) != NULL; p += n)
+		star(p, n);
+}
+
+char *log_redact_dsn_error(char *msg, const char *dsn)
+{
+	char *starred;
+
+	if (!dsn)
+		return log_redact(msg);
+	/* Out of memory, the message cannot be checked: it is not shown. */
+	if (!(starred = strdup(dsn))) {
+		star(msg, strlen(msg));
+		return msg;
+	}
+	/* The passwords are the runs that log_redact stars in the DSN. */
+	log_redact(starred);
+	for (size_t i = 0; starred[i];) {
+		size_t n = strspn(starred + i, "*");
+
+		if (n)
+			star_copies(msg, dsn + i, n);
+		i += n ? n : 1;
+	}
+	free(starred);
+	return log_redact(msg);
+}
+
 /* ---- UTF-8 -------------------------------------------------------------- */
 
 /* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no

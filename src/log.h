@@ -66,6 +66,13 @@ void log_msg(enum log_level level, const char *fmt, ...)
  * it; main also uses it to scrub argv so that ps never shows a password. */
 char *log_redact(char *s);
 
+/* libpq's errors about a connection string quote its parts raw, before
+ * percent-decoding ("invalid percent-encoded token: "50%off""), where
+ * log_redact cannot tell a password from other text. Stars out in msg every
+ * copy of each password in dsn (what log_redact would star there), then
+ * redacts msg as log_redact does. dsn may be NULL. Returns msg. */
+char *log_redact_dsn_error(char *msg, const char *dsn);
+
 /* Copies src into dst (size bytes, always terminated, cut at a character
  * boundary) with each byte that is not part of valid UTF-8 (RFC 3629)
  * replaced by U+FFFD, so that jansson accepts it: a message or a foreign

@@ -1,8 +1,12 @@
 /* main.c: command line to configuration, the event loop, and the exit code. */
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
 #include <ev.h>
 
 #include "child.h"
@@ -40,6 +44,67 @@ static int load(struct config *cfg, int argc, char **argv)
 	}
 	fprintf(stderr, "pgleader: %s\n", log_redact(err));
 	return election_exit_for(fault);
+}
+
+/* libev cannot go on after a failed system call (too few descriptors for
+ * its signal pipe, epoll_create refused): it would print and abort(). One
+ * line and the internal-error exit instead; the lock session ends with the
+ * process and the command with its parent-death signal. */
+static void loop_failed_cb(const char *msg)
+{
+	const char *prefix = "(libev) ";
+
+	if (strncmp(msg, prefix, strlen(prefix)) == 0)
+		msg += strlen(prefix);
+	log_error("event loop failed: %s: %s", msg, strerror(errno));
+	_exit(election_exit_for(FAULT_INTERNAL));
+}
+
+/* First thing: a core dump would hold the DSN, and with it any password,
+ * so pgleader is not dumpable. That also keeps other processes of the same
+ * user from ptrace(2) and from its /proc/PID/mem, environ and fd: only root
+ * (CAP_SYS_PTRACE) may look inside a process that holds a password. The
+ * command is not affected: execve makes it dumpable again. */
+static void harden(void)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		fprintf(stderr, "pgleader: cannot turn core dumps off: %s\n",
+			strerror(errno));
+	ev_set_syserr_cb(loop_failed_cb);
+}
+
+/* The configuration holds its own copies: star out every password in our
+ * argv so that ps and /proc/PID/cmdline do not show it. In a word of short
+ * options a value may follow its letter ("-dpassword=x", "-vdpassword=x"),
+ * where log_redact would take "password" for the end of a longer word:
+ * there every "password" is redacted as the start of a value. */
+static void scrub_argv(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		char *p = argv[i];
+
+		log_redact(p);
+		if (p[0] != '-' || p[1] == '-')
+			continue;
+		while ((p = strcasestr(p + 1, "password")) != NULL)
+			log_redact(p);
+	}
+}
+
+/* The election has ended: no signal may kill pgleader now or change its
+ * exit code. Tearing down stops the signal watchers, and libev gives each
+ * signal back its default action, so the tail of a burst of SIGTERMs would
+ * kill a standby that was exiting 0 with 143. Blocked, they stay pending
+ * until the exit. */
+static void hold_signals(void)
+{
+	const int handled[] = { SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2 };
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
+		sigaddset(&set, handled[i]);
+	sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
 static const struct election_snapshot *snapshot_cb(void *arg)
@@ -92,7 +157,7 @@ static int run(const struct config *cfg)
 			    "command are not reaped by pgleader");
 	sup = supervisor_new(loop, cfg, err, sizeof(err));
 	if (!sup) {
-		fprintf(stderr, "pgleader: %s\n", log_redact(err));
+		fprintf(stderr, "pgleader: %s\n", log_redact_dsn_error(err, cfg->dsn));
 		return election_exit_for(FAULT_CONFIG);
 	}
 	if (!start_http(loop, cfg, sup, &web, err, sizeof(err))) {
@@ -105,6 +170,7 @@ static int run(const struct config *cfg)
 	notify_ready();
 
 	ev_run(loop, 0);
+	hold_signals();
 
 	code = supervisor_exit_code(sup);
 	notify_done(loop);
@@ -122,16 +188,13 @@ int main(int argc, char **argv)
 	/* Before anything opens a descriptor: a closed 0-2 would hand the next
 	 * one (the lock connection's socket) to the log. */
 	stdfd_ensure_open();
+	harden();
 	code = load(&cfg, argc, argv);
-
 	if (code >= 0) {
 		config_free(&cfg);
 		return code;
 	}
-	/* The configuration holds its own copies: star out any password in
-	 * our argv so that ps and /proc/PID/cmdline do not show it. */
-	for (int i = 1; i < argc; i++)
-		log_redact(argv[i]);
+	scrub_argv(argc, argv);
 	log_init((enum log_level)cfg.log_level);
 	log_set_format(cfg.log_format);
 

@@ -17,7 +17,7 @@
 #define OPTIONS_INVALID 78 /* EX_CONFIG: the file, the environment, a rule */
 
 enum option_type {
-	OPTION_DURATION, /* int64_t milliseconds, at least min */
+	OPTION_DURATION, /* int64_t milliseconds, min to max (0: no max) */
 	OPTION_INT,      /* int, min to max */
 	OPTION_BOOL,     /* bool; the option takes no value and means true */
 	OPTION_STRING,   /* char *, malloc'd; "" sets NULL (unset) */
@@ -44,7 +44,8 @@ struct option_row {
 	const char *metavar;       /* an OPTION_ACTION with one takes a value */
 	const char *help;          /* may hold '\n': further lines of help */
 	const char *variable;      /* argv-only row: the variable standing for it */
-	int64_t min, max;          /* OPTION_INT; OPTION_DURATION uses min */
+	/* OPTION_INT; OPTION_DURATION uses min, and max unless it is 0 */
+	int64_t min, max;
 	bool none_allowed;         /* OPTION_DURATION: "none" stands for -1 */
 	const struct option_choice *choices; /* OPTION_ENUM, ending in NULL */
 	/* OPTION_STRING and OPTION_TEXT: -1 with why refuses the value. */

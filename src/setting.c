@@ -17,6 +17,20 @@ static int invalid(const char *what, const char *value, const char *hint,
 			 hint, *hint ? ")" : "");
 }
 
+/* "VALUE is out of range (at most MAX, about Nh)": the hours, because a
+ * limit such as 2147483.647s means little to a person. */
+static int too_long(const char *value, int64_t max, char *why, size_t whylen)
+{
+	char shown[64], limit[32], hours[32] = "";
+
+	if (max >= 3600000 && max % 3600000)
+		snprintf(hours, sizeof(hours), ", about %lldh",
+			 (long long)(max / 3600000));
+	return value_why(why, whylen, "%s is out of range (at most %s%s)",
+			 value_quote(value, shown, sizeof(shown)),
+			 value_format_duration(max, limit, sizeof(limit)), hours);
+}
+
 static int set_duration(const struct option_row *row, int64_t *field,
 			const char *value, char *why, size_t whylen)
 {
@@ -28,6 +42,8 @@ static int set_duration(const struct option_row *row, int64_t *field,
 		return invalid("duration", value, "examples: 250ms, 5s, 2m", why, whylen);
 	else if (ms < row->min)
 		return value_why(why, whylen, "must be greater than 0");
+	else if (row->max > 0 && ms > row->max)
+		return too_long(value, row->max, why, whylen);
 	*field = ms;
 	return 0;
 }

@@ -105,6 +105,16 @@ static void fail(const char *what, const char *msg)
 		fprintf(stderr, "pgleader: %s: %s\n", what, line);
 }
 
+/* A message about the DSN may quote its password raw (percent-encoded,
+ * where log_redact cannot see it): scrub it against the DSN first. */
+static void fail_dsn(const char *what, const char *msg, const char *dsn)
+{
+	char *copy = strdup(msg);
+
+	fail(what, copy ? log_redact_dsn_error(copy, dsn) : "out of memory");
+	free(copy);
+}
+
 static PGconn *connect_db(const struct config *cfg)
 {
 	/* libpq applies the keywords in order, the last one winning; an expanded
@@ -125,7 +135,7 @@ static PGconn *connect_db(const struct config *cfg)
 		return NULL;
 	}
 	if (PQstatus(conn) != CONNECTION_OK) {
-		fail("cannot connect", PQerrorMessage(conn));
+		fail_dsn("cannot connect", PQerrorMessage(conn), cfg->dsn);
 		PQfinish(conn);
 		return NULL;
 	}

@@ -399,7 +399,8 @@ static void params_of(const struct config *cfg, struct election_params *p)
 		.ping_timeout = cfg->ping_timeout_ms / 1000.0,
 		.ping_failures = cfg->ping_failures,
 		.takeover_delay = cfg->takeover_delay_ms / 1000.0,
-		.wait_timeout = cfg->wait_timeout_ms < 0 ? -1 : cfg->wait_timeout_ms / 1000.0,
+		/* 0 is --nonblock above, not a deadline that passes at start */
+		.wait_timeout = cfg->wait_timeout_ms <= 0 ? -1 : cfg->wait_timeout_ms / 1000.0,
 		.restart = restart_of(cfg->restart),
 		.restart_limit = cfg->restart_limit,
 		.conflict_exit_code = cfg->conflict_exit_code,
@@ -493,9 +494,18 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 	return s;
 }
 
+static void start_cb(int revents, void *arg)
+{
+	(void)revents;
+	dispatch(arg, ELECTION_START, 0, 0, NULL);
+}
+
+/* The election starts from inside the loop: an exit decided at once (a
+ * DSN libpq refuses to start with) must come after ev_run began, or
+ * ev_run would cancel its ev_break and run on. */
 void supervisor_start(struct supervisor *s)
 {
-	dispatch(s, ELECTION_START, 0, 0, NULL);
+	ev_once(s->loop, -1, 0, 0., start_cb, s);
 }
 
 int supervisor_exit_code(struct supervisor *s)

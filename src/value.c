@@ -327,6 +327,45 @@ int value_parse_host_port(const char *s, bool any_host, char *host, char *port,
 	return 0;
 }
 
+/* The length of the valid sequence at p, or 0: the second byte's range
+ * rules out overlong forms (after 0xe0, 0xf0), surrogates (after 0xed) and
+ * code points past U+10FFFF (after 0xf4). */
+static size_t utf8_sequence(const unsigned char *p)
+{
+	static const struct { unsigned char first, last, n, lo, hi; } forms[] = {
+		{ 0xc2, 0xdf, 2, 0x80, 0xbf }, { 0xe0, 0xe0, 3, 0xa0, 0xbf },
+		{ 0xe1, 0xec, 3, 0x80, 0xbf }, { 0xed, 0xed, 3, 0x80, 0x9f },
+		{ 0xee, 0xef, 3, 0x80, 0xbf }, { 0xf0, 0xf0, 4, 0x90, 0xbf },
+		{ 0xf1, 0xf3, 4, 0x80, 0xbf }, { 0xf4, 0xf4, 4, 0x80, 0x8f },
+	};
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		if (p[0] < forms[i].first || p[0] > forms[i].last)
+			continue;
+		if (p[1] < forms[i].lo || p[1] > forms[i].hi)
+			return 0;
+		for (size_t k = 2; k < forms[i].n; k++)
+			if ((p[k] & 0xc0) != 0x80)
+				return 0; /* also stops at the terminating NUL */
+		return forms[i].n;
+	}
+	return 0;
+}
+
+bool value_is_utf8(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	while (*p) {
+		size_t n = *p < 0x80 ? 1 : utf8_sequence(p);
+
+		if (n == 0)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
 const char *value_printable(const char *s, size_t n, char *buf, size_t len)
 {
 	size_t i = 0;

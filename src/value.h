@@ -43,6 +43,11 @@ int value_parse_host_port(const char *s, bool any_host, char *host, char *port,
  * or split the line; cut to len - 1. Returns buf. */
 const char *value_printable(const char *s, size_t n, char *buf, size_t len);
 
+/* Whether s is valid UTF-8 (RFC 3629: no overlong forms, no surrogates,
+ * nothing past U+10FFFF): what PostgreSQL takes as text in a UTF-8
+ * database, and what a lock name must be to hash the same everywhere. */
+bool value_is_utf8(const char *s);
+
 /* Writes the reason a value is refused into why; returns -1, what the
  * checks and parsers that take a why return. */
 int value_why(char *why, size_t whylen, const char *fmt, ...)

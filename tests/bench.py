@@ -23,6 +23,18 @@ fresh pgleader processes and a fresh lock key for every trial:
   handover_from_sigterm     the same handover, from the SIGTERM
   terminate_to_sigterm      pg_terminate_backend() of the leader's lock
                             session -> its command receives SIGTERM
+  promote_to_command        a database failover: a primary and its streaming
+                            replica in one multi-host DSN
+                            (target_session_attrs=read-write), a leader and a
+                            standby; the primary crashes (pg_ctl stop -m
+                            immediate), and 1 to 10 s later (uniformly at
+                            random: a failover manager's detection time) the
+                            replica is promoted: pg_ctl promote issued -> the
+                            new command starts. Both nodes reconnect with a
+                            backoff that doubles from 0.5 s up to
+                            retry_interval (5 s), so this falls anywhere up to
+                            that; a primary and replica per trial, fewer
+                            trials (--promote-trials)
   oneshot_pgleader          wall time of `pgleader --nonblock -- true`, lock
                             free, TCP to 127.0.0.1
   oneshot_flock             wall time of `flock -n FILE true`, for comparison
@@ -98,6 +110,9 @@ METRICS = [
      "graceful handover: SIGTERM to the leader -> new command starts"),
     ("terminate_to_sigterm", "pg_terminate_backend -> command gets SIGTERM",
      "`pg_terminate_backend` of the lock session -> command gets SIGTERM"),
+    ("promote_to_command", "pg_ctl promote -> new command starts (crash 1-10 s before)",
+     "database failover: `pg_ctl promote` of the replica -> new command starts "
+     "(primary crashed 1 to 10 s before; reconnect backoff up to retry interval 5 s)"),
     ("oneshot_pgleader", "pgleader --nonblock -- true (wall time, lock free)",
      "one-shot `pgleader --nonblock -- true` (lock free), wall time"),
     ("oneshot_flock", "flock -n FILE true (wall time)",
@@ -447,6 +462,7 @@ class Bench:
         self.mini = None
         self.fleets = []
         self.extra_procs = []  # Popen objects started outside a Fleet
+        self.extra_clusters = []  # a promote trial's primary and replica
         self.samples = {}  # metric -> [(trial, value)]
         self.failures = {}  # scenario -> count
         self.rss = []  # (role, pid, vmhwm_kb, vmrss_kb, smaps)
@@ -495,6 +511,10 @@ class Bench:
         for pid in h.children_of(os.getpid()):
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, 0)
+        for c in self.extra_clusters:
+            with contextlib.suppress(Exception):
+                c.destroy()
+        self.extra_clusters = []
         if self.mini is not None:
             with contextlib.suppress(Exception):
                 self.mini.close()
@@ -747,6 +767,44 @@ class Bench:
         ledger.wait_for("start", "b", timeout=15)
         return "%.1f ms" % v
 
+    def trial_promote(self, fleet, ledger, key, i):
+        with critical():
+            primary = h.PgCluster("benchprimary")
+            self.extra_clusters.append(primary)
+        try:
+            primary.start()
+            with critical():
+                replica = h.start_replica(primary, "benchreplica")
+                self.extra_clusters.append(replica)
+            fleet.dsn = h.multi_host_dsn([primary, replica])
+            a = self.start(fleet, "a")
+            sa = self.wait_event(ledger, "start", "a", a)
+            h.wait_holder(primary, key, "a")
+            b = self.start(fleet, "b")
+            h.wait_queued(primary, key, "b")
+            gap = self.rng.uniform(1.0, 10.0)
+            t_crash = time.monotonic()
+            primary.crash()
+            ledger.wait_for("stop", "a", pid=sa.pid, timeout=15)
+            time.sleep(max(0.0, t_crash + gap - time.monotonic()))
+            if len(ledger.starts()) != 1:
+                raise AssertionError("a command started with no primary:\n" + ledger.text())
+            t0 = time.monotonic()
+            replica.promote()
+            st = ledger.wait_for("start", after=t0, timeout=POLL_RETRY + 15)
+            h.wait_holder(replica, key, st.node)
+            for p in (a, b):
+                if not p.running():
+                    raise AssertionError("%s exited %s during the failover" % (
+                        p.name, p.proc.returncode))
+            v = self.record("promote_to_command", i, st.time - t0)
+            return "%.1f ms (promoted %.1f s after the crash; %s leads)" % (v, gap, st.node)
+        finally:
+            self.end_trial(fleet)
+            for c in list(self.extra_clusters):
+                c.destroy()
+                self.extra_clusters.remove(c)
+
     def run_oneshot(self, n):
         flockfile = os.path.join(self.base, "flock.lock")
         open(flockfile, "w").close()
@@ -860,7 +918,9 @@ class Bench:
         say("Measured with `make bench` (%d trials, %s): %s, %d cores, Linux %s, PostgreSQL %s "
             "on the same machine over TCP (127.0.0.1); pgleader defaults except "
             "`--grace-period %s`; load average %s at the start." % (
-                opts.trials, "%d in poll mode" % opts.poll_trials, info["cpu"], info["cores"],
+                opts.trials, "%d in poll mode, %d failovers" % (opts.poll_trials,
+                                                                 opts.promote_trials),
+                info["cpu"], info["cores"],
                 info["kernel"], info["postgres"].split()[0], GRACE, started))
         say("")
         say("| metric | median | p90 | max | n |")
@@ -904,14 +964,16 @@ def parse_args(argv):
                     help="fewer poll-mode trials (5) and a shorter RSS run (3 s)")
     ap.add_argument("--poll-trials", type=int, default=None,
                     help="poll-mode kill -9 trials (default: --trials, 5 with --quick)")
+    ap.add_argument("--promote-trials", type=int, default=None,
+                    help="database failover trials, each with its own primary and replica "
+                         "(default 5, 3 with --quick)")
     ap.add_argument("--rss-seconds", type=float, default=None,
                     help="how long the leader and standby run before VmHWM is read (default 6)")
     ap.add_argument("--csv", default=os.path.join(REPO, "bench-results.csv"),
                     help="raw samples (default: bench-results.csv in the repository)")
     ap.add_argument("--only", default=None,
                     help="comma-separated subset: kill9-wait,kill9-scraped,kill9-failsafe,"
-                         "kill9-poll,handover,"
-                         "terminate,oneshot,baseline,rss")
+                         "kill9-poll,handover,terminate,promote,oneshot,baseline,rss")
     ap.add_argument("--seed", type=int, default=None, help="seed of the poll-mode kill times")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     o = ap.parse_args(argv)
@@ -919,13 +981,14 @@ def parse_args(argv):
         ap.error("--trials must be at least 1")
     if o.poll_trials is None:
         o.poll_trials = min(o.trials, 5) if o.quick else o.trials
+    if o.promote_trials is None:
+        o.promote_trials = 3 if o.quick else 5
     if o.rss_seconds is None:
         o.rss_seconds = 3.0 if o.quick else 6.0
     if o.seed is None:
         o.seed = int.from_bytes(os.urandom(4), "big")
     all_parts = ["kill9-wait", "kill9-scraped", "kill9-failsafe", "kill9-poll", "handover",
-                 "terminate", "oneshot",
-                 "baseline", "rss"]
+                 "terminate", "promote", "oneshot", "baseline", "rss"]
     o.parts = all_parts if not o.only else [p.strip() for p in o.only.split(",") if p.strip()]
     bad = [p for p in o.parts if p not in all_parts]
     if bad:
@@ -953,8 +1016,8 @@ def main(argv):
         say("PostgreSQL %s (private cluster, TCP 127.0.0.1:%d), Python %s" % (
             info["postgres"], bench.cluster.port, info["python"]))
         say("load average at start: %s" % started)
-        say("trials: %d (poll mode: %d), RSS after %.0f s, seed %d" % (
-            opts.trials, opts.poll_trials, opts.rss_seconds, opts.seed))
+        say("trials: %d (poll mode: %d, failover: %d), RSS after %.0f s, seed %d" % (
+            opts.trials, opts.poll_trials, opts.promote_trials, opts.rss_seconds, opts.seed))
         say("pgleader options: defaults, plus --grace-period %s (the toy job exits on SIGTERM at "
             "once: no figure depends on it)" % GRACE)
         say("")
@@ -972,6 +1035,8 @@ def main(argv):
                                                       bench.trial_handover)),
                 ("terminate", lambda: bench.run_trials("terminate", opts.trials,
                                                        bench.trial_terminate)),
+                ("promote", lambda: bench.run_trials("promote", opts.promote_trials,
+                                                     bench.trial_promote)),
                 ("oneshot", lambda: bench.run_oneshot(opts.trials)),
                 ("rss", lambda: bench.run_rss(opts.rss_seconds)),
                 ("kill9-poll", lambda: bench.run_trials("kill9-poll", opts.poll_trials,

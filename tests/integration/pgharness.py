@@ -632,6 +632,35 @@ class PgCluster:
         return "<PgCluster %s port %d>" % (self.base, self.port)
 
 
+def start_replica(primary, name="replica"):
+    """A streaming replica of primary (pg_basebackup -R), started; returns
+    once it is in recovery and the primary streams WAL to it. The caller
+    destroys it."""
+    r = PgCluster(name, standby_of=primary)
+    try:
+        r.start()
+        wait_until(r.in_recovery, 15, interval=0.05, what="%s to be in recovery" % name)
+        wait_until(lambda: primary.scalar(
+            "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'") != "0",
+            15, interval=0.05, what="the primary to stream to %s" % name)
+    except BaseException:
+        r.destroy()
+        raise
+    return r
+
+
+def multi_host_dsn(clusters, user="postgres", dbname="postgres", **extra):
+    """One DSN for every cluster, in order, on loopback: libpq tries each
+    host in turn and, with target_session_attrs=read-write (the default
+    here), takes only a primary."""
+    extra.setdefault("target_session_attrs", "read-write")
+    parts = ["host=%s" % ",".join("127.0.0.1" for _ in clusters),
+             "port=%s" % ",".join(str(c.port) for c in clusters),
+             "dbname=%s" % dbname, "user=%s" % user]
+    parts += ["%s=%s" % kv for kv in extra.items()]
+    return " ".join(parts)
+
+
 # --------------------------------------------------------------------------
 # The toy job and its ledger
 
@@ -827,7 +856,10 @@ class Pgleader:
         self._log = open(self.logfile, "ab", buffering=0)
         # The harness's own header line; passwords masked so that the tests
         # can look for them in pgleader's output.
-        self._log.write(("# %s\n" % " ".join(shlex.quote(redact(a)) for a in self.argv)).encode())
+        # Arguments that are not UTF-8 (str with surrogate escapes) are shown
+        # escaped.
+        self._log.write(("# %s\n" % " ".join(shlex.quote(redact(a)) for a in self.argv))
+                        .encode("utf-8", "backslashreplace"))
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(self.argv, stdin=stdin, stdout=self._log, stderr=self._log,
                                      env=self.env, cwd=self.workdir, start_new_session=True)

@@ -3,6 +3,7 @@
 #include "log.h"
 
 #include <check.h>
+#include <sched.h>
 #include <dirent.h>
 #include <errno.h>
 #include <ini.h>
@@ -437,6 +438,24 @@ static const struct {
 	  "--http-addr: invalid address \"l?[0mocalhost:8008\": invalid host name or address (examples: 127.0.0.1:8008, [::1]:8008, :8008)" },
 	{ "log-format", "text", "log_format", "0", NULL },
 	{ "failsafe-ttl", "1ms", "failsafe_ttl", "1", NULL }, /* failsafe off: no rule */
+	/* what PostgreSQL takes as lock_timeout and idle_session_timeout: an int
+	 * of milliseconds; past it every SET would fail */
+	{ "retry-interval", "2147483647ms", "retry_interval", "2147483647", NULL },
+	{ "retry-interval", "2147483648ms", NULL, NULL,
+	  "--retry-interval: \"2147483648ms\" is out of range (at most 2147483.647s, about 596h)" },
+	{ "retry-interval", "597h", NULL, NULL,
+	  "--retry-interval: \"597h\" is out of range (at most 2147483.647s, about 596h)" },
+	{ "server-lease", "2147483647ms", "server_lease", "2147483647", NULL },
+	{ "server-lease", "2147483648ms", NULL, NULL,
+	  "--server-lease: \"2147483648ms\" is out of range (at most 2147483.647s, about 596h)" },
+	{ "server-lease", "720h", NULL, NULL,
+	  "--server-lease: \"720h\" is out of range (at most 2147483.647s, about 596h)" },
+	/* other durations are pgleader's own timers */
+	{ "wait-timeout", "720h", "wait_timeout", "2592000000", NULL },
+	/* the server hashes the name as text */
+	{ "lock-name", "caf\xc3\xa9", "lock_name", "caf\xc3\xa9", NULL },
+	{ "lock-name", "\xff", NULL, NULL, "--lock-name: \"?\" is not valid UTF-8" },
+	{ "lock-name", "caf\xe9", NULL, NULL, "--lock-name: \"caf?\" is not valid UTF-8" },
 	{ "lock-key", "-9223372036854775808", "lock_key", "-9223372036854775808", NULL },
 	{ "lock-key", "0xffffffffffffffff", "lock_key", "-1", NULL },
 	{ "lock-key", "0x1ffffffffffffffff", NULL, NULL,
@@ -685,10 +704,47 @@ START_TEST(defaults)
 	ck_assert_str_eq(join(cfg.command), "true");
 	ck_assert(!cfg.status_mode);
 	ck_assert(!cfg.json);
-	/* node_id: the host name, cut to what application_name can hold */
+	/* node_id: the host name (one that fits: a longer one is refused,
+	 * see bad_host_name) */
 	ck_assert_int_eq(gethostname(host, sizeof(host) - 1), 0);
 	host[54] = '\0';
 	ck_assert_str_eq(cfg.node_id, host);
+	config_free(&cfg);
+}
+END_TEST
+
+/* The host name stands in for --node-id and passes its checks. A host
+ * name of our choosing needs a UTS namespace of our own: as root only. */
+static const struct {
+	const char *host, *error;
+} host_cases[] = {
+	{ "db-1.example", NULL },
+	{ "has space", "the host name cannot be the node id: \"has space\" may hold only printable ASCII without spaces; set --node-id" },
+	{ "bell\a", "the host name cannot be the node id: \"bell?\" may hold only printable ASCII without spaces; set --node-id" },
+	{ "a-host-name-of-sixty-characters.very-long.example.internal1",
+	  "the host name cannot be the node id: \"a-host-name-of-sixty-characters.very-lon...\" must have 1 to 54 characters; set --node-id" },
+};
+
+START_TEST(bad_host_name)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	enum config_result result;
+
+	if (unshare(CLONE_NEWUTS) < 0) /* CK_FORK: this process only */
+		return;
+	ck_assert_int_eq(sethostname(host_cases[_i].host, strlen(host_cases[_i].host)), 0);
+	result = load(&cfg, err, "true", NULL);
+	if (!host_cases[_i].error) {
+		ck_assert_int_eq(result, CONFIG_OK);
+		ck_assert_str_eq(cfg.node_id, host_cases[_i].host);
+		config_free(&cfg);
+		return;
+	}
+	ck_assert_int_eq(result, CONFIG_INVALID);
+	ck_assert_str_eq(err, host_cases[_i].error);
+	/* --node-id is the way out */
+	ck_assert_int_eq(load(&cfg, err, "--node-id=db-1", "true", NULL), CONFIG_OK);
 	config_free(&cfg);
 }
 END_TEST
@@ -749,6 +805,17 @@ static const struct {
 	  "FILE:2: command: unterminated single quote", NULL, NULL },
 	{ "[pgleader]\ncommand =\n", CONFIG_INVALID,
 	  "FILE:2: command: empty command", NULL, NULL },
+	/* '' names no program: refused before the lock is taken */
+	{ "[pgleader]\ncommand = ''\n", CONFIG_INVALID,
+	  "FILE:2: command: empty command name", NULL, NULL },
+	{ "[pgleader]\ncommand = \"\" --daily\n", CONFIG_INVALID,
+	  "FILE:2: command: empty command name", NULL, NULL },
+	{ "[pgleader]\ncommand = x ''\n", CONFIG_OK, NULL, "command", "x|" },
+	{ "[pgleader]\nlock_name = \xff\xfe\ncommand = x\n", CONFIG_INVALID,
+	  "FILE:2: lock_name: \"??\" is not valid UTF-8", NULL, NULL },
+	{ "[pgleader]\nserver_lease = 600h\ncommand = x\n", CONFIG_INVALID,
+	  "FILE:2: server_lease: \"600h\" is out of range (at most 2147483.647s, about 596h)",
+	  NULL, NULL },
 	{ "", CONFIG_INVALID, "FILE: no command given and no 'command' key", NULL, NULL },
 	{ "[pgleader]\nping_interval = 2s\n", CONFIG_INVALID,
 	  "FILE: no command given and no 'command' key", NULL, NULL },
@@ -1188,8 +1255,8 @@ static const struct {
 	  "server_lease 3.001s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 1ms + grace_period 0 = 3.001s" },
 	{ { "--server-lease=90" }, CONFIG_OK, NULL }, /* a bare number: seconds */
 	{ { "--ping-interval=720h", "--ping-failures=1000", "--ping-timeout=720h",
-	    "--grace-period=720h", "--server-lease=720h" }, CONFIG_INVALID,
-	  "server_lease 720h must be greater than ping_interval 720h * ping_failures 1000 + ping_timeout 720h + grace_period 720h = 721440h" },
+	    "--grace-period=720h", "--server-lease=596h" }, CONFIG_INVALID,
+	  "server_lease 596h must be greater than ping_interval 720h * ping_failures 1000 + ping_timeout 720h + grace_period 720h = 721440h" },
 	{ { "--ping-interval=720h", "--ping-failures=1000", "--server-lease=0" },
 	  CONFIG_OK, NULL },
 };
@@ -1376,6 +1443,19 @@ static const struct {
 	  { "--node-id=a", "--failsafe-secret-file=/s", "--http-addr=:1",
 	    "--failsafe-peers=a=h:1", "true" }, CONFIG_INVALID },
 	{ "watch without status", NULL, NULL, NULL, { "--watch", "x" }, CONFIG_USAGE },
+	{ "empty command name, argv", NULL, NULL, NULL, { "--", "", "x" }, CONFIG_USAGE },
+	{ "empty command name, shell", NULL, NULL, NULL, { "--shell", "--", "" },
+	  CONFIG_USAGE },
+	{ "empty command name, file", "[pgleader]\ncommand = ''\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID },
+	{ "empty command name, env", NULL, "PGLEADER_COMMAND", "''", { NULL },
+	  CONFIG_INVALID },
+	{ "lock name not UTF-8, env", NULL, "PGLEADER_LOCK_NAME", "\xe9t\xe9", { "true" },
+	  CONFIG_INVALID },
+	{ "lock name not UTF-8, status", NULL, NULL, NULL,
+	  { "status", "--lock-name", "\xff" }, CONFIG_USAGE },
+	{ "retry_interval too long, env", NULL, "PGLEADER_RETRY_INTERVAL", "597h",
+	  { "true" }, CONFIG_INVALID },
 	/* a command line mistake is a usage error, whatever else is wrong */
 	{ "bad option value, bad file", "[pgleader]\nacquire = x\n", NULL, NULL,
 	  { "-k", "x", "true" }, CONFIG_USAGE },
@@ -1451,6 +1531,7 @@ static Suite *config_suite(void)
 		ONCE(config_file_sources),
 		ONCE(empty_variables_are_unset),
 		ONCE(defaults),
+		LOOP(bad_host_name, host_cases),
 		LOOP(file, file_cases),
 		ONCE(file_cannot_be_read),
 		LOOP(special_files, special_cases),

@@ -2350,11 +2350,12 @@ static void fenced_leader(double t)
 
 	p.fence = true;
 	election_init(&M, &p);
-	out = step(&M, ELECTION_START, 0, NULL, t);
-	/* both sessions are opened at once */
-	ck_actions(out, ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT);
+	ck_actions(step(&M, ELECTION_START, 0, NULL, t), ELECTION_DO_CONNECT);
+	/* the fence session opens once the database answered, beside the
+	 * first lock request */
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t),
+		   ELECTION_DO_TRY_LOCK | ELECTION_DO_FENCE_CONNECT);
 	ck_actions(fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, t), 0);
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t), ELECTION_DO_TRY_LOCK);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", t);
 	/* the fence first, the command only once it is held */
 	ck_actions(out, ELECTION_DO_FENCE_TAKE);
@@ -2428,14 +2429,34 @@ START_TEST(test_fence_wait_abandoned)
 
 	fenced_leader(0);
 	out = step(&M, ELECTION_CONN_LOST, 0, "terminated", 0.5);
-	/* closed to end the wait, and reopened at once for the next term */
-	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_FENCE_CONNECT |
-		   ELECTION_DO_CONNECT);
-	ck_assert_int_eq(M.fence, ELECTION_FENCE_OPENING);
+	/* closed to end the wait; reopened with the lock session */
+	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_CONNECT);
+	ck_assert_int_eq(M.fence, ELECTION_FENCE_CLOSED);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 0.6),
+		   ELECTION_DO_TRY_LOCK | ELECTION_DO_FENCE_CONNECT);
 	/* shutting down while waiting for the fence: no command to stop */
 	fenced_leader(0);
 	step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 1);
 	ck_state(&M, ELECTION_RELEASING);
+}
+END_TEST
+
+/* A fence wait that ended when the node no longer leads gives back what
+ * the session may hold: PostgreSQL can cancel a wait on lock_timeout just as
+ * it grants the lock, and a session lock outlives the aborted statement. */
+START_TEST(test_fence_busy_after_demotion)
+{
+	struct election_output out;
+
+	fenced_leader(0);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	step(&M, ELECTION_CONN_LOST, 0, "terminated", 0.5);
+	ck_state(&M, ELECTION_DEMOTING);
+	M.fence = ELECTION_FENCE_TAKING; /* say a take was in flight */
+	out = fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 1);
+	ck_actions(out, ELECTION_DO_FENCE_DROP);
+	ck_no_log(out);
+	ck_assert_int_eq(M.fence, ELECTION_FENCE_DROPPING);
 }
 END_TEST
 
@@ -2832,6 +2853,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fence_dropped_after_command);
 	tcase_add_test(tc, test_fence_wait_abandoned);
 	tcase_add_test(tc, test_fence_closed_on_exit);
+	tcase_add_test(tc, test_fence_busy_after_demotion);
 	tcase_add_test(tc, test_fence_permanent_fault);
 	suite_add_tcase(s, tc);
 

@@ -509,8 +509,9 @@ static const struct {
 	  "0", "42" },
 	{ LEASE_SQL_WAIT, true, -7, "SELECT pg_advisory_lock($1::int4, $2::int4)", 2,
 	  "-1", "-7" },
-	{ LEASE_SQL_UNLOCK, true, INT64_MAX, "SELECT pg_advisory_unlock($1::int4, $2::int4)",
-	  2, "2147483647", "-1" },
+	/* the fence gives back every hold it may have (a lock_timeout that
+	 * fires just as the lock is granted leaves it held) */
+	{ LEASE_SQL_UNLOCK, true, INT64_MAX, "SELECT pg_advisory_unlock_all()", 0, "", "" },
 };
 
 START_TEST(lock_sql)

@@ -140,6 +140,56 @@ START_TEST(test_redact_long_line)
 }
 END_TEST
 
+/* ---- log_redact_dsn_error ---------------------------------------------- */
+
+/* libpq's own messages (PQconninfoParse, libpq 15) for the DSN beside them. */
+static const struct {
+	const char *dsn, *msg, *want;
+} dsn_error_rows[] = {
+	/* the raw token of a percent-decoding error, in a URI's authority ... */
+	{ "postgresql://app:50%off@h/db",
+	  "invalid percent-encoded token: \"50%off\"",
+	  "invalid percent-encoded token: \"******\"" },
+	{ "postgresql://app:%00x@h/db",
+	  "forbidden value %00 in percent-encoded value: \"%00x\"",
+	  "forbidden value %00 in percent-encoded value: \"****\"" },
+	/* ... and in its query */
+	{ "postgresql://h/db?user=u&password=50%off",
+	  "invalid percent-encoded token: \"50%off\"",
+	  "invalid percent-encoded token: \"******\"" },
+	/* every copy, and a password that is also a keyword form's */
+	{ "postgresql://u:s3cr%zz@h/db?password=s3cr%zz",
+	  "a \"s3cr%zz\" b s3cr%zz", "a \"*******\" b *******" },
+	{ "host=h password='50%off' sslpassword=k%zz", "x 50%off y k%zz",
+	  "x ****** y ****" },
+	/* the whole URI quoted: log_redact's own part */
+	{ "postgresql://u:pw@[::1]x/db",
+	  "unexpected character \"x\" at position 24 in URI (expected \":\" or \"/\"): \"postgresql://u:pw@[::1]x/db\"",
+	  "unexpected character \"x\" at position 24 in URI (expected \":\" or \"/\"): \"postgresql://u:**@[::1]x/db\"" },
+	/* other tokens, and DSNs without a password, stay as they are */
+	{ "postgresql://app%zz:pw@h/db", "invalid percent-encoded token: \"app%zz\"",
+	  "invalid percent-encoded token: \"app%zz\"" },
+	{ "postgresql://app@h/d%zz", "invalid percent-encoded token: \"d%zz\"",
+	  "invalid percent-encoded token: \"d%zz\"" },
+	{ "postgresql://app:@h/d%zz", "invalid percent-encoded token: \"d%zz\"",
+	  "invalid percent-encoded token: \"d%zz\"" },
+	{ "host=h bogus=1", "invalid connection option \"bogus\"",
+	  "invalid connection option \"bogus\"" },
+	{ NULL, "password=x in a message", "password=* in a message" },
+};
+
+START_TEST(test_redact_dsn_error)
+{
+	char buf[512];
+	size_t len = strlen(dsn_error_rows[_i].msg);
+
+	snprintf(buf, sizeof(buf), "%s", dsn_error_rows[_i].msg);
+	ck_assert_ptr_eq(log_redact_dsn_error(buf, dsn_error_rows[_i].dsn), buf);
+	ck_assert_uint_eq(strlen(buf), len);
+	ck_assert_str_eq(buf, dsn_error_rows[_i].want);
+}
+END_TEST
+
 /* ---- log_msg ---------------------------------------------------------- */
 
 static int saved_stderr = -1;
@@ -884,6 +934,7 @@ static Suite *log_suite(void)
 	tc = add_tcase(s, "redact");
 	tcase_add_loop_test(tc, test_redact, 0, ROWS(redact_rows));
 	tcase_add_test(tc, test_redact_long_line);
+	tcase_add_loop_test(tc, test_redact_dsn_error, 0, ROWS(dsn_error_rows));
 
 	tc = add_tcase(s, "format");
 	tcase_add_test(tc, test_plain_format);

@@ -362,6 +362,40 @@ START_TEST(printable)
 }
 END_TEST
 
+static const struct {
+	const char *text;
+	bool valid;
+} utf8_cases[] = {
+	{ "", true },
+	{ "nightly report", true },
+	{ "caf\xc3\xa9", true },
+	{ "\xe2\x82\xac", true },              /* U+20AC */
+	{ "\xed\x9f\xbf", true },              /* U+D7FF, below the surrogates */
+	{ "\xf0\x9f\x98\x80", true },          /* U+1F600 */
+	{ "\xf4\x8f\xbf\xbf", true },          /* U+10FFFF, the last */
+	{ "\xff", false },
+	{ "a\xff" "b", false },
+	{ "\x80", false },                      /* a continuation alone */
+	{ "\xc3", false },                      /* cut short */
+	{ "caf\xc3", false },
+	{ "\xe2\x82", false },
+	{ "\xc0\xaf", false },                  /* overlong '/' */
+	{ "\xc1\xbf", false },
+	{ "\xe0\x80\xaf", false },              /* overlong, three bytes */
+	{ "\xf0\x80\x80\xaf", false },          /* overlong, four bytes */
+	{ "\xed\xa0\x80", false },              /* U+D800, a surrogate */
+	{ "\xf4\x90\x80\x80", false },          /* past U+10FFFF */
+	{ "\xf5\x80\x80\x80", false },
+	{ "\xe9t\xe9", false },                 /* "ete" accented, in Latin-1 */
+};
+
+START_TEST(utf8)
+{
+	ck_assert_msg(value_is_utf8(utf8_cases[_i].text) == utf8_cases[_i].valid,
+		      "case %d", _i);
+}
+END_TEST
+
 static Suite *value_suite(void)
 {
 	Suite *s = suite_create("value");
@@ -381,6 +415,7 @@ static Suite *value_suite(void)
 		LOOP(host_port, host_port_cases),
 		{ "host_name_length", host_name_length, 1 },
 		LOOP(printable, printable_cases),
+		LOOP(utf8, utf8_cases),
 #undef LOOP
 	};
 
