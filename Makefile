@@ -96,9 +96,14 @@ DEPS := $(HDRS) Makefile $(BUILD_FLAGS)
 	lint sanitize coverage cppcheck shellcheck complexity metrics-lint dist deb rpm \
 	package-check
 
-# tests/fence_driver and tests/clockshift.so are test helpers the
-# integration tests find in the tree, whatever BUILDDIR is.
-all: $(B)pgleader tests/fence_driver tests/clockshift.so
+# Two test helpers for the integration tests, built beside pgleader; the
+# tests find them through PGLEADER_FENCE_DRIVER and PGLEADER_CLOCKSHIFT, or
+# in the tree.
+HELPERS := $(B)tests/fence_driver $(B)tests/clockshift.so
+helper_env = PGLEADER_BIN=$(abspath $(1)/pgleader) \
+	PGLEADER_FENCE_DRIVER=$(abspath $(1)/tests/fence_driver) \
+	PGLEADER_CLOCKSHIFT=$(abspath $(1)/tests/clockshift.so)
+all: $(B)pgleader $(HELPERS)
 
 $(B)pgleader: $(OBJS)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(LIBS)
@@ -106,12 +111,14 @@ $(B)pgleader: $(OBJS)
 # The lease on its own, driven from stdin by the integration tests
 # (tests/integration/test_fence_lease.py); built with the tree, never installed.
 DRIVER_OBJS := $(addprefix $(B),src/lease.o src/lease_conn.o src/lease_sql.o src/log.o)
-tests/fence_driver: tests/fence_driver.c $(DRIVER_OBJS) $(DEPS)
+$(B)tests/fence_driver: tests/fence_driver.c $(DRIVER_OBJS) $(DEPS)
+	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(DRIVER_OBJS) $(LIBS)
 
 # The integration tests step pgleader's wall clock with this LD_PRELOAD
 # shim. Never sanitized: it would have to come after the sanitizer runtime.
-tests/clockshift.so: tests/clockshift.c Makefile
+$(B)tests/clockshift.so: tests/clockshift.c Makefile
+	@mkdir -p $(@D)
 	$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) \
 		$(CFLAGS) -fPIC -shared -o $@ $<
 
@@ -176,8 +183,8 @@ unit: $(UNIT_TESTS)
 
 # The integration suite drives real pgleader processes against a real
 # PostgreSQL; PGLEADER_WRAPPER runs each one under valgrind or a sanitizer build.
-integration: $(B)pgleader tests/fence_driver tests/clockshift.so
-	$(if $(B),PGLEADER_BIN=$(abspath $(B)pgleader) )$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
+integration: $(B)pgleader $(HELPERS)
+	$(if $(B),$(call helper_env,$(B)) )$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
 
 lint: pgleader cppcheck shellcheck complexity metrics-lint
 	tests/check-docs.sh ./pgleader
@@ -223,7 +230,7 @@ check: deps
 # paths; the harness runs the binary PGLEADER_BIN names.
 sanitize:
 	$(MAKE) BUILDDIR=$(ASAN_DIR) WERROR=1 SANITIZE=address,undefined all unit
-	PGLEADER_BIN=$(CURDIR)/$(ASAN_DIR)/pgleader PGLEADER_SANITIZED=1 \
+	$(call helper_env,$(ASAN_DIR)) PGLEADER_SANITIZED=1 \
 		$(PYTHON) -m pytest -q tests/integration -m 'not slow' $(PYTEST_ARGS)
 	$(MAKE) WERROR=1 all
 	PGLEADER_WRAPPER=valgrind $(PYTHON) -m pytest -q tests/integration -m valgrind $(PYTEST_ARGS)
@@ -232,7 +239,7 @@ sanitize:
 # the summary, a file per line pair, in build/cov/coverage.txt.
 coverage:
 	$(MAKE) BUILDDIR=$(COV_DIR) COVERAGE=1 all unit
-	PGLEADER_BIN=$(CURDIR)/$(COV_DIR)/pgleader \
+	$(call helper_env,$(COV_DIR)) \
 		$(PYTHON) -m pytest -q tests/integration -m 'not slow' $(PYTEST_ARGS)
 	cd $(COV_DIR) && gcov -n -o src $(CURDIR)/src/*.c | \
 		grep -A1 "^File 'src/" | grep -v '^--' > coverage.txt
@@ -308,6 +315,6 @@ package-check:
 	tests/check-package.sh $(DISTDIR)
 
 clean:
-	rm -f pgleader tests/fence_driver tests/clockshift.so src/*.o $(UNIT_TESTS) \
+	rm -f pgleader $(HELPERS) src/*.o $(UNIT_TESTS) \
 		src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno .build-flags
 	rm -rf build

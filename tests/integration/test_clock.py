@@ -14,7 +14,7 @@ import pytest
 import pgharness as h
 from pgharness import bound
 
-SHIM = os.path.join(h.REPO, "tests", "clockshift.so")
+SHIM = os.environ.get("PGLEADER_CLOCKSHIFT") or os.path.join(h.REPO, "tests", "clockshift.so")
 
 
 class ClockStepBroke(AssertionError):

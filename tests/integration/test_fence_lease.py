@@ -18,7 +18,7 @@ import pytest
 
 import pgharness as h
 
-DRIVER = os.path.join(h.REPO, "tests", "fence_driver")
+DRIVER = os.environ.get("PGLEADER_FENCE_DRIVER") or os.path.join(h.REPO, "tests", "fence_driver")
 STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
