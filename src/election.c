@@ -530,6 +530,11 @@ static void start(struct election *e, struct election_output *out, double now)
 	if (e->p.wait_timeout >= 0)
 		e->wait_deadline = now + e->p.wait_timeout;
 	election_connect_now(e, out, now);
+	/* Both sessions at once, so that a new leader takes the fence in one
+	 * round trip; a one-shot opens the fence only once the database
+	 * answered: it makes one attempt (see election_connected). */
+	if (!e->p.nonblock)
+		election_fence_open(e, out);
 }
 
 void election_connected(struct election *e, struct election_output *out,
@@ -543,9 +548,8 @@ void election_connected(struct election *e, struct election_output *out,
 	e->snap.lock_key = ev->lock_key;
 	election_set_state(e, out, now, ELECTION_STANDBY);
 	ask_for_lock(e, out, now);
-	/* The fence session opens once the database answered, beside the
-	 * first lock request: ready by the time a lock is granted, and a
-	 * database that is down costs one attempt, not two. */
+	/* a one-shot's fence, or one closed meanwhile, beside the first lock
+	 * request: ready by the time a lock is granted */
 	election_fence_open(e, out);
 }
 

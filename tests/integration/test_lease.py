@@ -133,6 +133,7 @@ def test_two_silent_hosts_then_primary(pg, fleet, ledger, silent_hosts):
     a.wait_for_log(r"acquired leader lease", timeout=bound(2 * CONNECT_TIMEOUT + 5))
     elapsed = time.monotonic() - t0
     assert 2 * CONNECT_TIMEOUT - 0.2 < elapsed < bound(2 * CONNECT_TIMEOUT + 3), elapsed
+    ledger.wait_for("start", "a", timeout=bound(5))  # the fence is held by then
     # two hosts skipped by each session, the lock's and the fence's
     assert a.count(r"(?<!fence session: )no answer from host") == 2
     assert a.count(r"fence session: no answer from host") == 2

@@ -2350,12 +2350,11 @@ static void fenced_leader(double t)
 
 	p.fence = true;
 	election_init(&M, &p);
-	ck_actions(step(&M, ELECTION_START, 0, NULL, t), ELECTION_DO_CONNECT);
-	/* the fence session opens once the database answered, beside the
-	 * first lock request */
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t),
-		   ELECTION_DO_TRY_LOCK | ELECTION_DO_FENCE_CONNECT);
+	/* both sessions are opened at once */
+	ck_actions(step(&M, ELECTION_START, 0, NULL, t),
+		   ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT);
 	ck_actions(fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, t), 0);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t), ELECTION_DO_TRY_LOCK);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", t);
 	/* the fence first, the command only once it is held */
 	ck_actions(out, ELECTION_DO_FENCE_TAKE);
@@ -2457,6 +2456,21 @@ START_TEST(test_fence_busy_after_demotion)
 	ck_actions(out, ELECTION_DO_FENCE_DROP);
 	ck_no_log(out);
 	ck_assert_int_eq(M.fence, ELECTION_FENCE_DROPPING);
+}
+END_TEST
+
+/* A one-shot makes one connection attempt: its fence session opens only
+ * once the database answered. */
+START_TEST(test_fence_of_a_one_shot)
+{
+	struct election_params p = defaults;
+
+	p.fence = true;
+	p.nonblock = true;
+	election_init(&M, &p);
+	ck_actions(step(&M, ELECTION_START, 0, NULL, 0), ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 0),
+		   ELECTION_DO_TRY_LOCK | ELECTION_DO_FENCE_CONNECT);
 }
 END_TEST
 
@@ -2854,6 +2868,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fence_wait_abandoned);
 	tcase_add_test(tc, test_fence_closed_on_exit);
 	tcase_add_test(tc, test_fence_busy_after_demotion);
+	tcase_add_test(tc, test_fence_of_a_one_shot);
 	tcase_add_test(tc, test_fence_permanent_fault);
 	suite_add_tcase(s, tc);
 
