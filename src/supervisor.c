@@ -110,8 +110,12 @@ static void run_session_actions(struct supervisor *s, unsigned a)
 		lease_wait_lock(s->lease);
 	if (a & ELECTION_DO_FENCE_TAKE)
 		lease_wait_lock(s->fence);
-	if (a & ELECTION_DO_PING)
+	if (a & ELECTION_DO_PING) {
 		lease_ping(s->lease);
+		/* a held fence is pinged too (a no-op otherwise), or its own
+		 * idle_session_timeout (server_lease) would end it */
+		lease_ping(s->fence);
+	}
 }
 
 static void run_actions(struct supervisor *s, const struct election_output *out)

@@ -260,11 +260,13 @@ dead() { ! kill -0 "$1" 2>/dev/null; }
 reap() { wait "$1" 2>/dev/null; local rc=$?; REAPED+="$1 "; return $rc; }
 
 show_lock() {
-	say "the advisory lock as PostgreSQL sees it (pg_locks, pg_stat_activity):"
-	psql_q "select case when l.granted then 'held by ' else 'waited for by ' end
+	say "the advisory locks as PostgreSQL sees them (pg_locks, pg_stat_activity):"
+	psql_q "select case when l.objsubid = 2 then 'fence ' else 'lock ' end
+	               || case when l.granted then 'held by ' else 'waited for by ' end
 	               || a.application_name || ' (backend pid ' || a.pid || ')'
 	        from pg_locks l join pg_stat_activity a using (pid)
-	        where l.locktype = 'advisory' order by l.granted desc" | sed 's/^/[demo]   /'
+	        where l.locktype = 'advisory'
+	        order by l.objsubid, l.granted desc" | sed 's/^/[demo]   /'
 }
 
 say "starting two nodes, node-a and node-b, around the same job"

@@ -284,3 +284,15 @@ def test_wait_timeout_only_while_waiting(pg, fleet, ledger, lock_key):
     time.sleep(2.5)
     assert b.running() and h.pid_alive(sb.pid), "the new leader gave up after --wait-timeout"
     assert b.stop() == 0
+
+
+def test_held_fence_outlives_server_lease(pg, fleet, ledger, lock_key):
+    """The fence session is pinged with the lock session while held: its own
+    idle_session_timeout (server_lease, 4 s here) must not end it."""
+    a = fleet.start("a")
+    ledger.wait_for("start", "a", timeout=bound(10))
+    fence = h.wait_until(lambda: pg.fence_holders(lock_key), bound(5), what="a's fence")
+    time.sleep(6)  # longer than --server-lease
+    assert [f["pid"] for f in pg.fence_holders(lock_key)] == [fence[0]["pid"]], pg.advisory_locks()
+    assert "fence session" not in a.text(), a.text()
+    assert a.stop() == 0
