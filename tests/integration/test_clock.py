@@ -86,6 +86,9 @@ def test_shim_steps_pgleaders_wall_clock(pg, fleet, ledger, lock_key, shifted):
     step(a, set_offset, 3600)
     step(a, set_offset, -3600)
     step(a, set_offset, 0)
+    # the job records each forwarded SIGUSR1 when it gets to it
+    h.wait_until(lambda: len(ledger.events("signal", pid=st.pid)) >= 4, bound(5),
+                 what="the job's record of 4 forwarded SIGUSR1")
     signals = ledger.events("signal", pid=st.pid)
     assert len(signals) == 4
     assert all(before - 1 < e.time < time.monotonic() + 1 for e in signals[1:])
