@@ -33,12 +33,12 @@ def json_lines(text):
 def test_json_lines(fleet, pg, lock_key):
     dsn = pg.dsn(password=SECRET)
     a = fleet.start("json-a", "--log-format", "json", dsn=dsn, command=["sleep", "600"])
-    a.wait_for_log(r'"message":"acquired leader lease')
+    a.wait_for_log(r'"message":"started command')
     b = fleet.start("json-b", "--log-format", "json", dsn=dsn, command=["sleep", "600"])
     b.wait_for_log(r'"message":"waiting for leader lease"')
     pg.terminate_backend(pg.backend_pid("pgleader/json-a"))
     a.wait_for_log(r'"message":"lost leader lease')
-    b.wait_for_log(r'"message":"acquired leader lease')
+    b.wait_for_log(r'"message":"started command')  # a moment after "acquired"
     assert a.stop() == 0 and b.stop() == 0
 
     for node, p in (("json-a", a), ("json-b", b)):
@@ -96,9 +96,16 @@ try:
         return [json.loads(l) for l in r.stdout.decode().splitlines() if l.strip()]
 
     deadline = time.monotonic() + 15
-    while not any("acquired leader lease" in str(e.get("MESSAGE")) for e in journal()):
+    # The command starts after the fence is taken, a moment after the lease:
+    # wait for both lines, or a SIGTERM between them leaves no "started".
+    def said(entries, prefix):
+        return any(str(e.get("MESSAGE")).startswith(prefix) for e in entries)
+    while True:
+        entries = journal()
+        if said(entries, "acquired leader lease") and said(entries, "started command"):
+            break
         assert node.poll() is None, "pgleader exited with %s" % node.returncode
-        assert time.monotonic() < deadline, "no 'acquired leader lease' in the journal"
+        assert time.monotonic() < deadline, "no 'started command' in the journal"
         time.sleep(0.05)
     node.send_signal(signal.SIGTERM)
     node.wait(15)
