@@ -179,7 +179,7 @@ deps:
 	@tests/install-deps.sh
 
 unit: $(UNIT_TESTS)
-	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; CK_FORK=yes ./$$t; done
+	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; CK_FORK=yes $(if $(filter /%,$(B)),,./)$$t; done
 
 # The integration suite drives real pgleader processes against a real
 # PostgreSQL; PGLEADER_WRAPPER runs each one under valgrind or a sanitizer build.
