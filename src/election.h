@@ -78,7 +78,8 @@ enum election_command_news {
 };
 
 enum election_peer_news {
-	ELECTION_PEERS_CLAIMED,    /* a member leads in failsafe; reason = its id;
+	ELECTION_PEERS_CLAIMED,    /* a member leads in failsafe; reason = its id,
+				    * status = 1 when its member list is ours;
 				    * the answer goes in election_output */
 	ELECTION_PEERS_ROUND_DONE, /* our claim: status = members that agreed,
 				    * asked = how many were asked */
@@ -318,5 +319,9 @@ int election_exit_code(const struct election *e);
 const struct election_snapshot *election_snapshot(const struct election *e);
 
 const char *election_state_name(enum election_state s);
+
+/* Whether the command may be running on the node that published s: what
+ * it answers a new leader's GET /failsafe. */
+bool election_runs_command(const struct election_snapshot *s);
 
 #endif

@@ -148,11 +148,15 @@ static void failsafe_connected(struct election *e, struct election_output *out,
 	election_request(e, now, e->p.ping_timeout);
 }
 
-/* A member's claim: agree only when this node neither runs the command nor
- * holds the lock, and then keep out of the lock queue until the record
- * expires (DESIGN 9). */
-static const char *claim_refused(const struct election *e)
+/* A member's claim: agree only when its member list is ours and this node
+ * neither runs the command nor holds the lock, and then keep out of the
+ * lock queue until the record expires (DESIGN 9). A member with another
+ * list may count a majority this node would not. */
+static const char *claim_refused(const struct election *e,
+				 const struct election_event *ev)
 {
+	if (ev->status != 1)
+		return "the member lists differ (failsafe_peers)";
 	switch (e->state) {
 	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
 	case ELECTION_SHUTTING_DOWN:
@@ -182,7 +186,7 @@ static void stay_out(struct election *e, struct election_output *out,
 static void peers_claimed(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
-	const char *refused = claim_refused(e);
+	const char *refused = claim_refused(e, ev);
 
 	if (refused) {
 		out->claim_answer = 409;
@@ -242,6 +246,19 @@ static void peers_stranger(struct election *e, struct election_output *out,
 		election_say(out, LOG_LEVEL_NOTICE, "every node with a session for this lock "
 		    "is in failsafe_peers: failsafe is on again");
 	snprintf(e->stranger, sizeof(e->stranger), "%s", id);
+}
+
+bool election_runs_command(const struct election_snapshot *s)
+{
+	switch (s->state) {
+	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
+	case ELECTION_SHUTTING_DOWN: case ELECTION_RELEASING:
+		return true;
+	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
+	case ELECTION_STANDBY: case ELECTION_DONE: case ELECTION_STATE_COUNT:
+		break;
+	}
+	return s->command_pid != 0;
 }
 
 void election_on_peers(struct election *e, const struct election_event *ev,

@@ -334,27 +334,19 @@ int supervisor_claim(void *arg, const char *node_id, uint64_t fencing_token,
 		     const char *members_hash, char *reason, size_t len)
 {
 	struct supervisor *s = arg;
+	bool same_members = !strcmp(members_hash, failsafe_members_hash(s->failsafe));
 
 	(void)fencing_token;
-	if (strcmp(members_hash, failsafe_members_hash(s->failsafe)) != 0) {
-		snprintf(reason, len, "the member lists differ (failsafe_peers)");
-		return 409;
-	}
 	s->claim_answer = 409;
 	snprintf(s->claim_reason, sizeof(s->claim_reason), "not answered");
-	dispatch(s, ELECTION_PEERS, ELECTION_PEERS_CLAIMED, 0, node_id);
+	dispatch(s, ELECTION_PEERS, ELECTION_PEERS_CLAIMED, same_members, node_id);
 	snprintf(reason, len, "%s", s->claim_reason);
 	return s->claim_answer;
 }
 
 bool supervisor_running(void *arg)
 {
-	const struct election_snapshot *snap = supervisor_snapshot(arg);
-
-	return snap->command_pid != 0 || snap->state == ELECTION_LEADER ||
-	       snap->state == ELECTION_FAILSAFE || snap->state == ELECTION_DEMOTING ||
-	       snap->state == ELECTION_SHUTTING_DOWN ||
-	       snap->state == ELECTION_RELEASING;
+	return election_runs_command(supervisor_snapshot(arg));
 }
 
 static void wakeup_cb(struct ev_loop *loop, ev_timer *w, int revents)

@@ -411,6 +411,10 @@ def test_secret_required(pg, members, ledger, lock_key):
     # a leads: a claim to it is refused with a reason
     status, _, text = request(a.http_port, method="POST", secret=SECRET, body=claim)
     assert status == 409 and json.loads(text)["ok"] is False and json.loads(text)["reason"]
+    # a standby refuses a claimant whose member list is not its own
+    status, _, text = request(b.http_port, method="POST", secret=SECRET, body=claim)
+    assert (status, json.loads(text)["reason"]) == (
+        409, "the member lists differ (failsafe_peers)"), text
     for p in (a, b, c):
         assert SECRET not in p.text() and WRONG not in p.text()
     t0 = time.monotonic()

@@ -2560,6 +2560,8 @@ static struct election_output peers(struct election *e, int news, int status,
 	return out;
 }
 
+enum { OTHER_MEMBERS = 0, SAME_MEMBERS = 1 }; /* a claim's status */
+
 static struct election_params failsafe_params(void)
 {
 	struct election_params p = defaults;
@@ -2678,28 +2680,74 @@ START_TEST(test_failsafe_member_record)
 
 	to_standby(&M, &p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
-	out = peers(&M, ELECTION_PEERS_CLAIMED, 0, 0, "n2", 1);
+	out = peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 1);
 	ck_assert_int_eq(out.claim_answer, 200);
 	ck_log(out, LOG_LEVEL_NOTICE, "node n2 leads in failsafe: staying out of "
 	       "the lock queue");
 	ck_actions(out, ELECTION_DO_DISCONNECT); /* leaves the queue */
 	ck_state(&M, ELECTION_BACKOFF);
 	ck_wakeup(&M, 1, 16);
-	out = peers(&M, ELECTION_PEERS_CLAIMED, 0, 0, "n2", 2);
+	out = peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 2);
 	ck_no_log(out);
 	ck_wakeup(&M, 2, 17);
 	ck_actions(tick(&M, 17 - JUST), 0);
 	ck_actions(tick(&M, 17), ELECTION_DO_CONNECT);
 	/* a grant while a record holds is given back by closing */
 	step(&M, ELECTION_CONNECTED, 0, NULL, 17);
-	peers(&M, ELECTION_PEERS_CLAIMED, 0, 0, "n2", 17.5);
+	peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 17.5);
 	ck_state(&M, ELECTION_BACKOFF);
 
 	/* a leader refuses */
 	failsafe_leader(0);
-	out = peers(&M, ELECTION_PEERS_CLAIMED, 0, 0, "n2", 1);
+	out = peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 1);
 	ck_assert_int_eq(out.claim_answer, 409);
 	ck_assert_str_eq(out.claim_reason, "this node runs the command");
+}
+END_TEST
+
+/* A claimant with another member list is refused, and keeps no record:
+ * a standby stays in the lock queue. */
+START_TEST(test_failsafe_claim_other_members)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	to_standby(&M, &p, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
+	out = peers(&M, ELECTION_PEERS_CLAIMED, OTHER_MEMBERS, 0, "n2", 1);
+	ck_assert_int_eq(out.claim_answer, 409);
+	ck_assert_str_eq(out.claim_reason, "the member lists differ (failsafe_peers)");
+	ck_actions(out, 0);
+	ck_no_log(out);
+	ck_state(&M, ELECTION_STANDBY);
+	ck_assert(election_snapshot(&M)->failsafe_record_until == 0);
+	/* any status but 1 is another list: a caller's zeroed event refuses */
+	out = peers(&M, ELECTION_PEERS_CLAIMED, 2, 0, "n2", 1);
+	ck_assert_int_eq(out.claim_answer, 409);
+}
+END_TEST
+
+/* What GET /failsafe answers: running while the node leads, keeps the
+ * command in failsafe, stops it or still holds the lock, and whenever a
+ * command pid is known. */
+START_TEST(test_runs_command_by_state)
+{
+	static const bool runs[ELECTION_STATE_COUNT] = {
+		[ELECTION_LEADER] = true, [ELECTION_FAILSAFE] = true,
+		[ELECTION_DEMOTING] = true, [ELECTION_SHUTTING_DOWN] = true,
+		[ELECTION_RELEASING] = true,
+	};
+	struct election_snapshot s = { .command_pid = 0 };
+
+	for (int st = 0; st < ELECTION_STATE_COUNT; st++) {
+		s.state = (enum election_state)st;
+		s.command_pid = 0;
+		ck_assert_msg(election_runs_command(&s) == runs[st], "%s",
+			      election_state_name(s.state));
+		s.command_pid = 42;
+		ck_assert_msg(election_runs_command(&s), "%s with a pid",
+			      election_state_name(s.state));
+	}
 }
 END_TEST
 
@@ -2880,6 +2928,8 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_member_record);
 	tcase_add_test(tc, test_failsafe_new_leader_asks);
 	tcase_add_test(tc, test_failsafe_stranger);
+	tcase_add_test(tc, test_failsafe_claim_other_members);
+	tcase_add_test(tc, test_runs_command_by_state);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("property");
