@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,15 +186,21 @@ static void append(char *buf, size_t len, size_t *n, const char *fmt, ...)
 /* idle_session_timeout is new in PostgreSQL 14 */
 #define IDLE_TIMEOUT_VERSION 140000
 
+/* Linux refuses a TCP_KEEPIDLE or TCP_KEEPINTVL above this many seconds,
+ * and the server then only logs it and keeps the system's keepalives. */
+#define TCP_KEEPALIVE_MAX_S 32767
+
 /* The server drops a leader that goes silent within server_lease: an idle
  * session by idle_session_timeout (PostgreSQL 14+), a cut TCP connection by
- * keepalives (idle + count * interval = server_lease) and tcp_user_timeout
- * for unacknowledged data. */
+ * keepalives (idle + count * interval, never less than server_lease: the
+ * leader stops its command before then) and tcp_user_timeout for
+ * unacknowledged data. A long lease takes more probes, not longer ones. */
 static unsigned append_server_lease(char *buf, size_t len, size_t *n, int version,
 				    double s)
 {
 	long ms = (long)(s * 1000);
-	long probe = (long)(s / 4) > 0 ? (long)(s / 4) : 1;
+	long count = (long)fmax(3, ceil(s / TCP_KEEPALIVE_MAX_S) - 1);
+	long probe = (long)fmax(1, ceil(s / (double)(count + 1)));
 	unsigned missing = 0;
 
 	if (s <= 0)
@@ -204,7 +211,7 @@ static unsigned append_server_lease(char *buf, size_t len, size_t *n, int versio
 		missing |= LEASE_SQL_NO_IDLE_TIMEOUT;
 	append(buf, len, n, "SET tcp_keepalives_idle = %ld; "
 	       "SET tcp_keepalives_interval = %ld; "
-	       "SET tcp_keepalives_count = 3; ", probe, probe);
+	       "SET tcp_keepalives_count = %ld; ", probe, probe, count);
 	if (version >= 120000) /* new in PostgreSQL 12 */
 		append(buf, len, n, "SET tcp_user_timeout = %ld; ", ms);
 	return missing;

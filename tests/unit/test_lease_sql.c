@@ -2,6 +2,7 @@
 #include "lease_sql.h"
 
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -348,6 +349,40 @@ START_TEST(claim_sql)
 	ck_assert_uint_eq(missing, claim_cases[_i].missing);
 	has_lacks(sql, claim_cases[_i].has, claim_cases[_i].lacks);
 	ck_assert_uint_lt(strlen(sql), sizeof(sql) - 1); /* not cut */
+}
+END_TEST
+
+/* Keepalives give a cut connection up no sooner than server_lease, with
+ * values Linux takes (at most 32767 s each, 127 probes): past that the
+ * server would keep the system's two hours instead. */
+START_TEST(claim_keepalives_cover_the_lease)
+{
+	static const double leases[] = { 0.001, 1, 2, 8, 20, 20.5, 131068, 131069,
+					 131400, 1e6, 2147483.647 };
+	struct lease_sql_server s = { .version = 170000, .can_create_temp = true };
+	char sql[LEASE_SQL_MAX];
+
+	for (size_t i = 0; i < sizeof(leases) / sizeof(*leases); i++) {
+		long idle, interval, count;
+		const char *at;
+
+		lease_sql_claim(sql, sizeof(sql), &s, leases[i]);
+		at = strstr(sql, "SET tcp_keepalives_idle");
+		ck_assert_ptr_nonnull(at);
+		ck_assert_int_eq(sscanf(at, "SET tcp_keepalives_idle = %ld; "
+					"SET tcp_keepalives_interval = %ld; "
+					"SET tcp_keepalives_count = %ld;",
+					&idle, &interval, &count), 3);
+		ck_assert_msg(idle >= 1 && idle <= 32767 && interval >= 1 &&
+			      interval <= 32767 && count >= 3 && count <= 127,
+			      "lease %g: %ld %ld %ld", leases[i], idle, interval, count);
+		ck_assert_msg(idle + count * interval >= leases[i], "lease %g: %ld + %ld * %ld",
+			      leases[i], idle, count, interval);
+		/* and not much later: within one probe of the lease (each
+		 * value is a whole second, at least 1) */
+		ck_assert_msg(idle + count * interval <= fmax(4, leases[i] + interval),
+			      "lease %g: %ld + %ld * %ld", leases[i], idle, count, interval);
+	}
 }
 END_TEST
 
@@ -755,6 +790,7 @@ static Suite *lease_sql_suite(void)
 		{ "parse_setup", parse_setup, NROWS(setup_cases) },
 		{ "timeouts_sql", timeouts_sql, 1 },
 		{ "claim_sql", claim_sql, NROWS(claim_cases) },
+		{ "claim_keepalives_cover_the_lease", claim_keepalives_cover_the_lease, 1 },
 		{ "claim_names_pg_temp", claim_names_pg_temp, 1 },
 		{ "parse_claim", parse_claim, NROWS(claim_answer_cases) },
 		{ "parse_one_value", parse_one_value, NROWS(one_value_cases) },
