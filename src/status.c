@@ -20,6 +20,7 @@
 #define STATUS_LEADER 0
 #define STATUS_NO_LEADER 3
 #define STATUS_UNAVAILABLE 69 /* EX_UNAVAILABLE */
+#define STATUS_CONFIG 78      /* EX_CONFIG */
 
 /* How often --watch looks: a change shows within this, at one small query
  * per look. */
@@ -113,6 +114,22 @@ static void fail_dsn(const char *what, const char *msg, const char *dsn)
 
 	fail(what, copy ? log_redact_dsn_error(copy, dsn) : "out of memory");
 	free(copy);
+}
+
+/* A DSN libpq cannot parse is a configuration error, as for the daemon:
+ * no server would ever take it. */
+static bool dsn_parses(const char *dsn)
+{
+	char *perr = NULL;
+	PQconninfoOption *opts = dsn ? PQconninfoParse(dsn, &perr) : NULL;
+
+	if (dsn && !opts) {
+		fail_dsn("invalid dsn", perr ? perr : "out of memory", dsn);
+		PQfreemem(perr);
+		return false;
+	}
+	PQconninfoFree(opts);
+	return true;
 }
 
 static PGconn *connect_db(const struct config *cfg)
@@ -560,10 +577,13 @@ static int watch(PGconn *conn, const struct config *cfg, const char *key)
 
 int status_run(const struct config *cfg)
 {
-	PGconn *conn = connect_db(cfg);
+	PGconn *conn;
 	char key[32];
 	int rc;
 
+	if (!dsn_parses(cfg->dsn))
+		return STATUS_CONFIG;
+	conn = connect_db(cfg);
 	if (!conn)
 		return STATUS_UNAVAILABLE;
 	if (!resolve_key(conn, cfg, key, sizeof(key)))

@@ -203,6 +203,21 @@ def test_unreachable_exits_69_without_password(workdir, dsn_form):
         assert SECRET not in r.err, r
 
 
+@pytest.mark.parametrize("dsn, says", [
+    ("host=127.0.0.1 password=%s bogus" % SECRET, 'missing "=" after "bogus"'),
+    ("host=127.0.0.1 password=%s bogus=1" % SECRET, 'invalid connection option "bogus"'),
+    ("postgresql://postgres:%s%%zz@127.0.0.1/postgres" % SECRET, "invalid percent-encoded"),
+])
+def test_unparseable_dsn_exits_78_without_password(workdir, dsn, says):
+    """A DSN libpq cannot parse is a configuration error, as for the daemon:
+    one line, 78, before any connection, no password."""
+    r = run_status(workdir, "--dsn", dsn)
+    assert r.rc == 78 and r.out == "", r
+    lines = r.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pgleader: invalid dsn: "), r
+    assert says in lines[0] and SECRET not in r.err, r
+
+
 def test_wrong_password_exits_69_without_password(workdir, pg):
     pg.add_password_role("status_pw", SECRET)
     r = run_status(workdir, "--dsn", pg.dsn(user="status_pw", password="wrong-" + SECRET))
