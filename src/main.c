@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <ev.h>
 
 #include "child.h"
@@ -132,6 +133,23 @@ static bool start_http(struct ev_loop *loop, const struct config *cfg,
 	return *web != NULL;
 }
 
+/* About a dozen descriptors at rest (the loop's, two sessions, the HTTP
+ * socket), then one per HTTP client and failsafe request: below this,
+ * whatever failed first would say something misleading. */
+#define MIN_DESCRIPTORS 32
+
+static bool enough_descriptors(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= MIN_DESCRIPTORS)
+		return true;
+	fprintf(stderr, "pgleader: too few file descriptors: ulimit -n is %llu, "
+		"pgleader needs at least %d\n", (unsigned long long)rl.rlim_cur,
+		MIN_DESCRIPTORS);
+	return false;
+}
+
 /* The daemon proper: set up, run the loop until the election ends, tear
  * down in reverse order. */
 static int run(const struct config *cfg)
@@ -146,6 +164,8 @@ static int run(const struct config *cfg)
 	 * then the lease and child objects inside the supervisor, then the
 	 * HTTP server (a port in use fails before any connection), then
 	 * systemd's watchdog, then the election. */
+	if (!enough_descriptors())
+		return election_exit_for(FAULT_INTERNAL);
 	signal(SIGPIPE, SIG_IGN);
 	loop = ev_default_loop(EVFLAG_AUTO);
 	if (!loop) {
