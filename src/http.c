@@ -1,22 +1,21 @@
 /* http.c: the health, status and metrics endpoints, libmicrohttpd on the libev loop. */
 #include "http.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <ev.h>
 #include <jansson.h>
 #include <microhttpd.h>
+
+#include "procstat.h"
 
 /* Bounds: enough for a few probes and scrapers at once; a client that
  * connects and never sends is dropped after the timeout, and a request's
@@ -40,7 +39,7 @@ struct http {
 	struct metrics_versions versions;
 	char *version, *libpq_version;
 	int port;
-	double boot_time;       /* wall clock at boot, for process_start_time */
+	double boot_time;       /* procstat_boot_time(), read once */
 	struct http_failsafe fs;
 	bool failsafe;          /* http_set_failsafe was given callbacks */
 };
@@ -50,85 +49,6 @@ struct upload {
 	size_t len;
 	char data[HTTP_FAILSAFE_BODY_MAX + 1];
 };
-
-/* ---- process facts for /metrics ---------------------------------------- */
-
-static double read_boot_time(void)
-{
-	FILE *f = fopen("/proc/stat", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	unsigned long long btime;
-	double t = -1;
-
-	if (!f)
-		return -1;
-	while (getline(&line, &cap, f) > 0)
-		if (sscanf(line, "btime %llu", &btime) == 1) {
-			t = (double)btime;
-			break;
-		}
-	free(line);
-	fclose(f);
-	return t;
-}
-
-/* The descriptors in /proc/self/fd, not counting the one reading it. */
-static long count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	long n = 0;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d))
-			n++;
-	closedir(d);
-	return n;
-}
-
-static void read_stat(const struct http *h, struct metrics_process *p)
-{
-	char buf[1024];
-	unsigned long utime, stime, vsize;
-	unsigned long long start;
-	long rss, ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
-	const char *rest;
-	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0 || ticks <= 0)
-		return;
-	buf[n] = '\0';
-	/* The command name may hold spaces and ')': fields follow the last ')'. */
-	rest = strrchr(buf, ')');
-	if (!rest || sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u"
-			    " %lu %lu %*d %*d %*d %*d %*d %*d %llu %lu %ld",
-			    &utime, &stime, &start, &vsize, &rss) != 5)
-		return;
-	p->cpu_seconds = (double)(utime + stime) / (double)ticks;
-	p->virtual_bytes = (double)vsize;
-	p->resident_bytes = (double)rss * (double)page;
-	if (h->boot_time >= 0)
-		p->start_time_seconds = h->boot_time + (double)start / (double)ticks;
-}
-
-static void read_process(const struct http *h, struct metrics_process *p)
-{
-	struct rlimit rl;
-
-	*p = (struct metrics_process){ -1, -1, -1, -1, -1, -1 };
-	read_stat(h, p);
-	p->open_fds = count_fds();
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		p->max_fds = (long)rl.rlim_cur;
-}
 
 /* ---- requests ----------------------------------------------------------- */
 
@@ -196,7 +116,7 @@ static enum MHD_Result serve_metrics(struct http *h, struct MHD_Connection *c,
 	struct metrics_process p;
 	struct metrics_buf b = { 0 };
 
-	read_process(h, &p);
+	procstat_read(h->boot_time, &p);
 	if (metrics_prometheus(s, &p, &h->versions, &b) < 0) {
 		metrics_buf_free(&b);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -585,7 +505,7 @@ struct http *http_new(struct ev_loop *loop, const char *addr,
 	h->loop = loop;
 	h->get = get;
 	h->arg = arg;
-	h->boot_time = read_boot_time();
+	h->boot_time = procstat_boot_time();
 	fd = listen_on(addr, err, errlen);
 	if (fd < 0) {
 		http_free(h);
