@@ -243,16 +243,6 @@ void election_finish(struct election *e, struct election_output *out, double now
 	}
 }
 
-static void start_child(struct election *e, struct election_output *out,
-			double now)
-{
-	e->child_start_at = INFINITY;
-	e->child_running = true;
-	e->child_started_at = now;
-	out->actions |= ELECTION_DO_START_CHILD;
-	out->state_changed = true; /* "starting command" ends */
-}
-
 /* A permanent fault: one error line, then stop the command, release and
  * exit with the table's code. Returns false for a transient fault. */
 bool election_end_on_permanent(struct election *e, struct election_output *out,
@@ -334,43 +324,6 @@ void election_become_leader(struct election *e, struct election_output *out,
 	election_fence_take(e, out);
 	if (e->p.failsafe)
 		election_ask_members(e, out, now);
-}
-
-static enum election_outcome outcome_of(int status)
-{
-	if (status == 0)
-		return ELECTION_OUTCOME_SUCCESS;
-	if (status > 128 && status <= 128 + 64)
-		return ELECTION_OUTCOME_SIGNAL;
-	return ELECTION_OUTCOME_FAILURE;
-}
-
-/* The command's group is empty: count it; true when it was running. */
-bool election_reap(struct election *e, struct election_output *out, double now,
-		 const struct election_event *ev)
-{
-	if (!e->child_running)
-		return false;
-	election_fence_drop(e, out, now);
-	e->child_running = false;
-	e->snap.command_pid = 0;
-	e->snap.counters.command_exits[outcome_of(ev->status)]++;
-	return true;
-}
-
-static void child_started(struct election *e, struct election_output *out,
-			  const struct election_event *ev)
-{
-	if (!e->child_running)
-		return;
-	e->snap.command_pid = ev->status;
-	e->snap.counters.command_starts++;
-	out->state_changed = true; /* the status now shows the command's pid */
-}
-
-static void child_killed(struct election *e)
-{
-	e->snap.counters.command_kills++;
 }
 
 static void shutdown_begins(struct election *e, struct election_output *out,
@@ -512,7 +465,7 @@ static void leader_tick(struct election *e, struct election_output *out,
 		election_ask_members(e, out, now);
 	if (!e->child_running && now >= e->child_start_at && election_fence_ok(e) &&
 	    election_members_ok(e))
-		start_child(e, out, now);
+		election_start_child(e, out, now);
 }
 
 static void releasing_tick(struct election *e, struct election_output *out,
@@ -616,84 +569,6 @@ static void stopping_lost(struct election *e, struct election_output *out,
 	election_end_on_permanent(e, out, now, ev);
 }
 
-/* The command could not even be forked. */
-static void start_failed(struct election *e, struct election_output *out,
-			 double now, const struct election_event *ev)
-{
-	if (!e->child_running)
-		return;
-	election_fence_drop(e, out, now);
-	e->child_running = false;
-	election_say(out, LOG_LEVEL_ERROR, "cannot start command: %s",
-	    election_reason_of(ev, "fork failed"));
-	e->exit_code = election_exit_for(FAULT_FORK);
-	election_finish(e, out, now);
-}
-
-bool election_restarts(const struct election *e, int status)
-{
-	/* a command that cannot be executed never runs by trying again */
-	if (status == ELECTION_EX_NOEXEC || status == ELECTION_EX_NOTFOUND)
-		return false;
-	return e->p.restart == ELECTION_RESTART_ALWAYS ||
-	       (e->p.restart == ELECTION_RESTART_ON_FAILURE && status != 0);
-}
-
-/* --restart-limit: a command that keeps failing soon after it starts is
- * given up, and the lock with it, so that another node can try. */
-static bool gives_up(struct election *e, struct election_output *out,
-		     double now, int status)
-{
-	if (status == 0 || now - e->child_started_at >= ELECTION_RESTART_RESET_AFTER) {
-		e->quick_failures = 0;
-		return false;
-	}
-	e->quick_failures++;
-	if (e->p.restart_limit <= 0 || e->quick_failures <= e->p.restart_limit)
-		return false;
-	election_say(out, LOG_LEVEL_ERROR, "command failed %d times in a row within %.0fs "
-	    "of starting; giving up (--restart-limit %d)", e->quick_failures,
-	    ELECTION_RESTART_RESET_AFTER, e->p.restart_limit);
-	return true;
-}
-
-static void leader_child_gone(struct election *e, struct election_output *out,
-			      double now, const struct election_event *ev)
-{
-	double delay;
-
-	if (!election_reap(e, out, now, ev))
-		return;
-	if (!election_restarts(e, ev->status) || gives_up(e, out, now, ev->status)) {
-		e->exit_code = ev->status;
-		election_finish(e, out, now);
-		return;
-	}
-	if (now - e->child_started_at >= ELECTION_RESTART_RESET_AFTER)
-		e->restart_backoff = ELECTION_RESTART_MIN;
-	delay = e->restart_backoff;
-	e->restart_backoff = fmin(delay * 2, ELECTION_RESTART_MAX);
-	e->child_start_at = now + delay;
-	out->state_changed = true;
-	election_say(out, LOG_LEVEL_NOTICE, "restarting command in %.1fs", delay);
-}
-
-static void demoted_child_gone(struct election *e, struct election_output *out,
-			       double now, const struct election_event *ev)
-{
-	if (!election_reap(e, out, now, ev))
-		return;
-	election_disconnect(e, out);
-	election_connect_now(e, out, now);
-}
-
-static void stopped_child_gone(struct election *e, struct election_output *out,
-			       double now, const struct election_event *ev)
-{
-	if (election_reap(e, out, now, ev))
-		election_finish(e, out, now);
-}
-
 static void released(struct election *e, struct election_output *out,
 		     double now, const struct election_event *ev)
 {
@@ -717,34 +592,6 @@ static void backoff_lost(struct election *e, struct election_output *out,
 			 double now, const struct election_event *ev)
 {
 	election_end_on_permanent(e, out, now, ev);
-}
-
-/* ---- the command's news, alike in every state -------------------------- */
-
-static void command_gone(struct election *e, struct election_output *out,
-			 double now, const struct election_event *ev)
-{
-	switch (e->state) {
-	case ELECTION_LEADER: leader_child_gone(e, out, now, ev); return;
-	case ELECTION_FAILSAFE: election_failsafe_child_gone(e, out, now, ev); return;
-	case ELECTION_DEMOTING: demoted_child_gone(e, out, now, ev); return;
-	case ELECTION_SHUTTING_DOWN: stopped_child_gone(e, out, now, ev); return;
-	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
-	case ELECTION_STANDBY: case ELECTION_RELEASING: case ELECTION_DONE:
-	case ELECTION_STATE_COUNT:
-		return; /* no command runs in these states */
-	}
-}
-
-static void on_command(struct election *e, const struct election_event *ev,
-		       double now, struct election_output *out)
-{
-	switch ((enum election_command_news)ev->news) {
-	case ELECTION_COMMAND_STARTED: child_started(e, out, ev); return;
-	case ELECTION_COMMAND_START_FAILED: start_failed(e, out, now, ev); return;
-	case ELECTION_COMMAND_KILLED: child_killed(e); return;
-	case ELECTION_COMMAND_GONE: command_gone(e, out, now, ev); return;
-	}
 }
 
 /* ---- the lock session's news, one handler per state -------------------- */
@@ -876,7 +723,7 @@ static void dispatch(struct election *e, const struct election_event *ev,
 	case ELECTION_SHUTDOWN: on_shutdown(e, ev, now, out); return;
 	case ELECTION_LOCK: on_lock(e, ev, now, out); return;
 	case ELECTION_FENCE: election_on_fence(e, ev, now, out); return;
-	case ELECTION_COMMAND: on_command(e, ev, now, out); return;
+	case ELECTION_COMMAND: election_on_command(e, ev, now, out); return;
 	case ELECTION_PEERS: election_on_peers(e, ev, now, out); return;
 	}
 }

@@ -1,6 +1,6 @@
 /* election_impl.h: what the parts of the election (election.c, the core;
- * election_fence.c; election_failsafe.c) share. Private to them: no other
- * module includes it. */
+ * election_command.c; election_fence.c; election_failsafe.c) share.
+ * Private to them: no other module includes it. */
 #ifndef PGLEADER_ELECTION_IMPL_H
 #define PGLEADER_ELECTION_IMPL_H
 
@@ -22,13 +22,19 @@ void election_finish(struct election *e, struct election_output *out, double now
 bool election_end_on_permanent(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev);
 const char *election_reason_of(const struct election_event *ev, const char *dflt);
-bool election_reap(struct election *e, struct election_output *out, double now,
-		 const struct election_event *ev);
-bool election_restarts(const struct election *e, int status);
 void election_connected(struct election *e, struct election_output *out,
 		      double now, const struct election_event *ev);
 void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev);
+
+/* ---- election_command.c: the command's start, restarts and end ---- */
+void election_start_child(struct election *e, struct election_output *out,
+			  double now);
+bool election_reap(struct election *e, struct election_output *out, double now,
+		 const struct election_event *ev);
+bool election_restarts(const struct election *e, int status);
+void election_on_command(struct election *e, const struct election_event *ev,
+			 double now, struct election_output *out);
 
 /* ---- election_fence.c: the fence session (DESIGN 3) ---- */
 void election_fence_open(struct election *e, struct election_output *out);
