@@ -2572,18 +2572,24 @@ static struct election_params failsafe_params(void)
 }
 
 /* A failsafe leader whose members said at acquisition nobody else runs it. */
-static void failsafe_leader(double t)
+static void failsafe_leader_with(const struct election_params *p, double t)
 {
-	struct election_params p = failsafe_params();
 	struct election_output out;
 
-	to_standby(&M, &p, t);
+	to_standby(&M, p, t);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", t);
 	/* the members first: does one of them still run the command? */
 	ck_actions(out, ELECTION_DO_FAILSAFE_CHECK);
 	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, t);
 	ck_actions(out, ELECTION_DO_START_CHILD);
 	ck_assert(M.child_running);
+}
+
+static void failsafe_leader(double t)
+{
+	struct election_params p = failsafe_params();
+
+	failsafe_leader_with(&p, t);
 }
 
 START_TEST(test_failsafe_keeps_command)
@@ -2654,6 +2660,41 @@ START_TEST(test_failsafe_demotes_on_dissent)
 	ck_assert(out.actions & ELECTION_DO_STOP_CHILD);
 	ck_log(out, LOG_LEVEL_WARNING, "lost leader lease: the lock is held by "
 	       "another session (failsafe)");
+}
+END_TEST
+
+/* The command ends by itself in failsafe: without a restart, pgleader
+ * gives back what it holds and exits with its status; with one, it is not
+ * started again without the lock: back to the lock queue, no more claims. */
+START_TEST(test_failsafe_command_ends)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	failsafe_leader(0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	ck_state(&M, ELECTION_FAILSAFE);
+	out = step(&M, ELECTION_CHILD_GONE, 3, NULL, 1);
+	ck_assert(!M.child_running);
+	ck_assert_int_eq(election_snapshot(&M)->command_pid, 0);
+	ck_assert(!(out.actions & (ELECTION_DO_START_CHILD | ELECTION_DO_FAILSAFE_CLAIM)));
+	ck_state(&M, ELECTION_RELEASING); /* the reconnection in flight */
+	ck_assert(out.actions & ELECTION_DO_RELEASE);
+	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, 1.1), &M, 3);
+
+	p.restart = ELECTION_RESTART_ALWAYS;
+	failsafe_leader_with(&p, 0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	out = step(&M, ELECTION_CHILD_GONE, 0, NULL, 1);
+	ck_assert(!(out.actions & (ELECTION_DO_START_CHILD | ELECTION_DO_FAILSAFE_CLAIM)));
+	ck_assert(out.actions & ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_assert(isinf(M.next_claim_at) && isinf(M.claim_deadline));
+	step(&M, ELECTION_CONNECTED, 0, NULL, 1.1);
+	ck_state(&M, ELECTION_STANDBY);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 10", 1.2);
+	ck_state(&M, ELECTION_LEADER);
+	ck_actions(out, ELECTION_DO_FAILSAFE_CHECK);
 }
 END_TEST
 
@@ -2929,6 +2970,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_new_leader_asks);
 	tcase_add_test(tc, test_failsafe_stranger);
 	tcase_add_test(tc, test_failsafe_claim_other_members);
+	tcase_add_test(tc, test_failsafe_command_ends);
 	tcase_add_test(tc, test_runs_command_by_state);
 	suite_add_tcase(s, tc);
 
