@@ -2698,6 +2698,56 @@ START_TEST(test_failsafe_command_ends)
 }
 END_TEST
 
+/* In failsafe the lock is sought again all along: a connection attempt
+ * that hangs is closed at connect_timeout and made again a moment later,
+ * the command running on while the members agree. */
+START_TEST(test_failsafe_reconnect_times_out)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	p.connect_timeout = 2;
+	failsafe_leader_with(&p, 0);
+	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5),
+		   ELECTION_DO_FAILSAFE_CLAIM | ELECTION_DO_CONNECT);
+	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 0.6);
+	ck_actions(tick(&M, 1.6), ELECTION_DO_FAILSAFE_CLAIM);
+	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 1.7);
+	ck_actions(tick(&M, 2.5 - JUST), 0);
+	out = tick(&M, 2.5);
+	ck_actions(out, ELECTION_DO_DISCONNECT);
+	ck_state(&M, ELECTION_FAILSAFE);
+	ck_actions(tick(&M, 2.7), ELECTION_DO_FAILSAFE_CLAIM);
+	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 2.8);
+	ck_actions(tick(&M, 2.5 + ELECTION_RECONNECT_MIN - JUST), 0);
+	ck_actions(tick(&M, 2.5 + ELECTION_RECONNECT_MIN), ELECTION_DO_CONNECT);
+	ck_assert(M.child_running);
+}
+END_TEST
+
+/* A lock session's news that crossed a claim (queued before it): a member
+ * that holds a record gives a grant back by closing, and stays out. */
+START_TEST(test_failsafe_record_holds_against_late_news)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	to_standby(&M, &p, 0);
+	M.record_until = 20;
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 1);
+	ck_actions(out, ELECTION_DO_DISCONNECT);
+	ck_state(&M, ELECTION_BACKOFF);
+	ck_assert(!M.child_running);
+	ck_wakeup(&M, 1, 20);
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	M.record_until = 20;
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1), ELECTION_DO_DISCONNECT);
+	ck_state(&M, ELECTION_BACKOFF);
+}
+END_TEST
+
 /* A frozen ping is a lost lock too, and a permanent fault still ends it. */
 START_TEST(test_failsafe_on_ping_timeout)
 {
@@ -2971,6 +3021,8 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_stranger);
 	tcase_add_test(tc, test_failsafe_claim_other_members);
 	tcase_add_test(tc, test_failsafe_command_ends);
+	tcase_add_test(tc, test_failsafe_reconnect_times_out);
+	tcase_add_test(tc, test_failsafe_record_holds_against_late_news);
 	tcase_add_test(tc, test_runs_command_by_state);
 	suite_add_tcase(s, tc);
 
