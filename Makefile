@@ -96,13 +96,14 @@ DEPS := $(HDRS) Makefile $(BUILD_FLAGS)
 	lint sanitize coverage cppcheck shellcheck complexity metrics-lint dist deb rpm \
 	package-check
 
-# Two test helpers for the integration tests, built beside pgleader; the
-# tests find them through PGLEADER_FENCE_DRIVER and PGLEADER_CLOCKSHIFT, or
-# in the tree.
-HELPERS := $(B)tests/fence_driver $(B)tests/clockshift.so
+# Test helpers, built beside pgleader: two for the integration tests, which
+# find them through PGLEADER_FENCE_DRIVER and PGLEADER_CLOCKSHIFT, or in the
+# tree; the benchmark's C command (PGLEADER_STAMPJOB, or in the tree).
+HELPERS := $(B)tests/fence_driver $(B)tests/clockshift.so $(B)tests/stampjob
 helper_env = PGLEADER_BIN=$(abspath $(1)/pgleader) \
 	PGLEADER_FENCE_DRIVER=$(abspath $(1)/tests/fence_driver) \
-	PGLEADER_CLOCKSHIFT=$(abspath $(1)/tests/clockshift.so)
+	PGLEADER_CLOCKSHIFT=$(abspath $(1)/tests/clockshift.so) \
+	PGLEADER_STAMPJOB=$(abspath $(1)/tests/stampjob)
 all: $(B)pgleader $(HELPERS)
 
 $(B)pgleader: $(OBJS)
@@ -114,6 +115,10 @@ DRIVER_OBJS := $(addprefix $(B),src/lease.o src/lease_conn.o src/lease_sql.o src
 $(B)tests/fence_driver: tests/fence_driver.c $(DRIVER_OBJS) $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(DRIVER_OBJS) $(LIBS)
+
+$(B)tests/stampjob: tests/stampjob.c $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $<
 
 # The integration tests step pgleader's wall clock with this LD_PRELOAD
 # shim. Never sanitized: it would have to come after the sanitizer runtime.
@@ -252,7 +257,7 @@ demo: deps
 	tests/demo.sh
 
 bench: deps
-	$(MAKE) pgleader
+	$(MAKE) pgleader tests/stampjob
 	$(PYTHON) tests/bench.py $(BENCH_ARGS)
 
 install: pgleader

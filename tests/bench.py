@@ -4,6 +4,10 @@
 Measures, against one private PostgreSQL started for the whole run, with
 fresh pgleader processes and a fresh lock key for every trial:
 
+  kill9_wait_c              kill9_wait with tests/stampjob, a C command
+                            that stamps its start with one write: the
+                            failover without the toy job's interpreter
+                            start-up (~20 ms), closest to pgleader's own cost
   kill9_wait / kill9_poll   kill -9 of the leader -> the standby's command
                             starts (default options; --acquire poll, whose
                             retry_interval is the default 5s: the kill falls
@@ -41,6 +45,7 @@ fresh pgleader processes and a fresh lock key for every trial:
   job_start_baseline        Popen of the toy job -> its "start" record: the
                             interpreter start-up that every "command starts"
                             figure above includes
+  job_start_baseline_c      the same for tests/stampjob
   peak RSS                  VmHWM of a leader, a standby and the leader's
                             guard process after --rss-seconds of running
 
@@ -89,6 +94,7 @@ sys.path.insert(0, os.path.join(HERE, "integration"))
 import pgharness as h  # noqa: E402
 
 POLL_RETRY = 5.0  # pgleader's default retry_interval
+STAMPJOB = os.environ.get("PGLEADER_STAMPJOB") or os.path.join(HERE, "stampjob")
 GRACE = "2s"
 BENCH_OPTS = ["--grace-period", GRACE]
 
@@ -96,6 +102,9 @@ METRICS = [
     # name, label (console), label (README table)
     ("kill9_wait", "kill -9 leader -> standby command starts, --acquire wait",
      "`kill -9` of the leader -> standby's command starts (wait mode, default)"),
+    ("kill9_wait_c", "kill -9 leader -> standby command starts, C command",
+     "`kill -9` of the leader -> standby's command starts, with a C command "
+     "(`tests/stampjob`)"),
     ("kill9_poll", "kill -9 leader -> standby command starts, --acquire poll",
      "`kill -9` of the leader -> standby's command starts (poll mode, retry 5 s)"),
     ("kill9_wait_scraped", "the same with /metrics scraped 200/s on both nodes",
@@ -119,6 +128,8 @@ METRICS = [
      "one-shot `flock -n FILE true`, wall time"),
     ("job_start_baseline", "toy job start-up (Popen -> start record)",
      "toy job's own start-up (included in the \"command starts\" rows)"),
+    ("job_start_baseline_c", "C command start-up (Popen -> start record)",
+     "`tests/stampjob`'s own start-up (included in the C command's row)"),
 ]
 LABEL = {m[0]: m[1] for m in METRICS}
 README_LABEL = {m[0]: m[2] for m in METRICS}
@@ -263,7 +274,7 @@ def percentile(values, q):
 
 def summary(values):
     return dict(n=len(values), median=statistics.median(values), p90=percentile(values, 0.9),
-                max=max(values), min=min(values))
+                p99=percentile(values, 0.99), max=max(values), min=min(values))
 
 
 def say(*args):
@@ -573,9 +584,10 @@ class Bench:
         self.fleets.append(fleet)
         return fleet, ledger, key
 
-    def start(self, fleet, node, *extra):
+    def start(self, fleet, node, *extra, command=None):
         with critical():
-            return fleet.start(node, *extra, timing=BENCH_OPTS, use_wrapper=False)
+            return fleet.start(node, *extra, timing=BENCH_OPTS, use_wrapper=False,
+                               command=command)
 
     def end_trial(self, fleet):
         """SIGTERM to every pgleader still running, wait, then the harness's
@@ -610,11 +622,12 @@ class Bench:
         return h.wait_until(check, timeout, interval=0.005,
                             what="ledger event %s of %s" % (kind, node))
 
-    def lead_and_standby(self, fleet, ledger, key, extra=(), queued=True, extra_b=None):
-        a = self.start(fleet, "a", *extra)
+    def lead_and_standby(self, fleet, ledger, key, extra=(), queued=True, extra_b=None,
+                         command=None):
+        a = self.start(fleet, "a", *extra, command=command)
         sa = self.wait_event(ledger, "start", "a", a)
         self.wait_lock(key, "a", granted=True)
-        b = self.start(fleet, "b", *(extra if extra_b is None else extra_b))
+        b = self.start(fleet, "b", *(extra if extra_b is None else extra_b), command=command)
         b.wait_for_log(r"waiting for leader lease", timeout=15)
         if queued:
             self.wait_lock(key, "b", granted=False)
@@ -647,11 +660,13 @@ class Bench:
 
     # -- scenarios
 
-    def trial_kill9(self, mode):
+    def trial_kill9(self, mode, c_job=False):
         extra = ("--acquire", "poll") if mode == "poll" else ()
 
         def fn(fleet, ledger, key, i):
-            a, sa, b = self.lead_and_standby(fleet, ledger, key, extra, queued=(mode == "wait"))
+            command = [STAMPJOB, ledger.path] if c_job else None
+            a, sa, b = self.lead_and_standby(fleet, ledger, key, extra, queued=(mode == "wait"),
+                                             command=command)
             delay = None
             if mode == "poll":
                 # the standby tried once when it logged "waiting": kill the
@@ -664,7 +679,7 @@ class Bench:
             sb = self.wait_event(ledger, "start", "b", b, timeout=POLL_RETRY + 10)
             if a.wait(10) != -signal.SIGKILL:
                 raise AssertionError("the leader did not die of SIGKILL")
-            v = self.record("kill9_" + mode, i, sb.time - t0)
+            v = self.record("kill9_" + mode + ("_c" if c_job else ""), i, sb.time - t0)
             if delay is None:
                 return "%.1f ms" % v
             return "%.1f ms (killed %.2f s into the standby's poll period)" % (v, delay)
@@ -846,18 +861,24 @@ class Bench:
         wd = os.path.join(self.base, "job-baseline")
         os.mkdir(wd)
         ledger = h.Ledger(os.path.join(wd, "ledger"))
-        for i in range(1, n + 1):
-            t0 = time.monotonic()
-            with critical():
-                p = subprocess.Popen(h.job_cmd(ledger.path, node="baseline", exit_code=0),
-                                     stdin=subprocess.DEVNULL, cwd=wd)
-                self.extra_procs.append(p)
-            p.wait(30)
-            self.extra_procs.remove(p)
-            st = ledger.wait_for("start", "baseline", count=i, timeout=5)
-            self.record("job_start_baseline", i, st.time - t0)
-        vals = [v for _, v in self.samples["job_start_baseline"]]
-        say("  %-22s %d runs, median %.1f ms" % ("job_start_baseline", n, statistics.median(vals)))
+        env = dict(os.environ, PGLEADER_NODE_ID="baseline-c")
+        for metric, node, argv in (
+                ("job_start_baseline", "baseline",
+                 h.job_cmd(ledger.path, node="baseline", exit_code=0)),
+                ("job_start_baseline_c", "baseline-c", [STAMPJOB, ledger.path])):
+            for i in range(1, n + 1):
+                t0 = time.monotonic()
+                with critical():
+                    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, cwd=wd, env=env)
+                    self.extra_procs.append(p)
+                st = ledger.wait_for("start", node, count=i, timeout=5)
+                if p.poll() is None:
+                    p.terminate()  # stampjob waits for SIGTERM
+                p.wait(30)
+                self.extra_procs.remove(p)
+                self.record(metric, i, st.time - t0)
+            vals = [v for _, v in self.samples[metric]]
+            say("  %-22s %d runs, median %.1f ms" % (metric, n, statistics.median(vals)))
 
     def run_rss(self, seconds):
         fleet, ledger, key = self.new_trial("rss", 1)
@@ -883,8 +904,10 @@ class Bench:
 
     def report(self, info, started, opts):
         say("")
-        say("== Results (milliseconds; p90 by linear interpolation)")
-        say("%-56s %4s %8s %8s %8s %8s" % ("metric", "n", "median", "p90", "max", "min"))
+        say("== Results (milliseconds; p90 and p99 by linear interpolation: p99 means "
+            "little below 100 trials)")
+        say("%-56s %4s %8s %8s %8s %8s %8s" % ("metric", "n", "median", "p90", "p99", "max",
+                                               "min"))
         rows = []
         for name, _, _ in METRICS:
             vals = [v for _, v in self.samples.get(name, [])]
@@ -892,8 +915,8 @@ class Bench:
                 continue
             s = summary(vals)
             rows.append((name, s))
-            say("%-56s %4d %8.1f %8.1f %8.1f %8.1f" % (LABEL[name], s["n"], s["median"], s["p90"],
-                                                      s["max"], s["min"]))
+            say("%-56s %4d %8.1f %8.1f %8.1f %8.1f %8.1f" % (
+                LABEL[name], s["n"], s["median"], s["p90"], s["p99"], s["max"], s["min"]))
         for scen, k in sorted(self.failures.items()):
             say("  (%s: %d failed trial%s, not counted)" % (scen, k, "" if k == 1 else "s"))
         if self.rss:
@@ -972,7 +995,7 @@ def parse_args(argv):
     ap.add_argument("--csv", default=os.path.join(REPO, "bench-results.csv"),
                     help="raw samples (default: bench-results.csv in the repository)")
     ap.add_argument("--only", default=None,
-                    help="comma-separated subset: kill9-wait,kill9-scraped,kill9-failsafe,"
+                    help="comma-separated subset: kill9-wait,kill9-c,kill9-scraped,kill9-failsafe,"
                          "kill9-poll,handover,terminate,promote,oneshot,baseline,rss")
     ap.add_argument("--seed", type=int, default=None, help="seed of the poll-mode kill times")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
@@ -987,7 +1010,8 @@ def parse_args(argv):
         o.rss_seconds = 3.0 if o.quick else 6.0
     if o.seed is None:
         o.seed = int.from_bytes(os.urandom(4), "big")
-    all_parts = ["kill9-wait", "kill9-scraped", "kill9-failsafe", "kill9-poll", "handover",
+    all_parts = ["kill9-wait", "kill9-c", "kill9-scraped", "kill9-failsafe", "kill9-poll",
+                 "handover",
                  "terminate", "promote", "oneshot", "baseline", "rss"]
     o.parts = all_parts if not o.only else [p.strip() for p in o.only.split(",") if p.strip()]
     bad = [p for p in o.parts if p not in all_parts]
@@ -1025,6 +1049,8 @@ def main(argv):
         plan = [("baseline", lambda: bench.run_job_baseline(opts.trials)),
                 ("kill9-wait", lambda: bench.run_trials("kill9-wait", opts.trials,
                                                         bench.trial_kill9("wait"))),
+                ("kill9-c", lambda: bench.run_trials("kill9-c", opts.trials,
+                                                     bench.trial_kill9("wait", c_job=True))),
                 ("kill9-scraped", lambda: bench.run_trials("kill9-scraped", opts.trials,
                                                            bench.trial_kill9_scraped)
                  if bench.has_http() else say("  kill9-scraped: skipped, this pgleader has "
