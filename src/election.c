@@ -165,8 +165,8 @@ void election_connect_now(struct election *e, struct election_output *out,
 	out->actions |= ELECTION_DO_CONNECT;
 }
 
-static void exit_now(struct election *e, struct election_output *out,
-		     double now, int code)
+void election_exit_now(struct election *e, struct election_output *out,
+		       double now, int code)
 {
 	/* nothing asked for earlier in this step may follow the exit */
 	out->actions &= ~(unsigned)(ELECTION_DO_CONNECT | ELECTION_DO_TRY_LOCK |
@@ -186,8 +186,8 @@ static void exit_now(struct election *e, struct election_output *out,
  * backoff, which doubles up to retry_interval while the database is away.
  * A one-shot makes one attempt: not reaching the database is 69, never the
  * conflict code, which means "the database answered: another node has it". */
-static void reconnect_later(struct election *e, struct election_output *out,
-			    double now, const char *why)
+void election_reconnect_later(struct election *e, struct election_output *out,
+			      double now, const char *why)
 {
 	double delay = e->reconnect_backoff;
 
@@ -196,7 +196,7 @@ static void reconnect_later(struct election *e, struct election_output *out,
 	if (e->p.nonblock) {
 		election_say(out, LOG_LEVEL_ERROR, "%s; giving up (one attempt with --nonblock)",
 		    why);
-		exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
+		election_exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
 		return;
 	}
 	election_set_state(e, out, now, ELECTION_BACKOFF);
@@ -206,8 +206,8 @@ static void reconnect_later(struct election *e, struct election_output *out,
 	election_say(out, LOG_LEVEL_WARNING, "%s; retrying in %.1fs", why, delay);
 }
 
-static void ask_for_lock(struct election *e, struct election_output *out,
-			 double now)
+void election_ask_for_lock(struct election *e, struct election_output *out,
+			   double now)
 {
 	e->next_attempt_at = INFINITY;
 	/* pg_try_advisory_lock first: it answers at once, and --nonblock and
@@ -239,7 +239,7 @@ void election_finish(struct election *e, struct election_output *out, double now
 		out->actions |= ELECTION_DO_RELEASE;
 		election_request(e, now, e->p.ping_timeout);
 	} else {
-		exit_now(e, out, now, e->exit_code);
+		election_exit_now(e, out, now, e->exit_code);
 	}
 }
 
@@ -259,7 +259,7 @@ bool election_end_on_permanent(struct election *e, struct election_output *out,
 	if (e->child_running)
 		election_finish(e, out, now);
 	else
-		exit_now(e, out, now, e->exit_code);
+		election_exit_now(e, out, now, e->exit_code);
 	return true;
 }
 
@@ -271,8 +271,8 @@ const char *election_reason_of(const struct election_event *ev, const char *dflt
 /* The lock may be gone: stop the command but keep the connection, doing
  * nothing with it, until the command is gone. If the server still counts us
  * as the holder, nobody else gets the lock while the old command lives. */
-static void lose_lease(struct election *e, struct election_output *out,
-		       double now, enum fault fault, const char *why)
+void election_lose_lease(struct election *e, struct election_output *out,
+			 double now, enum fault fault, const char *why)
 {
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
@@ -342,7 +342,7 @@ static void shutdown_unanswered(struct election *e, struct election_output *out,
 {
 	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
 	    election_reason_of(ev, "signal"));
-	exit_now(e, out, now, 0);
+	election_exit_now(e, out, now, 0);
 }
 
 static void standby_shutdown(struct election *e, struct election_output *out,
@@ -361,119 +361,6 @@ static void kill_on_second_signal(struct election *e, struct election_output *ou
 	election_say(out, LOG_LEVEL_NOTICE, "received %s again: killing the command now",
 	    election_reason_of(ev, "signal"));
 	out->actions |= ELECTION_DO_KILL_CHILD;
-}
-
-/* ---- deadlines -------------------------------------------------------- */
-
-/* --wait-timeout passed: the conflict code only when the database answered
- * that another session holds the lock; never having reached it is 69. */
-static bool wait_expired(struct election *e, struct election_output *out,
-			 double now)
-{
-	if (now < e->wait_deadline)
-		return false;
-	if (e->busy_seen) {
-		election_say(out, LOG_LEVEL_NOTICE,
-		    "no leader lease after %.1fs of waiting; giving up",
-		    e->p.wait_timeout);
-		exit_now(e, out, now, e->p.conflict_exit_code);
-	} else {
-		election_say(out, LOG_LEVEL_ERROR,
-		    "database not reached within %.1fs; giving up",
-		    e->p.wait_timeout);
-		exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
-	}
-	return true;
-}
-
-static void connecting_tick(struct election *e, struct election_output *out,
-			    double now)
-{
-	if (wait_expired(e, out, now))
-		return;
-	if (now >= e->request_deadline) {
-		e->snap.counters.connect_failures++;
-		reconnect_later(e, out, now, "connection attempt timed out");
-	}
-}
-
-static void backoff_tick(struct election *e, struct election_output *out,
-			 double now)
-{
-	if (!wait_expired(e, out, now) && now >= e->next_attempt_at)
-		election_connect_now(e, out, now);
-}
-
-static void standby_tick(struct election *e, struct election_output *out,
-			 double now)
-{
-	if (wait_expired(e, out, now))
-		return;
-	if (now >= e->request_deadline) {
-		/* Outcome unknown: a lock request may yet be granted, so this
-		 * connection is never reused. */
-		reconnect_later(e, out, now, "lock request got no answer in time");
-		return;
-	}
-	if (isinf(e->request_deadline) && now >= e->next_attempt_at)
-		ask_for_lock(e, out, now);
-}
-
-/* Failed pings so far: the first at ping_timeout after sending, then one
- * more for every ping_interval the answer is still missing. Counting from
- * the clock, not from timer callbacks, makes a process that was frozen for
- * a minute see all of its missed pings at once. */
-static int ping_failures_at(const struct election *e, double now)
-{
-	double sent, late;
-
-	/* A ping that is due but was never sent (frozen between pings, the
-	 * usual case) counts as sent when it was due. */
-	if (e->ping_pending)
-		sent = e->ping_sent_at;
-	else if (now >= e->next_ping_at)
-		sent = e->next_ping_at;
-	else
-		return 0;
-	late = now - (sent + e->p.ping_timeout);
-	if (late < 0)
-		return 0;
-	return 1 + (int)floor(late / e->p.ping_interval);
-}
-
-static void leader_tick(struct election *e, struct election_output *out,
-			double now)
-{
-	int failures = ping_failures_at(e, now);
-
-	if (failures >= e->p.ping_failures) {
-		char why[128];
-
-		snprintf(why, sizeof(why),
-			 "ping timed out %d times (last reply %.1fs ago)",
-			 failures, now - e->last_reply_at);
-		lose_lease(e, out, now, FAULT_PING_TIMEOUT, why);
-		return;
-	}
-	if (!e->ping_pending && now >= e->next_ping_at) {
-		e->ping_pending = true;
-		/* deadlines run from when it was due, however late the loop */
-		e->ping_sent_at = e->next_ping_at;
-		out->actions |= ELECTION_DO_PING;
-	}
-	if (e->check == CHECK_ASKING && now >= e->check_again_at)
-		election_ask_members(e, out, now);
-	if (!e->child_running && now >= e->child_start_at && election_fence_ok(e) &&
-	    election_members_ok(e))
-		election_start_child(e, out, now);
-}
-
-static void releasing_tick(struct election *e, struct election_output *out,
-			   double now)
-{
-	/* the unlock got no answer: closing releases the lock too */
-	if (now >= e->request_deadline)
-		exit_now(e, out, now, e->exit_code);
 }
 
 /* ---- events shared by several states ---------------------------------- */
@@ -500,7 +387,7 @@ void election_connected(struct election *e, struct election_output *out,
 	e->standby_since = now;
 	e->snap.lock_key = ev->lock_key;
 	election_set_state(e, out, now, ELECTION_STANDBY);
-	ask_for_lock(e, out, now);
+	election_ask_for_lock(e, out, now);
 	/* a one-shot's fence, or one closed meanwhile, beside the first lock
 	 * request: ready by the time a lock is granted */
 	election_fence_open(e, out);
@@ -514,7 +401,8 @@ static void connection_failed(struct election *e, struct election_output *out,
 	if (e->state == ELECTION_CONNECTING)
 		e->snap.counters.connect_failures++;
 	if (!election_end_on_permanent(e, out, now, ev))
-		reconnect_later(e, out, now, election_reason_of(ev, "database connection failed"));
+		election_reconnect_later(e, out, now,
+			election_reason_of(ev, "database connection failed"));
 }
 
 static void lock_busy(struct election *e, struct election_output *out, double now)
@@ -524,7 +412,7 @@ static void lock_busy(struct election *e, struct election_output *out, double no
 	if (e->p.nonblock) {
 		election_say(out, LOG_LEVEL_NOTICE,
 		    "leader lease is held by another node; giving up");
-		exit_now(e, out, now, e->p.conflict_exit_code);
+		election_exit_now(e, out, now, e->p.conflict_exit_code);
 		return;
 	}
 	if (!e->waiting_logged) {
@@ -533,7 +421,7 @@ static void lock_busy(struct election *e, struct election_output *out, double no
 		out->state_changed = true;
 	}
 	if (e->p.wait_in_queue)
-		ask_for_lock(e, out, now);
+		election_ask_for_lock(e, out, now);
 	else
 		e->next_attempt_at = now + e->p.retry_interval;
 }
@@ -555,7 +443,7 @@ static void leader_lost(struct election *e, struct election_output *out,
 {
 	e->connected = false; /* the lease closed it */
 	if (!election_end_on_permanent(e, out, now, ev))
-		lose_lease(e, out, now, ev->fault,
+		election_lose_lease(e, out, now, ev->fault,
 			   election_reason_of(ev, "connection lost"));
 }
 
@@ -575,7 +463,7 @@ static void released(struct election *e, struct election_output *out,
 	e->connected = false;
 	if (ev->fault == FAULT_NONE)
 		election_say(out, LOG_LEVEL_INFO, "released leader lease");
-	exit_now(e, out, now, e->exit_code);
+	election_exit_now(e, out, now, e->exit_code);
 }
 
 /* The connection went while unlocking: closing it released the lock. */
@@ -584,7 +472,7 @@ static void release_lost(struct election *e, struct election_output *out,
 {
 	e->connected = false; /* the lease closed it */
 	if (!election_end_on_permanent(e, out, now, ev))
-		exit_now(e, out, now, e->exit_code);
+		election_exit_now(e, out, now, e->exit_code);
 }
 
 /* Nothing is open while backing off; only a permanent fault counts. */
@@ -728,43 +616,6 @@ static void dispatch(struct election *e, const struct election_event *ev,
 	}
 }
 
-/* Deadlines are checked on every event, not only on TICK: a loop that was
- * late by a second sees what it missed whatever woke it. */
-static void state_deadlines(struct election *e, struct election_output *out,
-			    double now)
-{
-	switch (e->state) {
-	case ELECTION_CONNECTING: connecting_tick(e, out, now); return;
-	case ELECTION_BACKOFF: backoff_tick(e, out, now); return;
-	case ELECTION_STANDBY: standby_tick(e, out, now); return;
-	case ELECTION_LEADER: leader_tick(e, out, now); return;
-	case ELECTION_FAILSAFE: election_failsafe_tick(e, out, now); return;
-	case ELECTION_RELEASING: releasing_tick(e, out, now); return;
-	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
-	case ELECTION_DONE: case ELECTION_STATE_COUNT:
-		return;
-	}
-}
-
-/* A closed fence session is reopened only while the lock session is up or
- * the command runs. */
-static bool fence_reopens(const struct election *e)
-{
-	return e->fence == ELECTION_FENCE_CLOSED &&
-	       (e->state == ELECTION_STANDBY || e->state == ELECTION_LEADER ||
-		e->state == ELECTION_FAILSAFE || e->state == ELECTION_DEMOTING);
-}
-
-/* The fence session's reopening comes last: a deadline of the state may
- * have just closed it. */
-static void check_deadlines(struct election *e, struct election_output *out,
-			    double now)
-{
-	state_deadlines(e, out, now);
-	if (fence_reopens(e) && now >= e->fence_retry_at)
-		election_fence_open(e, out);
-}
-
 static void publish(struct election *e, double now)
 {
 	struct election_snapshot *s = &e->snap;
@@ -789,7 +640,7 @@ void election_step(struct election *e, const struct election_event *ev,
 	if (ev->wall > 0)
 		e->wall_offset = ev->wall - now;
 	dispatch(e, ev, now, out);
-	check_deadlines(e, out, now);
+	election_check_deadlines(e, out, now);
 	publish(e, now);
 }
 
@@ -802,7 +653,7 @@ void election_abandon(struct election *e, struct election_output *out)
 		return;
 	election_say(out, LOG_LEVEL_ERROR, "internal error: the event loop stopped in state %s",
 	    election_state_name(e->state));
-	exit_now(e, out, now, election_exit_for(FAULT_INTERNAL));
+	election_exit_now(e, out, now, election_exit_for(FAULT_INTERNAL));
 	publish(e, now);
 }
 
@@ -817,48 +668,3 @@ const struct election_snapshot *election_snapshot(const struct election *e)
 	return &e->snap;
 }
 
-/* A leader's next deadline: the next failed ping or the next ping, the
- * command when it may start, the members' answer. */
-static double leader_wakeup(const struct election *e, double now)
-{
-	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
-		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
-
-	if (election_fence_ok(e) && election_members_ok(e))
-		t = fmin(t, e->child_start_at);
-	if (e->check == CHECK_ASKING)
-		t = fmin(t, e->check_again_at);
-	return t;
-}
-
-static double state_wakeup(const struct election *e, double now)
-{
-	switch (e->state) {
-	case ELECTION_CONNECTING:
-	case ELECTION_STANDBY:
-		return fmin(e->wait_deadline, isinf(e->request_deadline)
-			    ? e->next_attempt_at : e->request_deadline);
-	case ELECTION_BACKOFF:
-		return fmin(e->wait_deadline, e->next_attempt_at);
-	case ELECTION_LEADER:
-		return leader_wakeup(e, now);
-	case ELECTION_FAILSAFE:
-		return fmin(fmin(e->claim_deadline, e->next_claim_at),
-			    e->connected ? e->request_deadline : e->next_attempt_at);
-	case ELECTION_RELEASING:
-		return e->request_deadline;
-	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
-	case ELECTION_DONE: case ELECTION_STATE_COUNT:
-		break;
-	}
-	return INFINITY;
-}
-
-double election_next_wakeup(const struct election *e, double now)
-{
-	double t = state_wakeup(e, now);
-
-	if (fence_reopens(e))
-		t = fmin(t, e->fence_retry_at);
-	return t;
-}

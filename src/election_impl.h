@@ -1,5 +1,6 @@
 /* election_impl.h: what the parts of the election (election.c, the core;
- * election_command.c; election_fence.c; election_failsafe.c) share.
+ * election_clock.c; election_command.c; election_fence.c;
+ * election_failsafe.c) share.
  * Private to them: no other module includes it. */
 #ifndef PGLEADER_ELECTION_IMPL_H
 #define PGLEADER_ELECTION_IMPL_H
@@ -19,6 +20,14 @@ void election_disconnect(struct election *e, struct election_output *out);
 void election_connect_now(struct election *e, struct election_output *out,
 			double now);
 void election_finish(struct election *e, struct election_output *out, double now);
+void election_exit_now(struct election *e, struct election_output *out,
+		       double now, int code);
+void election_reconnect_later(struct election *e, struct election_output *out,
+			      double now, const char *why);
+void election_ask_for_lock(struct election *e, struct election_output *out,
+			   double now);
+void election_lose_lease(struct election *e, struct election_output *out,
+			 double now, enum fault fault, const char *why);
 bool election_end_on_permanent(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev);
 const char *election_reason_of(const struct election_event *ev, const char *dflt);
@@ -26,6 +35,10 @@ void election_connected(struct election *e, struct election_output *out,
 		      double now, const struct election_event *ev);
 void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev);
+
+/* ---- election_clock.c: deadlines and wakeups ---- */
+void election_check_deadlines(struct election *e, struct election_output *out,
+			      double now);
 
 /* ---- election_command.c: the command's start, restarts and end ---- */
 void election_start_child(struct election *e, struct election_output *out,

@@ -1,0 +1,200 @@
+/* election_clock.c: what time alone decides: each state's deadlines, checked
+ * after every event, and the next wakeup they ask for, side by side. */
+#include "election_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* --wait-timeout passed: the conflict code only when the database answered
+ * that another session holds the lock; never having reached it is 69. */
+static bool wait_expired(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (now < e->wait_deadline)
+		return false;
+	if (e->busy_seen) {
+		election_say(out, LOG_LEVEL_NOTICE,
+		    "no leader lease after %.1fs of waiting; giving up",
+		    e->p.wait_timeout);
+		election_exit_now(e, out, now, e->p.conflict_exit_code);
+	} else {
+		election_say(out, LOG_LEVEL_ERROR,
+		    "database not reached within %.1fs; giving up",
+		    e->p.wait_timeout);
+		election_exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
+	}
+	return true;
+}
+
+static void connecting_tick(struct election *e, struct election_output *out,
+			    double now)
+{
+	if (wait_expired(e, out, now))
+		return;
+	if (now >= e->request_deadline) {
+		e->snap.counters.connect_failures++;
+		election_reconnect_later(e, out, now, "connection attempt timed out");
+	}
+}
+
+static void backoff_tick(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (!wait_expired(e, out, now) && now >= e->next_attempt_at)
+		election_connect_now(e, out, now);
+}
+
+static void standby_tick(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (wait_expired(e, out, now))
+		return;
+	if (now >= e->request_deadline) {
+		/* Outcome unknown: a lock request may yet be granted, so this
+		 * connection is never reused. */
+		election_reconnect_later(e, out, now, "lock request got no answer in time");
+		return;
+	}
+	if (isinf(e->request_deadline) && now >= e->next_attempt_at)
+		election_ask_for_lock(e, out, now);
+}
+
+/* Failed pings so far: the first at ping_timeout after sending, then one
+ * more for every ping_interval the answer is still missing. Counting from
+ * the clock, not from timer callbacks, makes a process that was frozen for
+ * a minute see all of its missed pings at once. */
+static int ping_failures_at(const struct election *e, double now)
+{
+	double sent, late;
+
+	/* A ping that is due but was never sent (frozen between pings, the
+	 * usual case) counts as sent when it was due. */
+	if (e->ping_pending)
+		sent = e->ping_sent_at;
+	else if (now >= e->next_ping_at)
+		sent = e->next_ping_at;
+	else
+		return 0;
+	late = now - (sent + e->p.ping_timeout);
+	if (late < 0)
+		return 0;
+	return 1 + (int)floor(late / e->p.ping_interval);
+}
+
+static void leader_tick(struct election *e, struct election_output *out,
+			double now)
+{
+	int failures = ping_failures_at(e, now);
+
+	if (failures >= e->p.ping_failures) {
+		char why[128];
+
+		snprintf(why, sizeof(why),
+			 "ping timed out %d times (last reply %.1fs ago)",
+			 failures, now - e->last_reply_at);
+		election_lose_lease(e, out, now, FAULT_PING_TIMEOUT, why);
+		return;
+	}
+	if (!e->ping_pending && now >= e->next_ping_at) {
+		e->ping_pending = true;
+		/* deadlines run from when it was due, however late the loop */
+		e->ping_sent_at = e->next_ping_at;
+		out->actions |= ELECTION_DO_PING;
+	}
+	if (e->check == CHECK_ASKING && now >= e->check_again_at)
+		election_ask_members(e, out, now);
+	if (!e->child_running && now >= e->child_start_at && election_fence_ok(e) &&
+	    election_members_ok(e))
+		election_start_child(e, out, now);
+}
+
+static void releasing_tick(struct election *e, struct election_output *out,
+			   double now)
+{
+	/* the unlock got no answer: closing releases the lock too */
+	if (now >= e->request_deadline)
+		election_exit_now(e, out, now, e->exit_code);
+}
+
+/* Deadlines are checked on every event, not only on TICK: a loop that was
+ * late by a second sees what it missed whatever woke it. */
+static void state_deadlines(struct election *e, struct election_output *out,
+			    double now)
+{
+	switch (e->state) {
+	case ELECTION_CONNECTING: connecting_tick(e, out, now); return;
+	case ELECTION_BACKOFF: backoff_tick(e, out, now); return;
+	case ELECTION_STANDBY: standby_tick(e, out, now); return;
+	case ELECTION_LEADER: leader_tick(e, out, now); return;
+	case ELECTION_FAILSAFE: election_failsafe_tick(e, out, now); return;
+	case ELECTION_RELEASING: releasing_tick(e, out, now); return;
+	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
+	case ELECTION_DONE: case ELECTION_STATE_COUNT:
+		return;
+	}
+}
+
+/* A closed fence session is reopened only while the lock session is up or
+ * the command runs. */
+static bool fence_reopens(const struct election *e)
+{
+	return e->fence == ELECTION_FENCE_CLOSED &&
+	       (e->state == ELECTION_STANDBY || e->state == ELECTION_LEADER ||
+		e->state == ELECTION_FAILSAFE || e->state == ELECTION_DEMOTING);
+}
+
+/* The fence session's reopening comes last: a deadline of the state may
+ * have just closed it. */
+void election_check_deadlines(struct election *e, struct election_output *out,
+			      double now)
+{
+	state_deadlines(e, out, now);
+	if (fence_reopens(e) && now >= e->fence_retry_at)
+		election_fence_open(e, out);
+}
+
+/* A leader's next deadline: the next failed ping or the next ping, the
+ * command when it may start, the members' answer. */
+static double leader_wakeup(const struct election *e, double now)
+{
+	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
+		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
+
+	if (election_fence_ok(e) && election_members_ok(e))
+		t = fmin(t, e->child_start_at);
+	if (e->check == CHECK_ASKING)
+		t = fmin(t, e->check_again_at);
+	return t;
+}
+
+static double state_wakeup(const struct election *e, double now)
+{
+	switch (e->state) {
+	case ELECTION_CONNECTING:
+	case ELECTION_STANDBY:
+		return fmin(e->wait_deadline, isinf(e->request_deadline)
+			    ? e->next_attempt_at : e->request_deadline);
+	case ELECTION_BACKOFF:
+		return fmin(e->wait_deadline, e->next_attempt_at);
+	case ELECTION_LEADER:
+		return leader_wakeup(e, now);
+	case ELECTION_FAILSAFE:
+		return fmin(fmin(e->claim_deadline, e->next_claim_at),
+			    e->connected ? e->request_deadline : e->next_attempt_at);
+	case ELECTION_RELEASING:
+		return e->request_deadline;
+	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
+	case ELECTION_DONE: case ELECTION_STATE_COUNT:
+		break;
+	}
+	return INFINITY;
+}
+
+double election_next_wakeup(const struct election *e, double now)
+{
+	double t = state_wakeup(e, now);
+
+	if (fence_reopens(e))
+		t = fmin(t, e->fence_retry_at);
+	return t;
+}
