@@ -2,7 +2,7 @@
 # check-package.sh [DISTDIR]: the packages that `make deb rpm` left in DISTDIR
 # (default dist), as root on Debian 12:
 #
-#   1. lintian on the .deb: no error, no warning; rpmlint on the .rpm: no error;
+#   1. lintian on the .deb and rpmlint on the .rpm: no error, no warning;
 #      both hold the files they should;
 #   2. dpkg -i the .deb: the pgleader user (no login shell) and
 #      /var/lib/pgleader exist, nothing is enabled or started;
@@ -73,9 +73,10 @@ has_all "$(dpkg-deb -c "$deb" | awk '{ print $6 }' | sed 's,^\./,,')" ||
 	die "$(basename "$deb") lacks files"
 
 step "rpmlint $(basename "$rpmfile")"
-out=$(rpmlint -r "$top/packaging/rpm/pgleader.rpmlintrc" "$rpmfile" 2>&1) || true
+out=$(rpmlint -c "$top/packaging/rpm/rpmlint.toml" -r "$top/packaging/rpm/pgleader.rpmlintrc" \
+	"$rpmfile" 2>&1) || true
 printf '%s\n' "$out"
-grep -qE '[^0-9]0 errors' <<<"$out" || die "rpmlint reports errors"
+grep -qE '[^0-9]0 errors, 0 warnings' <<<"$out" || die "rpmlint reports errors or warnings"
 has_all "$(rpm -qlp "$rpmfile" 2>/dev/null)" || die "$(basename "$rpmfile") lacks files"
 for macro in systemd-sysusers systemctl systemd-tmpfiles; do
 	rpm -qp --scripts "$rpmfile" 2>/dev/null | grep -q "$macro" ||
