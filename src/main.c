@@ -160,10 +160,10 @@ static int run(const struct config *cfg)
 	char err[LOG_MSG_MAX];
 	int code;
 
-	/* Set-up order: the loop, then the reaper (before any child exists),
-	 * then the lease and child objects inside the supervisor, then the
-	 * HTTP server (a port in use fails before any connection), then
-	 * systemd's watchdog, then the election. */
+	/* Set-up order: the descriptor floor, the loop, then the reaper
+	 * (before any child exists), then the lease and child objects inside
+	 * the supervisor, then the HTTP server (a port in use fails before any
+	 * connection), then systemd's watchdog, then the election. */
 	if (!enough_descriptors())
 		return election_exit_for(FAULT_INTERNAL);
 	signal(SIGPIPE, SIG_IGN);
