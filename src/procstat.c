@@ -5,9 +5,10 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include "proctree.h"
 
 double procstat_boot_time(void)
 {
@@ -51,22 +52,12 @@ static void read_stat(double boot_time, struct metrics_process *p)
 	unsigned long utime, stime, vsize;
 	unsigned long long start;
 	long rss, ticks = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
-	const char *rest;
-	ssize_t n;
-	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	const char *rest = proctree_stat_fields(AT_FDCWD, "/proc/self", buf, sizeof(buf));
 
-	if (fd < 0)
-		return;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0 || ticks <= 0)
-		return;
-	buf[n] = '\0';
-	/* The command name may hold spaces and ')': fields follow the last ')'. */
-	rest = strrchr(buf, ')');
-	if (!rest || sscanf(rest + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u"
-			    " %lu %lu %*d %*d %*d %*d %*d %*d %llu %lu %ld",
-			    &utime, &stime, &start, &vsize, &rss) != 5)
+	if (!rest || ticks <= 0 ||
+	    sscanf(rest, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u"
+		   " %lu %lu %*d %*d %*d %*d %*d %*d %llu %lu %ld",
+		   &utime, &stime, &start, &vsize, &rss) != 5)
 		return;
 	p->cpu_seconds = (double)(utime + stime) / (double)ticks;
 	p->virtual_bytes = (double)vsize;

@@ -35,26 +35,38 @@ static pid_t entry_pid(const char *name)
 	return *end == '\0' && errno == 0 && pid > 0 ? (pid_t)pid : 0;
 }
 
-/* Reads /proc/PID/stat: "pid (comm) state ppid pgrp ...". The name may hold
- * spaces and parentheses, so the fields start after the last ')'. */
-static bool read_stat(int proc_fd, pid_t pid, struct proc_entry *e)
+const char *proctree_stat_fields(int dir_fd, const char *name, char *buf, size_t size)
 {
-	char path[32], buf[1024];
-	const char *fields;
-	int fd, ppid, pgid;
+	char path[64];
+	const char *comm_end;
 	ssize_t len;
+	int fd;
 
-	snprintf(path, sizeof(path), "%d/stat", (int)pid);
-	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+	if (size < 2)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/stat", name);
+	fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
-	len = read(fd, buf, sizeof(buf) - 1);
+		return NULL;
+	len = read(fd, buf, size - 1);
 	close(fd);
 	if (len <= 0)
-		return false;
+		return NULL;
 	buf[len] = '\0';
-	fields = strrchr(buf, ')');
-	if (!fields || sscanf(fields, ") %*c %d %d", &ppid, &pgid) != 2)
+	/* "pid (comm) state ...": comm may hold spaces and ')' */
+	comm_end = strrchr(buf, ')');
+	return comm_end ? comm_end + 1 : NULL;
+}
+
+static bool read_stat(int proc_fd, pid_t pid, struct proc_entry *e)
+{
+	char name[16], buf[1024];
+	const char *fields;
+	int ppid, pgid;
+
+	snprintf(name, sizeof(name), "%d", (int)pid);
+	fields = proctree_stat_fields(proc_fd, name, buf, sizeof(buf));
+	if (!fields || sscanf(fields, " %*c %d %d", &ppid, &pgid) != 2)
 		return false;
 	e->pid = pid;
 	e->ppid = (pid_t)ppid;

@@ -11,6 +11,12 @@
  * the next instant, so callers read it again while anything may change. */
 struct proctree;
 
+/* Reads NAME/stat relative to dir_fd (a pid under an open /proc, or
+ * "/proc/self" with AT_FDCWD) into buf and returns where the fields after
+ * the command name begin (" state ppid pgrp ..."), or NULL. The name may
+ * hold spaces and ')': the fields follow the last ')'. */
+const char *proctree_stat_fields(int dir_fd, const char *name, char *buf, size_t size);
+
 /* NULL with errno set when /proc cannot be read (not mounted, no
  * descriptor left, no memory). */
 struct proctree *proctree_read(void);
