@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "lease_sql.h"
 #include "log.h"
 #include "wire.h"
 
@@ -79,28 +80,16 @@ struct snapshot {
 /* libpq's messages span lines ("connection to server ... failed: ...\n\tIs
  * the server running ...") and can quote the DSN: redact the whole message
  * first, so that truncation cannot hide a password from log_redact(), then
- * fold every run of white space into one space. */
+ * make it one line as the daemon does. */
 static bool quiet; /* --watch: said once per outage */
 
 static void fail(const char *what, const char *msg)
 {
-	char line[1024];
-	size_t n = 0;
-	bool gap = false;
+	char line[LOG_MSG_MAX];
 	char *copy = strdup(msg && *msg ? msg : "unknown error");
 
-	for (const char *p = copy ? log_redact(copy) : "out of memory";
-	     *p && n + 2 < sizeof(line); p++) {
-		if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-			gap = n > 0;
-			continue;
-		}
-		if (gap)
-			line[n++] = ' ';
-		gap = false;
-		line[n++] = *p;
-	}
-	line[n] = '\0';
+	lease_sql_one_line(line, sizeof(line), copy ? log_redact(copy) : "out of memory",
+			   NULL);
 	free(copy);
 	if (!quiet)
 		fprintf(stderr, "pgleader: %s: %s\n", what, line);
