@@ -115,6 +115,15 @@ def wait_pid_gone(pid, timeout):
         time.sleep(0.005)
 
 
+def assert_died_with_pgleader(t0, named_pids, limit=0.5):
+    """Each (pid, what) of named_pids is gone within limit seconds of t0,
+    when its pgleader was killed with SIGKILL."""
+    for pid, what in named_pids:
+        gone = wait_pid_gone(pid, 2)
+        assert gone is not None, "the %s outlived pgleader killed with SIGKILL" % what
+        assert gone - t0 < limit, "the %s died %.2fs after pgleader" % (what, gone - t0)
+
+
 def all_pids():
     out = []
     for name in os.listdir("/proc"):

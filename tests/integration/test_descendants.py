@@ -72,8 +72,5 @@ def test_kill9_kills_setsid_grandchild(pg, fleet, ledger, lock_key):
     a, st, g = start_leader(pg, fleet, ledger, lock_key)
     t0 = time.monotonic()
     assert a.kill9() == -signal.SIGKILL
-    for pid, what in ((st.pid, "command"), (g.pid, "setsid grandchild")):
-        gone = h.wait_pid_gone(pid, 2)
-        assert gone is not None, "the %s outlived pgleader killed with SIGKILL" % what
-        assert gone - t0 < 0.5, "the %s died %.2fs after pgleader" % (what, gone - t0)
+    h.assert_died_with_pgleader(t0, ((st.pid, "command"), (g.pid, "setsid grandchild")))
     assert not ledger.events("gterm"), "SIGKILL, not a graceful stop, was expected"

@@ -33,10 +33,8 @@ def test_kill9_leader_handover(pg, fleet, ledger, lock_key, mode):
     t0 = time.monotonic()
     assert a.kill9() == -signal.SIGKILL
     # the command and its grandchild die with their pgleader, not later
-    for pid, what in ((sa.pid, "command"), (grand.pid, "grandchild")):
-        gone = h.wait_pid_gone(pid, 2)
-        assert gone is not None, "the leader's %s outlived pgleader killed with SIGKILL" % what
-        assert gone - t0 < 0.5, "the %s died %.2fs after pgleader" % (what, gone - t0)
+    h.assert_died_with_pgleader(t0, ((sa.pid, "leader's command"),
+                                     (grand.pid, "leader's grandchild")))
     sb = ledger.wait_for("start", "b", timeout=bound(h.FAST_RETRY + 3))
     took = sb.time - t0
     limit = 1.0 if mode == "wait" else h.FAST_RETRY + 1.0
