@@ -180,7 +180,11 @@ def test_enough_descriptors(pg_shared, lock_key):
         h.wait_until(leader, bound(10), what="/leader 200 under ulimit -n 32")
     finally:
         p.terminate()
-        out = p.communicate(timeout=bound(10))[0].decode(errors="replace")
+        try:
+            out = p.communicate(timeout=bound(10))[0].decode(errors="replace")
+        except subprocess.TimeoutExpired:
+            h.kill_quietly(p.pid)  # its guard then kills the command
+            out = p.communicate()[0].decode(errors="replace")
     assert p.returncode == 0, out
     assert PASSWORD not in out
 
