@@ -13,6 +13,34 @@
 
 enum acquire_mode { ACQUIRE_WAIT, ACQUIRE_POLL };
 enum restart_policy { RESTART_NO, RESTART_ON_FAILURE, RESTART_ALWAYS };
+enum missed_policy { MISSED_ONCE, MISSED_SKIP };
+
+/* What pgleader was asked to do: the daemon, or one of its subcommands. */
+enum config_mode {
+	CONFIG_MODE_DAEMON,
+	CONFIG_MODE_STATUS,     /* pgleader status */
+	CONFIG_MODE_RUNS,       /* pgleader runs (DESIGN 10) */
+	CONFIG_MODE_INIT_DB,    /* pgleader init-db (DESIGN 10) */
+};
+
+/* One job (DESIGN 10): the command line's is named "default"; a file's
+ * [job.NAME] sections one each. Keys a section leaves out take the
+ * [pgleader] section's value (timezone, jitter, max_runtime, missed,
+ * missed_window, rerun_interrupted, grace_period, restart), never its
+ * schedule or command. */
+struct config_job {
+	char *name;              /* 1-63 bytes of [A-Za-z0-9_.-] */
+	char **command;          /* NULL-terminated argv */
+	char *schedule;          /* NULL: runs all the time while leading */
+	char *timezone;          /* tz database name, default "UTC" */
+	int64_t jitter_ms;       /* 0: none */
+	int64_t max_runtime_ms;  /* -1: none */
+	enum missed_policy missed;
+	int64_t missed_window_ms; /* -1: one interval of the schedule */
+	bool rerun_interrupted;
+	int64_t grace_period_ms;
+	enum restart_policy restart; /* for a job without a schedule */
+};
 
 /* A member of the failsafe fleet (failsafe_peers), as parsed. */
 struct config_peer {
@@ -50,9 +78,30 @@ struct config {
 	int log_level;           /* enum log_level, after -v/-q */
 	enum log_format log_format;
 	char **command;          /* NULL-terminated argv; NULL in status mode */
-	bool status_mode;        /* "pgleader status" */
-	bool json;               /* status --json */
+	bool status_mode;        /* "pgleader status" (mode == STATUS) */
+	bool json;               /* status --json, runs --json */
 	bool watch;              /* status --watch */
+
+	/* DESIGN 10 and 11. jobs[] always holds every job of the daemon: the
+	 * command line's (or the file's [pgleader] command) as "default"
+	 * first, then the [job.NAME] sections in file order; command above
+	 * is jobs[0].command when there is a default job. */
+	enum config_mode mode;
+	struct config_job *jobs;
+	size_t n_jobs;
+	bool job_sections;       /* the file had [job.NAME] sections */
+	int64_t once_per_ms;     /* --once-per; 0: off */
+	char *schema;            /* the ledger's schema, default "pgleader" */
+	int64_t keep_runs_ms;    /* default 720h */
+	int priority;            /* default 1; 0: never leads (DESIGN 11) */
+	int64_t priority_delay_ms; /* default 10s */
+	char *runs_job;          /* runs --job NAME; NULL: every job */
+	int64_t runs_since_ms;   /* runs --since DUR; -1: all */
+	bool print_sql;          /* init-db --print-sql */
+	/* True when the daemon needs the ledger: a schedule, [job.NAME]
+	 * sections or --once-per. Never true for a plain single command,
+	 * which must not touch the ledger (DESIGN 10). */
+	bool uses_ledger;
 };
 
 /* The exit codes are options.h's: config_load passes them on. */
