@@ -28,6 +28,7 @@ enum lease_phase {
 	PHASE_PINGING,
 	PHASE_UNLOCKING,
 	PHASE_UNCLAIMING,   /* unlocked, the session kept: server-side lease off */
+	PHASE_QUERYING,     /* a caller's statement (lease_query) in flight */
 };
 
 /* What the caller asked for while an answer was awaited. */
@@ -55,6 +56,20 @@ struct lease {
 	int64_t key;
 	uint64_t token;
 	char since[32];         /* when the lock was granted, "" when not held */
+
+	/* lease_query: one caller's statement, sent when the session is idle
+	 * (ready or held); the lease's own requests asked for meanwhile wait
+	 * for its answer (want_lock, ping_wanted, then). */
+	struct {
+		bool waiting, in_flight;
+		enum lease_phase back_to; /* READY or HELD, after the answer */
+		char *sql;
+		char *params[LEASE_QUERY_PARAMS];
+		int nparams;
+		lease_query_fn fn;
+		void *arg;
+	} q;
+	enum { WANT_NONE, WANT_TRY, WANT_WAIT } want_lock;
 };
 
 static void emit(struct lease *l, enum lease_event ev, enum fault fault,
@@ -70,12 +85,35 @@ static bool connecting(const struct lease *l)
 }
 
 /* The connection is closed: nothing held, nothing asked for. */
+static void query_forget(struct lease *l)
+{
+	free(l->q.sql);
+	for (int i = 0; i < l->q.nparams; i++)
+		free(l->q.params[i]);
+	memset(&l->q, 0, sizeof(l->q));
+}
+
+/* The caller's statement, if any, is answered with error (the session
+ * closed, or it never went out). */
+static void query_abandon(struct lease *l, const char *error)
+{
+	lease_query_fn fn = l->q.fn;
+	void *arg = l->q.arg;
+
+	if (!l->q.waiting && !l->q.in_flight)
+		return;
+	query_forget(l);
+	fn(arg, NULL, NULL, error);
+}
+
 static void closed(struct lease *l)
 {
 	l->phase = PHASE_CLOSED;
 	l->then = THEN_HOLD;
 	l->ping_wanted = false;
+	l->want_lock = WANT_NONE;
 	l->since[0] = '\0';
+	query_abandon(l, "the session closed");
 }
 
 /* The connection failed and is closed: LEASE_CONNECT_FAILED before it was
@@ -116,7 +154,7 @@ static void released(struct lease *l, enum fault fault)
 static bool send_sql(struct lease *l, enum lease_phase phase, const char *sql,
 		     int nparams, const char *const *params)
 {
-	char tagged[LEASE_SQL_MAX + LEASE_SQL_TAG_MAX];
+	char tagged[LEASE_QUERY_MAX + LEASE_SQL_TAG_MAX];
 
 	if ((!l->lock_name || l->key_known) &&
 	    lease_sql_tag(tagged, sizeof(tagged), sql, l->o.fence ? WIRE_TAG_FENCE
@@ -367,16 +405,48 @@ static void query_failed(struct lease *l, const char *sqlstate, const char *msg)
 	}
 }
 
+static void send_query(struct lease *l);
+static void send_lock(struct lease *l, bool queue);
+static void answer_phase(struct lease *l, const struct lease_sql_answer *a);
+
+/* What the lease's own owner asked for while the caller's statement was in
+ * flight goes first, then the caller hears its answer (and may send the
+ * next one, which waits for the session to be idle again). */
+static void query_answered(struct lease *l, const struct lease_sql_answer *a,
+			   const char *sqlstate, const char *error)
+{
+	lease_query_fn fn = l->q.fn;
+	void *arg = l->q.arg;
+
+	l->phase = l->q.back_to;
+	query_forget(l);
+	if (l->phase == PHASE_HELD && l->then != THEN_HOLD)
+		send_unlock(l);
+	else if (l->phase == PHASE_READY && l->want_lock != WANT_NONE)
+		send_lock(l, l->want_lock == WANT_WAIT);
+	else if (l->phase == PHASE_HELD && l->ping_wanted)
+		lease_ping(l);
+	l->want_lock = WANT_NONE;
+	fn(arg, a, sqlstate, error);
+}
+
 /* The query in flight was answered. */
 static void answered(void *arg, const struct lease_sql_answer *a,
 		     const char *sqlstate, const char *error)
 {
 	struct lease *l = arg;
 
-	if (error) {
+	if (l->phase == PHASE_QUERYING)
+		query_answered(l, a, sqlstate, error);
+	else if (error)
 		query_failed(l, sqlstate, error);
-		return;
-	}
+	else
+		answer_phase(l, a);
+	send_query(l);
+}
+
+static void answer_phase(struct lease *l, const struct lease_sql_answer *a)
+{
 	switch (l->phase) {
 	case PHASE_SETUP:
 		setup_done(l, a);
@@ -404,6 +474,7 @@ static void answered(void *arg, const struct lease_sql_answer *a,
 	case PHASE_CONNECTING:
 	case PHASE_READY:
 	case PHASE_HELD:
+	case PHASE_QUERYING:
 		return;
 	}
 }
@@ -453,6 +524,7 @@ void lease_free(struct lease *l)
 {
 	if (!l)
 		return;
+	query_forget(l);
 	lease_conn_free(&l->conn);
 	free(l->lock_name);
 	free(l);
@@ -473,6 +545,10 @@ void lease_connect(struct lease *l)
 
 static void send_lock(struct lease *l, bool queue)
 {
+	if (l->phase == PHASE_QUERYING && l->q.back_to == PHASE_READY) {
+		l->want_lock = queue ? WANT_WAIT : WANT_TRY;
+		return;
+	}
 	if (l->phase != PHASE_READY) {
 		fail(l, FAULT_PROTOCOL, "lock requested on a connection that is "
 		     "not ready");
@@ -494,7 +570,8 @@ void lease_wait_lock(struct lease *l)
 
 void lease_ping(struct lease *l)
 {
-	if (l->phase == PHASE_CLAIMING && l->o.fence)
+	if ((l->phase == PHASE_CLAIMING && l->o.fence) ||
+	    (l->phase == PHASE_QUERYING && l->q.back_to == PHASE_HELD))
 		l->ping_wanted = true;
 	if (l->phase != PHASE_HELD)
 		return; /* the ping deadline will tell */
@@ -520,6 +597,11 @@ static bool unlock_when_held(struct lease *l, enum lease_then then)
 		l->then = then;
 		send_unlock(l);
 		return true;
+	case PHASE_QUERYING:
+		if (l->q.back_to != PHASE_HELD)
+			return false;
+		/* unlocked after the caller's statement */
+		__attribute__((fallthrough));
 	case PHASE_CLAIMING:
 	case PHASE_PINGING:
 	case PHASE_UNLOCKING:
@@ -543,7 +625,8 @@ void lease_unlock(struct lease *l)
 {
 	if (l->phase == PHASE_UNCLAIMING)
 		return; /* LEASE_RELEASED is on its way */
-	if (l->phase == PHASE_READY)
+	if (l->phase == PHASE_READY ||
+	    (l->phase == PHASE_QUERYING && l->q.back_to == PHASE_READY))
 		emit(l, LEASE_RELEASED, FAULT_NONE, NULL);
 	else if (!unlock_when_held(l, THEN_UNLOCK))
 		released(l, FAULT_CONNECTION);
@@ -561,6 +644,45 @@ void lease_disconnect(struct lease *l)
 {
 	lease_conn_close(&l->conn);
 	closed(l);
+}
+
+/* Sends the caller's waiting statement if the session is idle. */
+static void send_query(struct lease *l)
+{
+	if (!l->q.waiting || (l->phase != PHASE_READY && l->phase != PHASE_HELD))
+		return;
+	l->q.waiting = false;
+	l->q.in_flight = true;
+	l->q.back_to = l->phase;
+	send_sql(l, PHASE_QUERYING, l->q.sql, l->q.nparams,
+		 (const char *const *)l->q.params);
+}
+
+bool lease_query(struct lease *l, const char *sql, int nparams,
+		 const char *const *params, lease_query_fn fn, void *arg)
+{
+	if (l->q.waiting || l->q.in_flight || nparams > LEASE_QUERY_PARAMS ||
+	    strlen(sql) >= LEASE_QUERY_MAX || l->phase == PHASE_CLOSED ||
+	    connecting(l))
+		return false;
+	l->q.sql = strdup(sql);
+	l->q.nparams = nparams;
+	for (int i = 0; i < nparams; i++)
+		l->q.params[i] = params[i] ? strdup(params[i]) : NULL;
+	l->q.fn = fn;
+	l->q.arg = arg;
+	l->q.waiting = true;
+	if (!l->q.sql) {
+		query_forget(l);
+		return false;
+	}
+	send_query(l);
+	return true;
+}
+
+int lease_backend_pid(const struct lease *l)
+{
+	return l->phase == PHASE_CLOSED || connecting(l) ? 0 : l->srv.backend_pid;
 }
 
 int64_t lease_key(const struct lease *l)

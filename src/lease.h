@@ -94,6 +94,26 @@ void lease_release(struct lease *l);
 /* Closes at once, no event. */
 void lease_disconnect(struct lease *l);
 
+/* Another statement on this session (the ledger's, on the fence session:
+ * DESIGN 10), sent as soon as the session is idle, connected and not
+ * asking or unlocking; the lease's own requests made meanwhile wait for
+ * its answer. One at a time: false when one is pending already, when the
+ * session is closed or connecting, or when it is too long. fn hears the
+ * answer (at most 8 values), an ERROR (sqlstate, error), or, with error
+ * set and no sqlstate, that the session closed first; it is never called
+ * from inside lease_query. The statement may not change the session's
+ * state (no SET, no transaction left open). */
+#define LEASE_QUERY_PARAMS 10
+#define LEASE_QUERY_MAX 4096
+struct lease_sql_answer;
+typedef void (*lease_query_fn)(void *arg, const struct lease_sql_answer *a,
+			       const char *sqlstate, const char *error);
+bool lease_query(struct lease *l, const char *sql, int nparams,
+		 const char *const *params, lease_query_fn fn, void *arg);
+
+/* The server's pid of this session once connected; 0 before. */
+int lease_backend_pid(const struct lease *l);
+
 int64_t lease_key(const struct lease *l); /* valid once connected */
 uint64_t lease_fencing_token(const struct lease *l); /* 0 before */
 

@@ -81,7 +81,7 @@ void lease_conn_close(struct lease_conn *c);
 void lease_conn_vfail(struct lease_conn *c, enum fault fault, const char *fmt,
 		      va_list ap) __attribute__((format(printf, 3, 0)));
 
-/* Sends one query (at most two parameters) on a ready connection; false
+/* Sends one query (at most LEASE_QUERY_PARAMS parameters) on a ready connection; false
  * when libpq refused it: the connection is then closed and failed told. */
 bool lease_conn_send(struct lease_conn *c, const char *sql, int nparams,
 		     const char *const *params);
