@@ -16,6 +16,8 @@ static const int exit_for_fault[FAULT_COUNT] = {
 	[FAULT_POOLER] = ELECTION_EX_CONFIG,
 	[FAULT_FORK] = ELECTION_EX_NOEXEC,
 	[FAULT_INTERNAL] = ELECTION_EX_SOFTWARE,
+	[FAULT_LEDGER] = ELECTION_EX_UNAVAILABLE,
+	/* FAULT_ALREADY_RUN: the conflict code, a parameter (election_command.c) */
 };
 
 const double election_bucket_bounds[ELECTION_BUCKETS] = {

@@ -75,6 +75,9 @@ enum election_command_news {
 	ELECTION_COMMAND_START_FAILED, /* fork failed; reason */
 	ELECTION_COMMAND_KILLED,       /* SIGKILL sent after the grace period */
 	ELECTION_COMMAND_GONE,         /* the process group is empty; status */
+	ELECTION_COMMAND_REFUSED,      /* the jobs cannot run (DESIGN 10): fault
+					* FAULT_LEDGER or FAULT_ALREADY_RUN,
+					* reason; nothing was started */
 };
 
 enum election_peer_news {
@@ -240,6 +243,8 @@ struct election_snapshot {
 	uint64_t fencing_token;         /* of the current or last term */
 	double leader_since_wall;       /* 0 unless leader */
 	int command_pid;                /* 0 when none */
+	bool command_active;            /* the command (or the jobs) started
+					 * and not yet gone */
 	double command_due;             /* when a due command starts; INFINITY */
 	double last_ping_reply, last_ping_reply_wall;
 	bool db_connected;

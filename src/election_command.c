@@ -33,6 +33,7 @@ bool election_reap(struct election *e, struct election_output *out, double now,
 	election_fence_drop(e, out, now);
 	e->child_running = false;
 	e->snap.command_pid = 0;
+	e->snap.command_active = false;
 	e->snap.counters.command_exits[outcome_of(ev->status)]++;
 	return true;
 }
@@ -43,6 +44,7 @@ static void child_started(struct election *e, struct election_output *out,
 	if (!e->child_running)
 		return;
 	e->snap.command_pid = ev->status;
+	e->snap.command_active = true;
 	e->snap.counters.command_starts++;
 	out->state_changed = true; /* the status now shows the command's pid */
 }
@@ -63,6 +65,24 @@ static void start_failed(struct election *e, struct election_output *out,
 	election_say(out, LOG_LEVEL_ERROR, "cannot start command: %s",
 	    election_reason_of(ev, "fork failed"));
 	e->exit_code = election_exit_for(FAULT_FORK);
+	election_finish(e, out, now);
+}
+
+/* The jobs layer cannot run anything (DESIGN 10): the ledger is missing
+ * and may not be made, or a --once-per window ran elsewhere already. */
+static void command_refused(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
+{
+	if (!e->child_running)
+		return;
+	election_fence_drop(e, out, now);
+	e->child_running = false;
+	e->snap.command_pid = 0;
+	e->snap.command_active = false;
+	election_say(out, ev->fault == FAULT_ALREADY_RUN ? LOG_LEVEL_NOTICE
+		     : LOG_LEVEL_ERROR, "%s", election_reason_of(ev, "jobs refused"));
+	e->exit_code = ev->fault == FAULT_ALREADY_RUN ? e->p.conflict_exit_code
+		       : election_exit_for(ev->fault);
 	election_finish(e, out, now);
 }
 
@@ -153,5 +173,6 @@ void election_on_command(struct election *e, const struct election_event *ev,
 	case ELECTION_COMMAND_START_FAILED: start_failed(e, out, now, ev); return;
 	case ELECTION_COMMAND_KILLED: child_killed(e); return;
 	case ELECTION_COMMAND_GONE: command_gone(e, out, now, ev); return;
+	case ELECTION_COMMAND_REFUSED: command_refused(e, out, now, ev); return;
 	}
 }

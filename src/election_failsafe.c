@@ -258,7 +258,7 @@ bool election_runs_command(const struct election_snapshot *s)
 	case ELECTION_STANDBY: case ELECTION_DONE: case ELECTION_STATE_COUNT:
 		break;
 	}
-	return s->command_pid != 0;
+	return s->command_active || s->command_pid != 0;
 }
 
 void election_on_peers(struct election *e, const struct election_event *ev,

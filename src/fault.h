@@ -13,6 +13,9 @@ enum fault {
 	FAULT_POOLER,       /* a connection pooler between pgleader and the server */
 	FAULT_FORK,         /* the command could not be forked */
 	FAULT_INTERNAL,     /* the event loop stopped before the election ended */
+	FAULT_LEDGER,       /* the ledger is missing and may not be made, or
+			     * refuses this role (DESIGN 10) */
+	FAULT_ALREADY_RUN,  /* --once-per: this window ran on another node */
 	/* transient: retried, or a lost lease */
 	FAULT_UNREACHABLE,  /* refused, no route, timed out, name not found */
 	FAULT_HOT_STANDBY,  /* the server is in recovery */
@@ -36,6 +39,8 @@ static inline const char *fault_label(enum fault f)
 	case FAULT_POOLER: return "pooler";
 	case FAULT_FORK: return "fork";
 	case FAULT_INTERNAL: return "internal";
+	case FAULT_LEDGER: return "ledger";
+	case FAULT_ALREADY_RUN: return "already_run";
 	case FAULT_UNREACHABLE: return "unreachable";
 	case FAULT_HOT_STANDBY: return "hot_standby";
 	case FAULT_TERMINATED: return "terminated";
