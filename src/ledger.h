@@ -1,0 +1,77 @@
+/* ledger.h: the run records of DESIGN 10, written over the fence session:
+ * the ledger's presence, the database's clock, tick claims, run ends. */
+#ifndef PGLEADER_LEDGER_H
+#define PGLEADER_LEDGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lease.h"
+
+struct ledger;
+
+/* Who claims: the current term of this node, as the lock gave it. */
+struct ledger_term {
+	int64_t lock_key;
+	uint64_t fencing_token;
+	int lock_pid;            /* the lock session's backend pid */
+	const char *node_id;
+};
+
+/* A statement's answer. Times are Unix milliseconds of the server's clock. */
+struct ledger_answer {
+	bool ok;                 /* answered without error */
+	bool lost;               /* the session closed or was not there */
+	bool missing;            /* ENSURE: no ledger, and it may not be made */
+	char error[256];         /* one line unless ok */
+	int64_t db_now;          /* clock_timestamp() while answering */
+	double rtt;              /* seconds from send to answer */
+	/* CLAIM */
+	int64_t run_id;          /* 0: not claimed */
+	bool holder;             /* the term's lock session holds the lock */
+	bool newest;             /* no newer fencing token is recorded */
+	bool early;              /* the tick is later than the server's clock */
+	/* LAST */
+	int64_t last_tick;       /* INT64_MIN: no row for the job */
+	int64_t interrupted;     /* newest run of an older term left running,
+				  * now recorded interrupted; INT64_MIN: none */
+};
+
+typedef void (*ledger_fn)(void *arg, const struct ledger_answer *a);
+
+/* schema is a plain identifier (config checked it). */
+struct ledger *ledger_new(struct lease *session, const char *schema);
+void ledger_free(struct ledger *l);
+
+/* The session is connected: what waits is sent. */
+void ledger_session_ready(struct ledger *l);
+/* Statements not yet answered, finishes included. */
+bool ledger_idle(const struct ledger *l);
+
+/* Is the ledger there and usable? Creates it when missing and the role
+ * may; else missing. */
+void ledger_ensure(struct ledger *l, ledger_fn fn, void *arg);
+/* The server's clock. */
+void ledger_clock(struct ledger *l, ledger_fn fn, void *arg);
+/* Claims (lock key, job, tick) for the term: one row, inserted only while
+ * the term's lock session holds the lock, its token is not older than the
+ * newest recorded for the lock, and the tick is not in the server's
+ * future. outcome is "running" (a run starts: started_at now) or what the
+ * tick was instead ("skipped", "missed": finished at once). With rerun, a
+ * tick recorded interrupted by an older term is claimed again. */
+void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job,
+		  int64_t tick, const char *outcome, bool rerun, ledger_fn fn,
+		  void *arg);
+/* The newest tick recorded for the job, after recording as interrupted
+ * every run an older term left running. */
+void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,
+		 ledger_fn fn, void *arg);
+/* Ends a run: its outcome and exit status (-1: none). Kept and sent again
+ * until the server has it, whatever happens to the term. A run recorded
+ * interrupted meanwhile keeps that outcome, and gets its end. */
+void ledger_finish(struct ledger *l, uint64_t fencing_token, int64_t run_id,
+		   const char *outcome, int exit_status);
+/* Deletes up to 100 rows of this lock older than keep_ms. */
+void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms);
+
+#endif
