@@ -14,6 +14,8 @@
 #include "config.h"
 #include "election.h"
 #include "http.h"
+#include "jobs.h"
+#include "metrics.h"
 #include "log.h"
 #include "notify.h"
 #include "status.h"
@@ -113,6 +115,16 @@ static const struct election_snapshot *snapshot_cb(void *arg)
 	return supervisor_snapshot(arg);
 }
 
+static size_t jobs_count_cb(const void *arg)
+{
+	return jobs_count(arg);
+}
+
+static void jobs_view_cb(const void *arg, size_t i, struct jobs_view *v)
+{
+	jobs_view(arg, i, v);
+}
+
 /* The HTTP endpoints, when --http-addr asks for them; *web stays NULL
  * otherwise. Returns false with err when the address cannot be listened on. */
 static bool start_http(struct ev_loop *loop, const struct config *cfg,
@@ -126,6 +138,9 @@ static bool start_http(struct ev_loop *loop, const struct config *cfg,
 	if (!cfg->http_addr)
 		return true;
 	version_libpq(libpq, sizeof(libpq));
+	if (supervisor_jobs(sup))
+		metrics_set_jobs(&(struct metrics_jobs){ jobs_count_cb, jobs_view_cb,
+							 supervisor_jobs(sup) });
 	*web = http_new(loop, cfg->http_addr, &versions, snapshot_cb, sup, err, errlen);
 	if (*web && supervisor_failsafe(sup))
 		http_set_failsafe(*web, &(struct http_failsafe){

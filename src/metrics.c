@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,6 +309,89 @@ static void put_process(struct metrics_buf *b, const struct metrics_process *p)
 	}
 }
 
+static struct metrics_jobs jobs_source;
+
+void metrics_set_jobs(const struct metrics_jobs *jobs)
+{
+	jobs_source = *jobs;
+}
+
+static size_t jobs_n(void)
+{
+	return jobs_source.count ? jobs_source.count(jobs_source.arg) : 0;
+}
+
+static void put_job_histogram(struct metrics_buf *b, const struct jobs_view *v)
+{
+	char num[32];
+	uint64_t total = 0;
+
+	for (int i = 0; i < JOBS_BUCKETS; i++) {
+		total += v->duration_counts[i];
+		put(b, PREFIX "job_run_duration_seconds_bucket{job=\"");
+		put_label_value(b, v->name);
+		put(b, "\",le=\"%s\"} %" PRIu64 "\n",
+		    fmt_double(jobs_duration_bound(i), num), total);
+	}
+	total += v->duration_counts[JOBS_BUCKETS];
+	put(b, PREFIX "job_run_duration_seconds_bucket{job=\"");
+	put_label_value(b, v->name);
+	put(b, "\",le=\"+Inf\"} %" PRIu64 "\n", total);
+	put(b, PREFIX "job_run_duration_seconds_sum{job=\"");
+	put_label_value(b, v->name);
+	put(b, "\"} %s\n", fmt_double(v->duration_sum, num));
+	put(b, PREFIX "job_run_duration_seconds_count{job=\"");
+	put_label_value(b, v->name);
+	put(b, "\"} %" PRIu64 "\n", total);
+}
+
+/* One gauge per job, each family under its own header. */
+static void put_job_gauge(struct metrics_buf *b, const char *name, const char *help,
+			  size_t offset)
+{
+	struct jobs_view v;
+	char num[32];
+
+	head(b, name, "gauge", help);
+	for (size_t i = 0; i < jobs_n(); i++) {
+		jobs_source.view(jobs_source.arg, i, &v);
+		put(b, "%s{job=\"", name);
+		put_label_value(b, v.name);
+		put(b, "\"} %s\n", fmt_double(*(const double *)((const char *)&v + offset), num));
+	}
+}
+
+static void put_jobs(struct metrics_buf *b)
+{
+	struct jobs_view v;
+
+	if (!jobs_n())
+		return;
+	put_job_gauge(b, PREFIX "job_last_success_timestamp_seconds",
+		      "End of the job's last run here that exited 0 (database clock); 0: none.",
+		      offsetof(struct jobs_view, last_success));
+	put_job_gauge(b, PREFIX "job_next_tick_timestamp_seconds",
+		      "The job's next tick while this node leads; 0 otherwise.",
+		      offsetof(struct jobs_view, next_tick));
+	head(b, PREFIX "job_runs_total", "counter",
+	     "The job's ticks handled by this node, by outcome.");
+	for (size_t i = 0; i < jobs_n(); i++) {
+		jobs_source.view(jobs_source.arg, i, &v);
+		for (int o = 0; o < JOBS_OUTCOME_COUNT; o++) {
+			put(b, PREFIX "job_runs_total{job=\"");
+			put_label_value(b, v.name);
+			put(b, "\",outcome=\"%s\"} %" PRIu64 "\n",
+			    jobs_outcome_name((enum jobs_outcome)o), v.runs[o]);
+		}
+	}
+	head(b, PREFIX "job_run_duration_seconds", "histogram",
+	     "How long the job's runs here took.");
+	for (size_t i = 0; i < jobs_n(); i++) {
+		jobs_source.view(jobs_source.arg, i, &v);
+		put_job_histogram(b, &v);
+	}
+}
+
 int metrics_prometheus(const struct election_snapshot *s,
 		       const struct metrics_process *p,
 		       const struct metrics_versions *v,
@@ -317,6 +401,7 @@ int metrics_prometheus(const struct election_snapshot *s,
 	put_state(out, s);
 	put_leadership(out, &s->counters);
 	put_command(out, s);
+	put_jobs(out);
 	if (p)
 		put_process(out, p);
 	return out->failed ? -1 : 0;
@@ -453,6 +538,23 @@ static void fill_status(json_t *o, const struct election_snapshot *s,
 	json_object_set_new(o, "version", jstr(v && v->version ? v->version : ""));
 }
 
+static json_t *status_jobs(void)
+{
+	json_t *a = json_array();
+	struct jobs_view v;
+
+	for (size_t i = 0; a && i < jobs_n(); i++) {
+		jobs_source.view(jobs_source.arg, i, &v);
+		json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
+			"job", jstr(v.name), "schedule", jstr(v.schedule),
+			"pid", v.pid > 0 ? json_integer(v.pid) : json_null(),
+			"next_tick", jtime(v.next_tick),
+			"last_tick", jtime(v.last_tick),
+			"last_success", jtime(v.last_success)));
+	}
+	return a;
+}
+
 char *metrics_status_json(const struct election_snapshot *s,
 			  const struct metrics_versions *v)
 {
@@ -463,6 +565,8 @@ char *metrics_status_json(const struct election_snapshot *s,
 	if (!o)
 		return NULL;
 	fill_status(o, s, v);
+	if (jobs_n())
+		json_object_set_new(o, "jobs", status_jobs());
 	text = json_dumps(o, JSON_INDENT(2));
 	json_decref(o);
 	if (!text)

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "election.h"
+#include "jobs.h"
 
 /* Facts about this process that the caller gathers (from /proc); a negative
  * value leaves that metric out. */
@@ -40,6 +41,15 @@ bool metrics_is_ready(const struct election_snapshot *s);    /* leader or standb
 
 /* The state's name as a label value: "shutting down" -> "shutting_down". */
 const char *metrics_state_label(enum election_state st, char *buf, size_t len);
+
+/* The jobs of DESIGN 10, when the daemon has them: /metrics and /status
+ * read them through this (set once, before the HTTP server starts). */
+struct metrics_jobs {
+	size_t (*count)(const void *arg);
+	void (*view)(const void *arg, size_t i, struct jobs_view *v);
+	const void *arg;
+};
+void metrics_set_jobs(const struct metrics_jobs *jobs);
 
 /* Appends the Prometheus text format 0.0.4 to out; 0, or -1 when memory ran
  * out. p may be NULL (no process_* metrics). */

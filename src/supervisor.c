@@ -12,7 +12,9 @@
 #include "child.h"
 #include "election.h"
 #include "failsafe.h"
+#include "jobs.h"
 #include "lease.h"
+#include "ledger.h"
 #include "log.h"
 #include "notify.h"
 
@@ -28,7 +30,9 @@ struct supervisor {
 	struct election election;
 	struct lease *lease;
 	struct lease *fence;       /* the fence session (DESIGN 3) */
-	struct child *child;
+	struct child *child;       /* the command; NULL with jobs */
+	struct ledger *ledger;     /* NULL unless the config uses it */
+	struct jobs *jobs;         /* schedules, job sections, --once-per */
 	struct failsafe *failsafe; /* NULL unless failsafe_peers */
 	ev_timer wakeup;
 	ev_signal signals[5];
@@ -76,10 +80,28 @@ static void dispatch(struct supervisor *s, enum election_event_type type,
 	enqueue(s, &ev);
 }
 
+/* With jobs, "the command" the election starts and stops is the jobs of
+ * this term; it has no pid of its own. */
+static void start_jobs(struct supervisor *s)
+{
+	struct ledger_term term = {
+		.lock_key = lease_key(s->lease),
+		.fencing_token = lease_fencing_token(s->lease),
+		.lock_pid = lease_backend_pid(s->lease),
+	};
+
+	dispatch(s, ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0, NULL);
+	jobs_start(s->jobs, &term);
+}
+
 static void start_child(struct supervisor *s)
 {
 	char err[256];
 
+	if (s->jobs) {
+		start_jobs(s);
+		return;
+	}
 	snprintf(s->env_key, sizeof(s->env_key), "PGLEADER_LOCK_KEY=%" PRId64,
 		 lease_key(s->lease));
 	snprintf(s->env_token, sizeof(s->env_token), "PGLEADER_FENCING_TOKEN=%" PRIu64,
@@ -123,9 +145,13 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 	unsigned a = out->actions;
 
 	run_session_actions(s, a);
-	if (a & ELECTION_DO_STOP_CHILD)
+	if ((a & ELECTION_DO_STOP_CHILD) && s->jobs)
+		jobs_stop(s->jobs);
+	else if (a & ELECTION_DO_STOP_CHILD)
 		child_stop(s->child);
-	if (a & ELECTION_DO_KILL_CHILD)
+	if ((a & ELECTION_DO_KILL_CHILD) && s->jobs)
+		jobs_kill(s->jobs);
+	else if (a & ELECTION_DO_KILL_CHILD)
 		child_kill(s->child);
 	if (a & ELECTION_DO_START_CHILD)
 		start_child(s);
@@ -287,6 +313,24 @@ static void fence_event_cb(void *arg, enum lease_event lev, enum fault fault,
 	};
 
 	enqueue(s, &ev);
+	/* the ledger's statements wait for the session: here it may be back */
+	if (s->ledger)
+		ledger_session_ready(s->ledger);
+}
+
+static void jobs_gone_cb(void *arg, int status)
+{
+	dispatch(arg, ELECTION_COMMAND, ELECTION_COMMAND_GONE, status, NULL);
+}
+
+static void jobs_refused_cb(void *arg, enum fault fault, const char *reason)
+{
+	struct election_event ev = {
+		.type = ELECTION_COMMAND, .news = ELECTION_COMMAND_REFUSED,
+		.fault = fault, .reason = reason,
+	};
+
+	enqueue(arg, &ev);
 }
 
 static void child_gone_cb(void *arg, int status)
@@ -367,7 +411,9 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 			 w->signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		return;
 	}
-	if (child_running(s->child)) {
+	if (s->jobs) {
+		jobs_signal(s->jobs, w->signum);
+	} else if (child_running(s->child)) {
 		log_debug("forwarding SIG%s to the command (pid %d)",
 			  sigabbrev_np(w->signum), (int)child_pid(s->child));
 		child_signal(s->child, w->signum);
@@ -409,6 +455,32 @@ static void params_of(const struct config *cfg, struct election_params *p)
 	};
 }
 
+/* The command, or with a ledger the jobs, whose statements go over the
+ * fence session (DESIGN 10: the lock session stays lock-only). */
+static bool open_command(struct supervisor *s, const struct config *cfg,
+			 char *err, size_t errlen)
+{
+	const struct jobs_callbacks jcb = { jobs_gone_cb, jobs_refused_cb, s };
+
+	if (!cfg->uses_ledger) {
+		s->child = child_new(s->loop, cfg->command, cfg->shell,
+				     cfg->grace_period_ms / 1000.0, child_gone_cb, s);
+		if (!s->child) {
+			snprintf(err, errlen, "out of memory");
+			return false;
+		}
+		child_on_killed(s->child, child_killed_cb);
+		return true;
+	}
+	s->ledger = ledger_new(s->fence, cfg->schema);
+	if (!s->ledger) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	s->jobs = jobs_new(s->loop, cfg, s->ledger, &jcb, err, errlen);
+	return s->jobs != NULL;
+}
+
 /* The I/O objects: the lock's and the fence's sessions, the command, the
  * failsafe client. False with
  * err when one cannot be set up; what was made is freed with s. */
@@ -439,13 +511,8 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		snprintf(err, errlen, "invalid dsn: %s", why);
 		return false;
 	}
-	s->child = child_new(s->loop, cfg->command, cfg->shell,
-			     cfg->grace_period_ms / 1000.0, child_gone_cb, s);
-	if (!s->child) {
-		snprintf(err, errlen, "out of memory");
+	if (!open_command(s, cfg, err, errlen))
 		return false;
-	}
-	child_on_killed(s->child, child_killed_cb);
 	if (cfg->failsafe_peers) {
 		s->failsafe = failsafe_new(s->loop, cfg, &fcb, err, errlen);
 		if (!s->failsafe)
@@ -520,6 +587,11 @@ bool supervisor_failsafe(const struct supervisor *s)
 	return s->failsafe != NULL;
 }
 
+struct jobs *supervisor_jobs(const struct supervisor *s)
+{
+	return s->jobs;
+}
+
 const struct election_snapshot *supervisor_snapshot(const struct supervisor *s)
 {
 	return election_snapshot(&s->election);
@@ -533,6 +605,8 @@ void supervisor_free(struct supervisor *s)
 	for (size_t i = 0; i < sizeof(s->signals) / sizeof(s->signals[0]); i++)
 		ev_signal_stop(s->loop, &s->signals[i]);
 	failsafe_free(s->failsafe);
+	jobs_free(s->jobs);
+	ledger_free(s->ledger);
 	if (s->child)
 		child_free(s->child);
 	if (s->fence)

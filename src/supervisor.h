@@ -29,6 +29,9 @@ bool supervisor_running(void *arg);
 /* Whether failsafe is on. */
 bool supervisor_failsafe(const struct supervisor *s);
 
+/* The jobs (DESIGN 10), for /metrics and /status; NULL without them. */
+struct jobs *supervisor_jobs(const struct supervisor *s);
+
 /* What the election last published, for observers. */
 const struct election_snapshot *supervisor_snapshot(const struct supervisor *s);
 void supervisor_free(struct supervisor *s);

@@ -1,0 +1,681 @@
+/* jobs.c: what runs when (DESIGN 10): each job's ticks, claimed in the
+ * ledger before they run, and its runs, recorded when they end. The
+ * election decides who leads; this layer only runs what a leader runs. */
+#include "jobs.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "child.h"
+#include "log.h"
+#include "schedule.h"
+#include "tickplan.h"
+
+/* A lost ledger session: the ledger's presence, the newest tick and a
+ * claim are asked again after this long while the term lasts. */
+#define RETRY_AFTER 0.2
+/* How long a stop waits for the runs' ends to reach the ledger. */
+#define FLUSH_FOR 3.0
+#define PRUNE_EVERY 60.0
+#define RESTART_MIN 1.0
+#define RESTART_MAX 30.0
+
+enum job_state {
+	JOB_IDLE,       /* no run */
+	JOB_CLAIMING,   /* a tick's claim in flight */
+	JOB_RUNNING,
+	JOB_STOPPING,   /* SIGTERM sent: max_runtime, or the term ended */
+};
+
+enum { ENV_NODE, ENV_KEY, ENV_TOKEN, ENV_JOB, ENV_TICK, ENV_RUN, ENV_COUNT };
+
+struct job {
+	struct jobs *owner;
+	const struct config_job *cfg;
+	struct schedule *sched;     /* NULL: runs all the time */
+	struct child *child;
+	enum job_state state;
+	ev_timer tick_timer;        /* the next tick, plus its jitter */
+	ev_timer limit_timer;       /* max_runtime; a restart's delay */
+	int64_t next_tick;          /* the server's ms; INT64_MIN: none */
+	int64_t last_handled;       /* ticks up to here are planned */
+	int64_t claim_tick;
+	uint64_t claim_gen;         /* the term the claim in flight is for */
+	int64_t run_id, run_tick;
+	bool timed_out, interrupted;
+	double run_started;         /* monotonic */
+	double restart_backoff;
+	char env[ENV_COUNT][128];
+	char *envp[ENV_COUNT + 1];
+	struct jobs_view view;
+};
+
+struct jobs {
+	struct ev_loop *loop;
+	const struct config *cfg;
+	struct ledger *ledger;      /* NULL: no ledger (a plain command) */
+	struct jobs_callbacks cb;
+	struct job *job;
+	size_t n;
+	bool active;                /* between jobs_start and jobs_stop */
+	bool stopping;              /* jobs_stop: gone is owed */
+	uint64_t gen;               /* the term; answers of older ones are stale */
+	struct ledger_term term;
+	char node_id[64];
+	double offset_ms;           /* the server's clock minus ours */
+	ev_timer retry_timer;       /* the ledger asked again; a stop's flush */
+	double flush_until;
+	int last_status;
+	double last_prune;
+};
+
+static double monotonic(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int64_t db_now(const struct jobs *j)
+{
+	return (int64_t)llround(monotonic() * 1000 + j->offset_ms);
+}
+
+/* The server's clock as of an answer, its reading taken halfway through
+ * the round trip. */
+static void sync_clock(struct jobs *j, const struct ledger_answer *a)
+{
+	if (a->ok && a->db_now)
+		j->offset_ms = (double)a->db_now - (monotonic() - a->rtt / 2) * 1000;
+}
+
+static const char *rfc3339(int64_t ms, char *buf, size_t len)
+{
+	time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+	int rest = (int)(ms - (int64_t)secs * 1000);
+	struct tm tm;
+	char base[32];
+
+	gmtime_r(&secs, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (rest)
+		snprintf(buf, len, "%s.%03dZ", base, rest);
+	else
+		snprintf(buf, len, "%sZ", base);
+	return buf;
+}
+
+/* ---- runs ---- */
+
+static void arm_tick(struct job *jb);
+static void plan_and_run(struct job *jb, int64_t fired);
+static void check_gone(struct jobs *j);
+
+static void count_outcome(struct job *jb, enum jobs_outcome o)
+{
+	jb->view.runs[o]++;
+}
+
+static void record_duration(struct job *jb, double secs)
+{
+	size_t b = 0;
+
+	while (b < JOBS_BUCKETS && secs > jobs_duration_bound((int)b))
+		b++;
+	jb->view.duration_counts[b]++;
+	jb->view.duration_count++;
+	jb->view.duration_sum += secs;
+}
+
+static void set_env(struct job *jb, int64_t tick, int64_t run_id)
+{
+	struct jobs *j = jb->owner;
+	char when[40];
+
+	snprintf(jb->env[ENV_NODE], sizeof(jb->env[0]), "PGLEADER_NODE_ID=%s", j->node_id);
+	snprintf(jb->env[ENV_KEY], sizeof(jb->env[0]), "PGLEADER_LOCK_KEY=%" PRId64,
+		 j->term.lock_key);
+	snprintf(jb->env[ENV_TOKEN], sizeof(jb->env[0]), "PGLEADER_FENCING_TOKEN=%" PRIu64,
+		 j->term.fencing_token);
+	snprintf(jb->env[ENV_JOB], sizeof(jb->env[0]), "PGLEADER_JOB=%s", jb->cfg->name);
+	for (int i = 0; i < ENV_TICK; i++)
+		jb->envp[i] = jb->env[i];
+	jb->envp[ENV_TICK] = jb->envp[ENV_RUN] = jb->envp[ENV_COUNT] = NULL;
+	if (run_id <= 0)
+		return;
+	snprintf(jb->env[ENV_TICK], sizeof(jb->env[0]), "PGLEADER_TICK=%s",
+		 rfc3339(tick, when, sizeof(when)));
+	snprintf(jb->env[ENV_RUN], sizeof(jb->env[0]), "PGLEADER_RUN_ID=%" PRId64, run_id);
+	jb->envp[ENV_TICK] = jb->env[ENV_TICK];
+	jb->envp[ENV_RUN] = jb->env[ENV_RUN];
+}
+
+static void start_run(struct job *jb, int64_t tick, int64_t run_id)
+{
+	char err[256], when[40];
+
+	set_env(jb, tick, run_id);
+	jb->run_id = run_id;
+	jb->run_tick = tick;
+	jb->timed_out = jb->interrupted = false;
+	if (child_start(jb->child, jb->envp, err, sizeof(err)) < 0) {
+		log_error("job %s: cannot start its command: %s", jb->cfg->name, err);
+		if (run_id > 0)
+			ledger_finish(jb->owner->ledger, jb->owner->term.fencing_token,
+				      run_id, "failed", 126);
+		count_outcome(jb, JOBS_FAILED);
+		jb->state = JOB_IDLE;
+		return;
+	}
+	jb->state = JOB_RUNNING;
+	jb->run_started = monotonic();
+	jb->view.pid = (int)child_pid(jb->child);
+	if (run_id > 0) {
+		jb->view.last_tick = (double)tick / 1000;
+		log_info("job %s: started run %" PRId64 " for tick %s (pid %d)",
+			 jb->cfg->name, run_id, rfc3339(tick, when, sizeof(when)),
+			 jb->view.pid);
+	}
+	if (jb->cfg->max_runtime_ms > 0 && run_id > 0) {
+		ev_timer_set(&jb->limit_timer, (double)jb->cfg->max_runtime_ms / 1000, 0.);
+		ev_timer_start(jb->owner->loop, &jb->limit_timer);
+	}
+}
+
+static enum jobs_outcome outcome_of(const struct job *jb, int status)
+{
+	if (jb->interrupted)
+		return JOBS_INTERRUPTED;
+	if (jb->timed_out)
+		return JOBS_TIMED_OUT;
+	return status == 0 ? JOBS_SUCCEEDED : JOBS_FAILED;
+}
+
+/* A job without a schedule runs again after a delay, if its restart
+ * policy says so, while the term lasts. */
+static void restart_later(struct job *jb, int status, double ran)
+{
+	bool again = jb->cfg->restart == RESTART_ALWAYS ||
+		     (jb->cfg->restart == RESTART_ON_FAILURE && status != 0);
+
+	if (!again || status == 126 || status == 127) {
+		log_notice("job %s: its command exited with status %d; not "
+			   "restarted (restart=%s) until this node leads again",
+			   jb->cfg->name, status, again ? "cannot execute" : "no");
+		return;
+	}
+	if (ran >= RESTART_MAX)
+		jb->restart_backoff = RESTART_MIN;
+	log_notice("job %s: its command exited with status %d; restarting in %.1fs",
+		   jb->cfg->name, status, jb->restart_backoff);
+	ev_timer_set(&jb->limit_timer, jb->restart_backoff, 0.);
+	ev_timer_start(jb->owner->loop, &jb->limit_timer);
+	jb->restart_backoff = fmin(jb->restart_backoff * 2, RESTART_MAX);
+}
+
+static void run_gone_cb(void *arg, int status)
+{
+	struct job *jb = arg;
+	struct jobs *j = jb->owner;
+	enum jobs_outcome o = outcome_of(jb, status);
+	double ran = monotonic() - jb->run_started;
+
+	ev_timer_stop(j->loop, &jb->limit_timer);
+	jb->state = JOB_IDLE;
+	jb->view.pid = 0;
+	j->last_status = status;
+	count_outcome(jb, o);
+	record_duration(jb, ran);
+	if (o == JOBS_SUCCEEDED)
+		jb->view.last_success = (double)db_now(j) / 1000;
+	if (jb->run_id > 0) {
+		log_info("job %s: run %" PRId64 " %s (exit status %d, %.1fs)",
+			 jb->cfg->name, jb->run_id, jobs_outcome_name(o), status, ran);
+		ledger_finish(j->ledger, j->term.fencing_token, jb->run_id,
+			      jobs_outcome_name(o), status);
+		if (j->cfg->keep_runs_ms > 0 && monotonic() - j->last_prune > PRUNE_EVERY) {
+			j->last_prune = monotonic();
+			ledger_prune(j->ledger, j->term.lock_key, j->cfg->keep_runs_ms);
+		}
+	}
+	jb->run_id = 0;
+	if (j->stopping || (j->cfg->once_per_ms > 0 && j->active)) {
+		j->active = false;
+		j->stopping = true;
+		check_gone(j);
+	} else if (j->active && !jb->sched) {
+		restart_later(jb, status, ran);
+	}
+}
+
+/* max_runtime ran out, or a job without a schedule is due again. */
+static void limit_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct job *jb = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (jb->state == JOB_RUNNING) {
+		log_warning("job %s: run %" PRId64 " exceeded its max_runtime; stopping it",
+			    jb->cfg->name, jb->run_id);
+		jb->timed_out = true;
+		jb->state = JOB_STOPPING;
+		child_stop(jb->child);
+	} else if (jb->state == JOB_IDLE && jb->owner->active && !jb->sched) {
+		start_run(jb, 0, 0);
+	}
+}
+
+/* ---- claims ---- */
+
+static void claim(struct job *jb, int64_t tick, bool rerun);
+
+static void claim_cb(void *arg, const struct ledger_answer *a)
+{
+	struct job *jb = arg;
+	struct jobs *j = jb->owner;
+	char when[40];
+
+	rfc3339(jb->claim_tick, when, sizeof(when));
+	if (jb->claim_gen != j->gen || !j->active) {
+		/* the term ended while the claim was on its way */
+		if (a->run_id > 0)
+			ledger_finish(j->ledger, j->term.fencing_token, a->run_id,
+				      "interrupted", -1);
+		jb->state = JOB_IDLE;
+		check_gone(j);
+		return;
+	}
+	jb->state = JOB_IDLE;
+	sync_clock(j, a);
+	if (a->lost) {
+		claim(jb, jb->claim_tick, false); /* waits for the session */
+		return;
+	}
+	if (!a->ok) {
+		log_error("job %s: cannot claim tick %s: %s", jb->cfg->name, when, a->error);
+	} else if (a->early) {
+		jb->next_tick = jb->claim_tick; /* our clock ran ahead: wait */
+		arm_tick(jb);
+	} else if (!a->holder) {
+		log_warning("job %s: tick %s not run: this node's lock session no "
+			    "longer holds the lock", jb->cfg->name, when);
+	} else if (!a->newest) {
+		log_error("job %s: tick %s not run: a newer term's fencing token "
+			  "is recorded for this lock", jb->cfg->name, when);
+	} else if (a->run_id == 0) {
+		if (j->cfg->once_per_ms > 0) {
+			char why[160];
+
+			snprintf(why, sizeof(why), "not run: the --once-per window "
+				 "starting %s ran already", when);
+			j->active = false;
+			j->cb.refused(j->cb.arg, FAULT_ALREADY_RUN, why);
+			return;
+		}
+		log_info("job %s: tick %s is recorded already; not run again",
+			 jb->cfg->name, when);
+	} else {
+		start_run(jb, jb->claim_tick, a->run_id);
+	}
+}
+
+static void claim(struct job *jb, int64_t tick, bool rerun)
+{
+	struct jobs *j = jb->owner;
+
+	jb->state = JOB_CLAIMING;
+	jb->claim_tick = tick;
+	jb->claim_gen = j->gen;
+	ledger_claim(j->ledger, &j->term, jb->cfg->name, tick, "running", rerun,
+		     claim_cb, jb);
+}
+
+/* A tick that is not run is recorded as what it was instead. */
+static void record(struct job *jb, int64_t tick, enum jobs_outcome o)
+{
+	struct jobs *j = jb->owner;
+
+	count_outcome(jb, o);
+	ledger_claim(j->ledger, &j->term, jb->cfg->name, tick, jobs_outcome_name(o),
+		     false, NULL, NULL);
+}
+
+static void run_tick(struct job *jb, int64_t tick, bool rerun)
+{
+	char when[40], prev[40];
+
+	if (jb->state == JOB_IDLE) {
+		claim(jb, tick, rerun);
+		return;
+	}
+	log_notice("job %s: tick %s skipped: the run for %s is still going",
+		   jb->cfg->name, rfc3339(tick, when, sizeof(when)),
+		   rfc3339(jb->run_tick, prev, sizeof(prev)));
+	record(jb, tick, JOBS_SKIPPED);
+}
+
+static void apply(struct job *jb, const struct tickplan *p)
+{
+	char when[40];
+
+	for (int i = 0; i < p->n_missed; i++)
+		record(jb, p->missed[i], JOBS_MISSED);
+	if (p->missed_total > 0)
+		log_warning("job %s: %" PRId64 "%s tick%s missed while no node led "
+			    "(newest %s)%s", jb->cfg->name, p->missed_total,
+			    p->missed_total >= TICKPLAN_COUNT_MAX ? " or more" : "",
+			    p->missed_total == 1 ? "" : "s",
+			    rfc3339(p->missed[0], when, sizeof(when)),
+			    p->missed_total > p->n_missed ? "; the newest are recorded" : "");
+	if (p->run != INT64_MIN)
+		run_tick(jb, p->run, false);
+	jb->next_tick = p->next;
+	arm_tick(jb);
+}
+
+static void plan_and_run(struct job *jb, int64_t fired)
+{
+	struct jobs *j = jb->owner;
+	struct tickplan p;
+	int64_t now = db_now(j);
+
+	tickplan(jb->sched, jb->last_handled, now, fired,
+		  jb->cfg->missed == MISSED_ONCE, jb->cfg->missed_window_ms, &p);
+	jb->last_handled = now;
+	apply(jb, &p);
+}
+
+static void tick_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct job *jb = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (jb->owner->active)
+		plan_and_run(jb, jb->next_tick);
+}
+
+static void arm_tick(struct job *jb)
+{
+	struct jobs *j = jb->owner;
+	int64_t at;
+
+	ev_timer_stop(j->loop, &jb->tick_timer);
+	if (jb->next_tick == SCHEDULE_NEVER || jb->next_tick == INT64_MIN)
+		return;
+	jb->view.next_tick = (double)jb->next_tick / 1000;
+	at = jb->next_tick + schedule_jitter(j->term.lock_key, jb->cfg->name,
+					     jb->next_tick, jb->cfg->jitter_ms);
+	ev_timer_set(&jb->tick_timer, fmax((double)(at - db_now(j)) / 1000, 0), 0.);
+	ev_timer_start(j->loop, &jb->tick_timer);
+}
+
+/* ---- a new term ---- */
+
+static void ensure(struct jobs *j);
+static void ask_last(struct job *jb);
+
+static void last_cb(void *arg, const struct ledger_answer *a)
+{
+	struct job *jb = arg;
+	struct jobs *j = jb->owner;
+	char when[40];
+
+	if (jb->claim_gen != j->gen || !j->active)
+		return;
+	if (!a->ok) {
+		if (!a->lost)
+			log_error("job %s: cannot read the ledger: %s", jb->cfg->name,
+				  a->error);
+		ask_last(jb); /* sent when the session is back */
+		return;
+	}
+	sync_clock(j, a);
+	if (a->interrupted != INT64_MIN)
+		log_warning("job %s: the run for tick %s was cut off with its leader: "
+			    "recorded interrupted%s", jb->cfg->name,
+			    rfc3339(a->interrupted, when, sizeof(when)),
+			    jb->cfg->rerun_interrupted ? "; running it again" : "");
+	jb->last_handled = a->last_tick;
+	plan_and_run(jb, INT64_MIN);
+	if (jb->cfg->rerun_interrupted && a->interrupted != INT64_MIN &&
+	    jb->state == JOB_IDLE)
+		claim(jb, a->interrupted, true);
+}
+
+static void ask_last(struct job *jb)
+{
+	jb->claim_gen = jb->owner->gen;
+	ledger_last(jb->owner->ledger, &jb->owner->term, jb->cfg->name, last_cb, jb);
+}
+
+/* The ledger is there: each job begins its term. */
+static void begin(struct jobs *j, int64_t now)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+
+		jb->restart_backoff = RESTART_MIN;
+		if (j->cfg->once_per_ms > 0)
+			claim(jb, now / j->cfg->once_per_ms * j->cfg->once_per_ms, false);
+		else if (jb->sched)
+			ask_last(jb);
+		else
+			start_run(jb, 0, 0);
+	}
+}
+
+static void ensure_cb(void *arg, const struct ledger_answer *a)
+{
+	struct jobs *j = arg;
+	char why[LOG_MSG_MAX];
+
+	if (!j->active)
+		return;
+	if (a->lost) {
+		ensure(j);
+		return;
+	}
+	if (!a->ok || a->missing) {
+		snprintf(why, sizeof(why), "%s%s%s: run pgleader init-db as a role "
+			 "that may create it (or --print-sql for a DBA)",
+			 a->ok ? "the ledger is missing (schema " : "cannot use the ledger: ",
+			 a->ok ? j->cfg->schema : a->error, a->ok ? ") and this role "
+			 "may not create it" : "");
+		j->active = false;
+		j->cb.refused(j->cb.arg, FAULT_LEDGER, why);
+		return;
+	}
+	sync_clock(j, a);
+	begin(j, a->db_now);
+}
+
+static void ensure(struct jobs *j)
+{
+	ledger_ensure(j->ledger, ensure_cb, j);
+}
+
+void jobs_start(struct jobs *j, const struct ledger_term *term)
+{
+	j->gen++;
+	j->active = true;
+	j->stopping = false;
+	j->term = *term;
+	j->term.node_id = j->node_id;
+	if (j->ledger)
+		ensure(j);
+	else
+		begin(j, 0);
+}
+
+/* ---- stopping ---- */
+
+static bool runs_left(const struct jobs *j)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (j->job[i].state == JOB_RUNNING || j->job[i].state == JOB_STOPPING)
+			return true;
+	return false;
+}
+
+/* Every run is gone: tell once the ledger has their ends, or after a
+ * bound (the session may be gone for longer). */
+static void flush_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct jobs *j = w->data;
+
+	(void)loop;
+	(void)revents;
+	check_gone(j);
+}
+
+static void check_gone(struct jobs *j)
+{
+	double now = monotonic();
+
+	if (!j->stopping || runs_left(j))
+		return;
+	if (!j->flush_until)
+		j->flush_until = now + FLUSH_FOR;
+	if (j->ledger && !ledger_idle(j->ledger) && now < j->flush_until) {
+		ev_timer_set(&j->retry_timer, 0.02, 0.);
+		ev_timer_start(j->loop, &j->retry_timer);
+		return;
+	}
+	if (j->ledger && !ledger_idle(j->ledger))
+		log_warning("the ledger did not take every run's end within %.0fs; "
+			    "it is sent when the session is back", FLUSH_FOR);
+	ev_timer_stop(j->loop, &j->retry_timer);
+	j->stopping = false;
+	j->flush_until = 0;
+	j->cb.gone(j->cb.arg, j->last_status);
+}
+
+void jobs_stop(struct jobs *j)
+{
+	j->active = false;
+	j->stopping = true;
+	j->gen++;
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+
+		ev_timer_stop(j->loop, &jb->tick_timer);
+		ev_timer_stop(j->loop, &jb->limit_timer);
+		jb->view.next_tick = 0;
+		if (jb->state == JOB_RUNNING || jb->state == JOB_STOPPING) {
+			jb->interrupted = true;
+			jb->state = JOB_STOPPING;
+			child_stop(jb->child);
+		}
+	}
+	check_gone(j);
+}
+
+void jobs_kill(struct jobs *j)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (child_running(j->job[i].child))
+			child_kill(j->job[i].child);
+}
+
+void jobs_signal(struct jobs *j, int sig)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (child_running(j->job[i].child))
+			child_signal(j->job[i].child, sig);
+}
+
+int jobs_pid(const struct jobs *j)
+{
+	return j->n == 1 ? j->job[0].view.pid : 0;
+}
+
+size_t jobs_count(const struct jobs *j)
+{
+	return j->n;
+}
+
+void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v)
+{
+	*v = j->job[i].view;
+}
+
+/* ---- set-up ---- */
+
+static bool job_init(struct jobs *j, struct job *jb, const struct config_job *cfg,
+		     char *err, size_t errlen)
+{
+	jb->owner = j;
+	jb->cfg = cfg;
+	jb->next_tick = INT64_MIN;
+	jb->last_handled = INT64_MIN;
+	jb->view.name = cfg->name;
+	ev_init(&jb->tick_timer, tick_cb);
+	jb->tick_timer.data = jb;
+	ev_init(&jb->limit_timer, limit_cb);
+	jb->limit_timer.data = jb;
+	if (cfg->schedule) {
+		jb->sched = schedule_new(cfg->schedule, cfg->timezone, err, errlen);
+		if (!jb->sched)
+			return false;
+		jb->view.schedule = schedule_expr(jb->sched);
+	}
+	jb->child = child_new(j->loop, cfg->command, j->cfg->shell,
+			      (double)cfg->grace_period_ms / 1000, run_gone_cb, jb);
+	if (!jb->child) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
+	return true;
+}
+
+struct jobs *jobs_new(struct ev_loop *loop, const struct config *cfg,
+		      struct ledger *ledger, const struct jobs_callbacks *cb,
+		      char *err, size_t errlen)
+{
+	struct jobs *j = calloc(1, sizeof(*j));
+
+	if (!j || !(j->job = calloc(cfg->n_jobs ? cfg->n_jobs : 1, sizeof(*j->job)))) {
+		free(j);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	j->loop = loop;
+	j->cfg = cfg;
+	j->ledger = ledger;
+	j->cb = *cb;
+	snprintf(j->node_id, sizeof(j->node_id), "%s", cfg->node_id);
+	ev_init(&j->retry_timer, flush_cb);
+	j->retry_timer.data = j;
+	j->last_prune = -PRUNE_EVERY;
+	for (size_t i = 0; i < cfg->n_jobs; i++, j->n++) {
+		if (!job_init(j, &j->job[i], &cfg->jobs[i], err, errlen)) {
+			j->n++;
+			jobs_free(j);
+			return NULL;
+		}
+	}
+	return j;
+}
+
+void jobs_free(struct jobs *j)
+{
+	if (!j)
+		return;
+	ev_timer_stop(j->loop, &j->retry_timer);
+	for (size_t i = 0; i < j->n; i++) {
+		ev_timer_stop(j->loop, &j->job[i].tick_timer);
+		ev_timer_stop(j->loop, &j->job[i].limit_timer);
+		if (j->job[i].child)
+			child_free(j->job[i].child);
+		schedule_free(j->job[i].sched);
+	}
+	free(j->job);
+	free(j);
+}
