@@ -3,7 +3,7 @@
 #   make              build ./pgleader
 #   make check        install missing packages (as root), run every test
 #   make demo         two nodes, kill the leader, watch the other take over
-#   make bench        failover benchmark (not part of check)
+#   make bench        failover and schedule benchmarks (not part of check)
 #   make install      PREFIX=/usr/local DESTDIR=
 #   make dist         dist/pgleader-VERSION.tar.gz, reproducible
 #   make deb, rpm     dist/pgleader_VERSION-1_ARCH.deb, dist/pgleader-VERSION-1.ARCH.rpm
@@ -78,7 +78,8 @@ HDRS := $(wildcard src/*.h)
 UNIT_TESTS := $(addprefix $(B),tests/unit/test_config tests/unit/test_options \
 	tests/unit/test_value tests/unit/test_election \
 	tests/unit/test_log tests/unit/test_child tests/unit/test_metrics \
-	tests/unit/test_http tests/unit/test_lease_sql tests/unit/test_failsafe)
+	tests/unit/test_http tests/unit/test_lease_sql tests/unit/test_failsafe \
+	tests/unit/test_tickplan)
 
 # Everything is built again when the flags change (WERROR=1 after a plain
 # build, say), without a make clean: the flags of the last build are kept in
@@ -150,6 +151,10 @@ $(B)tests/unit/test_election: tests/unit/test_election.c $(ELECTION_SRCS) $(DEPS
 # sees the journal fields pgleader would send without needing a journald.
 $(B)tests/unit/test_log: tests/unit/test_log.c src/log.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
+# The planning rule on the real schedule arithmetic.
+TICKPLAN_SRCS := src/tickplan.c src/schedule.c src/value.c
+$(B)tests/unit/test_tickplan: tests/unit/test_tickplan.c $(TICKPLAN_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(TICKPLAN_SRCS) $(CHECK_LIBS)
 $(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/lease_sql.c $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub. stdfd.c, the
@@ -261,6 +266,7 @@ demo: deps
 bench: deps
 	$(MAKE) pgleader tests/stampjob
 	$(PYTHON) tests/bench.py $(BENCH_ARGS)
+	$(PYTHON) tests/bench_ticks.py $(BENCH_TICKS_ARGS)
 
 install: pgleader
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \

@@ -7,6 +7,7 @@ with " ." so a reader can tell a complete line. Times are CLOCK_MONOTONIC
 (time.monotonic()), comparable with the test's own clock.
 
     start <node> <pid> token=<T> t=<mono> pgid=<G> ppid=<P> key=<K> sid=<S>
+          job=<PGLEADER_JOB> tick=<PGLEADER_TICK> run=<PGLEADER_RUN_ID> ("-": unset)
     term <node> <pid> t=<mono>                 SIGTERM received
     signal <node> <pid> sig=<NAME> t=<mono>    SIGHUP / SIGUSR1 / SIGUSR2
     stop <node> <pid> t=<mono> why=<term|exit|signal>
@@ -139,7 +140,10 @@ def main():
         os.rename(tmp, O["env_file"])
     record("start", "token=%s" % os.environ.get("PGLEADER_FENCING_TOKEN", "-"),
            "pgid=%d" % os.getpgid(0), "ppid=%d" % os.getppid(),
-           "key=%s" % os.environ.get("PGLEADER_LOCK_KEY", "-"), "sid=%d" % os.getsid(0))
+           "key=%s" % os.environ.get("PGLEADER_LOCK_KEY", "-"), "sid=%d" % os.getsid(0),
+           "job=%s" % os.environ.get("PGLEADER_JOB", "-"),
+           "tick=%s" % os.environ.get("PGLEADER_TICK", "-"),
+           "run=%s" % os.environ.get("PGLEADER_RUN_ID", "-"))
     if O["grandchildren"] and not O["grandchild"]:
         spawn_grandchildren()
     if O["after"] is not None or O["exit"] is not None or O["kill_self"] is not None:

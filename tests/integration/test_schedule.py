@@ -1,0 +1,267 @@
+"""Each tick exactly once across the fleet (DESIGN 10, issue 14): the
+leader claims a tick in the ledger before it runs it; no fault runs one
+twice, and a tick that falls while no node leads is recorded, not lost.
+The jobs take time to stop (they trap SIGTERM), so an overlap would show."""
+
+import os
+import signal
+import time
+
+import pytest
+
+import pgharness as h
+from pgharness import bound
+
+from test_clock import SHIM
+
+
+def runs(pg, key, job=None):
+    """The ledger's rows for this lock: [(job, tick_ms, node, outcome,
+    exit_status or None, run_id)], oldest tick first."""
+    sql = ("SELECT job, (extract(epoch FROM tick) * 1000)::bigint, node_id, outcome, "
+           "exit_status, run_id FROM pgleader.runs WHERE lock_key = %d%s ORDER BY tick, job"
+           % (key, " AND job = '%s'" % job if job else ""))
+    return [(r[0], int(r[1]), r[2], r[3], int(r[4]) if r[4] != "" else None, int(r[5]))
+            for r in pg.psql(sql)]
+
+
+def ticks_started(ledger, job=None):
+    """The ticks the toy jobs were started for, one entry per start."""
+    return [e.get("tick") for e in ledger.starts()
+            if e.get("tick") not in (None, "-") and (job is None or e.get("job") == job)]
+
+
+def assert_each_tick_once(pg, key, ledger, every_ms, job="default"):
+    """Every tick from the first to the last has one row; every row that
+    ran was started once, and no tick was started twice."""
+    rows = runs(pg, key, job)
+    assert rows, "no run recorded"
+    ticks = [r[1] for r in rows]
+    assert len(ticks) == len(set(ticks)), "a tick has two rows: %s" % rows
+    gaps = [(a, b) for a, b in zip(ticks, ticks[1:]) if b - a != every_ms]
+    assert not gaps, "ticks missing between %s\nrows: %s" % (gaps, rows)
+    started = ticks_started(ledger, job)
+    assert len(started) == len(set(started)), "a tick ran twice: %s" % sorted(started)
+    ran = [r for r in rows if r[3] in ("succeeded", "failed", "timed_out", "interrupted", "running")]
+    assert len(started) == len(ran), "rows that ran %s, starts %s" % (ran, started)
+
+
+def sched(*extra, every="2s"):
+    return ("--schedule", "@every " + every) + extra
+
+
+def wait_rows(pg, key, n, timeout, outcome=None, job=None):
+    def enough():
+        try:
+            got = [r for r in runs(pg, key, job) if outcome is None or r[3] == outcome]
+        except AssertionError:
+            return None  # the ledger is not there yet
+        return got if len(got) >= n else None
+    return h.wait_until(enough, timeout, interval=0.1, what="%d ledger rows" % n)
+
+
+def test_three_nodes_run_each_tick_once(pg, fleet, ledger, lock_key):
+    job = {"after": 0.4, "exit_code": 0, "term_delay": 1.5}
+    for n in ("a", "b", "c"):
+        fleet.start(n, *sched(), job=job)
+    wait_rows(pg, lock_key, 5, bound(20), outcome="succeeded")
+    assert_each_tick_once(pg, lock_key, ledger, 2000)
+    ledger.assert_no_overlap()
+    leaders = {r[2] for r in runs(pg, lock_key)}
+    assert len(leaders) == 1, "ticks ran on several nodes without a fault: %s" % leaders
+
+
+def leader_of(fleet):
+    for p in fleet.nodes:
+        if p.running() and p.count(r"started run") > 0:
+            return p
+    raise AssertionError("no node has started a run")
+
+
+def test_kill9_leader_during_and_between_runs(pg, fleet, ledger, lock_key):
+    """A run cut off by kill -9 is recorded interrupted and not run again;
+    the next ticks run on another node; no tick twice, none lost."""
+    job = {"after": 1.0, "exit_code": 0, "term_delay": 1.5}
+    for n in ("a", "b", "c"):
+        fleet.start(n, *sched(), job=job)
+    first = ledger.wait_for("start", timeout=bound(10))
+    victim = next(p for p in fleet.nodes if p.name == first.node)
+    victim.kill9()                      # during a run
+    wait_rows(pg, lock_key, 2, bound(15), outcome="succeeded")
+    h.wait_until(lambda: any(r[3] == "interrupted" for r in runs(pg, lock_key)),
+                 bound(10), what="the cut-off run recorded interrupted")
+    # between runs: right after a run ended
+    second = leader_of(fleet)
+    second.wait_for_log(r"run \d+ succeeded", timeout=bound(10))
+    second.kill9()
+    n_before = len(runs(pg, lock_key))
+    wait_rows(pg, lock_key, n_before + 2, bound(15))
+    time.sleep(0.5)
+    assert_each_tick_once(pg, lock_key, ledger, 2000)
+    cut = [r for r in runs(pg, lock_key) if r[3] == "interrupted"]
+    assert len(cut) == 1 and cut[0][2] == first.node, runs(pg, lock_key)
+    assert ticks_started(ledger).count(first.get("tick")) == 1
+
+
+@pytest.fixture
+def two_clocks(workdir):
+    """Env for two pgleaders whose wall clocks run 90 s ahead and behind."""
+    if not os.path.exists(SHIM):
+        pytest.fail("no %s: run `make tests/clockshift.so`" % SHIM)
+    envs = []
+    for name, secs in (("ahead", 90), ("behind", -90)):
+        path = os.path.join(str(workdir), "clock-" + name)
+        with open(path, "w") as f:
+            f.write("%d\n" % secs)
+        env = {"LD_PRELOAD": SHIM, "CLOCKSHIFT_FILE": path}
+        if h.SANITIZED:
+            env["ASAN_OPTIONS"] = h.sanitizer_env()["ASAN_OPTIONS"] + ":verify_asan_link_order=0"
+        envs.append(env)
+    return envs
+
+
+def test_wall_clocks_90s_apart_agree_on_ticks(pg, fleet, ledger, lock_key, two_clocks):
+    """The database's clock, not the node's, says what a tick is."""
+    job = {"after": 0.3, "exit_code": 0, "term_delay": 1}
+    a = fleet.start("a", *sched(), job=job, env=two_clocks[0])
+    wait_rows(pg, lock_key, 2, bound(10), outcome="succeeded")
+    b = fleet.start("b", *sched(), job=job, env=two_clocks[1])
+    a.kill9()
+    n = len(runs(pg, lock_key))
+    wait_rows(pg, lock_key, n + 2, bound(15), outcome="succeeded")
+    assert b.count(r"started run") >= 2
+    assert_each_tick_once(pg, lock_key, ledger, 2000)
+    for r in runs(pg, lock_key):
+        assert r[1] % 2000 == 0
+    # each run started within a second of its tick, by the real clock
+    db_now = int(pg.scalar("SELECT (extract(epoch FROM now()) * 1000)::bigint"))
+    last = runs(pg, lock_key)[-1][1]
+    assert abs(db_now - last) < 3000, "the newest tick is %d ms from now" % (db_now - last)
+
+
+@pytest.mark.slow
+def test_frozen_leader_wakes_with_ticks_overdue(pg, fleet, ledger, lock_key):
+    """A leader frozen past the server lease runs none of the ticks it
+    slept through when it wakes: another node claimed them."""
+    job = {"after": 0.2, "exit_code": 0, "term_delay": 1}
+    a = fleet.start("a", *sched(every="1s"), job=job)
+    wait_rows(pg, lock_key, 2, bound(10), outcome="succeeded")
+    b = fleet.start("b", *sched(every="1s"), job=job)
+    h.wait_queued(pg, lock_key, "b")
+    a.signal(signal.SIGSTOP)
+    try:
+        b.wait_for_log(r"acquired leader lease", timeout=bound(h.FAST_LEASE + 5))
+        n = len(runs(pg, lock_key))
+        wait_rows(pg, lock_key, n + 2, bound(10), outcome="succeeded")
+    finally:
+        a.signal(signal.SIGCONT)
+    time.sleep(3)
+    assert_each_tick_once(pg, lock_key, ledger, 1000)
+    ledger.assert_no_overlap()
+
+
+def test_run_longer_than_its_interval_skips_ticks(pg, fleet, ledger, lock_key):
+    job = {"after": 2.5, "exit_code": 0, "term_delay": 1}
+    fleet.start("a", *sched(every="1s"), job=job)
+    wait_rows(pg, lock_key, 2, bound(15), outcome="skipped")
+    wait_rows(pg, lock_key, 1, bound(10), outcome="succeeded")
+    ledger.assert_no_overlap()
+    assert_each_tick_once(pg, lock_key, ledger, 1000)
+
+
+@pytest.mark.parametrize("policy", ["once", "skip"])
+def test_fleet_down_across_ticks(pg, fleet, ledger, lock_key, policy):
+    """The whole fleet is down for several ticks: they are recorded missed,
+    and with missed=once the newest one runs at once when a node leads."""
+    job = {"after": 0.2, "exit_code": 0, "term_delay": 1}
+    a = fleet.start("a", *sched("--missed", policy), job=job)
+    wait_rows(pg, lock_key, 1, bound(10), outcome="succeeded")
+    a.signal(signal.SIGTERM)
+    assert a.wait(bound(10)) == 0
+    down = time.monotonic()
+    time.sleep(5.2)
+    b = fleet.start("b", *sched("--missed", policy), job=job)
+    b.wait_for_log(r"acquired leader lease", timeout=bound(10))
+    missed = wait_rows(pg, lock_key, 1, bound(5), outcome="missed")
+    assert b.count(r"missed while no node led") == 1
+    if policy == "once":
+        st = ledger.wait_for("start", "b", timeout=bound(5))
+        late = [r for r in runs(pg, lock_key) if r[2] == "b" and r[3] != "missed"][0]
+        assert late[1] < max(r[1] for r in missed) + 2001
+        assert st.time - down < 5.2 + bound(1.5), "the missed tick did not run at once"
+    else:
+        time.sleep(0.5)
+        assert [r for r in runs(pg, lock_key) if r[2] == "b" and r[3] != "missed"] == [] or \
+            all(r[1] > max(m[1] for m in missed) for r in runs(pg, lock_key)
+                if r[2] == "b" and r[3] != "missed")
+    assert_each_tick_once(pg, lock_key, ledger, 2000)
+
+
+def test_once_per_from_two_nodes(pg, fleet, ledger, lock_key):
+    """Two timers fire in the same window: the second node exits with the
+    conflict code and runs nothing."""
+    job = {"after": 0.2, "exit_code": 0}
+    a = fleet.start("a", "--nonblock", "--once-per", "1h", job=job)
+    assert a.wait(bound(10)) == 0
+    b = fleet.start("b", "--nonblock", "--once-per", "1h", job=job)
+    assert b.wait(bound(10)) == 75
+    assert len(ledger.starts()) == 1
+    assert "ran already" in b.text()
+    rows = runs(pg, lock_key)
+    assert len(rows) == 1 and rows[0][3] == "succeeded" and rows[0][1] % 3600000 == 0
+
+
+def test_role_without_create_exits_69(pg, fleet, ledger, lock_key):
+    pg.psql("CREATE ROLE nocreate LOGIN")
+    p = fleet.start("a", *sched(), dsn=pg.dsn(user="nocreate"))
+    assert p.wait(bound(10)) == 69
+    lines = [l for l in p.text().splitlines() if "error" in l]
+    assert any("pgleader init-db" in l for l in lines), p.text()
+    assert ledger.starts() == []
+    assert pg.scalar("SELECT count(*) FROM pg_namespace WHERE nspname = 'pgleader'") == "0"
+
+
+def test_three_jobs_on_two_nodes_use_two_sessions_each(pg, fleet, ledger, lock_key, workdir):
+    cmd = " ".join(h.job_cmd(ledger.path, after=0.2, exit_code=0))
+    conf = os.path.join(str(workdir), "jobs.conf")
+    with open(conf, "w") as f:
+        f.write("[pgleader]\ndsn = %s\nlock_key = %d\n" % (pg.dsn(), lock_key))
+        for name, every in (("one", "1s"), ("two", "2s"), ("three", "3s")):
+            f.write("[job.%s]\ncommand = %s\nschedule = @every %s\n" % (name, cmd, every))
+    for n in ("a", "b"):
+        fleet.start(n, raw=["-c", conf, "--node-id", n] + list(h.FAST))
+    wait_rows(pg, lock_key, 2, bound(15), outcome="succeeded", job="three")
+    for name, every in (("one", 1000), ("two", 2000), ("three", 3000)):
+        assert_each_tick_once(pg, lock_key, ledger, every, job=name)
+    for n in ("a", "b"):
+        count = int(pg.scalar("SELECT count(*) FROM pg_stat_activity WHERE "
+                              "application_name = 'pgleader/%s'" % n))
+        assert count == 2, "node %s has %d sessions" % (n, count)
+
+
+def test_max_runtime_stops_and_records_timed_out(pg, fleet, ledger, lock_key):
+    job = {"after": 30, "exit_code": 0, "term_delay": 0.5}
+    fleet.start("a", *sched("--max-runtime", "700ms", every="3s"), job=job)
+    rows = wait_rows(pg, lock_key, 1, bound(12), outcome="timed_out")
+    assert rows[0][4] is not None
+    ledger.assert_no_overlap()
+
+
+def test_environment_names_job_tick_and_run(pg, fleet, ledger, lock_key, workdir):
+    env_file = os.path.join(str(workdir), "env.json")
+    fleet.start("a", *sched(), job={"after": 0.2, "exit_code": 0, "env_file": env_file})
+    row = wait_rows(pg, lock_key, 1, bound(10), outcome="succeeded")[0]
+    import json
+    env = json.load(open(env_file))["env"]
+    assert env["PGLEADER_JOB"] == "default"
+    assert env["PGLEADER_RUN_ID"] == str(row[5]) or int(env["PGLEADER_RUN_ID"]) > row[5]
+    assert env["PGLEADER_TICK"].endswith("Z") and "T" in env["PGLEADER_TICK"]
+    assert "dsn" not in " ".join(env).lower()
+
+
+def test_single_command_never_touches_the_ledger(pg, fleet, ledger, lock_key):
+    """Without a schedule, job sections or --once-per there is no ledger:
+    the single command needs no privilege beyond connecting."""
+    a = fleet.start("a", job={"after": 0.5, "exit_code": 0})
+    assert a.wait(bound(10)) == 0
+    assert pg.scalar("SELECT count(*) FROM pg_namespace WHERE nspname = 'pgleader'") == "0"
