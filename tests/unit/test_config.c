@@ -167,6 +167,17 @@ static const char *field_text(const struct config *cfg, const char *key)
 	STR("failsafe_secret_file", cfg->failsafe_secret_file);
 	INT("failsafe_ttl", cfg->failsafe_ttl_ms);
 	STR("command", join(cfg->command));
+	/* the job keys as the default job got them */
+	STR("schedule", cfg->n_jobs ? cfg->jobs[0].schedule : "(no job)");
+	STR("timezone", cfg->n_jobs ? cfg->jobs[0].timezone : "(no job)");
+	INT("jitter", cfg->n_jobs ? cfg->jobs[0].jitter_ms : -99);
+	INT("max_runtime", cfg->n_jobs ? cfg->jobs[0].max_runtime_ms : -99);
+	INT("missed", cfg->n_jobs ? (int)cfg->jobs[0].missed : -99);
+	INT("missed_window", cfg->n_jobs ? cfg->jobs[0].missed_window_ms : -99);
+	INT("rerun_interrupted", cfg->n_jobs ? cfg->jobs[0].rerun_interrupted : -99);
+	INT("once_per", cfg->once_per_ms);
+	STR("schema", cfg->schema);
+	INT("keep_runs", cfg->keep_runs_ms);
 #undef INT
 #undef STR
 	ck_abort_msg("no such key %s", key);
@@ -239,9 +250,33 @@ static const struct key_case {
 	  "must be greater than 0" },
 	{ "command", NULL, false, "./report --daily 'a b'", "./report|--daily|a b",
 	  "'open", "unterminated single quote" },
+	/* DESIGN 10; a bad expression or zone: see schedule_values */
+	{ "schedule", "schedule", false, "*/15 * * * *", "*/15 * * * *", NULL, NULL },
+	{ "timezone", "timezone", false, "Europe/Berlin", "Europe/Berlin", "",
+	  "must not be empty (the default is UTC)" },
+	{ "jitter", "jitter", false, "30s", "30000", "soon",
+	  "invalid duration \"soon\" (examples: 250ms, 5s, 2m)" },
+	{ "max_runtime", "max-runtime", false, "1h", "3600000", "0",
+	  "must be greater than 0" },
+	{ "missed", "missed", false, "skip", "1", "twice",
+	  "invalid value \"twice\" (expected once, skip)" },
+	{ "missed_window", "missed-window", false, "2h", "7200000", "0",
+	  "must be greater than 0" },
+	{ "rerun_interrupted", "rerun-interrupted", true, "yes", "1", "maybe",
+	  "invalid boolean \"maybe\" (true/false, yes/no, on/off, 1/0)" },
+	{ "once_per", "once-per", false, "1h", "3600000", "-1h",
+	  "invalid duration \"-1h\" (examples: 250ms, 5s, 2m)" },
+	{ "schema", "schema", false, "ledger_2", "ledger_2", "PgLeader",
+	  "invalid schema name \"PgLeader\" (1 to 63 of a-z 0-9 _, not starting with a digit)" },
+	{ "keep_runs", "keep-runs", false, "24h", "86400000", "721h",
+	  "invalid duration \"721h\" (examples: 250ms, 5s, 2m)" },
 };
 
 #define NKEYS (int)(sizeof(key_cases) / sizeof(key_cases[0]))
+
+static const char *const scheduled[] = {
+	"jitter", "max_runtime", "missed", "missed_window", "rerun_interrupted",
+};
 
 static const char *const *command_args(const struct key_case *k,
 				       const char *first, const char *second)
@@ -255,6 +290,12 @@ static const char *const *command_args(const struct key_case *k,
 		args[n++] = "--failsafe-secret-file=/secret";
 		args[n++] = "--node-id=a";
 	}
+	/* what the keys of a schedule and a one-shot need */
+	for (size_t i = 0; i < sizeof(scheduled) / sizeof(scheduled[0]); i++)
+		if (strcmp(k->key, scheduled[i]) == 0)
+			args[n++] = "--schedule=@hourly";
+	if (strcmp(k->key, "once_per") == 0)
+		args[n++] = "--nonblock";
 	if (first)
 		args[n++] = first;
 	if (second)
@@ -765,9 +806,9 @@ static const struct {
 	{ "[pgleader]\nLog_Level = info\n", CONFIG_INVALID,
 	  "FILE:2: unknown key \"Log_Level\" (did you mean log_level?)", NULL, NULL },
 	{ "; comment\n[other]\nx = 1\n", CONFIG_INVALID,
-	  "FILE:2: unknown section [other] (expected [pgleader])", NULL, NULL },
+	  "FILE:2: unknown section [other] (expected [pgleader] or [job.NAME])", NULL, NULL },
 	{ "[pgleader]\ncommand = true\n[Pgleader]\n", CONFIG_INVALID,
-	  "FILE:3: unknown section [Pgleader] (expected [pgleader])", NULL, NULL },
+	  "FILE:3: unknown section [Pgleader] (expected [pgleader] or [job.NAME])", NULL, NULL },
 	{ "dsn = x\n[pgleader]\n", CONFIG_INVALID,
 	  "FILE:1: key \"dsn\" is outside the [pgleader] section", NULL, NULL },
 	{ "[pgleader]\n\nnot a setting\n", CONFIG_INVALID,
@@ -788,7 +829,7 @@ static const struct {
 	  "FILE:6: command: already set on line 2; set it only once", NULL, NULL },
 	/* control characters of the input never reach the terminal raw */
 	{ "[pg\x1b[2Jleader]\n", CONFIG_INVALID,
-	  "FILE:1: unknown section [pg?[2Jleader] (expected [pgleader])", NULL, NULL },
+	  "FILE:1: unknown section [pg?[2Jleader] (expected [pgleader] or [job.NAME])", NULL, NULL },
 	{ "[pgleader]\nlock\x07key = 1\n", CONFIG_INVALID,
 	  "FILE:2: unknown key \"lock?key\"", NULL, NULL },
 	{ "[pgleader]\nacquire = \x1b]0;owned\x07\n", CONFIG_INVALID,
@@ -1054,7 +1095,8 @@ static const struct {
 	{ { "-d" }, CONFIG_USAGE, "--dsn: missing value" },
 	{ { "--ping-i=2s", "true" }, CONFIG_OK, NULL }, /* unique prefix */
 	{ { "-c" }, CONFIG_USAGE, "--config: missing value" },
-	{ { "--json", "true" }, CONFIG_USAGE, "--json is only valid with 'pgleader status'" },
+	{ { "--json", "true" }, CONFIG_USAGE,
+	  "--json is only valid with 'pgleader status' or 'pgleader runs'" },
 	{ { "--nonblock" }, CONFIG_USAGE,
 	  "no command given (usage: pgleader [OPTION]... [--] COMMAND [ARG]...)" },
 	{ { "--" }, CONFIG_USAGE,
@@ -1117,7 +1159,7 @@ static const struct {
 	{ { "status", "--server-lease=1s" }, CONFIG_INVALID, false, false, NULL,
 	  "server_lease 1s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 2s + grace_period 8s = 13s" },
 	{ { "--json", "--", "status" }, CONFIG_USAGE, false, false, NULL,
-	  "--json is only valid with 'pgleader status'" },
+	  "--json is only valid with 'pgleader status' or 'pgleader runs'" },
 	{ { "status", "--watch" }, CONFIG_OK, true, false, "", NULL },
 	{ { "--watch", "status", "--json" }, CONFIG_OK, true, true, "", NULL },
 	{ { "--watch", "true" }, CONFIG_USAGE, false, false, NULL,
