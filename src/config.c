@@ -495,13 +495,8 @@ static int section_cb(void *user, int line, const char *name)
 static const char *job_key_hint(const char *key)
 {
 	char normal[64];
-	size_t i;
 
-	for (i = 0; key[i] && i + 1 < sizeof(normal); i++)
-		normal[i] = key[i] == '-' ? '_'
-			  : (key[i] >= 'A' && key[i] <= 'Z') ? (char)(key[i] + 32)
-			  : key[i];
-	normal[i] = '\0';
+	options_normal_key(key, normal, sizeof(normal));
 	for (int k = 0; k < JK_COUNT; k++)
 		if (strcmp(normal, job_keys[k].key) == 0)
 			return job_keys[k].key;

@@ -225,19 +225,25 @@ int options_check_argv(struct options *op)
 
 /* ---- the INI file ---- */
 
+const char *options_normal_key(const char *name, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; name[i] && i + 1 < len; i++)
+		buf[i] = name[i] == '-' ? '_'
+		       : (name[i] >= 'A' && name[i] <= 'Z') ? (char)(name[i] + 32)
+		       : name[i];
+	buf[i] = '\0';
+	return buf;
+}
+
 static void report_unknown_key(struct options *op, const char *name)
 {
 	const struct option_row *row;
 	char normal[64], shown[64];
-	size_t i;
 
 	/* A hint for the likely typo: "lock-key" or "Lock_Key". */
-	for (i = 0; name[i] && i + 1 < sizeof(normal); i++)
-		normal[i] = name[i] == '-' ? '_'
-			  : (name[i] >= 'A' && name[i] <= 'Z') ? (char)(name[i] + 32)
-			  : name[i];
-	normal[i] = '\0';
-	row = find_key(op->spec, normal);
+	row = find_key(op->spec, options_normal_key(name, normal, sizeof(normal)));
 	options_fail(op, OPTIONS_INVALID, "%s:%d: unknown key %s%s%s%s", op->path,
 		     op->line, value_quote(name, shown, sizeof(shown)),
 		     row ? " (did you mean " : "", row ? row->key : "", row ? "?)" : "");

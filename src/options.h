@@ -130,6 +130,10 @@ const char *options_origin(const struct options *op, const char *key,
 /* The file's path as messages show it (control characters masked). */
 const char *options_path(const struct options *op);
 
+/* name as a key would be written, for a hint at a likely typo: "lock-key"
+ * and "Lock_Key" are "lock_key". Returns buf. */
+const char *options_normal_key(const char *name, char *buf, size_t len);
+
 /* Frees the OPTION_STRING fields of target and sets them to NULL. */
 void options_release(const struct options_spec *spec, void *target);
 
