@@ -135,8 +135,8 @@ $(B)src/%.o: src/%.c $(DEPS)
 # Unit tests link only the module under test.
 # The table engine: what config.c's table and test_options' own run on.
 OPTIONS_SRCS := src/options.c src/setting.c src/inifile.c src/value.c
-$(B)tests/unit/test_config: tests/unit/test_config.c src/config.c $(OPTIONS_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
+$(B)tests/unit/test_config: tests/unit/test_config.c src/config.c src/schedule.c $(OPTIONS_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c src/schedule.c $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_value: tests/unit/test_value.c src/value.c $(DEPS)

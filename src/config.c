@@ -3,6 +3,8 @@
 #include "config.h"
 #include "log.h" /* the enums only: config must not log */
 #include "options.h"
+#include "schedule.h"
+#include "setting.h"
 #include "value.h"
 #include "wire.h"
 
@@ -13,6 +15,9 @@
 #include <unistd.h>
 
 #define USAGE "pgleader [OPTION]... [--] COMMAND [ARG]..."
+#define JOB_NAME_MAX 63
+#define SCHEMA_MAX 63 /* PostgreSQL's NAMEDATALEN - 1 */
+#define JOB_NAME_RULE "1 to 63 of A-Z a-z 0-9 _ . -"
 
 /* The server takes lock_timeout (retry_interval) and idle_session_timeout
  * and tcp_user_timeout (server_lease) in milliseconds as an int: past that
@@ -22,7 +27,10 @@
 _Static_assert(CONFIG_USAGE == OPTIONS_USAGE && CONFIG_INVALID == OPTIONS_INVALID,
 	       "config passes the engine's exit codes on");
 
-enum action { ACT_CONFIG = 1, ACT_VERBOSE, ACT_QUIET, ACT_HELP, ACT_VERSION };
+enum action {
+	ACT_CONFIG = 1, ACT_VERBOSE, ACT_QUIET, ACT_HELP, ACT_VERSION, ACT_JOB,
+	ACT_SINCE,
+};
 
 /* The server hashes the name as text: bytes that are not UTF-8 are an
  * error there (or, in another encoding, a different key), so they are
@@ -67,6 +75,70 @@ static int check_http_addr(const char *value, char *why, size_t whylen)
 	return 0;
 }
 
+/* The expression alone (in UTC) and the zone alone: each refused with the
+ * schedule module's own line, before any connection. */
+static int check_schedule(const char *value, char *why, size_t whylen)
+{
+	struct schedule *parsed;
+	char reason[256];
+
+	if (!*value)
+		return 0; /* unset: no schedule */
+	if (!(parsed = schedule_new(value, "UTC", reason, sizeof(reason))))
+		return value_why(why, whylen, "%s", reason);
+	schedule_free(parsed);
+	return 0;
+}
+
+static int check_timezone(const char *value, char *why, size_t whylen)
+{
+	struct schedule *parsed;
+	char reason[256];
+
+	if (!*value)
+		return value_why(why, whylen, "must not be empty (the default is UTC)");
+	if (!(parsed = schedule_new("@hourly", value, reason, sizeof(reason))))
+		return value_why(why, whylen, "%s", reason);
+	schedule_free(parsed);
+	return 0;
+}
+
+/* A plain lower-case identifier, so that it needs no quoting in SQL and
+ * reads the same everywhere; pg_ names are the server's own. */
+static int check_schema(const char *value, char *why, size_t whylen)
+{
+	char shown[64];
+	size_t len = strlen(value);
+	bool ok = len > 0 && len <= SCHEMA_MAX && !(*value >= '0' && *value <= '9');
+
+	for (const char *p = value; ok && *p; p++)
+		ok = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_';
+	if (!ok)
+		return value_why(why, whylen,
+				"invalid schema name %s (1 to %d of a-z 0-9 _, not starting with a digit)",
+				value_quote(value, shown, sizeof(shown)), SCHEMA_MAX);
+	if (strncmp(value, "pg_", 3) == 0)
+		return value_why(why, whylen,
+				"invalid schema name %s (pg_ names are reserved by PostgreSQL)",
+				value_quote(value, shown, sizeof(shown)));
+	return 0;
+}
+
+static int check_job_name(const char *value, char *why, size_t whylen)
+{
+	char shown[64];
+	size_t len = strlen(value);
+	bool ok = len > 0 && len <= JOB_NAME_MAX;
+
+	for (const char *p = value; ok && *p; p++)
+		ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		     (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' || *p == '-';
+	if (!ok)
+		return value_why(why, whylen, "invalid job name %s (" JOB_NAME_RULE ")",
+				value_quote(value, shown, sizeof(shown)));
+	return 0;
+}
+
 static int parse_peers(const char *list, struct config_peer **peers, size_t *n,
 		       char *why, size_t whylen);
 static void free_peers(struct config_peer *peers, size_t n);
@@ -93,11 +165,15 @@ static const struct option_choice log_levels[] = {
 	{ "notice", LOG_LEVEL_NOTICE }, { "info", LOG_LEVEL_INFO },
 	{ "debug", LOG_LEVEL_DEBUG }, { NULL, 0 },
 };
+static const struct option_choice missed_policies[] = {
+	{ "once", MISSED_ONCE }, { "skip", MISSED_SKIP }, { NULL, 0 },
+};
 static const struct option_choice log_formats[] = {
 	{ "text", LOG_FORMAT_TEXT }, { "json", LOG_FORMAT_JSON }, { NULL, 0 },
 };
 
 #define FIELD(name) offsetof(struct config, name)
+#define MAX_DURATION "720h" /* what value_parse_duration takes at most */
 
 /* One row per setting; the order of rows is the order of --help. A new key
  * is a row here, a paragraph in pgleader(1) and pgleader.conf(5), and a
@@ -192,6 +268,44 @@ static const struct option_row rows[] = {
 	{ .key = "failsafe_ttl", .long_name = "failsafe-ttl", .type = OPTION_DURATION,
 	  .offset = FIELD(failsafe_ttl_ms), .default_value = "15s", .metavar = "DUR",
 	  .help = "failsafe: how long a member's consent lasts", .min = 1 },
+	{ .key = "schedule", .long_name = "schedule", .type = OPTION_STRING,
+	  .offset = FIELD(top.schedule), .default_shown = "none", .metavar = "EXPR",
+	  .help = "run COMMAND once a tick, on one node: 5 cron\n"
+		  "fields, @hourly... or @every DUR",
+	  .check = check_schedule },
+	{ .key = "timezone", .long_name = "timezone", .type = OPTION_STRING,
+	  .offset = FIELD(top.timezone), .default_value = "UTC", .metavar = "ZONE",
+	  .help = "schedule: tz database zone of the fields",
+	  .check = check_timezone },
+	{ .key = "jitter", .long_name = "jitter", .type = OPTION_DURATION,
+	  .offset = FIELD(top.jitter_ms), .default_value = "0", .metavar = "DUR",
+	  .help = "schedule: start a tick up to DUR late" },
+	{ .key = "max_runtime", .long_name = "max-runtime", .type = OPTION_DURATION,
+	  .offset = FIELD(top.max_runtime_ms), .default_value = "none",
+	  .metavar = "DUR", .help = "schedule: stop a run that takes longer",
+	  .min = 1, .none_allowed = true },
+	{ .key = "missed", .long_name = "missed", .type = OPTION_ENUM,
+	  .offset = FIELD(top.missed), .default_value = "once", .metavar = "POLICY",
+	  .help = "schedule: missed ticks: once or skip",
+	  .choices = missed_policies },
+	{ .key = "missed_window", .long_name = "missed-window", .type = OPTION_DURATION,
+	  .offset = FIELD(top.missed_window_ms), .default_shown = "one interval",
+	  .metavar = "DUR", .help = "schedule: oldest missed tick still run",
+	  .min = 1 },
+	{ .key = "rerun_interrupted", .long_name = "rerun-interrupted",
+	  .type = OPTION_BOOL, .offset = FIELD(top.rerun_interrupted),
+	  .default_value = "off",
+	  .help = "schedule: rerun a run cut off by failover" },
+	{ .key = "once_per", .long_name = "once-per", .type = OPTION_DURATION,
+	  .offset = FIELD(once_per_ms), .default_value = "0", .metavar = "DUR",
+	  .help = "one-shot: run once per DUR window, fleet-wide\n"
+		  "(with --nonblock or --wait-timeout; 0: off)" },
+	{ .key = "schema", .long_name = "schema", .type = OPTION_STRING,
+	  .offset = FIELD(schema), .default_value = "pgleader", .metavar = "NAME",
+	  .help = "the run ledger's schema", .check = check_schema },
+	{ .key = "keep_runs", .long_name = "keep-runs", .type = OPTION_DURATION,
+	  .offset = FIELD(keep_runs_ms), .default_value = MAX_DURATION,
+	  .metavar = "DUR", .help = "delete ledger rows older than this", .min = 1 },
 	{ .key = "log_level", .long_name = "log-level", .type = OPTION_ENUM,
 	  .offset = FIELD(log_level), .default_value = "info",
 	  .metavar = "LEVEL", .help = "error, warning, notice, info or debug",
@@ -205,9 +319,17 @@ static const struct option_row rows[] = {
 	{ .long_name = "quiet", .short_name = 'q', .type = OPTION_ACTION,
 	  .action = ACT_QUIET, .help = "log one level less (repeatable)" },
 	{ .long_name = "json", .type = OPTION_FLAG, .offset = FIELD(json),
-	  .help = "status: print JSON" },
+	  .help = "status, runs: print JSON" },
 	{ .long_name = "watch", .type = OPTION_FLAG, .offset = FIELD(watch),
 	  .help = "status: a line each time the leader changes" },
+	{ .long_name = "job", .type = OPTION_ACTION, .action = ACT_JOB,
+	  .metavar = "NAME", .default_shown = "every job",
+	  .help = "runs: only this job's runs" },
+	{ .long_name = "since", .type = OPTION_ACTION, .action = ACT_SINCE,
+	  .metavar = "DUR", .default_shown = "all",
+	  .help = "runs: only the ticks of the last DUR" },
+	{ .long_name = "print-sql", .type = OPTION_FLAG, .offset = FIELD(print_sql),
+	  .help = "init-db: print the SQL instead of running it" },
 	{ .long_name = "help", .short_name = 'h', .type = OPTION_ACTION,
 	  .action = ACT_HELP, .help = "print this help and exit" },
 	{ .long_name = "version", .short_name = 'V', .type = OPTION_ACTION,
@@ -215,6 +337,41 @@ static const struct option_row rows[] = {
 	{ .key = "command", .type = OPTION_TEXT, .metavar = "COMMAND [ARG]...",
 	  .help = "COMMAND as one line, split like a shell\n"
 		  "a COMMAND on the command line replaces it" },
+};
+
+/* The keys of a [job.NAME] section: their rows above say how each is
+ * parsed; offset is the field's in struct config_job. */
+#define JOB(name) offsetof(struct config_job, name)
+enum job_key {
+	JK_COMMAND, JK_SCHEDULE, JK_TIMEZONE, JK_JITTER, JK_MAX_RUNTIME, JK_MISSED,
+	JK_MISSED_WINDOW, JK_RERUN_INTERRUPTED, JK_GRACE_PERIOD, JK_RESTART, JK_COUNT
+};
+static const struct {
+	const char *key;
+	size_t offset;
+} job_keys[JK_COUNT] = {
+	[JK_COMMAND] = { "command", 0 },
+	[JK_SCHEDULE] = { "schedule", JOB(schedule) },
+	[JK_TIMEZONE] = { "timezone", JOB(timezone) },
+	[JK_JITTER] = { "jitter", JOB(jitter_ms) },
+	[JK_MAX_RUNTIME] = { "max_runtime", JOB(max_runtime_ms) },
+	[JK_MISSED] = { "missed", JOB(missed) },
+	[JK_MISSED_WINDOW] = { "missed_window", JOB(missed_window_ms) },
+	[JK_RERUN_INTERRUPTED] = { "rerun_interrupted", JOB(rerun_interrupted) },
+	[JK_GRACE_PERIOD] = { "grace_period", JOB(grace_period_ms) },
+	[JK_RESTART] = { "restart", JOB(restart) },
+};
+/* These mean something only to a job with a schedule. */
+#define JK_SCHEDULED_FIRST JK_JITTER
+#define JK_SCHEDULED_LAST JK_RERUN_INTERRUPTED
+
+/* A [job.NAME] section as read: its keys, the line of its header and of
+ * each key it sets (0: left out, inherited). */
+struct section {
+	struct config_job job;
+	char *command;           /* the line as written; split once shell is known */
+	int line;
+	int lines[JK_COUNT];
 };
 
 /* Everything config_load needs between steps; cfg gets only the results. */
@@ -225,9 +382,17 @@ struct loader {
 	const char *config_path; /* -c */
 	char **words;            /* the command from argv, borrowed */
 	int nwords;
+	const char *subcommand;  /* "status", "runs", "init-db"; NULL: the daemon */
+	bool since_given;        /* runs --since */
+	struct section *sections; /* the file's [job.NAME], in order */
+	size_t n_sections;
+	struct config_job inherit; /* [pgleader]'s job keys, or their defaults */
 };
 
 static int action_cb(void *user, int action, const char *value);
+static int section_cb(void *user, int line, const char *name);
+static int section_key_cb(void *user, int line, const char *name, const char *key,
+			  const char *value);
 
 static const struct options_spec spec = {
 	.rows = rows,
@@ -237,7 +402,43 @@ static const struct options_spec spec = {
 	.env_prefix = "PGLEADER_",
 	.program = "pgleader",
 	.action = action_cb,
+	.sub_prefix = "job.",
+	.sub_shown = "job.NAME",
+	.sub_section = section_cb,
+	.sub_key = section_key_cb,
 };
+
+static const struct option_row *find_row(const char *key)
+{
+	for (size_t i = 0; i < spec.nrows; i++)
+		if (rows[i].key && strcmp(rows[i].key, key) == 0)
+			return &rows[i];
+	return NULL;
+}
+
+/* runs --job NAME, runs --since DUR: read at once, a mistake is usage. */
+static int take_runs_option(struct loader *ld, int action, const char *value)
+{
+	struct config *cfg = ld->cfg;
+	char why[128], shown[64];
+	int64_t ms;
+
+	if (action == ACT_JOB) {
+		if (check_job_name(value, why, sizeof(why)) < 0)
+			return options_fail(ld->op, CONFIG_USAGE, "--job: %s", why);
+		free(cfg->runs_job);
+		if (!(cfg->runs_job = strdup(value)))
+			return options_fail(ld->op, CONFIG_INVALID, "out of memory");
+		return CONFIG_OK;
+	}
+	if (value_parse_duration(value, &ms) < 0)
+		return options_fail(ld->op, CONFIG_USAGE,
+				    "--since: invalid duration %s (examples: 30m, 24h, 720h)",
+				    value_quote(value, shown, sizeof(shown)));
+	cfg->runs_since_ms = ms;
+	ld->since_given = true;
+	return CONFIG_OK;
+}
 
 static int action_cb(void *user, int action, const char *value)
 {
@@ -257,17 +458,258 @@ static int action_cb(void *user, int action, const char *value)
 	case ACT_CONFIG:
 		ld->config_path = value;
 		break;
+	case ACT_JOB:
+	case ACT_SINCE:
+		return take_runs_option(ld, action, value);
 	}
 	return CONFIG_OK;
 }
 
-/* The options, then the command, or "status" and its own options. */
-static int read_argv(struct loader *ld, int argc, char **argv)
+/* ---- [job.NAME] sections ---- */
+
+static int section_cb(void *user, int line, const char *name)
 {
-	struct config *cfg = ld->cfg;
+	struct loader *ld = user;
+	struct section *grown;
+	char why[128];
+	const char *path = options_path(ld->op);
+
+	if (check_job_name(name, why, sizeof(why)) < 0)
+		return options_fail(ld->op, CONFIG_INVALID, "%s:%d: %s", path, line, why);
+	for (size_t i = 0; i < ld->n_sections; i++)
+		if (strcmp(ld->sections[i].job.name, name) == 0)
+			return options_fail(ld->op, CONFIG_INVALID,
+					    "%s:%d: [job.%s] is already defined on line %d",
+					    path, line, name, ld->sections[i].line);
+	if (!(grown = realloc(ld->sections, (ld->n_sections + 1) * sizeof(*grown))))
+		return options_fail(ld->op, CONFIG_INVALID, "out of memory");
+	ld->sections = grown;
+	grown[ld->n_sections] = (struct section){ .line = line };
+	if (!(grown[ld->n_sections++].job.name = strdup(name)))
+		return options_fail(ld->op, CONFIG_INVALID, "out of memory");
+	ld->cfg->job_sections = true;
+	return CONFIG_OK;
+}
+
+/* "lock-key" or "Max_Runtime": the key it likely meant, or NULL. */
+static const char *job_key_hint(const char *key)
+{
+	char normal[64];
+
+	options_normal_key(key, normal, sizeof(normal));
+	for (int k = 0; k < JK_COUNT; k++)
+		if (strcmp(normal, job_keys[k].key) == 0)
+			return job_keys[k].key;
+	return NULL;
+}
+
+static int unknown_job_key(struct loader *ld, int line, const char *name,
+			   const char *key)
+{
+	const char *hint = job_key_hint(key);
+	char shown[64];
+
+	if (hint)
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "%s:%d: unknown key %s in [job.%s] (did you mean %s?)",
+				    options_path(ld->op), line,
+				    value_quote(key, shown, sizeof(shown)), name, hint);
+	return options_fail(ld->op, CONFIG_INVALID,
+			    "%s:%d: unknown key %s in [job.%s] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart)",
+			    options_path(ld->op), line, value_quote(key, shown, sizeof(shown)),
+			    name);
+}
+
+static int section_key_cb(void *user, int line, const char *name, const char *key,
+			  const char *value)
+{
+	struct loader *ld = user;
+	struct section *sec = &ld->sections[ld->n_sections - 1];
+	const char *path = options_path(ld->op);
+	char why[256];
+	void *field;
+	int k;
+
+	for (k = 0; k < JK_COUNT && strcmp(key, job_keys[k].key) != 0; k++)
+		;
+	if (k == JK_COUNT)
+		return unknown_job_key(ld, line, name, key);
+	if (sec->lines[k])
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "%s:%d: [job.%s] %s: already set on line %d; set it only once",
+				    path, line, name, key, sec->lines[k]);
+	field = k == JK_COMMAND ? (void *)&sec->command
+				: (char *)&sec->job + job_keys[k].offset;
+	if (setting_parse(find_row(key), field, value, why, sizeof(why)) < 0)
+		return options_fail(ld->op, CONFIG_INVALID, "%s:%d: [job.%s] %s: %s", path,
+				    line, name, key, why);
+	sec->lines[k] = line;
+	return CONFIG_OK;
+}
+
+/* One job key from a field of from (laid out as row says) to a field of
+ * to: a string is copied. */
+static int copy_key(const struct option_row *row, void *to, const void *from)
+{
+	switch (row->type) {
+	case OPTION_DURATION:
+		*(int64_t *)to = *(const int64_t *)from;
+		return 0;
+	case OPTION_ENUM:
+		*(int *)to = *(const int *)from;
+		return 0;
+	case OPTION_BOOL:
+		*(bool *)to = *(const bool *)from;
+		return 0;
+	case OPTION_STRING:
+		free(*(char **)to);
+		*(char **)to = NULL;
+		return *(char *const *)from && !(*(char **)to = strdup(*(char *const *)from))
+		       ? -1 : 0;
+	case OPTION_INT:
+	case OPTION_LOCK_KEY:
+	case OPTION_TEXT:
+	case OPTION_FLAG:
+	case OPTION_ACTION:
+		break;
+	}
+	return 0;
+}
+
+/* The job keys from cfg's fields (the top-level rows) into job, from first
+ * on: JK_SCHEDULE for the default job, JK_TIMEZONE for what sections
+ * inherit (never a schedule). */
+static int copy_top_keys(const struct config *cfg, struct config_job *job,
+			 enum job_key first)
+{
+	for (int k = first; k < JK_COUNT; k++) {
+		const struct option_row *row = find_row(job_keys[k].key);
+
+		if (copy_key(row, (char *)job + job_keys[k].offset,
+			     (const char *)cfg + row->offset) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void free_job(struct config_job *job, char **shared_command)
+{
+	free(job->name);
+	free(job->schedule);
+	free(job->timezone);
+	if (job->command != shared_command)
+		value_free_words(job->command);
+	memset(job, 0, sizeof(*job));
+}
+
+static void free_sections(struct loader *ld)
+{
+	for (size_t i = 0; i < ld->n_sections; i++) {
+		free_job(&ld->sections[i].job, NULL);
+		free(ld->sections[i].command);
+	}
+	free(ld->sections);
+	ld->sections = NULL;
+	ld->n_sections = 0;
+	free_job(&ld->inherit, NULL);
+}
+
+#define MODE_BIT(mode) (1u << (mode))
+
+/* The options that belong to subcommands, refused anywhere else. */
+static int check_subcommand_options(struct loader *ld)
+{
+	static const struct {
+		const char *option;
+		unsigned modes;
+		const char *where;
+	} only[] = {
+		{ "json", MODE_BIT(CONFIG_MODE_STATUS) | MODE_BIT(CONFIG_MODE_RUNS),
+		  "'pgleader status' or 'pgleader runs'" },
+		{ "watch", MODE_BIT(CONFIG_MODE_STATUS), "'pgleader status'" },
+		{ "job", MODE_BIT(CONFIG_MODE_RUNS), "'pgleader runs'" },
+		{ "since", MODE_BIT(CONFIG_MODE_RUNS), "'pgleader runs'" },
+		{ "print-sql", MODE_BIT(CONFIG_MODE_INIT_DB), "'pgleader init-db'" },
+	};
+	const struct config *cfg = ld->cfg;
+	const bool given[] = { cfg->json, cfg->watch, cfg->runs_job != NULL,
+			       ld->since_given, cfg->print_sql };
+
+	for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
+		if (given[i] && !(only[i].modes & MODE_BIT(cfg->mode)))
+			return options_fail(ld->op, CONFIG_USAGE, "--%s is only valid with %s",
+					    only[i].option, only[i].where);
+	return CONFIG_OK;
+}
+
+/* The daemon's own options, given to a subcommand: a mistake, not a
+ * setting to ignore (a file or the environment may hold them, shared with
+ * the daemon). */
+static int check_daemon_options(struct loader *ld)
+{
+	static const char *const keys[] = {
+		"wait_timeout", "schedule", "timezone", "jitter", "max_runtime",
+		"missed", "missed_window", "rerun_interrupted", "once_per", "keep_runs",
+	};
+	char option[32];
+
+	if (!ld->subcommand)
+		return CONFIG_OK;
+	if (ld->cfg->nonblock)
+		return options_fail(ld->op, CONFIG_USAGE,
+				    "--nonblock is not valid with 'pgleader %s'",
+				    ld->subcommand);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (!options_given(ld->op, keys[i]))
+			continue;
+		snprintf(option, sizeof(option), "%s", keys[i]);
+		for (char *c = option; *c; c++)
+			*c = *c == '_' ? '-' : *c;
+		return options_fail(ld->op, CONFIG_USAGE, "--%s is not valid with 'pgleader %s'",
+				    option, ld->subcommand);
+	}
+	return CONFIG_OK;
+}
+
+/* "status", "runs" or "init-db" as the first word, and its own options. */
+static int read_subcommand(struct loader *ld)
+{
+	static const struct {
+		const char *word;
+		enum config_mode mode;
+	} subcommands[] = {
+		{ "status", CONFIG_MODE_STATUS }, { "runs", CONFIG_MODE_RUNS },
+		{ "init-db", CONFIG_MODE_INIT_DB },
+	};
 	int result, first_word;
 	bool after_dashdash;
 	char shown[64];
+
+	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		if (strcmp(ld->words[0], subcommands[i].word) == 0) {
+			ld->subcommand = subcommands[i].word;
+			ld->cfg->mode = subcommands[i].mode;
+		}
+	if (!ld->subcommand)
+		return CONFIG_OK;
+	ld->cfg->status_mode = ld->cfg->mode == CONFIG_MODE_STATUS;
+	/* The subcommand plays argv[0] for the options after it. */
+	if ((result = options_read_argv(ld->op, ld->nwords, ld->words, &first_word,
+					&after_dashdash)) != CONFIG_OK)
+		return result;
+	if (first_word < ld->nwords)
+		return options_fail(ld->op, CONFIG_USAGE, "%s takes no arguments (got %s)",
+				    ld->subcommand,
+				    value_quote(ld->words[first_word], shown, sizeof(shown)));
+	ld->nwords = 0;
+	return CONFIG_OK;
+}
+
+/* The options, then the command, or a subcommand and its own options. */
+static int read_argv(struct loader *ld, int argc, char **argv)
+{
+	int result, first_word;
+	bool after_dashdash;
 
 	if (argc < 1)
 		return CONFIG_OK;
@@ -276,23 +718,12 @@ static int read_argv(struct loader *ld, int argc, char **argv)
 		return result;
 	ld->words = argv + first_word;
 	ld->nwords = argc - first_word;
-	if (ld->nwords > 0 && !after_dashdash && strcmp(ld->words[0], "status") == 0) {
-		cfg->status_mode = true;
-		/* "status" plays argv[0] for the options after it. */
-		if ((result = options_read_argv(ld->op, ld->nwords, ld->words, &first_word,
-						&after_dashdash)) != CONFIG_OK)
-			return result;
-		if (first_word < ld->nwords)
-			return options_fail(ld->op, CONFIG_USAGE,
-					    "status takes no arguments (got %s)",
-					    value_quote(ld->words[first_word], shown,
-							sizeof(shown)));
-		ld->nwords = 0;
-	}
-	if ((cfg->json || cfg->watch) && !cfg->status_mode)
-		return options_fail(ld->op, CONFIG_USAGE,
-				    "--%s is only valid with 'pgleader status'",
-				    cfg->json ? "json" : "watch");
+	if (ld->nwords > 0 && !after_dashdash &&
+	    (result = read_subcommand(ld)) != CONFIG_OK)
+		return result;
+	if ((result = check_subcommand_options(ld)) != CONFIG_OK ||
+	    (result = check_daemon_options(ld)) != CONFIG_OK)
+		return result;
 	return options_check_argv(ld->op);
 }
 
@@ -441,8 +872,8 @@ static int check_failsafe(struct loader *ld)
 	if (parse_peers(cfg->failsafe_peers, &cfg->peers, &cfg->n_peers, why,
 			sizeof(why)) < 0)
 		return options_fail(ld->op, CONFIG_INVALID, "failsafe_peers: %s", why);
-	/* status may run on any machine: only a node must be a member */
-	if (!cfg->status_mode && !lists_node(cfg))
+	/* a subcommand may run on any machine: only a node must be a member */
+	if (cfg->mode == CONFIG_MODE_DAEMON && !lists_node(cfg))
 		return options_fail(ld->op, CONFIG_INVALID,
 				    "failsafe_peers must list this node, node_id %s",
 				    value_quote(cfg->node_id, shown, sizeof(shown)));
@@ -539,6 +970,8 @@ static int build_command(struct loader *ld)
 	if (ld->nwords > 0)
 		cfg->command = cfg->shell ? shell_script(ld->words, ld->nwords)
 					  : copy_words(ld->words, ld->nwords);
+	else if (!line && cfg->job_sections)
+		return CONFIG_OK; /* the sections are the jobs */
 	else if (!line)
 		return no_command(ld);
 	else if (cfg->shell && *line)
@@ -552,6 +985,183 @@ static int build_command(struct loader *ld)
 	return check_command_name(ld);
 }
 
+/* ---- jobs ---- */
+
+/* A section's command, split as [pgleader]'s is, shell and all. */
+static int section_command(struct loader *ld, struct section *sec)
+{
+	const char *path = options_path(ld->op), *name = sec->job.name;
+	int line = sec->lines[JK_COMMAND];
+	char why[128];
+
+	if (!sec->command)
+		return options_fail(ld->op, CONFIG_INVALID, "%s:%d: [job.%s] has no command",
+				    path, sec->line, name);
+	if (ld->cfg->shell && *sec->command)
+		sec->job.command = shell_script(&sec->command, 1);
+	else if (!(sec->job.command = value_split_command(sec->command, why, sizeof(why))))
+		return options_fail(ld->op, CONFIG_INVALID, "%s:%d: [job.%s] command: %s",
+				    path, line, name, why);
+	if (!sec->job.command)
+		return options_fail(ld->op, CONFIG_INVALID, "out of memory");
+	if (!sec->job.command[0][0])
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "%s:%d: [job.%s] command: empty command name", path, line,
+				    name);
+	return CONFIG_OK;
+}
+
+/* The keys a section leaves out come from [pgleader] (or its defaults);
+ * those of a schedule need one in the section itself. */
+static int build_section(struct loader *ld, struct section *sec)
+{
+	struct config_job *job = &sec->job;
+
+	if (ld->cfg->command && strcmp(job->name, "default") == 0)
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "%s:%d: [job.default] clashes with the default job (the command line's or [pgleader]'s command); rename the section",
+				    options_path(ld->op), sec->line);
+	for (int k = JK_TIMEZONE; k < JK_COUNT; k++)
+		if (!sec->lines[k] &&
+		    copy_key(find_row(job_keys[k].key), (char *)job + job_keys[k].offset,
+			     (const char *)&ld->inherit + job_keys[k].offset) < 0)
+			return options_fail(ld->op, CONFIG_INVALID, "out of memory");
+	for (int k = JK_SCHEDULED_FIRST; k <= JK_SCHEDULED_LAST; k++)
+		if (sec->lines[k] && !job->schedule)
+			return options_fail(ld->op, CONFIG_INVALID,
+					    "%s:%d: [job.%s] %s needs a schedule in the section",
+					    options_path(ld->op), sec->lines[k], job->name,
+					    job_keys[k].key);
+	return section_command(ld, sec);
+}
+
+/* jobs[]: the default job (the command line's or [pgleader]'s command)
+ * first, then the sections in file order. */
+static int build_jobs(struct loader *ld)
+{
+	struct config *cfg = ld->cfg;
+	size_t n = (cfg->command ? 1 : 0) + ld->n_sections;
+	int result;
+
+	if (!(cfg->jobs = calloc(n ? n : 1, sizeof(*cfg->jobs))))
+		return options_fail(ld->op, CONFIG_INVALID, "out of memory");
+	if (cfg->command) {
+		cfg->jobs[0].command = cfg->command;
+		cfg->n_jobs = 1;
+		if (!(cfg->jobs[0].name = strdup("default")) ||
+		    copy_top_keys(cfg, &cfg->jobs[0], JK_SCHEDULE) < 0)
+			return options_fail(ld->op, CONFIG_INVALID, "out of memory");
+	}
+	for (size_t i = 0; i < ld->n_sections; i++) {
+		if ((result = build_section(ld, &ld->sections[i])) != CONFIG_OK)
+			return result;
+		cfg->jobs[cfg->n_jobs++] = ld->sections[i].job;
+		memset(&ld->sections[i].job, 0, sizeof(ld->sections[i].job));
+	}
+	for (size_t i = 0; i < cfg->n_jobs; i++)
+		if (!cfg->jobs[i].timezone && !(cfg->jobs[i].timezone = strdup("UTC")))
+			return options_fail(ld->op, CONFIG_INVALID, "out of memory");
+	return CONFIG_OK;
+}
+
+static bool any_schedule(const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_jobs; i++)
+		if (cfg->jobs[i].schedule)
+			return true;
+	return cfg->top.schedule != NULL;
+}
+
+/* Whether a job that takes key k's top-level value, set in layer, has a
+ * schedule: the command line and the environment set the default job's
+ * only; [pgleader] also the sections that leave k out. */
+static bool reaches_schedule(const struct loader *ld, int k, enum options_layer layer)
+{
+	const struct config *cfg = ld->cfg;
+	size_t first = cfg->command ? 1 : 0;
+
+	if (cfg->command && cfg->jobs[0].schedule)
+		return true;
+	for (size_t i = 0; layer == OPTIONS_LAYER_FILE && i < ld->n_sections; i++)
+		if (!ld->sections[i].lines[k] && cfg->jobs[first + i].schedule)
+			return true;
+	return false;
+}
+
+static int layer_code(enum options_layer layer)
+{
+	return layer == OPTIONS_LAYER_ARGV ? CONFIG_USAGE : CONFIG_INVALID;
+}
+
+/* jitter, max_runtime, missed, missed_window, rerun_interrupted: set where
+ * no schedule can use them is a mistake, said so; and a top-level schedule
+ * needs the default job. */
+static int check_scheduled_keys(struct loader *ld)
+{
+	enum options_layer layer = options_layer(ld->op, "schedule");
+	char where[640];
+
+	if (ld->cfg->top.schedule && !ld->cfg->command)
+		return options_fail(ld->op, layer_code(layer),
+				    "%s: no job to schedule: there is no COMMAND and no 'command' key (a [job.NAME] section takes its own schedule)",
+				    options_origin(ld->op, "schedule", where, sizeof(where)));
+	for (int k = JK_SCHEDULED_FIRST; k <= JK_SCHEDULED_LAST; k++) {
+		layer = options_layer(ld->op, job_keys[k].key);
+		if (layer < OPTIONS_LAYER_FILE || reaches_schedule(ld, k, layer))
+			continue;
+		options_origin(ld->op, job_keys[k].key, where, sizeof(where));
+		if (layer != OPTIONS_LAYER_FILE)
+			return options_fail(ld->op, layer_code(layer),
+					    "%s needs a schedule: it applies to the default job only, which has none",
+					    where);
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "%s needs a schedule: no job it applies to has one", where);
+	}
+	return CONFIG_OK;
+}
+
+/* --once-per is for a one-shot under a timer: it gives up at once or after
+ * --wait-timeout, and a daemon with schedules claims its ticks itself. */
+static int check_once_per(struct loader *ld)
+{
+	const struct config *cfg = ld->cfg;
+	enum options_layer layer = options_layer(ld->op, "once_per");
+	char where[640], other[640];
+
+	if (cfg->once_per_ms <= 0)
+		return CONFIG_OK;
+	options_origin(ld->op, "once_per", where, sizeof(where));
+	if (!cfg->nonblock && cfg->wait_timeout_ms < 0)
+		return options_fail(ld->op, layer_code(layer),
+				    "%s needs --nonblock or --wait-timeout (it is for one-shots)",
+				    where);
+	if (ld->n_sections > 0)
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "%s excludes [job.NAME] sections (%s:%d)", where,
+				    options_path(ld->op), ld->sections[0].line);
+	if (!any_schedule(cfg))
+		return CONFIG_OK;
+	if (options_layer(ld->op, "schedule") == OPTIONS_LAYER_ARGV)
+		layer = OPTIONS_LAYER_ARGV;
+	return options_fail(ld->op, layer_code(layer), "%s excludes a schedule (%s)", where,
+			    options_origin(ld->op, "schedule", other, sizeof(other)));
+}
+
+static int finish_jobs(struct loader *ld)
+{
+	struct config *cfg = ld->cfg;
+	int result;
+
+	if ((result = build_jobs(ld)) != CONFIG_OK)
+		return result;
+	if (cfg->mode == CONFIG_MODE_DAEMON &&
+	    ((result = check_scheduled_keys(ld)) != CONFIG_OK ||
+	     (result = check_once_per(ld)) != CONFIG_OK))
+		return result;
+	cfg->uses_ledger = any_schedule(cfg) || cfg->job_sections || cfg->once_per_ms > 0;
+	return CONFIG_OK;
+}
+
 static int finish(struct loader *ld)
 {
 	struct config *cfg = ld->cfg;
@@ -563,9 +1173,10 @@ static int finish(struct loader *ld)
 	    (result = default_node_id(ld)) != CONFIG_OK ||
 	    (result = check_failsafe(ld)) != CONFIG_OK)
 		return result;
-	if (cfg->status_mode)
-		return CONFIG_OK;
-	return build_command(ld);
+	if (cfg->mode == CONFIG_MODE_DAEMON &&
+	    (result = build_command(ld)) != CONFIG_OK)
+		return result;
+	return finish_jobs(ld);
 }
 
 static int load(struct loader *ld, int argc, char **argv)
@@ -576,6 +1187,7 @@ static int load(struct loader *ld, int argc, char **argv)
 	if ((result = read_argv(ld, argc, argv)) != CONFIG_OK ||
 	    (result = options_load_defaults(ld->op)) != CONFIG_OK)
 		return result;
+	ld->cfg->top.missed_window_ms = -1; /* one interval of the schedule */
 	path = ld->config_path ? ld->config_path : getenv("PGLEADER_CONFIG");
 	if (path && *path) {
 		if (!(ld->cfg->config_file = strdup(path)))
@@ -583,6 +1195,9 @@ static int load(struct loader *ld, int argc, char **argv)
 		if ((result = options_load_file(ld->op, path)) != CONFIG_OK)
 			return result;
 	}
+	/* What a section leaves out: [pgleader]'s value, or the default. */
+	if (copy_top_keys(ld->cfg, &ld->inherit, JK_TIMEZONE) < 0)
+		return options_fail(ld->op, CONFIG_INVALID, "out of memory");
 	if ((result = options_load_environment(ld->op)) != CONFIG_OK ||
 	    (result = options_load_argv(ld->op)) != CONFIG_OK)
 		return result;
@@ -596,6 +1211,7 @@ enum config_result config_load(struct config *cfg, int argc, char **argv,
 	int result;
 
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->runs_since_ms = -1;
 	if (errlen > 0)
 		err[0] = '\0';
 	if (!(ld.op = options_new(&spec, cfg, &ld, err, errlen))) {
@@ -604,6 +1220,7 @@ enum config_result config_load(struct config *cfg, int argc, char **argv,
 	}
 	result = load(&ld, argc, argv);
 	options_free(ld.op);
+	free_sections(&ld);
 	/* A caller that stops here owes nothing: only CONFIG_OK keeps cfg. */
 	if (result != CONFIG_OK)
 		config_free(cfg);
@@ -612,6 +1229,10 @@ enum config_result config_load(struct config *cfg, int argc, char **argv,
 
 void config_free(struct config *cfg)
 {
+	for (size_t i = 0; cfg->jobs && i < cfg->n_jobs; i++)
+		free_job(&cfg->jobs[i], cfg->command);
+	free(cfg->jobs);
+	free(cfg->runs_job);
 	options_release(&spec, cfg);
 	free_peers(cfg->peers, cfg->n_peers);
 	free(cfg->config_file);
@@ -622,7 +1243,10 @@ void config_free(struct config *cfg)
 void config_usage(FILE *out)
 {
 	fputs("Usage: " USAGE "\n"
+	      "       pgleader [OPTION]... -c FILE   (jobs from [job.NAME] sections)\n"
 	      "       pgleader status [OPTION]... [--json] [--watch]\n"
+	      "       pgleader runs [--job NAME] [--since DUR] [--json] [OPTION]...\n"
+	      "       pgleader init-db [--print-sql] [OPTION]...\n"
 	      "       pgleader --help | --version\n"
 	      "\n"
 	      "Runs COMMAND on exactly one machine of a fleet at a time: the one whose\n"
@@ -631,10 +1255,14 @@ void config_usage(FILE *out)
 	      "Options (key: the setting's name in the file):\n", out);
 	options_usage(&spec, out);
 	fputs("\n"
-	      "The file has one section, [pgleader]. Every key can also be set as\n"
-	      "PGLEADER_<KEY>, e.g. PGLEADER_LOCK_KEY. The command line wins over the\n"
-	      "environment, which wins over the file. DUR: 250ms, 5s, 1.5s, 2m, 1h or 0;\n"
-	      "a bare number is seconds. The command is split without expansions.\n"
+	      "The file has a section [pgleader], and one [job.NAME] per further job\n"
+	      "(command, schedule, timezone, jitter, max_runtime, missed, missed_window,\n"
+	      "rerun_interrupted, grace_period, restart; a key left out takes its\n"
+	      "[pgleader] value). Every key can also be set as PGLEADER_<KEY>, e.g.\n"
+	      "PGLEADER_LOCK_KEY. The command line wins over the environment, which wins\n"
+	      "over the file; both set the default job's keys only. DUR: 250ms, 5s,\n"
+	      "1.5s, 2m, 1h or 0; a bare number is seconds. The command is split\n"
+	      "without expansions.\n"
 	      "\n"
 	      "Exit status: COMMAND's own, or 128+N if signal N killed it; 64 bad usage;\n"
 	      "78 bad configuration; 69 permanent database error; 75 gave up waiting\n"

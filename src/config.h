@@ -93,8 +93,6 @@ struct config {
 	int64_t once_per_ms;     /* --once-per; 0: off */
 	char *schema;            /* the ledger's schema, default "pgleader" */
 	int64_t keep_runs_ms;    /* default 720h */
-	int priority;            /* default 1; 0: never leads (DESIGN 11) */
-	int64_t priority_delay_ms; /* default 10s */
 	char *runs_job;          /* runs --job NAME; NULL: every job */
 	int64_t runs_since_ms;   /* runs --since DUR; -1: all */
 	bool print_sql;          /* init-db --print-sql */
@@ -102,6 +100,11 @@ struct config {
 	 * sections or --once-per. Never true for a plain single command,
 	 * which must not touch the ledger (DESIGN 10). */
 	bool uses_ledger;
+	/* The job keys as [pgleader], the environment and the command line
+	 * set them: the default job's (name and command unused). Read
+	 * jobs[] instead: a [job.NAME] section inherits only the file's
+	 * [pgleader] values, or the defaults. */
+	struct config_job top;
 };
 
 /* The exit codes are options.h's: config_load passes them on. */

@@ -1,5 +1,6 @@
-/* inifile.c: an INI file of one section, read whole with a size bound and
- * handed to inih line by line, with file:line messages. */
+/* inifile.c: an INI file of one main section and further sections of a
+ * prefix, read whole with a size bound and handed to inih line by line,
+ * with file:line messages. */
 #include "inifile.h"
 #include "value.h"
 
@@ -15,9 +16,8 @@
 #include <unistd.h>
 
 struct reader {
-	const char *section;
-	inifile_key_fn key;
-	void *user;
+	const struct inifile_spec *spec;
+	char *current; /* the section being read; NULL before the first */
 	char *err;
 	size_t errlen;
 	bool failed;
@@ -111,26 +111,49 @@ static char *next_line(struct reader *r)
 	return line;
 }
 
-/* inih passes a section's name on only with the keys under it: check each
- * header as it is read, so that an empty unknown section is caught too. */
+static int unknown_section(struct reader *r, const char *name)
+{
+	const struct inifile_spec *spec = r->spec;
+	char shown[64];
+
+	return fail(r, "%s:%d: unknown section [%s] (expected [%s]%s%s%s)", r->path,
+		    r->line, value_printable(name, 40, shown, sizeof(shown)),
+		    spec->section, spec->prefix ? " or [" : "",
+		    spec->prefix ? spec->prefix_shown : "", spec->prefix ? "]" : "");
+}
+
+/* inih passes a section's name on only with the keys under it, and cut to
+ * its own buffer's size: check each header as it is read, so that an empty
+ * section is seen too, and keep its whole name for the keys under it. */
 static int check_section(struct reader *r, char *start)
 {
-	char *close = strchr(start, ']'), *after;
-	char shown[64];
+	const struct inifile_spec *spec = r->spec;
+	char *close = strchr(start, ']'), *after, *name = start + 1;
+	char shown[80];
+	bool is_main;
 	int result = 0;
 
 	if (!close)
 		return 0; /* inih reports the syntax error */
 	after = close + 1 + strspn(close + 1, " \t");
 	*close = '\0';
-	if (strcmp(start + 1, r->section) != 0)
-		result = fail(r, "%s:%d: unknown section [%s] (expected [%s])", r->path,
-			      r->line, value_printable(start + 1, 40, shown, sizeof(shown)),
-			      r->section);
+	is_main = strcmp(name, spec->section) == 0;
+	free(r->current);
+	r->current = NULL;
+	if (!is_main && (!spec->prefix ||
+			 strncmp(name, spec->prefix, strlen(spec->prefix)) != 0))
+		result = unknown_section(r, name);
 	else if (*after && *after != ';' && *after != '#')
 		result = fail(r, "%s:%d: unexpected text after [%s]", r->path, r->line,
-			      r->section);
+			      value_printable(name, 72, shown, sizeof(shown)));
+	else if (!(r->current = strdup(name)))
+		result = fail(r, "%s: out of memory", r->path);
+	else if (!is_main && spec->section_fn &&
+		 spec->section_fn(spec->user, r->line, name) < 0)
+		result = -1;
 	*close = ']';
+	if (result < 0)
+		r->failed = true;
 	return result;
 }
 
@@ -167,14 +190,15 @@ static int ini_handler_cb(void *user, const char *section, const char *name,
 	struct reader *r = user;
 	char shown[64];
 
+	(void)section; /* r->current: inih's copy may be cut short */
 	if (r->failed)
 		return 0;
-	if (strcmp(section, r->section) != 0) {
+	if (!r->current) {
 		fail(r, "%s:%d: key %s is outside the [%s] section", r->path, r->line,
-		     value_quote(name, shown, sizeof(shown)), r->section);
+		     value_quote(name, shown, sizeof(shown)), r->spec->section);
 		return 0;
 	}
-	if (r->key(r->user, r->line, name, value) < 0)
+	if (r->spec->key_fn(r->spec->user, r->line, r->current, name, value) < 0)
 		r->failed = true;
 	return !r->failed;
 }
@@ -187,17 +211,16 @@ static int parse(struct reader *r)
 	 * line; ours stop the reader, so an earlier inih line came first. */
 	if (first_error > 0 && (!r->failed || first_error < r->line))
 		return fail(r, "%s:%d: syntax error (expected key = value or [%s])",
-			    r->path, first_error, r->section);
+			    r->path, first_error, r->spec->section);
 	if (first_error < 0 && !r->failed)
 		return fail(r, "%s: out of memory", r->path);
 	return r->failed ? -1 : 0;
 }
 
-int inifile_read(const char *path, const char *section, inifile_key_fn key,
-		 void *user, char *err, size_t errlen)
+int inifile_read(const char *path, const struct inifile_spec *spec, char *err,
+		 size_t errlen)
 {
-	struct reader r = { .section = section, .key = key, .user = user,
-			    .err = err, .errlen = errlen };
+	struct reader r = { .spec = spec, .err = err, .errlen = errlen };
 	int fd, result;
 
 	if (!(r.path = strdup(path))) {
@@ -214,5 +237,6 @@ int inifile_read(const char *path, const char *section, inifile_key_fn key,
 		close(fd);
 	free(r.data);
 	free(r.path);
+	free(r.current);
 	return result;
 }

@@ -14,12 +14,10 @@
 #define WHERE_MAX 600 /* "FILE:LINE: key" */
 #define OPTION_BASE 256 /* getopt_long's value for row i: past every char */
 
-enum layer { LAYER_NONE, LAYER_DEFAULTS, LAYER_FILE, LAYER_ENV, LAYER_ARGV };
-
 /* Per row: which layer set it last, on which line of the file, and the
  * value of an OPTION_TEXT row. */
 struct row_state {
-	enum layer layer;
+	enum options_layer layer;
 	int line;
 	char *text;
 };
@@ -36,7 +34,7 @@ struct options {
 	char *err;
 	size_t errlen;
 	bool failed;
-	enum layer layer; /* being applied: decides messages and exit codes */
+	enum options_layer layer; /* being applied: decides messages and exit codes */
 	char *path;       /* the file, as shown in messages */
 	int line;
 	struct row_state *state;
@@ -90,25 +88,25 @@ static void *field_of(const struct options *op, const struct option_row *row)
 
 /* How messages name a setting: file:line and key, variable, or option. */
 static void describe(const struct options *op, const struct option_row *row,
-		     enum layer layer, int line, char *buf, size_t len)
+		     enum options_layer layer, int line, char *buf, size_t len)
 {
 	size_t n;
 
 	switch (layer) {
-	case LAYER_FILE:
+	case OPTIONS_LAYER_FILE:
 		snprintf(buf, len, "%s:%d: %s", op->path, line, row->key);
 		break;
-	case LAYER_ENV:
+	case OPTIONS_LAYER_ENV:
 		n = (size_t)snprintf(buf, len, "%s", op->spec->env_prefix);
 		for (const char *k = row->key; *k && n + 1 < len; k++)
 			buf[n++] = (*k >= 'a' && *k <= 'z') ? (char)(*k - 32) : *k;
 		buf[n < len ? n : len - 1] = '\0';
 		break;
-	case LAYER_ARGV:
+	case OPTIONS_LAYER_ARGV:
 		snprintf(buf, len, "--%s", row->long_name);
 		break;
-	case LAYER_NONE:
-	case LAYER_DEFAULTS:
+	case OPTIONS_LAYER_NONE:
+	case OPTIONS_LAYER_DEFAULTS:
 		snprintf(buf, len, "default %s", row->key);
 		break;
 	}
@@ -124,12 +122,12 @@ static int check_twice(struct options *op, const struct option_row *row,
 	const struct row_state *self = state_of(op, row), *them;
 	char conflict[WHERE_MAX];
 
-	if (op->layer == LAYER_FILE && self->layer == LAYER_FILE)
+	if (op->layer == OPTIONS_LAYER_FILE && self->layer == OPTIONS_LAYER_FILE)
 		return options_fail(op, code, "%s: already set on line %d; set it only once",
 				    where, self->line);
 	if (!other || (them = state_of(op, other))->layer != op->layer)
 		return OPTIONS_OK;
-	if (op->layer == LAYER_FILE)
+	if (op->layer == OPTIONS_LAYER_FILE)
 		snprintf(conflict, sizeof(conflict), "%s on line %d", other->key,
 			 them->line);
 	else
@@ -141,7 +139,7 @@ static int check_twice(struct options *op, const struct option_row *row,
 static int apply(struct options *op, const struct option_row *row,
 		 const char *value)
 {
-	int code = op->layer == LAYER_ARGV ? OPTIONS_USAGE : OPTIONS_INVALID;
+	int code = op->layer == OPTIONS_LAYER_ARGV ? OPTIONS_USAGE : OPTIONS_INVALID;
 	const struct option_row *other = find_key(op->spec, row->conflicts);
 	struct row_state *self = state_of(op, row);
 	char where[WHERE_MAX], why[256];
@@ -156,7 +154,7 @@ static int apply(struct options *op, const struct option_row *row,
 	self->line = op->line;
 	if (other) {
 		setting_clear(other, field_of(op, other));
-		state_of(op, other)->layer = LAYER_NONE;
+		state_of(op, other)->layer = OPTIONS_LAYER_NONE;
 	}
 	return OPTIONS_OK;
 }
@@ -165,7 +163,7 @@ int options_load_defaults(struct options *op)
 {
 	int result = OPTIONS_OK;
 
-	op->layer = LAYER_DEFAULTS;
+	op->layer = OPTIONS_LAYER_DEFAULTS;
 	for (size_t i = 0; i < op->spec->nrows && result == OPTIONS_OK; i++)
 		if (op->spec->rows[i].key && op->spec->rows[i].default_value)
 			result = apply(op, &op->spec->rows[i],
@@ -175,7 +173,7 @@ int options_load_defaults(struct options *op)
 
 int options_load_environment(struct options *op)
 {
-	op->layer = LAYER_ENV;
+	op->layer = OPTIONS_LAYER_ENV;
 	for (size_t i = 0; i < op->spec->nrows; i++) {
 		const struct option_row *row = &op->spec->rows[i];
 		char name[128];
@@ -184,7 +182,7 @@ int options_load_environment(struct options *op)
 
 		if (!row->key)
 			continue;
-		describe(op, row, LAYER_ENV, 0, name, sizeof(name));
+		describe(op, row, OPTIONS_LAYER_ENV, 0, name, sizeof(name));
 		/* An empty variable is unset: what "${VAR}" in a unit gives. */
 		if (!(value = getenv(name)) || !*value)
 			continue;
@@ -198,7 +196,7 @@ int options_load_argv(struct options *op)
 {
 	int result = OPTIONS_OK;
 
-	op->layer = LAYER_ARGV;
+	op->layer = OPTIONS_LAYER_ARGV;
 	for (size_t i = 0; i < op->nsettings && result == OPTIONS_OK; i++)
 		result = apply(op, op->settings[i].row, op->settings[i].value);
 	return result;
@@ -227,30 +225,52 @@ int options_check_argv(struct options *op)
 
 /* ---- the INI file ---- */
 
+const char *options_normal_key(const char *name, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; name[i] && i + 1 < len; i++)
+		buf[i] = name[i] == '-' ? '_'
+		       : (name[i] >= 'A' && name[i] <= 'Z') ? (char)(name[i] + 32)
+		       : name[i];
+	buf[i] = '\0';
+	return buf;
+}
+
 static void report_unknown_key(struct options *op, const char *name)
 {
 	const struct option_row *row;
 	char normal[64], shown[64];
-	size_t i;
 
 	/* A hint for the likely typo: "lock-key" or "Lock_Key". */
-	for (i = 0; name[i] && i + 1 < sizeof(normal); i++)
-		normal[i] = name[i] == '-' ? '_'
-			  : (name[i] >= 'A' && name[i] <= 'Z') ? (char)(name[i] + 32)
-			  : name[i];
-	normal[i] = '\0';
-	row = find_key(op->spec, normal);
+	row = find_key(op->spec, options_normal_key(name, normal, sizeof(normal)));
 	options_fail(op, OPTIONS_INVALID, "%s:%d: unknown key %s%s%s%s", op->path,
 		     op->line, value_quote(name, shown, sizeof(shown)),
 		     row ? " (did you mean " : "", row ? row->key : "", row ? "?)" : "");
 }
 
-static int file_key_cb(void *user, int line, const char *key, const char *value)
+/* A further section's header and keys go to the caller, with the name
+ * after the prefix. */
+static int file_section_cb(void *user, int line, const char *name)
+{
+	struct options *op = user;
+
+	op->line = line;
+	return op->spec->sub_section(op->user, line, name + strlen(op->spec->sub_prefix))
+	       == OPTIONS_OK ? 0 : -1;
+}
+
+static int file_key_cb(void *user, int line, const char *section, const char *key,
+		       const char *value)
 {
 	struct options *op = user;
 	const struct option_row *row = find_key(op->spec, key);
 
 	op->line = line;
+	if (strcmp(section, op->spec->section) != 0)
+		return op->spec->sub_key(op->user, line,
+					 section + strlen(op->spec->sub_prefix), key,
+					 value) == OPTIONS_OK ? 0 : -1;
 	if (!row) {
 		report_unknown_key(op, key);
 		return -1;
@@ -260,15 +280,19 @@ static int file_key_cb(void *user, int line, const char *key, const char *value)
 
 int options_load_file(struct options *op, const char *path)
 {
+	const struct inifile_spec ini = {
+		.section = op->spec->section, .prefix = op->spec->sub_prefix,
+		.prefix_shown = op->spec->sub_shown, .section_fn = file_section_cb,
+		.key_fn = file_key_cb, .user = op,
+	};
 	int result;
 
-	op->layer = LAYER_FILE;
+	op->layer = OPTIONS_LAYER_FILE;
 	free(op->path);
 	if (!(op->path = strdup(path)))
 		return options_fail(op, OPTIONS_INVALID, "out of memory");
 	value_printable(path, strlen(path), op->path, strlen(path) + 1);
-	result = inifile_read(path, op->spec->section, file_key_cb, op, op->err,
-			      op->errlen);
+	result = inifile_read(path, &ini, op->err, op->errlen);
 	op->line = 0;
 	if (result < 0) {
 		op->failed = true;
@@ -460,6 +484,21 @@ const char *options_text(const struct options *op, const char *key)
 	const struct option_row *row = find_key(op->spec, key);
 
 	return row ? state_of(op, row)->text : NULL;
+}
+
+enum options_layer options_layer(const struct options *op, const char *key)
+{
+	const struct option_row *row = find_key(op->spec, key);
+
+	return row ? state_of(op, row)->layer : OPTIONS_LAYER_NONE;
+}
+
+bool options_given(const struct options *op, const char *key)
+{
+	for (size_t i = 0; i < op->nsettings; i++)
+		if (op->settings[i].row->key && strcmp(op->settings[i].row->key, key) == 0)
+			return true;
+	return false;
 }
 
 const char *options_origin(const struct options *op, const char *key,

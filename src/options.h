@@ -66,6 +66,24 @@ struct options_spec {
 	/* An OPTION_ACTION read from argv, with its value or NULL: returns
 	 * OPTIONS_OK to go on, anything else to stop reading argv. */
 	int (*action)(void *user, int action, const char *value);
+	/* Further sections of the file, [SUB_PREFIX...] ("job."), NULL: none.
+	 * Their headers go to sub_section and their keys to sub_key, with the
+	 * name after the prefix and the line; each returns OPTIONS_OK, or a
+	 * code with the message set by options_fail. */
+	const char *sub_prefix;
+	const char *sub_shown;  /* how messages name them: "job.NAME" */
+	int (*sub_section)(void *user, int line, const char *name);
+	int (*sub_key)(void *user, int line, const char *name, const char *key,
+		       const char *value);
+};
+
+/* Where a setting's value came from, lowest first. */
+enum options_layer {
+	OPTIONS_LAYER_NONE,
+	OPTIONS_LAYER_DEFAULTS,
+	OPTIONS_LAYER_FILE,
+	OPTIONS_LAYER_ENV,
+	OPTIONS_LAYER_ARGV,
 };
 
 /* A load under way: the layers applied so far, which key each layer set
@@ -99,6 +117,10 @@ int options_load_argv(struct options *op);
 int options_fail(struct options *op, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The layer that last set key (after the loads so far). */
+enum options_layer options_layer(const struct options *op, const char *key);
+/* Whether the command line read so far holds key's option, applied or not. */
+bool options_given(const struct options *op, const char *key);
 /* An OPTION_TEXT value as last set, or NULL. */
 const char *options_text(const struct options *op, const char *key);
 /* Where key was last set, as messages name it: "FILE:LINE: key",
@@ -107,6 +129,10 @@ const char *options_origin(const struct options *op, const char *key,
 			   char *buf, size_t len);
 /* The file's path as messages show it (control characters masked). */
 const char *options_path(const struct options *op);
+
+/* name as a key would be written, for a hint at a likely typo: "lock-key"
+ * and "Lock_Key" are "lock_key". Returns buf. */
+const char *options_normal_key(const char *name, char *buf, size_t len);
 
 /* Frees the OPTION_STRING fields of target and sets them to NULL. */
 void options_release(const struct options_spec *spec, void *target);

@@ -35,7 +35,7 @@ help=$("$binary" --help) || fail "'$binary --help' failed"
 # option that --help does not have yet (--log-format) is skipped.
 # shellcheck disable=SC1090,SC1091 # checked on its own above
 . "$file"
-for opt in --acquire --restart --log-level --log-format; do
+for opt in --acquire --restart --log-level --log-format --missed; do
 	helpline=$(printf '%s\n' "$help" | grep -E -- "^ +(-[A-Za-z], )?$opt=")
 	[ -n "$helpline" ] || continue
 	for value in $(_pgleader_values "$opt"); do
@@ -96,6 +96,11 @@ complete_line "a.conf" pgleader --config = a
 complete_line "" pgleader --dsn ""
 complete_line "status" pgleader statu
 complete_line "--json" pgleader status --js
+complete_line "~ runs" pgleader run
+complete_line "~ init-db" pgleader init-
+complete_line "--job" pgleader runs --jo
+complete_line "--print-sql" pgleader init-db --print
+complete_line "once skip" pgleader --missed ""
 complete_line "~ echo" pgleader --lock-name nightly ech
 complete_line "~ echo" pgleader -c a.conf -- ech
 complete_line "a.conf" pgleader --nonblock -- echo a.

@@ -109,16 +109,24 @@ static enum config_result load(struct config *cfg, char *err, ...)
 	return load_args(cfg, err, args);
 }
 
-/* "FILE" in an expected message stands for the temporary file's path. */
+/* "FILE" in an expected message stands for the temporary file's path,
+ * each time it appears. */
 static const char *expand(const char *expected, const char *path)
 {
 	static char buf[ERRLEN * 2];
-	const char *at = strstr(expected, "FILE");
+	const char *at;
+	size_t n = 0;
 
-	if (!at || !path)
+	if (!path)
 		return expected;
-	snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - expected), expected,
-		 path, at + 4);
+	buf[0] = '\0';
+	while ((at = strstr(expected, "FILE")) && n < sizeof(buf)) {
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%.*s%s",
+				      (int)(at - expected), expected, path);
+		expected = at + 4;
+	}
+	if (n < sizeof(buf))
+		snprintf(buf + n, sizeof(buf) - n, "%s", expected);
 	return buf;
 }
 
@@ -167,6 +175,17 @@ static const char *field_text(const struct config *cfg, const char *key)
 	STR("failsafe_secret_file", cfg->failsafe_secret_file);
 	INT("failsafe_ttl", cfg->failsafe_ttl_ms);
 	STR("command", join(cfg->command));
+	/* the job keys as the default job got them */
+	STR("schedule", cfg->n_jobs ? cfg->jobs[0].schedule : "(no job)");
+	STR("timezone", cfg->n_jobs ? cfg->jobs[0].timezone : "(no job)");
+	INT("jitter", cfg->n_jobs ? cfg->jobs[0].jitter_ms : -99);
+	INT("max_runtime", cfg->n_jobs ? cfg->jobs[0].max_runtime_ms : -99);
+	INT("missed", cfg->n_jobs ? (int)cfg->jobs[0].missed : -99);
+	INT("missed_window", cfg->n_jobs ? cfg->jobs[0].missed_window_ms : -99);
+	INT("rerun_interrupted", cfg->n_jobs ? cfg->jobs[0].rerun_interrupted : -99);
+	INT("once_per", cfg->once_per_ms);
+	STR("schema", cfg->schema);
+	INT("keep_runs", cfg->keep_runs_ms);
 #undef INT
 #undef STR
 	ck_abort_msg("no such key %s", key);
@@ -239,9 +258,33 @@ static const struct key_case {
 	  "must be greater than 0" },
 	{ "command", NULL, false, "./report --daily 'a b'", "./report|--daily|a b",
 	  "'open", "unterminated single quote" },
+	/* DESIGN 10; a bad expression or zone: see schedule_values */
+	{ "schedule", "schedule", false, "*/15 * * * *", "*/15 * * * *", NULL, NULL },
+	{ "timezone", "timezone", false, "Europe/Berlin", "Europe/Berlin", "",
+	  "must not be empty (the default is UTC)" },
+	{ "jitter", "jitter", false, "30s", "30000", "soon",
+	  "invalid duration \"soon\" (examples: 250ms, 5s, 2m)" },
+	{ "max_runtime", "max-runtime", false, "1h", "3600000", "0",
+	  "must be greater than 0" },
+	{ "missed", "missed", false, "skip", "1", "twice",
+	  "invalid value \"twice\" (expected once, skip)" },
+	{ "missed_window", "missed-window", false, "2h", "7200000", "0",
+	  "must be greater than 0" },
+	{ "rerun_interrupted", "rerun-interrupted", true, "yes", "1", "maybe",
+	  "invalid boolean \"maybe\" (true/false, yes/no, on/off, 1/0)" },
+	{ "once_per", "once-per", false, "1h", "3600000", "-1h",
+	  "invalid duration \"-1h\" (examples: 250ms, 5s, 2m)" },
+	{ "schema", "schema", false, "ledger_2", "ledger_2", "PgLeader",
+	  "invalid schema name \"PgLeader\" (1 to 63 of a-z 0-9 _, not starting with a digit)" },
+	{ "keep_runs", "keep-runs", false, "24h", "86400000", "721h",
+	  "invalid duration \"721h\" (examples: 250ms, 5s, 2m)" },
 };
 
 #define NKEYS (int)(sizeof(key_cases) / sizeof(key_cases[0]))
+
+static const char *const scheduled[] = {
+	"jitter", "max_runtime", "missed", "missed_window", "rerun_interrupted",
+};
 
 static const char *const *command_args(const struct key_case *k,
 				       const char *first, const char *second)
@@ -255,6 +298,12 @@ static const char *const *command_args(const struct key_case *k,
 		args[n++] = "--failsafe-secret-file=/secret";
 		args[n++] = "--node-id=a";
 	}
+	/* what the keys of a schedule and a one-shot need */
+	for (size_t i = 0; i < sizeof(scheduled) / sizeof(scheduled[0]); i++)
+		if (strcmp(k->key, scheduled[i]) == 0)
+			args[n++] = "--schedule=@hourly";
+	if (strcmp(k->key, "once_per") == 0)
+		args[n++] = "--nonblock";
 	if (first)
 		args[n++] = first;
 	if (second)
@@ -765,9 +814,9 @@ static const struct {
 	{ "[pgleader]\nLog_Level = info\n", CONFIG_INVALID,
 	  "FILE:2: unknown key \"Log_Level\" (did you mean log_level?)", NULL, NULL },
 	{ "; comment\n[other]\nx = 1\n", CONFIG_INVALID,
-	  "FILE:2: unknown section [other] (expected [pgleader])", NULL, NULL },
+	  "FILE:2: unknown section [other] (expected [pgleader] or [job.NAME])", NULL, NULL },
 	{ "[pgleader]\ncommand = true\n[Pgleader]\n", CONFIG_INVALID,
-	  "FILE:3: unknown section [Pgleader] (expected [pgleader])", NULL, NULL },
+	  "FILE:3: unknown section [Pgleader] (expected [pgleader] or [job.NAME])", NULL, NULL },
 	{ "dsn = x\n[pgleader]\n", CONFIG_INVALID,
 	  "FILE:1: key \"dsn\" is outside the [pgleader] section", NULL, NULL },
 	{ "[pgleader]\n\nnot a setting\n", CONFIG_INVALID,
@@ -788,7 +837,7 @@ static const struct {
 	  "FILE:6: command: already set on line 2; set it only once", NULL, NULL },
 	/* control characters of the input never reach the terminal raw */
 	{ "[pg\x1b[2Jleader]\n", CONFIG_INVALID,
-	  "FILE:1: unknown section [pg?[2Jleader] (expected [pgleader])", NULL, NULL },
+	  "FILE:1: unknown section [pg?[2Jleader] (expected [pgleader] or [job.NAME])", NULL, NULL },
 	{ "[pgleader]\nlock\x07key = 1\n", CONFIG_INVALID,
 	  "FILE:2: unknown key \"lock?key\"", NULL, NULL },
 	{ "[pgleader]\nacquire = \x1b]0;owned\x07\n", CONFIG_INVALID,
@@ -1054,7 +1103,8 @@ static const struct {
 	{ { "-d" }, CONFIG_USAGE, "--dsn: missing value" },
 	{ { "--ping-i=2s", "true" }, CONFIG_OK, NULL }, /* unique prefix */
 	{ { "-c" }, CONFIG_USAGE, "--config: missing value" },
-	{ { "--json", "true" }, CONFIG_USAGE, "--json is only valid with 'pgleader status'" },
+	{ { "--json", "true" }, CONFIG_USAGE,
+	  "--json is only valid with 'pgleader status' or 'pgleader runs'" },
 	{ { "--nonblock" }, CONFIG_USAGE,
 	  "no command given (usage: pgleader [OPTION]... [--] COMMAND [ARG]...)" },
 	{ { "--" }, CONFIG_USAGE,
@@ -1117,7 +1167,7 @@ static const struct {
 	{ { "status", "--server-lease=1s" }, CONFIG_INVALID, false, false, NULL,
 	  "server_lease 1s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 2s + grace_period 8s = 13s" },
 	{ { "--json", "--", "status" }, CONFIG_USAGE, false, false, NULL,
-	  "--json is only valid with 'pgleader status'" },
+	  "--json is only valid with 'pgleader status' or 'pgleader runs'" },
 	{ { "status", "--watch" }, CONFIG_OK, true, false, "", NULL },
 	{ { "--watch", "status", "--json" }, CONFIG_OK, true, true, "", NULL },
 	{ { "--watch", "true" }, CONFIG_USAGE, false, false, NULL,
@@ -1510,6 +1560,447 @@ START_TEST(failure_leaves_nothing)
 }
 END_TEST
 
+/* ---- DESIGN 10: schedules, jobs, the ledger's keys, subcommands ---- */
+
+/* Each job as "NAME=COMMAND SCHEDULE TZ JITTER MAX_RUNTIME MISSED WINDOW
+ * RERUN GRACE RESTART", "; " between jobs. */
+static const char *jobs_text(const struct config *cfg)
+{
+	static char buf[2048];
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < cfg->n_jobs && n < sizeof(buf); i++) {
+		const struct config_job *j = &cfg->jobs[i];
+
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s", i ? "; " : "");
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s=%s", j->name,
+				      join(j->command));
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+				      " %s %s %lld %lld %d %lld %d %lld %d",
+				      j->schedule ? j->schedule : "-", j->timezone,
+				      (long long)j->jitter_ms, (long long)j->max_runtime_ms,
+				      (int)j->missed, (long long)j->missed_window_ms,
+				      j->rerun_interrupted, (long long)j->grace_period_ms,
+				      (int)j->restart);
+	}
+	return buf;
+}
+
+/* A bad expression or zone: the schedule module words the reason; config
+ * names where it came from and picks the exit code. */
+static const struct {
+	const char *file, *env_name, *env_value;
+	const char *args[6];
+	enum config_result result;
+	const char *prefix; /* of the message, "FILE" for the path */
+} schedule_value_cases[] = {
+	{ NULL, NULL, NULL, { "--schedule", "* * *", "true" }, CONFIG_USAGE, "--schedule: " },
+	{ NULL, NULL, NULL, { "--schedule", "@fortnightly", "true" }, CONFIG_USAGE,
+	  "--schedule: " },
+	{ NULL, NULL, NULL, { "--schedule", "@every soon", "true" }, CONFIG_USAGE,
+	  "--schedule: " },
+	{ NULL, NULL, NULL, { "--timezone", "Mars/Olympus_Mons", "true" }, CONFIG_USAGE,
+	  "--timezone: " },
+	{ NULL, NULL, NULL, { "--timezone=../../etc/passwd", "true" }, CONFIG_USAGE,
+	  "--timezone: " },
+	{ "[pgleader]\nschedule = * *\ncommand = true\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:2: schedule: " },
+	{ "[pgleader]\ncommand = true\ntimezone = Nowhere/City\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:3: timezone: " },
+	{ NULL, "PGLEADER_SCHEDULE", "every day", { "true" }, CONFIG_INVALID,
+	  "PGLEADER_SCHEDULE: " },
+	{ NULL, "PGLEADER_TIMEZONE", "Europe/Nowhere", { "true" }, CONFIG_INVALID,
+	  "PGLEADER_TIMEZONE: " },
+	{ "[job.a]\ncommand = true\nschedule = 1 2 3\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:3: [job.a] schedule: " },
+	{ "[job.a]\ncommand = true\nschedule = @daily\ntimezone = Europe/Nowhere\n",
+	  NULL, NULL, { NULL }, CONFIG_INVALID, "FILE:4: [job.a] timezone: " },
+	/* the command line's mistake is usage, whatever the file holds */
+	{ "[pgleader]\ntimezone = Nowhere/City\n", NULL, NULL,
+	  { "--schedule=x", "true" }, CONFIG_USAGE, "--schedule: " },
+	/* what loads */
+	{ NULL, NULL, NULL, { "--schedule", "@every 90s", "true" }, CONFIG_OK, NULL },
+	{ NULL, NULL, NULL, { "--schedule", "0 3 * * *", "--timezone", "Europe/Berlin",
+			      "true" }, CONFIG_OK, NULL },
+	{ "[job.a]\ncommand = true\nschedule = */15 * * * *\ntimezone = America/New_York\n",
+	  NULL, NULL, { NULL }, CONFIG_OK, NULL },
+};
+
+static enum config_result load_case(struct config *cfg, char *err, const char *content,
+				    const char *env_name, const char *env_value,
+				    const char *const *args, const char **path)
+{
+	const char *argv[16];
+	size_t n = 0;
+
+	*path = NULL;
+	if (content) {
+		*path = write_file(content);
+		argv[n++] = "-c";
+		argv[n++] = *path;
+	}
+	if (env_name)
+		setenv(env_name, env_value, 1);
+	for (; *args; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	return load_args(cfg, err, argv);
+}
+
+START_TEST(schedule_values)
+{
+	struct config cfg;
+	char err[ERRLEN], prefix[ERRLEN * 2];
+	const char *path;
+	enum config_result result = load_case(&cfg, err, schedule_value_cases[_i].file,
+					      schedule_value_cases[_i].env_name,
+					      schedule_value_cases[_i].env_value,
+					      schedule_value_cases[_i].args, &path);
+
+	ck_assert_msg(result == schedule_value_cases[_i].result, "%d: %s", result, err);
+	if (result == CONFIG_OK) {
+		config_free(&cfg);
+		return;
+	}
+	snprintf(prefix, sizeof(prefix), "%s", expand(schedule_value_cases[_i].prefix, path));
+	ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0, "%s", err);
+	ck_assert_msg(strlen(err) > strlen(prefix) + 3, "no reason: %s", err);
+	ck_assert_msg(!strchr(err, '\n'), "one line: %s", err);
+}
+END_TEST
+
+#define NAME63 "abcdefghij-ABCDEFGHIJ.0123456789_abcdefghij-ABCDEFGHIJ.01234567"
+#define NAME64 NAME63 "8"
+
+static const struct {
+	const char *what, *file, *env_name, *env_value;
+	const char *args[8];
+	enum config_result result;
+	const char *expect; /* jobs_text, or the message ("FILE" for the path) */
+} job_cases[] = {
+	/* inheritance: a section takes [pgleader]'s value, never the command
+	 * line's, which sets the default job's alone */
+	{ "inherit", "[pgleader]\ntimezone = Europe/Berlin\njitter = 5s\n"
+	  "grace_period = 3s\nrestart = always\n"
+	  "[job.refresh]\ncommand = ./refresh --all\nschedule = */15 * * * *\n"
+	  "[job.clean]\ncommand = ./clean\nschedule = 0 3 * * *\ntimezone = UTC\n"
+	  "jitter = 0\nmax_runtime = 1h\nmissed = skip\nmissed_window = 6h\n"
+	  "rerun_interrupted = yes\ngrace_period = 30s\nrestart = no\n", NULL, NULL,
+	  { "--restart=on-failure", "--grace-period=1s", "--", "./serve" }, CONFIG_OK,
+	  "default=./serve - Europe/Berlin 5000 -1 0 -1 0 1000 1; "
+	  "refresh=./refresh|--all */15 * * * * Europe/Berlin 5000 -1 0 -1 0 3000 2; "
+	  "clean=./clean 0 3 * * * UTC 0 3600000 1 21600000 1 30000 0" },
+	{ "environment sets the default job only", "[job.a]\ncommand = a\n",
+	  "PGLEADER_TIMEZONE", "Asia/Tokyo", { "b" }, CONFIG_OK,
+	  "default=b - Asia/Tokyo 0 -1 0 -1 0 8000 0; a=a - UTC 0 -1 0 -1 0 8000 0" },
+	{ "default job's schedule", "[pgleader]\nschedule = @hourly\nmissed = skip\n"
+	  "command = ./tick\n[job.b]\ncommand = b\n", NULL, NULL, { NULL }, CONFIG_OK,
+	  "default=./tick @hourly UTC 0 -1 1 -1 0 8000 0; b=b - UTC 0 -1 1 -1 0 8000 0" },
+	{ "sections alone", "[job.a]\ncommand = a 'b c'\n\n[job.b]\ncommand = b\n"
+	  "schedule = @every 2s\n", NULL, NULL, { NULL }, CONFIG_OK,
+	  "a=a|b c - UTC 0 -1 0 -1 0 8000 0; b=b @every 2s UTC 0 -1 0 -1 0 8000 0" },
+	{ "[job.default] without a default job", "[job.default]\ncommand = d\n", NULL, NULL,
+	  { NULL }, CONFIG_OK, "default=d - UTC 0 -1 0 -1 0 8000 0" },
+	{ "longest name", "[job." NAME63 "]\ncommand = x\nschedule = @daily\njitter = 1m\n",
+	  NULL, NULL, { NULL }, CONFIG_OK,
+	  NAME63 "=x @daily UTC 60000 -1 0 -1 0 8000 0" },
+	{ "shell keeps a section's line whole", "[job.a]\ncommand = a | b\n", NULL, NULL,
+	  { "--shell" }, CONFIG_OK, "a=a | b - UTC 0 -1 0 -1 0 8000 0" },
+	{ "file jitter reaches a scheduled section", "[pgleader]\njitter = 2s\n"
+	  "[job.a]\ncommand = a\nschedule = @daily\n", NULL, NULL, { NULL }, CONFIG_OK,
+	  "a=a @daily UTC 2000 -1 0 -1 0 8000 0" },
+	/* what a section refuses, with its file and line */
+	{ "unknown key", "[job.a]\ncommand = a\nlock_key = 1\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID,
+	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart)" },
+	{ "a likely typo", "[job.a]\ncommand = a\nMax-Runtime = 1h\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:3: unknown key \"Max-Runtime\" in [job.a] (did you mean max_runtime?)" },
+	{ "duplicate section", "[job.a]\ncommand = a\n[job.b]\ncommand = b\n[job.a]\n", NULL,
+	  NULL, { NULL }, CONFIG_INVALID, "FILE:5: [job.a] is already defined on line 1" },
+	{ "no command", "[job.a]\nschedule = @daily\n[job.b]\ncommand = b\n", NULL, NULL,
+	  { NULL }, CONFIG_INVALID, "FILE:1: [job.a] has no command" },
+	{ "empty section", "[pgleader]\ncommand = x\n[job.a]\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:3: [job.a] has no command" },
+	{ "empty name", "[job.]\ncommand = a\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	  "FILE:1: invalid job name \"\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
+	{ "name with a space", "[job.a b]\ncommand = a\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:1: invalid job name \"a b\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
+	{ "name with a slash", "[job.a/b]\ncommand = a\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:1: invalid job name \"a/b\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
+	{ "name too long", "[job." NAME64 "]\ncommand = a\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:1: invalid job name \"abcdefghij-ABCDEFGHIJ.0123456789_abcdefg...\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
+	{ "default clashes", "[job.default]\ncommand = d\n", NULL, NULL, { "x" },
+	  CONFIG_INVALID,
+	  "FILE:1: [job.default] clashes with the default job (the command line's or [pgleader]'s command); rename the section" },
+	{ "key twice", "[job.a]\ncommand = a\ncommand = b\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:3: [job.a] command: already set on line 2; set it only once" },
+	{ "bad value", "[job.a]\ncommand = a\nschedule = @daily\njitter = soon\n", NULL, NULL,
+	  { NULL }, CONFIG_INVALID,
+	  "FILE:4: [job.a] jitter: invalid duration \"soon\" (examples: 250ms, 5s, 2m)" },
+	{ "bad restart", "[job.a]\ncommand = a\nrestart = sometimes\n", NULL, NULL,
+	  { NULL }, CONFIG_INVALID,
+	  "FILE:3: [job.a] restart: invalid value \"sometimes\" (expected no, on-failure, always)" },
+	{ "a schedule's key without one", "[job.a]\ncommand = a\nmissed = skip\n", NULL,
+	  NULL, { NULL }, CONFIG_INVALID,
+	  "FILE:3: [job.a] missed needs a schedule in the section" },
+	{ "bad command", "[job.a]\n\ncommand = a 'b\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:3: [job.a] command: unterminated single quote" },
+	{ "empty command name", "[job.a]\ncommand = '' x\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:2: [job.a] command: empty command name" },
+	{ "empty command", "[job.a]\ncommand =\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:2: [job.a] command: empty command" },
+	{ "not a job section", "[jobs.a]\ncommand = a\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:1: unknown section [jobs.a] (expected [pgleader] or [job.NAME])" },
+	{ "text after the header", "[job.a] x\ncommand = a\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID, "FILE:1: unexpected text after [job.a]" },
+	/* keys of a schedule where none can use them */
+	{ "--jitter without a schedule", NULL, NULL, NULL, { "--jitter=1s", "true" },
+	  CONFIG_USAGE,
+	  "--jitter needs a schedule: it applies to the default job only, which has none" },
+	{ "--max-runtime=none is still given", NULL, NULL, NULL,
+	  { "--max-runtime=none", "true" }, CONFIG_USAGE,
+	  "--max-runtime needs a schedule: it applies to the default job only, which has none" },
+	{ "--missed for the default job, scheduled sections",
+	  "[job.a]\ncommand = a\nschedule = @daily\n", NULL, NULL,
+	  { "--missed=skip", "true" }, CONFIG_USAGE,
+	  "--missed needs a schedule: it applies to the default job only, which has none" },
+	{ "variable without a schedule", NULL, "PGLEADER_RERUN_INTERRUPTED", "yes",
+	  { "true" }, CONFIG_INVALID,
+	  "PGLEADER_RERUN_INTERRUPTED needs a schedule: it applies to the default job only, which has none" },
+	{ "file key without a schedule", "[pgleader]\ncommand = true\nmissed_window = 1h\n",
+	  NULL, NULL, { NULL }, CONFIG_INVALID,
+	  "FILE:3: missed_window needs a schedule: no job it applies to has one" },
+	{ "file key every section overrides", "[pgleader]\njitter = 1s\n[job.a]\ncommand = a\n"
+	  "schedule = @daily\njitter = 2s\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	  "FILE:2: jitter needs a schedule: no job it applies to has one" },
+	{ "--schedule with no default job", "[job.a]\ncommand = a\n", NULL, NULL,
+	  { "--schedule=@daily" }, CONFIG_USAGE,
+	  "--schedule: no job to schedule: there is no COMMAND and no 'command' key (a [job.NAME] section takes its own schedule)" },
+	{ "schedule in [pgleader] with sections only",
+	  "[pgleader]\nschedule = @daily\n[job.a]\ncommand = a\n", NULL, NULL, { NULL },
+	  CONFIG_INVALID,
+	  "FILE:2: schedule: no job to schedule: there is no COMMAND and no 'command' key (a [job.NAME] section takes its own schedule)" },
+	/* --once-per */
+	{ "--once-per alone", NULL, NULL, NULL, { "--once-per=1h", "true" }, CONFIG_USAGE,
+	  "--once-per needs --nonblock or --wait-timeout (it is for one-shots)" },
+	{ "once_per variable alone", NULL, "PGLEADER_ONCE_PER", "1h", { "true" },
+	  CONFIG_INVALID, "PGLEADER_ONCE_PER needs --nonblock or --wait-timeout (it is for one-shots)" },
+	{ "--once-per and a schedule", NULL, NULL, NULL,
+	  { "--once-per=1h", "--nonblock", "--schedule=@hourly", "true" }, CONFIG_USAGE,
+	  "--once-per excludes a schedule (--schedule)" },
+	{ "once_per and a file's schedule", "[pgleader]\nschedule = @hourly\nonce_per = 1h\n",
+	  NULL, NULL, { "--wait-timeout=0", "true" }, CONFIG_INVALID,
+	  "FILE:3: once_per excludes a schedule (FILE:2: schedule)" },
+	{ "once_per and sections", "[pgleader]\nonce_per = 1h\n\n[job.a]\ncommand = a\n",
+	  NULL, NULL, { "--nonblock", "true" }, CONFIG_INVALID,
+	  "FILE:2: once_per excludes [job.NAME] sections (FILE:4)" },
+	{ "--once-per --nonblock", NULL, NULL, NULL, { "--once-per=1h", "--nonblock", "t" },
+	  CONFIG_OK, "default=t - UTC 0 -1 0 -1 0 8000 0" },
+	{ "--once-per --wait-timeout", NULL, NULL, NULL,
+	  { "--once-per=15m", "--wait-timeout=30s", "t" }, CONFIG_OK,
+	  "default=t - UTC 0 -1 0 -1 0 8000 0" },
+	{ "--once-per=0 is off", NULL, NULL, NULL, { "--once-per=0", "t" }, CONFIG_OK,
+	  "default=t - UTC 0 -1 0 -1 0 8000 0" },
+};
+
+START_TEST(jobs)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	const char *path;
+	enum config_result result = load_case(&cfg, err, job_cases[_i].file,
+					      job_cases[_i].env_name,
+					      job_cases[_i].env_value, job_cases[_i].args,
+					      &path);
+
+	ck_assert_msg(result == job_cases[_i].result, "%s: %d: %s", job_cases[_i].what,
+		      result, err);
+	if (result != CONFIG_OK) {
+		ck_assert_str_eq(err, expand(job_cases[_i].expect, path));
+		return;
+	}
+	ck_assert_str_eq(jobs_text(&cfg), job_cases[_i].expect);
+	/* the default job's command is the daemon's single command */
+	if (cfg.command) {
+		ck_assert_str_eq(cfg.jobs[0].name, "default");
+		ck_assert_ptr_eq(cfg.jobs[0].command, cfg.command);
+	}
+	ck_assert_int_eq(cfg.job_sections, job_cases[_i].file &&
+					   strstr(job_cases[_i].file, "[job."));
+	config_free(&cfg);
+}
+END_TEST
+
+static const struct {
+	const char *file;
+	const char *args[8];
+	enum config_result result;
+	enum config_mode mode;
+	const char *expect; /* "json job since print_sql", or the message */
+} subcommand_cases[] = {
+	{ NULL, { "runs" }, CONFIG_OK, CONFIG_MODE_RUNS, "0 (null) -1 0" },
+	{ NULL, { "runs", "--job", "nightly.clean", "--since", "24h", "--json" }, CONFIG_OK,
+	  CONFIG_MODE_RUNS, "1 nightly.clean 86400000 0" },
+	{ NULL, { "--json", "-d", "x", "runs", "--since=0" }, CONFIG_OK, CONFIG_MODE_RUNS,
+	  "1 (null) 0 0" },
+	{ NULL, { "init-db" }, CONFIG_OK, CONFIG_MODE_INIT_DB, "0 (null) -1 0" },
+	{ NULL, { "init-db", "--print-sql", "--schema", "ops" }, CONFIG_OK,
+	  CONFIG_MODE_INIT_DB, "0 (null) -1 1" },
+	{ NULL, { "status", "--json" }, CONFIG_OK, CONFIG_MODE_STATUS, "1 (null) -1 0" },
+	{ NULL, { "--", "runs" }, CONFIG_OK, CONFIG_MODE_DAEMON, "0 (null) -1 0" },
+	{ NULL, { "init-db", "--" }, CONFIG_OK, CONFIG_MODE_INIT_DB, "0 (null) -1 0" },
+	/* a shared file's daemon rules do not stop a subcommand */
+	{ "[pgleader]\nonce_per = 1h\njitter = 1s\n[job.a]\ncommand = a\n",
+	  { "runs", "--job", "a" }, CONFIG_OK, CONFIG_MODE_RUNS, "0 a -1 0" },
+	{ NULL, { "runs", "foo" }, CONFIG_USAGE, 0, "runs takes no arguments (got \"foo\")" },
+	{ NULL, { "init-db", "--", "x" }, CONFIG_USAGE, 0,
+	  "init-db takes no arguments (got \"x\")" },
+	{ NULL, { "status", "--nonblock" }, CONFIG_USAGE, 0,
+	  "--nonblock is not valid with 'pgleader status'" },
+	{ NULL, { "--nonblock", "init-db" }, CONFIG_USAGE, 0,
+	  "--nonblock is not valid with 'pgleader init-db'" },
+	{ NULL, { "runs", "--wait-timeout=1s" }, CONFIG_USAGE, 0,
+	  "--wait-timeout is not valid with 'pgleader runs'" },
+	{ NULL, { "runs", "--schedule", "@daily" }, CONFIG_USAGE, 0,
+	  "--schedule is not valid with 'pgleader runs'" },
+	{ NULL, { "status", "--once-per", "1h" }, CONFIG_USAGE, 0,
+	  "--once-per is not valid with 'pgleader status'" },
+	{ NULL, { "init-db", "--keep-runs=1h" }, CONFIG_USAGE, 0,
+	  "--keep-runs is not valid with 'pgleader init-db'" },
+	{ NULL, { "status", "--rerun-interrupted" }, CONFIG_USAGE, 0,
+	  "--rerun-interrupted is not valid with 'pgleader status'" },
+	{ NULL, { "runs", "--watch" }, CONFIG_USAGE, 0,
+	  "--watch is only valid with 'pgleader status'" },
+	{ NULL, { "init-db", "--job", "a" }, CONFIG_USAGE, 0,
+	  "--job is only valid with 'pgleader runs'" },
+	{ NULL, { "init-db", "--json" }, CONFIG_USAGE, 0,
+	  "--json is only valid with 'pgleader status' or 'pgleader runs'" },
+	{ NULL, { "status", "--since", "1h" }, CONFIG_USAGE, 0,
+	  "--since is only valid with 'pgleader runs'" },
+	{ NULL, { "--print-sql", "true" }, CONFIG_USAGE, 0,
+	  "--print-sql is only valid with 'pgleader init-db'" },
+	{ NULL, { "runs", "--print-sql" }, CONFIG_USAGE, 0,
+	  "--print-sql is only valid with 'pgleader init-db'" },
+	{ NULL, { "runs", "--since", "soon" }, CONFIG_USAGE, 0,
+	  "--since: invalid duration \"soon\" (examples: 30m, 24h, 720h)" },
+	{ NULL, { "runs", "--job", "a b" }, CONFIG_USAGE, 0,
+	  "--job: invalid job name \"a b\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
+	{ NULL, { "runs", "--job" }, CONFIG_USAGE, 0, "--job: missing value" },
+	{ NULL, { "init-db", "--schema", "pg_ledger" }, CONFIG_USAGE, 0,
+	  "--schema: invalid schema name \"pg_ledger\" (pg_ names are reserved by PostgreSQL)" },
+};
+
+START_TEST(subcommands)
+{
+	struct config cfg;
+	char err[ERRLEN], got[256];
+	const char *path;
+	enum config_result result = load_case(&cfg, err, subcommand_cases[_i].file, NULL,
+					      NULL, subcommand_cases[_i].args, &path);
+
+	ck_assert_msg(result == subcommand_cases[_i].result, "%d: %s", result, err);
+	if (result != CONFIG_OK) {
+		ck_assert_str_eq(err, subcommand_cases[_i].expect);
+		return;
+	}
+	ck_assert_int_eq(cfg.mode, subcommand_cases[_i].mode);
+	ck_assert_int_eq(cfg.status_mode, cfg.mode == CONFIG_MODE_STATUS);
+	snprintf(got, sizeof(got), "%d %s %lld %d", cfg.json,
+		 cfg.runs_job ? cfg.runs_job : "(null)", (long long)cfg.runs_since_ms,
+		 cfg.print_sql);
+	ck_assert_str_eq(got, subcommand_cases[_i].expect);
+	if (cfg.mode != CONFIG_MODE_DAEMON)
+		ck_assert_ptr_null(cfg.command);
+	config_free(&cfg);
+}
+END_TEST
+
+/* uses_ledger: a schedule, [job.NAME] sections or --once-per, and nothing
+ * else: a plain single command never touches the ledger. */
+static const struct {
+	const char *file;
+	const char *args[6];
+	bool ledger;
+} ledger_cases[] = {
+	{ NULL, { "true" }, false },
+	{ NULL, { "--schema=ops", "--keep-runs=1h", "--timezone=Europe/Paris", "true" },
+	  false },
+	{ NULL, { "--once-per=0", "--nonblock", "true" }, false },
+	{ "[pgleader]\nschedule =\ncommand = true\n", { NULL }, false },
+	{ NULL, { "--schedule=@hourly", "true" }, true },
+	{ NULL, { "--once-per=1h", "--nonblock", "true" }, true },
+	{ "[job.a]\ncommand = a\n", { NULL }, true },
+	{ "[job.a]\ncommand = a\nschedule = @daily\n", { "true" }, true },
+	{ "[pgleader]\nschedule = @daily\ncommand = true\n", { NULL }, true },
+};
+
+START_TEST(uses_ledger)
+{
+	struct config cfg;
+	char err[ERRLEN];
+	const char *path;
+
+	ck_assert_msg(load_case(&cfg, err, ledger_cases[_i].file, NULL, NULL,
+				ledger_cases[_i].args, &path) == CONFIG_OK, "%s", err);
+	ck_assert_int_eq(cfg.uses_ledger, ledger_cases[_i].ledger);
+	config_free(&cfg);
+}
+END_TEST
+
+START_TEST(job_defaults)
+{
+	struct config cfg;
+	char err[ERRLEN];
+
+	ck_assert_int_eq(load(&cfg, err, "true", NULL), CONFIG_OK);
+	ck_assert_int_eq(cfg.mode, CONFIG_MODE_DAEMON);
+	ck_assert_uint_eq(cfg.n_jobs, 1);
+	ck_assert_str_eq(jobs_text(&cfg), "default=true - UTC 0 -1 0 -1 0 8000 0");
+	ck_assert_ptr_eq(cfg.jobs[0].command, cfg.command);
+	ck_assert(!cfg.job_sections);
+	ck_assert_int_eq(cfg.once_per_ms, 0);
+	ck_assert_str_eq(cfg.schema, "pgleader");
+	ck_assert_int_eq(cfg.keep_runs_ms, INT64_C(720) * 3600 * 1000);
+	ck_assert_ptr_null(cfg.runs_job);
+	ck_assert_int_eq(cfg.runs_since_ms, -1);
+	ck_assert(!cfg.print_sql);
+	ck_assert(!cfg.uses_ledger);
+	config_free(&cfg);
+}
+END_TEST
+
+/* Schema names: a plain lower-case identifier of at most 63 bytes. */
+static const struct {
+	const char *value;
+	bool ok;
+} schema_cases[] = {
+	{ "pgleader", true }, { "_ledger", true }, { "a1_", true },
+	{ "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij123", true },
+	{ "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij1234", false },
+	{ "", false }, { "1a", false }, { "a-b", false }, { "Ledger", false },
+	{ "a b", false }, { "\"x\"", false }, { "pg_x", false }, { "caf\xc3\xa9", false },
+};
+
+START_TEST(schema_names)
+{
+	struct config cfg;
+	char err[ERRLEN], option[128];
+	enum config_result result;
+
+	snprintf(option, sizeof(option), "--schema=%s", schema_cases[_i].value);
+	result = load(&cfg, err, option, "true", NULL);
+	ck_assert_msg(result == (schema_cases[_i].ok ? CONFIG_OK : CONFIG_USAGE), "%s: %s",
+		      option, err);
+	if (result == CONFIG_OK) {
+		ck_assert_str_eq(cfg.schema, schema_cases[_i].value);
+		config_free(&cfg);
+	} else {
+		ck_assert_msg(strncmp(err, "--schema: invalid schema name ", 30) == 0, "%s", err);
+	}
+}
+END_TEST
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -1549,6 +2040,12 @@ static Suite *config_suite(void)
 		ONCE(failsafe_peers_parsed),
 		LOOP(exit_codes, exit_cases),
 		ONCE(failure_leaves_nothing),
+		LOOP(schedule_values, schedule_value_cases),
+		LOOP(jobs, job_cases),
+		LOOP(subcommands, subcommand_cases),
+		LOOP(uses_ledger, ledger_cases),
+		ONCE(job_defaults),
+		LOOP(schema_names, schema_cases),
 #undef LOOP
 #undef ONCE
 	};
