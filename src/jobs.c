@@ -300,7 +300,10 @@ static void claim_cb(void *arg, const struct ledger_answer *a)
 	if (!a->ok) {
 		log_error("job %s: cannot claim tick %s: %s", jb->cfg->name, when, a->error);
 	} else if (a->early) {
-		jb->next_tick = jb->claim_tick; /* our clock ran ahead: wait */
+		/* our reading of the server's clock ran ahead: the same tick
+		 * again once the server reaches it, still due when planned */
+		jb->next_tick = jb->claim_tick;
+		jb->last_handled = jb->claim_tick - 1;
 		arm_tick(jb);
 	} else if (!a->holder) {
 		log_warning("job %s: tick %s not run: this node's lock session no "
@@ -410,9 +413,12 @@ static void arm_tick(struct job *jb)
 	if (jb->next_tick == SCHEDULE_NEVER || jb->next_tick == INT64_MIN)
 		return;
 	jb->view.next_tick = (double)jb->next_tick / 1000;
-	at = jb->next_tick + schedule_jitter(j->term.lock_key, jb->cfg->name,
-					     jb->next_tick, jb->cfg->jitter_ms);
-	ev_timer_set(&jb->tick_timer, fmax((double)(at - db_now(j)) / 1000, 0), 0.);
+	/* a millisecond late: our reading of the server's clock is good to
+	 * a fraction of the round trip, and a claim that comes early is
+	 * refused and sent again */
+	at = jb->next_tick + 1 + schedule_jitter(j->term.lock_key, jb->cfg->name,
+						 jb->next_tick, jb->cfg->jitter_ms);
+	ev_timer_set(&jb->tick_timer, fmax((double)(at - db_now(j)) / 1000, 0.001), 0.);
 	ev_timer_start(j->loop, &jb->tick_timer);
 }
 

@@ -205,11 +205,18 @@ static bool parse(struct request *r, const struct lease_sql_answer *a,
 	return false;
 }
 
-/* A missing ledger found by ENSURE is made at once when the role may; the
- * creation's own answer then answers ENSURE. */
+/* A missing ledger found by ENSURE is made at once when the role may,
+ * then ENSURE is asked again: its answer (the server's clock too) is the
+ * one the asker hears. */
 static bool create_instead(struct ledger *l, struct request *r,
 			   const struct ledger_answer *out)
 {
+	if (r->kind == REQ_CREATE && out->ok) {
+		r->kind = REQ_ENSURE;
+		r->sql = l->sql_ensure;
+		r->may_create = false;
+		return true;
+	}
 	if (r->kind != REQ_ENSURE || !out->ok || !out->missing || !r->may_create)
 		return false;
 	log_notice("creating the ledger in schema %s on first use", l->schema);
