@@ -449,6 +449,8 @@ static void last_cb(void *arg, const struct ledger_answer *a)
 			    rfc3339(a->interrupted, when, sizeof(when)),
 			    jb->cfg->rerun_interrupted ? "; running it again" : "");
 	jb->last_handled = a->last_tick;
+	if (a->last_success > 0)
+		jb->view.last_success = (double)a->last_success / 1000;
 	plan_and_run(jb, INT64_MIN);
 	if (jb->cfg->rerun_interrupted && a->interrupted != INT64_MIN &&
 	    jb->state == JOB_IDLE)

@@ -63,7 +63,9 @@ struct jobs_view {
 	int pid;                    /* of the run going on, 0 when none */
 	double next_tick;           /* 0 when none is due (not leading) */
 	double last_tick;           /* of the last run started here */
-	double last_success;        /* end of the last run that exited 0 */
+	double last_success;        /* end of the job's last run that exited 0,
+				     * on any node: read from the ledger when
+				     * this node begins to lead */
 	uint64_t runs[JOBS_OUTCOME_COUNT];
 	uint64_t duration_counts[JOBS_BUCKETS + 1]; /* per bucket, +Inf last */
 	uint64_t duration_count;

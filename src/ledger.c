@@ -87,7 +87,10 @@ static const char sql_clock[] = "SELECT " SQL_NOW;
 	" AND fencing_token < $3::bigint RETURNING tick)" \
 	" SELECT (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint" \
 	" FROM %1$s.runs WHERE lock_key = $1::bigint AND job = $2::text)," \
-	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM cut), " SQL_NOW
+	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM cut)," \
+	" (SELECT (extract(epoch FROM max(finished_at)) * 1000)::bigint" \
+	" FROM %1$s.runs WHERE lock_key = $1::bigint AND job = $2::text" \
+	" AND outcome = 'succeeded'), " SQL_NOW
 
 #define FINISH_SQL \
 	"UPDATE %1$s.runs SET outcome = CASE WHEN outcome = 'running'" \
@@ -173,7 +176,7 @@ static bool parse(struct request *r, const struct lease_sql_answer *a,
 {
 	const char *const *v = a->values;
 	int want[] = { [REQ_ENSURE] = 3, [REQ_CREATE] = -1, [REQ_CLOCK] = 1,
-		       [REQ_CLAIM] = 5, [REQ_LAST] = 3, [REQ_FINISH] = -1,
+		       [REQ_CLAIM] = 5, [REQ_LAST] = 4, [REQ_FINISH] = -1,
 		       [REQ_PRUNE] = -1 };
 
 	if (want[r->kind] < 0)
@@ -195,6 +198,7 @@ static bool parse(struct request *r, const struct lease_sql_answer *a,
 	case REQ_LAST:
 		out->last_tick = int_of(v[0], INT64_MIN);
 		out->interrupted = int_of(v[1], INT64_MIN);
+		out->last_success = int_of(v[2], 0);
 		return true;
 	case REQ_CLOCK:
 	case REQ_CREATE:

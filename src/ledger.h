@@ -35,6 +35,7 @@ struct ledger_answer {
 	int64_t last_tick;       /* INT64_MIN: no row for the job */
 	int64_t interrupted;     /* newest run of an older term left running,
 				  * now recorded interrupted; INT64_MIN: none */
+	int64_t last_success;    /* end of the newest succeeded run; 0: none */
 };
 
 typedef void (*ledger_fn)(void *arg, const struct ledger_answer *a);
@@ -62,8 +63,9 @@ void ledger_clock(struct ledger *l, ledger_fn fn, void *arg);
 void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job,
 		  int64_t tick, const char *outcome, bool rerun, ledger_fn fn,
 		  void *arg);
-/* The newest tick recorded for the job, after recording as interrupted
- * every run an older term left running. */
+/* The newest tick recorded for the job and the end of its newest
+ * successful run, after recording as interrupted every run an older term
+ * left running. */
 void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,
 		 ledger_fn fn, void *arg);
 /* Ends a run: its outcome and exit status (-1: none). Kept and sent again

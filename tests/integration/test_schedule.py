@@ -259,6 +259,36 @@ def test_environment_names_job_tick_and_run(pg, fleet, ledger, lock_key, workdir
     assert "dsn" not in " ".join(env).lower()
 
 
+def test_metrics_carry_the_fleets_last_success(pg, fleet, ledger, lock_key):
+    """A new leader's pgleader_job_last_success_timestamp_seconds is the
+    fleet's, read from the ledger: the alert on it does not fire because
+    the node that ran the job went away."""
+    job = {"after": 0.2, "exit_code": 0}
+    a = fleet.start("a", *sched(), job=job)
+    wait_rows(pg, lock_key, 1, bound(10), outcome="succeeded")
+    port = h.free_port()
+    # hourly on b: it runs nothing itself, the value can only be a's
+    b = fleet.start("b", *sched("--http-addr", "127.0.0.1:%d" % port, every="1h"), job=job)
+    h.wait_queued(pg, lock_key, "b")
+    a.signal(signal.SIGTERM)
+    b.wait_for_log(r"acquired leader lease", timeout=bound(10))
+    ran = max(float(r[0]) for r in pg.psql(
+        "SELECT extract(epoch FROM finished_at) FROM pgleader.runs WHERE node_id = 'a' "
+        "AND outcome = 'succeeded'"))
+
+    def metric():
+        import urllib.request
+        text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5).read().decode()
+        for ln in text.splitlines():
+            if ln.startswith('pgleader_job_last_success_timestamp_seconds{job="default"}'):
+                v = float(ln.split()[-1])
+                return v if v > 0 else None
+        return None
+    seen = h.wait_until(metric, bound(5), interval=0.1, what="the last success in /metrics")
+    assert seen >= ran - 0.01
+    assert b.count(r"started run") == 0
+
+
 def test_single_command_never_touches_the_ledger(pg, fleet, ledger, lock_key):
     """Without a schedule, job sections or --once-per there is no ledger:
     the single command needs no privilege beyond connecting."""
