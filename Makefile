@@ -112,6 +112,10 @@ all: $(B)pgleader $(HELPERS)
 $(B)pgleader: $(OBJS)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(LIBS)
 
+# The schedule arithmetic: the cron fields (schedule.c), the zone's offsets
+# (zone.c), @every's duration (value.c).
+SCHEDULE_SRCS := src/schedule.c src/zone.c src/value.c
+
 # The lease on its own, driven from stdin by the integration tests
 # (tests/integration/test_fence_lease.py); built with the tree, never installed.
 DRIVER_OBJS := $(addprefix $(B),src/lease.o src/lease_conn.o src/lease_sql.o src/log.o)
@@ -119,9 +123,9 @@ $(B)tests/fence_driver: tests/fence_driver.c $(DRIVER_OBJS) $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(DRIVER_OBJS) $(LIBS)
 
-$(B)tests/schedule_oracle: tests/schedule_oracle.c src/schedule.c src/value.c $(DEPS)
+$(B)tests/schedule_oracle: tests/schedule_oracle.c $(SCHEDULE_SRCS) $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/schedule.c src/value.c
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(SCHEDULE_SRCS)
 
 $(B)tests/stampjob: tests/stampjob.c $(DEPS)
 	@mkdir -p $(@D)
@@ -165,9 +169,8 @@ CHILD_SRCS := src/child.c src/proctree.c src/stdfd.c tests/unit/log_stub.c
 $(B)tests/unit/test_child: tests/unit/test_child.c $(CHILD_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(CHILD_SRCS) -lev $(CHECK_LIBS)
 
-# schedule.c is pure arithmetic; value.c reads @every's duration.
-$(B)tests/unit/test_schedule: tests/unit/test_schedule.c src/schedule.c src/value.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/schedule.c src/value.c $(CHECK_LIBS)
+$(B)tests/unit/test_schedule: tests/unit/test_schedule.c $(SCHEDULE_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(SCHEDULE_SRCS) $(CHECK_LIBS)
 
 # metrics.c is pure; election.c gives it the state names and bucket bounds.
 METRICS_DEPS := src/metrics.c $(ELECTION_SRCS)
