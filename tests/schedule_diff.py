@@ -2,33 +2,36 @@
 """schedule_diff.py: schedule.c against croniter over random expressions.
 
 Generates random five-field expressions (lists, ranges, steps, month and
-day names, both day fields restricted) and random start times, a share of
-them near the UTC offset changes of several zones, runs the C driver
-(tests/schedule_oracle) once over all of them, and compares its next and
-previous tick with croniter's get_next and get_prev.
+day names in any case, both day fields restricted, the @ shorthands) in
+ten zones, and random start times, half of them within hours of an offset
+change; runs the C driver (tests/schedule_oracle) once over all of them and
+compares its next tick and newest tick at or before the start.
 
     schedule_diff.py [--seed N] [--count N] [--driver PATH]
 
-Two documented differences are not counted as mismatches:
+What pgleader is compared with, and the documented differences:
 
+- The calendar is croniter's, on naive local datetimes: croniter's own
+  DST handling (aware datetimes) shifts answers by the offset change
+  between the start and the answer and moves times a gap skips into the
+  next hour; it has no notion of cronie's rule. Those cases are not
+  compared with it but counted ("croniter's DST differs"). cronie's rule
+  (src/schedule.h) is applied to croniter's wall times by the model below
+  (zoneinfo), and up to BRUTE_MAX cases near an offset change are also run
+  through cronie's own loop, minute by minute (brute()).
 - The day rule. pgleader, as cronie, ORs the day-of-month and the
   day-of-week when neither field starts with '*'; croniter ORs them when
-  neither expands to every value. The expression croniter gets is
-  translated to cronie's meaning: day_or=False when a day field starts with
-  '*', and both day fields '*' when cronie ORs a field that holds every
-  value (that day field alone then matches every day). Counted as
-  "translated"; every such case is still compared.
-- DST. croniter does wall-clock arithmetic on aware datetimes and has no
-  rule of its own for a gap or a repeat; pgleader follows cronie (see
-  src/schedule.h). A case is excluded, and counted, only when the two
-  answers differ AND a UTC offset change of the zone lies between the start
-  time and the farther of the two answers (within a day of it). Each
-  excluded case is then checked against a brute-force model of cronie's
-  rule written here (minute by minute over the local clock), when both
-  answers lie within 3 days of the start; a disagreement there is a
-  mismatch.
+  neither expands to every value, and gives up on an OR whose day of month
+  never occurs in the chosen months. croniter gets the expression
+  translated to cronie's meaning (counted; still compared): day_or=False
+  when a day field starts with '*'; both day fields '*' when cronie ORs a
+  field that holds every value; the day of month '*' when it never occurs.
+- croniter's calendar bugs (a previous tick on Feb 29, some month ends, its
+  50-year search): where croniter's answer differs, a plain scan of days
+  decides; when the scan agrees with pgleader the case is counted as
+  "croniter's calendar is wrong" and the first few printed.
 
-Exits 1 on any mismatch, printing the first few.
+Everything else that differs is a mismatch: exit 1, the first ten printed.
 """
 
 import argparse
@@ -245,6 +248,9 @@ class Calendar:
 
 
 ONE_MINUTE = datetime.timedelta(minutes=1)
+# Cases near an offset change whose ticks are less than a day apart, also
+# run through cronie's loop minute by minute (about 10ms each).
+BRUTE_MAX = 300
 
 
 def day_matches(case, day):
@@ -297,6 +303,48 @@ def wild_prev(zone, t, cal):
         to = zone.wall(t)
 
 
+def brute(case, zone, t, lo, hi):
+    """cronie's main loop, minute by minute over [lo, hi] (UTC s): its
+    virtual clock is the highest local minute seen; each minute, a wild job
+    runs if the local time matches, a fixed one if any local minute the
+    virtual clock passes now matches. (next, prev) around t from the runs."""
+    runs = []
+    u = lo - lo % 60 - 3 * 3600
+    virtual = zone.wall(u - 60)
+    while u <= hi:
+        local = zone.wall(u)
+        if case["wild"]:
+            hit = matches(case, local)
+        else:
+            hit, m = False, virtual + ONE_MINUTE
+            while m <= local and not hit:
+                hit, m = day_matches(case, m) and m.hour in case["sets"][1] and \
+                    m.minute in case["sets"][0], m + ONE_MINUTE
+        if hit and lo <= u:
+            runs.append(u)
+        virtual = max(virtual, local)
+        u += 60
+    return (min((x for x in runs if x > t), default=None),
+            max((x for x in runs if x <= t), default=None))
+
+
+def matches(case, local):
+    sets = case["sets"]
+    return day_matches(case, local) and local.hour in sets[1] and local.minute in sets[0]
+
+
+def cron_aware(case, zone, t):
+    """croniter's own answers with an aware start: counted, not compared."""
+    try:
+        start = datetime.datetime.fromtimestamp(t, zone.tz)
+        nxt = croniter(case["theirs"], start, day_or=case["day_or"]).get_next(float)
+        start = datetime.datetime.fromtimestamp(t + 1, zone.tz)
+        prv = croniter(case["theirs"], start, day_or=case["day_or"]).get_prev(float)
+        return int(nxt), int(prv)
+    except CroniterBadDateError:
+        return None
+
+
 def gen_time(rng, zone):
     if rng.random() < 0.5:
         near = [c for c in zone.changes if T_FROM <= c < T_TO]
@@ -333,7 +381,7 @@ def main():
                          text=True, check=True).stdout.splitlines()
     if len(out) != len(cases):
         sys.exit("schedule-diff: the driver answered %d lines for %d" % (len(out), len(cases)))
-    mismatches, count = [], dict(translated=0, never=0, dst=0, croniter_wrong=0)
+    mismatches, count = [], dict(translated=0, never=0, dst=0, croniter_wrong=0, brute=0, aware=0)
     for c, line in zip(cases, out):
         zone, t = zones[c["zone"]], c["t"]
         if line.startswith("error"):
@@ -347,6 +395,18 @@ def main():
         count["translated"] += c["translated"]
         count["never"] += c["never"]
         count["dst"] += any(abs(x - t) < 86400 for x in zone.changes)
+        if (count["brute"] < BRUTE_MAX and ours[0] is not None and ours[1] is not None
+                and ours[0] - ours[1] < 86400 and any(abs(x - t) < 3 * 3600 for x in zone.changes)):
+            count["brute"] += 1
+            want = brute(c, zone, t, ours[1] - 60, ours[0] + 60)
+            if want != ours:
+                mismatches.append("%s | %s | t=%d: ours next=%s prev=%s, cronie's loop "
+                                  "next=%s prev=%s" % (c["expr"], c["zone"], t, ours[0],
+                                                       ours[1], want[0], want[1]))
+                continue
+        if any(abs(x - t) < 86400 for x in zone.changes) and not c["never"]:
+            aware = cron_aware(c, zone, t)
+            count["aware"] += aware != model(c, zone, t, Calendar(c, True))
         theirs = model(c, zone, t, Calendar(c, True))
         if ours == theirs:
             continue
@@ -362,10 +422,13 @@ def main():
                           "prev=%s, scan next=%s prev=%s" % (
                               c["expr"], c["zone"], t, ours[0], ours[1], theirs[0],
                               theirs[1], scanned[0], scanned[1]))
-    print("schedule-diff: seed %d, %d cases (%d within a day of an offset change), "
-          "%d mismatches; %d day-rule translations, %d never, %d where croniter's "
-          "calendar is wrong (a day scan agrees with pgleader); %.1fs" % (
-              args.seed, len(cases), count["dst"], len(mismatches),
+    print("schedule-diff: seed %d, %d cases (%d within a day of an offset change, "
+          "%d of them also against cronie's loop minute by minute, %d where croniter's "
+          "DST differs), %d mismatches; "
+          "%d day-rule translations, %d never, %d where croniter's calendar is wrong "
+          "(a day scan agrees with pgleader); %.1fs" % (
+              args.seed, len(cases), count["dst"], count["brute"], count["aware"],
+              len(mismatches),
               count["translated"], count["never"], count["croniter_wrong"],
               time.monotonic() - began))
     for m in mismatches[:10]:
