@@ -224,9 +224,27 @@ END_TEST
 
 /* ---- ticks ---- */
 
-static const struct {
+/* From t, the next tick and the newest at or before t. */
+struct tick_case {
 	const char *expr, *zone, *t, *next, *prev;
-} tick_cases[] = {
+};
+
+static void check_ticks(const struct tick_case *c)
+{
+	struct schedule *s = make(c->expr, c->zone);
+	int64_t t = ms(c->t), next = schedule_next(s, t), prev = schedule_prev(s, t);
+	char a[32], b[32];
+
+	ck_assert_msg(next == ms(c->next), "\"%s\" %s: next after %s is %s, "
+		      "expected %s", c->expr, ZONE(c->zone), c->t,
+		      show(next, a, sizeof(a)), c->next);
+	ck_assert_msg(prev == ms(c->prev), "\"%s\" %s: prev at %s is %s, "
+		      "expected %s", c->expr, ZONE(c->zone), c->t,
+		      show(prev, b, sizeof(b)), c->prev);
+	schedule_free(s);
+}
+
+static const struct tick_case tick_cases[] = {
 	/* steps, exact ticks: next is strictly after, prev at or before */
 	{ "*/15 * * * *", NULL, "2026-01-31T23:59:00Z", "2026-02-01T00:00:00Z",
 	  "2026-01-31T23:45:00Z" },
@@ -307,18 +325,7 @@ static const struct {
 
 START_TEST(ticks)
 {
-	struct schedule *s = make(tick_cases[_i].expr, tick_cases[_i].zone);
-	int64_t t = ms(tick_cases[_i].t), next = schedule_next(s, t),
-		prev = schedule_prev(s, t);
-	char a[32], b[32];
-
-	ck_assert_msg(next == ms(tick_cases[_i].next), "\"%s\" %s: next after %s "
-		      "is %s, expected %s", tick_cases[_i].expr, ZONE(tick_cases[_i].zone),
-		      tick_cases[_i].t, show(next, a, sizeof(a)), tick_cases[_i].next);
-	ck_assert_msg(prev == ms(tick_cases[_i].prev), "\"%s\" %s: prev at %s "
-		      "is %s, expected %s", tick_cases[_i].expr, ZONE(tick_cases[_i].zone),
-		      tick_cases[_i].t, show(prev, b, sizeof(b)), tick_cases[_i].prev);
-	schedule_free(s);
+	check_ticks(&tick_cases[_i]);
 }
 END_TEST
 
@@ -326,11 +333,8 @@ END_TEST
  * the local clock shows a matching time (none in a gap, twice in a
  * repeat); a job with both fixed runs a matching local time once, at the
  * first instant the clock shows it or a later time (a time in a gap: at
- * the gap's end; a repeated time: the first time). Each row is one step:
- * from t, the next tick and the newest at or before t. */
-static const struct {
-	const char *expr, *zone, *t, *next, *prev;
-} dst_cases[] = {
+ * the gap's end; a repeated time: the first time). Each row is one step. */
+static const struct tick_case dst_cases[] = {
 	/* Berlin, 2026-03-29 01:00Z: 02:00 CET becomes 03:00 CEST */
 	{ "30 2 * * *", "Europe/Berlin", "2026-03-29T00:00:00Z",
 	  "2026-03-29T01:00:00Z", "2026-03-28T01:30:00Z" },
@@ -403,18 +407,7 @@ static const struct {
 
 START_TEST(dst)
 {
-	struct schedule *s = make(dst_cases[_i].expr, dst_cases[_i].zone);
-	int64_t t = ms(dst_cases[_i].t), next = schedule_next(s, t),
-		prev = schedule_prev(s, t);
-	char a[32], b[32];
-
-	ck_assert_msg(next == ms(dst_cases[_i].next), "\"%s\" %s: next after %s "
-		      "is %s, expected %s", dst_cases[_i].expr, ZONE(dst_cases[_i].zone),
-		      dst_cases[_i].t, show(next, a, sizeof(a)), dst_cases[_i].next);
-	ck_assert_msg(prev == ms(dst_cases[_i].prev), "\"%s\" %s: prev at %s "
-		      "is %s, expected %s", dst_cases[_i].expr, ZONE(dst_cases[_i].zone),
-		      dst_cases[_i].t, show(prev, b, sizeof(b)), dst_cases[_i].prev);
-	schedule_free(s);
+	check_ticks(&dst_cases[_i]);
 }
 END_TEST
 
