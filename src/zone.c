@@ -14,11 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The zone's UTC offsets are learnt for 1970 to 2100 (outside, the offset
- * at the nearer end holds), from samples this far apart: two offset
- * changes closer than that would hide each other. In tzdata 2025 the
- * closest pair between 1970 and 2100 is 6.96 days apart (Brazil 2000, the
- * predicted Gaza rules). */
+/* The zone's UTC offsets are learnt for 1970 to 2100, all at once: about
+ * 16,000 localtime_r calls, 4ms, once per zone and process; a table read
+ * lazily as ticks move on would set TZ again at some later tick, in the
+ * middle of the daemon's work, for no gain a daemon could see. Outside,
+ * the offset at the nearer end holds. The samples are this far apart: two
+ * offset changes closer than that would hide each other. In tzdata 2025
+ * the closest pair between 1970 and 2100 is 6.96 days apart (Brazil 2000,
+ * the predicted Gaza rules); zdump -v over every zone says so. */
 #define ZONE_FROM INT64_C(0)
 #define ZONE_TO INT64_C(4102444800) /* 2100-01-01 */
 #define ZONE_STEP (4 * 86400)
@@ -163,12 +166,13 @@ static int zone_sample(struct zone *z)
  * (which is global, and re-read by every localtime call) on each call. */
 static int zone_read(struct zone *z, const char *path)
 {
-	char *saved = getenv("TZ") ? strdup(getenv("TZ")) : NULL;
+	const char *was = getenv("TZ");
+	char *saved = was ? strdup(was) : NULL;
 	char tz[PATH_MAX + 2];
 	int rc;
 
 	snprintf(tz, sizeof(tz), ":%s", path);
-	if (setenv("TZ", tz, 1) < 0) {
+	if ((was && !saved) || setenv("TZ", tz, 1) < 0) {
 		free(saved);
 		return -1;
 	}
