@@ -222,6 +222,35 @@ START_TEST(zone_leaves_tz_alone)
 }
 END_TEST
 
+/* TZDIR, as glibc reads it, says where the zones are: a zone copied
+ * there under a name of its own is found, the system's are not. */
+START_TEST(zone_tzdir)
+{
+	char dir[] = "/tmp/test_schedule.XXXXXX", sub[64], path[96], err[ERRLEN];
+	char cmd[256];
+	struct schedule *s;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/Test", dir);
+	snprintf(path, sizeof(path), "%s/Berlin2", sub);
+	snprintf(cmd, sizeof(cmd), "mkdir %s && cp /usr/share/zoneinfo/Europe/Berlin %s",
+		 sub, path);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(setenv("TZDIR", dir, 1), 0);
+	s = make("30 2 * * *", "Test/Berlin2");
+	ck_assert_int_eq(schedule_next(s, ms("2026-03-29T00:00:00Z")),
+			 ms("2026-03-29T01:00:00Z"));
+	schedule_free(s);
+	ck_assert_ptr_null(schedule_new("0 0 * * *", "Europe/Paris", err, sizeof(err)));
+	snprintf(cmd, sizeof(cmd), "invalid time zone \"Europe/Paris\": no such zone "
+		 "in %s", dir);
+	ck_assert_str_eq(err, cmd);
+	unsetenv("TZDIR");
+	snprintf(cmd, sizeof(cmd), "rm -r %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 /* ---- ticks ---- */
 
 /* From t, the next tick and the newest at or before t. */
@@ -545,6 +574,7 @@ static Suite *schedule_suite(void)
 		LOOP(parse_bad, bad_cases),
 		LOOP(zone_bad, bad_zones),
 		{ "zone_leaves_tz_alone", zone_leaves_tz_alone, 1 },
+		{ "zone_tzdir", zone_tzdir, 1 },
 		LOOP(ticks, tick_cases),
 		LOOP(dst, dst_cases),
 		LOOP(year, year_cases),
