@@ -52,7 +52,7 @@ ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe",
 MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
           "oct", "nov", "dec"]
 DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
-# (lo, hi, names, first value of names)
+# (lo, hi, names of lo, lo + 1, ...)
 FIELDS = [(0, 59, None), (0, 23, None), (1, 31, None), (1, 12, MONTHS),
           (0, 7, DAYS)]
 T_FROM = int(datetime.datetime(1995, 1, 1, tzinfo=datetime.timezone.utc).timestamp())
@@ -280,7 +280,7 @@ def wild_next(zone, t, cal):
         w = cal.next(frm)
         if w is None:
             return None
-        start, end = zone.segment(t)
+        _, end = zone.segment(t)
         off = zone.off(t)
         if end is None or w - off < datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=end):
             return int((w - off - datetime.datetime(1970, 1, 1)).total_seconds())
@@ -318,8 +318,7 @@ def brute(case, zone, t, lo, hi):
         else:
             hit, m = False, virtual + ONE_MINUTE
             while m <= local and not hit:
-                hit, m = day_matches(case, m) and m.hour in case["sets"][1] and \
-                    m.minute in case["sets"][0], m + ONE_MINUTE
+                hit, m = matches(case, m), m + ONE_MINUTE
         if hit and lo <= u:
             runs.append(u)
         virtual = max(virtual, local)
