@@ -79,7 +79,7 @@ UNIT_TESTS := $(addprefix $(B),tests/unit/test_config tests/unit/test_options \
 	tests/unit/test_value tests/unit/test_election \
 	tests/unit/test_log tests/unit/test_child tests/unit/test_metrics \
 	tests/unit/test_http tests/unit/test_lease_sql tests/unit/test_failsafe \
-	tests/unit/test_tickplan)
+	tests/unit/test_schedule tests/unit/test_tickplan)
 
 # Everything is built again when the flags change (WERROR=1 after a plain
 # build, say), without a make clean: the flags of the last build are kept in
@@ -95,12 +95,14 @@ DEPS := $(HDRS) Makefile $(BUILD_FLAGS)
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
 	lint sanitize coverage cppcheck shellcheck complexity metrics-lint dist deb rpm \
-	package-check
+	package-check schedule-diff
 
 # Test helpers, built beside pgleader: two for the integration tests, which
 # find them through PGLEADER_FENCE_DRIVER and PGLEADER_CLOCKSHIFT, or in the
-# tree; the benchmark's C command (PGLEADER_STAMPJOB, or in the tree).
-HELPERS := $(B)tests/fence_driver $(B)tests/clockshift.so $(B)tests/stampjob
+# tree; the benchmark's C command (PGLEADER_STAMPJOB, or in the tree); the
+# schedule arithmetic on stdin, for make schedule-diff.
+HELPERS := $(B)tests/fence_driver $(B)tests/clockshift.so $(B)tests/stampjob \
+	$(B)tests/schedule_oracle
 helper_env = PGLEADER_BIN=$(abspath $(1)/pgleader) \
 	PGLEADER_FENCE_DRIVER=$(abspath $(1)/tests/fence_driver) \
 	PGLEADER_CLOCKSHIFT=$(abspath $(1)/tests/clockshift.so) \
@@ -110,12 +112,20 @@ all: $(B)pgleader $(HELPERS)
 $(B)pgleader: $(OBJS)
 	$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(LIBS)
 
+# The schedule arithmetic: the cron fields (schedule.c), the zone's offsets
+# (zone.c), @every's duration (value.c).
+SCHEDULE_SRCS := src/schedule.c src/zone.c src/value.c
+
 # The lease on its own, driven from stdin by the integration tests
 # (tests/integration/test_fence_lease.py); built with the tree, never installed.
 DRIVER_OBJS := $(addprefix $(B),src/lease.o src/lease_conn.o src/lease_sql.o src/log.o)
 $(B)tests/fence_driver: tests/fence_driver.c $(DRIVER_OBJS) $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(DRIVER_OBJS) $(LIBS)
+
+$(B)tests/schedule_oracle: tests/schedule_oracle.c $(SCHEDULE_SRCS) $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(SCHEDULE_SRCS)
 
 $(B)tests/stampjob: tests/stampjob.c $(DEPS)
 	@mkdir -p $(@D)
@@ -135,8 +145,8 @@ $(B)src/%.o: src/%.c $(DEPS)
 # Unit tests link only the module under test.
 # The table engine: what config.c's table and test_options' own run on.
 OPTIONS_SRCS := src/options.c src/setting.c src/inifile.c src/value.c
-$(B)tests/unit/test_config: tests/unit/test_config.c src/config.c src/schedule.c $(OPTIONS_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c src/schedule.c $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
+$(B)tests/unit/test_config: tests/unit/test_config.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_value: tests/unit/test_value.c src/value.c $(DEPS)
@@ -152,7 +162,7 @@ $(B)tests/unit/test_election: tests/unit/test_election.c $(ELECTION_SRCS) $(DEPS
 $(B)tests/unit/test_log: tests/unit/test_log.c src/log.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
 # The planning rule on the real schedule arithmetic.
-TICKPLAN_SRCS := src/tickplan.c src/schedule.c src/value.c
+TICKPLAN_SRCS := src/tickplan.c $(SCHEDULE_SRCS)
 $(B)tests/unit/test_tickplan: tests/unit/test_tickplan.c $(TICKPLAN_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(TICKPLAN_SRCS) $(CHECK_LIBS)
 $(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEPS)
@@ -162,6 +172,9 @@ $(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEP
 CHILD_SRCS := src/child.c src/proctree.c src/stdfd.c tests/unit/log_stub.c
 $(B)tests/unit/test_child: tests/unit/test_child.c $(CHILD_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(CHILD_SRCS) -lev $(CHECK_LIBS)
+
+$(B)tests/unit/test_schedule: tests/unit/test_schedule.c $(SCHEDULE_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(SCHEDULE_SRCS) $(CHECK_LIBS)
 
 # metrics.c is pure; election.c gives it the state names and bucket bounds.
 METRICS_DEPS := src/metrics.c $(ELECTION_SRCS)
@@ -189,6 +202,13 @@ metrics-lint: $(B)tests/unit/test_metrics
 
 deps:
 	@tests/install-deps.sh
+
+# schedule.c against python3-croniter over 10,000 random expressions and
+# start times (tests/schedule_diff.py; SCHEDULE_DIFF_ARGS='--seed N
+# --count N'). Run by check, not by unit: the package builds run unit
+# without croniter.
+schedule-diff: $(B)tests/schedule_oracle
+	$(PYTHON) tests/schedule_diff.py --driver $(B)tests/schedule_oracle $(SCHEDULE_DIFF_ARGS)
 
 unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; CK_FORK=yes $(if $(filter /%,$(B)),,./)$$t; done
@@ -233,7 +253,7 @@ complexity:
 # No make clean: the tree stays usable while check runs, and the flags file
 # rebuilds whatever was built with other flags.
 check: deps
-	$(MAKE) WERROR=1 all unit lint
+	$(MAKE) WERROR=1 all unit schedule-diff lint
 	$(MAKE) WERROR=1 integration
 	$(MAKE) sanitize
 

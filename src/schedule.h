@@ -11,31 +11,72 @@
 
 struct schedule;
 
-/* Parses expr: five cron fields (minute hour day-of-month month
- * day-of-week; lists, ranges, steps, month and day names, 7 = Sunday, the
- * usual day-of-month OR day-of-week rule when both are restricted), the
- * @hourly @daily @weekly @monthly @yearly (@annually) shorthands, or
- * "@every DUR" (a duration as config takes it, at least 1ms: ticks at the
- * whole multiples of DUR since the epoch, so every node computes the same
- * ones). zone is a tz database name (NULL: "UTC"); cron fields are read in
- * that zone. NULL with one line in err naming what is wrong (the
- * expression, or the zone). */
+/* Parses expr, which is one of:
+ *
+ * - Five cron fields, separated by blanks: minute (0-59), hour (0-23),
+ *   day-of-month (1-31), month (1-12 or jan-dec), day-of-week (0-7 or
+ *   sun-sat; 0 and 7 are Sunday). Names are 3 letters, in any case. A
+ *   field is a comma-separated list of elements: N, A-B, '*' (every
+ *   value), and A-B or '*' followed by /S (every S-th value from A, or
+ *   from the first); S is 1 to B - A (cronie warns about a larger one and
+ *   runs A alone: refused here). A-B must not go backwards, but for
+ *   day-of-week A-0 or A-sun, which is A-7. Not taken: N/S, ~, L, W, #,
+ *   ?, a sixth (seconds) field.
+ * - The day rule is cronie's: when the day-of-month or the day-of-week
+ *   field starts with '*' (a step after it too), a day must match both; when
+ *   neither does, it matches if either does ("0 0 1,15 * mon": the 1st,
+ *   the 15th and every Monday). An expression no day can match (0 0 30 2
+ *   *) is taken and never ticks.
+ * - @hourly (0 * * * *), @daily and @midnight (0 0 * * *), @weekly
+ *   (0 0 * * 0), @monthly (0 0 1 * *), @yearly and @annually (0 0 1 1 *),
+ *   in any case.
+ * - "@every DUR": DUR as config takes durations (500ms, 5s, 2m, 1h, 1.5s;
+ *   one unit, at least 1ms, at most 720h). The ticks are the whole
+ *   multiples of DUR since 1970-01-01T00:00:00Z, whatever the zone, so
+ *   that every node computes the same ones.
+ *
+ * zone is a tz database name (NULL: "UTC"), a TZif file under $TZDIR or
+ * /usr/share/zoneinfo (no "..", not absolute; "UTC" works without tzdata).
+ * The cron fields are read in local time of that zone. Its offsets come
+ * from libc, read once per process and zone for 1970 to 2100 (before and
+ * after, the offset at that end holds).
+ *
+ * DST, as cronie: a job whose minute or hour field starts with '*' (so
+ * @hourly too) runs at each instant the local clock shows a matching
+ * time: not at all for times a gap skips (spring forward), twice for a
+ * matching time a repeat shows twice (fall back: "30 * * * *" runs each
+ * real hour). A job with both fixed runs each matching local time once, at
+ * the first instant the clock shows that time or a later one: a time a
+ * gap skips runs at the end of the gap (Berlin: "30 2 * * *" at 03:00
+ * CEST; several such times are one run), a repeated time runs at its
+ * first occurrence only (Berlin: 02:30 CEST, not 02:30 CET). Unlike cronie, a
+ * gap longer than 3 hours (a zone changing its day) follows the same rule
+ * instead of skipping the lost times.
+ *
+ * NULL with one line in err naming what is wrong: 'invalid schedule
+ * "EXPR": minute: 61 is out of range (0-59)', or 'invalid time zone
+ * "ZONE": no such zone in /usr/share/zoneinfo'. */
 struct schedule *schedule_new(const char *expr, const char *zone, char *err,
 			      size_t errlen);
 void schedule_free(struct schedule *s);
 
 /* The first tick strictly after t; SCHEDULE_NEVER when there is none
- * (0 0 30 2 *). A DST gap or repeat runs a tick once, as cronie does. */
+ * (0 0 30 2 *, or none before year 10000). Microseconds: no I/O, no TZ. */
 int64_t schedule_next(const struct schedule *s, int64_t t);
-/* The newest tick at or before t; INT64_MIN when there is none within the
- * last few years. */
+/* The newest tick at or before t; INT64_MIN when there is none (none in
+ * the 400 years before t, or t before year 1). */
 int64_t schedule_prev(const struct schedule *s, int64_t t);
 /* One interval of the schedule around t: the time from the tick at or
- * before t to the next one (the default missed window). */
+ * before t to the next one (the default missed window); SCHEDULE_NEVER
+ * for a schedule that never ticks. */
 int64_t schedule_interval(const struct schedule *s, int64_t t);
 
-/* The delay in [0, jitter) before a tick starts: the same on every node,
- * derived from the lock key, the job and the tick. 0 when jitter <= 0. */
+/* The delay in [0, jitter) before a tick starts: the same on every node
+ * and every version, derived from the lock key, the job name (NULL as "")
+ * and the tick: FNV-1a 64 over the key (8 bytes, little-endian), the
+ * name's bytes and its NUL, and the tick (8 bytes, little-endian), then
+ * splitmix64's finaliser, modulo jitter (a bias below jitter / 2^64). 0
+ * when jitter <= 0. */
 int64_t schedule_jitter(int64_t lock_key, const char *job, int64_t tick,
 			int64_t jitter);
 

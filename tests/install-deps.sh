@@ -16,6 +16,8 @@ PACKAGES=(
 	libmicrohttpd-dev libcurl4-openssl-dev prometheus
 	postgresql-15 postgresql-client-15 pgbouncer
 	python3 python3-pytest
+	# the schedule arithmetic: its zones, and the oracle of make schedule-diff
+	tzdata python3-croniter
 	mandoc man-db valgrind
 	cppcheck shellcheck pmccabe
 	systemd procps iproute2 util-linux

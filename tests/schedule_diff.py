@@ -1,0 +1,438 @@
+#!/usr/bin/python3
+"""schedule_diff.py: schedule.c against croniter over random expressions.
+
+Generates random five-field expressions (lists, ranges, steps, month and
+day names in any case, both day fields restricted, the @ shorthands) in
+ten zones, and random start times, half of them within hours of an offset
+change; runs the C driver (tests/schedule_oracle) once over all of them and
+compares its next tick and newest tick at or before the start.
+
+    schedule_diff.py [--seed N] [--count N] [--driver PATH]
+
+What pgleader is compared with, and the documented differences:
+
+- The calendar is croniter's, on naive local datetimes: croniter's own
+  DST handling (aware datetimes) shifts answers by the offset change
+  between the start and the answer and moves times a gap skips into the
+  next hour; it has no notion of cronie's rule. Those cases are not
+  compared with it but counted ("croniter's DST differs"). cronie's rule
+  (src/schedule.h) is applied to croniter's wall times by the model below
+  (zoneinfo), and up to BRUTE_MAX cases near an offset change are also run
+  through cronie's own loop, minute by minute (brute()).
+- The day rule. pgleader, as cronie, ORs the day-of-month and the
+  day-of-week when neither field starts with '*'; croniter ORs them when
+  neither expands to every value, and gives up on an OR whose day of month
+  never occurs in the chosen months. croniter gets the expression
+  translated to cronie's meaning (counted; still compared): day_or=False
+  when a day field starts with '*'; both day fields '*' when cronie ORs a
+  field that holds every value; the day of month '*' when it never occurs.
+- croniter's calendar bugs (a previous tick on Feb 29, some month ends, its
+  50-year search): where croniter's answer differs, a plain scan of days
+  decides; when the scan agrees with pgleader the case is counted as
+  "croniter's calendar is wrong" and the first few printed.
+
+Everything else that differs is a mismatch: exit 1, the first ten printed.
+"""
+
+import argparse
+import bisect
+import datetime
+import os
+import random
+import subprocess
+import sys
+import time
+from zoneinfo import ZoneInfo
+
+from croniter import croniter, CroniterBadDateError
+
+ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe",
+         "Asia/Kolkata", "America/Sao_Paulo", "Pacific/Chatham",
+         "Europe/London", "Australia/Sydney", "America/Havana"]
+MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep",
+          "oct", "nov", "dec"]
+DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
+# (lo, hi, names of lo, lo + 1, ...)
+FIELDS = [(0, 59, None), (0, 23, None), (1, 31, None), (1, 12, MONTHS),
+          (0, 7, DAYS)]
+T_FROM = int(datetime.datetime(1995, 1, 1, tzinfo=datetime.timezone.utc).timestamp())
+T_TO = int(datetime.datetime(2045, 1, 1, tzinfo=datetime.timezone.utc).timestamp())
+# The offsets are read over a wider range, for answers far from the start.
+Z_FROM = int(datetime.datetime(1971, 1, 1, tzinfo=datetime.timezone.utc).timestamp())
+Z_TO = int(datetime.datetime(2099, 1, 1, tzinfo=datetime.timezone.utc).timestamp())
+
+
+def show(rng, v, field):
+    lo, _, names = FIELDS[field]
+    if names and rng.random() < 0.4 and (v - lo) < len(names):
+        name = names[v - lo]
+        return rng.choice([name, name.upper(), name.capitalize()])
+    return str(v)
+
+
+def gen_element(rng, field):
+    """One list element: its text and the values it stands for."""
+    lo, hi, _ = FIELDS[field]
+    kind = rng.choices(["single", "range", "range_step", "star_step"],
+                       [5, 3, 2, 2])[0]
+    if kind == "single":
+        v = rng.randint(lo, hi)
+        return show(rng, v, field), {v}
+    if kind == "star_step":
+        step = rng.randint(1, hi - lo)
+        return "*/%d" % step, set(range(lo, hi + 1, step))
+    a = rng.randint(lo, hi - 1)
+    b = rng.randint(a + 1, hi)
+    if kind == "range":
+        return "%s-%s" % (show(rng, a, field), show(rng, b, field)), set(range(a, b + 1))
+    step = rng.randint(1, b - a)
+    return ("%s-%s/%d" % (show(rng, a, field), show(rng, b, field), step),
+            set(range(a, b + 1, step)))
+
+
+def gen_field(rng, field, star_weight):
+    lo, hi, _ = FIELDS[field]
+    if rng.random() < star_weight:
+        return "*", set(range(lo, hi + 1))
+    parts, values = [], set()
+    for _ in range(rng.choices([1, 2, 3], [6, 3, 1])[0]):
+        text, vals = gen_element(rng, field)
+        parts.append(text)
+        values |= vals
+    if parts[0].startswith("*") and len(parts) > 1 and rng.random() < 0.5:
+        parts.reverse()
+    return ",".join(parts), values
+
+
+SHORTHANDS = {"@hourly": "0 * * * *", "@daily": "0 0 * * *",
+              "@midnight": "0 0 * * *", "@weekly": "0 0 * * 0",
+              "@monthly": "0 0 1 * *", "@yearly": "0 0 1 1 *",
+              "@annually": "0 0 1 1 *"}
+
+
+def field_values(text, field):
+    """The values of a field as generated by gen_field (the shorthands)."""
+    lo, hi, _ = FIELDS[field]
+    return set(range(lo, hi + 1)) if text == "*" else {int(text)}
+
+
+def gen_expr(rng):
+    """A case: the expression, what croniter must be given to mean the
+    same (expression, day_or), the value sets, and whether it is wild."""
+    if rng.random() < 0.03:
+        expr = rng.choice(sorted(SHORTHANDS))
+        texts = SHORTHANDS[expr].split()
+        fields = [(x, field_values(x, i)) for i, x in enumerate(texts)]
+    else:
+        fields = [gen_field(rng, 0, 0.15), gen_field(rng, 1, 0.35),
+                  gen_field(rng, 2, 0.6), gen_field(rng, 3, 0.7),
+                  gen_field(rng, 4, 0.6)]
+        # Times around DST changes matter most: hours 0 to 3 often.
+        if rng.random() < 0.3 and not fields[1][0].startswith("*"):
+            h = rng.randint(0, 3)
+            fields[1] = (str(h), {h})
+        texts = [f[0] for f in fields]
+        expr = " ".join(texts)
+    sets = [f[1] for f in fields]
+    sets[4] = {v % 7 for v in sets[4]}
+    day_or = not texts[2].startswith("*") and not texts[4].startswith("*")
+    theirs = " ".join(texts)
+    translated = False
+    longest = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+    if day_or and (len(sets[2]) == 31 or len(sets[4]) == 7):
+        theirs = " ".join(texts[:2] + ["*", texts[3], "*"])
+        translated = True
+    elif day_or and not any(d <= longest[m - 1] for m in sets[3] for d in sets[2]):
+        # the day of month never matches in these months: croniter gives
+        # up on that half of the OR instead of taking the other
+        theirs = " ".join(texts[:2] + ["*", texts[3], texts[4]])
+        translated = True
+    wild = texts[0].startswith("*") or texts[1].startswith("*")
+    never = not day_or and not any(
+        d <= longest[m - 1] for m in sets[3] for d in sets[2])
+    return dict(expr=expr, theirs=theirs, day_or=day_or, sets=sets,
+                wild=wild, translated=translated, never=never)
+
+
+class Zone:
+    """A zone's offset changes (UTC seconds) as zoneinfo reads them, and
+    local wall times (naive datetimes) from and back to UTC."""
+
+    def __init__(self, name):
+        self.tz = ZoneInfo(name)
+        self.changes = []
+        t, cur = Z_FROM, self.off(Z_FROM)
+        while t < Z_TO:
+            b = t + 4 * 86400
+            if self.off(b) == cur:
+                t = b
+                continue
+            lo, hi = t, b
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self.off(mid) == cur:
+                    lo = mid
+                else:
+                    hi = mid
+            self.changes.append(hi)
+            cur, t = self.off(hi), hi
+
+    def off(self, t):
+        return datetime.datetime.fromtimestamp(t, self.tz).utcoffset()
+
+    def wall(self, t):
+        return datetime.datetime.fromtimestamp(t, self.tz).replace(tzinfo=None)
+
+    def segment(self, t):
+        """(start, end) of the stretch of constant offset that holds t."""
+        i = bisect.bisect_right(self.changes, t)
+        return (self.changes[i - 1] if i else None,
+                self.changes[i] if i < len(self.changes) else None)
+
+    def high_water(self, t):
+        """The latest wall time the clock has shown by t."""
+        walls = [self.wall(t)] + [self.wall(c - 1) for c in self.changes
+                                  if t - 86400 < c <= t]
+        return max(walls)
+
+    def first_reaching(self, w):
+        """The first instant at which the clock shows w or later."""
+        u = int(w.replace(tzinfo=self.tz, fold=0).timestamp())
+        if self.wall(u) == w:
+            return u
+        # in a gap: fold=0 reads w with the earlier offset, past the change
+        return self.changes[bisect.bisect_right(self.changes, u) - 1]
+
+
+class Calendar:
+    """Matching wall times after or at-or-before a wall time: croniter's
+    arithmetic on naive datetimes, or a plain scan of days (the second
+    opinion when croniter and pgleader disagree)."""
+
+    def __init__(self, case, use_croniter):
+        self.case, self.use_croniter = case, use_croniter
+
+    def next(self, w):
+        """The first matching minute strictly after w; None: none found."""
+        if self.use_croniter:
+            try:
+                return croniter(self.case["theirs"], w, day_or=self.case["day_or"]).get_next(
+                    datetime.datetime)
+            except CroniterBadDateError:
+                return None
+        return self.scan(w.replace(second=0) + ONE_MINUTE, 1)
+
+    def prev(self, w):
+        """The last matching minute at or before w; None: none found."""
+        if self.use_croniter:
+            # croniter's get_prev is strictly before: one second later
+            try:
+                return croniter(self.case["theirs"], w + datetime.timedelta(seconds=1),
+                                day_or=self.case["day_or"]).get_prev(datetime.datetime)
+            except CroniterBadDateError:
+                return None
+        return self.scan(w.replace(second=0), -1)
+
+    def scan(self, w, step):
+        sets = self.case["sets"]
+        day = w.replace(hour=0, minute=0)
+        for _ in range(366 * 60):
+            if day_matches(self.case, day):
+                times = [day.replace(hour=h, minute=m) for h in sorted(sets[1])
+                         for m in sorted(sets[0])]
+                hits = [x for x in times if (x >= w if step > 0 else x <= w)]
+                if hits:
+                    return hits[0] if step > 0 else hits[-1]
+            day += datetime.timedelta(days=step)
+        return None
+
+
+ONE_MINUTE = datetime.timedelta(minutes=1)
+# Cases near an offset change whose ticks are less than a day apart, also
+# run through cronie's loop minute by minute (about 10ms each).
+BRUTE_MAX = 300
+
+
+def day_matches(case, day):
+    sets = case["sets"]
+    if day.month not in sets[3]:
+        return False
+    dom, dow = day.day in sets[2], (day.weekday() + 1) % 7 in sets[4]
+    return (dom or dow) if case["day_or"] else (dom and dow)
+
+
+def model(case, zone, t, cal):
+    """cronie's rule over a calendar: (next, prev) in UTC seconds. A fixed
+    job runs a matching wall time w at the first instant the clock shows w
+    or later; a wild one at each instant the clock shows w."""
+    if case["never"]:
+        return None, None
+    if not case["wild"]:
+        h = zone.high_water(t)
+        nxt, prv = cal.next(h), cal.prev(h)
+        return (nxt and zone.first_reaching(nxt), prv and zone.first_reaching(prv))
+    return wild_next(zone, t, cal), wild_prev(zone, t, cal)
+
+
+def wild_next(zone, t, cal):
+    frm = zone.wall(t)
+    while True:
+        w = cal.next(frm)
+        if w is None:
+            return None
+        _, end = zone.segment(t)
+        off = zone.off(t)
+        if end is None or w - off < datetime.datetime(1970, 1, 1) + datetime.timedelta(seconds=end):
+            return int((w - off - datetime.datetime(1970, 1, 1)).total_seconds())
+        t = end
+        frm = zone.wall(end) - datetime.timedelta(seconds=1)
+
+
+def wild_prev(zone, t, cal):
+    to = zone.wall(t)
+    while True:
+        w = cal.prev(to)
+        if w is None:
+            return None
+        start, _ = zone.segment(t)
+        off = zone.off(t)
+        u = int((w - off - datetime.datetime(1970, 1, 1)).total_seconds())
+        if start is None or u >= start:
+            return u
+        t = start - 1
+        to = zone.wall(t)
+
+
+def brute(case, zone, t, lo, hi):
+    """cronie's main loop, minute by minute over [lo, hi] (UTC s): its
+    virtual clock is the highest local minute seen; each minute, a wild job
+    runs if the local time matches, a fixed one if any local minute the
+    virtual clock passes now matches. (next, prev) around t from the runs."""
+    runs = []
+    u = lo - lo % 60 - 3 * 3600
+    virtual = zone.wall(u - 60)
+    while u <= hi:
+        local = zone.wall(u)
+        if case["wild"]:
+            hit = matches(case, local)
+        else:
+            hit, m = False, virtual + ONE_MINUTE
+            while m <= local and not hit:
+                hit, m = matches(case, m), m + ONE_MINUTE
+        if hit and lo <= u:
+            runs.append(u)
+        virtual = max(virtual, local)
+        u += 60
+    return (min((x for x in runs if x > t), default=None),
+            max((x for x in runs if x <= t), default=None))
+
+
+def matches(case, local):
+    sets = case["sets"]
+    return day_matches(case, local) and local.hour in sets[1] and local.minute in sets[0]
+
+
+def cron_aware(case, zone, t):
+    """croniter's own answers with an aware start: counted, not compared."""
+    try:
+        start = datetime.datetime.fromtimestamp(t, zone.tz)
+        nxt = croniter(case["theirs"], start, day_or=case["day_or"]).get_next(float)
+        start = datetime.datetime.fromtimestamp(t + 1, zone.tz)
+        prv = croniter(case["theirs"], start, day_or=case["day_or"]).get_prev(float)
+        return int(nxt), int(prv)
+    except CroniterBadDateError:
+        return None
+
+
+def gen_time(rng, zone):
+    if rng.random() < 0.5:
+        near = [c for c in zone.changes if T_FROM <= c < T_TO]
+        if near:
+            span = rng.choice([3 * 3600, 70 * 60])
+            return rng.choice(near) + rng.randint(-span, span)
+    return rng.randint(T_FROM, T_TO)
+
+
+def parse_answer(line):
+    nxt, prv = line.split()
+    return (None if nxt == "never" else int(nxt) // 1000,
+            None if prv == "none" else int(prv) // 1000)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seed", type=int, default=20261124)
+    ap.add_argument("--count", type=int, default=10000)
+    here = os.path.dirname(os.path.abspath(__file__))
+    ap.add_argument("--driver", default=os.path.join(here, "schedule_oracle"))
+    args = ap.parse_args()
+    began = time.monotonic()
+    rng = random.Random(args.seed)
+    zones = {z: Zone(z) for z in ZONES}
+    cases = []
+    for _ in range(args.count):
+        zone = rng.choice(ZONES)
+        case = gen_expr(rng)
+        case.update(zone=zone, t=gen_time(rng, zones[zone]))
+        cases.append(case)
+    stdin = "".join("%s %s %d\n" % (c["expr"], c["zone"], c["t"] * 1000) for c in cases)
+    out = subprocess.run([args.driver], input=stdin, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    if len(out) != len(cases):
+        sys.exit("schedule-diff: the driver answered %d lines for %d" % (len(out), len(cases)))
+    mismatches, count = [], dict(translated=0, never=0, dst=0, croniter_wrong=0, brute=0, aware=0)
+    for c, line in zip(cases, out):
+        zone, t = zones[c["zone"]], c["t"]
+        if line.startswith("error"):
+            mismatches.append("%s | %s | t=%d: %s" % (c["expr"], c["zone"], t, line))
+            continue
+        ours = parse_answer(line)
+        if (ours[0] is not None and ours[0] <= t) or (ours[1] is not None and ours[1] > t):
+            mismatches.append("%s | %s | t=%d: next=%s or prev=%s on the wrong side of t" % (
+                c["expr"], c["zone"], t, ours[0], ours[1]))
+            continue
+        count["translated"] += c["translated"]
+        count["never"] += c["never"]
+        count["dst"] += any(abs(x - t) < 86400 for x in zone.changes)
+        if (count["brute"] < BRUTE_MAX and ours[0] is not None and ours[1] is not None
+                and ours[0] - ours[1] < 86400 and any(abs(x - t) < 3 * 3600 for x in zone.changes)):
+            count["brute"] += 1
+            want = brute(c, zone, t, ours[1] - 60, ours[0] + 60)
+            if want != ours:
+                mismatches.append("%s | %s | t=%d: ours next=%s prev=%s, cronie's loop "
+                                  "next=%s prev=%s" % (c["expr"], c["zone"], t, ours[0],
+                                                       ours[1], want[0], want[1]))
+                continue
+        if any(abs(x - t) < 86400 for x in zone.changes) and not c["never"]:
+            aware = cron_aware(c, zone, t)
+            count["aware"] += aware != model(c, zone, t, Calendar(c, True))
+        theirs = model(c, zone, t, Calendar(c, True))
+        if ours == theirs:
+            continue
+        scanned = model(c, zone, t, Calendar(c, False))
+        if ours == scanned:
+            count["croniter_wrong"] += 1
+            if count["croniter_wrong"] <= 3:
+                print("  croniter wrong: %s | %s | t=%d: croniter next=%s prev=%s, "
+                      "scan and pgleader next=%s prev=%s" % (
+                          c["expr"], c["zone"], t, theirs[0], theirs[1], ours[0], ours[1]))
+            continue
+        mismatches.append("%s | %s | t=%d: ours next=%s prev=%s, croniter next=%s "
+                          "prev=%s, scan next=%s prev=%s" % (
+                              c["expr"], c["zone"], t, ours[0], ours[1], theirs[0],
+                              theirs[1], scanned[0], scanned[1]))
+    print("schedule-diff: seed %d, %d cases (%d within a day of an offset change, "
+          "%d of them also against cronie's loop minute by minute, %d where croniter's "
+          "DST differs), %d mismatches; "
+          "%d day-rule translations, %d never, %d where croniter's calendar is wrong "
+          "(a day scan agrees with pgleader); %.1fs" % (
+              args.seed, len(cases), count["dst"], count["brute"], count["aware"],
+              len(mismatches),
+              count["translated"], count["never"], count["croniter_wrong"],
+              time.monotonic() - began))
+    for m in mismatches[:10]:
+        print("  mismatch: " + m)
+    sys.exit(1 if mismatches else 0)
+
+if __name__ == "__main__":
+    main()
