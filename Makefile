@@ -195,7 +195,7 @@ $(B)tests/unit/test_failsafe: tests/unit/test_failsafe.c $(FAILSAFE_DEPS) $(DEPS
 # promtool's own lint over the text of a standby, a leader with every
 # counter moved, and odd label values.
 metrics-lint: $(B)tests/unit/test_metrics
-	@set -e; for s in standby leader odd; do \
+	@set -e; for s in standby leader odd jobs; do \
 		echo "== promtool check metrics ($$s)"; \
 		$(B)tests/unit/test_metrics --dump $$s | promtool check metrics; \
 	done

@@ -175,7 +175,7 @@ static bool parse(struct request *r, const struct lease_sql_answer *a,
 		  struct ledger_answer *out)
 {
 	const char *const *v = a->values;
-	int want[] = { [REQ_ENSURE] = 3, [REQ_CREATE] = -1, [REQ_CLOCK] = 1,
+	const int want[] = { [REQ_ENSURE] = 3, [REQ_CREATE] = -1, [REQ_CLOCK] = 1,
 		       [REQ_CLAIM] = 5, [REQ_LAST] = 4, [REQ_FINISH] = -1,
 		       [REQ_PRUNE] = -1 };
 
@@ -275,7 +275,7 @@ static void pump(struct ledger *l)
 	if (l->in_flight || !r)
 		return;
 	for (int i = 0; i < r->nparams; i++)
-		params[i] = r->null_param & (1u << i) ? NULL : r->params[i];
+		params[i] = (r->null_param & (1u << i)) ? NULL : r->params[i];
 	if (!lease_query(l->session, r->sql, r->nparams, params, answered_cb, l))
 		return;
 	l->in_flight = true;

@@ -4,7 +4,6 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
-#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -345,9 +344,19 @@ static void put_job_histogram(struct metrics_buf *b, const struct jobs_view *v)
 	put(b, "\"} %" PRIu64 "\n", total);
 }
 
+static double job_last_success(const struct jobs_view *v)
+{
+	return v->last_success;
+}
+
+static double job_next_tick(const struct jobs_view *v)
+{
+	return v->next_tick;
+}
+
 /* One gauge per job, each family under its own header. */
 static void put_job_gauge(struct metrics_buf *b, const char *name, const char *help,
-			  size_t offset)
+			  double (*field)(const struct jobs_view *))
 {
 	struct jobs_view v;
 	char num[32];
@@ -357,7 +366,7 @@ static void put_job_gauge(struct metrics_buf *b, const char *name, const char *h
 		jobs_source.view(jobs_source.arg, i, &v);
 		put(b, "%s{job=\"", name);
 		put_label_value(b, v.name);
-		put(b, "\"} %s\n", fmt_double(*(const double *)((const char *)&v + offset), num));
+		put(b, "\"} %s\n", fmt_double(field(&v), num));
 	}
 }
 
@@ -369,10 +378,10 @@ static void put_jobs(struct metrics_buf *b)
 		return;
 	put_job_gauge(b, PREFIX "job_last_success_timestamp_seconds",
 		      "End of the job's last run here that exited 0 (database clock); 0: none.",
-		      offsetof(struct jobs_view, last_success));
+		      job_last_success);
 	put_job_gauge(b, PREFIX "job_next_tick_timestamp_seconds",
 		      "The job's next tick while this node leads; 0 otherwise.",
-		      offsetof(struct jobs_view, next_tick));
+		      job_next_tick);
 	head(b, PREFIX "job_runs_total", "counter",
 	     "The job's ticks handled by this node, by outcome.");
 	for (size_t i = 0; i < jobs_n(); i++) {

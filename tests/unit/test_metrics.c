@@ -446,6 +446,90 @@ START_TEST(test_status_json)
 }
 END_TEST
 
+/* ---- jobs (DESIGN 10) ---------------------------------------------------- */
+
+static const struct jobs_view sample_jobs[] = {
+	{ .name = "refresh", .schedule = "*/15 * * * *", .pid = 77,
+	  .next_tick = 1714565700, .last_tick = 1714564800,
+	  .last_success = 1714564803.5, .runs = { [JOBS_SUCCEEDED] = 4,
+	  [JOBS_MISSED] = 2 }, .duration_counts = { [3] = 3, [JOBS_BUCKETS] = 1 },
+	  .duration_count = 4, .duration_sum = 9.5 },
+	{ .name = "odd \"name\"\n", .schedule = NULL },
+};
+
+static size_t jobs_count_of(const void *arg)
+{
+	return arg ? N(sample_jobs) : 0;
+}
+
+static void jobs_view_of(const void *arg, size_t i, struct jobs_view *v)
+{
+	(void)arg;
+	*v = sample_jobs[i];
+}
+
+static void with_jobs(bool on)
+{
+	metrics_set_jobs(&(struct metrics_jobs){ jobs_count_of, jobs_view_of,
+						 on ? sample_jobs : NULL });
+}
+
+START_TEST(test_job_families)
+{
+	struct election_snapshot s = base();
+	struct metrics_buf b = { 0 };
+	static const char *const want[] = {
+		"# TYPE pgleader_job_last_success_timestamp_seconds gauge\n",
+		"pgleader_job_last_success_timestamp_seconds{job=\"refresh\"} 1714564803.5\n",
+		"pgleader_job_next_tick_timestamp_seconds{job=\"refresh\"} 1714565700\n",
+		"pgleader_job_next_tick_timestamp_seconds{job=\"odd \\\"name\\\"\\n\"} 0\n",
+		"pgleader_job_runs_total{job=\"refresh\",outcome=\"succeeded\"} 4\n",
+		"pgleader_job_runs_total{job=\"refresh\",outcome=\"missed\"} 2\n",
+		"pgleader_job_runs_total{job=\"refresh\",outcome=\"paused\"} 0\n",
+		"pgleader_job_run_duration_seconds_bucket{job=\"refresh\",le=\"1\"} 0\n",
+		"pgleader_job_run_duration_seconds_bucket{job=\"refresh\",le=\"5\"} 3\n",
+		"pgleader_job_run_duration_seconds_bucket{job=\"refresh\",le=\"+Inf\"} 4\n",
+		"pgleader_job_run_duration_seconds_sum{job=\"refresh\"} 9.5\n",
+	};
+
+	with_jobs(true);
+	ck_assert_int_eq(metrics_prometheus(&s, NULL, &versions, &b), 0);
+	for (size_t i = 0; i < N(want); i++)
+		ck_assert_msg(strstr(b.data, want[i]), "missing: %s\n%s", want[i], b.data);
+	metrics_buf_free(&b);
+	with_jobs(false);
+	ck_assert_int_eq(metrics_prometheus(&s, NULL, &versions, &b), 0);
+	ck_assert_ptr_null(strstr(b.data, "pgleader_job_"));
+	metrics_buf_free(&b);
+}
+END_TEST
+
+START_TEST(test_job_status)
+{
+	struct election_snapshot s = base();
+	json_error_t jerr;
+	json_t *doc, *first;
+	char *text;
+
+	with_jobs(true);
+	text = metrics_status_json(&s, &versions);
+	with_jobs(false);
+	doc = json_loads(text, 0, &jerr);
+	ck_assert_ptr_nonnull(doc);
+	ck_assert_int_eq(json_array_size(json_object_get(doc, "jobs")), 2);
+	first = json_array_get(json_object_get(doc, "jobs"), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(first, "job")), "refresh");
+	ck_assert_str_eq(json_string_value(json_object_get(first, "schedule")), "*/15 * * * *");
+	ck_assert_int_eq(json_integer_value(json_object_get(first, "pid")), 77);
+	ck_assert_str_eq(json_string_value(json_object_get(first, "next_tick")),
+			 "2024-05-01T12:15:00.000Z");
+	ck_assert(json_is_null(json_object_get(json_array_get(json_object_get(doc, "jobs"), 1),
+					       "schedule")));
+	json_decref(doc);
+	free(text);
+}
+END_TEST
+
 /* ---- promtool samples -------------------------------------------------- */
 
 /* `test_metrics --dump NAME` prints one sample for `make metrics-lint`. */
@@ -461,8 +545,11 @@ static int dump(const char *which)
 		s.counters.lock_wait = s.counters.ping_duration;
 	} else if (!strcmp(which, "odd")) {
 		odd_names(&s);
+	} else if (!strcmp(which, "jobs")) {
+		make_leader(&s);
+		with_jobs(true);
 	} else if (strcmp(which, "standby")) {
-		fprintf(stderr, "test_metrics: --dump leader|standby|odd\n");
+		fprintf(stderr, "test_metrics: --dump leader|standby|odd|jobs\n");
 		return 64;
 	}
 	if (metrics_prometheus(&s, &p, &versions, &b) < 0)
@@ -492,6 +579,8 @@ static Suite *metrics_suite(void)
 
 	tc = tcase_create("status");
 	tcase_add_loop_test(tc, test_status_json, 0, N(json_rows));
+	tcase_add_test(tc, test_job_families);
+	tcase_add_test(tc, test_job_status);
 	suite_add_tcase(s, tc);
 	return s;
 }
