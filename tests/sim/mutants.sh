@@ -1,0 +1,47 @@
+#!/bin/sh
+# tests/sim/mutants.sh BUILDDIR SEEDS CC FLAGS...: each patch in
+# tests/sim/mutants/ is applied to a copy of the decider's sources in
+# BUILDDIR/sim-mutants/NAME (never to the tree), the simulator is built with
+# that copy, and it must fail on the default seeds. A patch that no longer
+# applies, or a mutant that survives, fails the target.
+set -eu
+build=${1%/} seeds=$2 cc=$3
+shift 3
+here=$(dirname "$0")
+elect="election.c election_clock.c election_command.c election_fence.c election_failsafe.c"
+others="src/params.c src/config.c src/options.c src/setting.c src/inifile.c src/value.c src/fleet.c"
+survived=""
+for patch in "$here"/mutants/*.patch; do
+	name=$(basename "$patch" .patch)
+	dir=$build/sim-mutants/$name
+	rm -rf "$dir"
+	mkdir -p "$dir/src"
+	for f in $elect election.h election_impl.h; do
+		cp "src/$f" "$dir/src/$f"
+	done
+	if ! patch -s -p1 -F0 --no-backup-if-mismatch -d "$dir" <"$patch"; then
+		echo "sim-mutants: $patch no longer applies to src/: update it" >&2
+		exit 1
+	fi
+	srcs=""
+	for f in $elect; do
+		srcs="$srcs $dir/src/$f"
+	done
+	# shellcheck disable=SC2086 # word lists on purpose
+	"$cc" "$@" -I"$dir/src" -Isrc -o "$dir/sim" tests/sim/sim.c $srcs $others \
+		$SIM_LIBS
+	start=$(date +%s.%N)
+	if "$dir/sim" --seeds "$seeds" --known "$here/known.txt" --mutant "$name" \
+		--keep 12 >"$dir/out.txt" 2>&1; then
+		echo "sim-mutants: $name SURVIVED the default seeds"
+		survived="$survived $name"
+	else
+		seed=$(sed -n 's/^sim: seed \([0-9]*\) FAILED: \(.*\)/\1: \2/p' "$dir/out.txt" | head -n 1)
+		printf 'sim-mutants: %s caught in %.1fs by seed %s\n' "$name" \
+			"$(echo "$(date +%s.%N) - $start" | bc)" "$seed"
+	fi
+done
+if [ -n "$survived" ]; then
+	echo "sim-mutants: survived:$survived" >&2
+	exit 1
+fi
