@@ -315,6 +315,7 @@ struct world {
 	/* exemptions: the man page's SAFETY section, each with its bound */
 	double exempt_db_until;
 	double exempt_node_until[MAXN];
+	double fence_lost_at[MAXN];   /* the node's fence session ended */
 	const char *exempt_node_why[MAXN];
 	/* fencing tokens */
 	uint64_t last_token;
@@ -331,6 +332,7 @@ struct world {
 
 static struct world W;
 static const char *mutant_name = "";
+static bool io_first; /* --io-first: after SIGCONT, sockets before timers */
 
 static void fail_at(unsigned nodes, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -485,6 +487,8 @@ static void db_end(int sid, bool tell, const char *why)
 	if (!s->alive)
 		return;
 	s->alive = false;
+	if (s->skind)
+		W.fence_lost_at[s->node] = T;
 	say(1u << s->node, "db: %s session of %s (conn %" PRIu64 ") ends: %s",
 	    s->skind ? "fence" : "lock", node_name(s->node), s->conn, why);
 	for (int key = 0; key < 2; key++) {
@@ -1299,7 +1303,9 @@ static void node_thaw(struct node *n)
 	 * readable (ev_invoke_pending walks the pending array backwards).
 	 * known.txt, finding 3: the other order lets a ping reply read late
 	 * count as fresh. */
-	push((struct simev){ .t = T, .kind = K_WAKE, .node = n->i, .gen = n->wake_gen });
+	if (!io_first)
+		push((struct simev){ .t = T, .kind = K_WAKE, .node = n->i,
+				     .gen = n->wake_gen });
 	for (size_t k = 0; k < n->n_pend; k++) {
 		struct simev e = n->pend[k];
 
@@ -1309,6 +1315,9 @@ static void node_thaw(struct node *n)
 		push(e);
 	}
 	n->n_pend = 0;
+	if (io_first)
+		push((struct simev){ .t = T, .kind = K_WAKE, .node = n->i,
+				     .gen = n->wake_gen });
 }
 
 /* ---- the invariants, after every event ---------------------------------- */
@@ -1451,8 +1460,11 @@ static void terminate(int i, bool lock, bool fence)
 	/* (the command may start after the sessions ended: the fence's
 	 * grant was on its way) */
 	bool fence_held = W.holder[1] >= 0 && W.s[W.holder[1]].node == i;
+	/* "before the fence was taken again": the decider reconnects the
+	 * fence session after its backoff (at most retry_interval) */
+	bool retaking = T - W.fence_lost_at[i] <= W.retry + 2 * NET_SLACK;
 
-	if (lock && ls >= 0 && (fence || !fence_held)) {
+	if (lock && ls >= 0 && (fence || (!fence_held && retaking))) {
 		/* counted from when the leader can learn it: with the node
 		 * parted from the database, the pings tell (DIFFERS from the
 		 * man page, which assumes the leader hears the end at once) */
@@ -1806,6 +1818,7 @@ static void setup(uint64_t seed)
 		n->clk_rate = 1 + urand(-1e-4, 1e-4);
 		n->lock.skind = 0;
 		n->fence.skind = 1;
+		W.fence_lost_at[i] = -INFINITY;
 		node_config(n, &k);
 	}
 	election_params_from_config(&W.nodes[0].cfg, &W.p);
@@ -1866,10 +1879,9 @@ static void print_failure(uint64_t seed, size_t keep)
 	printf("  -- the last %zu events:\n", keep);
 	for (size_t k = start; k < n_trace; k++)
 		printf("  %11.6f %s\n", trace[k].t, trace[k].text);
-	printf("sim: replay with tests/sim/sim --seed %" PRIu64 " [--trace]%s%s\n", seed,
-	       *mutant_name ? " (mutant " : "", *mutant_name ? mutant_name : "");
-	if (*mutant_name)
-		printf(")\n");
+	printf("sim: replay with tests/sim/sim --seed %" PRIu64 "%s [--trace]%s%s%s\n",
+	       seed, io_first ? " --io-first" : "", *mutant_name ? " (mutant " : "",
+	       mutant_name, *mutant_name ? ")" : "");
 }
 
 static bool known(const char *path, uint64_t seed)
@@ -1890,7 +1902,7 @@ static bool known(const char *path, uint64_t seed)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sim [--seed N | --seeds COUNT [--first N]] [--trace] "
-		"[--known FILE] [--mutant NAME] [--keep K]\n");
+		"[--known FILE] [--mutant NAME] [--keep K] [--io-first]\n");
 	exit(64);
 }
 
@@ -1913,6 +1925,8 @@ int main(int argc, char **argv)
 			count = strtoull(argv[++i], NULL, 10);
 		} else if (!strcmp(argv[i], "--first") && i + 1 < argc) {
 			first = strtoull(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--io-first")) {
+			io_first = true;
 		} else if (!strcmp(argv[i], "--trace")) {
 			trace_live = true;
 		} else if (!strcmp(argv[i], "--known") && i + 1 < argc) {
