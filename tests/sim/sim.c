@@ -594,7 +594,7 @@ static void db_receive(const struct simev *e)
 	}
 	if (sid < 0)
 		return; /* the session is gone; its client was told */
-	switch ((enum op)e->op) {
+	switch (e->op) {
 	case C_TRY: db_lock(sid, false); return;
 	case C_WAIT: db_lock(sid, true); return;
 	case C_CLAIM:
@@ -610,11 +610,7 @@ static void db_receive(const struct simev *e)
 		return;
 	case C_UNLOCK: db_unlock(sid); return;
 	case C_CLOSE: db_end(sid, false, "client closed the connection"); return;
-	case C_CONNECT: case S_CONNECTED: case S_REFUSED: case S_LOCK:
-	case S_LOCK_TIMEOUT: case S_CLAIMED: case S_PONG: case S_UNLOCKED:
-	case S_ENDED: case N_CHILD_GONE: case N_GRACE: case N_KILLED_GONE:
-	case P_CLAIM: case P_CHECK:
-		return;
+	default: return; /* not a client's message */
 	}
 }
 
@@ -831,9 +827,57 @@ static bool cs_held(struct node *n, struct csess *c)
 	return false;
 }
 
+/* lock_done: granted, the claim sets the server lease (and, for the lock,
+ * reads the token); a fence is told held at once. */
+static void cs_lock_answer(struct node *n, struct csess *c, const struct simev *e)
+{
+	if (c->phase != PH_LOCKING)
+		return;
+	if (e->op == S_LOCK_TIMEOUT || !e->status) {
+		c->phase = PH_READY;
+		cs_emit(n, c, ELECTION_SESSION_BUSY, FAULT_NONE, NULL, 0);
+		return;
+	}
+	c->phase = PH_CLAIMING;
+	cs_send(n, c, C_CLAIM);
+	if (c->skind)
+		cs_emit(n, c, ELECTION_SESSION_ACQUIRED, FAULT_NONE, NULL, 0);
+}
+
+static void cs_claim_answer(struct node *n, struct csess *c, const struct simev *e)
+{
+	if (c->phase != PH_CLAIMING)
+		return;
+	c->token = e->token;
+	if (!cs_held(n, c))
+		return;
+	if (!c->skind) {
+		cs_emit(n, c, ELECTION_SESSION_ACQUIRED, FAULT_NONE, NULL, 0);
+	} else if (c->ping_wanted) {
+		c->ping_wanted = false;
+		cs_emit(n, c, ELECTION_SESSION_PING_OK, FAULT_NONE, NULL, 0);
+	}
+}
+
+static void cs_unlock_answer(struct node *n, struct csess *c)
+{
+	if (c->phase != PH_UNLOCKING)
+		return;
+	/* DIFFERS: lease.c undoes the claim in a second round trip
+	 * (UNCLAIMING); the model's unlock does both at once */
+	if (c->then == THEN_RELEASE) {
+		cs_released(n, c, FAULT_NONE);
+		return;
+	}
+	c->phase = PH_READY;
+	c->then = THEN_HOLD;
+	cs_emit(n, c, ELECTION_SESSION_RELEASED, FAULT_NONE, NULL, 0);
+}
+
+/* lease.c's answered() and conn_failed(). */
 static void cs_answer(struct node *n, struct csess *c, const struct simev *e)
 {
-	switch ((enum op)e->op) {
+	switch (e->op) {
 	case S_CONNECTED:
 		if (c->phase != PH_CONNECTING)
 			return;
@@ -851,62 +895,14 @@ static void cs_answer(struct node *n, struct csess *c, const struct simev *e)
 		cs_emit(n, c, ELECTION_SESSION_FAILED, FAULT_TERMINATED,
 			"the server ended the session", 0);
 		return;
-	case S_LOCK:
-		if (c->phase != PH_LOCKING)
-			return;
-		if (!e->status) {
-			c->phase = PH_READY;
-			cs_emit(n, c, ELECTION_SESSION_BUSY, FAULT_NONE, NULL, 0);
-			return;
-		}
-		/* granted: the claim sets the server lease (and, for the
-		 * lock, reads the token); a fence is told held at once */
-		c->phase = PH_CLAIMING;
-		cs_send(n, c, C_CLAIM);
-		if (c->skind)
-			cs_emit(n, c, ELECTION_SESSION_ACQUIRED, FAULT_NONE, NULL, 0);
-		return;
-	case S_LOCK_TIMEOUT:
-		if (c->phase != PH_LOCKING)
-			return;
-		c->phase = PH_READY;
-		cs_emit(n, c, ELECTION_SESSION_BUSY, FAULT_NONE, NULL, 0);
-		return;
-	case S_CLAIMED:
-		if (c->phase != PH_CLAIMING)
-			return;
-		c->token = e->token;
-		if (!cs_held(n, c))
-			return;
-		if (!c->skind) {
-			cs_emit(n, c, ELECTION_SESSION_ACQUIRED, FAULT_NONE, NULL, 0);
-		} else if (c->ping_wanted) {
-			c->ping_wanted = false;
-			cs_emit(n, c, ELECTION_SESSION_PING_OK, FAULT_NONE, NULL, 0);
-		}
-		return;
+	case S_LOCK: case S_LOCK_TIMEOUT: cs_lock_answer(n, c, e); return;
+	case S_CLAIMED: cs_claim_answer(n, c, e); return;
 	case S_PONG:
-		if (c->phase != PH_PINGING || !cs_held(n, c))
-			return;
-		cs_emit(n, c, ELECTION_SESSION_PING_OK, FAULT_NONE, NULL, e->mask);
+		if (c->phase == PH_PINGING && cs_held(n, c))
+			cs_emit(n, c, ELECTION_SESSION_PING_OK, FAULT_NONE, NULL, e->mask);
 		return;
-	case S_UNLOCKED:
-		if (c->phase != PH_UNLOCKING)
-			return;
-		/* DIFFERS: lease.c undoes the claim in a second round trip
-		 * (UNCLAIMING); the model's unlock does both at once */
-		if (c->then == THEN_RELEASE) {
-			cs_released(n, c, FAULT_NONE);
-			return;
-		}
-		c->phase = PH_READY;
-		c->then = THEN_HOLD;
-		cs_emit(n, c, ELECTION_SESSION_RELEASED, FAULT_NONE, NULL, 0);
-		return;
-	case C_CONNECT: case C_TRY: case C_WAIT: case C_CLAIM: case C_PING:
-	case C_UNLOCK: case C_CLOSE: case N_CHILD_GONE: case N_GRACE:
-	case N_KILLED_GONE: case P_CLAIM: case P_CHECK:
-		return;
+	case S_UNLOCKED: cs_unlock_answer(n, c); return;
+	default: return; /* not the server's */
 	}
 }
 
@@ -1058,10 +1054,8 @@ static void peer_answer(struct node *n, const struct simev *e)
 
 static void node_exit(struct node *n, const char *why);
 
-static void sup_run_actions(struct node *n, const struct election_output *out)
+static void sup_session_actions(struct node *n, unsigned a)
 {
-	unsigned a = out->actions;
-
 	if (a & ELECTION_DO_DISCONNECT)
 		cs_close(n, &n->lock);
 	if (a & ELECTION_DO_FENCE_CLOSE)
@@ -1080,6 +1074,13 @@ static void sup_run_actions(struct node *n, const struct election_output *out)
 		cs_ping(n, &n->lock);
 		cs_ping(n, &n->fence); /* supervisor.c pings a held fence too */
 	}
+}
+
+static void sup_run_actions(struct node *n, const struct election_output *out)
+{
+	unsigned a = out->actions;
+
+	sup_session_actions(n, a);
 	if (a & ELECTION_DO_STOP_CHILD)
 		stop_child(n);
 	if (a & ELECTION_DO_KILL_CHILD)
@@ -1376,6 +1377,17 @@ static void check_ticks(void)
 {
 }
 
+/* Liveness: when, after the last fault, a node first led with its command. */
+static void note_leader(void)
+{
+	if (T < W.faults_end || isfinite(W.led_after_heal))
+		return;
+	for (int i = 0; i < W.n; i++)
+		if (W.nodes[i].up && W.nodes[i].ch.alive &&
+		    W.nodes[i].el.state == ELECTION_LEADER)
+			W.led_after_heal = T;
+}
+
 static void check_invariants(void)
 {
 	unsigned alive = 0, uncovered = 0;
@@ -1404,11 +1416,7 @@ static void check_invariants(void)
 	    __builtin_popcount(uncovered) > 1)
 		fail_at(alive, "%d commands alive at once, no exempt fault covers it",
 			__builtin_popcount(alive));
-	if (T >= W.faults_end && !isfinite(W.led_after_heal))
-		for (int i = 0; i < W.n; i++)
-			if (W.nodes[i].up && W.nodes[i].ch.alive &&
-			    W.nodes[i].el.state == ELECTION_LEADER)
-				W.led_after_heal = T;
+	note_leader();
 	check_ticks();
 }
 
@@ -1493,7 +1501,7 @@ static void fault(const struct simev *e)
 	struct node *n = &W.nodes[i];
 
 	say(1u << i, "FAULT %s on %s for %.3fs", fault_names[e->op], n->name, e->arg);
-	switch ((enum fault_kind)e->op) {
+	switch (e->op) {
 	case F_TERM_LOCK: terminate(i, true, false); return;
 	case F_TERM_FENCE: terminate(i, false, true); return;
 	case F_TERM_BOTH: terminate(i, true, true); return;
@@ -1525,7 +1533,7 @@ static void fault(const struct simev *e)
 		if (n->up && !n->frozen)
 			sup_dispatch(n, ELECTION_SHUTDOWN, 0, 0, "SIGTERM");
 		return;
-	case F_COUNT: case F_END:
+	default:
 		return;
 	}
 }
@@ -1636,36 +1644,24 @@ static void notify(struct node *n, const struct simev *e)
 	}
 }
 
-static void handle(const struct simev *e)
+static void fault_now(const struct simev *e)
+{
+	struct simev f = *e;
+
+	if (f.op == F_END) {
+		faults_end();
+		return;
+	}
+	f.node = f.gen ? current_leader() : f.from;
+	f.from = (f.node + 1 + irand(W.n - 1)) % W.n;
+	fault(&f);
+}
+
+/* What reaches a running, unfrozen pgleader. */
+static void handle_node(const struct simev *e)
 {
 	struct node *n;
 
-	switch (e->kind) {
-	case K_TO_DB: db_receive(e); return;
-	case K_LOCK_TIMEOUT: db_lock_timeout(e); return;
-	case K_IDLE: db_idle(e); return;
-	case K_CHILD_EXIT: child_exit(e); return;
-	case K_HEAL: heal(e); return;
-	case K_BOOT:
-		if (!W.nodes[e->node].up && W.nodes[e->node].inc == e->gen)
-			node_boot(&W.nodes[e->node]);
-		return;
-	case K_FAULT: {
-		struct simev f = *e;
-
-		if (f.op == F_END) {
-			faults_end();
-			return;
-		}
-		f.node = f.gen ? current_leader() : f.from;
-		f.from = (f.node + 1 + irand(W.n - 1)) % W.n;
-		fault(&f);
-		return;
-	}
-	case K_WAKE: case K_TO_NODE: case K_NOTIFY: case K_PEER_REQ:
-	case K_PEER_ANS: case K_PEER_DEADLINE:
-		break;
-	}
 	if (e->kind == K_PEER_REQ && !W.nodes[e->node].up) {
 		/* connection refused: an answer that says no, and not running */
 		push((struct simev){ .t = T + peer_delay(), .kind = K_PEER_ANS,
@@ -1675,7 +1671,7 @@ static void handle(const struct simev *e)
 	}
 	if (!(n = for_node(e)))
 		return;
-	switch (e->kind) {
+	switch ((int)e->kind) {
 	case K_WAKE:
 		if (e->gen == n->wake_gen)
 			sup_dispatch(n, ELECTION_TICK, 0, 0, NULL);
@@ -1694,8 +1690,27 @@ static void handle(const struct simev *e)
 		if (n->rnd.open && n->rnd.id == e->gen)
 			peers_finish(n);
 		return;
-	case K_TO_DB: case K_LOCK_TIMEOUT: case K_IDLE: case K_CHILD_EXIT:
-	case K_HEAL: case K_BOOT: case K_FAULT:
+	default:
+		return;
+	}
+}
+
+static void handle(const struct simev *e)
+{
+	switch (e->kind) {
+	case K_TO_DB: db_receive(e); return;
+	case K_LOCK_TIMEOUT: db_lock_timeout(e); return;
+	case K_IDLE: db_idle(e); return;
+	case K_CHILD_EXIT: child_exit(e); return;
+	case K_HEAL: heal(e); return;
+	case K_BOOT:
+		if (!W.nodes[e->node].up && W.nodes[e->node].inc == e->gen)
+			node_boot(&W.nodes[e->node]);
+		return;
+	case K_FAULT: fault_now(e); return;
+	case K_WAKE: case K_TO_NODE: case K_NOTIFY: case K_PEER_REQ:
+	case K_PEER_ANS: case K_PEER_DEADLINE:
+		handle_node(e);
 		return;
 	}
 }
@@ -1906,40 +1921,48 @@ static void usage(void)
 	exit(64);
 }
 
-int main(int argc, char **argv)
-{
-	uint64_t first = 1, count = 100, failed = 0, ran = 0, skipped = 0;
-	bool one = false;
-	const char *known_file = NULL;
-	size_t keep = 40;
-	struct timespec t0, t1;
-	double secs;
-	extern char **environ;
+struct opts {
+	uint64_t first, count;
+	bool one;
+	const char *known_file;
+	size_t keep;
+};
 
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	*o = (struct opts){ .first = 1, .count = 100, .keep = 40 };
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
-			first = strtoull(argv[++i], NULL, 10);
-			count = 1;
-			one = true;
-		} else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
-			count = strtoull(argv[++i], NULL, 10);
-		} else if (!strcmp(argv[i], "--first") && i + 1 < argc) {
-			first = strtoull(argv[++i], NULL, 10);
+		bool more = i + 1 < argc;
+
+		if (!strcmp(argv[i], "--seed") && more) {
+			o->first = strtoull(argv[++i], NULL, 10);
+			o->count = 1;
+			o->one = true;
+		} else if (!strcmp(argv[i], "--seeds") && more) {
+			o->count = strtoull(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--first") && more) {
+			o->first = strtoull(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--known") && more) {
+			o->known_file = argv[++i];
+		} else if (!strcmp(argv[i], "--mutant") && more) {
+			mutant_name = argv[++i];
+		} else if (!strcmp(argv[i], "--keep") && more) {
+			o->keep = strtoull(argv[++i], NULL, 10);
 		} else if (!strcmp(argv[i], "--io-first")) {
 			io_first = true;
 		} else if (!strcmp(argv[i], "--trace")) {
 			trace_live = true;
-		} else if (!strcmp(argv[i], "--known") && i + 1 < argc) {
-			known_file = argv[++i];
-		} else if (!strcmp(argv[i], "--mutant") && i + 1 < argc) {
-			mutant_name = argv[++i];
-		} else if (!strcmp(argv[i], "--keep") && i + 1 < argc) {
-			keep = strtoull(argv[++i], NULL, 10);
 		} else {
 			usage();
 		}
 	}
-	/* the configuration is the command line's alone */
+}
+
+/* The configuration is the command line's alone. */
+static void clear_environment(void)
+{
+	extern char **environ;
+
 	for (char **e = environ; *e;) {
 		if (!strncmp(*e, "PGLEADER_", 9)) {
 			char name[128];
@@ -1950,9 +1973,20 @@ int main(int argc, char **argv)
 			e++;
 		}
 	}
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t failed = 0, ran = 0, skipped = 0;
+	struct opts o;
+	struct timespec t0, t1;
+	double secs;
+
+	parse_args(argc, argv, &o);
+	clear_environment();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (uint64_t seed = first; seed < first + count; seed++) {
-		if (!one && known(known_file, seed)) {
+	for (uint64_t seed = o.first; seed < o.first + o.count; seed++) {
+		if (!o.one && known(o.known_file, seed)) {
 			skipped++;
 			continue;
 		}
@@ -1960,7 +1994,7 @@ int main(int argc, char **argv)
 		if (!run(seed)) {
 			failed++;
 			if (!trace_live)
-				print_failure(seed, keep);
+				print_failure(seed, o.keep);
 			else
 				printf("sim: seed %" PRIu64 " FAILED: %s\n", seed, W.why);
 		}
@@ -1976,7 +2010,7 @@ int main(int argc, char **argv)
 		       n_token_notes);
 	printf("sim: %" PRIu64 " seeds from %" PRIu64 " (%" PRIu64 " known, skipped), %"
 	       PRIu64 " failed; %" PRIu64 " events (%" PRIu64 " decider steps) in %.2fs: "
-	       "%.0f events/s%s%s\n", ran, first, skipped, failed, n_simev, n_events,
+	       "%.0f events/s%s%s\n", ran, o.first, skipped, failed, n_simev, n_events,
 	       secs, (double)n_simev / fmax(secs, 1e-9), *mutant_name ? "; mutant " : "",
 	       mutant_name);
 	return failed ? 1 : 0;
