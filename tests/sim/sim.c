@@ -350,6 +350,17 @@ static void fail_at(unsigned nodes, const char *fmt, ...)
 	say(nodes, "VIOLATION: %s", W.why);
 }
 
+/* Opens (or extends) the window of an exempt fault on node i: the man
+ * page's SAFETY section, "Overlap bounds", names each. */
+static void exempt_node(int i, double until, const char *why)
+{
+	if (until <= W.exempt_node_until[i])
+		return;
+	W.exempt_node_until[i] = until;
+	W.exempt_node_why[i] = why;
+	say(1u << i, "exempt: %s until %.3f (%s)", W.nodes[i].name, until, why);
+}
+
 /* ---- clocks ----------------------------------------------------------- */
 
 static double node_now(const struct node *n)
@@ -658,6 +669,7 @@ static void db_down(const char *what, double down)
 	W.exempt_db_until = fmax(W.exempt_db_until, T + W.grace + NET_SLACK +
 				 (unheard ? W.p.ping_interval * W.p.ping_failures +
 				  W.p.ping_timeout : 0));
+	say(0, "exempt: the fleet until %.3f (%s)", W.exempt_db_until, what);
 	push((struct simev){ .t = T + down, .kind = K_HEAL, .node = NOBODY, .op = 0 });
 }
 
@@ -1296,9 +1308,7 @@ static void node_thaw(struct node *n)
 	/* SAFETY, "Leader frozen": unbounded while frozen; after it thaws, it
 	 * sees the lost session and the command is gone within grace_period */
 	if (n->ch.alive)
-		W.exempt_node_until[n->i] = fmax(W.exempt_node_until[n->i],
-						 T + W.grace + NET_SLACK);
-	W.exempt_node_why[n->i] = "leader frozen";
+		exempt_node(n->i, T + W.grace + NET_SLACK, "leader frozen");
 	/* libev invokes what one loop iteration collected last first: the
 	 * timers that expired meanwhile, then the sockets that became
 	 * readable (ev_invoke_pending walks the pending array backwards).
@@ -1479,15 +1489,12 @@ static void terminate(int i, bool lock, bool fence)
 		double learn = W.part_db[i] ? W.p.ping_interval * W.p.ping_failures +
 			W.p.ping_timeout : 0;
 
-		W.exempt_node_until[i] = fmax(W.exempt_node_until[i],
-					      T + learn + W.grace + NET_SLACK);
-		W.exempt_node_why[i] = "both sessions ended";
+		exempt_node(i, T + learn + W.grace + NET_SLACK, "both sessions ended");
 	}
 	/* ... or the lock session first, then the fence session while the
 	 * command is still stopping (the man page names the other order) */
 	if (fence && fs >= 0 && ls < 0) {
-		W.exempt_node_until[i] = fmax(W.exempt_node_until[i], T + W.grace + NET_SLACK);
-		W.exempt_node_why[i] = "both sessions ended";
+		exempt_node(i, T + W.grace + NET_SLACK, "both sessions ended");
 	}
 	if (lock && ls >= 0)
 		db_end(ls, true, "pg_terminate_backend");
