@@ -1747,7 +1747,7 @@ static void pick_knobs(struct knobs *k)
 	k->lease = ceil(k->ping_interval * k->failures + k->ping_timeout + k->grace +
 			urand(0.5, 8));
 	k->failsafe = chance(0.35);
-	k->mismatch = k->failsafe && k->n >= 3 && chance(0.4);
+	k->mismatch = k->failsafe && k->n >= 3 && chance(0.8);
 	k->ttl = ceil(k->ping_interval + k->ping_timeout + k->grace + urand(0.5, 5));
 	k->takeover = chance(0.1) ? 1 : 0;
 }
