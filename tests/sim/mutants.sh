@@ -37,8 +37,8 @@ for patch in "$here"/mutants/*.patch; do
 		survived="$survived $name"
 	else
 		seed=$(sed -n 's/^sim: seed \([0-9]*\) FAILED: \(.*\)/\1: \2/p' "$dir/out.txt" | head -n 1)
-		printf 'sim-mutants: %s caught in %.1fs by seed %s\n' "$name" \
-			"$(echo "$(date +%s.%N) - $start" | bc)" "$seed"
+		took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+		echo "sim-mutants: $name caught in ${took}s by seed $seed"
 	fi
 done
 if [ -n "$survived" ]; then
