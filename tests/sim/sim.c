@@ -37,7 +37,7 @@
 #define MAXN 5
 /* The longest one-way delay the network model gives (a slow moment and a
  * retransmission): the man page's bounds run from when a node can know. */
-#define NET_SLACK 2.0
+static double net_slack = 2.0; /* --slack */
 #define NOBODY (-1)
 
 /* ---- random numbers: splitmix64, one stream per run ------------------- */
@@ -666,7 +666,7 @@ static void db_down(const char *what, double down)
 	/* ... and when a leader cannot hear the sessions end (parted from
 	 * the database: the man page's "host dies without closing the
 	 * connection"), the pings notice: detection + grace_period */
-	W.exempt_db_until = fmax(W.exempt_db_until, T + W.grace + NET_SLACK +
+	W.exempt_db_until = fmax(W.exempt_db_until, T + W.grace + net_slack +
 				 (unheard ? W.p.ping_interval * W.p.ping_failures +
 				  W.p.ping_timeout : 0));
 	say(0, "exempt: the fleet until %.3f (%s)", W.exempt_db_until, what);
@@ -1308,7 +1308,7 @@ static void node_thaw(struct node *n)
 	/* SAFETY, "Leader frozen": unbounded while frozen; after it thaws, it
 	 * sees the lost session and the command is gone within grace_period */
 	if (n->ch.alive)
-		exempt_node(n->i, T + W.grace + NET_SLACK, "leader frozen");
+		exempt_node(n->i, T + W.grace + net_slack, "leader frozen");
 	/* libev invokes what one loop iteration collected last first: the
 	 * timers that expired meanwhile, then the sockets that became
 	 * readable (ev_invoke_pending walks the pending array backwards).
@@ -1480,7 +1480,7 @@ static void terminate(int i, bool lock, bool fence)
 	bool fence_held = W.holder[1] >= 0 && W.s[W.holder[1]].node == i;
 	/* "before the fence was taken again": the decider reconnects the
 	 * fence session after its backoff (at most retry_interval) */
-	bool retaking = T - W.fence_lost_at[i] <= W.retry + 2 * NET_SLACK;
+	bool retaking = T - W.fence_lost_at[i] <= W.retry + 2 * net_slack;
 
 	if (lock && ls >= 0 && (fence || (!fence_held && retaking))) {
 		/* counted from when the leader can learn it: with the node
@@ -1489,12 +1489,12 @@ static void terminate(int i, bool lock, bool fence)
 		double learn = W.part_db[i] ? W.p.ping_interval * W.p.ping_failures +
 			W.p.ping_timeout : 0;
 
-		exempt_node(i, T + learn + W.grace + NET_SLACK, "both sessions ended");
+		exempt_node(i, T + learn + W.grace + net_slack, "both sessions ended");
 	}
 	/* ... or the lock session first, then the fence session while the
 	 * command is still stopping (the man page names the other order) */
 	if (fence && fs >= 0 && ls < 0) {
-		exempt_node(i, T + W.grace + NET_SLACK, "both sessions ended");
+		exempt_node(i, T + W.grace + net_slack, "both sessions ended");
 	}
 	if (lock && ls >= 0)
 		db_end(ls, true, "pg_terminate_backend");
@@ -1924,7 +1924,7 @@ static bool known(const char *path, uint64_t seed)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sim [--seed N | --seeds COUNT [--first N]] [--trace] "
-		"[--known FILE] [--mutant NAME] [--keep K] [--io-first]\n");
+		"[--known FILE] [--mutant NAME] [--keep K] [--io-first] [--slack SECONDS]\n");
 	exit(64);
 }
 
@@ -1955,6 +1955,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			mutant_name = argv[++i];
 		} else if (!strcmp(argv[i], "--keep") && more) {
 			o->keep = strtoull(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--slack") && more) {
+			net_slack = strtod(argv[++i], NULL);
 		} else if (!strcmp(argv[i], "--io-first")) {
 			io_first = true;
 		} else if (!strcmp(argv[i], "--trace")) {
