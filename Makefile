@@ -179,8 +179,8 @@ $(B)tests/unit/test_failsafe: tests/unit/test_failsafe.c $(FAILSAFE_DEPS) $(DEPS
 # (params.c over config.c). make sim SEEDS=N runs more seeds; the seeds in
 # tests/sim/known.txt find a known bug and are left out until it is fixed.
 SEEDS ?= 5000
-SIM_SRCS := tests/sim/sim.c src/params.c $(ELECTION_SRCS) src/config.c \
-	$(OPTIONS_SRCS) src/fleet.c
+SIM_OTHER_SRCS := src/params.c src/config.c $(OPTIONS_SRCS) src/fleet.c
+SIM_SRCS := tests/sim/sim.c $(ELECTION_SRCS) $(SIM_OTHER_SRCS)
 SIM_LIBS := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null) -lm
 $(B)tests/sim/sim: $(SIM_SRCS) $(DEPS)
 	@mkdir -p $(@D)
@@ -190,7 +190,8 @@ sim: $(B)tests/sim/sim
 	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --seeds $(SEEDS) --known tests/sim/known.txt
 # Each deliberate fault of tests/sim/mutants/ must make the default seeds fail.
 sim-mutants:
-	SIM_LIBS='$(SIM_LIBS)' tests/sim/mutants.sh $(or $(B),build/) $(SEEDS) $(CC) \
+	SIM_LIBS='$(SIM_LIBS)' SIM_ELECTION='$(ELECTION_SRCS)' \
+	SIM_OTHERS='$(SIM_OTHER_SRCS)' tests/sim/mutants.sh $(or $(B),build/) $(SEEDS) $(CC) \
 		$(ALL_CFLAGS) $(ALL_LDFLAGS)
 
 # promtool's own lint over the text of a standby, a leader with every

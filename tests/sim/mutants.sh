@@ -1,5 +1,6 @@
 #!/bin/sh
-# tests/sim/mutants.sh BUILDDIR SEEDS CC FLAGS...: each patch in
+# tests/sim/mutants.sh BUILDDIR SEEDS CC FLAGS... (SIM_ELECTION, SIM_OTHERS
+# and SIM_LIBS in the environment, from the Makefile): each patch in
 # tests/sim/mutants/ is applied to a copy of the decider's sources in
 # BUILDDIR/sim-mutants/NAME (never to the tree), the simulator is built with
 # that copy, and it must fail on the default seeds. A patch that no longer
@@ -8,8 +9,9 @@ set -eu
 build=${1%/} seeds=$2 cc=$3
 shift 3
 here=$(dirname "$0")
-elect="election.c election_clock.c election_command.c election_fence.c election_failsafe.c"
-others="src/params.c src/config.c src/options.c src/setting.c src/inifile.c src/value.c src/fleet.c"
+# from the Makefile: the decider's sources, the rest the simulator links
+elect=$(for f in $SIM_ELECTION; do basename "$f"; done)
+others=$SIM_OTHERS
 survived=""
 for patch in "$here"/mutants/*.patch; do
 	name=$(basename "$patch" .patch)

@@ -1138,9 +1138,9 @@ static void event_text(const struct election_event *ev, char *buf, size_t len)
 	if (ev->type == ELECTION_LOCK || ev->type == ELECTION_FENCE)
 		what = news_name(ev->news);
 	else if (ev->type == ELECTION_COMMAND)
-		what = cmd[ev->news & 3];
+		what = ev->news >= 0 && ev->news < 4 ? cmd[ev->news] : "?";
 	else if (ev->type == ELECTION_PEERS)
-		what = peers[ev->news & 3];
+		what = ev->news >= 0 && ev->news < 4 ? peers[ev->news] : "?";
 	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], what);
 
 	if (ev->status && used < len)
