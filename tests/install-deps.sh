@@ -23,6 +23,8 @@ PACKAGES=(
 	systemd procps iproute2 util-linux
 	# make dist, deb, rpm and package-check
 	git dpkg-dev debhelper lintian rpm rpmlint
+	# make sim-mutants
+	patch
 )
 
 is_installed() {

@@ -1,0 +1,49 @@
+#!/bin/sh
+# tests/sim/mutants.sh BUILDDIR SEEDS CC FLAGS... (SIM_ELECTION, SIM_OTHERS
+# and SIM_LIBS in the environment, from the Makefile): each patch in
+# tests/sim/mutants/ is applied to a copy of the decider's sources in
+# BUILDDIR/sim-mutants/NAME (never to the tree), the simulator is built with
+# that copy, and it must fail on the default seeds. A patch that no longer
+# applies, or a mutant that survives, fails the target.
+set -eu
+build=${1%/} seeds=$2 cc=$3
+shift 3
+here=$(dirname "$0")
+# from the Makefile: the decider's sources, the rest the simulator links
+elect=$(for f in $SIM_ELECTION; do basename "$f"; done)
+others=$SIM_OTHERS
+survived=""
+for patch in "$here"/mutants/*.patch; do
+	name=$(basename "$patch" .patch)
+	dir=$build/sim-mutants/$name
+	rm -rf "$dir"
+	mkdir -p "$dir/src"
+	for f in $elect election.h election_impl.h; do
+		cp "src/$f" "$dir/src/$f"
+	done
+	if ! patch -s -p1 -F0 --no-backup-if-mismatch -d "$dir" <"$patch"; then
+		echo "sim-mutants: $patch no longer applies to src/: update it" >&2
+		exit 1
+	fi
+	srcs=""
+	for f in $elect; do
+		srcs="$srcs $dir/src/$f"
+	done
+	# shellcheck disable=SC2086 # word lists on purpose
+	"$cc" "$@" -I"$dir/src" -Isrc -o "$dir/sim" tests/sim/sim.c $srcs $others \
+		$SIM_LIBS
+	start=$(date +%s.%N)
+	if "$dir/sim" --seeds "$seeds" --known "$here/known.txt" --mutant "$name" \
+		--keep 12 >"$dir/out.txt" 2>&1; then
+		echo "sim-mutants: $name SURVIVED the default seeds"
+		survived="$survived $name"
+	else
+		seed=$(sed -n 's/^sim: seed \([0-9]*\) FAILED: \(.*\)/\1: \2/p' "$dir/out.txt" | head -n 1)
+		took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+		echo "sim-mutants: $name caught in ${took}s by seed $seed"
+	fi
+done
+if [ -n "$survived" ]; then
+	echo "sim-mutants: survived:$survived" >&2
+	exit 1
+fi
