@@ -41,6 +41,9 @@ struct job {
 	enum job_state state;
 	ev_timer tick_timer;        /* the next tick, plus its jitter */
 	ev_timer limit_timer;       /* max_runtime; a restart's delay */
+	ev_timer wait_timer;        /* an older term's run: ask again */
+	bool cutting;               /* the LAST in flight records them cut */
+	bool older_logged;
 	int64_t next_tick;          /* the server's ms; INT64_MIN: none */
 	int64_t last_handled;       /* ticks up to here are planned */
 	int64_t claim_tick;
@@ -71,6 +74,7 @@ struct jobs {
 	double flush_until;
 	int last_status;
 	double last_prune;
+	double started_at;          /* monotonic, of this term */
 };
 
 static double monotonic(void)
@@ -425,7 +429,18 @@ static void arm_tick(struct job *jb)
 /* ---- a new term ---- */
 
 static void ensure(struct jobs *j);
-static void ask_last(struct job *jb);
+static void ask_last(struct job *jb, bool cut);
+
+/* How long a run of an older term may still be stopping once this node
+ * leads: its leader notices the loss within its pings' deadline, then gives
+ * the command its grace period (the timing rule's terms, DESIGN 3). */
+static double older_run_bound(const struct jobs *j, const struct job *jb)
+{
+	const struct config *c = j->cfg;
+
+	return (double)(c->ping_interval_ms * c->ping_failures + c->ping_timeout_ms +
+			jb->cfg->grace_period_ms) / 1000;
+}
 
 static void last_cb(void *arg, const struct ledger_answer *a)
 {
@@ -439,10 +454,30 @@ static void last_cb(void *arg, const struct ledger_answer *a)
 		if (!a->lost)
 			log_error("job %s: cannot read the ledger: %s", jb->cfg->name,
 				  a->error);
-		ask_last(jb); /* sent when the session is back */
+		ask_last(jb, jb->cutting); /* sent when the session is back */
 		return;
 	}
 	sync_clock(j, a);
+	if (a->older_running != INT64_MIN) {
+		/* DESIGN 3 and issue 17: the old leader's command may still be
+		 * stopping (a database restart ended both its sessions, so no
+		 * fence keeps this node out): its run's end, or the bound */
+		bool wait = monotonic() < j->started_at + older_run_bound(j, jb);
+
+		if (wait && !jb->older_logged)
+			log_notice("job %s: the run for tick %s of an older term is still "
+				   "recorded running; waiting up to %.1fs for its end",
+				   jb->cfg->name, rfc3339(a->older_running, when, sizeof(when)),
+				   older_run_bound(j, jb));
+		jb->older_logged = true;
+		if (wait) {
+			ev_timer_set(&jb->wait_timer, RETRY_AFTER, 0.);
+			ev_timer_start(j->loop, &jb->wait_timer);
+		} else {
+			ask_last(jb, true);
+		}
+		return;
+	}
 	if (a->interrupted != INT64_MIN)
 		log_warning("job %s: the run for tick %s was cut off with its leader: "
 			    "recorded interrupted%s", jb->cfg->name,
@@ -457,10 +492,22 @@ static void last_cb(void *arg, const struct ledger_answer *a)
 		claim(jb, a->interrupted, true);
 }
 
-static void ask_last(struct job *jb)
+static void wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct job *jb = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (jb->owner->active)
+		ask_last(jb, false);
+}
+
+static void ask_last(struct job *jb, bool cut)
 {
 	jb->claim_gen = jb->owner->gen;
-	ledger_last(jb->owner->ledger, &jb->owner->term, jb->cfg->name, last_cb, jb);
+	jb->cutting = cut;
+	ledger_last(jb->owner->ledger, &jb->owner->term, jb->cfg->name, cut,
+		    last_cb, jb);
 }
 
 /* The ledger is there: each job begins its term. */
@@ -473,7 +520,7 @@ static void begin(struct jobs *j, int64_t now)
 		if (j->cfg->once_per_ms > 0)
 			claim(jb, now / j->cfg->once_per_ms * j->cfg->once_per_ms, false);
 		else if (jb->sched)
-			ask_last(jb);
+			ask_last(jb, false);
 		else
 			start_run(jb, 0, 0);
 	}
@@ -512,6 +559,9 @@ static void ensure(struct jobs *j)
 void jobs_start(struct jobs *j, const struct ledger_term *term)
 {
 	j->gen++;
+	j->started_at = monotonic();
+	for (size_t i = 0; i < j->n; i++)
+		j->job[i].older_logged = false;
 	j->active = true;
 	j->stopping = false;
 	j->term = *term;
@@ -575,6 +625,7 @@ void jobs_stop(struct jobs *j)
 
 		ev_timer_stop(j->loop, &jb->tick_timer);
 		ev_timer_stop(j->loop, &jb->limit_timer);
+		ev_timer_stop(j->loop, &jb->wait_timer);
 		jb->view.next_tick = 0;
 		if (jb->state == JOB_RUNNING || jb->state == JOB_STOPPING) {
 			jb->interrupted = true;
@@ -628,6 +679,8 @@ static bool job_init(struct jobs *j, struct job *jb, const struct config_job *cf
 	jb->tick_timer.data = jb;
 	ev_init(&jb->limit_timer, limit_cb);
 	jb->limit_timer.data = jb;
+	ev_init(&jb->wait_timer, wait_cb);
+	jb->wait_timer.data = jb;
 	if (cfg->schedule) {
 		jb->sched = schedule_new(cfg->schedule, cfg->timezone, err, errlen);
 		if (!jb->sched)
@@ -680,6 +733,7 @@ void jobs_free(struct jobs *j)
 	for (size_t i = 0; i < j->n; i++) {
 		ev_timer_stop(j->loop, &j->job[i].tick_timer);
 		ev_timer_stop(j->loop, &j->job[i].limit_timer);
+		ev_timer_stop(j->loop, &j->job[i].wait_timer);
 		if (j->job[i].child)
 			child_free(j->job[i].child);
 		schedule_free(j->job[i].sched);

@@ -78,19 +78,23 @@ static const char sql_clock[] = "SELECT " SQL_NOW;
 	" EXISTS (SELECT FROM term)," \
 	" to_timestamp($3::bigint / 1000.0) > clock_timestamp(), " SQL_NOW
 
-/* Runs an older term left running were cut off with their leader: they
- * are recorded interrupted (their leader, if alive, still records their
- * end and exit status: finished_at stays for it). */
+/* Runs an older term left running were cut off with their leader, whose
+ * command may still be stopping: with cut ($4) they are recorded
+ * interrupted (their leader, if alive, still records their end and exit
+ * status: finished_at stays for it); without, the newest is only told. */
 #define LAST_SQL \
 	"WITH cut AS (UPDATE %1$s.runs SET outcome = 'interrupted'" \
 	" WHERE lock_key = $1::bigint AND job = $2::text AND outcome = 'running'" \
-	" AND fencing_token < $3::bigint RETURNING tick)" \
+	" AND fencing_token < $3::bigint AND $4::boolean RETURNING tick)" \
 	" SELECT (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint" \
 	" FROM %1$s.runs WHERE lock_key = $1::bigint AND job = $2::text)," \
 	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM cut)," \
 	" (SELECT (extract(epoch FROM max(finished_at)) * 1000)::bigint" \
 	" FROM %1$s.runs WHERE lock_key = $1::bigint AND job = $2::text" \
-	" AND outcome = 'succeeded'), " SQL_NOW
+	" AND outcome = 'succeeded')," \
+	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM %1$s.runs" \
+	" WHERE lock_key = $1::bigint AND job = $2::text AND outcome = 'running'" \
+	" AND fencing_token < $3::bigint AND NOT $4::boolean), " SQL_NOW
 
 #define FINISH_SQL \
 	"UPDATE %1$s.runs SET outcome = CASE WHEN outcome = 'running'" \
@@ -176,7 +180,7 @@ static bool parse(struct request *r, const struct lease_sql_answer *a,
 {
 	const char *const *v = a->values;
 	const int want[] = { [REQ_ENSURE] = 3, [REQ_CREATE] = -1, [REQ_CLOCK] = 1,
-		       [REQ_CLAIM] = 5, [REQ_LAST] = 4, [REQ_FINISH] = -1,
+		       [REQ_CLAIM] = 5, [REQ_LAST] = 5, [REQ_FINISH] = -1,
 		       [REQ_PRUNE] = -1 };
 
 	if (want[r->kind] < 0)
@@ -199,6 +203,7 @@ static bool parse(struct request *r, const struct lease_sql_answer *a,
 		out->last_tick = int_of(v[0], INT64_MIN);
 		out->interrupted = int_of(v[1], INT64_MIN);
 		out->last_success = int_of(v[2], 0);
+		out->older_running = int_of(v[3], INT64_MIN);
 		return true;
 	case REQ_CLOCK:
 	case REQ_CREATE:
@@ -236,7 +241,8 @@ static void answered_cb(void *arg, const struct lease_sql_answer *a,
 	struct ledger *l = arg;
 	struct request *r = l->head;
 	struct ledger_answer out = { .last_tick = INT64_MIN,
-				     .interrupted = INT64_MIN };
+				     .interrupted = INT64_MIN,
+				     .older_running = INT64_MIN };
 
 	l->in_flight = false;
 	out.rtt = monotonic() - l->sent_at;
@@ -363,13 +369,14 @@ void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job
 }
 
 void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,
-		 ledger_fn fn, void *arg)
+		 bool cut, ledger_fn fn, void *arg)
 {
 	struct request *r = request(REQ_LAST, l->sql_last, fn, arg);
 
 	param(r, "%" PRId64, t->lock_key);
 	param(r, "%s", job);
 	param(r, "%" PRIu64, t->fencing_token);
+	param(r, "%s", cut ? "true" : "false");
 	submit(l, r);
 }
 

@@ -36,6 +36,8 @@ struct ledger_answer {
 	int64_t interrupted;     /* newest run of an older term left running,
 				  * now recorded interrupted; INT64_MIN: none */
 	int64_t last_success;    /* end of the newest succeeded run; 0: none */
+	int64_t older_running;   /* without cut: the newest run an older term
+				  * left running; INT64_MIN: none */
 };
 
 typedef void (*ledger_fn)(void *arg, const struct ledger_answer *a);
@@ -64,10 +66,10 @@ void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job
 		  int64_t tick, const char *outcome, bool rerun, ledger_fn fn,
 		  void *arg);
 /* The newest tick recorded for the job and the end of its newest
- * successful run, after recording as interrupted every run an older term
- * left running. */
+ * successful run; with cut, after recording as interrupted every run an
+ * older term left running, without, telling the newest of them. */
 void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,
-		 ledger_fn fn, void *arg);
+		 bool cut, ledger_fn fn, void *arg);
 /* Ends a run: its outcome and exit status (-1: none). Kept and sent again
  * until the server has it, whatever happens to the term. A run recorded
  * interrupted meanwhile keeps that outcome, and gets its end. */

@@ -259,6 +259,24 @@ def test_environment_names_job_tick_and_run(pg, fleet, ledger, lock_key, workdir
     assert "dsn" not in " ".join(env).lower()
 
 
+def test_database_restart_during_a_slow_run_gives_no_overlap(pg, fleet, ledger, lock_key):
+    """A restart ends both of the leader's sessions while its run takes
+    seconds to stop: no fence keeps the other node out, the ledger does
+    (issue 17 item 1): the run's row says running under an older term until
+    its leader records its end, or the bound passes."""
+    slow = h.timing(grace_period="4s", server_lease="8s")
+    job = {"after": 60, "exit_code": 0, "term_delay": 2.5}
+    a = fleet.start("a", *sched(every="1s"), timing=slow, job=job)
+    first = ledger.wait_for("start", "a", timeout=bound(10))
+    b = fleet.start("b", *sched(every="1s"), timing=slow, job=job)
+    h.wait_queued(pg, lock_key, "b")
+    pg.restart(mode="fast")
+    ledger.wait_for("stop", "a", pid=first.pid, timeout=bound(10))
+    h.wait_until(lambda: len(ledger.starts()) >= 2, bound(15), what="a run after the restart")
+    ledger.assert_no_overlap()
+    assert a.running() and b.running()
+
+
 def test_metrics_carry_the_fleets_last_success(pg, fleet, ledger, lock_key):
     """A new leader's pgleader_job_last_success_timestamp_seconds is the
     fleet's, read from the ledger: the alert on it does not fire because
