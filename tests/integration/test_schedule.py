@@ -160,6 +160,39 @@ def test_frozen_leader_wakes_with_ticks_overdue(pg, fleet, ledger, lock_key):
     ledger.assert_no_overlap()
 
 
+def test_rerun_interrupted_runs_the_cut_off_tick_once_more(pg, fleet, ledger, lock_key):
+    """A run cut off with its leader (its row says running under an older
+    token): with --rerun-interrupted the next leader runs that tick again,
+    once, after the old term's bound; without it, never."""
+    job = {"after": 1.5, "exit_code": 0, "term_delay": 1}
+    a = fleet.start("a", *sched(every="1h"), job=job)
+    a.wait_for_log(r"acquired leader lease", timeout=bound(10))
+    h.wait_until(lambda: pg.scalar("SELECT to_regclass('pgleader.runs') IS NOT NULL") == "t",
+                 bound(5), what="the ledger")
+    a.kill9()
+    # an hourly job has no tick now: this hour's, as a's claim would have
+    # left it had a been killed during the run
+    tick = int(pg.scalar("SELECT (extract(epoch FROM date_trunc('hour', now())) * 1000)::bigint"))
+    pg.psql("INSERT INTO pgleader.runs (lock_key, job, tick, node_id, fencing_token, outcome, "
+            "started_at) VALUES (%d, 'default', to_timestamp(%d / 1000.0), 'a', 1, 'running', "
+            "now())" % (lock_key, tick))
+    b = fleet.start("b", *sched("--rerun-interrupted", every="1h"), job=job)
+    first = ledger.wait_for("start", "b", timeout=bound(15))
+    assert first.get("tick") == time.strftime("%Y-%m-%dT%H:00:00Z", time.gmtime(tick / 1000))
+    assert b.count(r"recorded interrupted; running it again") == 1
+    rows = wait_rows(pg, lock_key, 1, bound(10), outcome="succeeded")
+    assert len(rows) == 1 and rows[0][2] == "b"
+    b.signal(signal.SIGTERM)
+    assert b.wait(bound(10)) == 0
+    # without the option, the same cut-off tick stays interrupted
+    pg.psql("UPDATE pgleader.runs SET outcome = 'running', fencing_token = 1, "
+            "finished_at = NULL WHERE lock_key = %d" % lock_key)
+    c = fleet.start("c", *sched(every="1h"), job=job)
+    c.wait_for_log(r"recorded interrupted$", timeout=bound(15))
+    time.sleep(0.5)
+    assert len(ledger.starts()) == 1
+
+
 def test_run_longer_than_its_interval_skips_ticks(pg, fleet, ledger, lock_key):
     job = {"after": 2.5, "exit_code": 0, "term_delay": 1}
     fleet.start("a", *sched(every="1s"), job=job)
