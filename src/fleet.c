@@ -25,8 +25,9 @@ void fleet_burn(char *s)
 }
 
 /* The file's text, at most FLEET_SECRET_MAX bytes, from a regular file
- * (not a FIFO, a directory or a device) that others cannot read or write: a secret that anyone on the machine
- * can read protects nothing. Returns the length or -1 with err. */
+ * (not a FIFO, a directory or a device) that others cannot read or write:
+ * a secret that anyone on the machine can read protects nothing. Returns
+ * the length or -1 with err. */
 static ssize_t read_secret_file(const char *path, char *buf, size_t cap,
 				char *err, size_t errlen)
 {
