@@ -255,6 +255,8 @@ static int action_cb(void *user, int action, const char *value)
 		ld->verbosity--;
 		break;
 	case ACT_CONFIG:
+		if (!*value)
+			return options_fail(ld->op, CONFIG_USAGE, "-c: empty file name");
 		ld->config_path = value;
 		break;
 	}
@@ -293,6 +295,9 @@ static int read_argv(struct loader *ld, int argc, char **argv)
 		return options_fail(ld->op, CONFIG_USAGE,
 				    "--%s is only valid with 'pgleader status'",
 				    cfg->json ? "json" : "watch");
+	if (cfg->nonblock && cfg->status_mode)
+		return options_fail(ld->op, CONFIG_USAGE,
+				    "--nonblock is not valid with 'pgleader status'");
 	return options_check_argv(ld->op);
 }
 
@@ -568,6 +573,23 @@ static int finish(struct loader *ld)
 	return build_command(ld);
 }
 
+/* An empty variable counts as unset, but not the lock's identity: an
+ * empty PGLEADER_LOCK_KEY or PGLEADER_LOCK_NAME (a "${KEY}" that expanded
+ * to nothing) would take the default key, every other fleet's lock. */
+static int check_lock_variables(struct loader *ld)
+{
+	const char *const names[] = { "PGLEADER_LOCK_KEY", "PGLEADER_LOCK_NAME" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = getenv(names[i]);
+
+		if (v && !*v)
+			return options_fail(ld->op, CONFIG_INVALID,
+					    "%s is set but empty: set it or unset it", names[i]);
+	}
+	return CONFIG_OK;
+}
+
 static int load(struct loader *ld, int argc, char **argv)
 {
 	const char *path;
@@ -583,7 +605,8 @@ static int load(struct loader *ld, int argc, char **argv)
 		if ((result = options_load_file(ld->op, path)) != CONFIG_OK)
 			return result;
 	}
-	if ((result = options_load_environment(ld->op)) != CONFIG_OK ||
+	if ((result = check_lock_variables(ld)) != CONFIG_OK ||
+	    (result = options_load_environment(ld->op)) != CONFIG_OK ||
 	    (result = options_load_argv(ld->op)) != CONFIG_OK)
 		return result;
 	return finish(ld);

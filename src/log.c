@@ -395,6 +395,34 @@ char *log_utf8_copy(char *dst, size_t size, const char *src)
 	return dst;
 }
 
+/* A text line shows what it holds: a TAB as \t, another control byte or
+ * one that is not part of valid UTF-8 as \xNN (a backslash stays as it
+ * is). Cut at a character when out is full. Returns out. */
+static char *escape_text(char *out, size_t size, const char *in)
+{
+	const unsigned char *p = (const unsigned char *)in;
+	size_t n = 0;
+
+	while (*p && size > 0) {
+		size_t len = *p >= 0x80 ? utf8_len(p) : *p < 0x20 || *p == 0x7f ? 0 : 1;
+		char esc[8];
+
+		if (!len)
+			snprintf(esc, sizeof(esc), *p == '\t' ? "\\t" : "\\x%02x", *p);
+		if (n + (len ? len : strlen(esc)) >= size)
+			break;
+		if (len)
+			memcpy(out + n, p, len);
+		else
+			memcpy(out + n, esc, strlen(esc));
+		n += len ? len : strlen(esc);
+		p += len ? len : 1;
+	}
+	if (size > 0)
+		out[n] = '\0';
+	return out;
+}
+
 /* ---- fields ------------------------------------------------------------- */
 
 static void copy_field(char *dst, size_t size, const char *src)
@@ -544,7 +572,7 @@ static void write_json(enum log_level level, const char *msg,
 static void vlog(enum log_level level, const struct log_fields *fields,
 		 const char *fmt, va_list ap)
 {
-	char line[LOG_MSG_MAX];
+	char line[LOG_MSG_MAX], shown[LOG_MSG_MAX];
 	struct field_copies ev;
 	struct line_fields f;
 
@@ -557,10 +585,13 @@ static void vlog(enum log_level level, const struct log_fields *fields,
 	copy_fields(&ev, fields);
 	merge_fields(&f, &ev);
 
-	if (format == LOG_FORMAT_JSON)
+	if (format == LOG_FORMAT_JSON) {
 		write_json(level, line, &f);
-	else if (!journal_native || !send_journal(level, line, &f))
-		write_text(level, line);
+		return;
+	}
+	escape_text(shown, sizeof(shown), line);
+	if (!journal_native || !send_journal(level, shown, &f))
+		write_text(level, shown);
 }
 
 void log_event(enum log_level level, const struct log_fields *f, const char *fmt, ...)

@@ -515,6 +515,22 @@ START_TEST(test_journal_decided_at_init)
 }
 END_TEST
 
+/* ---- text lines: TAB and bytes that are not UTF-8 escaped --------------- */
+
+START_TEST(test_text_escapes)
+{
+	const char *out;
+
+	capture_begin();
+	log_init(LOG_LEVEL_INFO);
+	log_set_format(LOG_FORMAT_TEXT);
+	log_info("a\tb \xff\xfe c\x01 d\\e caf\xc3\xa9 \xe2\x82");
+	out = capture_end();
+	ck_assert_ptr_nonnull(strstr(out, " info: a\\tb \\xff\\xfe c\\x01 d\\e caf\xc3\xa9 \\xe2\\x82\n"));
+	ck_assert_ptr_null(strchr(out, '\t'));
+}
+END_TEST
+
 START_TEST(test_password_redacted_in_line)
 {
 	const char *out;
@@ -975,6 +991,7 @@ static Suite *log_suite(void)
 	tcase_add_test(tc, test_redact_long_line);
 	tcase_add_loop_test(tc, test_redact_dsn_error, 0, ROWS(dsn_error_rows));
 	tcase_add_loop_test(tc, test_redact_dsn, 0, ROWS(dsn_rows));
+	tcase_add_test(tc, test_text_escapes);
 
 	tc = add_tcase(s, "format");
 	tcase_add_test(tc, test_plain_format);
