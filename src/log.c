@@ -405,17 +405,19 @@ static char *escape_text(char *out, size_t size, const char *in)
 
 	while (*p && size > 0) {
 		size_t len = *p >= 0x80 ? utf8_len(p) : *p < 0x20 || *p == 0x7f ? 0 : 1;
-		char esc[8];
+		char esc[8] = "";
+		const char *from = (const char *)p;
+		size_t take = len;
 
-		if (!len)
+		if (!len) {
 			snprintf(esc, sizeof(esc), *p == '\t' ? "\\t" : "\\x%02x", *p);
-		if (n + (len ? len : strlen(esc)) >= size)
+			from = esc;
+			take = strlen(esc);
+		}
+		if (n + take >= size)
 			break;
-		if (len)
-			memcpy(out + n, p, len);
-		else
-			memcpy(out + n, esc, strlen(esc));
-		n += len ? len : strlen(esc);
+		memcpy(out + n, from, take);
+		n += take;
 		p += len ? len : 1;
 	}
 	if (size > 0)
