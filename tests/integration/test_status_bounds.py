@@ -169,3 +169,16 @@ def test_status_dsn_libpq_refuses_exits_78(workdir, fleet, pg, option, says):
     assert r.err.splitlines() == ["pgleader: invalid dsn: " + says], r
     d = fleet.start("n", "--nonblock", dsn=dsn)
     assert d.wait(bound(5)) == 78, d.text()
+
+
+def test_status_connect_timeout_zero_is_bounded(workdir, frozen):
+    """libpq reads connect_timeout=0 as "for ever"; status, as the daemon,
+    as the default (10 s): a frozen proxy (the kernel completes the
+    handshake, nothing answers) cannot hold it longer."""
+    frozen.freeze()
+    t0 = time.monotonic()
+    r = run_status(workdir, "--dsn", frozen.dsn(connect_timeout=0), timeout=30)
+    took = time.monotonic() - t0
+    assert r.rc == 69 and r.out == "", r
+    assert len(r.err.splitlines()) == 1 and "timeout expired" in r.err, r
+    assert 9.5 < took < bound(13), took
