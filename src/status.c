@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
@@ -97,12 +99,22 @@ static bool stalled;
  * connection, an answer, the next look), but never in the middle of a
  * line: while one is written, the signal only asks for the exit. */
 static volatile sig_atomic_t printing, stop_asked;
+static int max_fd; /* descriptors to close on the way out */
+
+/* Exits 0 with the session's socket closed, from a signal handler too:
+ * close(2) and _exit(2) are async-signal-safe, libpq is not. */
+static void stop_now(void)
+{
+	for (int fd = 3; fd < max_fd; fd++)
+		close(fd);
+	_exit(0);
+}
 
 static void stop_cb(int sig)
 {
 	(void)sig;
 	if (!printing)
-		_exit(0);
+		stop_now();
 	stop_asked = 1;
 }
 
@@ -117,13 +129,16 @@ static void print_end(void)
 	fflush(stderr);
 	printing = 0;
 	if (stop_asked)
-		_exit(0);
+		stop_now();
 }
 
 static void catch_stop(void)
 {
 	struct sigaction sa;
+	struct rlimit rl;
 
+	max_fd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536
+		 ? (int)rl.rlim_cur : 65536;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = stop_cb;
 	sigemptyset(&sa.sa_mask);
