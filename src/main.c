@@ -121,9 +121,12 @@ static void scrub_arg(char *arg)
  * (shown as blanks) tells how long a password was. */
 static void scrub_argv(int argc, char **argv)
 {
-	char *end = argv[argc - 1] + strlen(argv[argc - 1]) + 1, *to;
+	char *end, *to;
 	bool packed = true;
 
+	if (argc < 1)
+		return; /* execve(2) with an empty argv */
+	end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
 	for (int i = 1; i < argc; i++)
 		packed &= argv[i] == argv[i - 1] + strlen(argv[i - 1]) + 1;
 	for (int i = 1; i < argc; i++)
