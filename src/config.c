@@ -456,6 +456,8 @@ static int action_cb(void *user, int action, const char *value)
 		ld->verbosity--;
 		break;
 	case ACT_CONFIG:
+		if (!*value)
+			return options_fail(ld->op, CONFIG_USAGE, "-c: empty file name");
 		ld->config_path = value;
 		break;
 	case ACT_JOB:
@@ -1179,6 +1181,23 @@ static int finish(struct loader *ld)
 	return finish_jobs(ld);
 }
 
+/* An empty variable counts as unset, but not the lock's identity: an
+ * empty PGLEADER_LOCK_KEY or PGLEADER_LOCK_NAME (a "${KEY}" that expanded
+ * to nothing) would take the default key, every other fleet's lock. */
+static int check_lock_variables(struct loader *ld)
+{
+	const char *const names[] = { "PGLEADER_LOCK_KEY", "PGLEADER_LOCK_NAME" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = getenv(names[i]);
+
+		if (v && !*v)
+			return options_fail(ld->op, CONFIG_INVALID,
+					    "%s is set but empty: set it or unset it", names[i]);
+	}
+	return CONFIG_OK;
+}
+
 static int load(struct loader *ld, int argc, char **argv)
 {
 	const char *path;
@@ -1198,7 +1217,8 @@ static int load(struct loader *ld, int argc, char **argv)
 	/* What a section leaves out: [pgleader]'s value, or the default. */
 	if (copy_top_keys(ld->cfg, &ld->inherit, JK_TIMEZONE) < 0)
 		return options_fail(ld->op, CONFIG_INVALID, "out of memory");
-	if ((result = options_load_environment(ld->op)) != CONFIG_OK ||
+	if ((result = check_lock_variables(ld)) != CONFIG_OK ||
+	    (result = options_load_environment(ld->op)) != CONFIG_OK ||
 	    (result = options_load_argv(ld->op)) != CONFIG_OK)
 		return result;
 	return finish(ld);

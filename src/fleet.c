@@ -25,14 +25,17 @@ void fleet_burn(char *s)
 }
 
 /* The file's text, at most FLEET_SECRET_MAX bytes, from a regular file
- * that others cannot read or write: a secret that anyone on the machine
- * can read protects nothing. Returns the length or -1 with err. */
+ * (not a FIFO, a directory or a device) that others cannot read or write:
+ * a secret that anyone on the machine can read protects nothing. Returns
+ * the length or -1 with err. */
 static ssize_t read_secret_file(const char *path, char *buf, size_t cap,
 				char *err, size_t errlen)
 {
 	struct stat st;
 	ssize_t n, total = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO or a device would block open() for ever; only a
+	 * regular file gets past the fstat, and it reads the same either way. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	if (fd < 0) {
 		snprintf(err, errlen, "cannot open failsafe secret file %s: %s",

@@ -227,7 +227,7 @@ int inifile_read(const char *path, const struct inifile_spec *spec, char *err,
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	value_printable(path, strlen(path), r.path, strlen(path) + 1);
+	value_path_shown(path, r.path, strlen(path) + 1);
 	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
 	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
 		result = fail(&r, "%s: cannot open: %s", r.path, strerror(errno));

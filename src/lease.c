@@ -122,9 +122,14 @@ static void conn_failed(void *arg, enum fault fault, const char *reason)
 {
 	struct lease *l = arg;
 	enum lease_event ev = connecting(l) ? LEASE_CONNECT_FAILED : LEASE_LOST;
+	char said[LOG_MSG_MAX + 16];
 
+	/* A standby's lost session says which one it was; a leader's loss is
+	 * "lost leader lease: ...", and the fence's is named by the election. */
+	snprintf(said, sizeof(said), "%s%s", ev == LEASE_LOST && !l->o.fence &&
+		 !l->since[0] ? "lock session: " : "", reason ? reason : "");
 	closed(l);
-	emit(l, ev, fault, reason);
+	emit(l, ev, fault, reason ? said : NULL);
 }
 
 /* A failure the lease finds in an answer: the session is in a state it

@@ -56,6 +56,34 @@ static void fail(struct lease_conn *c, enum fault fault, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* An established session ended with libpq's message: the server's FATAL
+ * in its first line ("FATAL:  57P01: terminating connection ...", then
+ * libpq's "server closed the connection unexpectedly ..."), said as a
+ * FATAL that came alone is (its SQLSTATE when the message has it); else
+ * what libpq says. */
+static void fail_session(struct lease_conn *c, const char *error)
+{
+	char first[LOG_MSG_MAX], msg[LOG_MSG_MAX], sqlstate[6];
+	const char *fatal = "FATAL:";
+
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(error, "\n"), error);
+	lease_sql_one_line(msg, sizeof(msg), first, sqlstate);
+	if (!strncmp(msg, fatal, strlen(fatal))) {
+		if (*sqlstate)
+			lease_sql_server_error(first, sizeof(first), "FATAL",
+					       msg + strlen(fatal) + 1, sqlstate);
+		else
+			snprintf(first, sizeof(first), "%s", msg);
+		fail(c, lease_sql_classify(LEASE_SQL_SESSION, *sqlstate ? sqlstate : "?????",
+					   false, first),
+		     "connection terminated by the server: %s", first);
+		return;
+	}
+	lease_sql_one_line(msg, sizeof(msg), error, sqlstate);
+	fail(c, lease_sql_classify(LEASE_SQL_SESSION, sqlstate, false, msg),
+	     "connection lost: %s", msg);
+}
+
 /* Fails with libpq's message for the connection, classified for the stage. */
 static void fail_libpq(struct lease_conn *c, enum lease_sql_stage stage)
 {
@@ -65,6 +93,10 @@ static void fail_libpq(struct lease_conn *c, enum lease_sql_stage stage)
 	enum fault f;
 	const char *what = "";
 
+	if (stage == LEASE_SQL_SESSION && c->pg) {
+		fail_session(c, PQerrorMessage(c->pg));
+		return;
+	}
 	lease_sql_one_line(msg, sizeof(msg), c->pg ? PQerrorMessage(c->pg)
 				  : "out of memory", sqlstate);
 	f = lease_sql_classify(stage, sqlstate, needs_password, msg);

@@ -103,10 +103,34 @@ static const char *level_tag(enum log_level level)
 
 /* ---- redaction ---------------------------------------------------------- */
 
-/* Stars out n bytes from p. */
-static void star(char *p, size_t n)
+/* How many stars stand for a secret: its length is nobody's business. */
+#define STARS 4
+
+/* How to redact: REDACT_SAME_LENGTH keeps every offset (a copy that is
+ * compared with the original); REDACT_DSN reads the whole string as one
+ * connection string, as libpq would (a value ends where libpq ends it, not
+ * where a log line's next words begin). */
+enum { REDACT_SAME_LENGTH = 1, REDACT_DSN = 2 };
+
+/* Stars out the n bytes at p and returns the end of the stars. With
+ * same_length (a copy whose offsets must still match the original's) each
+ * byte but a blank becomes a star; else the secret becomes STARS stars and
+ * the rest of the string moves up (a secret shorter than that keeps its
+ * length: the string can only shrink in place). */
+static char *star(char *p, size_t n, int how)
 {
-	memset(p, '*', n);
+	if (how & REDACT_SAME_LENGTH) {
+		for (size_t i = 0; i < n; i++)
+			p[i] = p[i] == ' ' || p[i] == '\t' ? p[i] : '*';
+		return p + n;
+	}
+	if (n <= STARS) {
+		memset(p, '*', n);
+		return p + n;
+	}
+	memset(p, '*', STARS);
+	memmove(p + STARS, p + n, strlen(p + n) + 1);
+	return p + STARS;
 }
 
 /* Whether the "password" at p (inside s) is a keyword of its own: libpq's
@@ -150,15 +174,34 @@ static char *bare_end(char *v, bool query)
 	return v;
 }
 
+/* An unquoted "password=two words": libpq ends the value at the blank and
+ * then takes "words" for a keyword without '=', an error that quotes it.
+ * The words after a bare value up to the next "keyword=" are the
+ * password's too. Returns the end of the last of them. */
+static char *stray_words_end(char *end)
+{
+	for (;;) {
+		char *w = skip_blanks(end), *e;
+
+		if (!*w || *w == '\'' || isspace((unsigned char)*w))
+			return end;
+		e = bare_end(w, false);
+		if (memchr(w, '=', (size_t)(e - w)) || *skip_blanks(e) == '=')
+			return end;
+		end = e;
+	}
+}
+
 /* "password=secret", "password = 'se cret'", with libpq's quoting rules:
  * a quoted value ends at an unescaped quote, a bare one at unescaped white
  * space; in a URI query a value ends at '&', elsewhere '&' is part of it. */
-static void redact_keyword(char *s)
+static void redact_keyword(char *s, int how)
 {
 	char *p = s;
 
 	while ((p = strcasestr(p, "password")) != NULL) {
 		char *v = skip_blanks(p + strlen("password"));
+		bool query = p > s && (p[-1] == '?' || p[-1] == '&');
 		char *end;
 
 		if (!password_word(s, p) || *v != '=') {
@@ -169,16 +212,67 @@ static void redact_keyword(char *s)
 		if (*v == '\'')
 			end = quoted_end(++v);
 		else
-			end = bare_end(v, p > s && (p[-1] == '?' || p[-1] == '&'));
-		star(v, (size_t)(end - v));
-		p = end;
+			end = bare_end(v, query);
+		if (!query && (how & REDACT_DSN))
+			end = stray_words_end(end);
+		p = star(v, (size_t)(end - v), how);
+	}
+}
+
+/* Whether the k bytes at key name a password once percent-decoded, as
+ * libpq decodes a URI's parameter names ("pass%77ord"). */
+static bool query_key_is_password(const char *key, size_t k)
+{
+	char name[16];
+	size_t n = 0;
+
+	for (size_t i = 0; i < k; i++) {
+		if (n + 1 >= sizeof(name))
+			return false;
+		if (key[i] == '%' && i + 2 < k && isxdigit((unsigned char)key[i + 1]) &&
+		    isxdigit((unsigned char)key[i + 2])) {
+			char hex[3] = { key[i + 1], key[i + 2], '\0' };
+
+			name[n++] = (char)strtol(hex, NULL, 16);
+			i += 2;
+		} else {
+			name[n++] = key[i];
+		}
+	}
+	name[n] = '\0';
+	return !strcasecmp(name, "password") || !strcasecmp(name, "sslpassword");
+}
+
+/* "postgresql://host/db?pass%77ord=secret": a URI's query parameters, each
+ * name compared percent-decoded; a value ends at '&', and at white space
+ * but in a whole DSN, which libpq reads to its end. */
+static void redact_query(char *s, int how)
+{
+	const char *stop = how & REDACT_DSN ? "&" : "& \t\n";
+
+	for (char *p = s; (p = strstr(p, "://")) != NULL;) {
+		char *k;
+
+		p += 3;
+		k = p + strcspn(p, "? \t\n");
+		while (*k == '?' || *k == '&') {
+			size_t n = strcspn(++k, "=&");
+			char *v = k + n + 1, *end;
+
+			if (k[n] != '=') {
+				k += n;
+				continue;
+			}
+			end = v + strcspn(v, stop);
+			k = query_key_is_password(k, n) ? star(v, (size_t)(end - v), how) : end;
+		}
 	}
 }
 
 /* "postgresql://user:secret@host": the part between ':' and '@' of the
  * authority. libpq looks for the '@' up to the first '/' only, so a raw '?'
  * or '#' may be part of the password. */
-static void redact_uri(char *s)
+static void redact_uri(char *s, int how)
 {
 	char *p = s;
 
@@ -193,22 +287,33 @@ static void redact_uri(char *s)
 			continue;
 		colon = memchr(auth, ':', (size_t)(at - auth));
 		if (colon)
-			star(colon + 1, (size_t)(at - colon - 1));
+			p = star(colon + 1, (size_t)(at - colon - 1), how);
 	}
+}
+
+static char *redact(char *s, int how)
+{
+	redact_keyword(s, how);
+	redact_query(s, how);
+	redact_uri(s, how);
+	return s;
 }
 
 char *log_redact(char *s)
 {
-	redact_keyword(s);
-	redact_uri(s);
-	return s;
+	return redact(s, 0);
+}
+
+char *log_redact_dsn(char *s)
+{
+	return redact(s, REDACT_DSN);
 }
 
 /* Stars out every copy of the n bytes at secret in msg. */
 static void star_copies(char *msg, const char *secret, size_t n)
 {
-	for (char *p = msg; (p = memmem(p, strlen(p), secret, n)) != NULL; p += n)
-		star(p, n);
+	for (char *p = msg; (p = memmem(p, strlen(p), secret, n)) != NULL;)
+		p = star(p, n, 0);
 }
 
 char *log_redact_dsn_error(char *msg, const char *dsn)
@@ -219,11 +324,12 @@ char *log_redact_dsn_error(char *msg, const char *dsn)
 		return log_redact(msg);
 	/* Out of memory, the message cannot be checked: it is not shown. */
 	if (!(starred = strdup(dsn))) {
-		star(msg, strlen(msg));
+		star(msg, strlen(msg), 0);
 		return msg;
 	}
-	/* The passwords are the runs that log_redact stars in the DSN. */
-	log_redact(starred);
+	/* The passwords are the runs that redaction stars in the DSN, word
+	 * by word: "password=two words" is starred as "two" and "words". */
+	redact(starred, REDACT_SAME_LENGTH | REDACT_DSN);
 	for (size_t i = 0; starred[i];) {
 		size_t n = strspn(starred + i, "*");
 
@@ -287,6 +393,36 @@ char *log_utf8_copy(char *dst, size_t size, const char *src)
 	}
 	dst[n] = '\0';
 	return dst;
+}
+
+/* A text line shows what it holds: a TAB as \t, another control byte or
+ * one that is not part of valid UTF-8 as \xNN (a backslash stays as it
+ * is). Cut at a character when out is full. Returns out. */
+static char *escape_text(char *out, size_t size, const char *in)
+{
+	const unsigned char *p = (const unsigned char *)in;
+	size_t n = 0;
+
+	while (*p && size > 0) {
+		size_t len = *p >= 0x80 ? utf8_len(p) : *p < 0x20 || *p == 0x7f ? 0 : 1;
+		char esc[8] = "";
+		const char *from = (const char *)p;
+		size_t take = len;
+
+		if (!len) {
+			snprintf(esc, sizeof(esc), *p == '\t' ? "\\t" : "\\x%02x", *p);
+			from = esc;
+			take = strlen(esc);
+		}
+		if (n + take >= size)
+			break;
+		memcpy(out + n, from, take);
+		n += take;
+		p += len ? len : 1;
+	}
+	if (size > 0)
+		out[n] = '\0';
+	return out;
 }
 
 /* ---- fields ------------------------------------------------------------- */
@@ -438,7 +574,7 @@ static void write_json(enum log_level level, const char *msg,
 static void vlog(enum log_level level, const struct log_fields *fields,
 		 const char *fmt, va_list ap)
 {
-	char line[LOG_MSG_MAX];
+	char line[LOG_MSG_MAX], shown[LOG_MSG_MAX];
 	struct field_copies ev;
 	struct line_fields f;
 
@@ -451,10 +587,13 @@ static void vlog(enum log_level level, const struct log_fields *fields,
 	copy_fields(&ev, fields);
 	merge_fields(&f, &ev);
 
-	if (format == LOG_FORMAT_JSON)
+	if (format == LOG_FORMAT_JSON) {
 		write_json(level, line, &f);
-	else if (!journal_native || !send_journal(level, line, &f))
-		write_text(level, line);
+		return;
+	}
+	escape_text(shown, sizeof(shown), line);
+	if (!journal_native || !send_journal(level, shown, &f))
+		write_text(level, shown);
 }
 
 void log_event(enum log_level level, const struct log_fields *f, const char *fmt, ...)

@@ -60,11 +60,19 @@ void log_msg(enum log_level level, const char *fmt, ...)
 #define log_info(...) log_msg(LOG_LEVEL_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_LEVEL_DEBUG, __VA_ARGS__)
 
-/* Overwrites, in place, every password in s with '*': the value of a
- * "password=" keyword (quoted or not) and the password of a
- * "postgres[ql]://user:password@" URI. Returns s. Every log line goes through
- * it; main also uses it to scrub argv so that ps never shows a password. */
+/* Overwrites, in place, every password in s with "****" (a shorter one
+ * with as many stars as it has bytes: s can only shrink): the value of a
+ * "password=" or "sslpassword=" keyword (quoted or not), the password of a
+ * "postgres[ql]://user:password@" URI and of its query parameters, their
+ * names percent-decoded as libpq does ("?pass%77ord="). Returns s. Every
+ * log line goes through it. */
 char *log_redact(char *s);
+
+/* As log_redact, for a string that is one connection string, read to its
+ * end as libpq reads it: the words after an unquoted password up to the
+ * next "keyword=" ("password=two words"), and a URI query's value up to
+ * '&' whatever it holds, are the password's. For argv. Returns s. */
+char *log_redact_dsn(char *s);
 
 /* libpq's errors about a connection string quote its parts raw, before
  * percent-decoding ("invalid percent-encoded token: "50%off""), where

@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <ev.h>
+#include <libpq-fe.h>
 
 #include "child.h"
 #include "config.h"
@@ -76,22 +77,73 @@ static void harden(void)
 	ev_set_syserr_cb(loop_failed_cb);
 }
 
+/* Whether libpq still reads a password out of s that is not all stars:
+ * what scrubbing left of a DSN is checked with libpq's own parser. */
+static bool password_left(const char *s)
+{
+	char *err = NULL;
+	PQconninfoOption *opts = PQconninfoParse(s, &err);
+	bool left = false;
+
+	PQfreemem(err);
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (o->val && strstr(o->keyword, "password") &&
+		    o->val[strspn(o->val, "*")] != '\0')
+			left = true;
+	PQconninfoFree(opts);
+	return left;
+}
+
+/* Scrubs one argument: every password in it as log_redact_dsn finds them.
+ * In a word of short options a value may follow its letter
+ * ("-dpassword=x", "-vdpassword=x"), where "password" would look like the
+ * end of a longer word: there every "password" is also taken as the start
+ * of a value. Whatever libpq still finds (the DSN whole, or after "--dsn="
+ * or "-d") puts the whole argument out of sight. The argument only shrinks;
+ * what it leaves behind is zeroed. */
+static void scrub_arg(char *arg)
+{
+	size_t old = strlen(arg);
+	char *p = arg, *after;
+
+	log_redact_dsn(arg);
+	if (p[0] == '-' && p[1] != '-')
+		while ((p = strcasestr(p + 1, "password")) != NULL)
+			log_redact_dsn(p);
+	after = strchr(arg, arg[0] == '-' && arg[1] != '-' ? 'd' : '=');
+	if (password_left(arg) || (arg[0] == '-' && after && password_left(after + 1)))
+		snprintf(arg, old + 1, "%.*s", (int)(old < 4 ? old : 4), "****");
+	memset(arg + strlen(arg), 0, old - strlen(arg));
+}
+
 /* The configuration holds its own copies: star out every password in our
- * argv so that ps and /proc/PID/cmdline do not show it. In a word of short
- * options a value may follow its letter ("-dpassword=x", "-vdpassword=x"),
- * where log_redact would take "password" for the end of a longer word:
- * there every "password" is redacted as the start of a value. */
+ * argv so that ps and /proc/PID/cmdline do not show it, each as "****"
+ * whatever its length. The strings of argv lie end to end: the scrubbed
+ * ones are moved together, so that no run of NULs between two arguments
+ * (shown as blanks) tells how long a password was. */
 static void scrub_argv(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		char *p = argv[i];
+	char *end, *to;
+	bool packed = true;
 
-		log_redact(p);
-		if (p[0] != '-' || p[1] == '-')
-			continue;
-		while ((p = strcasestr(p + 1, "password")) != NULL)
-			log_redact(p);
+	if (argc < 1)
+		return; /* execve(2) with an empty argv */
+	end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
+	for (int i = 1; i < argc; i++)
+		packed &= argv[i] == argv[i - 1] + strlen(argv[i - 1]) + 1;
+	for (int i = 1; i < argc; i++)
+		scrub_arg(argv[i]);
+	if (!packed)
+		return;
+	to = argv[0] + strlen(argv[0]) + 1;
+	for (int i = 1; i < argc; i++) {
+		size_t len = strlen(argv[i]) + 1;
+
+		memmove(to, argv[i], len);
+		argv[i] = to;
+		to += len;
 	}
+	memset(to, 0, (size_t)(end - to));
 }
 
 /* The election has ended: no signal may kill pgleader now or change its

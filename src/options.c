@@ -291,7 +291,7 @@ int options_load_file(struct options *op, const char *path)
 	free(op->path);
 	if (!(op->path = strdup(path)))
 		return options_fail(op, OPTIONS_INVALID, "out of memory");
-	value_printable(path, strlen(path), op->path, strlen(path) + 1);
+	value_path_shown(path, op->path, strlen(path) + 1);
 	result = inifile_read(path, &ini, op->err, op->errlen);
 	op->line = 0;
 	if (result < 0) {

@@ -4,16 +4,20 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
 
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "election.h"
 #include "lease_sql.h"
 #include "log.h"
 #include "wire.h"
@@ -27,8 +31,9 @@
  * per look. */
 #define WATCH_INTERVAL_MS 250
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
+/* A query's answer is due within the connect timeout; the server's
+ * statement_timeout is the same, and this much more is for it to say so. */
+#define QUERY_SLACK_S 1
 
 enum role {
 	ROLE_LEADER,
@@ -83,6 +88,73 @@ struct snapshot {
  * make it one line as the daemon does. */
 static bool quiet; /* --watch: said once per outage */
 
+/* How long the server may take, in seconds: connect_timeout as the daemon
+ * reads it (lease_sql_connect_timeout), for connecting to each host and
+ * for each query. */
+static int wait_s;
+/* The last query got no answer in time: the connection is stalled. */
+static bool stalled;
+
+/* --watch ends at once on SIGINT or SIGTERM, whatever it waits for (a
+ * connection, an answer, the next look), but never in the middle of a
+ * line: while one is written, the signal only asks for the exit. */
+static volatile sig_atomic_t printing, stop_asked;
+static int max_fd; /* descriptors to close on the way out */
+
+/* Exits 0 with the session's socket closed, from a signal handler too:
+ * close(2) and _exit(2) are async-signal-safe, libpq is not. */
+static void stop_now(void)
+{
+	for (int fd = 3; fd < max_fd; fd++)
+		close(fd);
+	_exit(0);
+}
+
+static void stop_cb(int sig)
+{
+	(void)sig;
+	if (!printing)
+		stop_now();
+	stop_asked = 1;
+}
+
+static void print_begin(void)
+{
+	printing = 1;
+}
+
+static void print_end(void)
+{
+	fflush(stdout);
+	fflush(stderr);
+	printing = 0;
+	if (stop_asked)
+		stop_now();
+}
+
+static void catch_stop(void)
+{
+	struct sigaction sa;
+	struct rlimit rl;
+
+	max_fd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536
+		 ? (int)rl.rlim_cur : 65536;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = stop_cb;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Permanent faults exit as the daemon's do (78 for a DSN libpq cannot
+ * use, 69 for a refused login); anything else is 69 here. */
+static int exit_for(enum fault f)
+{
+	int code = election_exit_for(f);
+
+	return code ? code : STATUS_UNAVAILABLE;
+}
+
 static void fail(const char *what, const char *msg)
 {
 	char line[LOG_MSG_MAX];
@@ -91,8 +163,11 @@ static void fail(const char *what, const char *msg)
 	lease_sql_one_line(line, sizeof(line), copy ? log_redact(copy) : "out of memory",
 			   NULL);
 	free(copy);
-	if (!quiet)
-		fprintf(stderr, "pgleader: %s: %s\n", what, line);
+	if (quiet)
+		return;
+	print_begin();
+	fprintf(stderr, "pgleader: %s: %s\n", what, line);
+	print_end();
 }
 
 /* A message about the DSN may quote its password raw (percent-encoded,
@@ -106,59 +181,146 @@ static void fail_dsn(const char *what, const char *msg, const char *dsn)
 }
 
 /* A DSN libpq cannot parse is a configuration error, as for the daemon:
- * no server would ever take it. */
+ * no server would ever take it. Sets wait_s from its connect_timeout, else
+ * PGCONNECT_TIMEOUT's, as the daemon does: 0 (libpq: for ever) or garbage
+ * is the default. */
 static bool dsn_parses(const char *dsn)
 {
 	char *perr = NULL;
 	PQconninfoOption *opts = dsn ? PQconninfoParse(dsn, &perr) : NULL;
+	const char *timeout = getenv("PGCONNECT_TIMEOUT");
 
 	if (dsn && !opts) {
 		fail_dsn("invalid dsn", perr ? perr : "out of memory", dsn);
 		PQfreemem(perr);
 		return false;
 	}
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (o->val && !strcmp(o->keyword, "connect_timeout"))
+			timeout = o->val;
+	wait_s = lease_sql_connect_timeout(timeout);
 	PQconninfoFree(opts);
 	return true;
 }
 
-static PGconn *connect_db(const struct config *cfg)
+static double now_mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Waits until libpq holds a whole result, sending what it still has to
+ * send; false when the connection broke, or when the deadline passed
+ * (stalled: a server or proxy that stopped answering). */
+static bool await_result(PGconn *conn, double deadline)
+{
+	int flush;
+
+	while ((flush = PQflush(conn)) == 1 || (flush == 0 && PQisBusy(conn))) {
+		double left = deadline - now_mono();
+		struct pollfd p = { PQsocket(conn), POLLIN | (flush ? POLLOUT : 0), 0 };
+		int n;
+
+		if (left <= 0) {
+			stalled = true;
+			return false;
+		}
+		n = poll(&p, 1, (int)(left * 1000) + 1);
+		if (n < 0 && errno != EINTR)
+			return false;
+		if (n > 0 && !PQconsumeInput(conn))
+			return false;
+	}
+	return flush == 0;
+}
+
+/* One query, its answer due within wait_s (and the server's
+ * statement_timeout): the rows, or NULL with a message. */
+static PGresult *query(PGconn *conn, const char *sql, int nparams,
+		       const char *const *params)
+{
+	double deadline = now_mono() + wait_s + QUERY_SLACK_S;
+	PGresult *res = NULL, *r;
+	char late[64];
+
+	stalled = false;
+	if (!PQsendQueryParams(conn, sql, nparams, NULL, params, NULL, NULL, 0)) {
+		fail("cannot query", PQerrorMessage(conn));
+		return NULL;
+	}
+	while (await_result(conn, deadline) && (r = PQgetResult(conn)) != NULL) {
+		if (res)
+			PQclear(r);
+		else
+			res = r;
+	}
+	if (PQisBusy(conn) || stalled || PQresultStatus(res) != PGRES_TUPLES_OK) {
+		snprintf(late, sizeof(late), "no answer from the server within %d s",
+			 wait_s + QUERY_SLACK_S);
+		fail("cannot query", stalled ? late : PQerrorMessage(conn));
+		PQclear(res);
+		return NULL;
+	}
+	return res;
+}
+
+/* A session ready for the queries: answers are awaited without blocking,
+ * and the server ends a statement that runs longer than wait_s. */
+static bool session_ready(PGconn *conn)
+{
+	char ms[24];
+	const char *params[1] = { ms };
+	PGresult *res;
+
+	snprintf(ms, sizeof(ms), "%d", wait_s * 1000);
+	if (PQsetnonblocking(conn, 1) != 0) {
+		fail("cannot connect", PQerrorMessage(conn));
+		return false;
+	}
+	res = query(conn, "SELECT set_config('statement_timeout', $1, false)", 1, params);
+	PQclear(res);
+	return res != NULL;
+}
+
+/* Connects as libpq does in blocking mode (each host gets wait_s), and
+ * classifies a failure as the daemon does: a DSN libpq refuses before it
+ * tries any host (a bad sslmode or port) is 78; see lease_sql_classify. */
+static PGconn *connect_db(const struct config *cfg, int *code)
 {
 	/* libpq applies the keywords in order, the last one winning; an expanded
-	 * dbname (the DSN) counts at its place. connect_timeout comes first so
-	 * that the DSN, or PGCONNECT_TIMEOUT when it is set, decides. The two
-	 * after it win: a "pgleader/..." name from the DSN would make this
-	 * session look like a standby to another status run, and the JSON
-	 * output wants UTF-8. */
-	const char *keys[] = { "connect_timeout", "dbname", "application_name",
+	 * dbname (the DSN) counts at its place. Those after it win: the
+	 * connect timeout as the daemon reads it, a "pgleader/..." name from
+	 * the DSN would make this session look like a standby to another
+	 * status run, and the JSON output wants UTF-8. */
+	char timeout[16];
+	const char *keys[] = { "dbname", "connect_timeout", "application_name",
 			       "client_encoding", NULL };
-	const char *vals[] = { getenv("PGCONNECT_TIMEOUT") ? NULL
-			       : STR(WIRE_CONNECT_TIMEOUT_DEFAULT), cfg->dsn,
-			       "pgleader-status", "UTF8", NULL };
-	PGconn *conn = PQconnectdbParams(keys, vals, 1);
+	const char *vals[] = { cfg->dsn, timeout, "pgleader-status", "UTF8", NULL };
+	PGconn *conn;
+	char line[LOG_MSG_MAX];
 
+	snprintf(timeout, sizeof(timeout), "%d", wait_s);
+	conn = PQconnectdbParams(keys, vals, 1);
+	*code = STATUS_UNAVAILABLE;
 	if (!conn) {
 		fail("cannot connect", "out of memory");
 		return NULL;
 	}
 	if (PQstatus(conn) != CONNECTION_OK) {
-		fail_dsn("cannot connect", PQerrorMessage(conn), cfg->dsn);
+		lease_sql_one_line(line, sizeof(line), PQerrorMessage(conn), NULL);
+		*code = exit_for(lease_sql_classify(LEASE_SQL_START, NULL, false, line));
+		fail_dsn(*code == STATUS_CONFIG ? "invalid dsn" : "cannot connect",
+			 PQerrorMessage(conn), cfg->dsn);
+		PQfinish(conn);
+		return NULL;
+	}
+	if (!session_ready(conn)) {
 		PQfinish(conn);
 		return NULL;
 	}
 	return conn;
-}
-
-static PGresult *query(PGconn *conn, const char *sql, int nparams,
-		       const char *const *params)
-{
-	PGresult *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
-
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		fail("cannot query", PQerrorMessage(conn));
-		PQclear(res);
-		return NULL;
-	}
-	return res;
 }
 
 /* The lease's advisory lock on one bigint shows in pg_locks as classid =
@@ -491,6 +653,7 @@ static void print_change(const struct config *cfg, const struct snapshot *snap)
 	json_t *o;
 
 	now_utc(stamp, sizeof(stamp));
+	print_begin();
 	if (!cfg->json) {
 		fputs(stamp, stdout);
 		if (snap->leader) {
@@ -509,7 +672,28 @@ static void print_change(const struct config *cfg, const struct snapshot *snap)
 				    : json_null());
 		put_json(o);
 	}
-	fflush(stdout);
+	print_end();
+}
+
+/* One line when the database goes away and when it is back:
+ * "TIME database unreachable" / "TIME database reachable". */
+static void print_database(const struct config *cfg, bool reachable)
+{
+	const char *what = reachable ? "reachable" : "unreachable";
+	char stamp[48];
+	json_t *o;
+
+	now_utc(stamp, sizeof(stamp));
+	print_begin();
+	if (!cfg->json) {
+		printf("%s database %s\n", stamp, what);
+	} else {
+		o = json_object();
+		json_object_set_new(o, "time", json_string(stamp));
+		json_object_set_new(o, "database", json_string(what));
+		put_json(o);
+	}
+	print_end();
 }
 
 /* Looks once; prints a line when the leader is not last's. False when the
@@ -534,34 +718,43 @@ static bool watch_look(PGconn *conn, const struct config *cfg, const char *key,
 	return true;
 }
 
-/* SIGINT and SIGTERM stay blocked and are taken with sigtimedwait between
- * looks, so that a signal never cuts a query or a line in half. */
+/* Connects again after a look failed: a stalled or broken connection is
+ * made anew (PQreset blocks up to connect_timeout per host), one that
+ * merely had a query fail is kept. */
+static bool reconnect(PGconn *conn)
+{
+	if (stalled || PQstatus(conn) != CONNECTION_OK) {
+		PQsetnonblocking(conn, 0);
+		PQreset(conn);
+	}
+	return PQstatus(conn) == CONNECTION_OK && session_ready(conn);
+}
+
+/* Looks every WATCH_INTERVAL_MS until SIGINT or SIGTERM (stop_cb) ends
+ * the process. A failed look is one message on stderr and one line on
+ * stdout; once the database answers again, a line says so and the leader
+ * is printed again, changed or not. */
 static int watch(PGconn *conn, const struct config *cfg, const char *key)
 {
 	const struct timespec interval = { WATCH_INTERVAL_MS / 1000,
 					   (WATCH_INTERVAL_MS % 1000) * 1000000L };
 	struct leader_id last = { "", "" };
-	bool first = true, broken = false;
-	sigset_t stop;
+	bool first = true, up = true;
 
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGTERM);
-	sigprocmask(SIG_BLOCK, &stop, NULL);
 	for (;;) {
-		/* After a failed look the connection is made again (PQreset
-		 * blocks up to connect_timeout); the message comes once per
-		 * outage. */
-		if (broken && PQstatus(conn) != CONNECTION_OK)
-			PQreset(conn);
-		quiet = broken;
-		if (PQstatus(conn) == CONNECTION_OK)
-			broken = !watch_look(conn, cfg, key, &last, &first);
-		if (sigtimedwait(&stop, NULL, &interval) >= 0)
-			return 0; /* interrupted: how --watch is meant to end */
-		if (errno != EAGAIN && errno != EINTR)
-			return STATUS_UNAVAILABLE;
+		if (!up && reconnect(conn)) {
+			up = first = true;
+			quiet = false;
+			print_database(cfg, true);
+		}
+		if (up && !watch_look(conn, cfg, key, &last, &first)) {
+			up = false;
+			quiet = true; /* the attempts of this outage */
+			print_database(cfg, false);
+		}
+		nanosleep(&interval, NULL);
 	}
+	return STATUS_UNAVAILABLE;
 }
 
 int status_run(const struct config *cfg)
@@ -570,11 +763,13 @@ int status_run(const struct config *cfg)
 	char key[32];
 	int rc;
 
+	if (cfg->watch)
+		catch_stop();
 	if (!dsn_parses(cfg->dsn))
 		return STATUS_CONFIG;
-	conn = connect_db(cfg);
+	conn = connect_db(cfg, &rc);
 	if (!conn)
-		return STATUS_UNAVAILABLE;
+		return rc;
 	if (!resolve_key(conn, cfg, key, sizeof(key)))
 		rc = STATUS_UNAVAILABLE;
 	else if (cfg->watch)

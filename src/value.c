@@ -377,6 +377,18 @@ const char *value_printable(const char *s, size_t n, char *buf, size_t len)
 	return buf;
 }
 
+const char *value_path_shown(const char *path, char *buf, size_t len)
+{
+	size_t n = strlen(path), keep = VALUE_PATH_SHOWN / 2 - 2;
+
+	if (n < VALUE_PATH_SHOWN || len < VALUE_PATH_SHOWN)
+		return value_printable(path, n, buf, len);
+	value_printable(path, keep, buf, len);
+	memcpy(buf + keep, "...", 3);
+	value_printable(path + n - keep, keep, buf + keep + 3, len - keep - 3);
+	return buf;
+}
+
 /* Values land in one-line messages: quote them, cut them short and make
  * control characters visible so a stray newline cannot split the line. */
 const char *value_quote(const char *s, char *buf, size_t len)

@@ -43,6 +43,13 @@ int value_parse_host_port(const char *s, bool any_host, char *host, char *port,
  * or split the line; cut to len - 1. Returns buf. */
 const char *value_printable(const char *s, size_t n, char *buf, size_t len);
 
+/* A file's path for a message: as value_printable, and one of
+ * VALUE_PATH_SHOWN bytes or more shortened in the middle ("/etc/...x.conf"),
+ * so that the reason after it is never cut off the line. len must be at
+ * least VALUE_PATH_SHOWN, else it is only value_printable. Returns buf. */
+#define VALUE_PATH_SHOWN 200
+const char *value_path_shown(const char *path, char *buf, size_t len);
+
 /* Whether s is valid UTF-8 (RFC 3629: no overlong forms, no surrogates,
  * nothing past U+10FFFF): what PostgreSQL takes as text in a UTF-8
  * database, and what a lock name must be to hash the same everywhere. */

@@ -707,7 +707,6 @@ START_TEST(empty_variables_are_unset)
 	char err[ERRLEN];
 
 	setenv("PGLEADER_PING_INTERVAL", "", 1);
-	setenv("PGLEADER_LOCK_NAME", "", 1);
 	setenv("PGLEADER_NODE_ID", "", 1);
 	setenv("PGLEADER_UNKNOWN_THING", "x", 1); /* not ours: ignored */
 	ck_assert_int_eq(load(&cfg, err, "true", NULL), CONFIG_OK);
@@ -715,6 +714,15 @@ START_TEST(empty_variables_are_unset)
 	ck_assert_ptr_null(cfg.lock_name);
 	ck_assert_int_eq(cfg.lock_key, CONFIG_DEFAULT_LOCK_KEY);
 	config_free(&cfg);
+	/* but not the lock's identity: the default key is every fleet's */
+	setenv("PGLEADER_LOCK_NAME", "", 1);
+	ck_assert_int_eq(load(&cfg, err, "true", NULL), CONFIG_INVALID);
+	ck_assert_str_eq(err, "PGLEADER_LOCK_NAME is set but empty: set it or unset it");
+	unsetenv("PGLEADER_LOCK_NAME");
+	setenv("PGLEADER_LOCK_KEY", "", 1);
+	ck_assert_int_eq(load(&cfg, err, "true", NULL), CONFIG_INVALID);
+	ck_assert_str_eq(err, "PGLEADER_LOCK_KEY is set but empty: set it or unset it");
+	unsetenv("PGLEADER_LOCK_KEY");
 }
 END_TEST
 

@@ -58,48 +58,54 @@ static const struct {
 	const char *want;
 } redact_rows[] = {
 	/* keyword=value, libpq's conninfo syntax */
-	{ "host=db password=secret dbname=x", "host=db password=****** dbname=x" },
-	{ "password=secret", "password=******" },
-	{ "Password=Secret", "Password=******" },
+	{ "host=db password=secret dbname=x", "host=db password=**** dbname=x" },
+	{ "password=secret", "password=****" },
+	{ "Password=Secret", "Password=****" },
 	{ "PASSWORD = x", "PASSWORD = *" },
-	{ "password\t=\tsecret\tdbname=x", "password\t=\t******\tdbname=x" },
+	{ "password\t=\tsecret\tdbname=x", "password\t=\t****\tdbname=x" },
 	{ "password = 'a b' user=u", "password = '***' user=u" },
-	{ "password='se cr\\'et' host=db", "password='*********' host=db" },
-	{ "password='unterminated", "password='************" },
+	{ "password='se cr\\'et' host=db", "password='****' host=db" },
+	{ "password='unterminated", "password='****" },
 	{ "host=db password='' dbname=x", "host=db password='' dbname=x" },
 	/* libpq takes the next word after "= " as the value */
-	{ "password= dbname=x", "password= ********" },
+	{ "password= dbname=x", "password= ****" },
 	/* a backslash escapes white space in a bare value: one password */
-	{ "host=db password=se\\ cret dbname=x", "host=db password=******** dbname=x" },
+	{ "host=db password=se\\ cret dbname=x", "host=db password=**** dbname=x" },
 	/* '&' is part of a bare conninfo value */
 	{ "host=db password=a&b dbname=x", "host=db password=*** dbname=x" },
-	{ "password=secret\nnext line", "password=******\nnext line" },
+	{ "password=secret\nnext line", "password=****\nnext line" },
 	{ "user=u password=x1 password=x2", "user=u password=** password=**" },
-	{ "PGPASSWORD=secret", "PGPASSWORD=******" },
+	{ "PGPASSWORD=secret", "PGPASSWORD=****" },
 	/* URIs */
-	{ "postgresql://u:secret@h/db", "postgresql://u:******@h/db" },
-	{ "postgresql://u:secret@h", "postgresql://u:******@h" },
+	{ "postgresql://u:secret@h/db", "postgresql://u:****@h/db" },
+	{ "postgresql://u:secret@h", "postgresql://u:****@h" },
 	{ "postgres://u:s%40x@h:5432/db?sslmode=require",
-	  "postgres://u:*****@h:5432/db?sslmode=require" },
+	  "postgres://u:****@h:5432/db?sslmode=require" },
 	{ "postgresql://u:pw@h1:5432,h2:5433/db?target_session_attrs=read-write",
 	  "postgresql://u:**@h1:5432,h2:5433/db?target_session_attrs=read-write" },
 	{ "postgresql://h/db?user=u&password=secret&sslmode=require",
-	  "postgresql://h/db?user=u&password=******&sslmode=require" },
+	  "postgresql://h/db?user=u&password=****&sslmode=require" },
 	{ "postgresql://u:pw@h/db?password=two", "postgresql://u:**@h/db?password=***" },
 	/* raw '@', '?', '#' in the password: libpq takes them (up to the '/') */
 	{ "postgresql://u:p@ss@h/db", "postgresql://u:****@h/db" },
-	{ "postgresql://u:pa?ss@h/db", "postgresql://u:*****@h/db" },
-	{ "postgresql://u:pa#ss@h/db", "postgresql://u:*****@h/db" },
+	{ "postgresql://u:pa?ss@h/db", "postgresql://u:****@h/db" },
+	{ "postgresql://u:pa#ss@h/db", "postgresql://u:****@h/db" },
 	{ "cannot connect to postgresql://u:secret@h/db: timeout",
-	  "cannot connect to postgresql://u:******@h/db: timeout" },
+	  "cannot connect to postgresql://u:****@h/db: timeout" },
 	{ "a postgresql://a:x@h/db b postgres://b:yy@k/db",
 	  "a postgresql://a:*@h/db b postgres://b:**@k/db" },
+	/* a percent-encoded parameter name: libpq decodes it (issue 17, 6.5) */
+	{ "postgresql://u@h/db?pass%77ord=secret", "postgresql://u@h/db?pass%77ord=****" },
+	{ "postgresql://h/db?%70assword=se%20cret&user=u",
+	  "postgresql://h/db?%70assword=****&user=u" },
+	{ "postgresql://h/db?sslpass%77ord=k&x=1", "postgresql://h/db?sslpass%77ord=*&x=1" },
+	{ "postgresql://h/db?pass%77ord=x timed out", "postgresql://h/db?pass%77ord=* timed out" },
 	/* nothing to hide: unchanged */
 	{ "", "" },
 	{ "host=db user=u dbname=x", "host=db user=u dbname=x" },
 	{ "passwordless=1", "passwordless=1" },
 	{ "nopassword=x", "nopassword=x" },
-	{ "sslpassword=keysecret sslmode=require", "sslpassword=********* sslmode=require" },
+	{ "sslpassword=keysecret sslmode=require", "sslpassword=**** sslmode=require" },
 	{ "host=h sslpassword = 'k s'", "host=h sslpassword = '***'" },
 	{ "my_password=x", "my_password=x" },
 	{ "FATAL:  password authentication failed for user \"u\"",
@@ -116,9 +122,9 @@ START_TEST(test_redact)
 	size_t len = strlen(redact_rows[_i].in);
 
 	snprintf(buf, sizeof(buf), "%s", redact_rows[_i].in);
-	/* in place, same length */
+	/* in place, never longer: a password is at most STARS stars */
 	ck_assert_ptr_eq(log_redact(buf), buf);
-	ck_assert_uint_eq(strlen(buf), len);
+	ck_assert_uint_le(strlen(buf), len);
 	ck_assert_str_eq(buf, redact_rows[_i].want);
 	/* and again: nothing more to hide */
 	log_redact(buf);
@@ -133,10 +139,38 @@ START_TEST(test_redact_long_line)
 	memset(buf, 'x', 3000);
 	snprintf(buf + 3000, sizeof(buf) - 3000, " password=hunter2 tail");
 	memcpy(want, buf, sizeof(want));
-	memcpy(want + 3000 + strlen(" password="), "*******", 7);
+	snprintf(want + 3000, sizeof(want) - 3000, " password=**** tail");
 	log_redact(buf);
 	ck_assert_str_eq(buf, want);
 	ck_assert_ptr_null(strstr(buf, "hunter2"));
+}
+END_TEST
+
+/* ---- log_redact_dsn ----------------------------------------------------- */
+
+/* One whole connection string, read to its end as libpq reads it. */
+static const struct {
+	const char *in, *want;
+} dsn_rows[] = {
+	/* unquoted "two words": libpq takes the second for a keyword */
+	{ "host=h password=two words", "host=h password=****" },
+	{ "password=two words and more port=5", "password=**** port=5" },
+	{ "password=a b", "password=***" },
+	{ "password=secret port=5", "password=**** port=5" },
+	/* a URI query's value runs to '&' or the end */
+	{ "postgresql://h/db?pass%77ord=a b c", "postgresql://h/db?pass%77ord=****" },
+	{ "postgresql://h/db?password=a b&user=u", "postgresql://h/db?password=***&user=u" },
+	{ "postgresql://u:secret@h/db", "postgresql://u:****@h/db" },
+	{ "host=h user=u", "host=h user=u" },
+};
+
+START_TEST(test_redact_dsn)
+{
+	char buf[256];
+
+	snprintf(buf, sizeof(buf), "%s", dsn_rows[_i].in);
+	ck_assert_ptr_eq(log_redact_dsn(buf), buf);
+	ck_assert_str_eq(buf, dsn_rows[_i].want);
 }
 END_TEST
 
@@ -149,19 +183,19 @@ static const struct {
 	/* the raw token of a percent-decoding error, in a URI's authority ... */
 	{ "postgresql://app:50%off@h/db",
 	  "invalid percent-encoded token: \"50%off\"",
-	  "invalid percent-encoded token: \"******\"" },
+	  "invalid percent-encoded token: \"****\"" },
 	{ "postgresql://app:%00x@h/db",
 	  "forbidden value %00 in percent-encoded value: \"%00x\"",
 	  "forbidden value %00 in percent-encoded value: \"****\"" },
 	/* ... and in its query */
 	{ "postgresql://h/db?user=u&password=50%off",
 	  "invalid percent-encoded token: \"50%off\"",
-	  "invalid percent-encoded token: \"******\"" },
+	  "invalid percent-encoded token: \"****\"" },
 	/* every copy, and a password that is also a keyword form's */
 	{ "postgresql://u:s3cr%zz@h/db?password=s3cr%zz",
-	  "a \"s3cr%zz\" b s3cr%zz", "a \"*******\" b *******" },
+	  "a \"s3cr%zz\" b s3cr%zz", "a \"****\" b ****" },
 	{ "host=h password='50%off' sslpassword=k%zz", "x 50%off y k%zz",
-	  "x ****** y ****" },
+	  "x **** y ****" },
 	/* the whole URI quoted: log_redact's own part */
 	{ "postgresql://u:pw@[::1]x/db",
 	  "unexpected character \"x\" at position 24 in URI (expected \":\" or \"/\"): \"postgresql://u:pw@[::1]x/db\"",
@@ -176,6 +210,11 @@ static const struct {
 	{ "host=h bogus=1", "invalid connection option \"bogus\"",
 	  "invalid connection option \"bogus\"" },
 	{ NULL, "password=x in a message", "password=* in a message" },
+	/* a percent-encoded parameter name; "two words" (issue 17, 6.5) */
+	{ "postgresql://h/db?pass%77ord=50%off", "invalid percent-encoded token: \"50%off\"",
+	  "invalid percent-encoded token: \"****\"" },
+	{ "host=h password=two words", "missing \"=\" after \"words\" in connection info string",
+	  "missing \"=\" after \"****\" in connection info string" },
 };
 
 START_TEST(test_redact_dsn_error)
@@ -185,7 +224,7 @@ START_TEST(test_redact_dsn_error)
 
 	snprintf(buf, sizeof(buf), "%s", dsn_error_rows[_i].msg);
 	ck_assert_ptr_eq(log_redact_dsn_error(buf, dsn_error_rows[_i].dsn), buf);
-	ck_assert_uint_eq(strlen(buf), len);
+	ck_assert_uint_le(strlen(buf), len);
 	ck_assert_str_eq(buf, dsn_error_rows[_i].want);
 }
 END_TEST
@@ -476,6 +515,22 @@ START_TEST(test_journal_decided_at_init)
 }
 END_TEST
 
+/* ---- text lines: TAB and bytes that are not UTF-8 escaped --------------- */
+
+START_TEST(test_text_escapes)
+{
+	const char *out;
+
+	capture_begin();
+	log_init(LOG_LEVEL_INFO);
+	log_set_format(LOG_FORMAT_TEXT);
+	log_info("a\tb \xff\xfe c\x01 d\\e caf\xc3\xa9 \xe2\x82");
+	out = capture_end();
+	ck_assert_ptr_nonnull(strstr(out, " info: a\\tb \\xff\\xfe c\\x01 d\\e caf\xc3\xa9 \\xe2\\x82\n"));
+	ck_assert_ptr_null(strchr(out, '\t'));
+}
+END_TEST
+
 START_TEST(test_password_redacted_in_line)
 {
 	const char *out;
@@ -489,8 +544,8 @@ START_TEST(test_password_redacted_in_line)
 	out = capture_end();
 	ck_assert_ptr_null(strstr(out, "hunter"));
 	ck_matches(out, "^[^\n]* warning: database connection failed: host=db "
-		   "password=\\*\\*\\*\\*\\*\\*\\* dbname=app; retrying in 1.0s\n"
-		   "[^\n]* error: cannot connect: postgresql://app:\\*\\*\\*\\*\\*\\*\\*"
+		   "password=\\*\\*\\*\\* dbname=app; retrying in 1.0s\n"
+		   "[^\n]* error: cannot connect: postgresql://app:\\*\\*\\*\\*"
 		   "@db1,db2/app\n$");
 
 	/* under journald too */
@@ -500,7 +555,7 @@ START_TEST(test_password_redacted_in_line)
 	log_warning("dsn %s", "password='a b c' host=db");
 	out = capture_end();
 	unsetenv("JOURNAL_STREAM");
-	ck_assert_str_eq(out, "<4>dsn password='*****' host=db\n");
+	ck_assert_str_eq(out, "<4>dsn password='****' host=db\n");
 }
 END_TEST
 
@@ -736,14 +791,14 @@ START_TEST(test_json_password_redacted)
 	out = capture_end();
 	ck_assert_ptr_null(strstr(out, "hunter"));
 	o = one_json_line(strchr(out, '\n') + 1);
-	ck_assert_str_eq(jstr(o, "message"), "uri postgresql://app:*******@db1/app");
+	ck_assert_str_eq(jstr(o, "message"), "uri postgresql://app:****@db1/app");
 	json_decref(o);
 	*(char *)(strchr(out, '\n') + 1) = '\0';
 	o = one_json_line(out);
 	ck_assert_str_eq(jstr(o, "message"),
-			 "cannot connect: host=db password='********' dbname=app");
-	ck_assert_str_eq(jstr(o, "reason"), "dsn password=******* host=db");
-	ck_assert_str_eq(jstr(o, "node_id"), "postgresql://u:*******@h/db");
+			 "cannot connect: host=db password='****' dbname=app");
+	ck_assert_str_eq(jstr(o, "reason"), "dsn password=**** host=db");
+	ck_assert_str_eq(jstr(o, "node_id"), "postgresql://u:****@h/db");
 	json_decref(o);
 }
 END_TEST
@@ -869,8 +924,8 @@ START_TEST(test_journal_redacted)
 	journal_socket_begin();
 	log_event(LOG_LEVEL_ERROR, &ev, "dsn %s\n", "postgresql://u:hunter7@h/db");
 	ck_assert_str_eq(journal_socket_end(), "");
-	ck_assert_str_eq(sent_field("MESSAGE"), "dsn postgresql://u:*******@h/db");
-	ck_assert_str_eq(sent_field("PGLEADER_REASON"), "password=*******");
+	ck_assert_str_eq(sent_field("MESSAGE"), "dsn postgresql://u:****@h/db");
+	ck_assert_str_eq(sent_field("PGLEADER_REASON"), "password=****");
 }
 END_TEST
 
@@ -935,6 +990,8 @@ static Suite *log_suite(void)
 	tcase_add_loop_test(tc, test_redact, 0, ROWS(redact_rows));
 	tcase_add_test(tc, test_redact_long_line);
 	tcase_add_loop_test(tc, test_redact_dsn_error, 0, ROWS(dsn_error_rows));
+	tcase_add_loop_test(tc, test_redact_dsn, 0, ROWS(dsn_rows));
+	tcase_add_test(tc, test_text_escapes);
 
 	tc = add_tcase(s, "format");
 	tcase_add_test(tc, test_plain_format);
