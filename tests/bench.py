@@ -34,11 +34,19 @@ fresh pgleader processes and a fresh lock key for every trial:
                             immediate), and 1 to 10 s later (uniformly at
                             random: a failover manager's detection time) the
                             replica is promoted: pg_ctl promote issued -> the
-                            new command starts. Both nodes reconnect with a
-                            backoff that doubles from 0.5 s up to
-                            retry_interval (5 s), so this falls anywhere up to
-                            that; a primary and replica per trial, fewer
-                            trials (--promote-trials)
+                            new command starts; a primary and replica per
+                            trial, fewer trials (--promote-trials)
+  writable_to_command       the same trials, from the moment the promoted
+                            replica accepts writes (pg_is_in_recovery()
+                            false, polled every 2 ms): the reconnect figure.
+                            After losing a working session pgleader retries
+                            every 0.1 s (jittered) for 15 s, then backs off
+  restart_to_command        a database restart: pg_ctl stop -m fast, 1 to 5 s
+                            down (uniformly at random), started again: the
+                            server accepts connections ("ready" in
+                            postmaster.pid, polled every 2 ms) -> the command
+                            starts again (a leader and a standby; a cluster
+                            per trial, --promote-trials of them)
   oneshot_pgleader          wall time of `pgleader --nonblock -- true`, lock
                             free, TCP to 127.0.0.1
   oneshot_flock             wall time of `flock -n FILE true`, for comparison
@@ -122,6 +130,11 @@ METRICS = [
     ("promote_to_command", "pg_ctl promote -> new command starts (crash 1-10 s before)",
      "database failover: `pg_ctl promote` of the replica -> new command starts "
      "(primary crashed 1 to 10 s before; reconnect backoff up to retry interval 5 s)"),
+    ("writable_to_command", "promoted replica writable -> new command starts",
+     "database failover: the promoted replica accepts writes -> new command starts"),
+    ("restart_to_command", "restarted server ready -> command starts again",
+     "database restart (down 1 to 5 s): the server accepts connections -> the "
+     "command starts again"),
     ("oneshot_pgleader", "pgleader --nonblock -- true (wall time, lock free)",
      "one-shot `pgleader --nonblock -- true` (lock free), wall time"),
     ("oneshot_flock", "flock -n FILE true (wall time)",
@@ -804,8 +817,15 @@ class Bench:
             time.sleep(max(0.0, t_crash + gap - time.monotonic()))
             if len(ledger.starts()) != 1:
                 raise AssertionError("a command started with no primary:\n" + ledger.text())
-            t0 = time.monotonic()
-            replica.promote()
+            probe = MiniPg(os.path.join(replica.sockdir, ".s.PGSQL.%d" % replica.port))
+            try:
+                t0 = time.monotonic()
+                replica._pg_ctl("-W", "promote")
+                h.wait_until(lambda: probe.query("SELECT pg_is_in_recovery()")[0][0] == "f",
+                             30, interval=0.002, what="the replica to accept writes")
+                t_writable = time.monotonic()
+            finally:
+                probe.close()
             st = ledger.wait_for("start", after=t0, timeout=POLL_RETRY + 15)
             h.wait_holder(replica, key, st.node)
             for p in (a, b):
@@ -813,7 +833,50 @@ class Bench:
                     raise AssertionError("%s exited %s during the failover" % (
                         p.name, p.proc.returncode))
             v = self.record("promote_to_command", i, st.time - t0)
-            return "%.1f ms (promoted %.1f s after the crash; %s leads)" % (v, gap, st.node)
+            w = self.record("writable_to_command", i, st.time - t_writable)
+            return "%.1f ms, %.1f ms from writable (promoted %.1f s after the crash; %s leads)" % (
+                v, w, gap, st.node)
+        finally:
+            self.end_trial(fleet)
+            for c in list(self.extra_clusters):
+                c.destroy()
+                self.extra_clusters.remove(c)
+
+    def trial_restart(self, fleet, ledger, key, i):
+        with critical():
+            pg = h.PgCluster("benchrestart")
+            self.extra_clusters.append(pg)
+        try:
+            pg.start()
+            fleet.dsn = pg.dsn()
+            a = self.start(fleet, "a")
+            sa = self.wait_event(ledger, "start", "a", a)
+            h.wait_holder(pg, key, "a")
+            b = self.start(fleet, "b")
+            h.wait_queued(pg, key, "b")
+            gap = self.rng.uniform(1.0, 5.0)
+            t_stop = time.monotonic()
+            pg.stop("fast")
+            ledger.wait_for("stop", "a", pid=sa.pid, timeout=15)
+            time.sleep(max(0.0, t_stop + gap - time.monotonic()))
+            pg._pg_ctl("-l", pg.logfile, "-W", "start")
+            pidfile = os.path.join(pg.data, "postmaster.pid")
+
+            def ready():
+                try:
+                    lines = read_file(pidfile).splitlines()
+                except FileNotFoundError:
+                    return False
+                return len(lines) >= 8 and lines[7].strip() == "ready"
+            h.wait_until(ready, 30, interval=0.002, what="the server to accept connections")
+            t0 = time.monotonic()
+            st = ledger.wait_for("start", after=t_stop, timeout=POLL_RETRY + 15)
+            for p in (a, b):
+                if not p.running():
+                    raise AssertionError("%s exited %s during the restart" % (
+                        p.name, p.proc.returncode))
+            v = self.record("restart_to_command", i, st.time - t0)
+            return "%.1f ms (down %.1f s; %s leads)" % (v, gap, st.node)
         finally:
             self.end_trial(fleet)
             for c in list(self.extra_clusters):
@@ -996,7 +1059,7 @@ def parse_args(argv):
                     help="raw samples (default: bench-results.csv in the repository)")
     ap.add_argument("--only", default=None,
                     help="comma-separated subset: kill9-wait,kill9-c,kill9-scraped,kill9-failsafe,"
-                         "kill9-poll,handover,terminate,promote,oneshot,baseline,rss")
+                         "kill9-poll,handover,terminate,promote,restart,oneshot,baseline,rss")
     ap.add_argument("--seed", type=int, default=None, help="seed of the poll-mode kill times")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     o = ap.parse_args(argv)
@@ -1012,7 +1075,7 @@ def parse_args(argv):
         o.seed = int.from_bytes(os.urandom(4), "big")
     all_parts = ["kill9-wait", "kill9-c", "kill9-scraped", "kill9-failsafe", "kill9-poll",
                  "handover",
-                 "terminate", "promote", "oneshot", "baseline", "rss"]
+                 "terminate", "promote", "restart", "oneshot", "baseline", "rss"]
     o.parts = all_parts if not o.only else [p.strip() for p in o.only.split(",") if p.strip()]
     bad = [p for p in o.parts if p not in all_parts]
     if bad:
@@ -1063,6 +1126,8 @@ def main(argv):
                                                        bench.trial_terminate)),
                 ("promote", lambda: bench.run_trials("promote", opts.promote_trials,
                                                      bench.trial_promote)),
+                ("restart", lambda: bench.run_trials("restart", opts.promote_trials,
+                                                     bench.trial_restart)),
                 ("oneshot", lambda: bench.run_oneshot(opts.trials)),
                 ("rss", lambda: bench.run_rss(opts.rss_seconds)),
                 ("kill9-poll", lambda: bench.run_trials("kill9-poll", opts.poll_trials,
