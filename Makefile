@@ -99,7 +99,8 @@ DEPS := $(HDRS) Makefile $(BUILD_FLAGS)
 # Test helpers, built beside pgleader: two for the integration tests, which
 # find them through PGLEADER_FENCE_DRIVER and PGLEADER_CLOCKSHIFT, or in the
 # tree; the benchmark's C command (PGLEADER_STAMPJOB, or in the tree).
-HELPERS := $(B)tests/fence_driver $(B)tests/clockshift.so $(B)tests/stampjob
+HELPERS := $(B)tests/fence_driver $(B)tests/clockshift.so $(B)tests/stampjob \
+	$(B)tests/pqfloor
 helper_env = PGLEADER_BIN=$(abspath $(1)/pgleader) \
 	PGLEADER_FENCE_DRIVER=$(abspath $(1)/tests/fence_driver) \
 	PGLEADER_CLOCKSHIFT=$(abspath $(1)/tests/clockshift.so) \
@@ -119,6 +120,11 @@ $(B)tests/fence_driver: tests/fence_driver.c $(DRIVER_OBJS) $(DEPS)
 $(B)tests/stampjob: tests/stampjob.c $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $<
+
+# The benchmark's one-shot floor: one libpq connection, one lock query.
+$(B)tests/pqfloor: tests/pqfloor.c $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(shell $(PKG_CONFIG) --libs libpq)
 
 # The integration tests step pgleader's wall clock with this LD_PRELOAD
 # shim. Never sanitized: it would have to come after the sanitizer runtime.
@@ -259,7 +265,7 @@ demo: deps
 	tests/demo.sh
 
 bench: deps
-	$(MAKE) pgleader tests/stampjob
+	$(MAKE) pgleader tests/stampjob tests/pqfloor
 	$(PYTHON) tests/bench.py $(BENCH_ARGS)
 
 install: pgleader

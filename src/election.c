@@ -380,10 +380,12 @@ static void start(struct election *e, struct election_output *out, double now)
 		e->wait_deadline = now + e->p.wait_timeout;
 	election_connect_now(e, out, now);
 	/* Both sessions at once, so that a new leader takes the fence in one
-	 * round trip; a one-shot opens the fence only once the database
-	 * answered: it makes one attempt (see election_connected). */
-	if (!e->p.nonblock)
-		election_fence_open(e, out);
+	 * round trip, and a one-shot waits for one connection, not two in a
+	 * row. Each makes one attempt before the database answered: the lock
+	 * session's failure decides (69), and a fence session that failed is
+	 * opened again only once the lock session connected (the fence is not
+	 * reopened while connecting; see election_connected). */
+	election_fence_open(e, out);
 }
 
 void election_connected(struct election *e, struct election_output *out,

@@ -50,6 +50,9 @@ fresh pgleader processes and a fresh lock key for every trial:
   oneshot_pgleader          wall time of `pgleader --nonblock -- true`, lock
                             free, TCP to 127.0.0.1
   oneshot_flock             wall time of `flock -n FILE true`, for comparison
+  oneshot_libpq_floor       wall time of tests/pqfloor: one libpq connection
+                            with the same DSN, one pg_try_advisory_lock, exit:
+                            what any lock-based one-shot pays at least
   job_start_baseline        Popen of the toy job -> its "start" record: the
                             interpreter start-up that every "command starts"
                             figure above includes
@@ -103,6 +106,7 @@ import pgharness as h  # noqa: E402
 
 POLL_RETRY = 5.0  # pgleader's default retry_interval
 STAMPJOB = os.environ.get("PGLEADER_STAMPJOB") or os.path.join(HERE, "stampjob")
+PQFLOOR = os.environ.get("PGLEADER_PQFLOOR") or os.path.join(HERE, "pqfloor")
 GRACE = "2s"
 BENCH_OPTS = ["--grace-period", GRACE]
 
@@ -139,6 +143,8 @@ METRICS = [
      "one-shot `pgleader --nonblock -- true` (lock free), wall time"),
     ("oneshot_flock", "flock -n FILE true (wall time)",
      "one-shot `flock -n FILE true`, wall time"),
+    ("oneshot_libpq_floor", "libpq floor: connect, try-lock, exit (wall time)",
+     "libpq floor (`tests/pqfloor`: one connection, one `pg_try_advisory_lock`), wall time"),
     ("job_start_baseline", "toy job start-up (Popen -> start record)",
      "toy job's own start-up (included in the \"command starts\" rows)"),
     ("job_start_baseline_c", "C command start-up (Popen -> start record)",
@@ -911,14 +917,21 @@ class Bench:
                 raise AssertionError("%s exited %d:\n%s" % (cmd[0], p.returncode, out.decode(errors="replace")))
             return t1 - t0
 
+        floor = [PQFLOOR, self.dsn, str(key)] if os.access(PQFLOOR, os.X_OK) else None
         # one unrecorded warm-up each (page cache, dynamic loader)
         timed_wall(argv)
         timed_wall([flock, "-n", flockfile, "true"])
+        if floor:
+            timed_wall(floor)
+        else:
+            say("  oneshot: no %s (make tests/pqfloor): no libpq floor" % PQFLOOR)
         for i in range(1, n + 1):
             self.wait_clean()
             v1 = self.record("oneshot_pgleader", i, timed_wall(argv))
             v2 = self.record("oneshot_flock", i, timed_wall([flock, "-n", flockfile, "true"]))
-            say("  %-22s %2d/%d  pgleader %.1f ms, flock %.1f ms" % ("oneshot", i, n, v1, v2))
+            v3 = self.record("oneshot_libpq_floor", i, timed_wall(floor)) if floor else 0.0
+            say("  %-22s %2d/%d  pgleader %.1f ms, flock %.1f ms, libpq floor %.1f ms "
+                "(%.2fx)" % ("oneshot", i, n, v1, v2, v3, v1 / v3 if v3 else 0.0))
 
     def run_job_baseline(self, n):
         wd = os.path.join(self.base, "job-baseline")

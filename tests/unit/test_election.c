@@ -2621,18 +2621,33 @@ START_TEST(test_fence_busy_after_demotion)
 }
 END_TEST
 
-/* A one-shot makes one connection attempt: its fence session opens only
- * once the database answered. */
+/* A one-shot opens both sessions at once, one attempt each: a fence
+ * session that failed before the database answered is opened again only
+ * once the lock session connected, never while the lock session is still
+ * trying; the lock session's failure decides the exit. */
 START_TEST(test_fence_of_a_one_shot)
 {
 	struct election_params p = defaults;
+	struct election_output out;
 
 	p.fence = true;
 	p.nonblock = true;
 	election_init(&M, &p);
-	ck_actions(step(&M, ELECTION_START, 0, NULL, 0), ELECTION_DO_CONNECT);
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 0),
+	ck_actions(step(&M, ELECTION_START, 0, NULL, 0),
+		   ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT);
+	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_UNREACHABLE, 0.25);
+	ck_assert(isinf(election_next_wakeup(&M, 0.25)) ||
+		  election_next_wakeup(&M, 0.25) >= 10);
+	ck_actions(tick(&M, 5), 0);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 6),
 		   ELECTION_DO_TRY_LOCK | ELECTION_DO_FENCE_CONNECT);
+
+	/* the database down: both fail, the lock session's failure is 69 */
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_UNREACHABLE, 0.25);
+	out = step(&M, ELECTION_CONNECT_FAILED, 0, "connection refused", 0.25);
+	ck_exit(out, &M, 69);
 }
 END_TEST
 
