@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <ev.h>
 
+#include "dynlib.h"
 #include "child.h"
 #include "config.h"
 #include "election.h"
@@ -125,6 +126,8 @@ static bool start_http(struct ev_loop *loop, const struct config *cfg,
 	*web = NULL;
 	if (!cfg->http_addr)
 		return true;
+	if (!dynlib_load_mhd(err, errlen))
+		return false;
 	version_libpq(libpq, sizeof(libpq));
 	*web = http_new(loop, cfg->http_addr, &versions, snapshot_cb, sup, err, errlen);
 	if (*web && supervisor_failsafe(sup))

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "dynlib.h"
 #include "election.h"
 #include "failsafe.h"
 #include "lease.h"
@@ -468,6 +469,8 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 	}
 	child_on_killed(s->child, child_killed_cb);
 	if (cfg->failsafe_peers) {
+		if (!dynlib_load_curl(err, errlen))
+			return false;
 		s->failsafe = failsafe_new(s->loop, cfg, &fcb, err, errlen);
 		if (!s->failsafe)
 			return false;

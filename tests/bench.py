@@ -801,6 +801,15 @@ class Bench:
         ledger.wait_for("start", "b", timeout=15)
         return "%.1f ms" % v
 
+    def lead_and_queue_on(self, fleet, ledger, key, cluster):
+        """a leads and b waits in the queue, on a cluster of the trial's own."""
+        a = self.start(fleet, "a")
+        sa = self.wait_event(ledger, "start", "a", a)
+        h.wait_holder(cluster, key, "a")
+        b = self.start(fleet, "b")
+        h.wait_queued(cluster, key, "b")
+        return a, sa, b
+
     def trial_promote(self, fleet, ledger, key, i):
         with critical():
             primary = h.PgCluster("benchprimary")
@@ -811,11 +820,7 @@ class Bench:
                 replica = h.start_replica(primary, "benchreplica")
                 self.extra_clusters.append(replica)
             fleet.dsn = h.multi_host_dsn([primary, replica])
-            a = self.start(fleet, "a")
-            sa = self.wait_event(ledger, "start", "a", a)
-            h.wait_holder(primary, key, "a")
-            b = self.start(fleet, "b")
-            h.wait_queued(primary, key, "b")
+            a, sa, b = self.lead_and_queue_on(fleet, ledger, key, primary)
             gap = self.rng.uniform(1.0, 10.0)
             t_crash = time.monotonic()
             primary.crash()
@@ -855,11 +860,7 @@ class Bench:
         try:
             pg.start()
             fleet.dsn = pg.dsn()
-            a = self.start(fleet, "a")
-            sa = self.wait_event(ledger, "start", "a", a)
-            h.wait_holder(pg, key, "a")
-            b = self.start(fleet, "b")
-            h.wait_queued(pg, key, "b")
+            a, sa, b = self.lead_and_queue_on(fleet, ledger, key, pg)
             gap = self.rng.uniform(1.0, 5.0)
             t_stop = time.monotonic()
             pg.stop("fast")
