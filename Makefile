@@ -49,6 +49,11 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DPGLEADER_VERSION='"$(VERSION)"' \
 	$(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
 LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null) -lev -lm
+# pgleader itself loads libmicrohttpd and libcurl only when configured
+# (src/dynlib.c): they are not linked, which keeps them out of a plain
+# node's memory; the packages name them as dependencies.
+PGLEADER_LIBS := $(shell $(PKG_CONFIG) --libs libpq libsystemd inih jansson \
+	2>/dev/null) -lev -lm -ldl
 JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
 CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
@@ -99,10 +104,11 @@ DEPS := $(HDRS) Makefile $(BUILD_FLAGS)
 
 # Test helpers, built beside pgleader: two for the integration tests, which
 # find them through PGLEADER_FENCE_DRIVER and PGLEADER_CLOCKSHIFT, or in the
-# tree; the benchmark's C command (PGLEADER_STAMPJOB, or in the tree); the
-# schedule arithmetic on stdin, for make schedule-diff.
+# tree; the benchmark's C commands (PGLEADER_STAMPJOB, or in the tree, and the
+# libpq floor tests/pqfloor); the schedule arithmetic on stdin, for make
+# schedule-diff.
 HELPERS := $(B)tests/fence_driver $(B)tests/clockshift.so $(B)tests/stampjob \
-	$(B)tests/schedule_oracle
+	$(B)tests/pqfloor $(B)tests/schedule_oracle
 helper_env = PGLEADER_BIN=$(abspath $(1)/pgleader) \
 	PGLEADER_FENCE_DRIVER=$(abspath $(1)/tests/fence_driver) \
 	PGLEADER_CLOCKSHIFT=$(abspath $(1)/tests/clockshift.so) \
@@ -110,7 +116,7 @@ helper_env = PGLEADER_BIN=$(abspath $(1)/pgleader) \
 all: $(B)pgleader $(HELPERS)
 
 $(B)pgleader: $(OBJS)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(OBJS) $(PGLEADER_LIBS)
 
 # The schedule arithmetic: the cron fields (schedule.c), the zone's offsets
 # (zone.c), @every's duration (value.c).
@@ -130,6 +136,11 @@ $(B)tests/schedule_oracle: tests/schedule_oracle.c $(SCHEDULE_SRCS) $(DEPS)
 $(B)tests/stampjob: tests/stampjob.c $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $<
+
+# The benchmark's one-shot floor: one libpq connection, one lock query.
+$(B)tests/pqfloor: tests/pqfloor.c $(DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(shell $(PKG_CONFIG) --libs libpq)
 
 # The integration tests step pgleader's wall clock with this LD_PRELOAD
 # shim. Never sanitized: it would have to come after the sanitizer runtime.
@@ -304,7 +315,7 @@ demo: deps
 	tests/demo.sh
 
 bench: deps
-	$(MAKE) pgleader tests/stampjob
+	$(MAKE) pgleader tests/stampjob tests/pqfloor
 	$(PYTHON) tests/bench.py $(BENCH_ARGS)
 	$(PYTHON) tests/bench_ticks.py $(BENCH_TICKS_ARGS)
 

@@ -184,14 +184,16 @@ void election_exit_now(struct election *e, struct election_output *out,
 	election_set_state(e, out, now, ELECTION_DONE);
 }
 
-/* The connection is gone or useless: close it and try again after the
- * backoff, which doubles up to retry_interval while the database is away.
+/* The connection is gone or useless: close it and try again after
+ * election_reconnect_delay: fast while the database restarts, else a
+ * backoff that doubles up to retry_interval, jittered either way.
  * A one-shot makes one attempt: not reaching the database is 69, never the
  * conflict code, which means "the database answered: another node has it". */
 void election_reconnect_later(struct election *e, struct election_output *out,
-			      double now, const char *why)
+			      double now, enum fault fault, const char *why)
 {
-	double delay = e->reconnect_backoff;
+	bool fast = election_restarting(e, now, fault);
+	double delay;
 
 	election_disconnect(e, out);
 	election_request_done(e);
@@ -202,10 +204,17 @@ void election_reconnect_later(struct election *e, struct election_output *out,
 		return;
 	}
 	election_set_state(e, out, now, ELECTION_BACKOFF);
+	delay = election_reconnect_delay(e, now, fault);
 	e->next_attempt_at = now + delay;
-	e->reconnect_backoff = fmin(delay * 2, fmax(e->p.retry_interval,
-						     ELECTION_RECONNECT_MIN));
-	election_say(out, LOG_LEVEL_WARNING, "%s; retrying in %.1fs", why, delay);
+	if (!fast)
+		election_say(out, LOG_LEVEL_WARNING, "%s; retrying in %.1fs", why, delay);
+	else if (!e->restart_said)
+		election_say(out, LOG_LEVEL_WARNING, "%s; retrying every %.1fs for up to "
+		    "%.0fs (the database may be restarting)", why,
+		    ELECTION_RECONNECT_FAST, e->restart_until - now);
+	else
+		election_say(out, LOG_LEVEL_DEBUG, "%s; retrying in %.2fs", why, delay);
+	e->restart_said |= fast;
 }
 
 void election_ask_for_lock(struct election *e, struct election_output *out,
@@ -373,10 +382,12 @@ static void start(struct election *e, struct election_output *out, double now)
 		e->wait_deadline = now + e->p.wait_timeout;
 	election_connect_now(e, out, now);
 	/* Both sessions at once, so that a new leader takes the fence in one
-	 * round trip; a one-shot opens the fence only once the database
-	 * answered: it makes one attempt (see election_connected). */
-	if (!e->p.nonblock)
-		election_fence_open(e, out);
+	 * round trip, and a one-shot waits for one connection, not two in a
+	 * row. Each makes one attempt before the database answered: the lock
+	 * session's failure decides (69), and a fence session that failed is
+	 * opened again only once the lock session connected (the fence is not
+	 * reopened while connecting; see election_connected). */
+	election_fence_open(e, out);
 }
 
 void election_connected(struct election *e, struct election_output *out,
@@ -402,8 +413,10 @@ static void connection_failed(struct election *e, struct election_output *out,
 	e->connected = false; /* the lease closed it */
 	if (e->state == ELECTION_CONNECTING)
 		e->snap.counters.connect_failures++;
+	else
+		election_session_lost(e, now, ev->fault); /* a standby's */
 	if (!election_end_on_permanent(e, out, now, ev))
-		election_reconnect_later(e, out, now,
+		election_reconnect_later(e, out, now, ev->fault,
 			election_reason_of(ev, "database connection failed"));
 }
 
@@ -444,6 +457,7 @@ static void leader_lost(struct election *e, struct election_output *out,
 			double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
+	election_session_lost(e, now, ev->fault);
 	if (!election_end_on_permanent(e, out, now, ev))
 		election_lose_lease(e, out, now, ev->fault,
 			   election_reason_of(ev, "connection lost"));
@@ -456,6 +470,7 @@ static void stopping_lost(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
+	election_session_lost(e, now, ev->fault);
 	election_end_on_permanent(e, out, now, ev);
 }
 
@@ -641,6 +656,7 @@ void election_step(struct election *e, const struct election_event *ev,
 	memset(out, 0, sizeof(*out));
 	if (ev->wall > 0)
 		e->wall_offset = ev->wall - now;
+	e->jitter = ev->jitter >= 0 && ev->jitter < 1 ? ev->jitter : 0;
 	dispatch(e, ev, now, out);
 	election_check_deadlines(e, out, now);
 	publish(e, now);

@@ -108,6 +108,10 @@ struct election_event {
 	int64_t lock_key;
 	uint64_t fencing_token;
 	double wall;             /* wall-clock time of the event, for reports only */
+	double jitter;           /* a random fraction in [0, 1) the supervisor
+				  * draws for each event, which spreads the
+				  * reconnects of a fleet; 0 (tests): the
+				  * longest delay */
 	const char *reason;      /* one line for the log, or NULL */
 };
 
@@ -175,6 +179,12 @@ struct election_params {
 
 /* Reconnect backoff and command restart backoff (seconds). */
 #define ELECTION_RECONNECT_MIN 0.5
+/* A database restart: once a working session was lost, a refused or
+ * starting, stopping or read-only server is retried every FAST seconds
+ * (jittered by half either way) for up to RESTART_WINDOW, then with the
+ * backoff. */
+#define ELECTION_RECONNECT_FAST 0.1
+#define ELECTION_RESTART_WINDOW 15.0
 #define ELECTION_RESTART_MIN 1.0
 #define ELECTION_RESTART_MAX 30.0
 /* A command that ran this long restarts after the minimum delay again. */
@@ -272,6 +282,9 @@ struct election {
 	double request_deadline; /* connect, lock or unlock in flight; INFINITY */
 	double next_attempt_at;  /* next connect or poll-mode try */
 	double reconnect_backoff;
+	double restart_until;    /* a working session was lost: fast retries */
+	bool restart_said;       /* the fast retries were announced */
+	double jitter;           /* of the event being handled */
 	bool lock_tried;         /* this standby period made its first try */
 	bool waiting_logged;
 	bool busy_seen;          /* the database said another session has it */

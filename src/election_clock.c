@@ -5,6 +5,52 @@
 #include <math.h>
 #include <stdio.h>
 
+/* ---- the reconnect cadence ------------------------------------------- */
+
+/* What a database restart, a switchover or a failover looks like to a
+ * client: the session ends (FATAL or closed), then the server refuses,
+ * says it is starting up or shutting down (57P03), or is still a read-only
+ * replica. A silent host (a timeout) is not one: each try already took
+ * connect_timeout. */
+static bool restart_like(enum fault f)
+{
+	return f == FAULT_UNREACHABLE || f == FAULT_HOT_STANDBY ||
+	       f == FAULT_TERMINATED || f == FAULT_CONNECTION;
+}
+
+/* A lock session that worked was lost: if the database seems to be
+ * restarting, retry fast for a while, so that the command runs again
+ * within a try or two of the server accepting writes. */
+void election_session_lost(struct election *e, double now, enum fault f)
+{
+	if (!restart_like(f))
+		return;
+	e->restart_until = now + ELECTION_RESTART_WINDOW;
+	e->restart_said = false;
+}
+
+bool election_restarting(const struct election *e, double now, enum fault f)
+{
+	return restart_like(f) && now < e->restart_until;
+}
+
+/* The wait before the next connection attempt. Inside a restart window:
+ * ELECTION_RECONNECT_FAST, jittered to [0.5, 1.5) of it. Otherwise full
+ * jitter over a cap that doubles from ELECTION_RECONNECT_MIN up to
+ * retry_interval: (0, cap], never below the fast step. The random fraction
+ * comes with the event (0 in tests: the longest wait), so that a fleet's
+ * nodes, and the daemons of one node, do not retry at the same instants. */
+double election_reconnect_delay(struct election *e, double now, enum fault f)
+{
+	double cap = e->reconnect_backoff;
+
+	if (election_restarting(e, now, f))
+		return ELECTION_RECONNECT_FAST * (1.5 - e->jitter);
+	e->reconnect_backoff = fmin(cap * 2, fmax(e->p.retry_interval,
+						   ELECTION_RECONNECT_MIN));
+	return fmax(cap * (1 - e->jitter), ELECTION_RECONNECT_FAST);
+}
+
 /* --wait-timeout passed: the conflict code only when the database answered
  * that another session holds the lock; never having reached it is 69. */
 static bool wait_expired(struct election *e, struct election_output *out,
@@ -33,7 +79,8 @@ static void connecting_tick(struct election *e, struct election_output *out,
 		return;
 	if (now >= e->request_deadline) {
 		e->snap.counters.connect_failures++;
-		election_reconnect_later(e, out, now, "connection attempt timed out");
+		election_reconnect_later(e, out, now, FAULT_TIMEOUT,
+					 "connection attempt timed out");
 	}
 }
 
@@ -52,7 +99,8 @@ static void standby_tick(struct election *e, struct election_output *out,
 	if (now >= e->request_deadline) {
 		/* Outcome unknown: a lock request may yet be granted, so this
 		 * connection is never reused. */
-		election_reconnect_later(e, out, now, "lock request got no answer in time");
+		election_reconnect_later(e, out, now, FAULT_TIMEOUT,
+					 "lock request got no answer in time");
 		return;
 	}
 	if (isinf(e->request_deadline) && now >= e->next_attempt_at)

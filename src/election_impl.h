@@ -23,7 +23,7 @@ void election_finish(struct election *e, struct election_output *out, double now
 void election_exit_now(struct election *e, struct election_output *out,
 		       double now, int code);
 void election_reconnect_later(struct election *e, struct election_output *out,
-			      double now, const char *why);
+			      double now, enum fault fault, const char *why);
 void election_ask_for_lock(struct election *e, struct election_output *out,
 			   double now);
 void election_lose_lease(struct election *e, struct election_output *out,
@@ -39,6 +39,9 @@ void election_become_leader(struct election *e, struct election_output *out,
 /* ---- election_clock.c: deadlines and wakeups ---- */
 void election_check_deadlines(struct election *e, struct election_output *out,
 			      double now);
+void election_session_lost(struct election *e, double now, enum fault f);
+bool election_restarting(const struct election *e, double now, enum fault f);
+double election_reconnect_delay(struct election *e, double now, enum fault f);
 
 /* ---- election_command.c: the command's start, restarts and end ---- */
 void election_start_child(struct election *e, struct election_output *out,

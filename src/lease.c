@@ -207,8 +207,9 @@ static void warn_missing(struct lease *l, unsigned missing)
 		l->warned_old_server = true;
 	}
 	if ((missing & LEASE_SQL_NO_DURABLE_TOKEN) && !l->warned_no_temp) {
-		log_warning("the role may not create temporary tables: after a "
-			    "database crash the fencing token can repeat");
+		log_warning("the role may neither write a logical message nor "
+			    "create temporary tables: after a database crash the "
+			    "fencing token can repeat");
 		l->warned_no_temp = true;
 	}
 }

@@ -13,9 +13,15 @@
 #include "log.h" /* LOG_MSG_MAX only: nothing here logs */
 #include "wire.h"
 
+/* The last column: may this role write a transactional logical message
+ * (the text variant; PostgreSQL 17 added a fourth, defaulted argument), the
+ * cheapest WAL that makes a claim's commit durable. */
 #define SETUP_COLUMNS "SELECT pg_backend_pid(), pg_is_in_recovery(), " \
 	"current_setting('server_version_num')::int, " \
-	"has_database_privilege(current_database(), 'TEMP')"
+	"has_database_privilege(current_database(), 'TEMP'), " \
+	"(SELECT coalesce(bool_or(has_function_privilege(p.oid, 'EXECUTE')), false) " \
+	"FROM pg_catalog.pg_proc p WHERE p.proname = 'pg_logical_emit_message' " \
+	"AND p.proargtypes[2] = 'pg_catalog.text'::pg_catalog.regtype)"
 
 const char *lease_sql_setup(bool with_name)
 {
@@ -145,12 +151,13 @@ bool lease_sql_parse_setup(const struct lease_sql_answer *a, bool with_name,
 {
 	long long version, key = 0;
 
-	if (!one_row(a, with_name ? 5 : 4) ||
+	if (!one_row(a, with_name ? 6 : 5) ||
 	    !parse_pid(a->values[0], &out->backend_pid) ||
 	    !parse_bool(a->values[1], &out->in_recovery) ||
 	    !parse_ll(a->values[2], 1, INT32_MAX, &version) ||
 	    !parse_bool(a->values[3], &out->can_create_temp) ||
-	    (with_name && !parse_ll(a->values[4], INT64_MIN, INT64_MAX, &key)))
+	    !parse_bool(a->values[4], &out->can_emit_message) ||
+	    (with_name && !parse_ll(a->values[5], INT64_MIN, INT64_MAX, &key)))
 		return false;
 	out->version = (int)version;
 	if (with_name)
@@ -230,9 +237,17 @@ unsigned lease_sql_claim(char *buf, size_t len, const struct lease_sql_server *s
 	 * a crash the server could hand the same xid, so the same fencing
 	 * token, to the next leader. Writing a little catalog WAL makes the
 	 * commit wait for its flush (and for synchronous standbys, if any).
-	 * The table is named in pg_temp: a role whose search_path puts another
-	 * schema first must not have its own pgleader_term dropped. */
-	if (srv->can_create_temp)
+	 * A transactional logical message is the cheapest such WAL (no file
+	 * to create and unlink, no catalog rows: about 0.05 ms against 0.6,
+	 * with a tail of several ms); logical decoding plugins see it under
+	 * the prefix "pgleader", pgoutput only with its messages option. The
+	 * temporary table is the fallback, named in pg_temp: a role whose
+	 * search_path puts another schema first must not have its own
+	 * pgleader_term dropped. */
+	if (srv->can_emit_message)
+		append(buf, len, &n, "SELECT pg_catalog.pg_logical_emit_message(true, "
+		       "'pgleader', ''::text); ");
+	else if (srv->can_create_temp)
 		append(buf, len, &n, "CREATE TEMP TABLE pg_temp.pgleader_term (); "
 		       "DROP TABLE pg_temp.pgleader_term; ");
 	else

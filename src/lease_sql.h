@@ -76,6 +76,7 @@ struct lease_sql_server {
 	bool in_recovery;
 	int version;          /* server_version_num, e.g. 150004 */
 	bool can_create_temp; /* TEMP privilege on the database */
+	bool can_emit_message; /* EXECUTE on pg_logical_emit_message */
 	int64_t key;          /* the lock name's key, when one was given */
 };
 

@@ -11,6 +11,7 @@
 #include <ev.h>
 #include <libpq-fe.h>
 
+#include "dynlib.h"
 #include "child.h"
 #include "config.h"
 #include "election.h"
@@ -189,6 +190,8 @@ static bool start_http(struct ev_loop *loop, const struct config *cfg,
 	*web = NULL;
 	if (!cfg->http_addr)
 		return true;
+	if (!dynlib_load_mhd(err, errlen))
+		return false;
 	version_libpq(libpq, sizeof(libpq));
 	if (supervisor_jobs(sup))
 		metrics_set_jobs(&(struct metrics_jobs){ jobs_count_cb, jobs_view_cb,

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "child.h"
+#include "dynlib.h"
 #include "election.h"
 #include "failsafe.h"
 #include "jobs.h"
@@ -44,6 +46,8 @@ struct supervisor {
 	unsigned head, tail;
 	bool draining;
 
+	unsigned short seed[3];    /* erand48: the jitter of each event */
+
 	int claim_answer;          /* of the last PEERS_CLAIMED step */
 	char claim_reason[128];
 
@@ -70,6 +74,23 @@ static double wall_now(void)
 }
 
 static void enqueue(struct supervisor *s, const struct election_event *ev);
+
+/* The jitter's source, seeded per process (pid, start time, node id), so
+ * that nodes, and the daemons of one node, draw different delays. The
+ * election itself draws nothing: its tests stay deterministic. */
+static void seed_jitter(struct supervisor *s, const char *node_id)
+{
+	struct timespec ts;
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (const char *c = node_id ? node_id : ""; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	h ^= (uint32_t)ts.tv_nsec ^ (uint32_t)getpid() << 16;
+	s->seed[0] = (unsigned short)h;
+	s->seed[1] = (unsigned short)(h >> 16);
+	s->seed[2] = (unsigned short)((uint32_t)getpid() ^ (uint32_t)ts.tv_sec);
+}
 
 static void dispatch(struct supervisor *s, enum election_event_type type,
 		     int news, int status, const char *reason)
@@ -232,6 +253,7 @@ static void drain(struct supervisor *s)
 		struct queued_event *q = &s->queue[s->head % QUEUE_SIZE];
 
 		q->ev.wall = wall_now();
+		q->ev.jitter = erand48(s->seed);
 		election_step(&s->election, &q->ev, monotonic_now(), &out);
 		s->head++;
 		if (out.claim_answer) {
@@ -480,6 +502,8 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 	if (!open_command(s, cfg, err, errlen))
 		return false;
 	if (cfg->failsafe_peers) {
+		if (!dynlib_load_curl(err, errlen))
+			return false;
 		s->failsafe = failsafe_new(s->loop, cfg, &fcb, err, errlen);
 		if (!s->failsafe)
 			return false;
@@ -499,6 +523,7 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 		return NULL;
 	}
 	s->loop = loop;
+	seed_jitter(s, cfg->node_id);
 	ev_init(&s->wakeup, wakeup_cb);
 	s->wakeup.data = s;
 	if (!open_io(s, cfg, err, errlen)) {

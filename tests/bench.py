@@ -34,14 +34,25 @@ fresh pgleader processes and a fresh lock key for every trial:
                             immediate), and 1 to 10 s later (uniformly at
                             random: a failover manager's detection time) the
                             replica is promoted: pg_ctl promote issued -> the
-                            new command starts. Both nodes reconnect with a
-                            backoff that doubles from 0.5 s up to
-                            retry_interval (5 s), so this falls anywhere up to
-                            that; a primary and replica per trial, fewer
-                            trials (--promote-trials)
+                            new command starts; a primary and replica per
+                            trial, fewer trials (--promote-trials)
+  writable_to_command       the same trials, from the moment the promoted
+                            replica accepts writes (pg_is_in_recovery()
+                            false, polled every 2 ms): the reconnect figure.
+                            After losing a working session pgleader retries
+                            every 0.1 s (jittered) for 15 s, then backs off
+  restart_to_command        a database restart: pg_ctl stop -m fast, 1 to 5 s
+                            down (uniformly at random), started again: the
+                            server accepts connections ("ready" in
+                            postmaster.pid, polled every 2 ms) -> the command
+                            starts again (a leader and a standby; a cluster
+                            per trial, --promote-trials of them)
   oneshot_pgleader          wall time of `pgleader --nonblock -- true`, lock
                             free, TCP to 127.0.0.1
   oneshot_flock             wall time of `flock -n FILE true`, for comparison
+  oneshot_libpq_floor       wall time of tests/pqfloor: one libpq connection
+                            with the same DSN, one pg_try_advisory_lock, exit:
+                            what any lock-based one-shot pays at least
   job_start_baseline        Popen of the toy job -> its "start" record: the
                             interpreter start-up that every "command starts"
                             figure above includes
@@ -95,6 +106,7 @@ import pgharness as h  # noqa: E402
 
 POLL_RETRY = 5.0  # pgleader's default retry_interval
 STAMPJOB = os.environ.get("PGLEADER_STAMPJOB") or os.path.join(HERE, "stampjob")
+PQFLOOR = os.environ.get("PGLEADER_PQFLOOR") or os.path.join(HERE, "pqfloor")
 GRACE = "2s"
 BENCH_OPTS = ["--grace-period", GRACE]
 
@@ -122,10 +134,17 @@ METRICS = [
     ("promote_to_command", "pg_ctl promote -> new command starts (crash 1-10 s before)",
      "database failover: `pg_ctl promote` of the replica -> new command starts "
      "(primary crashed 1 to 10 s before; reconnect backoff up to retry interval 5 s)"),
+    ("writable_to_command", "promoted replica writable -> new command starts",
+     "database failover: the promoted replica accepts writes -> new command starts"),
+    ("restart_to_command", "restarted server ready -> command starts again",
+     "database restart (down 1 to 5 s): the server accepts connections -> the "
+     "command starts again"),
     ("oneshot_pgleader", "pgleader --nonblock -- true (wall time, lock free)",
      "one-shot `pgleader --nonblock -- true` (lock free), wall time"),
     ("oneshot_flock", "flock -n FILE true (wall time)",
      "one-shot `flock -n FILE true`, wall time"),
+    ("oneshot_libpq_floor", "libpq floor: connect, try-lock, exit (wall time)",
+     "libpq floor (`tests/pqfloor`: one connection, one `pg_try_advisory_lock`), wall time"),
     ("job_start_baseline", "toy job start-up (Popen -> start record)",
      "toy job's own start-up (included in the \"command starts\" rows)"),
     ("job_start_baseline_c", "C command start-up (Popen -> start record)",
@@ -782,6 +801,15 @@ class Bench:
         ledger.wait_for("start", "b", timeout=15)
         return "%.1f ms" % v
 
+    def lead_and_queue_on(self, fleet, ledger, key, cluster):
+        """a leads and b waits in the queue, on a cluster of the trial's own."""
+        a = self.start(fleet, "a")
+        sa = self.wait_event(ledger, "start", "a", a)
+        h.wait_holder(cluster, key, "a")
+        b = self.start(fleet, "b")
+        h.wait_queued(cluster, key, "b")
+        return a, sa, b
+
     def trial_promote(self, fleet, ledger, key, i):
         with critical():
             primary = h.PgCluster("benchprimary")
@@ -792,11 +820,7 @@ class Bench:
                 replica = h.start_replica(primary, "benchreplica")
                 self.extra_clusters.append(replica)
             fleet.dsn = h.multi_host_dsn([primary, replica])
-            a = self.start(fleet, "a")
-            sa = self.wait_event(ledger, "start", "a", a)
-            h.wait_holder(primary, key, "a")
-            b = self.start(fleet, "b")
-            h.wait_queued(primary, key, "b")
+            a, sa, b = self.lead_and_queue_on(fleet, ledger, key, primary)
             gap = self.rng.uniform(1.0, 10.0)
             t_crash = time.monotonic()
             primary.crash()
@@ -804,8 +828,15 @@ class Bench:
             time.sleep(max(0.0, t_crash + gap - time.monotonic()))
             if len(ledger.starts()) != 1:
                 raise AssertionError("a command started with no primary:\n" + ledger.text())
-            t0 = time.monotonic()
-            replica.promote()
+            probe = MiniPg(os.path.join(replica.sockdir, ".s.PGSQL.%d" % replica.port))
+            try:
+                t0 = time.monotonic()
+                replica._pg_ctl("-W", "promote")
+                h.wait_until(lambda: probe.query("SELECT pg_is_in_recovery()")[0][0] == "f",
+                             30, interval=0.002, what="the replica to accept writes")
+                t_writable = time.monotonic()
+            finally:
+                probe.close()
             st = ledger.wait_for("start", after=t0, timeout=POLL_RETRY + 15)
             h.wait_holder(replica, key, st.node)
             for p in (a, b):
@@ -813,7 +844,46 @@ class Bench:
                     raise AssertionError("%s exited %s during the failover" % (
                         p.name, p.proc.returncode))
             v = self.record("promote_to_command", i, st.time - t0)
-            return "%.1f ms (promoted %.1f s after the crash; %s leads)" % (v, gap, st.node)
+            w = self.record("writable_to_command", i, st.time - t_writable)
+            return "%.1f ms, %.1f ms from writable (promoted %.1f s after the crash; %s leads)" % (
+                v, w, gap, st.node)
+        finally:
+            self.end_trial(fleet)
+            for c in list(self.extra_clusters):
+                c.destroy()
+                self.extra_clusters.remove(c)
+
+    def trial_restart(self, fleet, ledger, key, i):
+        with critical():
+            pg = h.PgCluster("benchrestart")
+            self.extra_clusters.append(pg)
+        try:
+            pg.start()
+            fleet.dsn = pg.dsn()
+            a, sa, b = self.lead_and_queue_on(fleet, ledger, key, pg)
+            gap = self.rng.uniform(1.0, 5.0)
+            t_stop = time.monotonic()
+            pg.stop("fast")
+            ledger.wait_for("stop", "a", pid=sa.pid, timeout=15)
+            time.sleep(max(0.0, t_stop + gap - time.monotonic()))
+            pg._pg_ctl("-l", pg.logfile, "-W", "start")
+            pidfile = os.path.join(pg.data, "postmaster.pid")
+
+            def ready():
+                try:
+                    lines = read_file(pidfile).splitlines()
+                except FileNotFoundError:
+                    return False
+                return len(lines) >= 8 and lines[7].strip() == "ready"
+            h.wait_until(ready, 30, interval=0.002, what="the server to accept connections")
+            t0 = time.monotonic()
+            st = ledger.wait_for("start", after=t_stop, timeout=POLL_RETRY + 15)
+            for p in (a, b):
+                if not p.running():
+                    raise AssertionError("%s exited %s during the restart" % (
+                        p.name, p.proc.returncode))
+            v = self.record("restart_to_command", i, st.time - t0)
+            return "%.1f ms (down %.1f s; %s leads)" % (v, gap, st.node)
         finally:
             self.end_trial(fleet)
             for c in list(self.extra_clusters):
@@ -848,14 +918,21 @@ class Bench:
                 raise AssertionError("%s exited %d:\n%s" % (cmd[0], p.returncode, out.decode(errors="replace")))
             return t1 - t0
 
+        floor = [PQFLOOR, self.dsn, str(key)] if os.access(PQFLOOR, os.X_OK) else None
         # one unrecorded warm-up each (page cache, dynamic loader)
         timed_wall(argv)
         timed_wall([flock, "-n", flockfile, "true"])
+        if floor:
+            timed_wall(floor)
+        else:
+            say("  oneshot: no %s (make tests/pqfloor): no libpq floor" % PQFLOOR)
         for i in range(1, n + 1):
             self.wait_clean()
             v1 = self.record("oneshot_pgleader", i, timed_wall(argv))
             v2 = self.record("oneshot_flock", i, timed_wall([flock, "-n", flockfile, "true"]))
-            say("  %-22s %2d/%d  pgleader %.1f ms, flock %.1f ms" % ("oneshot", i, n, v1, v2))
+            v3 = self.record("oneshot_libpq_floor", i, timed_wall(floor)) if floor else 0.0
+            say("  %-22s %2d/%d  pgleader %.1f ms, flock %.1f ms, libpq floor %.1f ms "
+                "(%.2fx)" % ("oneshot", i, n, v1, v2, v3, v1 / v3 if v3 else 0.0))
 
     def run_job_baseline(self, n):
         wd = os.path.join(self.base, "job-baseline")
@@ -996,7 +1073,7 @@ def parse_args(argv):
                     help="raw samples (default: bench-results.csv in the repository)")
     ap.add_argument("--only", default=None,
                     help="comma-separated subset: kill9-wait,kill9-c,kill9-scraped,kill9-failsafe,"
-                         "kill9-poll,handover,terminate,promote,oneshot,baseline,rss")
+                         "kill9-poll,handover,terminate,promote,restart,oneshot,baseline,rss")
     ap.add_argument("--seed", type=int, default=None, help="seed of the poll-mode kill times")
     ap.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     o = ap.parse_args(argv)
@@ -1012,7 +1089,7 @@ def parse_args(argv):
         o.seed = int.from_bytes(os.urandom(4), "big")
     all_parts = ["kill9-wait", "kill9-c", "kill9-scraped", "kill9-failsafe", "kill9-poll",
                  "handover",
-                 "terminate", "promote", "oneshot", "baseline", "rss"]
+                 "terminate", "promote", "restart", "oneshot", "baseline", "rss"]
     o.parts = all_parts if not o.only else [p.strip() for p in o.only.split(",") if p.strip()]
     bad = [p for p in o.parts if p not in all_parts]
     if bad:
@@ -1063,6 +1140,8 @@ def main(argv):
                                                        bench.trial_terminate)),
                 ("promote", lambda: bench.run_trials("promote", opts.promote_trials,
                                                      bench.trial_promote)),
+                ("restart", lambda: bench.run_trials("restart", opts.promote_trials,
+                                                     bench.trial_restart)),
                 ("oneshot", lambda: bench.run_oneshot(opts.trials)),
                 ("rss", lambda: bench.run_rss(opts.rss_seconds)),
                 ("kill9-poll", lambda: bench.run_trials("kill9-poll", opts.poll_trials,

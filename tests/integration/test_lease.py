@@ -163,6 +163,9 @@ def test_claim_leaves_application_table_alone(pg, fleet, ledger):
     public.pgleader_term, rows included."""
     pg.psql("CREATE ROLE %s LOGIN; GRANT CREATE ON SCHEMA public TO %s; "
             "ALTER ROLE %s SET search_path = public, pg_temp" % (APP_ROLE, APP_ROLE, APP_ROLE))
+    # the claim's table is its fallback: a role that may write a logical
+    # message makes the token durable with that instead
+    pg.psql("REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) FROM PUBLIC")
     pg.psql("CREATE TABLE public.pgleader_term (id int); "
             "INSERT INTO public.pgleader_term VALUES (1), (2), (3)", user=APP_ROLE)
     a = fleet.start("a", dsn=pg.dsn(user=APP_ROLE))
@@ -173,6 +176,30 @@ def test_claim_leaves_application_table_alone(pg, fleet, ledger):
     assert rows == [["1"], ["2"], ["3"]]
     assert a.stop() == 0
     assert pg.psql("SELECT count(*) FROM public.pgleader_term")[0][0] == "3"
+
+
+@pytest.mark.parametrize("path", ["message", "temp_table"])
+def test_durable_token_paths(pg, fleet, ledger, path):
+    """The claim makes the fencing token durable with a transactional
+    logical message when the role may write one (no file, no catalog rows),
+    else with a temporary table; either way the token grows across a server
+    crash (an asynchronous commit would be lost: wal_writer_delay is 10 s)
+    and nothing warns that it could repeat."""
+    pg.psql("CREATE ROLE pgl_tok LOGIN")
+    if path == "message":
+        pg.psql("REVOKE TEMP ON DATABASE postgres FROM PUBLIC")
+    else:
+        pg.psql("REVOKE EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) "
+                "FROM PUBLIC")
+    a = fleet.start("a", dsn=pg.dsn(user="pgl_tok"))
+    s1 = ledger.wait_for("start", "a", timeout=bound(10))
+    pg.crash()
+    ledger.wait_for("term", "a", pid=s1.pid, timeout=bound(3))
+    pg.start()
+    s2 = ledger.wait_for("start", "a", count=2, timeout=bound(h.FAST_RETRY + 4))
+    assert int(s2.token) > int(s1.token), "token %s after a crash, was %s" % (s2.token, s1.token)
+    assert "fencing token can repeat" not in a.text()
+    assert a.stop() == 0
 
 
 def test_no_connect_privilege_exits_69(pg, fleet, ledger):

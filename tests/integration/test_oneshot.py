@@ -45,8 +45,14 @@ def run_oneshot(fleet, dsn, *extra):
 
 
 def attempts(p):
-    """Connection attempts pgleader reported."""
-    return p.count(r"database connection failed")
+    """Connection attempts of the lock session that pgleader reported."""
+    return p.count(r"(?<!fence session: )database connection failed")
+
+
+def fence_attempts(p):
+    """The fence session's: it opens beside the lock session, one attempt
+    before the database answered."""
+    return p.count(r"fence session: database connection failed")
 
 
 @pytest.mark.parametrize("kind", ["refused", "accept", "backlog"])
@@ -56,6 +62,7 @@ def test_nonblock_database_down_exits_69(fleet_shared, ledger, silent_hosts, kin
     p, rc, took = run_oneshot(fleet_shared, down_dsn(kind, silent_hosts), "--nonblock")
     assert rc == 69, p.text()
     assert attempts(p) == 1, p.text()
+    assert fence_attempts(p) <= 1, p.text()
     p.wait_for_log(r"giving up \(one attempt with --nonblock\)", timeout=0)
     assert took < bound(CONNECT_TIMEOUT + MARGIN), "took %.2fs" % took
     if kind != "refused":

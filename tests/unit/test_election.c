@@ -351,13 +351,15 @@ START_TEST(test_backoff_reset_after_connect)
 		ck_actions(tick(&M, t), ELECTION_DO_CONNECT);
 	}
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t), ELECTION_DO_TRY_LOCK);
-	/* a connection that worked starts the backoff again from 0.5 s */
-	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", t + 1);
-	ck_actions(out, 0);
+	/* a connection that worked starts the backoff again from 0.5 s (a
+	 * lost session that looks like no restart: the lock request's answer
+	 * never came) */
+	out = tick(&M, t + 7);
+	ck_actions(out, ELECTION_DO_DISCONNECT);
 	ck_state(&M, ELECTION_BACKOFF);
-	ck_log(out, LOG_LEVEL_WARNING, "connection closed; retrying in 0.5s");
-	ck_wakeup(&M, t + 1, t + 1.5);
-	ck_actions(tick(&M, t + 1.5), ELECTION_DO_CONNECT);
+	ck_log(out, LOG_LEVEL_WARNING, "lock request got no answer in time; retrying in 0.5s");
+	ck_wakeup(&M, t + 7, t + 7.5);
+	ck_actions(tick(&M, t + 7.5), ELECTION_DO_CONNECT);
 }
 END_TEST
 
@@ -415,9 +417,169 @@ START_TEST(test_standby_conn_lost_reconnects)
 	out = step(&M, ELECTION_CONN_LOST, 0, "server closed the connection", 1);
 	ck_actions(out, 0); /* already gone: nothing to close */
 	ck_state(&M, ELECTION_BACKOFF);
-	ck_log(out, LOG_LEVEL_WARNING, "server closed the connection; retrying in 0.5s");
-	ck_actions(tick(&M, 1.5), ELECTION_DO_CONNECT);
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1.75), ELECTION_DO_TRY_LOCK);
+	/* a working session lost: the database may be restarting */
+	ck_log(out, LOG_LEVEL_WARNING, "server closed the connection; retrying every "
+	       "0.1s for up to 15s (the database may be restarting)");
+	ck_actions(tick(&M, 1.15 - JUST), 0);
+	ck_actions(tick(&M, 1.15), ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1.25), ELECTION_DO_TRY_LOCK);
+}
+END_TEST
+
+/* ---- the reconnect cadence after a restart ---------------------------- */
+
+/* A lock session's news with this fault and this jitter. */
+static struct election_output lost(struct election *e, enum fault f,
+				   double jitter, const char *reason, double now)
+{
+	struct election_event ev = { .type = ELECTION_LOCK,
+				     .news = ELECTION_SESSION_FAILED, .fault = f,
+				     .jitter = jitter, .reason = reason,
+				     .wall = now + 1.7e9 };
+	struct election_output out;
+
+	election_step(e, &ev, now, &out);
+	return out;
+}
+
+/* After a working standby session ends: every 0.15 s (0.1 s, jitter 0: the
+ * longest) while the server refuses, starts, stops or is read-only, for
+ * ELECTION_RESTART_WINDOW; one warning, the rest at debug; then the usual
+ * backoff from 0.5 s. */
+static const enum fault restart_faults[] = {
+	FAULT_UNREACHABLE, FAULT_HOT_STANDBY, FAULT_TERMINATED, FAULT_CONNECTION,
+};
+
+START_TEST(test_restart_cadence)
+{
+	struct election_output out;
+	double t = 1, last = 0;
+	int tries = 0;
+
+	to_standby(&M, &defaults, 0);
+	out = lost(&M, FAULT_TERMINATED, 0, "terminated", t);
+	ck_log_prefix(out, LOG_LEVEL_WARNING, "terminated; retrying every 0.1s");
+	for (;;) {
+		t = election_next_wakeup(&M, t);
+		ck_actions(tick(&M, t), ELECTION_DO_CONNECT);
+		out = lost(&M, restart_faults[_i], 0, "starting up", t);
+		ck_state(&M, ELECTION_BACKOFF);
+		if (election_next_wakeup(&M, t) - t > 0.2)
+			break;
+		ck_assert_double_eq_tol(election_next_wakeup(&M, t) - t, 0.15, 1e-9);
+		ck_assert_ptr_null(log_at(&out, LOG_LEVEL_WARNING));
+		ck_log(out, LOG_LEVEL_DEBUG, "starting up; retrying in 0.15s");
+		last = t;
+		tries++;
+	}
+	/* the window is 15 s from the loss: the first try after it backs off */
+	ck_assert_double_le(last, 1 + ELECTION_RESTART_WINDOW);
+	ck_assert_double_ge(t, 1 + ELECTION_RESTART_WINDOW);
+	ck_assert_int_ge(tries, 95);
+	ck_log(out, LOG_LEVEL_WARNING, "starting up; retrying in 0.5s");
+	for (int k = 0; k < 4; k++) { /* 1, 2, 4, 5: the backoff goes on */
+		static const double want[] = { 1, 2, 4, 5 };
+
+		t = election_next_wakeup(&M, t);
+		ck_actions(tick(&M, t), ELECTION_DO_CONNECT);
+		lost(&M, restart_faults[_i], 0, "starting up", t);
+		ck_assert_double_eq_tol(election_next_wakeup(&M, t) - t, want[k], 1e-9);
+	}
+}
+END_TEST
+
+/* Inside the window, a silent host or a protocol error is no restart: the
+ * backoff (a connect attempt that timed out already waited for it). */
+START_TEST(test_restart_cadence_not_for_timeouts)
+{
+	struct election_output out;
+
+	to_standby(&M, &defaults, 0);
+	lost(&M, FAULT_CONNECTION, 0, "closed", 1);
+	ck_actions(tick(&M, 1.15), ELECTION_DO_CONNECT);
+	out = tick(&M, 1.15 + defaults.connect_timeout);
+	ck_log(out, LOG_LEVEL_WARNING, "connection attempt timed out; retrying in 0.5s");
+	ck_actions(tick(&M, 11.65), ELECTION_DO_CONNECT);
+	out = lost(&M, FAULT_PROTOCOL, 0, "odd answer", 11.75);
+	ck_log(out, LOG_LEVEL_WARNING, "odd answer; retrying in 1.0s");
+	/* still inside the window: a refusal is fast again */
+	ck_actions(tick(&M, 12.75), ELECTION_DO_CONNECT);
+	lost(&M, FAULT_UNREACHABLE, 0, "refused", 12.75);
+	ck_wakeup(&M, 12.75, 12.9);
+}
+END_TEST
+
+/* No working session yet (pgleader starting while the database is down),
+ * or one lost to a ping timeout (a partition, not a restart): the backoff. */
+START_TEST(test_restart_cadence_needs_a_restart)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	out = lost(&M, FAULT_UNREACHABLE, 0, "refused", 0.25);
+	ck_log(out, LOG_LEVEL_WARNING, "refused; retrying in 0.5s");
+
+	to_leader(&M, &p, 0);
+	out = tick(&M, 5); /* pings due at 1, 2, 3 unanswered: lost at 5 */
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 5.25), ELECTION_DO_DISCONNECT |
+		   ELECTION_DO_CONNECT);
+	out = lost(&M, FAULT_UNREACHABLE, 0, "refused", 5.5);
+	ck_log(out, LOG_LEVEL_WARNING, "refused; retrying in 0.5s");
+}
+END_TEST
+
+/* A leader whose session the restart ended stops its command, reconnects
+ * at once, and then retries fast. */
+START_TEST(test_restart_cadence_leader)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	out = lost(&M, FAULT_TERMINATED, 0, "terminated", 2);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 2.25), ELECTION_DO_CONNECT);
+	out = lost(&M, FAULT_UNREACHABLE, 0, "refused", 2.5);
+	ck_log_prefix(out, LOG_LEVEL_WARNING, "refused; retrying every 0.1s");
+	ck_wakeup(&M, 2.5, 2.65);
+}
+END_TEST
+
+/* The jitter the supervisor draws: the fast step spread over [0.05, 0.15),
+ * the backoff's full jitter over (0, cap], never below 0.1 s; the cap
+ * doubles whatever was drawn. An out-of-range draw counts as 0. */
+static const struct {
+	double jitter;
+	double fast;
+	double backoff[4];
+} jitter_rows[] = {
+	{ 0, 0.15, { 0.5, 1, 2, 4 } },
+	{ 0.5, 0.1, { 0.25, 0.5, 1, 2 } },
+	{ 0.75, 0.075, { 0.125, 0.25, 0.5, 1 } },
+	{ 0.96875, 0.053125, { 0.1, 0.1, 0.1, 0.125 } },
+	{ -1, 0.15, { 0.5, 1, 2, 4 } },
+	{ NAN, 0.15, { 0.5, 1, 2, 4 } },
+};
+
+START_TEST(test_reconnect_jitter)
+{
+	double j = jitter_rows[_i].jitter, t = 0.25;
+
+	to_standby(&M, &defaults, 0);
+	lost(&M, FAULT_CONNECTION, j, "closed", t);
+	ck_assert_double_eq_tol(election_next_wakeup(&M, t) - t, jitter_rows[_i].fast, 1e-9);
+
+	election_init(&M, &defaults);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	for (int k = 0; k < 4; k++) {
+		lost(&M, FAULT_UNREACHABLE, j, "refused", t);
+		ck_assert_double_eq_tol(election_next_wakeup(&M, t) - t,
+					jitter_rows[_i].backoff[k], 1e-9);
+		t = election_next_wakeup(&M, t);
+		ck_actions(tick(&M, t), ELECTION_DO_CONNECT);
+	}
 }
 END_TEST
 
@@ -2459,18 +2621,33 @@ START_TEST(test_fence_busy_after_demotion)
 }
 END_TEST
 
-/* A one-shot makes one connection attempt: its fence session opens only
- * once the database answered. */
+/* A one-shot opens both sessions at once, one attempt each: a fence
+ * session that failed before the database answered is opened again only
+ * once the lock session connected, never while the lock session is still
+ * trying; the lock session's failure decides the exit. */
 START_TEST(test_fence_of_a_one_shot)
 {
 	struct election_params p = defaults;
+	struct election_output out;
 
 	p.fence = true;
 	p.nonblock = true;
 	election_init(&M, &p);
-	ck_actions(step(&M, ELECTION_START, 0, NULL, 0), ELECTION_DO_CONNECT);
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 0),
+	ck_actions(step(&M, ELECTION_START, 0, NULL, 0),
+		   ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT);
+	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_UNREACHABLE, 0.25);
+	ck_assert(isinf(election_next_wakeup(&M, 0.25)) ||
+		  election_next_wakeup(&M, 0.25) >= 10);
+	ck_actions(tick(&M, 5), 0);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 6),
 		   ELECTION_DO_TRY_LOCK | ELECTION_DO_FENCE_CONNECT);
+
+	/* the database down: both fail, the lock session's failure is 69 */
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_UNREACHABLE, 0.25);
+	out = step(&M, ELECTION_CONNECT_FAILED, 0, "connection refused", 0.25);
+	ck_exit(out, &M, 69);
 }
 END_TEST
 
@@ -2910,6 +3087,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_connect_timeout);
 	tcase_add_test(tc, test_connected_tries_lock_first);
 	tcase_add_test(tc, test_standby_conn_lost_reconnects);
+	tcase_add_loop_test(tc, test_restart_cadence, 0, ROWS(restart_faults));
+	tcase_add_test(tc, test_restart_cadence_not_for_timeouts);
+	tcase_add_test(tc, test_restart_cadence_needs_a_restart);
+	tcase_add_test(tc, test_restart_cadence_leader);
+	tcase_add_loop_test(tc, test_reconnect_jitter, 0, ROWS(jitter_rows));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("standby");

@@ -239,32 +239,34 @@ END_TEST
 
 static const struct {
 	int nrows, ncols;
-	const char *v[5];
+	const char *v[6];
 	bool with_name, ok;
 	int pid, version;
 	bool recovery, temp;
 	int64_t key;
 } setup_cases[] = {
-	{ 1, 4, { "4242", "f", "150004", "t" }, false, true, 4242, 150004, false, true, 0 },
-	{ 1, 4, { "1", "t", "110000", "f" }, false, true, 1, 110000, true, false, 0 },
-	{ 1, 5, { "7", "f", "170000", "t", "-9223372036854775808" }, true, true, 7, 170000,
+	{ 1, 5, { "4242", "f", "150004", "t", "f" }, false, true, 4242, 150004, false, true, 0 },
+	{ 1, 5, { "4242", "f", "150004", "t", "t" }, false, true, 4242, 150004, false, true, 0 },
+	{ 1, 5, { "1", "t", "110000", "f", "t" }, false, true, 1, 110000, true, false, 0 },
+	{ 1, 6, { "7", "f", "170000", "t", "t", "-9223372036854775808" }, true, true, 7, 170000,
 	  false, true, INT64_MIN },
-	{ 1, 5, { "7", "f", "170000", "t", "9223372036854775807" }, true, true, 7, 170000,
+	{ 1, 6, { "7", "f", "170000", "t", "t", "9223372036854775807" }, true, true, 7, 170000,
 	  false, true, INT64_MAX },
-	{ 1, 5, { "7", "f", "170000", "t", "9223372036854775808" }, true, false, 0, 0, false, false, 0 },
-	{ 1, 4, { "7", "f", "170000", "t" }, true, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "7", "f", "170000", "t", "1" }, false, false, 0, 0, false, false, 0 },
-	{ 0, 4, { NULL }, false, false, 0, 0, false, false, 0 },
-	{ 2, 4, { "1", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 4, { "0", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 4, { "-5", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 4, { "12x", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 4, { "", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 4, { NULL, "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 4, { "1", "true", "150000", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 4, { "1", "f", "15.4", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 4, { "1", "f", "150000", NULL }, false, false, 0, 0, false, false, 0 },
-	{ 1, 4, { "99999999999", "f", "150000", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 6, { "7", "f", "170000", "t", "t", "9223372036854775808" }, true, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "7", "f", "170000", "t", "t" }, true, false, 0, 0, false, false, 0 },
+	{ 1, 6, { "7", "f", "170000", "t", "t", "1" }, false, false, 0, 0, false, false, 0 },
+	{ 0, 5, { NULL }, false, false, 0, 0, false, false, 0 },
+	{ 2, 5, { "1", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "0", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "-5", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "12x", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 5, { NULL, "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "1", "true", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "1", "f", "15.4", "t", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "1", "f", "150000", NULL, "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "99999999999", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 5, { "1", "f", "150000", "t", "yes" }, false, false, 0, 0, false, false, 0 },
 };
 
 START_TEST(parse_setup)
@@ -281,6 +283,7 @@ START_TEST(parse_setup)
 	ck_assert_int_eq(s.version, setup_cases[_i].version);
 	ck_assert_int_eq(s.in_recovery, setup_cases[_i].recovery);
 	ck_assert_int_eq(s.can_create_temp, setup_cases[_i].temp);
+	ck_assert_int_eq(s.can_emit_message, !strcmp(setup_cases[_i].v[4], "t"));
 	ck_assert(s.key == setup_cases[_i].key);
 }
 END_TEST
@@ -349,6 +352,26 @@ START_TEST(claim_sql)
 	ck_assert_uint_eq(missing, claim_cases[_i].missing);
 	has_lacks(sql, claim_cases[_i].has, claim_cases[_i].lacks);
 	ck_assert_uint_lt(strlen(sql), sizeof(sql) - 1); /* not cut */
+}
+END_TEST
+
+/* A role that may write a logical message makes the token durable with
+ * one, not with a temporary table; either way the token comes last. */
+START_TEST(claim_sql_logical_message)
+{
+	struct lease_sql_server s = { .version = 150000, .can_create_temp = true,
+				      .can_emit_message = true };
+	char sql[LEASE_SQL_MAX];
+	static const char *const has[] = {
+		"SELECT pg_catalog.pg_logical_emit_message(true, 'pgleader', ''::text); "
+		"SELECT pg_current_xact_id()::text, pg_backend_pid()", NULL };
+	static const char *const lacks[] = { "TABLE", NULL };
+
+	ck_assert_uint_eq(lease_sql_claim(sql, sizeof(sql), &s, 20), 0);
+	has_lacks(sql, has, lacks);
+	s.can_create_temp = false;
+	ck_assert_uint_eq(lease_sql_claim(sql, sizeof(sql), &s, 0), 0);
+	has_lacks(sql, has, lacks);
 }
 END_TEST
 
@@ -790,6 +813,7 @@ static Suite *lease_sql_suite(void)
 		{ "parse_setup", parse_setup, NROWS(setup_cases) },
 		{ "timeouts_sql", timeouts_sql, 1 },
 		{ "claim_sql", claim_sql, NROWS(claim_cases) },
+		{ "claim_sql_logical_message", claim_sql_logical_message, 1 },
 		{ "claim_keepalives_cover_the_lease", claim_keepalives_cover_the_lease, 1 },
 		{ "claim_names_pg_temp", claim_names_pg_temp, 1 },
 		{ "parse_claim", parse_claim, NROWS(claim_answer_cases) },
