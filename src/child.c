@@ -43,6 +43,8 @@ struct child {
 	bool stopping;		/* SIGTERM has gone to the group */
 	bool sweeping;		/* and to the processes that left it */
 	bool killing;		/* SIGKILL to whatever is left, and is found */
+	bool resweep;		/* the sweep's scan failed: SIGTERM at the next one */
+	bool scan_failing;	/* the last scan of /proc failed (logged once) */
 	ev_timer grace_timer;	/* then SIGKILL */
 	int guard_fd;		/* write end of the guard's pipe, or -1 */
 	pid_t guard_pid;	/* until reaped, else 0 */
@@ -113,6 +115,26 @@ static long signal_strays(const struct child *c, int sig, pid_t *pids, size_t ma
 	return (long)n;
 }
 
+/* A scan of /proc that failed (no descriptor or memory left, /proc gone)
+ * says nothing about which processes are left: the stop goes on as if some
+ * were, and the scan is tried again (group_poll_timer). Logged once. */
+static void scan_failed(struct child *c)
+{
+	if (!c->scan_failing)
+		log_error("cannot read /proc (%s): the processes that left the "
+			  "command's process group cannot be found; the command "
+			  "counts as running until they can", strerror(errno));
+	c->scan_failing = true;
+}
+
+static void scan_worked(struct child *c)
+{
+	if (c->scan_failing)
+		log_info("can read /proc again: looking for the command's processes "
+			 "outside its process group");
+	c->scan_failing = false;
+}
+
 /* Stops the processes outside the group, once per stop: those that appear
  * later are the stopping processes' own, as in the group, and get SIGKILL
  * when the grace period ends. */
@@ -127,8 +149,8 @@ static void sweep_strays(struct child *c)
 	c->sweeping = true;
 	n = signal_strays(c, c->killing ? SIGKILL : SIGTERM, pids, STRAYS_MAX);
 	if (n < 0) {
-		log_warning("cannot read /proc (%s): processes that left the "
-			    "command's process group are not stopped", strerror(errno));
+		scan_failed(c);
+		c->resweep = true;
 	} else if (n > 0) {
 		format_pids(list, sizeof(list), pids, (size_t)n);
 		log_info("sending %s to %ld %s outside the command's process "
@@ -288,19 +310,35 @@ static void report_gone(struct child *c)
 	ev_unref(c->loop); /* taken in child_start */
 	c->pid = 0;
 	c->main_reaped = false;
-	c->stopping = c->sweeping = c->killing = false;
+	c->stopping = c->sweeping = c->killing = c->resweep = false;
 	c->on_gone(c->arg, c->status);
 }
 
 /* Whether a stop is still waiting for processes outside the group; after
  * the grace period each look kills what it finds. */
-static bool strays_left(const struct child *c)
+static bool strays_left(struct child *c)
 {
 	pid_t pids[STRAYS_MAX];
+	char list[128];
+	int sig = c->killing ? SIGKILL : c->resweep ? SIGTERM : 0;
+	long n;
 
 	if (!c->sweeping)
 		return false;
-	return signal_strays(c, c->killing ? SIGKILL : 0, pids, STRAYS_MAX) > 0;
+	n = signal_strays(c, sig, pids, STRAYS_MAX);
+	if (n < 0) {
+		scan_failed(c);
+		return true;
+	}
+	scan_worked(c);
+	if (c->resweep && n > 0) {
+		format_pids(list, sizeof(list), pids, (size_t)n);
+		log_info("sending %s to %ld %s outside the command's process "
+			 "group: %s", sig == SIGKILL ? "SIGKILL" : "SIGTERM", n,
+			 n == 1 ? "process" : "processes", list);
+	}
+	c->resweep = false;
+	return n > 0;
 }
 
 /* With the main process reaped: reports gone if the group is empty and,
@@ -390,6 +428,7 @@ int child_init_reaper(struct ev_loop *loop)
 	/* Watching for children alone must not keep ev_run going; a running
 	 * command holds its own reference instead (child_start). */
 	ev_unref(loop);
+	proctree_reserve();
 	reaper.loop = loop;
 	return 0;
 }
