@@ -46,6 +46,7 @@ struct child {
 	bool resweep;		/* the sweep's scan failed: SIGTERM at the next one */
 	bool scan_failing;	/* the last scan of /proc failed (logged once) */
 	ev_timer grace_timer;	/* then SIGKILL */
+	char *const *marks;	/* the command's added environment, for the guard */
 	int guard_fd;		/* write end of the guard's pipe, or -1 */
 	pid_t guard_pid;	/* until reaped, else 0 */
 	ev_timer group_poll_timer;
@@ -215,10 +216,12 @@ void child_on_killed(struct child *c, void (*fn)(void *arg))
  * only pgleader holds: end of file without the all-clear byte means pgleader
  * died while the group lived, and the guard kills the whole group. */
 /* In ps and pgrep -f the guard must not pass for a second pgleader: its
- * copy of the argument strings, contiguous from argv[0], is blanked. */
+ * copy of the argument strings, contiguous from argv[0], is blanked. Nor
+ * may `pkill pgleader` (a pattern matched anywhere in the name) kill it
+ * with pgleader: its name does not contain "pgleader". */
 static void retitle_guard(void)
 {
-	static const char title[] = "pgleader-guard";
+	static const char title[] = "pgl-guard";
 	char buf[4096];
 	ssize_t len = 0;
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -288,6 +291,38 @@ static int start_guard(pid_t pgid, char *const *marks, pid_t *guard_pid)
 	}
 	*guard_pid = pid;
 	return fds[1];
+}
+
+/* Starts c's guard with every signal blocked across the fork (the guard
+ * must not run libev's handlers), or logs why it could not. */
+static void spawn_guard(struct child *c)
+{
+	sigset_t all_signals, saved_mask;
+
+	sigfillset(&all_signals);
+	sigprocmask(SIG_SETMASK, &all_signals, &saved_mask);
+	c->guard_fd = start_guard(c->pid, c->marks, &c->guard_pid);
+	if (c->guard_fd < 0)
+		log_warning("cannot start the guard process (%s): if pgleader "
+			    "is killed with SIGKILL, only the command's main "
+			    "process dies with it", strerror(errno));
+	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+}
+
+/* The guard died while the command runs (someone killed it): without one,
+ * a pgleader killed next would leave the command's other processes
+ * running. A new one takes its place. */
+static void guard_died(struct child *c, int wstatus)
+{
+	if (WIFSIGNALED(wstatus))
+		log_warning("guard process (pid %d) killed by signal %d: starting "
+			    "a new one", (int)c->guard_pid, WTERMSIG(wstatus));
+	else
+		log_warning("guard process (pid %d) exited with status %d: starting "
+			    "a new one", (int)c->guard_pid, WEXITSTATUS(wstatus));
+	c->guard_pid = 0;
+	close(c->guard_fd);
+	spawn_guard(c);
 }
 
 static void release_guard(struct child *c)
@@ -392,7 +427,9 @@ static void reaped_cb(struct ev_loop *loop, ev_child *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (c = reaper.children; c; c = c->next) {
-		if (c->guard_pid == w->rpid)
+		if (c->guard_pid == w->rpid && c->guard_fd >= 0 && c->pid != 0)
+			guard_died(c, w->rstatus);
+		else if (c->guard_pid == w->rpid)
 			c->guard_pid = 0; /* its pid may now be anyone's */
 		if (c->pid == w->rpid && !c->main_reaped)
 			main_reaped(c, w->rstatus);
@@ -560,11 +597,9 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 		 * goes on and child_stop can reach it at once. EACCES here
 		 * only means the child has already done it and exec'd. */
 		setpgid(pid, pid);
-		c->guard_fd = start_guard(pid, extra_env, &c->guard_pid);
-		if (c->guard_fd < 0)
-			log_warning("cannot start the guard process (%s): if pgleader "
-				    "is killed with SIGKILL, only the command's main "
-				    "process dies with it", strerror(errno));
+		c->pid = pid;
+		c->marks = extra_env;
+		spawn_guard(c);
 	}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	if (pid < 0) {

@@ -2,9 +2,11 @@
 with it: pgleader counts the command as gone, and so starts another one or
 exits, only once they are gone too (DESIGN 4, issue 7 item 3)."""
 
+import os
 import resource
 import signal
 import socket
+import subprocess
 import threading
 import time
 
@@ -151,3 +153,43 @@ def test_full_descriptor_table_still_stops_setsid_grandchild(pg, fleet, ledger, 
     a.wait_for_log(r"sending SIGTERM to 1 process outside the command's process group: %d"
                    % g.pid)
     assert a.stop() == 0
+
+
+def guard_of(a):
+    """The pid of pgleader a's guard process (its child other than the job)."""
+    def find():
+        out = [p for p in h.children_of(a.pid) if h.cmdline(a.pid) != h.cmdline(p)
+               and h.cmdline(p).startswith(b"pgl")]
+        return out[0] if len(out) == 1 else None
+    return h.wait_until(find, bound(5), what="the guard process of pid %d" % a.pid)
+
+
+def test_guard_killed_first_is_replaced(pg, fleet, ledger, lock_key):
+    """Issue 17 item 6.3: the guard killed first, then pgleader: a new guard
+    took the first one's place and kills the setsid grandchild."""
+    a, st, g = start_leader(pg, fleet, ledger, lock_key)
+    guard = guard_of(a)
+    os.kill(guard, signal.SIGKILL)
+    a.wait_for_log(r"guard process \(pid %d\) killed by signal 9: starting a new one" % guard)
+    new_guard = h.wait_until(lambda: guard_of(a) != guard and guard_of(a), bound(5),
+                             what="a new guard")
+    assert h.pid_alive(new_guard)
+    t0 = time.monotonic()
+    assert a.kill9() == -signal.SIGKILL
+    h.assert_died_with_pgleader(t0, ((st.pid, "command"), (g.pid, "setsid grandchild")))
+
+
+def test_pkill_pgleader_spares_guard(pg, fleet, ledger, lock_key):
+    """Issue 17 item 6.3: `pkill -9 pgleader` (here kept to this pgleader's
+    session, which holds pgleader, its guard and its command, not the
+    grandchild) does not match the guard, which then kills the setsid
+    grandchild."""
+    a, st, g = start_leader(pg, fleet, ledger, lock_key)
+    guard = guard_of(a)
+    a.remember_descendants()
+    t0 = time.monotonic()
+    r = subprocess.run(["pkill", "-9", "-s", str(a.pid), "pgleader"], timeout=bound(10))
+    assert r.returncode == 0
+    assert a.wait(bound(10)) == -signal.SIGKILL
+    h.assert_died_with_pgleader(t0, ((st.pid, "command"), (g.pid, "setsid grandchild"),
+                                     (guard, "guard, once its work was done")))
