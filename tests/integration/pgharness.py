@@ -1086,11 +1086,11 @@ class FrozenProxy:
     """127.0.0.1:<port> -> upstream. freeze(): sockets stay open and nothing
     flows in either direction, no new connection is accepted; thaw() resumes."""
 
-    def __init__(self, upstream_port, upstream_host="127.0.0.1"):
+    def __init__(self, upstream_port, upstream_host="127.0.0.1", listen_port=0):
         self.upstream = (upstream_host, upstream_port)
         self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.bind(("127.0.0.1", listen_port))
         self.lsock.listen(64)
         self.lsock.setblocking(False)
         self.port = self.lsock.getsockname()[1]
