@@ -9,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "log.h"
 #include "procstat.h"
 
 /* Bounds: enough for a few probes and scrapers at once; a client that
@@ -25,6 +27,11 @@
 #define HTTP_PER_ADDRESS 16u
 #define HTTP_TIMEOUT_S 5u
 #define HTTP_MEMORY ((size_t)16 * 1024)
+/* A failsafe refusal is logged once per client address and reason, and
+ * again after REFUSAL_QUIET_S: a member with a wrong secret asks every
+ * ping_interval. */
+#define REFUSAL_SLOTS 16
+#define REFUSAL_QUIET_S 60.0
 /* The timer's period while libmicrohttpd needs no timeout: any period works,
  * the timer is re-armed after every run. */
 #define HTTP_IDLE_PERIOD 3600.0
@@ -42,6 +49,11 @@ struct http {
 	double boot_time;       /* procstat_boot_time(), read once */
 	struct http_failsafe fs;
 	bool failsafe;          /* http_set_failsafe was given callbacks */
+	struct refusal {
+		char who[NI_MAXHOST];
+		char why[160];
+		double at;      /* CLOCK_MONOTONIC seconds; 0: free */
+	} refusals[REFUSAL_SLOTS];
 };
 
 /* A failsafe claim's body, read in the pieces libmicrohttpd hands over. */
@@ -197,6 +209,74 @@ static bool parse_token(const char *s, uint64_t *out)
 	return errno == 0 && *end == '\0';
 }
 
+static double monotonic_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The client's numeric address, or "?". */
+static void client_address(struct MHD_Connection *c, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	socklen_t salen = sa && sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+							  : sizeof(struct sockaddr_in);
+
+	if (!sa || getnameinfo(sa, salen, buf, (socklen_t)len, NULL, 0, NI_NUMERICHOST))
+		snprintf(buf, len, "?");
+}
+
+/* A claimant's node id for a log line: at most len - 1 bytes, anything
+ * but printable ASCII shown as '?'. */
+static const char *printable(const char *s, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < len; i++)
+		buf[i] = s[i] > ' ' && s[i] < 0x7f ? s[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}
+
+/* Logs why a member's request was refused, unless the same client was
+ * refused for the same reason less than REFUSAL_QUIET_S ago (REFUSAL_SLOTS
+ * pairs of client and reason are remembered). node: the
+ * claimant's node id, or NULL. */
+static void log_refusal(struct http *h, struct MHD_Connection *c, const char *node,
+			unsigned status, const char *why)
+{
+	struct refusal *slot = &h->refusals[0];
+	char who[NI_MAXHOST], what[160], shown[64];
+	double now = monotonic_now();
+
+	client_address(c, who, sizeof(who));
+	snprintf(what, sizeof(what), "%u %s", status, why);
+	for (size_t i = 0; i < REFUSAL_SLOTS; i++) {
+		struct refusal *r = &h->refusals[i];
+
+		if (r->at > 0 && !strcmp(r->who, who) && !strcmp(r->why, what)) {
+			if (now - r->at < REFUSAL_QUIET_S)
+				return;
+			slot = r;
+			break;
+		}
+		if (r->at < slot->at)
+			slot = r; /* the free or oldest one */
+	}
+	snprintf(slot->who, sizeof(slot->who), "%s", who);
+	snprintf(slot->why, sizeof(slot->why), "%s", what);
+	slot->at = now;
+	if (node)
+		log_warning("failsafe: refused the claim of node %s from %s: %s",
+			    printable(node, shown, sizeof(shown)), who, what);
+	else
+		log_warning("failsafe: refused a request from %s: %s", who, what);
+}
+
 /* The claim in the body, answered by the election's callback. */
 static enum MHD_Result serve_claim(struct http *h, struct MHD_Connection *c,
 				   const struct upload *u)
@@ -217,9 +297,12 @@ static enum MHD_Result serve_claim(struct http *h, struct MHD_Connection *c,
 	}
 	status = h->fs.claim(h->fs.arg, node, fencing_token, members, reason,
 			     sizeof(reason));
-	json_decref(doc);
-	if (status == MHD_HTTP_OK)
+	if (status == MHD_HTTP_OK) {
+		json_decref(doc);
 		return reply_json(c, MHD_HTTP_OK, json_pack("{s:b}", "ok", 1));
+	}
+	log_refusal(h, c, node, MHD_HTTP_CONFLICT, *reason ? reason : "refused");
+	json_decref(doc);
 	return refuse(c, MHD_HTTP_CONFLICT, *reason ? reason : "refused", NULL, NULL);
 }
 
@@ -237,9 +320,11 @@ static enum MHD_Result failsafe_begin(struct http *h, struct MHD_Connection *c,
 		return refuse(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
 			      MHD_HTTP_HEADER_ALLOW, "GET, HEAD, POST");
 	if (!h->fs.authorized(h->fs.arg, MHD_lookup_connection_value(
-				      c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)))
+				      c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
+		log_refusal(h, c, NULL, MHD_HTTP_UNAUTHORIZED, "wrong or missing secret");
 		return refuse(c, MHD_HTTP_UNAUTHORIZED, "wrong or missing secret",
 			      MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+	}
 	if (!post && has_body(c))
 		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "a request body is not accepted",
 			      NULL, NULL);

@@ -531,3 +531,33 @@ def test_member_list_checked_against_self(members, fleet, case):
     assert p.wait(10) == 78
     lines = one_line(p)
     assert len(lines) == 1 and re.search(message, lines[0]), lines
+
+
+def test_refusals_logged_with_their_reason(pg, members, ledger, lock_key):
+    """Issue 17 item 6.10: the leader logs why each member did not agree
+    (here c: 401, its secret is wrong), once; the member that refuses logs
+    it too, once per client and reason a minute, however often it is
+    asked."""
+    m = members()
+    (a, b, c), sa = lead_with_standbys(pg, m, ledger, lock_key, secrets={"c": m.wrong})
+    claim = json.dumps({"node_id": "x\x1by", "fencing_token": "1", "members": "0"})
+    for _ in range(5):
+        assert request(b.http_port, secret=WRONG)[0] == 401
+        assert request(b.http_port, method="POST", secret=SECRET, body=claim)[0] == 409
+    b.wait_for_log(r"warning: failsafe: refused a request from 127\.0\.0\.1: "
+                   r"401 wrong or missing secret\n")
+    b.wait_for_log(r"warning: failsafe: refused the claim of node x\?y from 127\.0\.0\.1: "
+                   r"409 the member lists differ \(failsafe_peers\)\n")
+    pg.stop()
+    ledger.wait_for("stop", "a", pid=sa.pid, timeout=bound(GRACE + 2))
+    a.wait_for_log(r"warning: failsafe: members that did not agree to the claim: "
+                   r"c: 401 wrong or missing secret\n")
+    c.wait_for_log(r"warning: failsafe: refused a request from 127\.0\.0\.1: "
+                   r"401 wrong or missing secret\n")
+    assert b.count(r"failsafe: refused a request") == 1, b.text()
+    assert b.count(r"failsafe: refused the claim") == 1, b.text()
+    assert a.count(r"members that did not agree") == 1, a.text()
+    assert c.count(r"failsafe: refused") == 1, c.text()
+    for p in (a, b, c):
+        assert SECRET not in p.text() and WRONG not in p.text()
+    stop_all([c, b, a])
