@@ -5,9 +5,7 @@ exits, only once they are gone too (DESIGN 4, issue 7 item 3)."""
 import os
 import resource
 import signal
-import socket
 import subprocess
-import threading
 import time
 
 import pgharness as h
@@ -81,49 +79,6 @@ def test_kill9_kills_setsid_grandchild(pg, fleet, ledger, lock_key):
     assert not ledger.events("gterm"), "SIGKILL, not a graceful stop, was expected"
 
 
-class SlowClients:
-    """count connections that each send a byte a second and never finish a
-    request, from 127.0.0.2 and on (16 an address, below the server's
-    per-address limit); one that is closed is opened again, so that the
-    server's descriptors stay taken."""
-
-    def __init__(self, port, count):
-        self.port, self.count = port, count
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _connect(self, i):
-        s = socket.socket()
-        s.setblocking(False)
-        s.bind(("127.0.0.%d" % (2 + i // 16), 0))
-        try:
-            s.connect(("127.0.0.1", self.port))
-        except BlockingIOError:
-            pass
-        return s
-
-    def _run(self):
-        socks = [self._connect(i) for i in range(self.count)]
-        try:
-            while not self.stop.wait(0.5):
-                for i, s in enumerate(socks):
-                    try:
-                        s.send(b"G")
-                    except BlockingIOError:
-                        pass
-                    except OSError:
-                        s.close()
-                        socks[i] = self._connect(i)
-        finally:
-            for s in socks:
-                s.close()
-
-    def close(self):
-        self.stop.set()
-        self.thread.join(bound(5))
-
-
 def test_full_descriptor_table_still_stops_setsid_grandchild(pg, fleet, ledger, lock_key):
     """Issue 17 item 6.2: ulimit -n 40, --http-addr, 32 slow HTTP clients
     filling the descriptor table, a job with a setsid grandchild; the lock
@@ -139,7 +94,7 @@ def test_full_descriptor_table_still_stops_setsid_grandchild(pg, fleet, ledger, 
     ledger.wait_for("start", "a", timeout=bound(10))
     g = ledger.wait_for("gstart", "a", timeout=bound(5))
     backend = h.wait_holder(pg, lock_key, "a")["pid"]
-    clients = SlowClients(port, 32)
+    clients = h.SlowHttpClients(port, 32)
     try:
         h.wait_until(lambda: h.fd_count(a.pid) >= 40, bound(10), interval=0.05,
                      what="pgleader's descriptor table full (%d)" % h.fd_count(a.pid))
