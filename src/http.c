@@ -183,7 +183,8 @@ static enum MHD_Result serve(struct http *h, struct MHD_Connection *c,
 }
 
 /* The endpoints are read-only: a request that carries a body is refused
- * before the body is read, and the connection is closed after the answer. */
+ * before the body is read, and the connection is closed after the answer
+ * (an answer on libmicrohttpd's first call closes it). */
 static bool has_body(struct MHD_Connection *c)
 {
 	const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -193,6 +194,10 @@ static bool has_body(struct MHD_Connection *c)
 	       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 					   MHD_HTTP_HEADER_TRANSFER_ENCODING);
 }
+
+/* The request context of a GET or HEAD whose headers are read: it is
+ * answered on the next call. */
+static char request_read;
 
 /* ---- failsafe (DESIGN 9) ------------------------------------------------ */
 
@@ -389,7 +394,8 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **req_cls,
 	(void)toe;
 	if (k)
 		k->deadline = monotonic_now() + HTTP_REQUEST_S;
-	free(*req_cls);
+	if (*req_cls != &request_read)
+		free(*req_cls);
 	*req_cls = NULL;
 }
 
@@ -483,6 +489,13 @@ static enum MHD_Result request_cb(void *cls, struct MHD_Connection *c,
 	if (has_body(c))
 		return reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
 				  "a request body is not accepted\n");
+	/* Answered on the next call, once the request is read whole:
+	 * libmicrohttpd closes a connection answered on the first call, and
+	 * a scraper's connection may stay open for the next request. */
+	if (!*req_cls) {
+		*req_cls = &request_read;
+		return MHD_YES;
+	}
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
 		if (!strcmp(url, routes[i].path))
 			return serve(h, c, &routes[i]);

@@ -784,6 +784,46 @@ START_TEST(test_full_server_closes_at_once)
 }
 END_TEST
 
+/* ---- kept-alive connections (issue 17 item 12) ---------------------------- */
+
+struct kept {
+	char first[128], second[128];
+	ssize_t second_len;
+};
+
+/* Two requests, one after the other, on one connection. */
+static void kept_client(void *arg)
+{
+	struct kept *k = arg;
+	const char *req = "GET /leader HTTP/1.1\r\nHost: x\r\n\r\n";
+	int fd = connect_from("127.0.0.1", "127.0.0.1", 3);
+	char buf[8192];
+	ssize_t n;
+
+	send(fd, req, strlen(req), MSG_NOSIGNAL);
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	snprintf(k->first, sizeof(k->first), "%.127s", buf);
+	send(fd, req, strlen(req), MSG_NOSIGNAL);
+	k->second_len = n = recv(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	snprintf(k->second, sizeof(k->second), "%.127s", buf);
+	close(fd);
+}
+
+START_TEST(test_connection_kept_alive)
+{
+	struct kept k;
+
+	memset(&k, 0, sizeof(k));
+	run_client(kept_client, &k);
+	ck_assert_msg(!strncmp(k.first, "HTTP/1.1 200 OK\r\n", 17), "%s", k.first);
+	ck_assert_msg(!strcasestr(k.first, "\r\nConnection: close"), "%s", k.first);
+	ck_assert_msg(!strncmp(k.second, "HTTP/1.1 200 OK\r\n", 17),
+		      "no second answer on the connection (%zd): %s", k.second_len, k.second);
+}
+END_TEST
+
 /* ---- fifty at once ------------------------------------------------------ */
 
 struct crowd {
@@ -880,6 +920,7 @@ static Suite *http_suite(void)
 	tcase_add_test(tc, test_fifty_at_once);
 	tcase_add_test(tc, test_trickling_client_cut);
 	tcase_add_test(tc, test_full_server_closes_at_once);
+	tcase_add_test(tc, test_connection_kept_alive);
 	suite_add_tcase(s, tc);
 	return s;
 }
