@@ -109,8 +109,21 @@ static bool append(struct proctree *t, size_t *cap, const struct proc_entry *e)
  * after it. A scan uses one descriptor at a time. */
 static int reserve_fd = -1;
 
+/* Closed at exit, so that nothing but 0-2 is open then (valgrind's
+ * --track-fds). */
+static void release_reserve(void)
+{
+	if (reserve_fd >= 0)
+		close(reserve_fd);
+	reserve_fd = -1;
+}
+
 void proctree_reserve(void)
 {
+	static bool registered;
+
+	if (!registered)
+		registered = atexit(release_reserve) == 0;
 	if (reserve_fd < 0)
 		reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
@@ -183,10 +196,7 @@ struct proctree *proctree_read(void)
 	bool ok;
 	int saved_errno;
 
-	if (reserve_fd >= 0) {
-		close(reserve_fd);
-		reserve_fd = -1;
-	}
+	release_reserve();
 	if (t)
 		n = list_pids(&pids);
 	ok = t && n >= 0 && read_all(t, pids, n);
