@@ -193,7 +193,7 @@ $(B)tests/unit/test_metrics: tests/unit/test_metrics.c $(METRICS_DEPS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(METRICS_DEPS) $(JANSSON_LIBS) $(CHECK_LIBS) -lm
 
 # A real server on a real loop, its clients in a thread (libcurl, raw sockets).
-HTTP_DEPS := src/http.c src/procstat.c src/proctree.c $(METRICS_DEPS)
+HTTP_DEPS := src/http.c src/procstat.c src/proctree.c tests/unit/log_stub.c $(METRICS_DEPS)
 $(B)tests/unit/test_http: tests/unit/test_http.c $(HTTP_DEPS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -pthread -Isrc -o $@ $< $(HTTP_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
 

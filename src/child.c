@@ -43,7 +43,10 @@ struct child {
 	bool stopping;		/* SIGTERM has gone to the group */
 	bool sweeping;		/* and to the processes that left it */
 	bool killing;		/* SIGKILL to whatever is left, and is found */
+	bool resweep;		/* the sweep's scan failed: SIGTERM at the next one */
+	bool scan_failing;	/* the last scan of /proc failed (logged once) */
 	ev_timer grace_timer;	/* then SIGKILL */
+	char *const *marks;	/* the command's added environment, for the guard */
 	int guard_fd;		/* write end of the guard's pipe, or -1 */
 	pid_t guard_pid;	/* until reaped, else 0 */
 	ev_timer group_poll_timer;
@@ -113,6 +116,26 @@ static long signal_strays(const struct child *c, int sig, pid_t *pids, size_t ma
 	return (long)n;
 }
 
+/* A scan of /proc that failed (no descriptor or memory left, /proc gone)
+ * says nothing about which processes are left: the stop goes on as if some
+ * were, and the scan is tried again (group_poll_timer). Logged once. */
+static void scan_failed(struct child *c)
+{
+	if (!c->scan_failing)
+		log_error("cannot read /proc (%s): the processes that left the "
+			  "command's process group cannot be found; the command "
+			  "counts as running until they can", strerror(errno));
+	c->scan_failing = true;
+}
+
+static void scan_worked(struct child *c)
+{
+	if (c->scan_failing)
+		log_info("can read /proc again: looking for the command's processes "
+			 "outside its process group");
+	c->scan_failing = false;
+}
+
 /* Stops the processes outside the group, once per stop: those that appear
  * later are the stopping processes' own, as in the group, and get SIGKILL
  * when the grace period ends. */
@@ -127,8 +150,8 @@ static void sweep_strays(struct child *c)
 	c->sweeping = true;
 	n = signal_strays(c, c->killing ? SIGKILL : SIGTERM, pids, STRAYS_MAX);
 	if (n < 0) {
-		log_warning("cannot read /proc (%s): processes that left the "
-			    "command's process group are not stopped", strerror(errno));
+		scan_failed(c);
+		c->resweep = true;
 	} else if (n > 0) {
 		format_pids(list, sizeof(list), pids, (size_t)n);
 		log_info("sending %s to %ld %s outside the command's process "
@@ -193,10 +216,12 @@ void child_on_killed(struct child *c, void (*fn)(void *arg))
  * only pgleader holds: end of file without the all-clear byte means pgleader
  * died while the group lived, and the guard kills the whole group. */
 /* In ps and pgrep -f the guard must not pass for a second pgleader: its
- * copy of the argument strings, contiguous from argv[0], is blanked. */
+ * copy of the argument strings, contiguous from argv[0], is blanked. Nor
+ * may `pkill pgleader` (a pattern matched anywhere in the name) kill it
+ * with pgleader: its name does not contain "pgleader". */
 static void retitle_guard(void)
 {
-	static const char title[] = "pgleader-guard";
+	static const char title[] = "pgl-guard";
 	char buf[4096];
 	ssize_t len = 0;
 	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -268,6 +293,38 @@ static int start_guard(pid_t pgid, char *const *marks, pid_t *guard_pid)
 	return fds[1];
 }
 
+/* Starts c's guard with every signal blocked across the fork (the guard
+ * must not run libev's handlers), or logs why it could not. */
+static void spawn_guard(struct child *c)
+{
+	sigset_t all_signals, saved_mask;
+
+	sigfillset(&all_signals);
+	sigprocmask(SIG_SETMASK, &all_signals, &saved_mask);
+	c->guard_fd = start_guard(c->pid, c->marks, &c->guard_pid);
+	if (c->guard_fd < 0)
+		log_warning("cannot start the guard process (%s): if pgleader "
+			    "is killed with SIGKILL, only the command's main "
+			    "process dies with it", strerror(errno));
+	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
+}
+
+/* The guard died while the command runs (someone killed it): without one,
+ * a pgleader killed next would leave the command's other processes
+ * running. A new one takes its place. */
+static void guard_died(struct child *c, int wstatus)
+{
+	if (WIFSIGNALED(wstatus))
+		log_warning("guard process (pid %d) killed by signal %d: starting "
+			    "a new one", (int)c->guard_pid, WTERMSIG(wstatus));
+	else
+		log_warning("guard process (pid %d) exited with status %d: starting "
+			    "a new one", (int)c->guard_pid, WEXITSTATUS(wstatus));
+	c->guard_pid = 0;
+	close(c->guard_fd);
+	spawn_guard(c);
+}
+
 static void release_guard(struct child *c)
 {
 	if (c->guard_fd < 0)
@@ -288,19 +345,35 @@ static void report_gone(struct child *c)
 	ev_unref(c->loop); /* taken in child_start */
 	c->pid = 0;
 	c->main_reaped = false;
-	c->stopping = c->sweeping = c->killing = false;
+	c->stopping = c->sweeping = c->killing = c->resweep = false;
 	c->on_gone(c->arg, c->status);
 }
 
 /* Whether a stop is still waiting for processes outside the group; after
  * the grace period each look kills what it finds. */
-static bool strays_left(const struct child *c)
+static bool strays_left(struct child *c)
 {
 	pid_t pids[STRAYS_MAX];
+	char list[128];
+	int sig = c->killing ? SIGKILL : c->resweep ? SIGTERM : 0;
+	long n;
 
 	if (!c->sweeping)
 		return false;
-	return signal_strays(c, c->killing ? SIGKILL : 0, pids, STRAYS_MAX) > 0;
+	n = signal_strays(c, sig, pids, STRAYS_MAX);
+	if (n < 0) {
+		scan_failed(c);
+		return true;
+	}
+	scan_worked(c);
+	if (c->resweep && n > 0) {
+		format_pids(list, sizeof(list), pids, (size_t)n);
+		log_info("sending %s to %ld %s outside the command's process "
+			 "group: %s", sig == SIGKILL ? "SIGKILL" : "SIGTERM", n,
+			 n == 1 ? "process" : "processes", list);
+	}
+	c->resweep = false;
+	return n > 0;
 }
 
 /* With the main process reaped: reports gone if the group is empty and,
@@ -354,7 +427,9 @@ static void reaped_cb(struct ev_loop *loop, ev_child *w, int revents)
 	(void)loop;
 	(void)revents;
 	for (c = reaper.children; c; c = c->next) {
-		if (c->guard_pid == w->rpid)
+		if (c->guard_pid == w->rpid && c->guard_fd >= 0 && c->pid != 0)
+			guard_died(c, w->rstatus);
+		else if (c->guard_pid == w->rpid)
 			c->guard_pid = 0; /* its pid may now be anyone's */
 		if (c->pid == w->rpid && !c->main_reaped)
 			main_reaped(c, w->rstatus);
@@ -390,6 +465,7 @@ int child_init_reaper(struct ev_loop *loop)
 	/* Watching for children alone must not keep ev_run going; a running
 	 * command holds its own reference instead (child_start). */
 	ev_unref(loop);
+	proctree_reserve();
 	reaper.loop = loop;
 	return 0;
 }
@@ -521,11 +597,9 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 		 * goes on and child_stop can reach it at once. EACCES here
 		 * only means the child has already done it and exec'd. */
 		setpgid(pid, pid);
-		c->guard_fd = start_guard(pid, extra_env, &c->guard_pid);
-		if (c->guard_fd < 0)
-			log_warning("cannot start the guard process (%s): if pgleader "
-				    "is killed with SIGKILL, only the command's main "
-				    "process dies with it", strerror(errno));
+		c->pid = pid;
+		c->marks = extra_env;
+		spawn_guard(c);
 	}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	if (pid < 0) {

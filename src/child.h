@@ -36,7 +36,8 @@ int child_init_reaper(struct ev_loop *loop);
  * on stderr. Returns 0, or -1 with err when fork itself failed. A guard
  * process kills the group if pgleader dies first, and every process whose
  * environment still holds all of extra_env (the fencing token makes it
- * this command's). */
+ * this command's); a guard that dies while the command runs is replaced,
+ * so extra_env must stay valid until the command is gone. */
 int child_start(struct child *c, char *const *extra_env, char *err, size_t errlen);
 
 /* SIGTERM to the group and to the command's processes outside it (below

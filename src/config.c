@@ -8,10 +8,14 @@
 #include "value.h"
 #include "wire.h"
 
+#include <arpa/inet.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define USAGE "pgleader [OPTION]... [--] COMMAND [ARG]..."
@@ -836,6 +840,74 @@ static bool lists_node(const struct config *cfg)
 	return false;
 }
 
+static bool is_loopback(const struct addrinfo *ai)
+{
+	if (ai->ai_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ai->ai_addr)->sin_addr.s_addr)
+			>> 24) == 127;
+	return ai->ai_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
+}
+
+/* Whether hosts a and b (names or numeric addresses) name the same
+ * machine: equal, sharing an address, or both loopback addresses. A name
+ * that does not resolve now shares nothing. */
+static bool same_host(const char *a, const char *b)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ra = NULL, *rb = NULL;
+	bool same = strcasecmp(a, b) == 0;
+
+	if (!same && getaddrinfo(a, NULL, &hints, &ra) == 0 &&
+	    getaddrinfo(b, NULL, &hints, &rb) == 0)
+		for (const struct addrinfo *x = ra; x && !same; x = x->ai_next)
+			for (const struct addrinfo *y = rb; y && !same; y = y->ai_next)
+				same = (is_loopback(x) && is_loopback(y)) ||
+				       (x->ai_addrlen == y->ai_addrlen &&
+					memcmp(x->ai_addr, y->ai_addr, x->ai_addrlen) == 0);
+	if (ra)
+		freeaddrinfo(ra);
+	if (rb)
+		freeaddrinfo(rb);
+	return same;
+}
+
+/* This node's member entry must be where its own HTTP server listens
+ * (else the others ask someone else, or nobody, for this node's answer),
+ * and no other member may be there (else this node asks itself). */
+static int check_failsafe_self(struct loader *ld)
+{
+	const struct config *cfg = ld->cfg;
+	const struct config_peer *self = NULL;
+	char host[VALUE_HOST_MAX], port[VALUE_PORT_MAX], why[128], shown[64];
+	bool wildcard;
+
+	if (value_parse_host_port(cfg->http_addr, true, host, port, why, sizeof(why)) < 0)
+		return CONFIG_OK; /* check_http_addr said so */
+	wildcard = !*host || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
+	for (size_t i = 0; i < cfg->n_peers; i++)
+		if (strcmp(cfg->peers[i].node_id, cfg->node_id) == 0)
+			self = &cfg->peers[i];
+	if (strcmp(self->port, port) != 0 || (!wildcard && !same_host(self->host, host)))
+		return options_fail(ld->op, CONFIG_INVALID,
+				    "failsafe_peers: this node's member %s is at %s:%s, "
+				    "but its http_addr is %s",
+				    value_quote(self->node_id, shown, sizeof(shown)),
+				    self->host, self->port, cfg->http_addr);
+	for (size_t i = 0; i < cfg->n_peers; i++) {
+		const struct config_peer *o = &cfg->peers[i];
+
+		if (o != self && strcmp(o->port, port) == 0 &&
+		    (same_host(o->host, self->host) ||
+		     same_host(o->host, wildcard ? "127.0.0.1" : host)))
+			return options_fail(ld->op, CONFIG_INVALID,
+					    "failsafe_peers: member %s is at %s:%s, this "
+					    "node's own address",
+					    value_quote(o->node_id, shown, sizeof(shown)),
+					    o->host, o->port);
+	}
+	return CONFIG_OK;
+}
+
 /* A member's consent must outlast the longest a leader can take to notice
  * it is gone and stop its command: one round, its answers, the grace. */
 static int check_failsafe_ttl(struct loader *ld)
@@ -862,6 +934,7 @@ static int check_failsafe(struct loader *ld)
 {
 	struct config *cfg = ld->cfg;
 	char why[256], shown[64];
+	int result;
 
 	if (!cfg->failsafe_peers)
 		return CONFIG_OK;
@@ -879,6 +952,8 @@ static int check_failsafe(struct loader *ld)
 		return options_fail(ld->op, CONFIG_INVALID,
 				    "failsafe_peers must list this node, node_id %s",
 				    value_quote(cfg->node_id, shown, sizeof(shown)));
+	if (!cfg->status_mode && (result = check_failsafe_self(ld)) != CONFIG_OK)
+		return result;
 	return check_failsafe_ttl(ld);
 }
 

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "curlev.h"
 #include "fleet.h"
+#include "log.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -55,6 +56,7 @@ struct round {
 	int agree;
 	bool running, silent;
 	char detail[FAILSAFE_DETAIL_MAX];
+	char logged[FAILSAFE_DETAIL_MAX]; /* the last detail logged */
 };
 
 struct failsafe {
@@ -345,6 +347,25 @@ static void round_start(struct round *r, const char *body)
 	round_step(r);
 }
 
+/* Why members did not agree (claim) or did not say "not running" (check),
+ * each with its answer ("b: 401 wrong or missing secret; c: 409 running the
+ * command", "no answer within 400ms", "connection refused"): logged when it
+ * changes, not every round. */
+static void log_detail(struct round *r)
+{
+	if (!strcmp(r->detail, r->logged))
+		return;
+	if (r->kind == ROUND_CLAIM && *r->detail)
+		log_warning("failsafe: members that did not agree to the claim: %s", r->detail);
+	else if (*r->detail)
+		log_warning("failsafe: members that did not answer \"not running\": %s",
+			    r->detail);
+	else
+		log_info("failsafe: every member answered the %s", r->kind == ROUND_CLAIM
+			 ? "claim" : "check");
+	snprintf(r->logged, sizeof(r->logged), "%s", r->detail);
+}
+
 /* One result a turn of the loop: a callback may free f. */
 static void deliver_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -364,6 +385,7 @@ static void deliver_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		ev_timer_start(loop, w);
 	r->active = false;
 	snprintf(f->detail, sizeof(f->detail), "%s", r->detail);
+	log_detail(r);
 	if (r->kind == ROUND_CLAIM)
 		f->cb.round_done(f->cb.arg, r->agree, (int)f->n_peers);
 	else

@@ -9,25 +9,45 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <ev.h>
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "log.h"
 #include "procstat.h"
 
-/* Bounds: enough for a few probes and scrapers at once; a client that
- * connects and never sends is dropped after the timeout, and a request's
- * headers must fit in the per-connection memory. One address may hold half
- * of the connections, so that a misbehaving client leaves room for others. */
+/* Bounds: enough for a few probes and scrapers at once. A client that
+ * connects and never sends is dropped after the idle timeout, and one that
+ * sends a byte now and then after HTTP_REQUEST_S: a request must be read
+ * and answered within that time of its connection being accepted (or of
+ * the previous answer on a kept-alive connection). A request's headers must
+ * fit in the per-connection memory. One address may hold half of the
+ * connections, so that a misbehaving client leaves room for others; when
+ * every slot is taken a new connection is closed at once, not left waiting
+ * in the listen backlog. */
 #define HTTP_CONNECTIONS 32u
 #define HTTP_PER_ADDRESS 16u
 #define HTTP_TIMEOUT_S 5u
+#define HTTP_REQUEST_S 5.0
 #define HTTP_MEMORY ((size_t)16 * 1024)
+/* A failsafe refusal is logged once per client address and reason, and
+ * again after REFUSAL_QUIET_S: a member with a wrong secret asks every
+ * ping_interval. */
+#define REFUSAL_SLOTS 16
+#define REFUSAL_QUIET_S 60.0
 /* The timer's period while libmicrohttpd needs no timeout: any period works,
  * the timer is re-armed after every run. */
 #define HTTP_IDLE_PERIOD 3600.0
+
+/* An open connection and the time by which its request must be answered. */
+struct conn {
+	struct MHD_Connection *c;
+	double deadline;        /* CLOCK_MONOTONIC seconds */
+	struct conn *prev, *next;
+};
 
 struct http {
 	struct ev_loop *loop;
@@ -42,6 +62,13 @@ struct http {
 	double boot_time;       /* procstat_boot_time(), read once */
 	struct http_failsafe fs;
 	bool failsafe;          /* http_set_failsafe was given callbacks */
+	struct conn *conns;     /* every open connection */
+	unsigned n_conns;
+	struct refusal {
+		char who[NI_MAXHOST];
+		char why[160];
+		double at;      /* CLOCK_MONOTONIC seconds; 0: free */
+	} refusals[REFUSAL_SLOTS];
 };
 
 /* A failsafe claim's body, read in the pieces libmicrohttpd hands over. */
@@ -51,6 +78,14 @@ struct upload {
 };
 
 /* ---- requests ----------------------------------------------------------- */
+
+static double monotonic_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 enum route_kind { ROUTE_HEALTH, ROUTE_STATUS, ROUTE_METRICS };
 
@@ -148,7 +183,8 @@ static enum MHD_Result serve(struct http *h, struct MHD_Connection *c,
 }
 
 /* The endpoints are read-only: a request that carries a body is refused
- * before the body is read, and the connection is closed after the answer. */
+ * before the body is read, and the connection is closed after the answer
+ * (an answer on libmicrohttpd's first call closes it). */
 static bool has_body(struct MHD_Connection *c)
 {
 	const char *len = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
@@ -158,6 +194,10 @@ static bool has_body(struct MHD_Connection *c)
 	       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 					   MHD_HTTP_HEADER_TRANSFER_ENCODING);
 }
+
+/* The request context of a GET or HEAD whose headers are read: it is
+ * answered on the next call. */
+static char request_read;
 
 /* ---- failsafe (DESIGN 9) ------------------------------------------------ */
 
@@ -197,6 +237,66 @@ static bool parse_token(const char *s, uint64_t *out)
 	return errno == 0 && *end == '\0';
 }
 
+/* The client's numeric address, or "?". */
+static void client_address(struct MHD_Connection *c, char *buf, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	socklen_t salen = sa && sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+							  : sizeof(struct sockaddr_in);
+
+	if (!sa || getnameinfo(sa, salen, buf, (socklen_t)len, NULL, 0, NI_NUMERICHOST))
+		snprintf(buf, len, "?");
+}
+
+/* A claimant's node id for a log line: at most len - 1 bytes, anything
+ * but printable ASCII shown as '?'. */
+static const char *printable(const char *s, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < len; i++)
+		buf[i] = s[i] > ' ' && s[i] < 0x7f ? s[i] : '?';
+	buf[i] = '\0';
+	return buf;
+}
+
+/* Logs why a member's request was refused, unless the same client was
+ * refused for the same reason less than REFUSAL_QUIET_S ago (REFUSAL_SLOTS
+ * pairs of client and reason are remembered). node: the
+ * claimant's node id, or NULL. */
+static void log_refusal(struct http *h, struct MHD_Connection *c, const char *node,
+			unsigned status, const char *why)
+{
+	struct refusal *slot = &h->refusals[0];
+	char who[NI_MAXHOST], what[160], shown[64];
+	double now = monotonic_now();
+
+	client_address(c, who, sizeof(who));
+	snprintf(what, sizeof(what), "%u %s", status, why);
+	for (size_t i = 0; i < REFUSAL_SLOTS; i++) {
+		struct refusal *r = &h->refusals[i];
+
+		if (r->at > 0 && !strcmp(r->who, who) && !strcmp(r->why, what)) {
+			if (now - r->at < REFUSAL_QUIET_S)
+				return;
+			slot = r;
+			break;
+		}
+		if (r->at < slot->at)
+			slot = r; /* the free or oldest one */
+	}
+	snprintf(slot->who, sizeof(slot->who), "%s", who);
+	snprintf(slot->why, sizeof(slot->why), "%s", what);
+	slot->at = now;
+	if (node)
+		log_warning("failsafe: refused the claim of node %s from %s: %s",
+			    printable(node, shown, sizeof(shown)), who, what);
+	else
+		log_warning("failsafe: refused a request from %s: %s", who, what);
+}
+
 /* The claim in the body, answered by the election's callback. */
 static enum MHD_Result serve_claim(struct http *h, struct MHD_Connection *c,
 				   const struct upload *u)
@@ -217,9 +317,12 @@ static enum MHD_Result serve_claim(struct http *h, struct MHD_Connection *c,
 	}
 	status = h->fs.claim(h->fs.arg, node, fencing_token, members, reason,
 			     sizeof(reason));
-	json_decref(doc);
-	if (status == MHD_HTTP_OK)
+	if (status == MHD_HTTP_OK) {
+		json_decref(doc);
 		return reply_json(c, MHD_HTTP_OK, json_pack("{s:b}", "ok", 1));
+	}
+	log_refusal(h, c, node, MHD_HTTP_CONFLICT, *reason ? reason : "refused");
+	json_decref(doc);
 	return refuse(c, MHD_HTTP_CONFLICT, *reason ? reason : "refused", NULL, NULL);
 }
 
@@ -237,9 +340,11 @@ static enum MHD_Result failsafe_begin(struct http *h, struct MHD_Connection *c,
 		return refuse(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
 			      MHD_HTTP_HEADER_ALLOW, "GET, HEAD, POST");
 	if (!h->fs.authorized(h->fs.arg, MHD_lookup_connection_value(
-				      c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION)))
+				      c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION))) {
+		log_refusal(h, c, NULL, MHD_HTTP_UNAUTHORIZED, "wrong or missing secret");
 		return refuse(c, MHD_HTTP_UNAUTHORIZED, "wrong or missing secret",
 			      MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+	}
 	if (!post && has_body(c))
 		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "a request body is not accepted",
 			      NULL, NULL);
@@ -276,14 +381,90 @@ static enum MHD_Result serve_failsafe(struct http *h, struct MHD_Connection *c,
 	return serve_claim(h, c, u);
 }
 
+/* A request is over: the next one on a kept-alive connection gets its own
+ * HTTP_REQUEST_S. */
 static void completed_cb(void *cls, struct MHD_Connection *c, void **req_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn *k = ci ? ci->socket_context : NULL;
+
 	(void)cls;
-	(void)c;
 	(void)toe;
-	free(*req_cls);
+	if (k)
+		k->deadline = monotonic_now() + HTTP_REQUEST_S;
+	if (*req_cls != &request_read)
+		free(*req_cls);
 	*req_cls = NULL;
+}
+
+/* Every connection is known from its accept to its close, with its
+ * deadline. */
+static void connection_cb(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct http *h = cls;
+	struct conn *k = *socket_context;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		k = calloc(1, sizeof(*k));
+		if (!k)
+			return; /* not tracked: it gets the idle timeout only */
+		k->c = c;
+		k->deadline = monotonic_now() + HTTP_REQUEST_S;
+		k->next = h->conns;
+		if (h->conns)
+			h->conns->prev = k;
+		h->conns = k;
+		h->n_conns++;
+		*socket_context = k;
+		return;
+	}
+	if (!k)
+		return;
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		h->conns = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	h->n_conns--;
+	free(k);
+	*socket_context = NULL;
+}
+
+/* Full: the new connection is closed at once, instead of waiting in the
+ * listen backlog for a slot. */
+static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	const struct http *h = cls;
+
+	(void)addr;
+	(void)len;
+	return h->n_conns < HTTP_CONNECTIONS ? MHD_YES : MHD_NO;
+}
+
+/* Ends the connections past their deadline: shut down, their socket reads
+ * end of file, and libmicrohttpd closes them in its next run. Returns the
+ * seconds until the next deadline (HTTP_IDLE_PERIOD: none). */
+static double expire(struct http *h)
+{
+	double now = monotonic_now(), next = HTTP_IDLE_PERIOD;
+
+	for (struct conn *k = h->conns; k; k = k->next) {
+		const union MHD_ConnectionInfo *ci;
+
+		if (k->deadline > now) {
+			next = k->deadline - now < next ? k->deadline - now : next;
+			continue;
+		}
+		ci = MHD_get_connection_info(k->c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (ci)
+			shutdown(ci->connect_fd, SHUT_RDWR);
+		k->deadline = now + HTTP_REQUEST_S; /* once; then the idle timeout */
+	}
+	return next;
 }
 
 void http_set_failsafe(struct http *h, const struct http_failsafe *fs)
@@ -308,6 +489,13 @@ static enum MHD_Result request_cb(void *cls, struct MHD_Connection *c,
 	if (has_body(c))
 		return reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE,
 				  "a request body is not accepted\n");
+	/* Answered on the next call, once the request is read whole:
+	 * libmicrohttpd closes a connection answered on the first call, and
+	 * a scraper's connection may stay open for the next request. */
+	if (!*req_cls) {
+		*req_cls = &request_read;
+		return MHD_YES;
+	}
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
 		if (!strcmp(url, routes[i].path))
 			return serve(h, c, &routes[i]);
@@ -322,10 +510,11 @@ static enum MHD_Result request_cb(void *cls, struct MHD_Connection *c,
 static void run(struct http *h)
 {
 	MHD_UNSIGNED_LONG_LONG ms;
-	double after = HTTP_IDLE_PERIOD;
+	double after;
 
 	MHD_run(h->daemon);
-	if (MHD_get_timeout(h->daemon, &ms) == MHD_YES)
+	after = expire(h);
+	if (MHD_get_timeout(h->daemon, &ms) == MHD_YES && (double)ms / 1000.0 < after)
 		after = ms ? (double)ms / 1000.0 : 1e-4;
 	/* A repeating timer restarted in place stays active, so the ev_unref
 	 * taken when it was started stays right. */
@@ -470,13 +659,16 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 {
 	/* No MHD_USE_INTERNAL_POLLING_THREAD: the caller's loop runs it. No
 	 * MHD_USE_ERROR_LOG: libmicrohttpd would write to stderr on its own. */
-	return MHD_start_daemon(MHD_USE_EPOLL, 0, NULL, NULL, request_cb, h,
+	/* libmicrohttpd's own limit is one above ours, which accept_cb keeps:
+	 * at its own limit it would stop accepting, and leave clients waiting. */
+	return MHD_start_daemon(MHD_USE_EPOLL, 0, accept_cb, h, request_cb, h,
 				MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTIONS,
+				MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTIONS + 1,
 				MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_PER_ADDRESS,
 				MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_MEMORY,
 				MHD_OPTION_NOTIFY_COMPLETED, completed_cb, NULL,
+				MHD_OPTION_NOTIFY_CONNECTION, connection_cb, h,
 				MHD_OPTION_END);
 }
 

@@ -58,20 +58,27 @@ const char *proctree_stat_fields(int dir_fd, const char *name, char *buf, size_t
 	return comm_end ? comm_end + 1 : NULL;
 }
 
-static bool read_stat(int proc_fd, pid_t pid, struct proc_entry *e)
+/* Reads pid's parent and group into e: 1 when read, 0 when the process is
+ * gone (it exited since the directory was read), -1 with errno set when it
+ * could not be read for any other reason (no descriptor left, say), which
+ * must not pass for "gone". */
+static int read_stat(pid_t pid, struct proc_entry *e)
 {
-	char name[16], buf[1024];
+	char name[32], buf[1024];
 	const char *fields;
 	int ppid, pgid;
 
-	snprintf(name, sizeof(name), "%d", (int)pid);
-	fields = proctree_stat_fields(proc_fd, name, buf, sizeof(buf));
-	if (!fields || sscanf(fields, " %*c %d %d", &ppid, &pgid) != 2)
-		return false;
+	snprintf(name, sizeof(name), "/proc/%d", (int)pid);
+	errno = 0;
+	fields = proctree_stat_fields(AT_FDCWD, name, buf, sizeof(buf));
+	if (!fields)
+		return errno == ENOENT || errno == ESRCH || errno == 0 ? 0 : -1;
+	if (sscanf(fields, " %*c %d %d", &ppid, &pgid) != 2)
+		return 0;
 	e->pid = pid;
 	e->ppid = (pid_t)ppid;
 	e->pgid = (pid_t)pgid;
-	return true;
+	return 1;
 }
 
 static int by_pid(const void *a, const void *b)
@@ -96,26 +103,106 @@ static bool append(struct proctree *t, size_t *cap, const struct proc_entry *e)
 	return true;
 }
 
+/* A descriptor held in reserve for the scans, so that a process whose
+ * descriptor table is full (slow HTTP clients, say) can still see which
+ * processes are left: it is given back just before a scan and taken again
+ * after it. A scan uses one descriptor at a time. */
+static int reserve_fd = -1;
+
+/* Closed at exit, so that nothing but 0-2 is open then (valgrind's
+ * --track-fds). */
+static void release_reserve(void)
+{
+	if (reserve_fd >= 0)
+		close(reserve_fd);
+	reserve_fd = -1;
+}
+
+void proctree_reserve(void)
+{
+	static bool registered;
+
+	if (!registered)
+		registered = atexit(release_reserve) == 0;
+	if (reserve_fd < 0)
+		reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+/* The pids in /proc, in *pids (malloc()ed); how many, or -1 with errno. */
+static long list_pids(pid_t **pids)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *d;
+	size_t n = 0, cap = 0;
+	pid_t *p;
+
+	*pids = NULL;
+	if (!dir)
+		return -1;
+	while ((errno = 0, d = readdir(dir))) {
+		pid_t pid = entry_pid(d->d_name);
+
+		if (pid <= 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			p = realloc(*pids, cap * sizeof(*p));
+			if (!p) {
+				errno = ENOMEM;
+				break;
+			}
+			*pids = p;
+		}
+		(*pids)[n++] = pid;
+	}
+	if (errno != 0) { /* readdir or realloc failed: the list is not whole */
+		int saved_errno = errno;
+
+		closedir(dir);
+		free(*pids);
+		*pids = NULL;
+		errno = saved_errno;
+		return -1;
+	}
+	closedir(dir);
+	return (long)n;
+}
+
+/* Reads every listed process's stat into t; false with errno set when one
+ * could not be read and was not gone either. */
+static bool read_all(struct proctree *t, const pid_t *pids, long n)
+{
+	struct proc_entry e;
+	size_t cap = 0;
+
+	for (long i = 0; i < n; i++) {
+		int r = read_stat(pids[i], &e);
+
+		if (r < 0)
+			return false;
+		if (r > 0 && !append(t, &cap, &e)) {
+			errno = ENOMEM;
+			return false;
+		}
+	}
+	return true;
+}
+
 struct proctree *proctree_read(void)
 {
 	struct proctree *t = calloc(1, sizeof(*t));
-	DIR *dir = opendir("/proc");
-	struct proc_entry e;
-	struct dirent *d;
-	size_t cap = 0;
-	bool ok = t && dir;
+	pid_t *pids = NULL;
+	long n = -1;
+	bool ok;
 	int saved_errno;
 
-	while (ok && (d = readdir(dir))) {
-		pid_t pid = entry_pid(d->d_name);
-
-		/* A process that exited since readdir is simply not there. */
-		if (pid > 0 && read_stat(dirfd(dir), pid, &e))
-			ok = append(t, &cap, &e);
-	}
+	release_reserve();
+	if (t)
+		n = list_pids(&pids);
+	ok = t && n >= 0 && read_all(t, pids, n);
 	saved_errno = errno;
-	if (dir)
-		closedir(dir);
+	free(pids);
+	proctree_reserve();
 	if (!ok) {
 		proctree_free(t);
 		errno = saved_errno ? saved_errno : ENOMEM;

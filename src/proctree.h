@@ -17,10 +17,16 @@ struct proctree;
  * hold spaces and ')': the fields follow the last ')'. */
 const char *proctree_stat_fields(int dir_fd, const char *name, char *buf, size_t size);
 
-/* NULL with errno set when /proc cannot be read (not mounted, no
- * descriptor left, no memory). */
+/* NULL with errno set when /proc cannot be read whole (not mounted, no
+ * descriptor left, no memory): a process that could not be read is never
+ * left out as if it had exited. */
 struct proctree *proctree_read(void);
 void proctree_free(struct proctree *t);
+
+/* Holds a descriptor in reserve (on /dev/null) that proctree_read gives
+ * back for its scan and takes again, so that a scan works with a full
+ * descriptor table. Call once at start; a failure is only a lost reserve. */
+void proctree_reserve(void);
 
 /* Puts into out (up to max) every process below root, zombies included,
  * leaving out the subtrees whose top is in prune[0..nprune) and the members

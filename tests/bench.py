@@ -965,7 +965,7 @@ class Bench:
             time.sleep(seconds)
             roles = [("leader", a.pid), ("standby", b.pid)]
             for pid in h.descendants(a.pid):
-                if h.cmdline(pid).startswith(b"pgleader-guard"):
+                if h.cmdline(pid).startswith(b"pgl-guard"):
                     roles.append(("guard", pid))
             for role, pid in roles:
                 self.rss.append((role, pid, status_kb(pid, "VmHWM"), status_kb(pid, "VmRSS"),

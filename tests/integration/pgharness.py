@@ -1082,15 +1082,58 @@ class Fleet:
 # --------------------------------------------------------------------------
 # A TCP proxy that can freeze: the partition
 
+class SlowHttpClients:
+    """count connections that each send a byte every half second and never finish a
+    request, from 127.0.0.2 and on (16 an address, below the server's
+    per-address limit); one that is closed is opened again, so that the
+    server's descriptors stay taken."""
+
+    def __init__(self, port, count):
+        self.port, self.count = port, count
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _connect(self, i):
+        s = socket.socket()
+        s.setblocking(False)
+        s.bind(("127.0.0.%d" % (2 + i // 16), 0))
+        try:
+            s.connect(("127.0.0.1", self.port))
+        except BlockingIOError:
+            pass
+        return s
+
+    def _run(self):
+        socks = [self._connect(i) for i in range(self.count)]
+        try:
+            while not self.stop.wait(0.5):
+                for i, s in enumerate(socks):
+                    try:
+                        s.send(b"G")
+                    except BlockingIOError:
+                        pass
+                    except OSError:
+                        s.close()
+                        socks[i] = self._connect(i)
+        finally:
+            for s in socks:
+                s.close()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(bound(5))
+
+
 class FrozenProxy:
     """127.0.0.1:<port> -> upstream. freeze(): sockets stay open and nothing
     flows in either direction, no new connection is accepted; thaw() resumes."""
 
-    def __init__(self, upstream_port, upstream_host="127.0.0.1"):
+    def __init__(self, upstream_port, upstream_host="127.0.0.1", listen_port=0):
         self.upstream = (upstream_host, upstream_port)
         self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.bind(("127.0.0.1", listen_port))
         self.lsock.listen(64)
         self.lsock.setblocking(False)
         self.port = self.lsock.getsockname()[1]

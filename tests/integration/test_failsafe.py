@@ -90,7 +90,10 @@ def write_secret(path, text, mode=0o600):
 class Members:
     """Every member's HTTP port, the shared secret and the failsafe options.
     A member in `proxied` is reached by the others through a FrozenProxy in
-    front of its HTTP server: freezing it partitions that member."""
+    front of its HTTP server: freezing it partitions that member. The proxy
+    listens on 127.0.0.1 at the port the member listens on at 127.0.0.2, so
+    that the member's entry is at its own port on this machine (a member's
+    entry must match its http_addr)."""
 
     def __init__(self, fleet, workdir, names=("a", "b", "c"), proxied=()):
         self.fleet = fleet
@@ -98,16 +101,16 @@ class Members:
         self.http = {n: h.free_port() for n in names}
         self.proxies = {}
         for n in proxied:
-            self.proxies[n] = h.FrozenProxy(self.http[n])
+            self.proxies[n] = h.FrozenProxy(self.http[n], "127.0.0.2", listen_port=self.http[n])
         self.secret = write_secret(workdir / "failsafe.secret", SECRET)
         self.wrong = write_secret(workdir / "wrong.secret", WRONG)
 
     def peers(self):
-        return ",".join("%s=127.0.0.1:%d" % (n, self.proxies[n].port if n in self.proxies else port)
-                        for n, port in self.http.items())
+        return ",".join("%s=127.0.0.1:%d" % (n, port) for n, port in self.http.items())
 
     def start(self, node, *extra, secret=None, ttl=None, wait_http=True, **kw):
-        p = self.fleet.start(node, "--http-addr", "127.0.0.1:%d" % self.http[node],
+        host = "127.0.0.2" if node in self.proxies else "127.0.0.1"
+        p = self.fleet.start(node, "--http-addr", "%s:%d" % (host, self.http[node]),
                              "--failsafe-peers", self.peers(),
                              "--failsafe-secret-file", secret or self.secret,
                              "--failsafe-ttl", ttl or "%dms" % int(TTL * 1000), *extra, **kw)
@@ -507,3 +510,54 @@ def test_failsafe_off_unchanged(pg, fleet, ledger, lock_key):
     s2 = ledger.wait_for("start", "a", count=2, timeout=bound(10))
     assert s2.pid != sa.pid
     assert a.stop() == 0
+
+
+@pytest.mark.parametrize("case", ["wrong own address", "another member at own address"])
+def test_member_list_checked_against_self(members, fleet, case):
+    """Issue 17 item 6.9: this node's entry must be where its http_addr
+    listens, and no other member there: one line and 78 at start."""
+    m = members()
+    port = m.http["a"]
+    if case == "wrong own address":
+        peers = "a=127.0.0.1:%d,b=127.0.0.1:%d" % (m.http["c"], m.http["b"])
+        message = (r"^pgleader: failsafe_peers: this node's member \"a\" is at 127\.0\.0\.1:%d, "
+                   r"but its http_addr is 127\.0\.0\.1:%d$" % (m.http["c"], port))
+    else:
+        peers = "a=127.0.0.1:%d,b=127.0.0.1:%d" % (port, port)
+        message = (r"^pgleader: failsafe_peers: member \"b\" is at 127\.0\.0\.1:%d, "
+                   r"this node's own address$" % port)
+    p = fleet.start("a", "--http-addr", "127.0.0.1:%d" % port, "--failsafe-peers", peers,
+                    "--failsafe-secret-file", m.secret)
+    assert p.wait(10) == 78
+    lines = one_line(p)
+    assert len(lines) == 1 and re.search(message, lines[0]), lines
+
+
+def test_refusals_logged_with_their_reason(pg, members, ledger, lock_key):
+    """Issue 17 item 6.10: the leader logs why each member did not agree
+    (here c: 401, its secret is wrong), once; the member that refuses logs
+    it too, once per client and reason a minute, however often it is
+    asked."""
+    m = members()
+    (a, b, c), sa = lead_with_standbys(pg, m, ledger, lock_key, secrets={"c": m.wrong})
+    claim = json.dumps({"node_id": "x\x1by", "fencing_token": "1", "members": "0"})
+    for _ in range(5):
+        assert request(b.http_port, secret=WRONG)[0] == 401
+        assert request(b.http_port, method="POST", secret=SECRET, body=claim)[0] == 409
+    b.wait_for_log(r"warning: failsafe: refused a request from 127\.0\.0\.1: "
+                   r"401 wrong or missing secret\n")
+    b.wait_for_log(r"warning: failsafe: refused the claim of node x\?y from 127\.0\.0\.1: "
+                   r"409 the member lists differ \(failsafe_peers\)\n")
+    pg.stop()
+    ledger.wait_for("stop", "a", pid=sa.pid, timeout=bound(GRACE + 2))
+    a.wait_for_log(r"warning: failsafe: members that did not agree to the claim: "
+                   r"c: 401 wrong or missing secret\n")
+    c.wait_for_log(r"warning: failsafe: refused a request from 127\.0\.0\.1: "
+                   r"401 wrong or missing secret\n")
+    assert b.count(r"failsafe: refused a request") == 1, b.text()
+    assert b.count(r"failsafe: refused the claim") == 1, b.text()
+    assert a.count(r"members that did not agree") == 1, a.text()
+    assert c.count(r"failsafe: refused") == 1, c.text()
+    for p in (a, b, c):
+        assert SECRET not in p.text() and WRONG not in p.text()
+    stop_all([c, b, a])

@@ -249,6 +249,51 @@ def test_hostile_clients_do_not_delay_a_handover(pg, fleet, ledger, lock_key):
     assert b.stop() == 0
 
 
+def answered_or_closed_within(port, limit):
+    """A new client's GET /leader: the seconds until it is answered or
+    closed, or None when neither happened within limit (it waits in the
+    listen backlog)."""
+    t0 = time.monotonic()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=limit) as s:
+            s.sendall(b"GET /leader HTTP/1.0\r\n\r\n")
+            s.recv(4096)
+    except socket.timeout:
+        return None
+    except OSError:
+        pass  # reset: closed at once
+    return time.monotonic() - t0
+
+
+def test_trickling_clients_do_not_hold_the_server(pg, fleet, ledger, lock_key):
+    """Issue 17 item 6.7: 32 connections from two addresses trickling a
+    byte every half second (and reconnecting when cut) take every slot. A
+    new client is answered or closed at once, not left in the backlog; the
+    leader keeps its lease (its pings go on) and a handover is on time."""
+    a, sa, b = two_nodes(pg, fleet, ledger, lock_key)
+    mark = a.mark()
+    clients = h.SlowHttpClients(a.http_port, 32)
+    try:
+        time.sleep(1)
+        for _ in range(6):
+            took = answered_or_closed_within(a.http_port, bound(2))
+            assert took is not None, "a new client waited more than %.1fs" % bound(2)
+            assert took < bound(1), "a new client waited %.2fs" % took
+            time.sleep(0.5)
+        assert "lost leader lease" not in a.text()[mark:], a.text()[mark:]
+        h.wait_holder(pg, lock_key, "a")
+        t0 = time.monotonic()
+        a.signal(signal.SIGTERM)
+        sb = ledger.wait_for("start", "b", timeout=bound(3))
+        took = sb.time - t0
+        assert took < bound(2.0), "handover took %.3f s under trickling clients" % took
+        assert a.wait(bound(5)) == 0
+    finally:
+        clients.close()
+    assert get(b.http_port, "/leader", timeout=bound(1))[0] == 200
+    assert b.stop() == 0
+
+
 def test_fifty_connections_at_once(pg, fleet, ledger, lock_key):
     a = start_node(fleet, "a")
     ledger.wait_for("start", "a", timeout=bound(10))

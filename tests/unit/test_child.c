@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -751,12 +752,25 @@ static pid_t wait_for_escapee(struct gone_record *r)
 struct escapee_case {
 	const char *before, *after;
 	bool orphaned; /* its parent exits at once: it becomes ours */
+	bool table_full; /* no descriptor left while it stops (issue 17 6.2) */
 };
 
 static const struct escapee_case escapee_cases[] = {
-	{ "", " & wait", false },
-	{ "(", " &); exec sleep 30", true },
+	{ "", " & wait", false, false },
+	{ "(", " &); exec sleep 30", true, false },
+	{ "", " & wait", false, true },
+	{ "(", " &); exec sleep 30", true, true },
 };
+
+/* Opens /dev/null into fds until none is left (at most max); how many. */
+static size_t fill_descriptor_table(int *fds, size_t max)
+{
+	size_t n = 0;
+
+	while (n < max && (fds[n] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+		n++;
+	return n;
+}
 
 START_TEST(test_setsid_descendant_is_stopped_with_the_group)
 {
@@ -770,7 +784,11 @@ START_TEST(test_setsid_descendant_is_stopped_with_the_group)
 	struct child *bystander = new_child(bystander_argv, false, 5.0, &rb);
 	pid_t escapee;
 	double stopped;
+	int fills[256];
+	bool gone;
 
+	for (size_t i = 0; i < sizeof(fills) / sizeof(*fills); i++)
+		fills[i] = -1;
 	/* Another command of the same pgleader is not part of this one. */
 	start_command(bystander, NULL, &rb, 0, NULL);
 	snprintf(cmd, sizeof(cmd), "%s" ESCAPEE(SLOW_TO_STOP) "%s", ec->before,
@@ -785,12 +803,27 @@ START_TEST(test_setsid_descendant_is_stopped_with_the_group)
 		expect_int_eq(process_parent(escapee), getpid());
 	}
 
+	if (ec->table_full) {
+		struct rlimit rl;
+
+		/* a soft limit the fills can reach */
+		getrlimit(RLIMIT_NOFILE, &rl);
+		rl.rlim_cur = 256;
+		expect(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+		expect(fill_descriptor_table(fills, sizeof(fills) / sizeof(*fills)) > 0);
+		expect(open("/dev/null", O_RDONLY) == -1 && errno == EMFILE);
+	}
 	stopped = now();
 	child_stop(c);
-	expect(run_until_gone(&r, 8.0));
+	gone = run_until_gone(&r, 8.0);
+	for (size_t i = 0; i < sizeof(fills) / sizeof(*fills); i++)
+		if (fills[i] >= 0)
+			close(fills[i]);
+	expect(gone);
 	expect_int_eq(r.status, 128 + SIGTERM);
 	expect(r.group_empty);
-	/* It had SIGTERM, took its second, and was gone before on_gone. */
+	/* It had SIGTERM, took its second, and was gone before on_gone (a
+	 * full descriptor table must not hide it). */
 	expect(r.escapee_gone);
 	untrack_pid(escapee);
 	expect(access(path_in_tmpdir("termed"), F_OK) == 0);

@@ -250,8 +250,8 @@ static const struct key_case {
 	  "invalid value \"yaml\" (expected text, json)" },
 	{ "http_addr", "http-addr", false, "[::1]:8008", "[::1]:8008", "localhost",
 	  "invalid address \"localhost\": no :PORT (examples: 127.0.0.1:8008, [::1]:8008, :8008)" },
-	{ "failsafe_peers", "failsafe-peers", false, "a=10.0.0.1:8008, b=[::1]:8008",
-	  "a=10.0.0.1:8008, b=[::1]:8008", "a=h:1,a=h:2", "node id \"a\" is listed twice" },
+	{ "failsafe_peers", "failsafe-peers", false, "a=10.0.0.1:8008, b=[::2]:8008",
+	  "a=10.0.0.1:8008, b=[::2]:8008", "a=h:1,a=h:2", "node id \"a\" is listed twice" },
 	{ "failsafe_secret_file", "failsafe-secret-file", false, "/etc/pgleader/secret",
 	  "/etc/pgleader/secret", NULL, NULL },
 	{ "failsafe_ttl", "failsafe-ttl", false, "1m", "60000", "0",
@@ -1347,21 +1347,21 @@ static const struct {
 	const char *error;
 } failsafe_cases[] = {
 #define FS "--http-addr=:8008", "--failsafe-secret-file=/secret", "--node-id=a"
-	{ { FS, "--failsafe-peers=a=h:1" }, CONFIG_OK, NULL },
-	{ { FS, "--failsafe-peers=b=h:1, a=h:2 ,c=[::1]:3" }, CONFIG_OK, NULL },
+	{ { FS, "--failsafe-peers=a=h:8008" }, CONFIG_OK, NULL },
+	{ { FS, "--failsafe-peers=b=h:1, a=h:8008 ,c=[::1]:3" }, CONFIG_OK, NULL },
 	{ { FS, "--failsafe-peers=" }, CONFIG_OK, NULL }, /* off */
-	{ { "--failsafe-peers=a=h:1", "--node-id=a", "--failsafe-secret-file=/s" },
+	{ { "--failsafe-peers=a=h:8008", "--node-id=a", "--failsafe-secret-file=/s" },
 	  CONFIG_INVALID, "failsafe_peers needs http_addr: the members talk over HTTP" },
-	{ { "--failsafe-peers=a=h:1", "--node-id=a", "--http-addr=:1" },
+	{ { "--failsafe-peers=a=h:8008", "--node-id=a", "--http-addr=:1" },
 	  CONFIG_INVALID, "failsafe_peers needs failsafe_secret_file" },
 	{ { FS, "--failsafe-peers=b=h:1,c=h:2" }, CONFIG_INVALID,
 	  "failsafe_peers must list this node, node_id \"a\"" },
 	{ { FS, "--failsafe-peers=A=h:1" }, CONFIG_INVALID,
 	  "failsafe_peers must list this node, node_id \"a\"" },
-	{ { FS, "--failsafe-peers=a=h:1", "--failsafe-ttl=11s" }, CONFIG_INVALID,
+	{ { FS, "--failsafe-peers=a=h:8008", "--failsafe-ttl=11s" }, CONFIG_INVALID,
 	  "failsafe_ttl 11s must be greater than ping_interval 1s + ping_timeout 2s + grace_period 8s = 11s" },
-	{ { FS, "--failsafe-peers=a=h:1", "--failsafe-ttl=11001ms" }, CONFIG_OK, NULL },
-	{ { FS, "--failsafe-peers=a=h:1", "--ping-interval=250ms", "--ping-timeout=500ms",
+	{ { FS, "--failsafe-peers=a=h:8008", "--failsafe-ttl=11001ms" }, CONFIG_OK, NULL },
+	{ { FS, "--failsafe-peers=a=h:8008", "--ping-interval=250ms", "--ping-timeout=500ms",
 	    "--grace-period=2s", "--failsafe-ttl=2.75s", "--server-lease=0" },
 	  CONFIG_INVALID,
 	  "failsafe_ttl 2.75s must be greater than ping_interval 250ms + ping_timeout 500ms + grace_period 2s = 2.75s" },
@@ -1383,6 +1383,26 @@ static const struct {
 	  "--failsafe-peers: member b: invalid address \"h:99999\": the port must be a number from 1 to 65535" },
 	{ { FS, "--failsafe-peers=a=h:1,b=x:2,a=y:3" }, CONFIG_USAGE,
 	  "--failsafe-peers: node id \"a\" is listed twice" },
+	/* this node's entry is where its http_addr listens, and nobody else's
+	 * (issue 17 item 6.9) */
+	{ { "--http-addr=127.0.0.1:8008", "--failsafe-secret-file=/s", "--node-id=a",
+	    "--failsafe-peers=a=127.0.0.1:8009,b=127.0.0.1:8010" }, CONFIG_INVALID,
+	  "failsafe_peers: this node's member \"a\" is at 127.0.0.1:8009, but its http_addr is 127.0.0.1:8008" },
+	{ { "--http-addr=10.0.0.1:8008", "--failsafe-secret-file=/s", "--node-id=a",
+	    "--failsafe-peers=a=10.0.0.2:8008,b=10.0.0.1:8009" }, CONFIG_INVALID,
+	  "failsafe_peers: this node's member \"a\" is at 10.0.0.2:8008, but its http_addr is 10.0.0.1:8008" },
+	{ { "--http-addr=127.0.0.1:8008", "--failsafe-secret-file=/s", "--node-id=a",
+	    "--failsafe-peers=a=127.0.0.1:8008,b=127.0.0.1:8008" }, CONFIG_INVALID,
+	  "failsafe_peers: member \"b\" is at 127.0.0.1:8008, this node's own address" },
+	{ { FS, "--failsafe-peers=a=10.0.0.1:8008,b=127.0.0.1:8008" }, CONFIG_INVALID,
+	  "failsafe_peers: member \"b\" is at 127.0.0.1:8008, this node's own address" },
+	{ { FS, "--failsafe-peers=a=10.0.0.1:8008,b=10.0.0.2:8008" }, CONFIG_OK, NULL },
+	{ { "--http-addr=127.0.0.1:8008", "--failsafe-secret-file=/s", "--node-id=a",
+	    "--failsafe-peers=a=127.0.0.1:8008,b=127.0.0.1:8009" }, CONFIG_OK, NULL },
+	{ { "--http-addr=127.0.0.1:8008", "--failsafe-secret-file=/s", "--node-id=a",
+	    "--failsafe-peers=a=localhost:8008,b=127.0.0.1:8009" }, CONFIG_OK, NULL },
+	{ { "--http-addr=127.0.0.1:8008", "--failsafe-secret-file=/s", "--node-id=a",
+	    "--failsafe-peers=a=127.0.0.1:1,b=127.0.0.1:8008", "status" }, CONFIG_OK, NULL },
 	/* status may run anywhere: it need not be a member */
 	{ { FS, "--failsafe-peers=b=h:1", "status" }, CONFIG_OK, NULL },
 	{ { FS, "--failsafe-peers=b=h:1", "--failsafe-ttl=1s", "status" }, CONFIG_INVALID,
@@ -1416,7 +1436,7 @@ START_TEST(failsafe_peers_parsed)
 {
 	struct config cfg;
 	char err[ERRLEN];
-	const char *path = write_file("[pgleader]\nhttp_addr = [::]:8008\n"
+	const char *path = write_file("[pgleader]\nhttp_addr = [::]:18008\n"
 				      "failsafe_secret_file = /etc/pgleader/secret\n"
 				      "failsafe_peers = db-1=10.0.0.1:8008, db-2=[fe80::2]:18008 ,"
 				      "\tdb-3=node3.example:1\n"
@@ -1433,13 +1453,13 @@ START_TEST(failsafe_peers_parsed)
 	ck_assert_str_eq(cfg.peers[2].node_id, "db-3");
 	ck_assert_str_eq(cfg.peers[2].host, "node3.example");
 	ck_assert_str_eq(cfg.peers[2].port, "1");
-	ck_assert_str_eq(cfg.http_addr, "[::]:8008");
+	ck_assert_str_eq(cfg.http_addr, "[::]:18008");
 	ck_assert_str_eq(cfg.failsafe_secret_file, "/etc/pgleader/secret");
 	ck_assert_int_eq(cfg.failsafe_ttl_ms, 15000);
 	config_free(&cfg);
 
 	/* the command line's list replaces the file's */
-	ck_assert_msg(load(&cfg, err, "-c", path, "--failsafe-peers=db-2=h:1", NULL)
+	ck_assert_msg(load(&cfg, err, "-c", path, "--failsafe-peers=db-2=h:18008", NULL)
 		      == CONFIG_OK, "%s", err);
 	ck_assert_uint_eq(cfg.n_peers, 1);
 	config_free(&cfg);

@@ -18,6 +18,7 @@
 #include <ev.h>
 
 #include "config.h"
+#include "log_stub.h"
 #include "failsafe.h"
 #include "http.h"
 
@@ -479,6 +480,32 @@ START_TEST(test_wrong_secret)
 	ck_assert_int_eq(got.check, FAILSAFE_SILENT);
 	for (int i = 0; i < MEMBERS; i++)
 		ck_assert_int_eq(members[i].claims, 0);
+	failsafe_free(f);
+}
+END_TEST
+
+/* Issue 17 item 6.10: the reason is logged on both sides, once: rounds
+ * that end the same way, and the members' refusals of the same client for
+ * the same reason, add no line. */
+START_TEST(test_wrong_secret_logged_once)
+{
+	struct failsafe *f;
+
+	log_stub_reset();
+	f = client_of(member_ports, MEMBERS, wrong_file, 2000);
+	for (int round = 0; round < 3; round++) {
+		failsafe_claim(f, 10);
+		run_for(5);
+	}
+	failsafe_check(f);
+	run_for(5);
+	ck_assert_int_eq(got.rounds, 3);
+	ck_assert_uint_eq(log_stub_count("failsafe: members that did not agree to the claim: "
+					 "b: 401 wrong or missing secret"), 1);
+	ck_assert_uint_eq(log_stub_count("failsafe: members that did not answer \"not running\": "
+					 "b: 401 wrong or missing secret"), 1);
+	ck_assert_uint_eq(log_stub_count("failsafe: refused a request from 127.0.0.1: "
+					 "401 wrong or missing secret"), MEMBERS);
 	failsafe_free(f);
 }
 END_TEST
@@ -1048,6 +1075,7 @@ static Suite *failsafe_suite(void)
 	tcase_add_test(tc, test_silent_check);
 	tcase_add_test(tc, test_running_beats_silent);
 	tcase_add_test(tc, test_wrong_secret);
+	tcase_add_test(tc, test_wrong_secret_logged_once);
 	tcase_add_test(tc, test_claim_cancelled_by_next);
 	tcase_add_test(tc, test_silent_claim_cancelled);
 	tcase_add_test(tc, test_free_in_flight);

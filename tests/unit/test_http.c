@@ -672,6 +672,158 @@ START_TEST(test_one_address_cannot_hog)
 }
 END_TEST
 
+/* ---- a request's total time, and a full server (issue 17 item 6.7) ------ */
+
+/* A TCP connection to port from source address src (127.0.0.x). */
+static int connect_from(const char *src, const char *dst, double timeout)
+{
+	struct sockaddr_in from = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct timeval tv = { .tv_sec = (time_t)timeout };
+
+	inet_pton(AF_INET, src, &from.sin_addr);
+	inet_pton(AF_INET, dst, &to.sin_addr);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (bind(fd, (struct sockaddr *)&from, sizeof(from)) < 0 ||
+	    connect(fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct trickle {
+	double closed_after;	/* seconds from connect to the server's close; -1: never */
+};
+
+/* A byte every 0.5 s of a header that never ends, for up to 9 s. */
+static void trickle_client(void *arg)
+{
+	struct trickle *t = arg;
+	int fd = connect_from("127.0.0.1", "127.0.0.1", 1);
+	double t0 = mono();
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	char buf[256];
+
+	t->closed_after = -1;
+	send(fd, "GET /leader HTTP/1.1\r\nX-Slow: ", 30, MSG_NOSIGNAL);
+	while (fd >= 0 && mono() - t0 < 9) {
+		if (poll(&pfd, 1, 500) == 1 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0) {
+			t->closed_after = mono() - t0;
+			break;
+		}
+		if (send(fd, "x", 1, MSG_NOSIGNAL) < 0) {
+			t->closed_after = mono() - t0;
+			break;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+START_TEST(test_trickling_client_cut)
+{
+	struct trickle t;
+
+	run_client(trickle_client, &t);
+	fprintf(stderr, "test_http: trickling client closed after %.2f s\n", t.closed_after);
+	/* 5 s from its accept, not never (the idle timeout restarts with each byte) */
+	ck_assert_msg(t.closed_after >= 4.5 && t.closed_after < 7,
+		      "closed after %.2f s", t.closed_after);
+}
+END_TEST
+
+struct full {
+	int held[32];
+	struct ending late;
+	struct resp after;
+};
+
+/* 32 silent connections from two addresses fill every slot; one more is
+ * closed at once, not left in the backlog until a slot frees. */
+static void full_clients(void *arg)
+{
+	struct full *f = arg;
+	struct req q = { .method = "GET" };
+	char url[64];
+	int fd;
+
+	for (size_t i = 0; i < N(f->held); i++)
+		f->held[i] = connect_from(i < 16 ? "127.0.0.1" : "127.0.0.2", "127.0.0.1", 5);
+	usleep(200 * 1000);
+	fd = connect_from("127.0.0.3", "127.0.0.1", 3);
+	send(fd, "GET /leader HTTP/1.0\r\n\r\n", 24, MSG_NOSIGNAL);
+	f->late = read_to_end(fd);
+	close(fd);
+	for (size_t i = 0; i < N(f->held); i++)
+		if (f->held[i] >= 0)
+			close(f->held[i]);
+	usleep(200 * 1000);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/leader", port);
+	q.url = url;
+	fetch(&q);
+	f->after = q.r;
+}
+
+START_TEST(test_full_server_closes_at_once)
+{
+	struct full f;
+
+	memset(&f, 0, sizeof(f));
+	listen_again("127.0.0.1:0");
+	run_client(full_clients, &f);
+	for (size_t i = 0; i < N(f.held); i++)
+		ck_assert_int_ge(f.held[i], 0);
+	ck_assert_msg(!f.late.timed_out, "the 33rd client waited (no answer, no close)");
+	ck_assert_msg(f.late.len == 0, "the 33rd client was served: %s", f.late.head);
+	ck_assert_msg(f.late.seconds < 1, "closed after %.2f s", f.late.seconds);
+	ck_assert_int_eq(f.after.code, 200);
+}
+END_TEST
+
+/* ---- kept-alive connections (issue 17 item 12) ---------------------------- */
+
+struct kept {
+	char first[128], second[128];
+	ssize_t second_len;
+};
+
+/* Two requests, one after the other, on one connection. */
+static void kept_client(void *arg)
+{
+	struct kept *k = arg;
+	const char *req = "GET /leader HTTP/1.1\r\nHost: x\r\n\r\n";
+	int fd = connect_from("127.0.0.1", "127.0.0.1", 3);
+	char buf[8192];
+	ssize_t n;
+
+	send(fd, req, strlen(req), MSG_NOSIGNAL);
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	snprintf(k->first, sizeof(k->first), "%.127s", buf);
+	send(fd, req, strlen(req), MSG_NOSIGNAL);
+	k->second_len = n = recv(fd, buf, sizeof(buf) - 1, 0);
+	buf[n > 0 ? n : 0] = '\0';
+	snprintf(k->second, sizeof(k->second), "%.127s", buf);
+	close(fd);
+}
+
+START_TEST(test_connection_kept_alive)
+{
+	struct kept k;
+
+	memset(&k, 0, sizeof(k));
+	run_client(kept_client, &k);
+	ck_assert_msg(!strncmp(k.first, "HTTP/1.1 200 OK\r\n", 17), "%s", k.first);
+	ck_assert_msg(!strcasestr(k.first, "\r\nConnection: close"), "%s", k.first);
+	ck_assert_msg(!strncmp(k.second, "HTTP/1.1 200 OK\r\n", 17),
+		      "no second answer on the connection (%zd): %s", k.second_len, k.second);
+}
+END_TEST
+
 /* ---- fifty at once ------------------------------------------------------ */
 
 struct crowd {
@@ -766,6 +918,9 @@ static Suite *http_suite(void)
 	tcase_add_test(tc, test_hostile_clients_do_not_block);
 	tcase_add_test(tc, test_one_address_cannot_hog);
 	tcase_add_test(tc, test_fifty_at_once);
+	tcase_add_test(tc, test_trickling_client_cut);
+	tcase_add_test(tc, test_full_server_closes_at_once);
+	tcase_add_test(tc, test_connection_kept_alive);
 	suite_add_tcase(s, tc);
 	return s;
 }
