@@ -40,6 +40,7 @@ static struct {
 	__typeof__(MHD_run) *run;
 	__typeof__(MHD_get_timeout) *get_timeout;
 	__typeof__(MHD_get_daemon_info) *get_daemon_info;
+	__typeof__(MHD_get_connection_info) *get_connection_info;
 	__typeof__(MHD_get_version) *get_version;
 	__typeof__(MHD_lookup_connection_value) *lookup_connection_value;
 	__typeof__(MHD_create_response_from_buffer) *create_response_from_buffer;
@@ -96,6 +97,7 @@ bool dynlib_load_mhd(char *err, size_t errlen)
 	const struct sym syms[] = {
 		SYM(mhd, start_daemon_va), SYM(mhd, stop_daemon), SYM(mhd, run),
 		SYM(mhd, get_timeout), SYM(mhd, get_daemon_info),
+		SYM(mhd, get_connection_info),
 		SYM(mhd, get_version), SYM(mhd, lookup_connection_value),
 		SYM(mhd, create_response_from_buffer),
 		SYM(mhd, add_response_header), SYM(mhd, queue_response),
@@ -162,6 +164,14 @@ const union MHD_DaemonInfo *MHD_get_daemon_info(struct MHD_Daemon *daemon,
 						enum MHD_DaemonInfoType info_type, ...)
 {
 	return mhd.get_daemon_info(daemon, info_type);
+}
+
+/* the same: a client's address, socket context or descriptor */
+const union MHD_ConnectionInfo *MHD_get_connection_info(struct MHD_Connection *connection,
+							enum MHD_ConnectionInfoType info_type,
+							...)
+{
+	return mhd.get_connection_info(connection, info_type);
 }
 
 /* --version shows the version of the library that would be loaded */
