@@ -99,7 +99,7 @@ void lease_disconnect(struct lease *l);
  * asking or unlocking; the lease's own requests made meanwhile wait for
  * its answer. One at a time: false when one is pending already, when the
  * session is closed or connecting, or when it is too long. fn hears the
- * answer (at most 8 values), an ERROR (sqlstate, error), or, with error
+ * answer (at most LEASE_ANSWER_MAX values), an ERROR (sqlstate, error), or, with error
  * set and no sqlstate, that the session closed first; it is never called
  * from inside lease_query. The statement may not change the session's
  * state (no SET, no transaction left open). */

@@ -205,10 +205,11 @@ static void query_failed(struct lease_conn *c, const PGresult *error)
 
 /* The query in flight is fully answered: rows is its last row set, error
  * its first error (both may be NULL). The answer goes to the parsers as
- * strings; none of the lease's queries returns more than five values. */
+ * strings; none of the lease's queries returns more than five values, the
+ * ledger's batched claims up to LEASE_ANSWER_MAX. */
 static void query_done(struct lease_conn *c, const PGresult *rows, const PGresult *error)
 {
-	const char *values[8];
+	const char *values[LEASE_ANSWER_MAX];
 	struct lease_sql_answer a = { 0, 0, values };
 
 	if (error) {

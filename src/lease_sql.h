@@ -32,6 +32,10 @@
 
 /* An answer as libpq hands it over: rows x columns of text, NULL for SQL
  * NULL (row-major, values[row * ncols + col]). */
+/* The most values (rows times columns) an answer is given with; more is
+ * given as no values at all. */
+#define LEASE_ANSWER_MAX 512
+
 struct lease_sql_answer {
 	int nrows;
 	int ncols;

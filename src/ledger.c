@@ -33,7 +33,7 @@ struct ledger {
 	struct lease *session;
 	char schema[64];
 	struct request *head, *tail;
-	bool in_flight;
+	int n_flight;            /* requests the statement in flight answers */
 	double sent_at;
 	/* the statements, with the schema in them */
 	char *sql_ensure, *sql_create, *sql_claim, *sql_last, *sql_finish,
@@ -45,10 +45,12 @@ struct ledger {
 static const char sql_clock[] = "SELECT " SQL_NOW;
 
 /* The lock is the bigint form: objsubid 1, classid and objid its halves
- * (lease_sql.h). The claim's three parts see one snapshot; the term's
- * upsert locks the lock's row in terms, so two claims for one lock (a
- * frozen old leader that woke up, the new one) are taken one at a time,
- * and the older token loses. */
+ * (lease_sql.h). The claim's parts see one snapshot; the term's upsert
+ * locks the lock's row in terms, so two claims for one lock (a frozen old
+ * leader that woke up, the new one) are taken one at a time, and the older
+ * token loses. The ticks come as arrays ($2 jobs, $3 ticks, $7 outcomes,
+ * $8 reruns): the claims that wait together, jobs that share a tick, are
+ * one statement and one commit; an answer row each, in their order. */
 #define CLAIM_SQL \
 	"WITH holder AS (SELECT true FROM pg_catalog.pg_locks" \
 	" WHERE locktype = 'advisory' AND granted AND pid = $6::int AND objsubid = 1" \
@@ -62,21 +64,29 @@ static const char sql_clock[] = "SELECT " SQL_NOW;
 	" node_id = EXCLUDED.node_id, since = CASE WHEN t.fencing_token <" \
 	" EXCLUDED.fencing_token THEN now() ELSE t.since END" \
 	" WHERE t.fencing_token <= EXCLUDED.fencing_token RETURNING true)," \
+	" req AS (SELECT q.job, to_timestamp(q.tick / 1000.0) AS at, q.outcome," \
+	" q.rerun, q.ord FROM unnest($2::text[], $3::bigint[], $7::text[]," \
+	" $8::boolean[]) WITH ORDINALITY AS q (job, tick, outcome, rerun, ord))," \
 	" run AS (INSERT INTO %1$s.runs AS r (lock_key, job, tick, node_id," \
 	" fencing_token, outcome, started_at, finished_at)" \
-	" SELECT $1::bigint, $2::text, to_timestamp($3::bigint / 1000.0), $4::text," \
-	" $5::bigint, $7::text," \
-	" CASE WHEN $7::text = 'running' THEN clock_timestamp() END," \
-	" CASE WHEN $7::text <> 'running' THEN clock_timestamp() END" \
-	" FROM term WHERE to_timestamp($3::bigint / 1000.0) <= clock_timestamp()" \
+	" SELECT $1::bigint, q.job, q.at, $4::text, $5::bigint, q.outcome," \
+	" CASE WHEN q.outcome = 'running' THEN clock_timestamp() END," \
+	" CASE WHEN q.outcome <> 'running' THEN clock_timestamp() END" \
+	" FROM req q, term WHERE q.at <= clock_timestamp()" \
 	" ON CONFLICT (lock_key, job, tick) DO UPDATE SET node_id = EXCLUDED.node_id," \
 	" fencing_token = EXCLUDED.fencing_token, outcome = EXCLUDED.outcome," \
 	" started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at," \
-	" exit_status = NULL WHERE $8::boolean AND r.outcome = 'interrupted'" \
-	" AND r.fencing_token < EXCLUDED.fencing_token RETURNING run_id)" \
-	" SELECT (SELECT run_id FROM run), EXISTS (SELECT FROM holder)," \
-	" EXISTS (SELECT FROM term)," \
-	" to_timestamp($3::bigint / 1000.0) > clock_timestamp(), " SQL_NOW
+	" exit_status = NULL WHERE r.outcome = 'interrupted'" \
+	" AND r.fencing_token < EXCLUDED.fencing_token AND EXISTS (SELECT FROM req q" \
+	" WHERE q.job = EXCLUDED.job AND q.at = EXCLUDED.tick AND q.rerun)" \
+	" RETURNING run_id, job, tick)" \
+	" SELECT r.run_id, EXISTS (SELECT FROM holder), EXISTS (SELECT FROM term)," \
+	" q.at > clock_timestamp(), " SQL_NOW \
+	" FROM req q LEFT JOIN run r ON r.job = q.job AND r.tick = q.at ORDER BY q.ord"
+
+/* Claims sent as one statement at most; each answer row is 5 values. */
+#define CLAIM_BATCH 64
+_Static_assert(CLAIM_BATCH * 5 <= LEASE_ANSWER_MAX, "a batch's answer fits");
 
 /* Runs an older term left running were cut off with their leader, whose
  * command may still be stopping: with cut ($4) they are recorded
@@ -173,45 +183,47 @@ static bool bool_of(const char *v)
 	return v && v[0] == 't';
 }
 
-/* The answer's values, by kind; false when its shape is not the one sent
- * for. */
-static bool parse(struct request *r, const struct lease_sql_answer *a,
-		  struct ledger_answer *out)
+/* One row of an answer, by kind: v its ncols values. */
+static void parse_row(struct request *r, const char *const *v, int ncols,
+		      struct ledger_answer *out)
 {
-	const char *const *v = a->values;
-	const int want[] = { [REQ_ENSURE] = 3, [REQ_CREATE] = -1, [REQ_CLOCK] = 1,
-		       [REQ_CLAIM] = 5, [REQ_LAST] = 5, [REQ_FINISH] = -1,
-		       [REQ_PRUNE] = -1 };
-
-	if (want[r->kind] < 0)
-		return true;
-	if (!v || a->nrows != 1 || a->ncols != want[r->kind])
-		return false;
-	out->db_now = int_of(v[a->ncols - 1], 0);
+	out->db_now = int_of(v[ncols - 1], 0);
 	switch (r->kind) {
 	case REQ_ENSURE:
 		out->missing = !bool_of(v[0]);
 		r->may_create = bool_of(v[1]);
-		return true;
+		return;
 	case REQ_CLAIM:
 		out->run_id = int_of(v[0], 0);
 		out->holder = bool_of(v[1]);
 		out->newest = bool_of(v[2]);
 		out->early = bool_of(v[3]);
-		return true;
+		return;
 	case REQ_LAST:
 		out->last_tick = int_of(v[0], INT64_MIN);
 		out->interrupted = int_of(v[1], INT64_MIN);
 		out->last_success = int_of(v[2], 0);
 		out->older_running = int_of(v[3], INT64_MIN);
-		return true;
+		return;
 	case REQ_CLOCK:
 	case REQ_CREATE:
 	case REQ_FINISH:
 	case REQ_PRUNE:
-		return true;
+		return;
 	}
-	return false;
+}
+
+/* Whether the answer has the shape sent for: a row for each of the n
+ * requests in flight (one, but for a batch of claims), of the kind's
+ * columns; statements that return nothing are not looked at. */
+static bool shape_ok(const struct request *r, const struct lease_sql_answer *a, int n)
+{
+	const int want[] = { [REQ_ENSURE] = 3, [REQ_CREATE] = -1, [REQ_CLOCK] = 1,
+		       [REQ_CLAIM] = 5, [REQ_LAST] = 5, [REQ_FINISH] = -1,
+		       [REQ_PRUNE] = -1 };
+
+	return want[r->kind] < 0 ||
+	       (a->values && a->nrows == n && a->ncols == want[r->kind]);
 }
 
 /* A missing ledger found by ENSURE is made at once when the role may,
@@ -235,40 +247,116 @@ static bool create_instead(struct ledger *l, struct request *r,
 	return true;
 }
 
-static void answered_cb(void *arg, const struct lease_sql_answer *a,
-			const char *sqlstate, const char *error)
+/* The request at the head, answered by row i of a (or by the error): off
+ * the queue before its asker hears, since the asker may ask again. */
+static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int i,
+			const char *sqlstate, const char *error, double rtt)
 {
-	struct ledger *l = arg;
 	struct request *r = l->head;
 	struct ledger_answer out = { .last_tick = INT64_MIN,
 				     .interrupted = INT64_MIN,
-				     .older_running = INT64_MIN };
+				     .older_running = INT64_MIN, .rtt = rtt };
 
-	l->in_flight = false;
-	out.rtt = monotonic() - l->sent_at;
 	if (error) {
 		out.lost = sqlstate == NULL;
 		snprintf(out.error, sizeof(out.error), "%s", error);
-	} else if (!parse(r, a, &out)) {
-		snprintf(out.error, sizeof(out.error), "unexpected answer from the ledger");
 	} else {
 		out.ok = true;
+		if (a->values && a->ncols > 0 && a->nrows > i)
+			parse_row(r, a->values + (size_t)i * (size_t)a->ncols, a->ncols, &out);
 	}
 	/* kept, or turned into the creation: sent again */
-	if ((r->kind == REQ_FINISH && out.lost) || create_instead(l, r, &out)) {
-		pump(l);
+	if ((r->kind == REQ_FINISH && out.lost) || create_instead(l, r, &out))
 		return;
-	}
 	if (r->kind == REQ_FINISH && !out.ok)
 		log_warning("cannot record a run's end in the ledger: %s", out.error);
-	/* off the queue before its asker hears: the asker may ask again */
 	l->head = r->next;
 	if (!l->head)
 		l->tail = NULL;
 	if (r->fn)
 		r->fn(r->arg, &out);
 	free(r);
+}
+
+static void answered_cb(void *arg, const struct lease_sql_answer *a,
+			const char *sqlstate, const char *error)
+{
+	struct ledger *l = arg;
+	int n = l->n_flight;
+	double rtt = monotonic() - l->sent_at;
+
+	l->n_flight = 0;
+	if (!error && !shape_ok(l->head, a, n))
+		error = "unexpected answer from the ledger";
+	for (int i = 0; i < n && l->head; i++) {
+		struct request *head = l->head;
+
+		answer_head(l, a, i, sqlstate, error, rtt);
+		if (l->head == head)
+			break; /* kept, or a creation to send: the rest wait */
+	}
 	pump(l);
+}
+
+/* Appends one array literal's element, quoted: job names and outcomes
+ * hold no quote or backslash (config checked the names). */
+static void array_add(FILE *f, int i, const char *value, bool quote)
+{
+	fprintf(f, "%s%s%s%s", i ? "," : "{", quote ? "\"" : "", value, quote ? "\"" : "");
+}
+
+/* The claims at the head that share its term, at most CLAIM_BATCH: their
+ * jobs, ticks, outcomes and reruns as array literals in arrays[]. */
+static int gather_claims(struct ledger *l, char *arrays[4])
+{
+	FILE *f[4];
+	size_t len[4];
+	int n = 0;
+	const struct request *h = l->head;
+
+	for (int k = 0; k < 4; k++)
+		if (!(f[k] = open_memstream(&arrays[k], &len[k])))
+			return -1;
+	for (const struct request *r = h; r && r->kind == REQ_CLAIM && n < CLAIM_BATCH &&
+	     !strcmp(r->params[0], h->params[0]) && !strcmp(r->params[3], h->params[3]) &&
+	     !strcmp(r->params[4], h->params[4]) && !strcmp(r->params[5], h->params[5]);
+	     r = r->next, n++) {
+		array_add(f[0], n, r->params[1], true);
+		array_add(f[1], n, r->params[2], false);
+		array_add(f[2], n, r->params[6], true);
+		array_add(f[3], n, r->params[7], false);
+	}
+	for (int k = 0; k < 4; k++) {
+		fputc('}', f[k]);
+		fclose(f[k]);
+	}
+	return n;
+}
+
+/* Sends the claims at the head as one statement; false when it did not go. */
+static bool send_claims(struct ledger *l)
+{
+	const struct request *h = l->head;
+	char *arrays[4] = { NULL, NULL, NULL, NULL };
+	const char *params[8];
+	int n = gather_claims(l, arrays);
+	bool sent = false;
+
+	if (n > 0) {
+		params[0] = h->params[0];
+		params[1] = arrays[0];
+		params[2] = arrays[1];
+		params[3] = h->params[3];
+		params[4] = h->params[4];
+		params[5] = h->params[5];
+		params[6] = arrays[2];
+		params[7] = arrays[3];
+		sent = lease_query(l->session, h->sql, 8, params, answered_cb, l);
+		l->n_flight = sent ? n : 0;
+	}
+	for (int k = 0; k < 4; k++)
+		free(arrays[k]);
+	return sent;
 }
 
 /* Sends the oldest statement unless one is in flight; without a session
@@ -278,13 +366,18 @@ static void pump(struct ledger *l)
 	struct request *r = l->head;
 	const char *params[LEASE_QUERY_PARAMS];
 
-	if (l->in_flight || !r)
+	if (l->n_flight || !r)
 		return;
+	if (r->kind == REQ_CLAIM) {
+		if (send_claims(l))
+			l->sent_at = monotonic();
+		return;
+	}
 	for (int i = 0; i < r->nparams; i++)
 		params[i] = (r->null_param & (1u << i)) ? NULL : r->params[i];
 	if (!lease_query(l->session, r->sql, r->nparams, params, answered_cb, l))
 		return;
-	l->in_flight = true;
+	l->n_flight = 1;
 	l->sent_at = monotonic();
 }
 
