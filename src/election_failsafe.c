@@ -47,6 +47,8 @@ static void failsafe_demote(struct election *e, struct election_output *out,
 	election_about(out, e->failsafe_fault);
 	election_set_state(e, out, now, ELECTION_DEMOTING);
 	out->actions |= ELECTION_DO_STOP_CHILD;
+	/* the database is likely away: the fence is taken again once back */
+	election_fence_stopping(e, out, now, true);
 }
 
 void election_failsafe_tick(struct election *e, struct election_output *out,

@@ -110,6 +110,8 @@ static void run_session_actions(struct supervisor *s, unsigned a)
 		lease_wait_lock(s->lease);
 	if (a & ELECTION_DO_FENCE_TAKE)
 		lease_wait_lock(s->fence);
+	if (a & ELECTION_DO_FENCE_TRY)
+		lease_try_lock(s->fence);
 	if (a & ELECTION_DO_PING) {
 		lease_ping(s->lease);
 		/* a held fence is pinged too (a no-op otherwise), or its own
@@ -403,6 +405,7 @@ static void params_of(const struct config *cfg, struct election_params *p)
 		.fence = true,
 		.failsafe = cfg->failsafe_peers != NULL,
 		.failsafe_ttl = cfg->failsafe_ttl_ms / 1000.0,
+		.grace_period = cfg->grace_period_ms / 1000.0,
 		.node_id = cfg->node_id,
 		.lock_name = cfg->lock_name,
 		.lock_key = cfg->lock_key,
