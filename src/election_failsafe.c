@@ -130,6 +130,8 @@ static void failsafe_regained(struct election *e, struct election_output *out,
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
 	election_say(out, LOG_LEVEL_INFO, "acquired leader lease again after failsafe; "
 	    "the command kept running");
+	/* as on the way into LEADER: the fence, unless taken in failsafe */
+	election_fence_take(e, out);
 }
 
 static void failsafe_lost(struct election *e, struct election_output *out,

@@ -36,7 +36,7 @@ bool election_fence_wanted(const struct election *e, double now)
 {
 	if (!e->p.fence || e->killing)
 		return false;
-	return (e->child_running && e->state != ELECTION_FAILSAFE) ||
+	return e->child_running ||
 	       (e->state == ELECTION_LEADER && now >= e->fence_not_before);
 }
 
@@ -47,7 +47,7 @@ void election_fence_take(struct election *e, struct election_output *out)
 	if (e->fence != ELECTION_FENCE_READY)
 		return; /* taken once the session is ready */
 	e->fence = ELECTION_FENCE_TAKING;
-	if (e->state == ELECTION_LEADER)
+	if (e->state == ELECTION_LEADER || e->state == ELECTION_FAILSAFE)
 		out->actions |= ELECTION_DO_FENCE_TAKE;
 	else
 		out->actions |= ELECTION_DO_FENCE_TRY;
@@ -178,7 +178,7 @@ static void fence_acquired(struct election *e, struct election_output *out,
 static void fence_busy(struct election *e, struct election_output *out)
 {
 	e->fence = ELECTION_FENCE_READY;
-	if (e->state != ELECTION_LEADER) {
+	if (e->state != ELECTION_LEADER && e->state != ELECTION_FAILSAFE) {
 		if (stopping_unlocked(e))
 			kill_now(e, out, "the fence is held by another session");
 		/* a wait cancelled just as the fence was granted leaves it held:

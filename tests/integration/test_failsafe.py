@@ -507,3 +507,45 @@ def test_failsafe_off_unchanged(pg, fleet, ledger, lock_key):
     s2 = ledger.wait_for("start", "a", count=2, timeout=bound(10))
     assert s2.pid != sa.pid
     assert a.stop() == 0
+
+
+# --------------------------------------------------------------------------
+# After a failsafe episode (issue 17, items 3 and 6.1)
+
+def restart_and_regain(pg, a, lock_key):
+    """pg_ctl restart -m fast; a leads in failsafe, then holds the lock again.
+    Returns when a said so."""
+    mark = a.mark()
+    pg.restart("fast")
+    a.wait_for_log(r"acquired leader lease again after failsafe", timeout=bound(10), after=mark)
+    h.wait_holder(pg, lock_key, "a", timeout=5)
+    return time.monotonic()
+
+
+def test_fence_held_after_regain(pg, members, ledger, lock_key):
+    """After a failsafe regain the leader holds its fence again; a node
+    outside the member list then takes over only once the old command,
+    which takes 3 s to stop, is gone."""
+    grace = "4s"
+    timing = h.timing(grace_period=grace, server_lease="8s")
+    m = members(names=("a", "b"))
+    job = dict(term_delay=3.0)
+    a = m.start("a", ttl="6s", timing=timing, job=job)
+    sa = ledger.wait_for("start", "a", timeout=bound(10))
+    b = m.start("b", ttl="6s", timing=timing, job=job)
+    h.wait_queued(pg, lock_key, "b")
+    restart_and_regain(pg, a, lock_key)
+    fence = h.wait_until(lambda: [l for l in pg.fence_holders(lock_key)
+                                  if l["application_name"] == h.app_name("a")],
+                         bound(2), what="a's fence after the regain")[0]
+    outsider = m.fleet.start("x", timing=timing, job=job)
+    h.wait_queued(pg, lock_key, "x")
+    lock = h.wait_holder(pg, lock_key, "a")
+    assert lock["pid"] != fence["pid"]
+    assert pg.terminate_backend(lock["pid"])
+    stop = ledger.wait_for("stop", "a", pid=sa.pid, timeout=bound(8))
+    new = ledger.wait_for("start", count=2, timeout=bound(8))
+    print("old stopped %.3fs before the new command started (%s)" % (
+        new.time - stop.time, new.node))
+    ledger.assert_no_overlap()
+    stop_all([outsider, b, a])

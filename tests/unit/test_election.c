@@ -3076,6 +3076,51 @@ START_TEST(test_failsafe_stranger)
 }
 END_TEST
 
+/* Issue 17, 6.1: a failsafe leader keeps its fence: taken again in failsafe
+ * when its session is back, and on the way back to LEADER. */
+START_TEST(test_failsafe_fence_kept)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	p.fence = true;
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0),
+		   ELECTION_DO_FENCE_TAKE | ELECTION_DO_FAILSAFE_CHECK);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	ck_actions(peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, 0),
+		   ELECTION_DO_START_CHILD);
+	/* a restart: both sessions lost, the command kept */
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 1);
+	ck_state(&M, ELECTION_FAILSAFE);
+	ck_actions(fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 1), 0);
+	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 1.1);
+	ck_actions(tick(&M, 1.5), ELECTION_DO_FENCE_CONNECT);
+	out = fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 1.6);
+	ck_actions(out, ELECTION_DO_FENCE_TAKE);
+	/* the old fence wait of a node outside the members: wait on */
+	ck_actions(fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 1.7),
+		   ELECTION_DO_FENCE_TAKE);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 1.7);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 1.8);
+	ck_state(&M, ELECTION_LEADER);
+	ck_actions(out, 0);
+	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 1.9), 0);
+	ck_assert(election_snapshot(&M)->fence_held);
+
+	/* the fence session ready just as the lock comes back: taken then */
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 3);
+	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 3);
+	M.fence = ELECTION_FENCE_READY; /* say its news crossed */
+	M.connected = true;
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 13", 3.5);
+	ck_actions(out, ELECTION_DO_FENCE_TAKE);
+}
+END_TEST
+
 static Suite *election_suite(void)
 {
 	Suite *s = suite_create("election");
@@ -3210,6 +3255,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_reconnect_times_out);
 	tcase_add_test(tc, test_failsafe_record_holds_against_late_news);
 	tcase_add_test(tc, test_runs_command_by_state);
+	tcase_add_test(tc, test_failsafe_fence_kept);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("property");
