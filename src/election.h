@@ -37,7 +37,8 @@
  * away; reconnected when lost, and taken again while the command lives, in
  * every state (only tried while it is being stopped). While the command is
  * stopped without the lock: the fence lost on its own, or held elsewhere:
- * KILL now.
+ * KILL now. Peers: REGAINED from the node a member agreed to ends its
+ * record: BACKOFF reconnects at once.
  */
 enum election_state {
 	ELECTION_INIT,
@@ -90,6 +91,9 @@ enum election_peer_news {
 	ELECTION_PEERS_CHECK_DONE, /* status = enum election_check */
 	ELECTION_PEERS_STRANGER,   /* reason = a node with a session for this
 				    * lock that is not a member, or NULL */
+	ELECTION_PEERS_REGAINED,   /* a member that led in failsafe holds the
+				    * lock again; reason = its id, status = 1
+				    * when its member list is ours */
 };
 
 /* A new leader's question to the members: does one still run the command? */
@@ -131,6 +135,7 @@ enum election_action {
 	ELECTION_DO_FAILSAFE_CLAIM = 1 << 14, /* POST /failsafe to the members */
 	ELECTION_DO_FAILSAFE_CHECK = 1 << 15, /* GET /failsafe from the members */
 	ELECTION_DO_FENCE_TRY = 1 << 16,   /* pg_try_advisory_lock of the fence */
+	ELECTION_DO_FAILSAFE_REGAINED = 1 << 17, /* tell the members: leading again */
 };
 
 /* Exit codes, named after <sysexits.h> and the shell's 126/127. */
@@ -322,6 +327,7 @@ struct election {
 	char stranger[64];           /* failsafe is off while one is seen */
 	/* failsafe, as a member */
 	double record_until;         /* another node leads in failsafe */
+	char record_node[64];        /* which */
 	struct election_snapshot snap;
 };
 

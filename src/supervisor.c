@@ -139,6 +139,9 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 		failsafe_claim(s->failsafe, election_snapshot(&s->election)->fencing_token);
 	if (a & ELECTION_DO_FAILSAFE_CHECK)
 		failsafe_check(s->failsafe);
+	if (a & ELECTION_DO_FAILSAFE_REGAINED)
+		failsafe_regained(s->failsafe,
+				  election_snapshot(&s->election)->fencing_token);
 	if (a & ELECTION_DO_EXIT)
 		ev_break(s->loop, EVBREAK_ALL);
 }
@@ -342,6 +345,20 @@ int supervisor_claim(void *arg, const char *node_id, uint64_t fencing_token,
 	s->claim_answer = 409;
 	snprintf(s->claim_reason, sizeof(s->claim_reason), "not answered");
 	dispatch(s, ELECTION_PEERS, ELECTION_PEERS_CLAIMED, same_members, node_id);
+	snprintf(reason, len, "%s", s->claim_reason);
+	return s->claim_answer;
+}
+
+/* A member that led in failsafe holds the lock again. */
+int supervisor_regained(void *arg, const char *node_id, const char *members_hash,
+			char *reason, size_t len)
+{
+	struct supervisor *s = arg;
+	bool same_members = !strcmp(members_hash, failsafe_members_hash(s->failsafe));
+
+	s->claim_answer = 409;
+	snprintf(s->claim_reason, sizeof(s->claim_reason), "not answered");
+	dispatch(s, ELECTION_PEERS, ELECTION_PEERS_REGAINED, same_members, node_id);
 	snprintf(reason, len, "%s", s->claim_reason);
 	return s->claim_answer;
 }

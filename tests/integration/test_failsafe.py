@@ -522,6 +522,34 @@ def restart_and_regain(pg, a, lock_key):
     return time.monotonic()
 
 
+def test_standbys_queue_again_after_regain(pg, members, ledger, lock_key):
+    """A failsafe episode, the leader holds the lock again, and is killed
+    with SIGKILL 1.1 s later: the members it told "regained" are back in
+    the lock queue, so one of them starts its command within a second, not
+    failsafe_ttl (10 s here) after the last claim."""
+    m = members()
+    a = m.start("a", ttl="10s")
+    sa = ledger.wait_for("start", "a", timeout=bound(10))
+    h.wait_holder(pg, lock_key, "a")
+    b, c = m.start("b", ttl="10s"), m.start("c", ttl="10s")
+    for n in ("b", "c"):
+        h.wait_queued(pg, lock_key, n)
+    t_back = restart_and_regain(pg, a, lock_key)
+    assert h.pid_alive(sa.pid) and len(ledger.starts()) == 1
+    for p in (b, c):
+        h.wait_queued(pg, lock_key, p.name, timeout=1.0)
+        assert state_of(p) == "standby"
+    time.sleep(max(0.0, t_back + 1.1 - time.monotonic()))
+    t0 = time.monotonic()
+    assert a.kill9() == -signal.SIGKILL
+    new = ledger.wait_for("start", count=2, timeout=bound(5))
+    took = new.time - t0
+    print("failover %.3fs after kill -9, %.3fs after the recovery" % (took, t0 - t_back))
+    assert new.node in ("b", "c")
+    assert took < bound(1.0), "the standby started %.3fs after kill -9" % took
+    stop_all([c, b])
+
+
 def test_fence_held_after_regain(pg, members, ledger, lock_key):
     """After a failsafe regain the leader holds its fence again; a node
     outside the member list then takes over only once the old command,

@@ -137,7 +137,7 @@ static const char *action_names[] = {
 	"DISCONNECT", "CONNECT", "TRY_LOCK", "WAIT_LOCK", "PING", "STOP_CHILD",
 	"KILL_CHILD", "START_CHILD", "RELEASE", "EXIT", "FENCE_CONNECT",
 	"FENCE_TAKE", "FENCE_DROP", "FENCE_CLOSE", "FAILSAFE_CLAIM",
-	"FAILSAFE_CHECK", "FENCE_TRY",
+	"FAILSAFE_CHECK", "FENCE_TRY", "FAILSAFE_REGAINED",
 };
 
 static const char *bits(unsigned a, char *buf, size_t len)
@@ -2798,7 +2798,8 @@ START_TEST(test_failsafe_keeps_command)
 	/* back: the same command, the same term */
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1.8), ELECTION_DO_TRY_LOCK);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 1.9);
-	ck_actions(out, 0);
+	/* the members that agreed are told: they queue again at once */
+	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED);
 	ck_state(&M, ELECTION_LEADER);
 	ck_assert(M.child_running);
 	ck_assert_uint_eq(s->term, 1);
@@ -3107,7 +3108,7 @@ START_TEST(test_failsafe_fence_kept)
 	step(&M, ELECTION_CONNECTED, 0, NULL, 1.7);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 1.8);
 	ck_state(&M, ELECTION_LEADER);
-	ck_actions(out, 0);
+	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED);
 	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 1.9), 0);
 	ck_assert(election_snapshot(&M)->fence_held);
 
@@ -3117,7 +3118,41 @@ START_TEST(test_failsafe_fence_kept)
 	M.fence = ELECTION_FENCE_READY; /* say its news crossed */
 	M.connected = true;
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 13", 3.5);
-	ck_actions(out, ELECTION_DO_FENCE_TAKE);
+	ck_actions(out, ELECTION_DO_FENCE_TAKE | ELECTION_DO_FAILSAFE_REGAINED);
+}
+END_TEST
+
+/* Issue 17, 3: the member told that the node it agreed to holds the lock
+ * again drops its record and queues for the lock at once; news of another
+ * node, or from another member list, changes nothing. */
+START_TEST(test_failsafe_regained_clears_record)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	to_standby(&M, &p, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
+	peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 1);
+	ck_state(&M, ELECTION_BACKOFF);
+	ck_wakeup(&M, 1, 16);
+	out = peers(&M, ELECTION_PEERS_REGAINED, SAME_MEMBERS, 0, "n3", 2);
+	ck_assert_int_eq(out.claim_answer, 200);
+	ck_actions(out, 0);
+	ck_wakeup(&M, 2, 16);
+	out = peers(&M, ELECTION_PEERS_REGAINED, OTHER_MEMBERS, 0, "n2", 2);
+	ck_assert_int_eq(out.claim_answer, 409);
+	ck_wakeup(&M, 2, 16);
+	out = peers(&M, ELECTION_PEERS_REGAINED, SAME_MEMBERS, 0, "n2", 2.5);
+	ck_assert_int_eq(out.claim_answer, 200);
+	ck_log(out, LOG_LEVEL_NOTICE, "node n2 holds the lock again after failsafe: "
+	       "back in the lock queue");
+	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_assert(election_snapshot(&M)->failsafe_record_until == 0);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 2.6), ELECTION_DO_TRY_LOCK);
+	ck_state(&M, ELECTION_STANDBY);
+	/* said once: a second message finds no record */
+	ck_no_log(peers(&M, ELECTION_PEERS_REGAINED, SAME_MEMBERS, 0, "n2", 2.7));
+	ck_state(&M, ELECTION_STANDBY);
 }
 END_TEST
 
@@ -3256,6 +3291,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_record_holds_against_late_news);
 	tcase_add_test(tc, test_runs_command_by_state);
 	tcase_add_test(tc, test_failsafe_fence_kept);
+	tcase_add_test(tc, test_failsafe_regained_clears_record);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("property");
