@@ -40,17 +40,28 @@ bool election_fence_wanted(const struct election *e, double now)
 	       (e->state == ELECTION_LEADER && now >= e->fence_not_before);
 }
 
-/* A leader waits in the queue for the fence; a node whose command is being
- * stopped only tries: held elsewhere, another command may start any moment. */
+/* The command is being stopped and the lock is gone, or may be: only the
+ * fence keeps the next leader's command out. With the lock still held
+ * (a graceful shutdown), the lock does. */
+static bool stopping_unlocked(const struct election *e)
+{
+	return e->p.fence && e->child_running && !e->killing &&
+	       (e->state == ELECTION_DEMOTING ||
+		(e->state == ELECTION_SHUTTING_DOWN && !e->connected));
+}
+
+/* A node that holds, or held, the lock waits in the queue for the fence; one
+ * whose command is being stopped without the lock only tries: held
+ * elsewhere, another command may start any moment. */
 void election_fence_take(struct election *e, struct election_output *out)
 {
 	if (e->fence != ELECTION_FENCE_READY)
 		return; /* taken once the session is ready */
 	e->fence = ELECTION_FENCE_TAKING;
-	if (e->state == ELECTION_LEADER || e->state == ELECTION_FAILSAFE)
-		out->actions |= ELECTION_DO_FENCE_TAKE;
-	else
+	if (stopping_unlocked(e))
 		out->actions |= ELECTION_DO_FENCE_TRY;
+	else
+		out->actions |= ELECTION_DO_FENCE_TAKE;
 }
 
 /* The command's group is gone: let the next leader's command start. A
@@ -65,16 +76,6 @@ void election_fence_drop(struct election *e, struct election_output *out,
 		election_fence_close(e, out);
 		e->fence_retry_at = now;
 	}
-}
-
-/* The command is being stopped and the lock is gone, or may be: only the
- * fence keeps the next leader's command out. With the lock still held
- * (a graceful shutdown), the lock does. */
-static bool stopping_unlocked(const struct election *e)
-{
-	return e->p.fence && e->child_running && !e->killing &&
-	       (e->state == ELECTION_DEMOTING ||
-		(e->state == ELECTION_SHUTTING_DOWN && !e->connected));
 }
 
 /* Nothing keeps another leader's command out any more: SIGKILL now rather

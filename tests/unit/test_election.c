@@ -2680,7 +2680,7 @@ START_TEST(test_fence_lost_in_shutdown_with_lock)
 	ck_log(out, LOG_LEVEL_WARNING, "fence session: x; reconnecting in 0.5s");
 	ck_actions(tick(&M, 2.5), ELECTION_DO_FENCE_CONNECT);
 	ck_actions(fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 2.5),
-		   ELECTION_DO_FENCE_TRY);
+		   ELECTION_DO_FENCE_TAKE);
 	/* the lock lost too, later: the fence is held again, nothing to do */
 	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 2.5);
 	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "gone", 3), 0);
