@@ -335,32 +335,33 @@ bool supervisor_authorized(void *arg, const char *authorization)
 	return s->failsafe && failsafe_authorized(s->failsafe, authorization);
 }
 
+/* A member's message, answered by the election within this step. */
+static int ask_election(struct supervisor *s, int news, const char *node_id,
+			const char *members_hash, char *reason, size_t len)
+{
+	bool same_members = !strcmp(members_hash, failsafe_members_hash(s->failsafe));
+
+	s->claim_answer = 409;
+	snprintf(s->claim_reason, sizeof(s->claim_reason), "not answered");
+	dispatch(s, ELECTION_PEERS, news, same_members, node_id);
+	snprintf(reason, len, "%s", s->claim_reason);
+	return s->claim_answer;
+}
+
 int supervisor_claim(void *arg, const char *node_id, uint64_t fencing_token,
 		     const char *members_hash, char *reason, size_t len)
 {
-	struct supervisor *s = arg;
-	bool same_members = !strcmp(members_hash, failsafe_members_hash(s->failsafe));
-
 	(void)fencing_token;
-	s->claim_answer = 409;
-	snprintf(s->claim_reason, sizeof(s->claim_reason), "not answered");
-	dispatch(s, ELECTION_PEERS, ELECTION_PEERS_CLAIMED, same_members, node_id);
-	snprintf(reason, len, "%s", s->claim_reason);
-	return s->claim_answer;
+	return ask_election(arg, ELECTION_PEERS_CLAIMED, node_id, members_hash,
+			    reason, len);
 }
 
 /* A member that led in failsafe holds the lock again. */
 int supervisor_regained(void *arg, const char *node_id, const char *members_hash,
 			char *reason, size_t len)
 {
-	struct supervisor *s = arg;
-	bool same_members = !strcmp(members_hash, failsafe_members_hash(s->failsafe));
-
-	s->claim_answer = 409;
-	snprintf(s->claim_reason, sizeof(s->claim_reason), "not answered");
-	dispatch(s, ELECTION_PEERS, ELECTION_PEERS_REGAINED, same_members, node_id);
-	snprintf(reason, len, "%s", s->claim_reason);
-	return s->claim_answer;
+	return ask_election(arg, ELECTION_PEERS_REGAINED, node_id, members_hash,
+			    reason, len);
 }
 
 bool supervisor_running(void *arg)

@@ -537,7 +537,7 @@ def test_standbys_queue_again_after_regain(pg, members, ledger, lock_key):
     t_back = restart_and_regain(pg, a, lock_key)
     assert h.pid_alive(sa.pid) and len(ledger.starts()) == 1
     for p in (b, c):
-        h.wait_queued(pg, lock_key, p.name, timeout=1.0)
+        h.wait_queued(pg, lock_key, p.name, timeout=2.0)
         assert state_of(p) == "standby"
     time.sleep(max(0.0, t_back + 1.1 - time.monotonic()))
     t0 = time.monotonic()
