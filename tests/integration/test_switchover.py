@@ -53,14 +53,17 @@ def no_overlap_after(ledger, sa, t0, server, lock_key):
     return new
 
 
-def test_switchover_no_overlap(pg, replica, fleet, ledger, lock_key):  # noqa: F811
+@pytest.mark.parametrize("pause", [0.0, 1.3], ids=["at-once", "patroni-like"])
+def test_switchover_no_overlap(pg, replica, fleet, ledger, lock_key, pause):  # noqa: F811
     """Fast shutdown of the primary, then promotion of the replica, as a
-    failover manager's switchover does: the old command stops in 3 s, and
-    the new one starts only after it, on whichever node."""
+    failover manager's switchover does (Patroni's left the database
+    unwritable for 1.3 s): the old command stops in 3 s, and the new one
+    starts only after it, on whichever node."""
     dsn = h.multi_host_dsn([pg, replica], connect_timeout=2)
     a, sa, b = lead_and_wait(fleet, ledger, pg, lock_key, dsn=dsn)
     t0 = time.monotonic()
     pg.stop("fast")
+    time.sleep(max(0.0, t0 + pause - time.monotonic()))
     replica.promote()
     print("database unwritable for %.3fs" % (time.monotonic() - t0))
     no_overlap_after(ledger, sa, t0, replica, lock_key)
