@@ -45,6 +45,11 @@ void election_init(struct election *e, const struct election_params *p)
 	e->fence = ELECTION_FENCE_CLOSED;
 	e->fence_retry_at = INFINITY;
 	e->fence_backoff = ELECTION_RECONNECT_MIN;
+	e->fence_not_before = -INFINITY;
+	e->lost_since = INFINITY;
+	e->outage_began = INFINITY;
+	e->lock_lost_at = -INFINITY;
+	e->fence_lost_at = -INFINITY;
 	e->next_claim_at = INFINITY;
 	e->claim_deadline = INFINITY;
 	e->check_again_at = INFINITY;
@@ -300,11 +305,31 @@ void election_lose_lease(struct election *e, struct election_output *out,
 	if (e->child_running) {
 		election_set_state(e, out, now, ELECTION_DEMOTING);
 		out->actions |= ELECTION_DO_STOP_CHILD;
+		election_fence_stopping(e, out, now, false);
 	} else {
 		election_fence_drop(e, out, now); /* taken or being taken, no command yet */
 		election_disconnect(e, out);
 		election_connect_now(e, out, now);
 	}
+}
+
+/* A standby that saw the database go away (its session lost) and got the
+ * lock within ELECTION_SETTLE of its connection coming back leaves the
+ * fence to an old leader whose command may still be stopping: that one
+ * takes it again as soon as it reconnects. Never past the outage's start
+ * plus grace_period: that command is dead by then. */
+static void settle_after_outage(struct election *e, struct election_output *out,
+				double now)
+{
+	e->fence_not_before = -INFINITY;
+	if (isfinite(e->outage_began) && e->p.fence)
+		e->fence_not_before = fmin(e->back_at + ELECTION_SETTLE,
+					   e->outage_began + e->p.grace_period);
+	e->outage_began = INFINITY;
+	if (now < e->fence_not_before)
+		election_say(out, LOG_LEVEL_INFO, "the database was away: taking the fence "
+		    "in %.2fs, so that a previous leader still stopping its command "
+		    "can take it first", e->fence_not_before - now);
 }
 
 void election_become_leader(struct election *e, struct election_output *out,
@@ -332,7 +357,9 @@ void election_become_leader(struct election *e, struct election_output *out,
 	/* due now or after the delay; it starts once the fence is held */
 	e->child_start_at = now + e->p.takeover_delay;
 	e->fence_wait_logged = false;
-	election_fence_take(e, out);
+	settle_after_outage(e, out, now);
+	if (election_fence_wanted(e, now))
+		election_fence_take(e, out);
 	if (e->p.failsafe)
 		election_ask_members(e, out, now);
 }
@@ -399,6 +426,9 @@ void election_connected(struct election *e, struct election_output *out,
 	e->waiting_logged = false;
 	e->standby_since = now;
 	e->snap.lock_key = ev->lock_key;
+	e->outage_began = e->lost_since;
+	e->lost_since = INFINITY;
+	e->back_at = now;
 	election_set_state(e, out, now, ELECTION_STANDBY);
 	election_ask_for_lock(e, out, now);
 	/* a one-shot's fence, or one closed meanwhile, beside the first lock
@@ -411,10 +441,12 @@ static void connection_failed(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
-	if (e->state == ELECTION_CONNECTING)
+	if (e->state == ELECTION_CONNECTING) {
 		e->snap.counters.connect_failures++;
-	else
-		election_session_lost(e, now, ev->fault); /* a standby's */
+	} else { /* a standby's */
+		election_session_lost(e, now, ev->fault);
+		election_saw_outage(e, now);
+	}
 	if (!election_end_on_permanent(e, out, now, ev))
 		election_reconnect_later(e, out, now, ev->fault,
 			election_reason_of(ev, "database connection failed"));
@@ -453,11 +485,20 @@ static void ping_ok(struct election *e, double now)
 	e->next_ping_at = fmax(now, e->ping_sent_at + e->p.ping_interval);
 }
 
+/* The lock session, up until now, was lost: the database may have gone
+ * away (see settle_after_outage). */
+void election_saw_outage(struct election *e, double now)
+{
+	if (isinf(e->lost_since))
+		e->lost_since = now;
+}
+
 static void leader_lost(struct election *e, struct election_output *out,
 			double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
 	election_session_lost(e, now, ev->fault);
+	election_saw_outage(e, now);
 	if (!election_end_on_permanent(e, out, now, ev))
 		election_lose_lease(e, out, now, ev->fault,
 			   election_reason_of(ev, "connection lost"));
@@ -471,7 +512,9 @@ static void stopping_lost(struct election *e, struct election_output *out,
 {
 	e->connected = false; /* the lease closed it */
 	election_session_lost(e, now, ev->fault);
-	election_end_on_permanent(e, out, now, ev);
+	election_saw_outage(e, now);
+	if (!election_end_on_permanent(e, out, now, ev))
+		election_fence_stopping(e, out, now, false);
 }
 
 static void released(struct election *e, struct election_output *out,

@@ -33,7 +33,12 @@
  * counts. Command: STARTED records the pid; GONE restarts (LEADER), reconnects
  * (DEMOTING) or goes on ending (SHUTTING_DOWN); the fence is dropped with it.
  * Fence: connected at start beside the lock; taken after the lock and before
- * the command; reconnected (and in LEADER taken again) when lost.
+ * the command, ELECTION_SETTLE later when this standby saw the database go
+ * away; reconnected when lost, and taken again while the command lives, in
+ * every state (only tried while it is being stopped). While the command is
+ * stopped without the lock: the fence lost on its own, or held elsewhere:
+ * KILL now. Peers: REGAINED from the node a member agreed to ends its
+ * record: BACKOFF reconnects at once.
  */
 enum election_state {
 	ELECTION_INIT,
@@ -89,6 +94,9 @@ enum election_peer_news {
 	ELECTION_PEERS_CHECK_DONE, /* status = enum election_check */
 	ELECTION_PEERS_STRANGER,   /* reason = a node with a session for this
 				    * lock that is not a member, or NULL */
+	ELECTION_PEERS_REGAINED,   /* a member that led in failsafe holds the
+				    * lock again; reason = its id, status = 1
+				    * when its member list is ours */
 };
 
 /* A new leader's question to the members: does one still run the command? */
@@ -133,6 +141,8 @@ enum election_action {
 	ELECTION_DO_FENCE_CLOSE = 1 << 13, /* close the fence connection */
 	ELECTION_DO_FAILSAFE_CLAIM = 1 << 14, /* POST /failsafe to the members */
 	ELECTION_DO_FAILSAFE_CHECK = 1 << 15, /* GET /failsafe from the members */
+	ELECTION_DO_FENCE_TRY = 1 << 16,   /* pg_try_advisory_lock of the fence */
+	ELECTION_DO_FAILSAFE_REGAINED = 1 << 17, /* tell the members: leading again */
 };
 
 /* Exit codes, named after <sysexits.h> and the shell's 126/127. */
@@ -171,6 +181,8 @@ struct election_params {
 	bool fence;               /* hold the fence while the command lives */
 	bool failsafe;            /* DESIGN 9 */
 	double failsafe_ttl;
+	double grace_period;      /* the command's, and so the old leader's, stop
+				   * bound: caps the settle wait (0: no wait) */
 	/* for the snapshot only */
 	const char *node_id;
 	const char *lock_name;    /* NULL: lock_key as configured */
@@ -189,6 +201,18 @@ struct election_params {
 #define ELECTION_RESTART_MAX 30.0
 /* A command that ran this long restarts after the minimum delay again. */
 #define ELECTION_RESTART_RESET_AFTER 30.0
+
+/* A standby that saw the database go away and gets the lock waits this long
+ * after its own connection came back before it takes the fence, so that an
+ * old leader whose command is still stopping can take its fence again first
+ * (never past the outage's start + grace_period, when that command is dead
+ * anyway). The old leader retries its fence session every
+ * ELECTION_FENCE_RETRY_STOPPING while its command stops, and both sessions
+ * lost within ELECTION_SESSIONS_TOGETHER of each other mean the database
+ * went away, not that someone ended one of them. */
+#define ELECTION_SETTLE 1.0
+#define ELECTION_FENCE_RETRY_STOPPING 0.25
+#define ELECTION_SESSIONS_TOGETHER 0.25
 
 #define ELECTION_MAX_LOGS 4
 
@@ -305,6 +329,13 @@ struct election {
 	double fence_retry_at;   /* reopen a closed fence session; INFINITY */
 	double fence_backoff;
 	bool fence_wait_logged;
+	double fence_not_before; /* a new leader's settle wait (ELECTION_SETTLE) */
+	double lost_since;       /* the lock session was lost; INFINITY: it is up */
+	double outage_began;     /* of the outage before this connection, or INF */
+	double back_at;          /* the lock session came back */
+	double lock_lost_at;     /* while the command ran; -INFINITY: never */
+	double fence_lost_at;    /* a held (or taking) fence; -INFINITY: never */
+	bool killing;            /* SIGKILL sent: the fence no longer matters */
 	/* failsafe, as the leader */
 	enum fault failsafe_fault;   /* why the lock was lost */
 	double next_claim_at;        /* next round; INFINITY while one runs */
@@ -314,6 +345,7 @@ struct election {
 	char stranger[64];           /* failsafe is off while one is seen */
 	/* failsafe, as a member */
 	double record_until;         /* another node leads in failsafe */
+	char record_node[64];        /* which */
 	struct election_snapshot snap;
 };
 

@@ -183,12 +183,13 @@ static void state_deadlines(struct election *e, struct election_output *out,
 }
 
 /* A closed fence session is reopened only while the lock session is up or
- * the command runs. */
+ * the command runs, and not once the command is being killed. */
 static bool fence_reopens(const struct election *e)
 {
-	return e->fence == ELECTION_FENCE_CLOSED &&
+	return e->fence == ELECTION_FENCE_CLOSED && !e->killing &&
 	       (e->state == ELECTION_STANDBY || e->state == ELECTION_LEADER ||
-		e->state == ELECTION_FAILSAFE || e->state == ELECTION_DEMOTING);
+		e->state == ELECTION_FAILSAFE || e->state == ELECTION_DEMOTING ||
+		(e->state == ELECTION_SHUTTING_DOWN && e->child_running));
 }
 
 /* The fence session's reopening comes last: a deadline of the state may
@@ -199,6 +200,10 @@ void election_check_deadlines(struct election *e, struct election_output *out,
 	state_deadlines(e, out, now);
 	if (fence_reopens(e) && now >= e->fence_retry_at)
 		election_fence_open(e, out);
+	/* a new leader's settle wait is over */
+	if (e->fence == ELECTION_FENCE_READY && e->state == ELECTION_LEADER &&
+	    election_fence_wanted(e, now))
+		election_fence_take(e, out);
 }
 
 /* A leader's next deadline: the next failed ping or the next ping, the
@@ -210,6 +215,8 @@ static double leader_wakeup(const struct election *e, double now)
 
 	if (election_fence_ok(e) && election_members_ok(e))
 		t = fmin(t, e->child_start_at);
+	if (e->fence == ELECTION_FENCE_READY && now < e->fence_not_before)
+		t = fmin(t, e->fence_not_before);
 	if (e->check == CHECK_ASKING)
 		t = fmin(t, e->check_again_at);
 	return t;

@@ -32,6 +32,7 @@ bool election_reap(struct election *e, struct election_output *out, double now,
 		return false;
 	election_fence_drop(e, out, now);
 	e->child_running = false;
+	e->killing = false;
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;
 	e->snap.counters.command_exits[outcome_of(ev->status)]++;

@@ -47,6 +47,8 @@ static void failsafe_demote(struct election *e, struct election_output *out,
 	election_about(out, e->failsafe_fault);
 	election_set_state(e, out, now, ELECTION_DEMOTING);
 	out->actions |= ELECTION_DO_STOP_CHILD;
+	/* the database is likely away: the fence is taken again once back */
+	election_fence_stopping(e, out, now, true);
 }
 
 void election_failsafe_tick(struct election *e, struct election_output *out,
@@ -128,6 +130,10 @@ static void failsafe_regained(struct election *e, struct election_output *out,
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
 	election_say(out, LOG_LEVEL_INFO, "acquired leader lease again after failsafe; "
 	    "the command kept running");
+	/* as on the way into LEADER: the fence, unless taken in failsafe */
+	election_fence_take(e, out);
+	/* the members that agreed stay out of the lock queue until told */
+	out->actions |= ELECTION_DO_FAILSAFE_REGAINED;
 }
 
 static void failsafe_lost(struct election *e, struct election_output *out,
@@ -197,11 +203,39 @@ static void peers_claimed(struct election *e, struct election_output *out,
 		election_say(out, LOG_LEVEL_NOTICE, "node %s leads in failsafe: staying out "
 		    "of the lock queue", election_reason_of(ev, "?"));
 	e->record_until = now + e->p.failsafe_ttl;
+	snprintf(e->record_node, sizeof(e->record_node), "%s",
+		 election_reason_of(ev, ""));
 	out->claim_answer = 200;
 	if (e->state == ELECTION_STANDBY || e->state == ELECTION_CONNECTING)
 		stay_out(e, out, now);
 	else if (e->state == ELECTION_BACKOFF)
 		e->next_attempt_at = fmax(e->next_attempt_at, e->record_until);
+}
+
+/* The member this node agreed to holds the lock again: its record has done
+ * its job, back to the lock queue now rather than failsafe_ttl after the
+ * last claim, so that this node can take over at once should that leader
+ * die. Another member's news leaves the record alone. */
+static void peers_regained(struct election *e, struct election_output *out,
+			   double now, const struct election_event *ev)
+{
+	const char *id = election_reason_of(ev, "");
+
+	if (ev->status != 1) {
+		out->claim_answer = 409;
+		snprintf(out->claim_reason, sizeof(out->claim_reason),
+			 "the member lists differ (failsafe_peers)");
+		return;
+	}
+	out->claim_answer = 200;
+	if (now >= e->record_until || strcmp(id, e->record_node) != 0)
+		return;
+	e->record_until = 0;
+	e->record_node[0] = '\0';
+	election_say(out, LOG_LEVEL_NOTICE, "node %s holds the lock again after "
+	    "failsafe: back in the lock queue", id);
+	if (e->state == ELECTION_BACKOFF)
+		e->next_attempt_at = now;
 }
 
 static void peers_check_done(struct election *e, struct election_output *out,
@@ -269,6 +303,7 @@ void election_on_peers(struct election *e, const struct election_event *ev,
 	case ELECTION_PEERS_ROUND_DONE: failsafe_round_done(e, out, now, ev); return;
 	case ELECTION_PEERS_CHECK_DONE: peers_check_done(e, out, now, ev); return;
 	case ELECTION_PEERS_STRANGER: peers_stranger(e, out, ev); return;
+	case ELECTION_PEERS_REGAINED: peers_regained(e, out, now, ev); return;
 	}
 }
 

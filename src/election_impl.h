@@ -35,6 +35,7 @@ void election_connected(struct election *e, struct election_output *out,
 		      double now, const struct election_event *ev);
 void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev);
+void election_saw_outage(struct election *e, double now);
 
 /* ---- election_clock.c: deadlines and wakeups ---- */
 void election_check_deadlines(struct election *e, struct election_output *out,
@@ -56,7 +57,10 @@ void election_on_command(struct election *e, const struct election_event *ev,
 void election_fence_open(struct election *e, struct election_output *out);
 void election_fence_close(struct election *e, struct election_output *out);
 bool election_fence_ok(const struct election *e);
+bool election_fence_wanted(const struct election *e, double now);
 void election_fence_take(struct election *e, struct election_output *out);
+void election_fence_stopping(struct election *e, struct election_output *out,
+			     double now, bool outage);
 void election_fence_drop(struct election *e, struct election_output *out,
 		       double now);
 void election_on_fence(struct election *e, const struct election_event *ev,

@@ -393,7 +393,8 @@ static void deliver_cb(struct ev_loop *loop, ev_timer *w, int revents)
 				 r->silent ? FAILSAFE_SILENT : FAILSAFE_CLEAR);
 }
 
-static char *claim_body(const struct failsafe *f, uint64_t fencing_token)
+static char *claim_body(const struct failsafe *f, uint64_t fencing_token,
+			bool regained)
 {
 	char token[24];
 	json_t *doc;
@@ -402,6 +403,8 @@ static char *claim_body(const struct failsafe *f, uint64_t fencing_token)
 	snprintf(token, sizeof(token), "%" PRIu64, fencing_token);
 	doc = json_pack("{s:s, s:s, s:s}", "node_id", f->node_id,
 			"fencing_token", token, "members", f->hash);
+	if (doc && regained)
+		json_object_set_new(doc, "regained", json_true());
 	body = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
 	return body;
@@ -409,7 +412,15 @@ static char *claim_body(const struct failsafe *f, uint64_t fencing_token)
 
 void failsafe_claim(struct failsafe *f, uint64_t fencing_token)
 {
-	char *body = claim_body(f, fencing_token);
+	char *body = claim_body(f, fencing_token, false);
+
+	round_start(&f->claim, body);
+	free(body);
+}
+
+void failsafe_regained(struct failsafe *f, uint64_t fencing_token)
+{
+	char *body = claim_body(f, fencing_token, true);
 
 	round_start(&f->claim, body);
 	free(body);

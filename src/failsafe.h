@@ -51,6 +51,11 @@ void failsafe_free(struct failsafe *f);
  * while one is in flight cancels the old one first. */
 void failsafe_claim(struct failsafe *f, uint64_t fencing_token);
 
+/* The same round, the body with "regained": true: this node holds the lock
+ * again after failsafe, so the members may queue for it again. Its
+ * round_done is of no interest. */
+void failsafe_regained(struct failsafe *f, uint64_t fencing_token);
+
 /* GET /failsafe to every other member in parallel with the secret, each
  * due within ping_timeout; then check_done. A check while one is in flight
  * cancels the old one first. Claims and checks do not cancel each other. */

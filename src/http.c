@@ -315,8 +315,11 @@ static enum MHD_Result serve_claim(struct http *h, struct MHD_Connection *c,
 			      "node_id, fencing_token (a decimal string) and members",
 			      NULL, NULL);
 	}
-	status = h->fs.claim(h->fs.arg, node, fencing_token, members, reason,
-			     sizeof(reason));
+	if (json_is_true(json_object_get(doc, "regained")) && h->fs.regained)
+		status = h->fs.regained(h->fs.arg, node, members, reason, sizeof(reason));
+	else
+		status = h->fs.claim(h->fs.arg, node, fencing_token, members, reason,
+				     sizeof(reason));
 	if (status == MHD_HTTP_OK) {
 		json_decref(doc);
 		return reply_json(c, MHD_HTTP_OK, json_pack("{s:b}", "ok", 1));

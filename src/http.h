@@ -38,13 +38,17 @@ struct http_failsafe {
 	/* this node runs the command or holds the lock */
 	bool (*running)(void *arg);
 	void *arg;
+	/* a claim with "regained": true: the claimant holds the lock again
+	 * after failsafe; returns 200 or 409 as claim does (NULL: claim) */
+	int (*regained)(void *arg, const char *node_id, const char *members_hash,
+			char *reason, size_t len);
 };
 
 /* Serves GET and POST /failsafe through fs (copied; NULL: 404 again).
  * Both need the secret: 401 with "WWW-Authenticate: Bearer" otherwise.
  * GET answers 200 {"running": BOOL}. POST takes a JSON body of at most
  * HTTP_FAILSAFE_BODY_MAX bytes, {"node_id": S, "fencing_token": "DECIMAL",
- * "members": S}, and answers 200 {"ok": true} or 409 {"ok": false,
+ * "members": S} (and "regained": true after failsafe), and answers 200 {"ok": true} or 409 {"ok": false,
  * "reason": S}; a body announced bigger is 413, one that grows bigger while
  * it is read closes the connection, a body that is not that object is 400. */
 #define HTTP_FAILSAFE_BODY_MAX 4096

@@ -199,7 +199,8 @@ static bool start_http(struct ev_loop *loop, const struct config *cfg,
 	*web = http_new(loop, cfg->http_addr, &versions, snapshot_cb, sup, err, errlen);
 	if (*web && supervisor_failsafe(sup))
 		http_set_failsafe(*web, &(struct http_failsafe){
-			supervisor_authorized, supervisor_claim, supervisor_running, sup });
+			supervisor_authorized, supervisor_claim, supervisor_running, sup,
+			supervisor_regained });
 	return *web != NULL;
 }
 

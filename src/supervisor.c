@@ -154,6 +154,8 @@ static void run_session_actions(struct supervisor *s, unsigned a)
 		lease_wait_lock(s->lease);
 	if (a & ELECTION_DO_FENCE_TAKE)
 		lease_wait_lock(s->fence);
+	if (a & ELECTION_DO_FENCE_TRY)
+		lease_try_lock(s->fence);
 	if (a & ELECTION_DO_PING) {
 		lease_ping(s->lease);
 		/* a held fence is pinged too (a no-op otherwise), or its own
@@ -185,6 +187,9 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 		failsafe_claim(s->failsafe, election_snapshot(&s->election)->fencing_token);
 	if (a & ELECTION_DO_FAILSAFE_CHECK)
 		failsafe_check(s->failsafe);
+	if (a & ELECTION_DO_FAILSAFE_REGAINED)
+		failsafe_regained(s->failsafe,
+				  election_snapshot(&s->election)->fencing_token);
 	if (a & ELECTION_DO_EXIT)
 		ev_break(s->loop, EVBREAK_ALL);
 }
@@ -397,18 +402,33 @@ bool supervisor_authorized(void *arg, const char *authorization)
 	return s->failsafe && failsafe_authorized(s->failsafe, authorization);
 }
 
+/* A member's message, answered by the election within this step. */
+static int ask_election(struct supervisor *s, int news, const char *node_id,
+			const char *members_hash, char *reason, size_t len)
+{
+	bool same_members = !strcmp(members_hash, failsafe_members_hash(s->failsafe));
+
+	s->claim_answer = 409;
+	snprintf(s->claim_reason, sizeof(s->claim_reason), "not answered");
+	dispatch(s, ELECTION_PEERS, news, same_members, node_id);
+	snprintf(reason, len, "%s", s->claim_reason);
+	return s->claim_answer;
+}
+
 int supervisor_claim(void *arg, const char *node_id, uint64_t fencing_token,
 		     const char *members_hash, char *reason, size_t len)
 {
-	struct supervisor *s = arg;
-	bool same_members = !strcmp(members_hash, failsafe_members_hash(s->failsafe));
-
 	(void)fencing_token;
-	s->claim_answer = 409;
-	snprintf(s->claim_reason, sizeof(s->claim_reason), "not answered");
-	dispatch(s, ELECTION_PEERS, ELECTION_PEERS_CLAIMED, same_members, node_id);
-	snprintf(reason, len, "%s", s->claim_reason);
-	return s->claim_answer;
+	return ask_election(arg, ELECTION_PEERS_CLAIMED, node_id, members_hash,
+			    reason, len);
+}
+
+/* A member that led in failsafe holds the lock again. */
+int supervisor_regained(void *arg, const char *node_id, const char *members_hash,
+			char *reason, size_t len)
+{
+	return ask_election(arg, ELECTION_PEERS_REGAINED, node_id, members_hash,
+			    reason, len);
 }
 
 bool supervisor_running(void *arg)

@@ -26,6 +26,8 @@ bool supervisor_authorized(void *arg, const char *authorization);
 int supervisor_claim(void *arg, const char *node_id, uint64_t fencing_token,
 		     const char *members_hash, char *reason, size_t len);
 bool supervisor_running(void *arg);
+int supervisor_regained(void *arg, const char *node_id, const char *members_hash,
+			char *reason, size_t len);
 /* Whether failsafe is on. */
 bool supervisor_failsafe(const struct supervisor *s);
 

@@ -561,3 +561,73 @@ def test_refusals_logged_with_their_reason(pg, members, ledger, lock_key):
     for p in (a, b, c):
         assert SECRET not in p.text() and WRONG not in p.text()
     stop_all([c, b, a])
+
+
+# --------------------------------------------------------------------------
+# After a failsafe episode (issue 17, items 3 and 6.1)
+
+def restart_and_regain(pg, a, lock_key):
+    """pg_ctl restart -m fast; a leads in failsafe, then holds the lock again.
+    Returns when a said so."""
+    mark = a.mark()
+    pg.restart("fast")
+    a.wait_for_log(r"acquired leader lease again after failsafe", timeout=bound(10), after=mark)
+    h.wait_holder(pg, lock_key, "a", timeout=5)
+    return time.monotonic()
+
+
+def test_standbys_queue_again_after_regain(pg, members, ledger, lock_key):
+    """A failsafe episode, the leader holds the lock again, and is killed
+    with SIGKILL 1.1 s later: the members it told "regained" are back in
+    the lock queue, so one of them starts its command within a second, not
+    failsafe_ttl (10 s here) after the last claim."""
+    m = members()
+    a = m.start("a", ttl="10s")
+    sa = ledger.wait_for("start", "a", timeout=bound(10))
+    h.wait_holder(pg, lock_key, "a")
+    b, c = m.start("b", ttl="10s"), m.start("c", ttl="10s")
+    for n in ("b", "c"):
+        h.wait_queued(pg, lock_key, n)
+    t_back = restart_and_regain(pg, a, lock_key)
+    assert h.pid_alive(sa.pid) and len(ledger.starts()) == 1
+    for p in (b, c):
+        h.wait_queued(pg, lock_key, p.name, timeout=2.0)
+        assert state_of(p) == "standby"
+    time.sleep(max(0.0, t_back + 1.1 - time.monotonic()))
+    t0 = time.monotonic()
+    assert a.kill9() == -signal.SIGKILL
+    new = ledger.wait_for("start", count=2, timeout=bound(5))
+    took = new.time - t0
+    print("failover %.3fs after kill -9, %.3fs after the recovery" % (took, t0 - t_back))
+    assert new.node in ("b", "c")
+    assert took < bound(1.0), "the standby started %.3fs after kill -9" % took
+    stop_all([c, b])
+
+
+def test_fence_held_after_regain(pg, members, ledger, lock_key):
+    """After a failsafe regain the leader holds its fence again; a node
+    outside the member list then takes over only once the old command,
+    which takes 3 s to stop, is gone."""
+    grace = "4s"
+    timing = h.timing(grace_period=grace, server_lease="8s")
+    m = members(names=("a", "b"))
+    job = dict(term_delay=3.0)
+    a = m.start("a", ttl="6s", timing=timing, job=job)
+    sa = ledger.wait_for("start", "a", timeout=bound(10))
+    b = m.start("b", ttl="6s", timing=timing, job=job)
+    h.wait_queued(pg, lock_key, "b")
+    restart_and_regain(pg, a, lock_key)
+    fence = h.wait_until(lambda: [l for l in pg.fence_holders(lock_key)
+                                  if l["application_name"] == h.app_name("a")],
+                         bound(2), what="a's fence after the regain")[0]
+    outsider = m.fleet.start("x", timing=timing, job=job)
+    h.wait_queued(pg, lock_key, "x")
+    lock = h.wait_holder(pg, lock_key, "a")
+    assert lock["pid"] != fence["pid"]
+    assert pg.terminate_backend(lock["pid"])
+    stop = ledger.wait_for("stop", "a", pid=sa.pid, timeout=bound(8))
+    new = ledger.wait_for("start", count=2, timeout=bound(8))
+    print("old stopped %.3fs before the new command started (%s)" % (
+        new.time - stop.time, new.node))
+    ledger.assert_no_overlap()
+    stop_all([outsider, b, a])

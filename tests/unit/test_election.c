@@ -137,7 +137,7 @@ static const char *action_names[] = {
 	"DISCONNECT", "CONNECT", "TRY_LOCK", "WAIT_LOCK", "PING", "STOP_CHILD",
 	"KILL_CHILD", "START_CHILD", "RELEASE", "EXIT", "FENCE_CONNECT",
 	"FENCE_TAKE", "FENCE_DROP", "FENCE_CLOSE", "FAILSAFE_CLAIM",
-	"FAILSAFE_CHECK",
+	"FAILSAFE_CHECK", "FENCE_TRY", "FAILSAFE_REGAINED",
 };
 
 static const char *bits(unsigned a, char *buf, size_t len)
@@ -156,7 +156,7 @@ static const char *bits(unsigned a, char *buf, size_t len)
 
 #define ck_actions(out, want) do { \
 	unsigned a_ = (out).actions, w_ = (want); \
-	char ab_[160], wb_[160]; \
+	char ab_[200], wb_[200]; \
 	ck_assert_msg(a_ == w_, "actions %s, want %s", bits(a_, ab_, sizeof(ab_)), \
 		      bits(w_, wb_, sizeof(wb_))); \
 } while (0)
@@ -2615,9 +2615,12 @@ START_TEST(test_fence_busy_after_demotion)
 	ck_state(&M, ELECTION_DEMOTING);
 	M.fence = ELECTION_FENCE_TAKING; /* say a take was in flight */
 	out = fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 1);
-	ck_actions(out, ELECTION_DO_FENCE_DROP);
-	ck_no_log(out);
+	/* held elsewhere while the command stops: it is killed too */
+	ck_actions(out, ELECTION_DO_KILL_CHILD | ELECTION_DO_FENCE_DROP);
 	ck_assert_int_eq(M.fence, ELECTION_FENCE_DROPPING);
+	/* given back: not taken again, the command dies now anyway */
+	ck_actions(fence_news(&M, ELECTION_SESSION_RELEASED, FAULT_NONE, 1), 0);
+	ck_assert_int_eq(M.fence, ELECTION_FENCE_READY);
 }
 END_TEST
 
@@ -2682,6 +2685,184 @@ START_TEST(test_fence_permanent_fault)
 }
 END_TEST
 
+
+/* A fenced leader whose command runs: the fence held. */
+static void fenced_running(double t)
+{
+	fenced_leader(t);
+	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, t),
+		   ELECTION_DO_START_CHILD);
+	ck_assert(M.child_running);
+}
+
+/* Issue 17, 1: both sessions lost together (a restart, a switchover) while
+ * the command stops: the fence session is reopened at once and every
+ * ELECTION_FENCE_RETRY_STOPPING, the fence tried (not waited for) as soon
+ * as the database answers, and held until the command is gone. */
+START_TEST(test_fence_taken_again_while_stopping)
+{
+	struct election_output out;
+
+	fenced_running(0);
+	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 1),
+		   ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 1.125);
+	ck_actions(out, ELECTION_DO_FENCE_CONNECT);
+	ck_no_log(out);
+	/* the database is still away */
+	ck_actions(fence_news(&M, ELECTION_SESSION_FAILED, FAULT_UNREACHABLE, 1.25), 0);
+	ck_wakeup(&M, 1.25, 1.25 + ELECTION_FENCE_RETRY_STOPPING);
+	ck_actions(tick(&M, 1.5 - JUST), 0);
+	ck_actions(tick(&M, 1.5), ELECTION_DO_FENCE_CONNECT);
+	/* back: a try, answered at once */
+	ck_actions(fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 1.75),
+		   ELECTION_DO_FENCE_TRY);
+	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 1.75), 0);
+	ck_assert(election_snapshot(&M)->fence_held);
+	ck_state(&M, ELECTION_DEMOTING);
+	/* given back once the command is gone */
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 3),
+		   ELECTION_DO_FENCE_DROP | ELECTION_DO_CONNECT);
+	/* the fence first, then the lock: the same */
+	fenced_running(0);
+	ck_actions(fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 0.5), 0);
+	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 0.625),
+		   ELECTION_DO_STOP_CHILD | ELECTION_DO_FENCE_CONNECT);
+}
+END_TEST
+
+/* Issue 17, 1: a standby that saw its session lost gets the lock soon after
+ * its connection came back: it takes the fence ELECTION_SETTLE after that,
+ * but never later than the outage's start plus grace_period. */
+static const struct {
+	double lost, back, acquired, take_at;
+} settle_rows[] = {
+	{ 10, 10.5, 10.75, 11.5 },   /* a restart: settle from the reconnection */
+	{ 10, 12, 13.5, 13.5 },      /* got it 1.5 s after: at once */
+	{ 10, 17.5, 17.5, 18 },      /* capped by lost + grace_period (8 s) */
+	{ 10, 19, 19, 19 },          /* away longer than grace_period: at once */
+};
+
+START_TEST(test_settle_after_outage)
+{
+	struct election_params p = defaults;
+	struct election_output out;
+	double take_at = settle_rows[_i].take_at, t;
+
+	p.fence = true;
+	p.grace_period = 8;
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
+	step(&M, ELECTION_CONN_LOST, 0, "terminating connection", settle_rows[_i].lost);
+	ck_state(&M, ELECTION_BACKOFF);
+	/* reconnecting fails meanwhile: the outage began at the loss */
+	step(&M, ELECTION_CONNECT_FAILED, 0, "refused", settle_rows[_i].lost);
+	M.state = ELECTION_CONNECTING; /* the attempt that succeeds */
+	M.connected = true;
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, settle_rows[_i].back),
+		   ELECTION_DO_TRY_LOCK);
+	t = settle_rows[_i].acquired;
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", t);
+	ck_state(&M, ELECTION_LEADER);
+	if (take_at <= t) {
+		ck_actions(out, ELECTION_DO_FENCE_TAKE);
+		return;
+	}
+	ck_actions(out, 0);
+	ck_assert_int_eq(out.n_logs, 2); /* after "acquired leader lease" */
+	ck_assert_msg(!strncmp(out.logs[1].text, "the database was away: taking the "
+			       "fence in", 40), "%s", out.logs[1].text);
+	ck_wakeup(&M, t, take_at);
+	M.next_ping_at = 100; /* pings are not the point */
+	ck_actions(tick(&M, take_at - JUST), 0);
+	ck_actions(tick(&M, take_at), ELECTION_DO_FENCE_TAKE);
+	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, take_at),
+		   ELECTION_DO_START_CHILD);
+}
+END_TEST
+
+/* Only a session that was up and lost counts: failing to connect at start,
+ * or the previous outage long gone, is no reason to wait. */
+START_TEST(test_no_settle_without_outage)
+{
+	struct election_params p = defaults;
+
+	p.fence = true;
+	p.grace_period = 8;
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
+	step(&M, ELECTION_CONNECT_FAILED, 0, "refused", 0);
+	tick(&M, 0.5);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0.75);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 1),
+		   ELECTION_DO_FENCE_TAKE);
+}
+END_TEST
+
+/* Issue 17, 6.11: the fence lost on its own while the command stops, the
+ * lock gone for a while: nothing keeps the next leader's command out, so
+ * the command is killed now; the fence is not sought again. */
+START_TEST(test_fence_lost_while_stopping_kills)
+{
+	struct election_output out;
+
+	fenced_running(0);
+	step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 1);
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 2);
+	ck_actions(out, ELECTION_DO_KILL_CHILD);
+	ck_log(out, LOG_LEVEL_WARNING, "fence session lost while the command is "
+	       "stopping: killing the command now, as another leader's command "
+	       "may start");
+	ck_assert(isinf(election_next_wakeup(&M, 2)));
+	ck_actions(step(&M, ELECTION_CHILD_KILLED, 0, NULL, 2), 0);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 137, NULL, 2), ELECTION_DO_CONNECT);
+	ck_assert(!M.killing);
+
+	/* the fence lost first, the lock a second later: killed at once */
+	fenced_running(0);
+	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 1);
+	out = step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 2);
+	ck_actions(out, ELECTION_DO_STOP_CHILD | ELECTION_DO_KILL_CHILD);
+	ck_assert_int_eq(out.n_logs, 2); /* after "lost leader lease" */
+	ck_assert_msg(!strncmp(out.logs[1].text, "the fence was lost before the "
+			       "lock: killing the command now", 59), "%s", out.logs[1].text);
+
+	/* taken again but held by someone else: killed */
+	fenced_running(0);
+	step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 1);
+	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 1);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 1.5);
+	out = fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 1.5);
+	ck_actions(out, ELECTION_DO_KILL_CHILD | ELECTION_DO_FENCE_DROP);
+	ck_log_prefix(out, LOG_LEVEL_WARNING, "the fence is held by another session");
+}
+END_TEST
+
+/* A graceful shutdown holds the lock while the command stops: the lock
+ * keeps others out, losing the fence kills nothing. */
+START_TEST(test_fence_lost_in_shutdown_with_lock)
+{
+	struct election_output out;
+
+	fenced_running(0);
+	step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 1);
+	ck_state(&M, ELECTION_SHUTTING_DOWN);
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 2);
+	ck_actions(out, 0);
+	ck_log(out, LOG_LEVEL_WARNING, "fence session: x; reconnecting in 0.5s");
+	ck_actions(tick(&M, 2.5), ELECTION_DO_FENCE_CONNECT);
+	ck_actions(fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 2.5),
+		   ELECTION_DO_FENCE_TAKE);
+	/* the lock lost too, later: the fence is held again, nothing to do */
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 2.5);
+	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "gone", 3), 0);
+}
+END_TEST
 
 /* --restart-limit 2: the third failure in a row within 30 s of a start is
  * the last; a run that lasted 30 s starts the count again. */
@@ -2794,7 +2975,8 @@ START_TEST(test_failsafe_keeps_command)
 	/* back: the same command, the same term */
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1.8), ELECTION_DO_TRY_LOCK);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 1.9);
-	ck_actions(out, 0);
+	/* the members that agreed are told: they queue again at once */
+	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED);
 	ck_state(&M, ELECTION_LEADER);
 	ck_assert(M.child_running);
 	ck_assert_uint_eq(s->term, 1);
@@ -3072,6 +3254,85 @@ START_TEST(test_failsafe_stranger)
 }
 END_TEST
 
+/* Issue 17, 6.1: a failsafe leader keeps its fence: taken again in failsafe
+ * when its session is back, and on the way back to LEADER. */
+START_TEST(test_failsafe_fence_kept)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	p.fence = true;
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0),
+		   ELECTION_DO_FENCE_TAKE | ELECTION_DO_FAILSAFE_CHECK);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	ck_actions(peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, 0),
+		   ELECTION_DO_START_CHILD);
+	/* a restart: both sessions lost, the command kept */
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 1);
+	ck_state(&M, ELECTION_FAILSAFE);
+	ck_actions(fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 1), 0);
+	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 1.1);
+	ck_actions(tick(&M, 1.5), ELECTION_DO_FENCE_CONNECT);
+	out = fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 1.6);
+	ck_actions(out, ELECTION_DO_FENCE_TAKE);
+	/* the old fence wait of a node outside the members: wait on */
+	ck_actions(fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 1.7),
+		   ELECTION_DO_FENCE_TAKE);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 1.7);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 1.8);
+	ck_state(&M, ELECTION_LEADER);
+	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED);
+	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 1.9), 0);
+	ck_assert(election_snapshot(&M)->fence_held);
+
+	/* the fence session ready just as the lock comes back: taken then */
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 3);
+	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 3);
+	M.fence = ELECTION_FENCE_READY; /* say its news crossed */
+	M.connected = true;
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 13", 3.5);
+	ck_actions(out, ELECTION_DO_FENCE_TAKE | ELECTION_DO_FAILSAFE_REGAINED);
+}
+END_TEST
+
+/* Issue 17, 3: the member told that the node it agreed to holds the lock
+ * again drops its record and queues for the lock at once; news of another
+ * node, or from another member list, changes nothing. */
+START_TEST(test_failsafe_regained_clears_record)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	to_standby(&M, &p, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
+	peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 1);
+	ck_state(&M, ELECTION_BACKOFF);
+	ck_wakeup(&M, 1, 16);
+	out = peers(&M, ELECTION_PEERS_REGAINED, SAME_MEMBERS, 0, "n3", 2);
+	ck_assert_int_eq(out.claim_answer, 200);
+	ck_actions(out, 0);
+	ck_wakeup(&M, 2, 16);
+	out = peers(&M, ELECTION_PEERS_REGAINED, OTHER_MEMBERS, 0, "n2", 2);
+	ck_assert_int_eq(out.claim_answer, 409);
+	ck_wakeup(&M, 2, 16);
+	out = peers(&M, ELECTION_PEERS_REGAINED, SAME_MEMBERS, 0, "n2", 2.5);
+	ck_assert_int_eq(out.claim_answer, 200);
+	ck_log(out, LOG_LEVEL_NOTICE, "node n2 holds the lock again after failsafe: "
+	       "back in the lock queue");
+	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_assert(election_snapshot(&M)->failsafe_record_until == 0);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 2.6), ELECTION_DO_TRY_LOCK);
+	ck_state(&M, ELECTION_STANDBY);
+	/* said once: a second message finds no record */
+	ck_no_log(peers(&M, ELECTION_PEERS_REGAINED, SAME_MEMBERS, 0, "n2", 2.7));
+	ck_state(&M, ELECTION_STANDBY);
+}
+END_TEST
+
 static Suite *election_suite(void)
 {
 	Suite *s = suite_create("election");
@@ -3191,6 +3452,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fence_busy_after_demotion);
 	tcase_add_test(tc, test_fence_of_a_one_shot);
 	tcase_add_test(tc, test_fence_permanent_fault);
+	tcase_add_test(tc, test_fence_taken_again_while_stopping);
+	tcase_add_loop_test(tc, test_settle_after_outage, 0, ROWS(settle_rows));
+	tcase_add_test(tc, test_no_settle_without_outage);
+	tcase_add_test(tc, test_fence_lost_while_stopping_kills);
+	tcase_add_test(tc, test_fence_lost_in_shutdown_with_lock);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("failsafe");
@@ -3206,6 +3472,8 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_reconnect_times_out);
 	tcase_add_test(tc, test_failsafe_record_holds_against_late_news);
 	tcase_add_test(tc, test_runs_command_by_state);
+	tcase_add_test(tc, test_failsafe_fence_kept);
+	tcase_add_test(tc, test_failsafe_regained_clears_record);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("property");

@@ -161,6 +161,7 @@ struct member {
 	int status;              /* what a claim gets: 200 or 409 */
 	bool running;
 	int claims;
+	int regained;            /* claims that said "regained": true */
 	uint64_t token;
 	char node[64], hash[32];
 };
@@ -188,6 +189,19 @@ static int m_claim(void *arg, const char *node_id, uint64_t token,
 	return m->status;
 }
 
+static int m_regained(void *arg, const char *node_id, const char *hash,
+		      char *reason, size_t len)
+{
+	struct member *m = arg;
+
+	(void)reason;
+	(void)len;
+	m->regained++;
+	snprintf(m->node, sizeof(m->node), "%s", node_id);
+	snprintf(m->hash, sizeof(m->hash), "%s", hash);
+	return 200;
+}
+
 static bool m_running(void *arg)
 {
 	return ((struct member *)arg)->running;
@@ -201,7 +215,7 @@ static const struct election_snapshot *no_snapshot(void *arg)
 
 static void start_member(struct member *m)
 {
-	struct http_failsafe fs = { m_authorized, m_claim, m_running, m };
+	struct http_failsafe fs = { m_authorized, m_claim, m_running, m, m_regained };
 	char err[256];
 
 	memset(m, 0, sizeof(*m));
@@ -290,6 +304,27 @@ START_TEST(test_all_agree)
 		ck_assert_int_eq(members[i].claims, 1);
 		ck_assert_str_eq(members[i].node, "a");
 		ck_assert(members[i].token == UINT64_C(18446744073709551615));
+		ck_assert_str_eq(members[i].hash, failsafe_members_hash(f));
+	}
+	failsafe_free(f);
+}
+END_TEST
+
+/* Back from failsafe (issue 17, 3): the same round to every member, which
+ * hears "regained", not a claim to record. */
+START_TEST(test_regained)
+{
+	struct failsafe *f;
+
+	f = client_of(member_ports, MEMBERS, secret_file, 2000);
+	failsafe_regained(f, 5);
+	run_for(5);
+	ck_assert_int_eq(got.rounds, 1);
+	ck_assert_int_eq(got.agree, 3);
+	for (int i = 0; i < MEMBERS; i++) {
+		ck_assert_int_eq(members[i].claims, 0);
+		ck_assert_int_eq(members[i].regained, 1);
+		ck_assert_str_eq(members[i].node, "a");
 		ck_assert_str_eq(members[i].hash, failsafe_members_hash(f));
 	}
 	failsafe_free(f);
@@ -1066,6 +1101,7 @@ static Suite *failsafe_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_all_agree);
+	tcase_add_test(tc, test_regained);
 	tcase_add_loop_test(tc, test_stranger, 0,
 			    sizeof(stranger_cases) / sizeof(stranger_cases[0]));
 	tcase_add_test(tc, test_one_conflict);
