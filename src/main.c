@@ -14,6 +14,8 @@
 #include "config.h"
 #include "election.h"
 #include "http.h"
+#include "ledger_args.h"
+#include "ledger_cli.h"
 #include "log.h"
 #include "notify.h"
 #include "status.h"
@@ -28,7 +30,7 @@ static int load(struct config *cfg, int argc, char **argv)
 	char err[LOG_MSG_MAX];
 	enum fault fault = FAULT_USAGE;
 
-	switch (config_load(cfg, argc, argv, err, sizeof(err))) {
+	switch (ledger_args_load(cfg, argc, argv, err, sizeof(err))) {
 	case CONFIG_OK:
 		return -1;
 	case CONFIG_HELP:
@@ -218,7 +220,9 @@ int main(int argc, char **argv)
 	log_init((enum log_level)cfg.log_level);
 	log_set_format(cfg.log_format);
 
-	code = cfg.status_mode ? status_run(&cfg) : run(&cfg);
+	code = cfg.mode == CONFIG_MODE_RUNS ? ledger_cli_runs(&cfg)
+	       : cfg.mode == CONFIG_MODE_INIT_DB ? ledger_cli_init_db(&cfg)
+	       : cfg.status_mode ? status_run(&cfg) : run(&cfg);
 	config_free(&cfg);
 	return code;
 }
