@@ -78,7 +78,8 @@ HDRS := $(wildcard src/*.h)
 UNIT_TESTS := $(addprefix $(B),tests/unit/test_config tests/unit/test_options \
 	tests/unit/test_value tests/unit/test_election \
 	tests/unit/test_log tests/unit/test_child tests/unit/test_metrics \
-	tests/unit/test_http tests/unit/test_lease_sql tests/unit/test_failsafe)
+	tests/unit/test_http tests/unit/test_lease_sql tests/unit/test_failsafe \
+	tests/unit/test_ledger_sql)
 
 # Everything is built again when the flags change (WERROR=1 after a plain
 # build, say), without a make clean: the flags of the last build are kept in
@@ -152,6 +153,8 @@ $(B)tests/unit/test_log: tests/unit/test_log.c src/log.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/lease_sql.c $(CHECK_LIBS)
+$(B)tests/unit/test_ledger_sql: tests/unit/test_ledger_sql.c src/ledger_sql.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger_sql.c $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub. stdfd.c, the
 # descriptors the command inherits, is tested here too.
 CHILD_SRCS := src/child.c src/proctree.c src/stdfd.c tests/unit/log_stub.c
