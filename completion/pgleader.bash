@@ -62,7 +62,7 @@ _pgleader() {
 			return
 		fi
 		case $word in
-		status)
+		status | runs | init-db)
 			[ "$i" -eq 1 ] || { _pgleader_command "$i"; return; }
 			;;
 		-*)
@@ -94,7 +94,7 @@ _pgleader() {
 	elif [ "${cur#-}" != "$cur" ]; then
 		mapfile -t COMPREPLY < <(compgen -W "${all[*]}" -- "$cur")
 	elif [ "$COMP_CWORD" -eq 1 ]; then
-		mapfile -t COMPREPLY < <(compgen -W status -- "$cur"; compgen -c -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "status runs init-db" -- "$cur"; compgen -c -- "$cur")
 	else
 		_pgleader_command "$COMP_CWORD"
 	fi
