@@ -7,6 +7,7 @@ import datetime
 import json
 import os
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -254,26 +255,47 @@ def test_runs_unreachable_and_bad_dsn(workdir):
 
 
 def test_runs_bounded_in_time(workdir, pg_shared, lock_key):
-    """A ledger locked by someone else: runs gives up within its bound
-    (10 s) with one line, instead of waiting for ever."""
+    """A ledger locked by someone else, and runs' backend stopped while it
+    waits for that lock, so that the server's own lock_timeout cannot
+    answer either: the client gives up on its own deadline (10 s), with one
+    line, instead of waiting for ever."""
     assert init_db(workdir, pg_shared, "ledger_lock").rc == 0
     psql = subprocess.Popen(
         [os.path.join(h.PG_BINDIR, "psql"), "-X", "-q", "-h", pg_shared.sockdir,
          "-p", str(pg_shared.port), "-U", "postgres", "-d", "postgres"],
         stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stopped = []
     try:
         psql.stdin.write(b"BEGIN; LOCK TABLE ledger_lock.runs IN ACCESS EXCLUSIVE MODE;\n")
         psql.stdin.flush()
         h.wait_until(lambda: pg_shared.scalar(
             "SELECT count(*) FROM pg_locks WHERE relation = 'ledger_lock.runs'::regclass"
             " AND mode = 'AccessExclusiveLock' AND granted") == "1", 10, what="the lock")
+        result = []
         t0 = time.monotonic()
-        r = cli(workdir, "runs", pg_shared.dsn(), "--schema", "ledger_lock",
-                "--lock-key", str(lock_key))
+        t = threading.Thread(target=lambda: result.append(cli(
+            workdir, "runs", pg_shared.dsn(), "--schema", "ledger_lock",
+            "--lock-key", str(lock_key))))
+        t.start()
+
+        def waiting():
+            return pg_shared.scalar(
+                "SELECT a.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                " WHERE l.relation = 'ledger_lock.runs'::regclass AND NOT l.granted"
+                " AND a.application_name = 'pgleader-status'")
+        h.wait_until(waiting, 5, what="runs waiting for the lock")
+        backend = int(waiting())
+        os.kill(backend, signal.SIGSTOP)
+        stopped.append(backend)
+        t.join(h.bound(30))
         took = time.monotonic() - t0
+        r = result[0]
         assert r.rc == 69 and r.out == "" and len(r.err.splitlines()) == 1, r
-        assert 9 <= took <= h.bound(15), took
+        assert "no answer within 10000 ms" in r.err, r
+        assert 9.5 <= took <= h.bound(15), took
     finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
         h.kill_quietly(psql.pid)
         psql.wait()
 
@@ -317,3 +339,19 @@ def test_status_without_ledger_unchanged(workdir, pg, lock_key):
     assert r.rc == 3 and r.err == "", r
     assert list(json.loads(r.out)) == ["lock_key", "lock_name", "leader", "standbys", "fences"], r
     assert pg.scalar("SELECT count(*) FROM pg_namespace WHERE nspname = 'pgleader'") == "0"
+
+
+def test_bad_options(workdir):
+    """One line and 64, before any connection (no server here)."""
+    port = h.free_port()
+    dsn = "host=127.0.0.1 port=%d" % port
+    for sub, args, word in (("runs", ("--print-sql",), "--print-sql"),
+                            ("init-db", ("--job", "x"), "--job"),
+                            ("init-db", ("--json",), "--json"),
+                            ("runs", ("--watch",), "--watch"),
+                            ("runs", ("--schema", "Bad"), "--schema"),
+                            ("init-db", ("--schema", "pg_x", "--print-sql"), "--schema"),
+                            ("runs", ("--since", "-5m"), "--since")):
+        r = cli(workdir, sub, dsn, *args)
+        assert r.rc == 64 and r.out == "", (sub, args, r)
+        assert len(r.err.splitlines()) == 1 and word in r.err, (sub, args, r)
