@@ -141,12 +141,12 @@ static const char *cell(const PGresult *res, int row, int col)
 static bool check_ledger(PGconn *conn, const char *schema, enum ledger_state *state,
 			 bool quiet)
 {
-	char sql[LEDGER_SQL_MAX];
+	char *sql = ledger_sql_check(schema);
 	const char *values[LEDGER_CHECK_NCOLS];
-	PGresult *res;
+	PGresult *res = sql ? select_rows(conn, sql, 0, NULL, quiet) : NULL;
 
-	if (!ledger_sql_check(sql, sizeof(sql), schema) ||
-	    !(res = select_rows(conn, sql, 0, NULL, quiet)))
+	free(sql);
+	if (!res)
 		return false;
 	if (PQntuples(res) != 1 || PQnfields(res) != LEDGER_CHECK_NCOLS) {
 		PQclear(res);
@@ -207,14 +207,19 @@ static void fail_privilege(PGconn *conn, const char *msg)
 
 static int create(PGconn *conn, const char *schema)
 {
-	char sql[LEDGER_SQL_MAX];
+	char *sql = ledger_sql_init(schema);
 	PGresult *res;
 	const char *state;
 	int rc = CLI_OK;
 
-	if (!ledger_sql_init(sql, sizeof(sql), schema))
-		return CLI_CONFIG;
-	if (!(res = exec_bounded(conn, "cannot create the ledger", sql, -1, NULL, false)))
+	if (!sql) {
+		status_fail("cannot create the ledger", "out of memory");
+		return CLI_UNAVAILABLE;
+	}
+	/* One simple query: one implicit transaction, all or nothing. */
+	res = exec_bounded(conn, "cannot create the ledger", sql, -1, NULL, false);
+	free(sql);
+	if (!res)
 		return CLI_UNAVAILABLE;
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
@@ -243,17 +248,18 @@ static void fail_access(const char *schema, enum ledger_state state)
 
 int ledger_cli_init_db(const struct config *cfg)
 {
-	char sql[LEDGER_SQL_MAX];
 	enum ledger_state state;
 	PGconn *conn;
+	char *sql;
 	int rc;
 
 	if (cfg->print_sql) {
-		if (!ledger_sql_init(sql, sizeof(sql), schema_of(cfg))) {
-			status_fail("invalid schema", schema_of(cfg));
+		if (!(sql = ledger_sql_init_script(schema_of(cfg)))) {
+			status_fail("cannot print the ledger's SQL", "invalid schema or out of memory");
 			return CLI_CONFIG;
 		}
 		fputs(sql, stdout);
+		free(sql);
 		return fflush(stdout) == 0 ? CLI_OK : CLI_UNAVAILABLE;
 	}
 	if (!(conn = open_session(cfg, &rc)))

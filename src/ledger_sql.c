@@ -6,6 +6,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A time as RFC 3339 UTC; whole seconds without a fraction. */
@@ -19,7 +20,6 @@
 	"       round(extract(epoch FROM " r ".finished_at - " r ".started_at) * 1000)::bigint"
 
 static const char init_sql[] =
-	"BEGIN;\n"
 	"-- Two creations at once wait for each other here: concurrent\n"
 	"-- CREATE ... IF NOT EXISTS can fail on pg_type's unique index.\n"
 	"SELECT pg_advisory_xact_lock(" LEDGER_SQL_INIT_LOCK ");\n"
@@ -79,8 +79,7 @@ static const char init_sql[] =
 	"COMMENT ON COLUMN @S.controls.target IS 'switchover: the node that may take the lock; NULL for any';\n"
 	"COMMENT ON COLUMN @S.controls.until IS 'when the control lapses; NULL for never';\n"
 	"COMMENT ON COLUMN @S.controls.asked_by IS 'who asked: application_name and client address';\n"
-	"COMMENT ON COLUMN @S.controls.asked_at IS 'when it was asked';\n"
-	"COMMIT;\n";
+	"COMMENT ON COLUMN @S.controls.asked_at IS 'when it was asked';\n";
 
 /* Privilege functions on a missing object give NULL: every column is a
  * plain boolean. Catalog lookups, never to_regclass: on a schema without
@@ -100,7 +99,9 @@ static const char check_sql[] =
 	"                    AND pg_catalog.has_table_privilege(oid, 'INSERT')\n"
 	"                    AND pg_catalog.has_table_privilege(oid, 'UPDATE')\n"
 	"                    AND pg_catalog.has_table_privilege(oid, 'DELETE'))\n"
-	"                   FROM t WHERE relname IN ('runs', 'terms')), false)";
+	"                   FROM t WHERE relname IN ('runs', 'terms')), false),\n"
+	"       pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE'),\n"
+	"       (extract(epoch FROM pg_catalog.clock_timestamp()) * 1000)::bigint";
 
 /* $1 key, $2 job or NULL, $3 since in ms or NULL, $4 limit. */
 static const char runs_sql[] =
@@ -172,14 +173,42 @@ static bool expand(char *buf, size_t len, const char *tmpl, const char *schema)
 	return true;
 }
 
-bool ledger_sql_init(char *buf, size_t len, const char *schema)
+/* tmpl with @S and @L put in, between head and tail; NULL for a bad
+ * schema or out of memory. */
+static char *expand_new(const char *head, const char *tmpl, const char *tail,
+			const char *schema)
 {
-	return expand(buf, len, init_sql, schema);
+	size_t len = strlen(head) + strlen(tmpl) + strlen(tail) + 1;
+	char *buf;
+
+	/* Each @ grows by at most the name and its quotes less the two
+	 * characters it replaces. */
+	for (const char *p = tmpl; (p = strchr(p, '@')); p++)
+		len += schema ? strlen(schema) : 0;
+	if (!(buf = malloc(len)))
+		return NULL;
+	strcpy(buf, head);
+	if (!expand(buf + strlen(head), len - strlen(head), tmpl, schema)) {
+		free(buf);
+		return NULL;
+	}
+	strcat(buf, tail);
+	return buf;
 }
 
-bool ledger_sql_check(char *buf, size_t len, const char *schema)
+char *ledger_sql_init(const char *schema)
 {
-	return expand(buf, len, check_sql, schema);
+	return expand_new("", init_sql, "", schema);
+}
+
+char *ledger_sql_init_script(const char *schema)
+{
+	return expand_new("BEGIN;\n", init_sql, "COMMIT;\n", schema);
+}
+
+char *ledger_sql_check(const char *schema)
+{
+	return expand_new("", check_sql, "", schema);
 }
 
 static bool yes(const char *v)

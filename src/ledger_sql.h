@@ -17,7 +17,9 @@
  * can fail on pg_type's unique index. The bytes of "pgledger". */
 #define LEDGER_SQL_INIT_LOCK "8099561637581120882" /* 0x70676c6564676572 */
 
-/* Room for the longest statement built here (the creation). */
+/* Room for the longest statement built here (the creation, with a schema
+ * name of 63 bytes; about 4 KB with "pgleader"). A caller that sends the
+ * creation through a buffer of its own needs this much. */
 #define LEDGER_SQL_MAX 8192
 
 /* A schema name the builders take: a plain lower-case identifier, 1 to 63
@@ -25,20 +27,31 @@
  * PostgreSQL). It is always written double-quoted, so a keyword is fine. */
 bool ledger_sql_schema_ok(const char *schema);
 
-/* The creation, one transaction, idempotent: what init-db sends and
- * --print-sql prints. False (buf "") for a bad schema or a short buf. */
-bool ledger_sql_init(char *buf, size_t len, const char *schema);
+/* The texts below are malloc'd; NULL for a bad schema or out of memory. */
 
-/* One row of booleans ('t'/'f'), in this order: */
+/* The creation, idempotent, as statements to send in one simple query
+ * (PQsendQuery): the server runs them as one implicit transaction, so an
+ * error undoes all of it and leaves the session as it was (no transaction
+ * block left open, nothing SET). Its first statement takes a
+ * transaction-scoped advisory lock, LEDGER_SQL_INIT_LOCK. */
+char *ledger_sql_init(const char *schema);
+/* The same between BEGIN; and COMMIT;, for a DBA's psql (which sends the
+ * statements one by one): what init-db --print-sql prints. */
+char *ledger_sql_init_script(const char *schema);
+
+/* Is the ledger there and usable: one row, in this order, of booleans
+ * ('t'/'f', never NULL) and then the server's clock. */
 enum ledger_sql_check_col {
-	LEDGER_CHECK_SCHEMA,    /* the schema exists */
-	LEDGER_CHECK_TABLES,    /* meta, terms, runs and controls exist */
-	LEDGER_CHECK_USAGE,     /* USAGE on the schema */
-	LEDGER_CHECK_READABLE,  /* SELECT on runs */
-	LEDGER_CHECK_WRITABLE,  /* SELECT, INSERT, UPDATE, DELETE on runs and terms */
+	LEDGER_CHECK_SCHEMA,     /* the schema exists */
+	LEDGER_CHECK_TABLES,     /* meta, terms, runs and controls exist */
+	LEDGER_CHECK_USAGE,      /* USAGE on the schema */
+	LEDGER_CHECK_READABLE,   /* SELECT on runs */
+	LEDGER_CHECK_WRITABLE,   /* SELECT, INSERT, UPDATE, DELETE on runs and terms */
+	LEDGER_CHECK_MAY_CREATE, /* CREATE on the database: may run the creation */
+	LEDGER_CHECK_DB_NOW_MS,  /* clock_timestamp(), ms since the epoch */
 	LEDGER_CHECK_NCOLS
 };
-bool ledger_sql_check(char *buf, size_t len, const char *schema);
+char *ledger_sql_check(const char *schema);
 
 /* What the check found. */
 enum ledger_state {

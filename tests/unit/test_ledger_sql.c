@@ -32,42 +32,39 @@ START_TEST(schema_ok)
 }
 END_TEST
 
-/* A bad schema or a short buffer: false and "", never half a statement. */
+/* A bad schema: NULL, never a statement with it in. */
 START_TEST(refuses)
 {
-	char buf[LEDGER_SQL_MAX];
 	struct ledger_sql_query q;
 	const char *schema = schema_cases[_i].schema;
+	char *init = ledger_sql_init(schema), *script = ledger_sql_init_script(schema);
+	char *check = ledger_sql_check(schema);
 
-	if (schema_cases[_i].ok)
-		return;
-	memset(buf, 'x', sizeof(buf));
-	ck_assert(!ledger_sql_init(buf, sizeof(buf), schema));
-	ck_assert_str_eq(buf, "");
-	ck_assert(!ledger_sql_check(buf, sizeof(buf), schema));
-	ck_assert_str_eq(buf, "");
-	ck_assert(!ledger_sql_runs(&q, schema, 1, NULL, -1, 10));
-	ck_assert(!ledger_sql_summary(&q, schema, 1, 10));
+	ck_assert_int_eq(init != NULL, schema_cases[_i].ok);
+	ck_assert_int_eq(script != NULL, schema_cases[_i].ok);
+	ck_assert_int_eq(check != NULL, schema_cases[_i].ok);
+	ck_assert_int_eq(ledger_sql_runs(&q, schema, 1, NULL, -1, 10), schema_cases[_i].ok);
+	ck_assert_int_eq(ledger_sql_summary(&q, schema, 1, 10), schema_cases[_i].ok);
+	free(init);
+	free(script);
+	free(check);
 }
 END_TEST
 
-START_TEST(short_buffer)
+/* The longest creation fits LEDGER_SQL_MAX, what callers size for. */
+START_TEST(longest_fits)
 {
-	char buf[LEDGER_SQL_MAX];
-	size_t need;
+	char *script = ledger_sql_init_script(LONG63);
 
-	ck_assert(ledger_sql_init(buf, sizeof(buf), LONG63));
-	need = strlen(buf) + 1;
-	ck_assert(ledger_sql_init(buf, need, LONG63));
-	ck_assert(!ledger_sql_init(buf, need - 1, LONG63));
-	ck_assert_str_eq(buf, "");
-	ck_assert(!ledger_sql_init(buf, 0, "pgleader"));
+	ck_assert_ptr_nonnull(script);
+	ck_assert_uint_lt(strlen(script), LEDGER_SQL_MAX);
+	free(script);
 }
 END_TEST
 
 /* What the creation must say, for each schema: %s is the quoted name. */
 static const char *const init_has[] = {
-	"BEGIN;\n-- Two creations",
+	"-- Two creations",
 	"\nSELECT pg_advisory_xact_lock(" LEDGER_SQL_INIT_LOCK ");\nCREATE SCHEMA IF NOT EXISTS %s;\n",
 	"\nCREATE TABLE IF NOT EXISTS %s.meta (version integer NOT NULL);\n",
 	"\nINSERT INTO %s.meta (version) SELECT 1 WHERE NOT EXISTS (SELECT FROM %s.meta);\n",
@@ -79,7 +76,6 @@ static const char *const init_has[] = {
 	"kind text NOT NULL CHECK (kind IN ('pause', 'switchover'))",
 	"    PRIMARY KEY (lock_key, job, kind));\n",
 	"\nCOMMENT ON SCHEMA %s IS ",
-	"\nCOMMIT;\n",
 };
 
 /* Every table and column has its comment, for a DBA's \d+. */
@@ -117,13 +113,23 @@ static void with_schema(char *out, size_t len, const char *fmt, const char *sche
 
 START_TEST(init_sql)
 {
-	char buf[LEDGER_SQL_MAX], want[512];
+	char want[512];
 	const char *schema = init_schemas[_i];
+	char *buf = ledger_sql_init(schema), *script = ledger_sql_init_script(schema);
 
-	ck_assert(ledger_sql_init(buf, sizeof(buf), schema));
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_ptr_nonnull(script);
 	ck_assert_ptr_null(strchr(buf, '@'));
-	ck_assert(strncmp(buf, "BEGIN;\n", 7) == 0);
-	ck_assert_str_eq(buf + strlen(buf) - 8, "COMMIT;\n");
+	/* Sent as one simple query, one implicit transaction: an explicit
+	 * BEGIN would leave the session in a failed block after an error. */
+	ck_assert(strncmp(buf, "-- Two creations", 16) == 0);
+	ck_assert_ptr_null(strstr(buf, "BEGIN"));
+	ck_assert_ptr_null(strstr(buf, "COMMIT"));
+	/* The script is the same between BEGIN and COMMIT. */
+	ck_assert(strncmp(script, "BEGIN;\n", 7) == 0);
+	ck_assert_uint_eq(strlen(script), strlen(buf) + strlen("BEGIN;\nCOMMIT;\n"));
+	ck_assert(strncmp(script + 7, buf, strlen(buf)) == 0);
+	ck_assert_str_eq(script + 7 + strlen(buf), "COMMIT;\n");
 	for (int i = 0; i < NROWS(init_has); i++) {
 		with_schema(want, sizeof(want), init_has[i], schema);
 		ck_assert_msg(strstr(buf, want), "missing: %s", want);
@@ -138,21 +144,28 @@ START_TEST(init_sql)
 		ck_assert_msg(strstr(p, "IF NOT EXISTS") &&
 			      strstr(p, "IF NOT EXISTS") - p <= (long)strlen("CREATE SCHEMA "),
 			      "not idempotent: %.40s", p);
+	free(buf);
+	free(script);
 }
 END_TEST
 
 START_TEST(check_sql)
 {
-	char buf[LEDGER_SQL_MAX], want[128];
+	char want[128];
 	const char *schema = init_schemas[_i];
+	char *buf = ledger_sql_check(schema);
 
-	ck_assert(ledger_sql_check(buf, sizeof(buf), schema));
+	ck_assert_ptr_nonnull(buf);
 	snprintf(want, sizeof(want), "WHERE nspname = '%s'", schema);
 	ck_assert_msg(strstr(buf, want), "%s", buf);
 	ck_assert_ptr_null(strchr(buf, '@'));
 	/* Nothing that errors instead of answering on a missing object. */
 	ck_assert_ptr_null(strstr(buf, "regclass"));
 	ck_assert_ptr_null(strstr(buf, "FROM \""));
+	/* the last two columns: may create, the server's clock */
+	ck_assert(strstr(buf, "has_database_privilege(pg_catalog.current_database(), 'CREATE'),\n"
+			 "       (extract(epoch FROM pg_catalog.clock_timestamp()) * 1000)::bigint"));
+	free(buf);
 }
 END_TEST
 
@@ -160,16 +173,16 @@ static const struct {
 	const char *v[LEDGER_CHECK_NCOLS];
 	enum ledger_state state;
 } parse_cases[] = {
-	{ { "t", "t", "t", "t", "t" }, LEDGER_READY },
-	{ { "t", "t", "t", "t", "f" }, LEDGER_READ_ONLY },
-	{ { "t", "t", "t", "f", "t" }, LEDGER_NO_ACCESS },
-	{ { "t", "t", "f", "t", "t" }, LEDGER_NO_ACCESS },
-	{ { "t", "f", "t", "t", "t" }, LEDGER_MISSING },
-	{ { "f", "f", "f", "f", "f" }, LEDGER_MISSING },
-	{ { "f", "t", "t", "t", "t" }, LEDGER_MISSING },
-	{ { NULL, NULL, NULL, NULL, NULL }, LEDGER_MISSING },
-	{ { "t", "t", "t", "t", NULL }, LEDGER_READ_ONLY },
-	{ { "t", "t", "true", "t", "t" }, LEDGER_NO_ACCESS },
+	{ { "t", "t", "t", "t", "t", "f", "1" }, LEDGER_READY },
+	{ { "t", "t", "t", "t", "f", "t", "1" }, LEDGER_READ_ONLY },
+	{ { "t", "t", "t", "f", "t", "t", NULL }, LEDGER_NO_ACCESS },
+	{ { "t", "t", "f", "t", "t", "f", "0" }, LEDGER_NO_ACCESS },
+	{ { "t", "f", "t", "t", "t", "t", "1" }, LEDGER_MISSING },
+	{ { "f", "f", "f", "f", "f", "f", "1" }, LEDGER_MISSING },
+	{ { "f", "t", "t", "t", "t", "t", "1" }, LEDGER_MISSING },
+	{ { NULL, NULL, NULL, NULL, NULL, NULL, NULL }, LEDGER_MISSING },
+	{ { "t", "t", "t", "t", NULL, "t", "1" }, LEDGER_READ_ONLY },
+	{ { "t", "t", "true", "t", "t", "t", "1" }, LEDGER_NO_ACCESS },
 };
 
 START_TEST(parse_check)
@@ -259,7 +272,7 @@ static Suite *ledger_sql_suite(void)
 	} tests[] = {
 		{ "schema_ok", schema_ok, NROWS(schema_cases) },
 		{ "refuses", refuses, NROWS(schema_cases) },
-		{ "short_buffer", short_buffer, 1 },
+		{ "longest_fits", longest_fits, 1 },
 		{ "init_sql", init_sql, NROWS(init_schemas) },
 		{ "check_sql", check_sql, NROWS(init_schemas) },
 		{ "parse_check", parse_check, NROWS(parse_cases) },
