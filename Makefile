@@ -178,6 +178,10 @@ $(B)tests/unit/test_tickplan: tests/unit/test_tickplan.c $(TICKPLAN_SRCS) $(DEPS
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(TICKPLAN_SRCS) $(CHECK_LIBS)
 $(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/lease_sql.c $(CHECK_LIBS)
+# The ledger's SQL text, alone (the SQL is run by test_ledger_cli.py).
+UNIT_TESTS += $(B)tests/unit/test_ledger_sql
+$(B)tests/unit/test_ledger_sql: tests/unit/test_ledger_sql.c src/ledger_sql.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger_sql.c $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub. stdfd.c, the
 # descriptors the command inherits, is tested here too.
 CHILD_SRCS := src/child.c src/proctree.c src/stdfd.c tests/unit/log_stub.c

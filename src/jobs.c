@@ -537,12 +537,20 @@ static void ensure_cb(void *arg, const struct ledger_answer *a)
 		ensure(j);
 		return;
 	}
-	if (!a->ok || a->missing) {
-		snprintf(why, sizeof(why), "%s%s%s: run pgleader init-db as a role "
-			 "that may create it (or --print-sql for a DBA)",
-			 a->ok ? "the ledger is missing (schema " : "cannot use the ledger: ",
-			 a->ok ? j->cfg->schema : a->error, a->ok ? ") and this role "
-			 "may not create it" : "");
+	if (!a->ok || a->missing || a->denied) {
+		if (a->denied)
+			snprintf(why, sizeof(why), "the ledger in schema %s is there, but "
+				 "this role may not read and write its runs and terms: "
+				 "grant USAGE on the schema and SELECT, INSERT, UPDATE, "
+				 "DELETE on %s.runs and %s.terms (pgleader init-db "
+				 "--print-sql shows them)", j->cfg->schema, j->cfg->schema,
+				 j->cfg->schema);
+		else
+			snprintf(why, sizeof(why), "%s%s%s: run pgleader init-db as a role "
+				 "that may create it (or --print-sql for a DBA)",
+				 a->ok ? "the ledger is missing (schema " : "cannot use the ledger: ",
+				 a->ok ? j->cfg->schema : a->error, a->ok ? ") and this role "
+				 "may not create it" : "");
 		j->active = false;
 		j->cb.refused(j->cb.arg, FAULT_LEDGER, why);
 		return;

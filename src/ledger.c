@@ -189,10 +189,14 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
 {
 	out->db_now = int_of(v[ncols - 1], 0);
 	switch (r->kind) {
-	case REQ_ENSURE:
-		out->missing = !bool_of(v[0]);
-		r->may_create = bool_of(v[1]);
+	case REQ_ENSURE: {
+		enum ledger_state st = ledger_sql_parse_check(v);
+
+		out->missing = st == LEDGER_MISSING;
+		out->denied = st == LEDGER_NO_ACCESS || st == LEDGER_READ_ONLY;
+		r->may_create = bool_of(v[LEDGER_CHECK_MAY_CREATE]);
 		return;
+	}
 	case REQ_CLAIM:
 		out->run_id = int_of(v[0], 0);
 		out->holder = bool_of(v[1]);
@@ -218,7 +222,7 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
  * columns; statements that return nothing are not looked at. */
 static bool shape_ok(const struct request *r, const struct lease_sql_answer *a, int n)
 {
-	const int want[] = { [REQ_ENSURE] = 3, [REQ_CREATE] = -1, [REQ_CLOCK] = 1,
+	const int want[] = { [REQ_ENSURE] = LEDGER_CHECK_NCOLS, [REQ_CREATE] = -1, [REQ_CLOCK] = 1,
 		       [REQ_CLAIM] = 5, [REQ_LAST] = 5, [REQ_FINISH] = -1,
 		       [REQ_PRUNE] = -1 };
 

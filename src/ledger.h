@@ -23,6 +23,8 @@ struct ledger_answer {
 	bool ok;                 /* answered without error */
 	bool lost;               /* the session closed or was not there */
 	bool missing;            /* ENSURE: no ledger, and it may not be made */
+	bool denied;             /* ENSURE: there, but this role may not read
+				  * and write its runs and terms */
 	char error[256];         /* one line unless ok */
 	int64_t db_now;          /* clock_timestamp() while answering */
 	double rtt;              /* seconds from send to answer */

@@ -1,6 +1,108 @@
-/* ledger_sql.h: PLACEHOLDER until the ledgercli branch lands. */
+/* ledger_sql.h: the ledger's SQL (DESIGN 10), as text: the schema, the check
+ * that it is there and usable, the run listing and the per-job summary. No
+ * libpq here: callers send it. */
 #ifndef PGLEADER_LEDGER_SQL_H
 #define PGLEADER_LEDGER_SQL_H
-char *ledger_sql_check(const char *schema);
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LEDGER_SQL_SCHEMA_DEFAULT "pgleader"
+#define LEDGER_SQL_VERSION 1
+
+/* The creation takes this transaction-scoped advisory lock first, so that
+ * two processes creating the ledger at once (two daemons starting
+ * together) run one after the other: concurrent CREATE ... IF NOT EXISTS
+ * can fail on pg_type's unique index. The bytes of "pgledger". */
+#define LEDGER_SQL_INIT_LOCK "8099561637581120882" /* 0x70676c6564676572 */
+
+/* Room for the longest statement built here (the creation, with a schema
+ * name of 63 bytes; about 4 KB with "pgleader"). A caller that sends the
+ * creation through a buffer of its own needs this much. */
+#define LEDGER_SQL_MAX 8192
+
+/* A schema name the builders take: a plain lower-case identifier, 1 to 63
+ * bytes of [a-z0-9_], not starting with a digit, not pg_* (reserved by
+ * PostgreSQL). It is always written double-quoted, so a keyword is fine. */
+bool ledger_sql_schema_ok(const char *schema);
+
+/* The texts below are malloc'd; NULL for a bad schema or out of memory. */
+
+/* The creation, idempotent, as statements to send in one simple query
+ * (PQsendQuery): the server runs them as one implicit transaction, so an
+ * error undoes all of it and leaves the session as it was (no transaction
+ * block left open, nothing SET). Its first statement takes a
+ * transaction-scoped advisory lock, LEDGER_SQL_INIT_LOCK. */
 char *ledger_sql_init(const char *schema);
+/* The same between BEGIN; and COMMIT;, for a DBA's psql (which sends the
+ * statements one by one): what init-db --print-sql prints. */
+char *ledger_sql_init_script(const char *schema);
+
+/* Is the ledger there and usable: one row, in this order, of booleans
+ * ('t'/'f', never NULL) and then the server's clock. */
+enum ledger_sql_check_col {
+	LEDGER_CHECK_SCHEMA,     /* the schema exists */
+	LEDGER_CHECK_TABLES,     /* meta, terms, runs and controls exist */
+	LEDGER_CHECK_USAGE,      /* USAGE on the schema */
+	LEDGER_CHECK_READABLE,   /* SELECT on runs */
+	LEDGER_CHECK_WRITABLE,   /* SELECT, INSERT, UPDATE, DELETE on runs and terms */
+	LEDGER_CHECK_MAY_CREATE, /* CREATE on the database: may run the creation */
+	LEDGER_CHECK_DB_NOW_MS,  /* clock_timestamp(), ms since the epoch */
+	LEDGER_CHECK_NCOLS
+};
+char *ledger_sql_check(const char *schema);
+
+/* What the check found. */
+enum ledger_state {
+	LEDGER_MISSING,      /* no schema, or some table missing */
+	LEDGER_NO_ACCESS,    /* there, but this role may not read runs */
+	LEDGER_READ_ONLY,    /* may read runs, not write runs and terms */
+	LEDGER_READY,        /* may read and write */
+};
+/* The check's one row as text (NULL for SQL NULL). */
+enum ledger_state ledger_sql_parse_check(const char *const values[LEDGER_CHECK_NCOLS]);
+
+/* A statement and its parameters as text (NULL: SQL NULL). */
+#define LEDGER_SQL_PARAMS 4
+#define LEDGER_SQL_PARAM_MAX 24
+struct ledger_sql_query {
+	char sql[LEDGER_SQL_MAX];
+	int nparams;
+	const char *params[LEDGER_SQL_PARAMS];
+	char text[LEDGER_SQL_PARAMS][LEDGER_SQL_PARAM_MAX];
+};
+
+/* The columns of a run, in the listing and the summary alike: times as RFC
+ * 3339 UTC ("2026-11-24T16:00:00Z", milliseconds when not whole seconds),
+ * the token as decimal text, the duration in milliseconds (NULL unless the
+ * run started and finished). */
+enum ledger_sql_run_col {
+	LEDGER_RUN_JOB,
+	LEDGER_RUN_TICK,
+	LEDGER_RUN_NODE,
+	LEDGER_RUN_TOKEN,
+	LEDGER_RUN_OUTCOME,
+	LEDGER_RUN_EXIT,
+	LEDGER_RUN_STARTED,
+	LEDGER_RUN_FINISHED,
+	LEDGER_RUN_DURATION_MS,
+	LEDGER_RUN_NCOLS,
+	/* the summary only: when the job's newest success finished */
+	LEDGER_RUN_LAST_SUCCESS = LEDGER_RUN_NCOLS,
+	LEDGER_SUMMARY_NCOLS
+};
+
+/* The runs of one lock key, newest tick first: of one job when job is not
+ * NULL, with a tick not older than since_ms before the server's now() when
+ * since_ms >= 0, at most limit rows. False for a bad schema. */
+bool ledger_sql_runs(struct ledger_sql_query *q, const char *schema, int64_t key,
+		     const char *job, int64_t since_ms, int64_t limit);
+
+/* For each job of the lock key with a row, by name, at most limit jobs: its
+ * newest run and its last success. Each job costs a few index probes, not
+ * a scan of its rows. */
+bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t key,
+			int64_t limit);
+
 #endif

@@ -17,6 +17,7 @@
 #include "election.h"
 #include "http.h"
 #include "jobs.h"
+#include "ledger_cli.h"
 #include "metrics.h"
 #include "log.h"
 #include "notify.h"
@@ -289,7 +290,9 @@ int main(int argc, char **argv)
 	log_init((enum log_level)cfg.log_level);
 	log_set_format(cfg.log_format);
 
-	code = cfg.status_mode ? status_run(&cfg) : run(&cfg);
+	code = cfg.mode == CONFIG_MODE_RUNS ? ledger_cli_runs(&cfg)
+	       : cfg.mode == CONFIG_MODE_INIT_DB ? ledger_cli_init_db(&cfg)
+	       : cfg.status_mode ? status_run(&cfg) : run(&cfg);
 	config_free(&cfg);
 	return code;
 }

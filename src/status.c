@@ -19,6 +19,7 @@
 
 #include "election.h"
 #include "lease_sql.h"
+#include "ledger_cli.h"
 #include "log.h"
 #include "wire.h"
 
@@ -483,7 +484,8 @@ static void print_session_text(const struct session *s, int wlabel, int waddr, i
 	putchar('\n');
 }
 
-static void print_text(const char *key, const char *lock_name, const struct snapshot *snap)
+static void print_text(const char *key, const char *lock_name, const struct snapshot *snap,
+		       const struct ledger_cli_jobs *jobs)
 {
 	int wlabel = 0, waddr = 0, wpid = 0;
 	bool hidden = false;
@@ -506,6 +508,7 @@ static void print_text(const char *key, const char *lock_name, const struct snap
 		print_session_text(&snap->s[i], wlabel, waddr, wpid);
 		hidden |= !snap->s[i].connected_since;
 	}
+	ledger_cli_jobs_print(jobs);
 	/* Without pg_read_all_stats, pg_stat_activity shows only the pid and
 	 * application_name of other roles' sessions. */
 	if (hidden)
@@ -561,7 +564,8 @@ static void put_json(json_t *o)
 	free(text);
 }
 
-static void print_json(const char *key, const char *lock_name, const struct snapshot *snap)
+static void print_json(const char *key, const char *lock_name, const struct snapshot *snap,
+		       const struct ledger_cli_jobs *jobs)
 {
 	json_t *o = json_object();
 	json_t *standbys = json_array();
@@ -576,6 +580,9 @@ static void print_json(const char *key, const char *lock_name, const struct snap
 				      json_session(&snap->s[i]));
 	json_object_set_new(o, "standbys", standbys);
 	json_object_set_new(o, "fences", fences);
+	/* Only with a ledger: without one, the output is what it always was. */
+	if (jobs)
+		json_object_set_new(o, "jobs", ledger_cli_jobs_json(jobs));
 	put_json(o);
 }
 
@@ -612,16 +619,20 @@ static bool resolve_key(PGconn *conn, const struct config *cfg, char *key, size_
 static int show(PGconn *conn, const struct config *cfg, const char *key)
 {
 	struct snapshot snap;
+	struct ledger_cli_jobs *jobs;
 	int rc;
 
 	if (!snapshot_take(conn, key, &snap))
 		return STATUS_UNAVAILABLE;
+	/* The ledger's jobs, if there is a readable ledger; else nothing. */
+	jobs = ledger_cli_jobs_read(conn, cfg, key);
 	if (cfg->json)
-		print_json(key, cfg->lock_name, &snap);
+		print_json(key, cfg->lock_name, &snap, jobs);
 	else
-		print_text(key, cfg->lock_name, &snap);
+		print_text(key, cfg->lock_name, &snap, jobs);
 	fflush(stdout);
 	rc = snap.leader ? STATUS_LEADER : STATUS_NO_LEADER;
+	ledger_cli_jobs_free(jobs);
 	snapshot_free(&snap);
 	return rc;
 }
@@ -778,4 +789,36 @@ int status_run(const struct config *cfg)
 		rc = show(conn, cfg, key);
 	PQfinish(conn);
 	return rc;
+}
+
+/* ---- for the ledger's subcommands (ledger_cli.c) ----------------------- */
+
+void status_fail(const char *what, const char *msg)
+{
+	fail(what, msg);
+}
+
+bool status_dsn_parses(const char *dsn)
+{
+	return dsn_parses(dsn);
+}
+
+PGconn *status_connect(const struct config *cfg, int *code)
+{
+	return connect_db(cfg, code);
+}
+
+void status_put_text(const char *s, int width)
+{
+	put_text(s, width);
+}
+
+json_t *status_json_text(const char *s)
+{
+	return json_text(s);
+}
+
+void status_put_json(json_t *o)
+{
+	put_json(o);
 }

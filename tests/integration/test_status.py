@@ -27,11 +27,12 @@ class Result:
         return "exit %s\n--- stdout\n%s--- stderr\n%s" % (self.rc, self.out, self.err)
 
 
-def run_status(workdir, *args, env=None, timeout=30):
-    """Runs `pgleader status ARGS` with stdout and stderr apart (the harness's
-    Pgleader mixes them in one log), under PGLEADER_WRAPPER like every other
-    pgleader; fails on a sanitizer or valgrind report."""
-    argv = [h.pgleader_bin(), "status"] + list(args)
+def run_status(workdir, *args, env=None, timeout=30, subcommand="status"):
+    """Runs `pgleader status ARGS` (or another subcommand) with stdout and
+    stderr apart (the harness's Pgleader mixes them in one log), under
+    PGLEADER_WRAPPER like every other pgleader; fails on a sanitizer or
+    valgrind report."""
+    argv = [h.pgleader_bin(), subcommand] + list(args)
     vlog = None
     if h.WRAPPER:
         wrap = shlex.split(h.WRAPPER)
