@@ -14,6 +14,7 @@
 
 #include "ledger_sql.h"
 #include "log.h"
+#include "schedule.h"
 #include "status.h"
 #include "value.h"
 #include "wire.h"
@@ -440,7 +441,53 @@ int ledger_cli_runs(const struct config *cfg)
 
 struct ledger_cli_jobs {
 	PGresult *res; /* the summary's rows */
+	char (*next)[40]; /* each row's next tick, RFC 3339; "" when none */
 };
+
+/* A job's next tick after the server's now, from this configuration's
+ * schedule for it (status run with the daemon's file); "" when the job has
+ * none here. */
+static void next_tick_of(const struct config *cfg, const char *job, int64_t now,
+			 char *out, size_t len)
+{
+	char err[LOG_MSG_MAX];
+	struct schedule *s = NULL;
+	int64_t t;
+	time_t secs;
+	struct tm tm;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < cfg->n_jobs && !s; i++)
+		if (!strcmp(cfg->jobs[i].name, job) && cfg->jobs[i].schedule)
+			s = schedule_new(cfg->jobs[i].schedule, cfg->jobs[i].timezone,
+					 err, sizeof(err));
+	if (!s)
+		return;
+	t = schedule_next(s, now);
+	schedule_free(s);
+	if (t == SCHEDULE_NEVER)
+		return;
+	secs = (time_t)(t / 1000);
+	gmtime_r(&secs, &tm);
+	strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (t % 1000)
+		snprintf(out + strlen(out), len - strlen(out), ".%03dZ", (int)(t % 1000));
+	else
+		snprintf(out + strlen(out), len - strlen(out), "Z");
+}
+
+/* The server's clock, which decides the ticks (DESIGN 10). */
+static bool server_now(PGconn *conn, int64_t *ms)
+{
+	PGresult *res = select_rows(conn, "SELECT (extract(epoch FROM "
+				    "clock_timestamp()) * 1000)::bigint", 0, NULL, true);
+
+	if (!res)
+		return false;
+	*ms = PQntuples(res) == 1 ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : 0;
+	PQclear(res);
+	return *ms > 0;
+}
 
 struct ledger_cli_jobs *ledger_cli_jobs_read(PGconn *conn, const struct config *cfg,
 					     const char *key)
@@ -449,6 +496,7 @@ struct ledger_cli_jobs *ledger_cli_jobs_read(PGconn *conn, const struct config *
 	struct ledger_cli_jobs *jobs;
 	enum ledger_state state;
 	PGresult *res;
+	int64_t now;
 
 	/* A status that found no ledger says nothing about it: most fleets
 	 * run one command and have none. */
@@ -458,11 +506,17 @@ struct ledger_cli_jobs *ledger_cli_jobs_read(PGconn *conn, const struct config *
 	    state == LEDGER_MISSING || state == LEDGER_NO_ACCESS ||
 	    !(res = select_rows(conn, q.sql, q.nparams, q.params, true)))
 		return NULL;
-	if (!(jobs = calloc(1, sizeof(*jobs)))) {
+	if (!(jobs = calloc(1, sizeof(*jobs))) ||
+	    !(jobs->next = calloc((size_t)PQntuples(res) + 1, sizeof(*jobs->next)))) {
+		free(jobs);
 		PQclear(res);
 		return NULL;
 	}
 	jobs->res = res;
+	if (cfg->n_jobs && server_now(conn, &now))
+		for (int r = 0; r < PQntuples(res); r++)
+			next_tick_of(cfg, cell(res, r, LEDGER_RUN_JOB), now, jobs->next[r],
+				     sizeof(jobs->next[r]));
 	return jobs;
 }
 
@@ -491,8 +545,8 @@ void ledger_cli_jobs_print(const struct ledger_cli_jobs *jobs)
 							  buf, sizeof(buf)));
 		fputs("  last success ", stdout);
 		status_put_text(success ? success : "never", 0);
-		/* The next tick (the lead's, from the config's schedules) goes
-		 * here: "  next tick T". */
+		if (jobs->next[r][0])
+			printf("  next tick %s", jobs->next[r]);
 		putchar('\n');
 	}
 }
@@ -514,9 +568,9 @@ json_t *ledger_cli_jobs_json(const struct ledger_cli_jobs *jobs)
 		json_object_set_new(o, "last_run", last);
 		json_object_set_new(o, "last_success",
 				    status_json_text(cell(res, r, LEDGER_RUN_LAST_SUCCESS)));
-		/* The next tick (RFC 3339, from the config's schedules): the
-		 * lead's. null until then, and for a job without a schedule. */
-		json_object_set_new(o, "next_tick", json_null());
+		/* from the schedule of the configuration status was given */
+		json_object_set_new(o, "next_tick", jobs->next[r][0]
+				    ? json_string(jobs->next[r]) : json_null());
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -527,5 +581,6 @@ void ledger_cli_jobs_free(struct ledger_cli_jobs *jobs)
 	if (!jobs)
 		return;
 	PQclear(jobs->res);
+	free(jobs->next);
 	free(jobs);
 }

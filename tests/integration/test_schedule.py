@@ -342,6 +342,32 @@ def test_metrics_carry_the_fleets_last_success(pg, fleet, ledger, lock_key):
     assert b.count(r"started run") == 0
 
 
+def test_status_shows_each_jobs_last_run_and_next_tick(pg, fleet, ledger, lock_key, workdir):
+    """pgleader status, given the daemon's file, shows each job's last run
+    from the ledger and its next tick from the file's schedule."""
+    import json
+    from test_status import run_status
+    cmd = " ".join(h.job_cmd(ledger.path, after=0.1, exit_code=0))
+    conf = os.path.join(str(workdir), "jobs.conf")
+    with open(conf, "w") as f:
+        f.write("[pgleader]\ndsn = %s\nlock_key = %d\n" % (pg.dsn(), lock_key))
+        f.write("[job.often]\ncommand = %s\nschedule = @every 1s\n" % cmd)
+        f.write("[job.hourly]\ncommand = %s\nschedule = 0 * * * *\n" % cmd)
+    fleet.start("a", raw=["-c", conf, "--node-id", "a"] + list(h.FAST))
+    wait_rows(pg, lock_key, 1, bound(10), outcome="succeeded", job="often")
+    r = run_status(workdir, "-c", conf, "--json")
+    assert r.rc == 0, r.err
+    jobs = {j["job"]: j for j in json.loads(r.out)["jobs"]}
+    assert jobs["often"]["last_run"]["outcome"] in ("succeeded", "running")
+    assert jobs["often"]["last_run"]["node_id"] == "a"
+    assert jobs["often"]["next_tick"].endswith("Z")
+    assert "hourly" not in jobs  # no run recorded yet
+    text = run_status(workdir, "-c", conf)
+    assert text.rc == 0
+    line = [l for l in text.out.splitlines() if l.startswith("job:") and "often" in l][0]
+    assert " on a " in line and "next tick " in line, text.out
+
+
 def test_single_command_never_touches_the_ledger(pg, fleet, ledger, lock_key):
     """Without a schedule, job sections or --once-per there is no ledger:
     the single command needs no privilege beyond connecting."""
