@@ -329,6 +329,7 @@ struct election {
 	double fence_retry_at;   /* reopen a closed fence session; INFINITY */
 	double fence_backoff;
 	bool fence_wait_logged;
+	bool fence_outage_logged; /* its loss was warned about, not its return */
 	double fence_not_before; /* a new leader's settle wait (ELECTION_SETTLE) */
 	double lost_since;       /* the lock session was lost; INFINITY: it is up */
 	double outage_began;     /* of the outage before this connection, or INF */

@@ -97,10 +97,13 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
 		return;
 	e->claim_deadline = INFINITY;
 	if (ev->status < ev->asked) {
-		char why[96];
+		char why[LOG_MSG_MAX / 2];
 
-		snprintf(why, sizeof(why), "%d of %d members agree", ev->status,
-			 ev->asked);
+		/* with each refusal's reason, as the failsafe client gave them */
+		snprintf(why, sizeof(why), "%d of %d members agree%s%s%s", ev->status,
+			 ev->asked, ev->reason && *ev->reason ? " (" : "",
+			 ev->reason && *ev->reason ? ev->reason : "",
+			 ev->reason && *ev->reason ? ")" : "");
 		failsafe_demote(e, out, now, why);
 		return;
 	}

@@ -145,12 +145,14 @@ static void fence_failed(struct election *e, struct election_output *out,
 	e->fence_retry_at = now + delay;
 	e->fence_backoff = fmin(delay * 2, fmax(e->p.retry_interval,
 						 ELECTION_RECONNECT_MIN));
-	/* it matters while a command runs; a standby's lock session already
-	 * says what is wrong with the database */
-	election_say(out, e->child_running ? LOG_LEVEL_WARNING : LOG_LEVEL_DEBUG,
+	/* it matters while a command runs, once an outage; a standby's lock
+	 * session already says what is wrong with the database */
+	election_say(out, e->child_running && !e->fence_outage_logged
+		     ? LOG_LEVEL_WARNING : LOG_LEVEL_DEBUG,
 		     "fence session: %s; reconnecting in %.1fs",
 		     election_reason_of(ev, "connection lost"), delay);
 	election_about(out, ev->fault);
+	e->fence_outage_logged |= e->child_running;
 }
 
 static void fence_ready(struct election *e, struct election_output *out,
@@ -158,6 +160,9 @@ static void fence_ready(struct election *e, struct election_output *out,
 {
 	e->fence = ELECTION_FENCE_READY;
 	e->fence_backoff = ELECTION_RECONNECT_MIN;
+	if (e->fence_outage_logged)
+		election_say(out, LOG_LEVEL_NOTICE, "fence session: connected again");
+	e->fence_outage_logged = false;
 	if (election_fence_wanted(e, now))
 		election_fence_take(e, out);
 }

@@ -2566,6 +2566,37 @@ START_TEST(test_fence_lost_while_leading)
 }
 END_TEST
 
+/* A fence session that stays down is warned about once, not at every
+ * reconnection that fails, and its return is said (issue 17 item 6.12). */
+START_TEST(test_fence_outage_warned_once)
+{
+	struct election_output out;
+
+	fenced_leader(0);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 0.25);
+	ck_log(out, LOG_LEVEL_WARNING, "fence session: x; reconnecting in 0.5s");
+	ck_assert(tick(&M, 0.75).actions & ELECTION_DO_FENCE_CONNECT);
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_UNREACHABLE, 0.8);
+	ck_log(out, LOG_LEVEL_DEBUG, "fence session: x; reconnecting in 1.0s");
+	step(&M, ELECTION_PING_OK, 0, NULL, 1.0);
+	ck_assert(tick(&M, 1.8).actions & ELECTION_DO_FENCE_CONNECT);
+	step(&M, ELECTION_PING_OK, 0, NULL, 1.8);
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_UNREACHABLE, 1.85);
+	ck_log_prefix(out, LOG_LEVEL_DEBUG, "fence session: x; reconnecting in ");
+	ck_state(&M, ELECTION_LEADER);
+	ck_assert(tick(&M, 3.9).actions & ELECTION_DO_FENCE_CONNECT);
+	step(&M, ELECTION_PING_OK, 0, NULL, 3.9);
+	out = fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 3.95);
+	ck_log(out, LOG_LEVEL_NOTICE, "fence session: connected again");
+	ck_assert(out.actions & ELECTION_DO_FENCE_TAKE);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 3.95);
+	/* the next outage is warned about again */
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 4);
+	ck_log(out, LOG_LEVEL_WARNING, "fence session: x; reconnecting in 0.5s");
+}
+END_TEST
+
 /* The fence goes once the command's group is gone, not before. */
 START_TEST(test_fence_dropped_after_command)
 {
@@ -2995,11 +3026,13 @@ START_TEST(test_failsafe_demotes_on_dissent)
 
 	failsafe_leader(0);
 	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
-	out = peers(&M, ELECTION_PEERS_ROUND_DONE, 1, 2, NULL, 0.7);
+	/* the line says why each member did not agree (issue 17 item 6.10) */
+	out = peers(&M, ELECTION_PEERS_ROUND_DONE, 1, 2,
+		    "c: 401 wrong or missing secret", 0.7);
 	ck_actions(out, ELECTION_DO_STOP_CHILD);
 	ck_state(&M, ELECTION_DEMOTING);
-	ck_log(out, LOG_LEVEL_WARNING,
-	       "lost leader lease: 1 of 2 members agree (failsafe)");
+	ck_log(out, LOG_LEVEL_WARNING, "lost leader lease: 1 of 2 members agree "
+	       "(c: 401 wrong or missing secret) (failsafe)");
 	ck_assert_uint_eq(election_snapshot(&M)->counters.losses[FAULT_CONNECTION], 1);
 
 	/* a round that never ends counts as a no */
@@ -3446,6 +3479,7 @@ static Suite *election_suite(void)
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_fence_before_command);
 	tcase_add_test(tc, test_fence_lost_while_leading);
+	tcase_add_test(tc, test_fence_outage_warned_once);
 	tcase_add_test(tc, test_fence_dropped_after_command);
 	tcase_add_test(tc, test_fence_wait_abandoned);
 	tcase_add_test(tc, test_fence_closed_on_exit);
