@@ -140,7 +140,7 @@ enum op {
 	/* node notifications */
 	N_CHILD_GONE, N_GRACE, N_KILLED_GONE,
 	/* failsafe */
-	P_CLAIM, P_CHECK,
+	P_CLAIM, P_CHECK, P_REGAINED, /* a claim with "regained": true */
 };
 
 struct simev {
@@ -242,10 +242,13 @@ struct qev {
 	char reason[LOG_MSG_MAX];
 };
 
+/* failsafe.c's two rounds: the claim round (claims, and the claim that says
+ * "regained"; a new one cancels the last) and the check round. */
+enum { R_CLAIM, R_CHECK };
 struct round {
 	bool open;
 	uint64_t id;
-	bool check;              /* GET /failsafe, else a claim */
+	int op;                  /* P_CLAIM, P_REGAINED or P_CHECK */
 	int asked, answered, agree, running, silent;
 };
 
@@ -270,7 +273,7 @@ struct node {
 	size_t n_pend, cap_pend;
 	unsigned members;        /* bit per node in failsafe_peers */
 	char hash[FLEET_HASH_LEN + 1];
-	struct round rnd;
+	struct round rnd[2];     /* R_CLAIM, R_CHECK */
 	uint64_t last_term_seen;
 	double frozen_until;
 };
@@ -979,11 +982,16 @@ static double peer_delay(void)
 	return urand(0.0005, 0.005) + (chance(0.02) ? urand(0, 0.5) : 0);
 }
 
-static void peers_ask(struct node *n, bool check)
+static struct round *round_of(struct node *n, int op)
 {
-	struct round *r = &n->rnd;
+	return &n->rnd[op == P_CHECK ? R_CHECK : R_CLAIM];
+}
 
-	*r = (struct round){ .open = true, .id = ++W.next_round, .check = check };
+static void peers_ask(struct node *n, int op)
+{
+	struct round *r = round_of(n, op);
+
+	*r = (struct round){ .open = true, .id = ++W.next_round, .op = op };
 	for (int j = 0; j < W.n; j++) {
 		if (j == n->i || !(n->members >> j & 1))
 			continue;
@@ -995,21 +1003,21 @@ static void peers_ask(struct node *n, bool check)
 		if (W.part_nn[n->i][j])
 			continue; /* silent */
 		push((struct simev){ .t = T + peer_delay(), .kind = K_PEER_REQ, .node = j,
-				     .from = n->i, .op = check ? P_CHECK : P_CLAIM,
-				     .gen = r->id });
+				     .from = n->i, .op = op, .gen = r->id });
 	}
 	/* each answer is due within ping_timeout */
 	push((struct simev){ .t = T + (r->answered == r->asked ? 0 : W.p.ping_timeout),
-			     .kind = K_PEER_DEADLINE, .node = n->i, .gen = r->id });
+			     .kind = K_PEER_DEADLINE, .node = n->i, .op = op, .gen = r->id });
 }
 
-static void peers_finish(struct node *n)
+/* failsafe.c's deliver_cb: round_done_cb (ROUND_DONE, after a claim or a
+ * regained claim) or check_done_cb. */
+static void peers_finish(struct node *n, struct round *r)
 {
-	struct round *r = &n->rnd;
 	int check = ELECTION_CHECK_CLEAR;
 
 	r->open = false;
-	if (!r->check) {
+	if (r->op != P_CHECK) {
 		struct election_event ev = { .type = ELECTION_PEERS,
 			.news = ELECTION_PEERS_ROUND_DONE, .status = r->agree,
 			.asked = r->asked };
@@ -1024,23 +1032,26 @@ static void peers_finish(struct node *n)
 	sup_dispatch(n, ELECTION_PEERS, ELECTION_PEERS_CHECK_DONE, check, NULL);
 }
 
-/* A member answers: a claim goes through the election (supervisor_claim),
- * a check reads the snapshot (supervisor_running). */
+/* A member answers: a claim goes through the election (supervisor_claim;
+ * with "regained", http.c calls supervisor_regained), a check reads the
+ * snapshot (supervisor_running). */
 static void peer_request(struct node *m, const struct simev *e)
 {
 	struct node *asker = &W.nodes[e->from];
 	int status;
 
-	if (e->op == P_CLAIM) {
-		m->claim_answer = 409;
-		sup_dispatch(m, ELECTION_PEERS, ELECTION_PEERS_CLAIMED,
-			     !strcmp(asker->hash, m->hash), asker->name);
-		status = m->claim_answer;
-	} else {
+	if (e->op == P_CHECK) {
 		status = election_runs_command(election_snapshot(&m->el));
+	} else {
+		m->claim_answer = 409;
+		sup_dispatch(m, ELECTION_PEERS, e->op == P_CLAIM ? ELECTION_PEERS_CLAIMED
+			     : ELECTION_PEERS_REGAINED, !strcmp(asker->hash, m->hash),
+			     asker->name);
+		status = m->claim_answer;
 	}
 	say(1u << m->i | 1u << asker->i, "%s answers %s's %s: %d", m->name,
-	    asker->name, e->op == P_CLAIM ? "claim" : "check", status);
+	    asker->name, e->op == P_CLAIM ? "claim" : e->op == P_CHECK ? "check"
+	    : "regained claim", status);
 	if (W.part_nn[m->i][asker->i])
 		return;
 	push((struct simev){ .t = T + peer_delay(), .kind = K_PEER_ANS, .node = e->from,
@@ -1049,17 +1060,17 @@ static void peer_request(struct node *m, const struct simev *e)
 
 static void peer_answer(struct node *n, const struct simev *e)
 {
-	struct round *r = &n->rnd;
+	struct round *r = round_of(n, e->op);
 
 	if (!r->open || r->id != e->gen)
 		return;
 	r->answered++;
-	if (e->op == P_CLAIM)
-		r->agree += e->status == 200;
-	else
+	if (e->op == P_CHECK)
 		r->running |= e->status == 1;
+	else
+		r->agree += e->status == 200;
 	if (r->answered == r->asked)
-		peers_finish(n);
+		peers_finish(n, r);
 }
 
 /* ---- the supervisor: actions, in supervisor.c's order -------------------- */
@@ -1082,6 +1093,8 @@ static void sup_session_actions(struct node *n, unsigned a)
 		cs_lock(n, &n->lock, true);
 	if (a & ELECTION_DO_FENCE_TAKE)
 		cs_lock(n, &n->fence, true);
+	if (a & ELECTION_DO_FENCE_TRY)
+		cs_lock(n, &n->fence, false); /* ACQUIRED or BUSY as fence news */
 	if (a & ELECTION_DO_PING) {
 		cs_ping(n, &n->lock);
 		cs_ping(n, &n->fence); /* supervisor.c pings a held fence too */
@@ -1104,9 +1117,11 @@ static void sup_run_actions(struct node *n, const struct election_output *out)
 	if (a & ELECTION_DO_FENCE_DROP)
 		cs_unlock(n, &n->fence);
 	if (a & ELECTION_DO_FAILSAFE_CLAIM)
-		peers_ask(n, false);
+		peers_ask(n, P_CLAIM);
 	if (a & ELECTION_DO_FAILSAFE_CHECK)
-		peers_ask(n, true);
+		peers_ask(n, P_CHECK);
+	if (a & ELECTION_DO_FAILSAFE_REGAINED)
+		peers_ask(n, P_REGAINED);
 	if (a & ELECTION_DO_EXIT)
 		node_exit(n, "exits");
 }
@@ -1116,11 +1131,12 @@ static void actions_text(unsigned a, char *buf, size_t len)
 	static const char *const names[] = { "DISCONNECT", "CONNECT", "TRY_LOCK",
 		"WAIT_LOCK", "PING", "STOP_CHILD", "KILL_CHILD", "START_CHILD",
 		"RELEASE", "EXIT", "FENCE_CONNECT", "FENCE_TAKE", "FENCE_DROP",
-		"FENCE_CLOSE", "FAILSAFE_CLAIM", "FAILSAFE_CHECK" };
+		"FENCE_CLOSE", "FAILSAFE_CLAIM", "FAILSAFE_CHECK", "FENCE_TRY",
+		"FAILSAFE_REGAINED" };
 	size_t used = 0;
 
 	buf[0] = '\0';
-	for (unsigned b = 0; b < 16; b++)
+	for (unsigned b = 0; b < sizeof(names) / sizeof(names[0]); b++)
 		if (a >> b & 1)
 			used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
 						 " %s", names[b]);
@@ -1130,17 +1146,18 @@ static void event_text(const struct election_event *ev, char *buf, size_t len)
 {
 	static const char *const types[] = { "START", "TICK", "SHUTDOWN", "LOCK",
 		"FENCE", "COMMAND", "PEERS" };
-	static const char *const cmd[] = { "STARTED", "START_FAILED", "KILLED", "GONE" };
+	static const char *const cmd[] = { "STARTED", "START_FAILED", "KILLED", "GONE",
+		"REFUSED" };
 	static const char *const peers[] = { "CLAIMED", "ROUND_DONE", "CHECK_DONE",
-		"STRANGER" };
+		"STRANGER", "REGAINED" };
 	const char *what = "";
 
 	if (ev->type == ELECTION_LOCK || ev->type == ELECTION_FENCE)
 		what = news_name(ev->news);
 	else if (ev->type == ELECTION_COMMAND)
-		what = ev->news >= 0 && ev->news < 4 ? cmd[ev->news] : "?";
+		what = ev->news >= 0 && ev->news < 5 ? cmd[ev->news] : "?";
 	else if (ev->type == ELECTION_PEERS)
-		what = ev->news >= 0 && ev->news < 4 ? peers[ev->news] : "?";
+		what = ev->news >= 0 && ev->news < 5 ? peers[ev->news] : "?";
 	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], what);
 
 	if (ev->status && used < len)
@@ -1237,7 +1254,7 @@ static void node_boot(struct node *n)
 	n->qh = n->qt = 0;
 	n->draining = false;
 	n->n_pend = 0;
-	n->rnd.open = false;
+	n->rnd[R_CLAIM].open = n->rnd[R_CHECK].open = false;
 	cs_closed(&n->lock);
 	cs_closed(&n->fence);
 	n->lock.skind = 0;
@@ -1257,7 +1274,7 @@ static void node_gone(struct node *n, double reboot_after)
 	n->frozen = false;
 	n->wake_gen++;
 	n->n_pend = 0;
-	n->rnd.open = false;
+	n->rnd[R_CLAIM].open = n->rnd[R_CHECK].open = false;
 	cs_close(n, &n->lock);
 	cs_close(n, &n->fence);
 	push((struct simev){ .t = T + reboot_after, .kind = K_BOOT, .node = n->i,
@@ -1693,10 +1710,13 @@ static void handle_node(const struct simev *e)
 	case K_NOTIFY: notify(n, e); return;
 	case K_PEER_REQ: peer_request(n, e); return;
 	case K_PEER_ANS: peer_answer(n, e); return;
-	case K_PEER_DEADLINE:
-		if (n->rnd.open && n->rnd.id == e->gen)
-			peers_finish(n);
+	case K_PEER_DEADLINE: {
+		struct round *r = round_of(n, e->op);
+
+		if (r->open && r->id == e->gen)
+			peers_finish(n, r);
 		return;
+	}
 	default:
 		return;
 	}
