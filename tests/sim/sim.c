@@ -1186,6 +1186,7 @@ static void sup_drain(struct node *n)
 		char evs[300], acts[200];
 
 		q->ev.wall = 1.7e9 + T;
+		q->ev.jitter = urand(0, 1); /* supervisor.c draws it with erand48 */
 		election_step(&n->el, &q->ev, node_now(n), &out);
 		n->qh++;
 		n_events++;
