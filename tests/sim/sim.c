@@ -1942,10 +1942,27 @@ static bool known(const char *path, uint64_t seed)
 	return found;
 }
 
+/* The n-th seed of a file of seeds (known.txt, regress.txt), or 0. */
+static uint64_t seed_in(const char *path, size_t n)
+{
+	FILE *f = path ? fopen(path, "r") : NULL;
+	char line[256];
+	uint64_t seed = 0;
+
+	if (!f)
+		return 0;
+	while (!seed && fgets(line, sizeof(line), f))
+		if (line[0] >= '0' && line[0] <= '9' && n-- == 0)
+			seed = strtoull(line, NULL, 10);
+	fclose(f);
+	return seed;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: sim [--seed N | --seeds COUNT [--first N]] [--trace] "
-		"[--known FILE] [--mutant NAME] [--keep K] [--io-first] [--slack SECONDS]\n");
+		"[--known FILE] [--regress FILE] [--mutant NAME] [--keep K] [--io-first] "
+		"[--slack SECONDS]\n");
 	exit(64);
 }
 
@@ -1953,6 +1970,7 @@ struct opts {
 	uint64_t first, count;
 	bool one;
 	const char *known_file;
+	const char *regress_file; /* seeds run beside the range */
 	size_t keep;
 };
 
@@ -1972,6 +1990,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->first = strtoull(argv[++i], NULL, 10);
 		} else if (!strcmp(argv[i], "--known") && more) {
 			o->known_file = argv[++i];
+		} else if (!strcmp(argv[i], "--regress") && more) {
+			o->regress_file = argv[++i];
 		} else if (!strcmp(argv[i], "--mutant") && more) {
 			mutant_name = argv[++i];
 		} else if (!strcmp(argv[i], "--keep") && more) {
@@ -2005,33 +2025,44 @@ static void clear_environment(void)
 	}
 }
 
+static uint64_t failed, ran, skipped;
+
+/* Runs one seed unless known.txt lists it; false: stop (a mutant caught). */
+static bool run_seed(const struct opts *o, uint64_t seed)
+{
+	if (!o->one && known(o->known_file, seed)) {
+		skipped++;
+		return true;
+	}
+	ran++;
+	if (!run(seed)) {
+		failed++;
+		if (!trace_live)
+			print_failure(seed, o->keep);
+		else
+			printf("sim: seed %" PRIu64 " FAILED: %s\n", seed, W.why);
+	}
+	trace_free();
+	return !(failed && *mutant_name); /* a mutant is caught by its first failure */
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t failed = 0, ran = 0, skipped = 0;
 	struct opts o;
 	struct timespec t0, t1;
 	double secs;
+	bool go = true;
+	uint64_t extra;
 
 	parse_args(argc, argv, &o);
 	clear_environment();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (uint64_t seed = o.first; seed < o.first + o.count; seed++) {
-		if (!o.one && known(o.known_file, seed)) {
-			skipped++;
-			continue;
-		}
-		ran++;
-		if (!run(seed)) {
-			failed++;
-			if (!trace_live)
-				print_failure(seed, o.keep);
-			else
-				printf("sim: seed %" PRIu64 " FAILED: %s\n", seed, W.why);
-		}
-		trace_free();
-		if (failed && *mutant_name)
-			break; /* a mutant is caught by its first failure */
-	}
+	for (uint64_t seed = o.first; go && seed < o.first + o.count; seed++)
+		go = run_seed(&o, seed);
+	/* the regression seeds outside the range (tests/sim/regress.txt) */
+	for (size_t k = 0; go && (extra = seed_in(o.regress_file, k)); k++)
+		if (extra < o.first || extra >= o.first + o.count)
+			go = run_seed(&o, extra);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	if (n_token_notes)
