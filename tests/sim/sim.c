@@ -1142,23 +1142,27 @@ static void actions_text(unsigned a, char *buf, size_t len)
 						 " %s", names[b]);
 }
 
-static void event_text(const struct election_event *ev, char *buf, size_t len)
+static const char *event_news(const struct election_event *ev)
 {
-	static const char *const types[] = { "START", "TICK", "SHUTDOWN", "LOCK",
-		"FENCE", "COMMAND", "PEERS" };
 	static const char *const cmd[] = { "STARTED", "START_FAILED", "KILLED", "GONE",
 		"REFUSED" };
 	static const char *const peers[] = { "CLAIMED", "ROUND_DONE", "CHECK_DONE",
 		"STRANGER", "REGAINED" };
-	const char *what = "";
 
 	if (ev->type == ELECTION_LOCK || ev->type == ELECTION_FENCE)
-		what = news_name(ev->news);
-	else if (ev->type == ELECTION_COMMAND)
-		what = ev->news >= 0 && ev->news < 5 ? cmd[ev->news] : "?";
-	else if (ev->type == ELECTION_PEERS)
-		what = ev->news >= 0 && ev->news < 5 ? peers[ev->news] : "?";
-	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], what);
+		return news_name(ev->news);
+	if (ev->type == ELECTION_COMMAND)
+		return ev->news >= 0 && ev->news < 5 ? cmd[ev->news] : "?";
+	if (ev->type == ELECTION_PEERS)
+		return ev->news >= 0 && ev->news < 5 ? peers[ev->news] : "?";
+	return "";
+}
+
+static void event_text(const struct election_event *ev, char *buf, size_t len)
+{
+	static const char *const types[] = { "START", "TICK", "SHUTDOWN", "LOCK",
+		"FENCE", "COMMAND", "PEERS" };
+	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], event_news(ev));
 
 	if (ev->status && used < len)
 		used += (size_t)snprintf(buf + used, len - used, " status=%d", ev->status);
@@ -1526,10 +1530,11 @@ static void fault(const struct simev *e)
 	struct node *n = &W.nodes[i];
 
 	say(1u << i, "FAULT %s on %s for %.3fs", fault_names[e->op], n->name, e->arg);
+	if (e->op <= F_TERM_BOTH) { /* pg_terminate_backend */
+		terminate(i, e->op != F_TERM_FENCE, e->op != F_TERM_LOCK);
+		return;
+	}
 	switch (e->op) {
-	case F_TERM_LOCK: terminate(i, true, false); return;
-	case F_TERM_FENCE: terminate(i, false, true); return;
-	case F_TERM_BOTH: terminate(i, true, true); return;
 	case F_DB_RESTART: case F_DB_FAILOVER:
 		if (W.db_up)
 			db_down(fault_names[e->op], e->arg);
@@ -1725,7 +1730,7 @@ static void handle_node(const struct simev *e)
 
 static void handle(const struct simev *e)
 {
-	switch (e->kind) {
+	switch ((int)e->kind) {
 	case K_TO_DB: db_receive(e); return;
 	case K_LOCK_TIMEOUT: db_lock_timeout(e); return;
 	case K_IDLE: db_idle(e); return;
@@ -1736,10 +1741,7 @@ static void handle(const struct simev *e)
 			node_boot(&W.nodes[e->node]);
 		return;
 	case K_FAULT: fault_now(e); return;
-	case K_WAKE: case K_TO_NODE: case K_NOTIFY: case K_PEER_REQ:
-	case K_PEER_ANS: case K_PEER_DEADLINE:
-		handle_node(e);
-		return;
+	default: handle_node(e); return; /* what reaches a pgleader */
 	}
 }
 
@@ -1974,37 +1976,45 @@ struct opts {
 	size_t keep;
 };
 
+/* An option with a value; false: not one of them. */
+static bool value_option(const char *name, const char *v, struct opts *o)
+{
+	if (!strcmp(name, "--seed")) {
+		o->first = strtoull(v, NULL, 10);
+		o->count = 1;
+		o->one = true;
+	} else if (!strcmp(name, "--seeds")) {
+		o->count = strtoull(v, NULL, 10);
+	} else if (!strcmp(name, "--first")) {
+		o->first = strtoull(v, NULL, 10);
+	} else if (!strcmp(name, "--known")) {
+		o->known_file = v;
+	} else if (!strcmp(name, "--regress")) {
+		o->regress_file = v;
+	} else if (!strcmp(name, "--mutant")) {
+		mutant_name = v;
+	} else if (!strcmp(name, "--keep")) {
+		o->keep = strtoull(v, NULL, 10);
+	} else if (!strcmp(name, "--slack")) {
+		net_slack = strtod(v, NULL);
+	} else {
+		return false;
+	}
+	return true;
+}
+
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	*o = (struct opts){ .first = 1, .count = 100, .keep = 40 };
 	for (int i = 1; i < argc; i++) {
-		bool more = i + 1 < argc;
-
-		if (!strcmp(argv[i], "--seed") && more) {
-			o->first = strtoull(argv[++i], NULL, 10);
-			o->count = 1;
-			o->one = true;
-		} else if (!strcmp(argv[i], "--seeds") && more) {
-			o->count = strtoull(argv[++i], NULL, 10);
-		} else if (!strcmp(argv[i], "--first") && more) {
-			o->first = strtoull(argv[++i], NULL, 10);
-		} else if (!strcmp(argv[i], "--known") && more) {
-			o->known_file = argv[++i];
-		} else if (!strcmp(argv[i], "--regress") && more) {
-			o->regress_file = argv[++i];
-		} else if (!strcmp(argv[i], "--mutant") && more) {
-			mutant_name = argv[++i];
-		} else if (!strcmp(argv[i], "--keep") && more) {
-			o->keep = strtoull(argv[++i], NULL, 10);
-		} else if (!strcmp(argv[i], "--slack") && more) {
-			net_slack = strtod(argv[++i], NULL);
-		} else if (!strcmp(argv[i], "--io-first")) {
+		if (!strcmp(argv[i], "--io-first"))
 			io_first = true;
-		} else if (!strcmp(argv[i], "--trace")) {
+		else if (!strcmp(argv[i], "--trace"))
 			trace_live = true;
-		} else {
+		else if (i + 1 < argc && value_option(argv[i], argv[i + 1], o))
+			i++;
+		else
 			usage();
-		}
 	}
 }
 
