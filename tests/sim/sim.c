@@ -966,13 +966,17 @@ static void stop_child(struct node *n)
 			     .op = N_GRACE, .gen = ch->id });
 }
 
+/* The longest a group takes to be gone after SIGKILL (uninterruptible
+ * sleep). */
+#define SIGKILL_GONE 1.0
+
 static void kill_child(struct node *n, const char *why)
 {
 	if (!n->ch.alive)
 		return;
 	say(1u << n->i, "%s: SIGKILL to pid %d (%s)", n->name, n->ch.pid, why);
 	/* the group is gone once every process left uninterruptible sleep */
-	child_exit_at(n, T + (chance(0.1) ? urand(0.05, 1) : urand(0, 0.05)), 137);
+	child_exit_at(n, T + (chance(0.1) ? urand(0.05, SIGKILL_GONE) : urand(0, 0.05)), 137);
 }
 
 /* ---- failsafe: failsafe.c's rounds over the network model --------------- */
@@ -1420,6 +1424,39 @@ static void note_leader(void)
 			W.led_after_heal = T;
 }
 
+/* The longest overlap of each covering reason, over every seed run: the
+ * summary prints it beside the man page's bounds. */
+enum { OV_DB, OV_FROZEN, OV_SESSIONS, OV_N };
+static const char *const overlap_names[OV_N] = { "database restart or failover",
+	"leader frozen", "both sessions ended" };
+static double overlap_max[OV_N];
+static uint64_t overlap_seed[OV_N];
+static uint64_t cur_seed;
+static double overlap_began = INFINITY;
+static int overlap_kind;
+
+static void measure_overlap(unsigned alive)
+{
+	if (__builtin_popcount(alive) > 1 && !isfinite(overlap_began)) {
+		overlap_began = T;
+		overlap_kind = OV_SESSIONS;
+		if (T < W.exempt_db_until)
+			overlap_kind = OV_DB;
+		for (int i = 0; i < W.n; i++)
+			if ((alive >> i & 1) && (W.nodes[i].frozen || (node_exempt(i) &&
+			    !strcmp(W.exempt_node_why[i], "leader frozen"))))
+				overlap_kind = OV_FROZEN;
+		return;
+	}
+	if (__builtin_popcount(alive) > 1 || !isfinite(overlap_began))
+		return;
+	if (T - overlap_began > overlap_max[overlap_kind]) {
+		overlap_max[overlap_kind] = T - overlap_began;
+		overlap_seed[overlap_kind] = cur_seed;
+	}
+	overlap_began = INFINITY;
+}
+
 static void check_invariants(void)
 {
 	unsigned alive = 0, uncovered = 0;
@@ -1448,6 +1485,7 @@ static void check_invariants(void)
 	    __builtin_popcount(uncovered) > 1)
 		fail_at(alive, "%d commands alive at once, no exempt fault covers it",
 			__builtin_popcount(alive));
+	measure_overlap(alive);
 	note_leader();
 	check_ticks();
 }
@@ -1494,30 +1532,30 @@ static void terminate(int i, bool lock, bool fence)
 {
 	int ls = session_of(i, 0), fs = session_of(i, 1);
 
-	/* SAFETY, "Both sessions ended at once": the lock session and the
-	 * fence session, or the lock session while the fence is not held:
-	 * at most grace_period */
+	/* SAFETY, "Both sessions ended together" and "one after the other":
+	 * the lock session and the fence session, or the lock session while
+	 * the fence is not held: the leader takes its fence again at once, or
+	 * sends SIGKILL at once; the overlap is the time to reconnect (the
+	 * network's slack) and for the group to be gone after SIGKILL */
 	/* (the command may start after the sessions ended: the fence's
 	 * grant was on its way) */
 	bool fence_held = W.holder[1] >= 0 && W.s[W.holder[1]].node == i;
 	/* "before the fence was taken again": the decider reconnects the
 	 * fence session after its backoff (at most retry_interval) */
 	bool retaking = T - W.fence_lost_at[i] <= W.retry + 2 * net_slack;
+	/* counted from when the leader can learn it: with the node parted
+	 * from the database, only the pings tell, and its command is gone
+	 * grace_period after that (DIFFERS from the man page, which assumes
+	 * the leader hears the end at once) */
+	double bound = W.part_db[i] ? W.p.ping_interval * W.p.ping_failures +
+		W.p.ping_timeout + W.grace : SIGKILL_GONE;
 
-	if (lock && ls >= 0 && (fence || (!fence_held && retaking))) {
-		/* counted from when the leader can learn it: with the node
-		 * parted from the database, the pings tell (DIFFERS from the
-		 * man page, which assumes the leader hears the end at once) */
-		double learn = W.part_db[i] ? W.p.ping_interval * W.p.ping_failures +
-			W.p.ping_timeout : 0;
-
-		exempt_node(i, T + learn + W.grace + net_slack, "both sessions ended");
-	}
+	if (lock && ls >= 0 && (fence || (!fence_held && retaking)))
+		exempt_node(i, T + bound + net_slack, "both sessions ended");
 	/* ... or the lock session first, then the fence session while the
-	 * command is still stopping (the man page names the other order) */
-	if (fence && fs >= 0 && ls < 0) {
-		exempt_node(i, T + W.grace + net_slack, "both sessions ended");
-	}
+	 * command is still stopping */
+	if (fence && fs >= 0 && ls < 0)
+		exempt_node(i, T + bound + net_slack, "both sessions ended");
 	if (lock && ls >= 0)
 		db_end(ls, true, "pg_terminate_backend");
 	if (fence && fs >= 0)
@@ -1891,6 +1929,8 @@ static void setup(uint64_t seed)
 static bool run(uint64_t seed)
 {
 	setup(seed);
+	cur_seed = seed;
+	overlap_began = INFINITY;
 	while (n_heap > 0 && !W.failed) {
 		struct simev e = pop();
 
@@ -2079,6 +2119,10 @@ int main(int argc, char **argv)
 		printf("sim: %" PRIu64 " runs restarted a command after failsafe with a "
 		       "token the snapshot does not show (known.txt, finding 1)\n",
 		       n_token_notes);
+	for (int k = 0; k < OV_N; k++)
+		if (overlap_seed[k])
+			printf("sim: longest overlap, %s: %.3fs (seed %" PRIu64 ")\n",
+			       overlap_names[k], overlap_max[k], overlap_seed[k]);
 	printf("sim: %" PRIu64 " seeds from %" PRIu64 " (%" PRIu64 " known, skipped), %"
 	       PRIu64 " failed; %" PRIu64 " events (%" PRIu64 " decider steps) in %.2fs: "
 	       "%.0f events/s%s%s\n", ran, o.first, skipped, failed, n_simev, n_events,
