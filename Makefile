@@ -220,7 +220,8 @@ $(B)tests/sim/sim: $(SIM_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $(SIM_SRCS) $(SIM_LIBS)
 .PHONY: sim sim-mutants
 sim: $(B)tests/sim/sim
-	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --seeds $(SEEDS) --known tests/sim/known.txt
+	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --seeds $(SEEDS) --known tests/sim/known.txt \
+		--regress tests/sim/regress.txt
 # Each deliberate fault of tests/sim/mutants/ must make the default seeds fail.
 sim-mutants:
 	SIM_LIBS='$(SIM_LIBS)' SIM_ELECTION='$(ELECTION_SRCS)' \

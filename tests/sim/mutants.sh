@@ -33,7 +33,8 @@ for patch in "$here"/mutants/*.patch; do
 	"$cc" "$@" -I"$dir/src" -Isrc -o "$dir/sim" tests/sim/sim.c $srcs $others \
 		$SIM_LIBS
 	start=$(date +%s.%N)
-	if "$dir/sim" --seeds "$seeds" --known "$here/known.txt" --mutant "$name" \
+	if "$dir/sim" --seeds "$seeds" --known "$here/known.txt" \
+		--regress "$here/regress.txt" --mutant "$name" \
 		--keep 12 >"$dir/out.txt" 2>&1; then
 		echo "sim-mutants: $name SURVIVED the default seeds"
 		survived="$survived $name"

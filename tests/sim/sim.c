@@ -140,7 +140,7 @@ enum op {
 	/* node notifications */
 	N_CHILD_GONE, N_GRACE, N_KILLED_GONE,
 	/* failsafe */
-	P_CLAIM, P_CHECK,
+	P_CLAIM, P_CHECK, P_REGAINED, /* a claim with "regained": true */
 };
 
 struct simev {
@@ -242,10 +242,13 @@ struct qev {
 	char reason[LOG_MSG_MAX];
 };
 
+/* failsafe.c's two rounds: the claim round (claims, and the claim that says
+ * "regained"; a new one cancels the last) and the check round. */
+enum { R_CLAIM, R_CHECK };
 struct round {
 	bool open;
 	uint64_t id;
-	bool check;              /* GET /failsafe, else a claim */
+	int op;                  /* P_CLAIM, P_REGAINED or P_CHECK */
 	int asked, answered, agree, running, silent;
 };
 
@@ -270,7 +273,7 @@ struct node {
 	size_t n_pend, cap_pend;
 	unsigned members;        /* bit per node in failsafe_peers */
 	char hash[FLEET_HASH_LEN + 1];
-	struct round rnd;
+	struct round rnd[2];     /* R_CLAIM, R_CHECK */
 	uint64_t last_term_seen;
 	double frozen_until;
 };
@@ -963,13 +966,17 @@ static void stop_child(struct node *n)
 			     .op = N_GRACE, .gen = ch->id });
 }
 
+/* The longest a group takes to be gone after SIGKILL (uninterruptible
+ * sleep). */
+#define SIGKILL_GONE 1.0
+
 static void kill_child(struct node *n, const char *why)
 {
 	if (!n->ch.alive)
 		return;
 	say(1u << n->i, "%s: SIGKILL to pid %d (%s)", n->name, n->ch.pid, why);
 	/* the group is gone once every process left uninterruptible sleep */
-	child_exit_at(n, T + (chance(0.1) ? urand(0.05, 1) : urand(0, 0.05)), 137);
+	child_exit_at(n, T + (chance(0.1) ? urand(0.05, SIGKILL_GONE) : urand(0, 0.05)), 137);
 }
 
 /* ---- failsafe: failsafe.c's rounds over the network model --------------- */
@@ -979,11 +986,16 @@ static double peer_delay(void)
 	return urand(0.0005, 0.005) + (chance(0.02) ? urand(0, 0.5) : 0);
 }
 
-static void peers_ask(struct node *n, bool check)
+static struct round *round_of(struct node *n, int op)
 {
-	struct round *r = &n->rnd;
+	return &n->rnd[op == P_CHECK ? R_CHECK : R_CLAIM];
+}
 
-	*r = (struct round){ .open = true, .id = ++W.next_round, .check = check };
+static void peers_ask(struct node *n, int op)
+{
+	struct round *r = round_of(n, op);
+
+	*r = (struct round){ .open = true, .id = ++W.next_round, .op = op };
 	for (int j = 0; j < W.n; j++) {
 		if (j == n->i || !(n->members >> j & 1))
 			continue;
@@ -995,21 +1007,21 @@ static void peers_ask(struct node *n, bool check)
 		if (W.part_nn[n->i][j])
 			continue; /* silent */
 		push((struct simev){ .t = T + peer_delay(), .kind = K_PEER_REQ, .node = j,
-				     .from = n->i, .op = check ? P_CHECK : P_CLAIM,
-				     .gen = r->id });
+				     .from = n->i, .op = op, .gen = r->id });
 	}
 	/* each answer is due within ping_timeout */
 	push((struct simev){ .t = T + (r->answered == r->asked ? 0 : W.p.ping_timeout),
-			     .kind = K_PEER_DEADLINE, .node = n->i, .gen = r->id });
+			     .kind = K_PEER_DEADLINE, .node = n->i, .op = op, .gen = r->id });
 }
 
-static void peers_finish(struct node *n)
+/* failsafe.c's deliver_cb: round_done_cb (ROUND_DONE, after a claim or a
+ * regained claim) or check_done_cb. */
+static void peers_finish(struct node *n, struct round *r)
 {
-	struct round *r = &n->rnd;
 	int check = ELECTION_CHECK_CLEAR;
 
 	r->open = false;
-	if (!r->check) {
+	if (r->op != P_CHECK) {
 		struct election_event ev = { .type = ELECTION_PEERS,
 			.news = ELECTION_PEERS_ROUND_DONE, .status = r->agree,
 			.asked = r->asked };
@@ -1024,23 +1036,26 @@ static void peers_finish(struct node *n)
 	sup_dispatch(n, ELECTION_PEERS, ELECTION_PEERS_CHECK_DONE, check, NULL);
 }
 
-/* A member answers: a claim goes through the election (supervisor_claim),
- * a check reads the snapshot (supervisor_running). */
+/* A member answers: a claim goes through the election (supervisor_claim;
+ * with "regained", http.c calls supervisor_regained), a check reads the
+ * snapshot (supervisor_running). */
 static void peer_request(struct node *m, const struct simev *e)
 {
 	struct node *asker = &W.nodes[e->from];
 	int status;
 
-	if (e->op == P_CLAIM) {
-		m->claim_answer = 409;
-		sup_dispatch(m, ELECTION_PEERS, ELECTION_PEERS_CLAIMED,
-			     !strcmp(asker->hash, m->hash), asker->name);
-		status = m->claim_answer;
-	} else {
+	if (e->op == P_CHECK) {
 		status = election_runs_command(election_snapshot(&m->el));
+	} else {
+		m->claim_answer = 409;
+		sup_dispatch(m, ELECTION_PEERS, e->op == P_CLAIM ? ELECTION_PEERS_CLAIMED
+			     : ELECTION_PEERS_REGAINED, !strcmp(asker->hash, m->hash),
+			     asker->name);
+		status = m->claim_answer;
 	}
 	say(1u << m->i | 1u << asker->i, "%s answers %s's %s: %d", m->name,
-	    asker->name, e->op == P_CLAIM ? "claim" : "check", status);
+	    asker->name, e->op == P_CLAIM ? "claim" : e->op == P_CHECK ? "check"
+	    : "regained claim", status);
 	if (W.part_nn[m->i][asker->i])
 		return;
 	push((struct simev){ .t = T + peer_delay(), .kind = K_PEER_ANS, .node = e->from,
@@ -1049,17 +1064,17 @@ static void peer_request(struct node *m, const struct simev *e)
 
 static void peer_answer(struct node *n, const struct simev *e)
 {
-	struct round *r = &n->rnd;
+	struct round *r = round_of(n, e->op);
 
 	if (!r->open || r->id != e->gen)
 		return;
 	r->answered++;
-	if (e->op == P_CLAIM)
-		r->agree += e->status == 200;
-	else
+	if (e->op == P_CHECK)
 		r->running |= e->status == 1;
+	else
+		r->agree += e->status == 200;
 	if (r->answered == r->asked)
-		peers_finish(n);
+		peers_finish(n, r);
 }
 
 /* ---- the supervisor: actions, in supervisor.c's order -------------------- */
@@ -1082,6 +1097,8 @@ static void sup_session_actions(struct node *n, unsigned a)
 		cs_lock(n, &n->lock, true);
 	if (a & ELECTION_DO_FENCE_TAKE)
 		cs_lock(n, &n->fence, true);
+	if (a & ELECTION_DO_FENCE_TRY)
+		cs_lock(n, &n->fence, false); /* ACQUIRED or BUSY as fence news */
 	if (a & ELECTION_DO_PING) {
 		cs_ping(n, &n->lock);
 		cs_ping(n, &n->fence); /* supervisor.c pings a held fence too */
@@ -1104,9 +1121,11 @@ static void sup_run_actions(struct node *n, const struct election_output *out)
 	if (a & ELECTION_DO_FENCE_DROP)
 		cs_unlock(n, &n->fence);
 	if (a & ELECTION_DO_FAILSAFE_CLAIM)
-		peers_ask(n, false);
+		peers_ask(n, P_CLAIM);
 	if (a & ELECTION_DO_FAILSAFE_CHECK)
-		peers_ask(n, true);
+		peers_ask(n, P_CHECK);
+	if (a & ELECTION_DO_FAILSAFE_REGAINED)
+		peers_ask(n, P_REGAINED);
 	if (a & ELECTION_DO_EXIT)
 		node_exit(n, "exits");
 }
@@ -1116,32 +1135,38 @@ static void actions_text(unsigned a, char *buf, size_t len)
 	static const char *const names[] = { "DISCONNECT", "CONNECT", "TRY_LOCK",
 		"WAIT_LOCK", "PING", "STOP_CHILD", "KILL_CHILD", "START_CHILD",
 		"RELEASE", "EXIT", "FENCE_CONNECT", "FENCE_TAKE", "FENCE_DROP",
-		"FENCE_CLOSE", "FAILSAFE_CLAIM", "FAILSAFE_CHECK" };
+		"FENCE_CLOSE", "FAILSAFE_CLAIM", "FAILSAFE_CHECK", "FENCE_TRY",
+		"FAILSAFE_REGAINED" };
 	size_t used = 0;
 
 	buf[0] = '\0';
-	for (unsigned b = 0; b < 16; b++)
+	for (unsigned b = 0; b < sizeof(names) / sizeof(names[0]); b++)
 		if (a >> b & 1)
 			used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
 						 " %s", names[b]);
+}
+
+static const char *event_news(const struct election_event *ev)
+{
+	static const char *const cmd[] = { "STARTED", "START_FAILED", "KILLED", "GONE",
+		"REFUSED" };
+	static const char *const peers[] = { "CLAIMED", "ROUND_DONE", "CHECK_DONE",
+		"STRANGER", "REGAINED" };
+
+	if (ev->type == ELECTION_LOCK || ev->type == ELECTION_FENCE)
+		return news_name(ev->news);
+	if (ev->type == ELECTION_COMMAND)
+		return ev->news >= 0 && ev->news < 5 ? cmd[ev->news] : "?";
+	if (ev->type == ELECTION_PEERS)
+		return ev->news >= 0 && ev->news < 5 ? peers[ev->news] : "?";
+	return "";
 }
 
 static void event_text(const struct election_event *ev, char *buf, size_t len)
 {
 	static const char *const types[] = { "START", "TICK", "SHUTDOWN", "LOCK",
 		"FENCE", "COMMAND", "PEERS" };
-	static const char *const cmd[] = { "STARTED", "START_FAILED", "KILLED", "GONE" };
-	static const char *const peers[] = { "CLAIMED", "ROUND_DONE", "CHECK_DONE",
-		"STRANGER" };
-	const char *what = "";
-
-	if (ev->type == ELECTION_LOCK || ev->type == ELECTION_FENCE)
-		what = news_name(ev->news);
-	else if (ev->type == ELECTION_COMMAND)
-		what = ev->news >= 0 && ev->news < 4 ? cmd[ev->news] : "?";
-	else if (ev->type == ELECTION_PEERS)
-		what = ev->news >= 0 && ev->news < 4 ? peers[ev->news] : "?";
-	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], what);
+	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], event_news(ev));
 
 	if (ev->status && used < len)
 		used += (size_t)snprintf(buf + used, len - used, " status=%d", ev->status);
@@ -1169,6 +1194,7 @@ static void sup_drain(struct node *n)
 		char evs[300], acts[200];
 
 		q->ev.wall = 1.7e9 + T;
+		q->ev.jitter = urand(0, 1); /* supervisor.c draws it with erand48 */
 		election_step(&n->el, &q->ev, node_now(n), &out);
 		n->qh++;
 		n_events++;
@@ -1237,7 +1263,7 @@ static void node_boot(struct node *n)
 	n->qh = n->qt = 0;
 	n->draining = false;
 	n->n_pend = 0;
-	n->rnd.open = false;
+	n->rnd[R_CLAIM].open = n->rnd[R_CHECK].open = false;
 	cs_closed(&n->lock);
 	cs_closed(&n->fence);
 	n->lock.skind = 0;
@@ -1257,7 +1283,7 @@ static void node_gone(struct node *n, double reboot_after)
 	n->frozen = false;
 	n->wake_gen++;
 	n->n_pend = 0;
-	n->rnd.open = false;
+	n->rnd[R_CLAIM].open = n->rnd[R_CHECK].open = false;
 	cs_close(n, &n->lock);
 	cs_close(n, &n->fence);
 	push((struct simev){ .t = T + reboot_after, .kind = K_BOOT, .node = n->i,
@@ -1398,6 +1424,39 @@ static void note_leader(void)
 			W.led_after_heal = T;
 }
 
+/* The longest overlap of each covering reason, over every seed run: the
+ * summary prints it beside the man page's bounds. */
+enum { OV_DB, OV_FROZEN, OV_SESSIONS, OV_N };
+static const char *const overlap_names[OV_N] = { "database restart or failover",
+	"leader frozen", "both sessions ended" };
+static double overlap_max[OV_N];
+static uint64_t overlap_seed[OV_N];
+static uint64_t cur_seed;
+static double overlap_began = INFINITY;
+static int overlap_kind;
+
+static void measure_overlap(unsigned alive)
+{
+	if (__builtin_popcount(alive) > 1 && !isfinite(overlap_began)) {
+		overlap_began = T;
+		overlap_kind = OV_SESSIONS;
+		if (T < W.exempt_db_until)
+			overlap_kind = OV_DB;
+		for (int i = 0; i < W.n; i++)
+			if ((alive >> i & 1) && (W.nodes[i].frozen || (node_exempt(i) &&
+			    !strcmp(W.exempt_node_why[i], "leader frozen"))))
+				overlap_kind = OV_FROZEN;
+		return;
+	}
+	if (__builtin_popcount(alive) > 1 || !isfinite(overlap_began))
+		return;
+	if (T - overlap_began > overlap_max[overlap_kind]) {
+		overlap_max[overlap_kind] = T - overlap_began;
+		overlap_seed[overlap_kind] = cur_seed;
+	}
+	overlap_began = INFINITY;
+}
+
 static void check_invariants(void)
 {
 	unsigned alive = 0, uncovered = 0;
@@ -1426,6 +1485,7 @@ static void check_invariants(void)
 	    __builtin_popcount(uncovered) > 1)
 		fail_at(alive, "%d commands alive at once, no exempt fault covers it",
 			__builtin_popcount(alive));
+	measure_overlap(alive);
 	note_leader();
 	check_ticks();
 }
@@ -1472,30 +1532,30 @@ static void terminate(int i, bool lock, bool fence)
 {
 	int ls = session_of(i, 0), fs = session_of(i, 1);
 
-	/* SAFETY, "Both sessions ended at once": the lock session and the
-	 * fence session, or the lock session while the fence is not held:
-	 * at most grace_period */
+	/* SAFETY, "Both sessions ended together" and "one after the other":
+	 * the lock session and the fence session, or the lock session while
+	 * the fence is not held: the leader takes its fence again at once, or
+	 * sends SIGKILL at once; the overlap is the time to reconnect (the
+	 * network's slack) and for the group to be gone after SIGKILL */
 	/* (the command may start after the sessions ended: the fence's
 	 * grant was on its way) */
 	bool fence_held = W.holder[1] >= 0 && W.s[W.holder[1]].node == i;
 	/* "before the fence was taken again": the decider reconnects the
 	 * fence session after its backoff (at most retry_interval) */
 	bool retaking = T - W.fence_lost_at[i] <= W.retry + 2 * net_slack;
+	/* counted from when the leader can learn it: with the node parted
+	 * from the database, only the pings tell, and its command is gone
+	 * grace_period after that (DIFFERS from the man page, which assumes
+	 * the leader hears the end at once) */
+	double bound = W.part_db[i] ? W.p.ping_interval * W.p.ping_failures +
+		W.p.ping_timeout + W.grace : SIGKILL_GONE;
 
-	if (lock && ls >= 0 && (fence || (!fence_held && retaking))) {
-		/* counted from when the leader can learn it: with the node
-		 * parted from the database, the pings tell (DIFFERS from the
-		 * man page, which assumes the leader hears the end at once) */
-		double learn = W.part_db[i] ? W.p.ping_interval * W.p.ping_failures +
-			W.p.ping_timeout : 0;
-
-		exempt_node(i, T + learn + W.grace + net_slack, "both sessions ended");
-	}
+	if (lock && ls >= 0 && (fence || (!fence_held && retaking)))
+		exempt_node(i, T + bound + net_slack, "both sessions ended");
 	/* ... or the lock session first, then the fence session while the
-	 * command is still stopping (the man page names the other order) */
-	if (fence && fs >= 0 && ls < 0) {
-		exempt_node(i, T + W.grace + net_slack, "both sessions ended");
-	}
+	 * command is still stopping */
+	if (fence && fs >= 0 && ls < 0)
+		exempt_node(i, T + bound + net_slack, "both sessions ended");
 	if (lock && ls >= 0)
 		db_end(ls, true, "pg_terminate_backend");
 	if (fence && fs >= 0)
@@ -1508,10 +1568,11 @@ static void fault(const struct simev *e)
 	struct node *n = &W.nodes[i];
 
 	say(1u << i, "FAULT %s on %s for %.3fs", fault_names[e->op], n->name, e->arg);
+	if (e->op <= F_TERM_BOTH) { /* pg_terminate_backend */
+		terminate(i, e->op != F_TERM_FENCE, e->op != F_TERM_LOCK);
+		return;
+	}
 	switch (e->op) {
-	case F_TERM_LOCK: terminate(i, true, false); return;
-	case F_TERM_FENCE: terminate(i, false, true); return;
-	case F_TERM_BOTH: terminate(i, true, true); return;
 	case F_DB_RESTART: case F_DB_FAILOVER:
 		if (W.db_up)
 			db_down(fault_names[e->op], e->arg);
@@ -1693,10 +1754,13 @@ static void handle_node(const struct simev *e)
 	case K_NOTIFY: notify(n, e); return;
 	case K_PEER_REQ: peer_request(n, e); return;
 	case K_PEER_ANS: peer_answer(n, e); return;
-	case K_PEER_DEADLINE:
-		if (n->rnd.open && n->rnd.id == e->gen)
-			peers_finish(n);
+	case K_PEER_DEADLINE: {
+		struct round *r = round_of(n, e->op);
+
+		if (r->open && r->id == e->gen)
+			peers_finish(n, r);
 		return;
+	}
 	default:
 		return;
 	}
@@ -1704,7 +1768,7 @@ static void handle_node(const struct simev *e)
 
 static void handle(const struct simev *e)
 {
-	switch (e->kind) {
+	switch ((int)e->kind) {
 	case K_TO_DB: db_receive(e); return;
 	case K_LOCK_TIMEOUT: db_lock_timeout(e); return;
 	case K_IDLE: db_idle(e); return;
@@ -1715,10 +1779,7 @@ static void handle(const struct simev *e)
 			node_boot(&W.nodes[e->node]);
 		return;
 	case K_FAULT: fault_now(e); return;
-	case K_WAKE: case K_TO_NODE: case K_NOTIFY: case K_PEER_REQ:
-	case K_PEER_ANS: case K_PEER_DEADLINE:
-		handle_node(e);
-		return;
+	default: handle_node(e); return; /* what reaches a pgleader */
 	}
 }
 
@@ -1868,6 +1929,8 @@ static void setup(uint64_t seed)
 static bool run(uint64_t seed)
 {
 	setup(seed);
+	cur_seed = seed;
+	overlap_began = INFINITY;
 	while (n_heap > 0 && !W.failed) {
 		struct simev e = pop();
 
@@ -1921,10 +1984,27 @@ static bool known(const char *path, uint64_t seed)
 	return found;
 }
 
+/* The n-th seed of a file of seeds (known.txt, regress.txt), or 0. */
+static uint64_t seed_in(const char *path, size_t n)
+{
+	FILE *f = path ? fopen(path, "r") : NULL;
+	char line[256];
+	uint64_t seed = 0;
+
+	if (!f)
+		return 0;
+	while (!seed && fgets(line, sizeof(line), f))
+		if (line[0] >= '0' && line[0] <= '9' && n-- == 0)
+			seed = strtoull(line, NULL, 10);
+	fclose(f);
+	return seed;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: sim [--seed N | --seeds COUNT [--first N]] [--trace] "
-		"[--known FILE] [--mutant NAME] [--keep K] [--io-first] [--slack SECONDS]\n");
+		"[--known FILE] [--regress FILE] [--mutant NAME] [--keep K] [--io-first] "
+		"[--slack SECONDS]\n");
 	exit(64);
 }
 
@@ -1932,38 +2012,49 @@ struct opts {
 	uint64_t first, count;
 	bool one;
 	const char *known_file;
+	const char *regress_file; /* seeds run beside the range */
 	size_t keep;
 };
+
+/* An option with a value; false: not one of them. */
+static bool value_option(const char *name, const char *v, struct opts *o)
+{
+	if (!strcmp(name, "--seed")) {
+		o->first = strtoull(v, NULL, 10);
+		o->count = 1;
+		o->one = true;
+	} else if (!strcmp(name, "--seeds")) {
+		o->count = strtoull(v, NULL, 10);
+	} else if (!strcmp(name, "--first")) {
+		o->first = strtoull(v, NULL, 10);
+	} else if (!strcmp(name, "--known")) {
+		o->known_file = v;
+	} else if (!strcmp(name, "--regress")) {
+		o->regress_file = v;
+	} else if (!strcmp(name, "--mutant")) {
+		mutant_name = v;
+	} else if (!strcmp(name, "--keep")) {
+		o->keep = strtoull(v, NULL, 10);
+	} else if (!strcmp(name, "--slack")) {
+		net_slack = strtod(v, NULL);
+	} else {
+		return false;
+	}
+	return true;
+}
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	*o = (struct opts){ .first = 1, .count = 100, .keep = 40 };
 	for (int i = 1; i < argc; i++) {
-		bool more = i + 1 < argc;
-
-		if (!strcmp(argv[i], "--seed") && more) {
-			o->first = strtoull(argv[++i], NULL, 10);
-			o->count = 1;
-			o->one = true;
-		} else if (!strcmp(argv[i], "--seeds") && more) {
-			o->count = strtoull(argv[++i], NULL, 10);
-		} else if (!strcmp(argv[i], "--first") && more) {
-			o->first = strtoull(argv[++i], NULL, 10);
-		} else if (!strcmp(argv[i], "--known") && more) {
-			o->known_file = argv[++i];
-		} else if (!strcmp(argv[i], "--mutant") && more) {
-			mutant_name = argv[++i];
-		} else if (!strcmp(argv[i], "--keep") && more) {
-			o->keep = strtoull(argv[++i], NULL, 10);
-		} else if (!strcmp(argv[i], "--slack") && more) {
-			net_slack = strtod(argv[++i], NULL);
-		} else if (!strcmp(argv[i], "--io-first")) {
+		if (!strcmp(argv[i], "--io-first"))
 			io_first = true;
-		} else if (!strcmp(argv[i], "--trace")) {
+		else if (!strcmp(argv[i], "--trace"))
 			trace_live = true;
-		} else {
+		else if (i + 1 < argc && value_option(argv[i], argv[i + 1], o))
+			i++;
+		else
 			usage();
-		}
 	}
 }
 
@@ -1984,39 +2075,54 @@ static void clear_environment(void)
 	}
 }
 
+static uint64_t failed, ran, skipped;
+
+/* Runs one seed unless known.txt lists it; false: stop (a mutant caught). */
+static bool run_seed(const struct opts *o, uint64_t seed)
+{
+	if (!o->one && known(o->known_file, seed)) {
+		skipped++;
+		return true;
+	}
+	ran++;
+	if (!run(seed)) {
+		failed++;
+		if (!trace_live)
+			print_failure(seed, o->keep);
+		else
+			printf("sim: seed %" PRIu64 " FAILED: %s\n", seed, W.why);
+	}
+	trace_free();
+	return !(failed && *mutant_name); /* a mutant is caught by its first failure */
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t failed = 0, ran = 0, skipped = 0;
 	struct opts o;
 	struct timespec t0, t1;
 	double secs;
+	bool go = true;
+	uint64_t extra;
 
 	parse_args(argc, argv, &o);
 	clear_environment();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (uint64_t seed = o.first; seed < o.first + o.count; seed++) {
-		if (!o.one && known(o.known_file, seed)) {
-			skipped++;
-			continue;
-		}
-		ran++;
-		if (!run(seed)) {
-			failed++;
-			if (!trace_live)
-				print_failure(seed, o.keep);
-			else
-				printf("sim: seed %" PRIu64 " FAILED: %s\n", seed, W.why);
-		}
-		trace_free();
-		if (failed && *mutant_name)
-			break; /* a mutant is caught by its first failure */
-	}
+	for (uint64_t seed = o.first; go && seed < o.first + o.count; seed++)
+		go = run_seed(&o, seed);
+	/* the regression seeds outside the range (tests/sim/regress.txt) */
+	for (size_t k = 0; go && (extra = seed_in(o.regress_file, k)); k++)
+		if (extra < o.first || extra >= o.first + o.count)
+			go = run_seed(&o, extra);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	if (n_token_notes)
 		printf("sim: %" PRIu64 " runs restarted a command after failsafe with a "
 		       "token the snapshot does not show (known.txt, finding 1)\n",
 		       n_token_notes);
+	for (int k = 0; k < OV_N; k++)
+		if (overlap_seed[k])
+			printf("sim: longest overlap, %s: %.3fs (seed %" PRIu64 ")\n",
+			       overlap_names[k], overlap_max[k], overlap_seed[k]);
 	printf("sim: %" PRIu64 " seeds from %" PRIu64 " (%" PRIu64 " known, skipped), %"
 	       PRIu64 " failed; %" PRIu64 " events (%" PRIu64 " decider steps) in %.2fs: "
 	       "%.0f events/s%s%s\n", ran, o.first, skipped, failed, n_simev, n_events,
