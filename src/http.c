@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "clocks.h"
 #include "log.h"
 #include "procstat.h"
 
@@ -78,14 +79,6 @@ struct upload {
 };
 
 /* ---- requests ----------------------------------------------------------- */
-
-static double monotonic_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 enum route_kind { ROUTE_HEALTH, ROUTE_STATUS, ROUTE_METRICS };
 
@@ -271,7 +264,7 @@ static void log_refusal(struct http *h, struct MHD_Connection *c, const char *no
 {
 	struct refusal *slot = &h->refusals[0];
 	char who[NI_MAXHOST], what[160], shown[64];
-	double now = monotonic_now();
+	double now = clocks_monotonic();
 
 	client_address(c, who, sizeof(who));
 	snprintf(what, sizeof(what), "%u %s", status, why);
@@ -396,7 +389,7 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **req_cls,
 	(void)cls;
 	(void)toe;
 	if (k)
-		k->deadline = monotonic_now() + HTTP_REQUEST_S;
+		k->deadline = clocks_monotonic() + HTTP_REQUEST_S;
 	if (*req_cls != &request_read)
 		free(*req_cls);
 	*req_cls = NULL;
@@ -415,7 +408,7 @@ static void connection_cb(void *cls, struct MHD_Connection *c, void **socket_con
 		if (!k)
 			return; /* not tracked: it gets the idle timeout only */
 		k->c = c;
-		k->deadline = monotonic_now() + HTTP_REQUEST_S;
+		k->deadline = clocks_monotonic() + HTTP_REQUEST_S;
 		k->next = h->conns;
 		if (h->conns)
 			h->conns->prev = k;
@@ -453,7 +446,7 @@ static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr, socklen
  * seconds until the next deadline (HTTP_IDLE_PERIOD: none). */
 static double expire(struct http *h)
 {
-	double now = monotonic_now(), next = HTTP_IDLE_PERIOD;
+	double now = clocks_monotonic(), next = HTTP_IDLE_PERIOD;
 
 	for (struct conn *k = h->conns; k; k = k->next) {
 		const union MHD_ConnectionInfo *ci;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "clocks.h"
 #include "dynlib.h"
 #include "election.h"
 #include "failsafe.h"
@@ -54,24 +55,6 @@ struct supervisor {
 	char env_node[96], env_key[48], env_token[64];
 	char *child_env[4];
 };
-
-/* The election runs on CLOCK_MONOTONIC: a step of the wall clock (NTP,
- * date -s, a resumed VM) moves no deadline. ev_now() is wall-clock time. */
-static double monotonic_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void enqueue(struct supervisor *s, const struct election_event *ev);
 
@@ -235,7 +218,7 @@ static void report(struct supervisor *s, const struct election_output *out)
 /* One timer serves every deadline the election keeps. */
 static void arm_wakeup(struct supervisor *s)
 {
-	double now = monotonic_now(), at;
+	double now = clocks_monotonic(), at;
 
 	ev_timer_stop(s->loop, &s->wakeup);
 	if (s->election.state == ELECTION_DONE)
@@ -257,9 +240,9 @@ static void drain(struct supervisor *s)
 	while (s->head != s->tail) {
 		struct queued_event *q = &s->queue[s->head % QUEUE_SIZE];
 
-		q->ev.wall = wall_now();
+		q->ev.wall = clocks_wall();
 		q->ev.jitter = erand48(s->seed);
-		election_step(&s->election, &q->ev, monotonic_now(), &out);
+		election_step(&s->election, &q->ev, clocks_monotonic(), &out);
 		s->head++;
 		if (out.claim_answer) {
 			s->claim_answer = out.claim_answer;
