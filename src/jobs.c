@@ -11,12 +11,13 @@
 #include <time.h>
 
 #include "child.h"
+#include "clocks.h"
 #include "log.h"
 #include "schedule.h"
 #include "tickplan.h"
 
-/* A lost ledger session: the ledger's presence, the newest tick and a
- * claim are asked again after this long while the term lasts. */
+/* An older term's run still recorded running: asked about again this
+ * often while the term lasts. */
 #define RETRY_AFTER 0.2
 /* How long a stop waits for the runs' ends to reach the ledger. */
 #define FLUSH_FOR 3.0
@@ -47,6 +48,7 @@ struct job {
 	int64_t next_tick;          /* the server's ms; INT64_MIN: none */
 	int64_t last_handled;       /* ticks up to here are planned */
 	int64_t claim_tick;
+	bool claim_rerun;
 	uint64_t claim_gen;         /* the term the claim in flight is for */
 	int64_t run_id, run_tick;
 	bool timed_out, interrupted;
@@ -70,24 +72,16 @@ struct jobs {
 	struct ledger_term term;
 	char node_id[64];
 	double offset_ms;           /* the server's clock minus ours */
-	ev_timer retry_timer;       /* the ledger asked again; a stop's flush */
+	ev_timer flush_timer;       /* a stop waits for the runs' ends */
 	double flush_until;
 	int last_status;
 	double last_prune;
 	double started_at;          /* monotonic, of this term */
 };
 
-static double monotonic(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static int64_t db_now(const struct jobs *j)
 {
-	return (int64_t)llround(monotonic() * 1000 + j->offset_ms);
+	return (int64_t)llround(clocks_monotonic() * 1000 + j->offset_ms);
 }
 
 /* The server's clock as of an answer, its reading taken halfway through
@@ -95,23 +89,7 @@ static int64_t db_now(const struct jobs *j)
 static void sync_clock(struct jobs *j, const struct ledger_answer *a)
 {
 	if (a->ok && a->db_now)
-		j->offset_ms = (double)a->db_now - (monotonic() - a->rtt / 2) * 1000;
-}
-
-static const char *rfc3339(int64_t ms, char *buf, size_t len)
-{
-	time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-	int rest = (int)(ms - (int64_t)secs * 1000);
-	struct tm tm;
-	char base[32];
-
-	gmtime_r(&secs, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	if (rest)
-		snprintf(buf, len, "%s.%03dZ", base, rest);
-	else
-		snprintf(buf, len, "%sZ", base);
-	return buf;
+		j->offset_ms = (double)a->db_now - (clocks_monotonic() - a->rtt / 2) * 1000;
 }
 
 /* ---- runs ---- */
@@ -153,7 +131,7 @@ static void set_env(struct job *jb, int64_t tick, int64_t run_id)
 	if (run_id <= 0)
 		return;
 	snprintf(jb->env[ENV_TICK], sizeof(jb->env[0]), "PGLEADER_TICK=%s",
-		 rfc3339(tick, when, sizeof(when)));
+		 clocks_rfc3339(tick, when, sizeof(when)));
 	snprintf(jb->env[ENV_RUN], sizeof(jb->env[0]), "PGLEADER_RUN_ID=%" PRId64, run_id);
 	jb->envp[ENV_TICK] = jb->env[ENV_TICK];
 	jb->envp[ENV_RUN] = jb->env[ENV_RUN];
@@ -177,12 +155,12 @@ static void start_run(struct job *jb, int64_t tick, int64_t run_id)
 		return;
 	}
 	jb->state = JOB_RUNNING;
-	jb->run_started = monotonic();
+	jb->run_started = clocks_monotonic();
 	jb->view.pid = (int)child_pid(jb->child);
 	if (run_id > 0) {
 		jb->view.last_tick = (double)tick / 1000;
 		log_info("job %s: started run %" PRId64 " for tick %s (pid %d)",
-			 jb->cfg->name, run_id, rfc3339(tick, when, sizeof(when)),
+			 jb->cfg->name, run_id, clocks_rfc3339(tick, when, sizeof(when)),
 			 jb->view.pid);
 	}
 	if (jb->cfg->max_runtime_ms > 0 && run_id > 0) {
@@ -209,8 +187,8 @@ static void restart_later(struct job *jb, int status, double ran)
 
 	if (!again || status == 126 || status == 127) {
 		log_notice("job %s: its command exited with status %d; not "
-			   "restarted (restart=%s) until this node leads again",
-			   jb->cfg->name, status, again ? "cannot execute" : "no");
+			   "restarted (%s) until this node leads again", jb->cfg->name,
+			   status, again ? "it cannot be executed" : "restart=no");
 		return;
 	}
 	if (ran >= RESTART_MAX)
@@ -227,7 +205,7 @@ static void run_gone_cb(void *arg, int status)
 	struct job *jb = arg;
 	struct jobs *j = jb->owner;
 	enum jobs_outcome o = outcome_of(jb, status);
-	double ran = monotonic() - jb->run_started;
+	double ran = clocks_monotonic() - jb->run_started;
 
 	ev_timer_stop(j->loop, &jb->limit_timer);
 	jb->state = JOB_IDLE;
@@ -242,8 +220,8 @@ static void run_gone_cb(void *arg, int status)
 			 jb->cfg->name, jb->run_id, jobs_outcome_name(o), status, ran);
 		ledger_finish(j->ledger, j->term.fencing_token, jb->run_id,
 			      jobs_outcome_name(o), status);
-		if (j->cfg->keep_runs_ms > 0 && monotonic() - j->last_prune > PRUNE_EVERY) {
-			j->last_prune = monotonic();
+		if (j->cfg->keep_runs_ms > 0 && clocks_monotonic() - j->last_prune > PRUNE_EVERY) {
+			j->last_prune = clocks_monotonic();
 			ledger_prune(j->ledger, j->term.lock_key, j->cfg->keep_runs_ms);
 		}
 	}
@@ -279,13 +257,38 @@ static void limit_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void claim(struct job *jb, int64_t tick, bool rerun);
 
+/* A --once-per one-shot whose window was not claimed ends: with the
+ * conflict code when it ran already, else as a ledger that cannot be used
+ * (the election decides; nothing was started). */
+static void once_per_not_run(struct jobs *j, const struct ledger_answer *a,
+			     const char *when)
+{
+	char why[LOG_MSG_MAX];
+	enum fault f = FAULT_LEDGER;
+
+	if (!a->ok)
+		snprintf(why, sizeof(why), "cannot claim the --once-per window starting "
+			 "%s: %s", when, a->error);
+	else if (!a->holder || !a->newest)
+		snprintf(why, sizeof(why), "the --once-per window starting %s was not "
+			 "claimed: %s", when, !a->holder ? "the lock was lost first"
+			 : "a newer term's fencing token is recorded for this lock");
+	else
+		f = FAULT_ALREADY_RUN;
+	if (f == FAULT_ALREADY_RUN)
+		snprintf(why, sizeof(why), "not run: the --once-per window starting "
+			 "%s ran already", when);
+	j->active = false;
+	j->cb.refused(j->cb.arg, f, why);
+}
+
 static void claim_cb(void *arg, const struct ledger_answer *a)
 {
 	struct job *jb = arg;
 	struct jobs *j = jb->owner;
 	char when[40];
 
-	rfc3339(jb->claim_tick, when, sizeof(when));
+	clocks_rfc3339(jb->claim_tick, when, sizeof(when));
 	if (jb->claim_gen != j->gen || !j->active) {
 		/* the term ended while the claim was on its way */
 		if (a->run_id > 0)
@@ -298,7 +301,11 @@ static void claim_cb(void *arg, const struct ledger_answer *a)
 	jb->state = JOB_IDLE;
 	sync_clock(j, a);
 	if (a->lost) {
-		claim(jb, jb->claim_tick, false); /* waits for the session */
+		claim(jb, jb->claim_tick, jb->claim_rerun); /* waits for the session */
+		return;
+	}
+	if (j->cfg->once_per_ms > 0 && (!a->ok || !a->holder || !a->newest || !a->run_id)) {
+		once_per_not_run(j, a, when);
 		return;
 	}
 	if (!a->ok) {
@@ -316,15 +323,6 @@ static void claim_cb(void *arg, const struct ledger_answer *a)
 		log_error("job %s: tick %s not run: a newer term's fencing token "
 			  "is recorded for this lock", jb->cfg->name, when);
 	} else if (a->run_id == 0) {
-		if (j->cfg->once_per_ms > 0) {
-			char why[160];
-
-			snprintf(why, sizeof(why), "not run: the --once-per window "
-				 "starting %s ran already", when);
-			j->active = false;
-			j->cb.refused(j->cb.arg, FAULT_ALREADY_RUN, why);
-			return;
-		}
 		log_info("job %s: tick %s is recorded already; not run again",
 			 jb->cfg->name, when);
 	} else {
@@ -338,6 +336,7 @@ static void claim(struct job *jb, int64_t tick, bool rerun)
 
 	jb->state = JOB_CLAIMING;
 	jb->claim_tick = tick;
+	jb->claim_rerun = rerun;
 	jb->claim_gen = j->gen;
 	ledger_claim(j->ledger, &j->term, jb->cfg->name, tick, "running", rerun,
 		     claim_cb, jb);
@@ -362,8 +361,8 @@ static void run_tick(struct job *jb, int64_t tick, bool rerun)
 		return;
 	}
 	log_notice("job %s: tick %s skipped: the run for %s is still going",
-		   jb->cfg->name, rfc3339(tick, when, sizeof(when)),
-		   rfc3339(jb->run_tick, prev, sizeof(prev)));
+		   jb->cfg->name, clocks_rfc3339(tick, when, sizeof(when)),
+		   clocks_rfc3339(jb->run_tick, prev, sizeof(prev)));
 	record(jb, tick, JOBS_SKIPPED);
 }
 
@@ -378,7 +377,7 @@ static void apply(struct job *jb, const struct tickplan *p)
 			    "(newest %s)%s", jb->cfg->name, p->missed_total,
 			    p->missed_total >= TICKPLAN_COUNT_MAX ? " or more" : "",
 			    p->missed_total == 1 ? "" : "s",
-			    rfc3339(p->missed[0], when, sizeof(when)),
+			    clocks_rfc3339(p->missed[0], when, sizeof(when)),
 			    p->missed_total > p->n_missed ? "; the newest are recorded" : "");
 	if (p->run != INT64_MIN)
 		run_tick(jb, p->run, false);
@@ -462,12 +461,12 @@ static void last_cb(void *arg, const struct ledger_answer *a)
 		/* DESIGN 3 and issue 17: the old leader's command may still be
 		 * stopping (a database restart ended both its sessions, so no
 		 * fence keeps this node out): its run's end, or the bound */
-		bool wait = monotonic() < j->started_at + older_run_bound(j, jb);
+		bool wait = clocks_monotonic() < j->started_at + older_run_bound(j, jb);
 
 		if (wait && !jb->older_logged)
 			log_notice("job %s: the run for tick %s of an older term is still "
 				   "recorded running; waiting up to %.1fs for its end",
-				   jb->cfg->name, rfc3339(a->older_running, when, sizeof(when)),
+				   jb->cfg->name, clocks_rfc3339(a->older_running, when, sizeof(when)),
 				   older_run_bound(j, jb));
 		jb->older_logged = true;
 		if (wait) {
@@ -481,7 +480,7 @@ static void last_cb(void *arg, const struct ledger_answer *a)
 	if (a->interrupted != INT64_MIN)
 		log_warning("job %s: the run for tick %s was cut off with its leader: "
 			    "recorded interrupted%s", jb->cfg->name,
-			    rfc3339(a->interrupted, when, sizeof(when)),
+			    clocks_rfc3339(a->interrupted, when, sizeof(when)),
 			    jb->cfg->rerun_interrupted ? "; running it again" : "");
 	jb->last_handled = a->last_tick;
 	if (a->last_success > 0)
@@ -567,7 +566,7 @@ static void ensure(struct jobs *j)
 void jobs_start(struct jobs *j, const struct ledger_term *term)
 {
 	j->gen++;
-	j->started_at = monotonic();
+	j->started_at = clocks_monotonic();
 	for (size_t i = 0; i < j->n; i++)
 		j->job[i].older_logged = false;
 	j->active = true;
@@ -603,21 +602,21 @@ static void flush_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 static void check_gone(struct jobs *j)
 {
-	double now = monotonic();
+	double now = clocks_monotonic();
 
 	if (!j->stopping || runs_left(j))
 		return;
 	if (!j->flush_until)
 		j->flush_until = now + FLUSH_FOR;
 	if (j->ledger && !ledger_idle(j->ledger) && now < j->flush_until) {
-		ev_timer_set(&j->retry_timer, 0.02, 0.);
-		ev_timer_start(j->loop, &j->retry_timer);
+		ev_timer_set(&j->flush_timer, 0.02, 0.);
+		ev_timer_start(j->loop, &j->flush_timer);
 		return;
 	}
 	if (j->ledger && !ledger_idle(j->ledger))
 		log_warning("the ledger did not take every run's end within %.0fs; "
 			    "it is sent when the session is back", FLUSH_FOR);
-	ev_timer_stop(j->loop, &j->retry_timer);
+	ev_timer_stop(j->loop, &j->flush_timer);
 	j->stopping = false;
 	j->flush_until = 0;
 	j->cb.gone(j->cb.arg, j->last_status);
@@ -720,8 +719,8 @@ struct jobs *jobs_new(struct ev_loop *loop, const struct config *cfg,
 	j->ledger = ledger;
 	j->cb = *cb;
 	snprintf(j->node_id, sizeof(j->node_id), "%s", cfg->node_id);
-	ev_init(&j->retry_timer, flush_cb);
-	j->retry_timer.data = j;
+	ev_init(&j->flush_timer, flush_cb);
+	j->flush_timer.data = j;
 	j->last_prune = -PRUNE_EVERY;
 	for (size_t i = 0; i < cfg->n_jobs; i++, j->n++) {
 		if (!job_init(j, &j->job[i], &cfg->jobs[i], err, errlen)) {
@@ -737,7 +736,7 @@ void jobs_free(struct jobs *j)
 {
 	if (!j)
 		return;
-	ev_timer_stop(j->loop, &j->retry_timer);
+	ev_timer_stop(j->loop, &j->flush_timer);
 	for (size_t i = 0; i < j->n; i++) {
 		ev_timer_stop(j->loop, &j->job[i].tick_timer);
 		ev_timer_stop(j->loop, &j->job[i].limit_timer);

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clocks.h"
 #include "lease_sql.h"
 #include "ledger_sql.h"
 #include "log.h"
@@ -40,95 +40,15 @@ struct ledger {
 	     *sql_prune;
 };
 
-#define SQL_NOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
-static const char sql_clock[] = "SELECT " SQL_NOW;
 
-/* The lock is the bigint form: objsubid 1, classid and objid its halves
- * (lease_sql.h). The claim's parts see one snapshot; the term's upsert
- * locks the lock's row in terms, so two claims for one lock (a frozen old
- * leader that woke up, the new one) are taken one at a time, and the older
- * token loses. The ticks come as arrays ($2 jobs, $3 ticks, $7 outcomes,
- * $8 reruns): the claims that wait together, jobs that share a tick, are
- * one statement and one commit; an answer row each, in their order. */
-#define CLAIM_SQL \
-	"WITH holder AS (SELECT true FROM pg_catalog.pg_locks" \
-	" WHERE locktype = 'advisory' AND granted AND pid = $6::int AND objsubid = 1" \
-	" AND classid::bigint = ($1::bigint >> 32) & 4294967295" \
-	" AND objid::bigint = $1::bigint & 4294967295" \
-	" AND database = (SELECT oid FROM pg_catalog.pg_database" \
-	" WHERE datname = pg_catalog.current_database()))," \
-	" term AS (INSERT INTO %1$s.terms AS t (lock_key, fencing_token, node_id)" \
-	" SELECT $1::bigint, $5::bigint, $4::text FROM holder" \
-	" ON CONFLICT (lock_key) DO UPDATE SET fencing_token = EXCLUDED.fencing_token," \
-	" node_id = EXCLUDED.node_id, since = CASE WHEN t.fencing_token <" \
-	" EXCLUDED.fencing_token THEN now() ELSE t.since END" \
-	" WHERE t.fencing_token <= EXCLUDED.fencing_token RETURNING true)," \
-	" req AS (SELECT q.job, to_timestamp(q.tick / 1000.0) AS at, q.outcome," \
-	" q.rerun, q.ord FROM unnest($2::text[], $3::bigint[], $7::text[]," \
-	" $8::boolean[]) WITH ORDINALITY AS q (job, tick, outcome, rerun, ord))," \
-	" run AS (INSERT INTO %1$s.runs AS r (lock_key, job, tick, node_id," \
-	" fencing_token, outcome, started_at, finished_at)" \
-	" SELECT $1::bigint, q.job, q.at, $4::text, $5::bigint, q.outcome," \
-	" CASE WHEN q.outcome = 'running' THEN clock_timestamp() END," \
-	" CASE WHEN q.outcome <> 'running' THEN clock_timestamp() END" \
-	" FROM req q, term WHERE q.at <= clock_timestamp()" \
-	" ON CONFLICT (lock_key, job, tick) DO UPDATE SET node_id = EXCLUDED.node_id," \
-	" fencing_token = EXCLUDED.fencing_token, outcome = EXCLUDED.outcome," \
-	" started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at," \
-	" exit_status = NULL WHERE r.outcome = 'interrupted'" \
-	" AND r.fencing_token < EXCLUDED.fencing_token AND EXISTS (SELECT FROM req q" \
-	" WHERE q.job = EXCLUDED.job AND q.at = EXCLUDED.tick AND q.rerun)" \
-	" RETURNING run_id, job, tick)" \
-	" SELECT r.run_id, EXISTS (SELECT FROM holder), EXISTS (SELECT FROM term)," \
-	" q.at > clock_timestamp(), " SQL_NOW \
-	" FROM req q LEFT JOIN run r ON r.job = q.job AND r.tick = q.at ORDER BY q.ord"
-
-/* Claims sent as one statement at most; each answer row is 5 values. */
+/* Claims sent as one statement at most (ledger_sql_claim); each answer
+ * row is 5 values. */
 #define CLAIM_BATCH 64
 _Static_assert(CLAIM_BATCH * 5 <= LEASE_ANSWER_MAX, "a batch's answer fits");
 
-/* Runs an older term left running were cut off with their leader, whose
- * command may still be stopping: with cut ($4) they are recorded
- * interrupted (their leader, if alive, still records their end and exit
- * status: finished_at stays for it); without, the newest is only told. */
-#define LAST_SQL \
-	"WITH cut AS (UPDATE %1$s.runs SET outcome = 'interrupted'" \
-	" WHERE lock_key = $1::bigint AND job = $2::text AND outcome = 'running'" \
-	" AND fencing_token < $3::bigint AND $4::boolean RETURNING tick)" \
-	" SELECT (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint" \
-	" FROM %1$s.runs WHERE lock_key = $1::bigint AND job = $2::text)," \
-	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM cut)," \
-	" (SELECT (extract(epoch FROM max(finished_at)) * 1000)::bigint" \
-	" FROM %1$s.runs WHERE lock_key = $1::bigint AND job = $2::text" \
-	" AND outcome = 'succeeded')," \
-	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM %1$s.runs" \
-	" WHERE lock_key = $1::bigint AND job = $2::text AND outcome = 'running'" \
-	" AND fencing_token < $3::bigint AND NOT $4::boolean), " SQL_NOW
 
-#define FINISH_SQL \
-	"UPDATE %1$s.runs SET outcome = CASE WHEN outcome = 'running'" \
-	" THEN $3::text ELSE outcome END, exit_status = $4::int," \
-	" finished_at = clock_timestamp() WHERE run_id = $1::bigint" \
-	" AND fencing_token = $2::bigint AND finished_at IS NULL"
 
-#define PRUNE_SQL \
-	"DELETE FROM %1$s.runs WHERE run_id IN (SELECT run_id FROM %1$s.runs" \
-	" WHERE lock_key = $1::bigint AND outcome <> 'running'" \
-	" AND tick < clock_timestamp() - $2::bigint * interval '1 millisecond'" \
-	" ORDER BY tick LIMIT 100)"
-
-/* Each statement with the schema's name in it; NULL when out of memory. */
-#define WITH_SCHEMA(sql, schema) \
-	({ char *s_ = NULL; asprintf(&s_, sql, schema) < 0 ? NULL : s_; })
-
-static double monotonic(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 struct ledger *ledger_new(struct lease *session, const char *schema)
 {
@@ -140,10 +60,10 @@ struct ledger *ledger_new(struct lease *session, const char *schema)
 	snprintf(l->schema, sizeof(l->schema), "%s", schema);
 	l->sql_ensure = ledger_sql_check(schema);
 	l->sql_create = ledger_sql_init(schema);
-	l->sql_claim = WITH_SCHEMA(CLAIM_SQL, schema);
-	l->sql_last = WITH_SCHEMA(LAST_SQL, schema);
-	l->sql_finish = WITH_SCHEMA(FINISH_SQL, schema);
-	l->sql_prune = WITH_SCHEMA(PRUNE_SQL, schema);
+	l->sql_claim = ledger_sql_claim(schema);
+	l->sql_last = ledger_sql_last(schema);
+	l->sql_finish = ledger_sql_finish(schema);
+	l->sql_prune = ledger_sql_prune(schema);
 	if (!l->sql_ensure || !l->sql_create || !l->sql_claim || !l->sql_last ||
 	    !l->sql_finish || !l->sql_prune) {
 		ledger_free(l);
@@ -287,7 +207,7 @@ static void answered_cb(void *arg, const struct lease_sql_answer *a,
 {
 	struct ledger *l = arg;
 	int n = l->n_flight;
-	double rtt = monotonic() - l->sent_at;
+	double rtt = clocks_monotonic() - l->sent_at;
 
 	l->n_flight = 0;
 	if (!error && !shape_ok(l->head, a, n))
@@ -374,7 +294,7 @@ static void pump(struct ledger *l)
 		return;
 	if (r->kind == REQ_CLAIM) {
 		if (send_claims(l))
-			l->sent_at = monotonic();
+			l->sent_at = clocks_monotonic();
 		return;
 	}
 	for (int i = 0; i < r->nparams; i++)
@@ -382,7 +302,7 @@ static void pump(struct ledger *l)
 	if (!lease_query(l->session, r->sql, r->nparams, params, answered_cb, l))
 		return;
 	l->n_flight = 1;
-	l->sent_at = monotonic();
+	l->sent_at = clocks_monotonic();
 }
 
 void ledger_session_ready(struct ledger *l)
@@ -445,7 +365,7 @@ void ledger_ensure(struct ledger *l, ledger_fn fn, void *arg)
 
 void ledger_clock(struct ledger *l, ledger_fn fn, void *arg)
 {
-	submit(l, request(REQ_CLOCK, sql_clock, fn, arg));
+	submit(l, request(REQ_CLOCK, LEDGER_SQL_CLOCK, fn, arg));
 }
 
 void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job,

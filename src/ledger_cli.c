@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clocks.h"
 #include "ledger_sql.h"
 #include "log.h"
 #include "schedule.h"
@@ -453,8 +454,6 @@ static void next_tick_of(const struct config *cfg, const char *job, int64_t now,
 	char err[LOG_MSG_MAX];
 	struct schedule *s = NULL;
 	int64_t t;
-	time_t secs;
-	struct tm tm;
 
 	out[0] = '\0';
 	for (size_t i = 0; i < cfg->n_jobs && !s; i++)
@@ -465,22 +464,14 @@ static void next_tick_of(const struct config *cfg, const char *job, int64_t now,
 		return;
 	t = schedule_next(s, now);
 	schedule_free(s);
-	if (t == SCHEDULE_NEVER)
-		return;
-	secs = (time_t)(t / 1000);
-	gmtime_r(&secs, &tm);
-	strftime(out, len, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (t % 1000)
-		snprintf(out + strlen(out), len - strlen(out), ".%03dZ", (int)(t % 1000));
-	else
-		snprintf(out + strlen(out), len - strlen(out), "Z");
+	if (t != SCHEDULE_NEVER)
+		clocks_rfc3339(t, out, len);
 }
 
 /* The server's clock, which decides the ticks (DESIGN 10). */
 static bool server_now(PGconn *conn, int64_t *ms)
 {
-	PGresult *res = select_rows(conn, "SELECT (extract(epoch FROM "
-				    "clock_timestamp()) * 1000)::bigint", 0, NULL, true);
+	PGresult *res = select_rows(conn, LEDGER_SQL_CLOCK, 0, NULL, true);
 
 	if (!res)
 		return false;

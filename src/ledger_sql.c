@@ -258,3 +258,98 @@ bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t 
 	param_int(q, 1, limit);
 	return true;
 }
+
+/* ---- the daemon's statements, on the fence session (ledger.c) ---------- */
+
+/* The server's clock in Unix milliseconds: the time of ticks (DESIGN 10). */
+#define LEDGER_SQL_NOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
+/* The lock is the bigint form: objsubid 1, classid and objid its halves
+ * (lease_sql.h). The claim's parts see one snapshot; the term's upsert
+ * locks the lock's row in terms, so two claims for one lock (a frozen old
+ * leader that woke up, the new one) are taken one at a time, and the older
+ * token loses. The ticks come as arrays ($2 jobs, $3 ticks, $7 outcomes,
+ * $8 reruns): the claims that wait together, jobs that share a tick, are
+ * one statement and one commit; an answer row each, in their order. */
+static const char claim_sql_text[] =
+	"WITH holder AS (SELECT true FROM pg_catalog.pg_locks"
+	" WHERE locktype = 'advisory' AND granted AND pid = $6::int AND objsubid = 1"
+	" AND classid::bigint = ($1::bigint >> 32) & 4294967295"
+	" AND objid::bigint = $1::bigint & 4294967295"
+	" AND database = (SELECT oid FROM pg_catalog.pg_database"
+	" WHERE datname = pg_catalog.current_database())),"
+	" term AS (INSERT INTO @S.terms AS t (lock_key, fencing_token, node_id)"
+	" SELECT $1::bigint, $5::bigint, $4::text FROM holder"
+	" ON CONFLICT (lock_key) DO UPDATE SET fencing_token = EXCLUDED.fencing_token,"
+	" node_id = EXCLUDED.node_id, since = CASE WHEN t.fencing_token <"
+	" EXCLUDED.fencing_token THEN now() ELSE t.since END"
+	" WHERE t.fencing_token <= EXCLUDED.fencing_token RETURNING true),"
+	" req AS (SELECT q.job, to_timestamp(q.tick / 1000.0) AS at, q.outcome,"
+	" q.rerun, q.ord FROM unnest($2::text[], $3::bigint[], $7::text[],"
+	" $8::boolean[]) WITH ORDINALITY AS q (job, tick, outcome, rerun, ord)),"
+	" run AS (INSERT INTO @S.runs AS r (lock_key, job, tick, node_id,"
+	" fencing_token, outcome, started_at, finished_at)"
+	" SELECT $1::bigint, q.job, q.at, $4::text, $5::bigint, q.outcome,"
+	" CASE WHEN q.outcome = 'running' THEN clock_timestamp() END,"
+	" CASE WHEN q.outcome <> 'running' THEN clock_timestamp() END"
+	" FROM req q, term WHERE q.at <= clock_timestamp()"
+	" ON CONFLICT (lock_key, job, tick) DO UPDATE SET node_id = EXCLUDED.node_id,"
+	" fencing_token = EXCLUDED.fencing_token, outcome = EXCLUDED.outcome,"
+	" started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at,"
+	" exit_status = NULL WHERE r.outcome = 'interrupted'"
+	" AND r.fencing_token < EXCLUDED.fencing_token AND EXISTS (SELECT FROM req q"
+	" WHERE q.job = EXCLUDED.job AND q.at = EXCLUDED.tick AND q.rerun)"
+	" RETURNING run_id, job, tick)"
+	" SELECT r.run_id, EXISTS (SELECT FROM holder), EXISTS (SELECT FROM term),"
+	" q.at > clock_timestamp(), " LEDGER_SQL_NOW
+	" FROM req q LEFT JOIN run r ON r.job = q.job AND r.tick = q.at ORDER BY q.ord";
+
+/* Runs an older term left running were cut off with their leader, whose
+ * command may still be stopping: with cut ($4) they are recorded
+ * interrupted (their leader, if alive, still records their end and exit
+ * status: finished_at stays for it); without, the newest is only told. */
+static const char last_sql_text[] =
+	"WITH cut AS (UPDATE @S.runs SET outcome = 'interrupted'"
+	" WHERE lock_key = $1::bigint AND job = $2::text AND outcome = 'running'"
+	" AND fencing_token < $3::bigint AND $4::boolean RETURNING tick)"
+	" SELECT (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint"
+	" FROM @S.runs WHERE lock_key = $1::bigint AND job = $2::text),"
+	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM cut),"
+	" (SELECT (extract(epoch FROM max(finished_at)) * 1000)::bigint"
+	" FROM @S.runs WHERE lock_key = $1::bigint AND job = $2::text"
+	" AND outcome = 'succeeded'),"
+	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM @S.runs"
+	" WHERE lock_key = $1::bigint AND job = $2::text AND outcome = 'running'"
+	" AND fencing_token < $3::bigint AND NOT $4::boolean), " LEDGER_SQL_NOW;
+
+static const char finish_sql_text[] =
+	"UPDATE @S.runs SET outcome = CASE WHEN outcome = 'running'"
+	" THEN $3::text ELSE outcome END, exit_status = $4::int,"
+	" finished_at = clock_timestamp() WHERE run_id = $1::bigint"
+	" AND fencing_token = $2::bigint AND finished_at IS NULL";
+
+static const char prune_sql_text[] =
+	"DELETE FROM @S.runs WHERE run_id IN (SELECT run_id FROM @S.runs"
+	" WHERE lock_key = $1::bigint AND outcome <> 'running'"
+	" AND tick < clock_timestamp() - $2::bigint * interval '1 millisecond'"
+	" ORDER BY tick LIMIT 100)";
+
+char *ledger_sql_claim(const char *schema)
+{
+	return expand_new("", claim_sql_text, "", schema);
+}
+
+char *ledger_sql_last(const char *schema)
+{
+	return expand_new("", last_sql_text, "", schema);
+}
+
+char *ledger_sql_finish(const char *schema)
+{
+	return expand_new("", finish_sql_text, "", schema);
+}
+
+char *ledger_sql_prune(const char *schema)
+{
+	return expand_new("", prune_sql_text, "", schema);
+}

@@ -105,4 +105,21 @@ bool ledger_sql_runs(struct ledger_sql_query *q, const char *schema, int64_t key
 bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t key,
 			int64_t limit);
 
+/* The daemon's statements (ledger.c, over the fence session), with the
+ * schema in them; malloc'd, NULL for a bad schema or out of memory.
+ * claim: $1 lock key, $2 jobs (text[]), $3 ticks (Unix ms, bigint[]),
+ *   $4 node id, $5 fencing token, $6 the lock session's backend pid,
+ *   $7 outcomes (text[]), $8 reruns (boolean[]); a row per tick, in order:
+ *   run_id (NULL: not claimed), holder, newest, early, the server's clock.
+ * last: $1 lock key, $2 job, $3 fencing token, $4 cut; one row: the newest
+ *   tick, the newest cut, the last success's end, the newest running of an
+ *   older term (without cut), the server's clock.
+ * finish: $1 run_id, $2 fencing token, $3 outcome, $4 exit status.
+ * prune: $1 lock key, $2 keep (ms). */
+char *ledger_sql_claim(const char *schema);
+char *ledger_sql_last(const char *schema);
+char *ledger_sql_finish(const char *schema);
+char *ledger_sql_prune(const char *schema);
+#define LEDGER_SQL_CLOCK "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+
 #endif

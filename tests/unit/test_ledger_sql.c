@@ -48,6 +48,55 @@ START_TEST(refuses)
 	free(init);
 	free(script);
 	free(check);
+	/* the daemon's statements alike */
+	{
+		char *(*const daemon[])(const char *) = {
+			ledger_sql_claim, ledger_sql_last, ledger_sql_finish,
+			ledger_sql_prune,
+		};
+
+		for (size_t k = 0; k < sizeof(daemon) / sizeof(daemon[0]); k++) {
+			char *sql = daemon[k](schema);
+
+			ck_assert_int_eq(sql != NULL, schema_cases[_i].ok);
+			free(sql);
+		}
+	}
+}
+END_TEST
+
+/* The daemon's statements: the schema quoted wherever a table is named,
+ * nothing left of the template, and the claim's three guards (the lock's
+ * holder by its pid, the newest token, not before the server's clock). */
+static const struct {
+	char *(*make)(const char *schema);
+	const char *must[4];
+	int tables;              /* "schema". occurrences */
+} daemon_cases[] = {
+	{ ledger_sql_claim, { "pid = $6::int AND objsubid = 1",
+	  "WHERE t.fencing_token <= EXCLUDED.fencing_token",
+	  "WHERE q.at <= clock_timestamp()", "ORDER BY q.ord" }, 2 },
+	{ ledger_sql_last, { "AND $4::boolean RETURNING tick",
+	  "AND NOT $4::boolean", "outcome = 'succeeded'", NULL }, 4 },
+	{ ledger_sql_finish, { "WHERE run_id = $1::bigint",
+	  "AND fencing_token = $2::bigint AND finished_at IS NULL", NULL, NULL }, 1 },
+	{ ledger_sql_prune, { "LIMIT 100", "outcome <> 'running'", NULL, NULL }, 2 },
+};
+
+START_TEST(daemon_sql)
+{
+	char *sql = daemon_cases[_i].make("my_ledger");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(sql);
+	ck_assert_ptr_null(strchr(sql, '@'));
+	for (const char *p = sql; (p = strstr(p, "\"my_ledger\".")); p++)
+		n++;
+	ck_assert_int_eq(n, daemon_cases[_i].tables);
+	for (int k = 0; k < 4 && daemon_cases[_i].must[k]; k++)
+		ck_assert_msg(strstr(sql, daemon_cases[_i].must[k]), "missing: %s\n%s",
+			      daemon_cases[_i].must[k], sql);
+	free(sql);
 }
 END_TEST
 
@@ -279,6 +328,7 @@ static Suite *ledger_sql_suite(void)
 		{ "runs_sql", runs_sql, NROWS(runs_cases) },
 		{ "summary_sql", summary_sql, 1 },
 		{ "same_columns", same_columns, 1 },
+		{ "daemon_sql", daemon_sql, NROWS(daemon_cases) },
 	};
 
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
