@@ -498,7 +498,9 @@ static void leader_lost(struct election *e, struct election_output *out,
 {
 	e->connected = false; /* the lease closed it */
 	election_session_lost(e, now, ev->fault);
-	election_saw_outage(e, now);
+	/* no settle wait for the node that led: it held the lock and the
+	 * fence until now, so no other command runs, and its own is reaped
+	 * before it asks for the lock again */
 	if (!election_end_on_permanent(e, out, now, ev))
 		election_lose_lease(e, out, now, ev->fault,
 			   election_reason_of(ev, "connection lost"));
