@@ -657,11 +657,6 @@ void jobs_signal(struct jobs *j, int sig)
 			child_signal(j->job[i].child, sig);
 }
 
-int jobs_pid(const struct jobs *j)
-{
-	return j->n == 1 ? j->job[0].view.pid : 0;
-}
-
 size_t jobs_count(const struct jobs *j)
 {
 	return j->n;

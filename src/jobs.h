@@ -87,8 +87,6 @@ void jobs_stop(struct jobs *j);
 void jobs_kill(struct jobs *j);
 /* Forwards a signal to every run going on. */
 void jobs_signal(struct jobs *j, int sig);
-/* The run going on's pid when there is one job, for the log's context. */
-int jobs_pid(const struct jobs *j);
 
 size_t jobs_count(const struct jobs *j);
 void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v);

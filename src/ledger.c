@@ -14,7 +14,7 @@
 #include "ledger_sql.h"
 #include "log.h"
 
-enum ledger_kind { REQ_ENSURE, REQ_CREATE, REQ_CLOCK, REQ_CLAIM, REQ_LAST,
+enum ledger_kind { REQ_ENSURE, REQ_CREATE, REQ_CLAIM, REQ_LAST,
 		   REQ_FINISH, REQ_PRUNE };
 
 struct request {
@@ -129,7 +129,6 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
 		out->last_success = int_of(v[2], 0);
 		out->older_running = int_of(v[3], INT64_MIN);
 		return;
-	case REQ_CLOCK:
 	case REQ_CREATE:
 	case REQ_FINISH:
 	case REQ_PRUNE:
@@ -142,7 +141,7 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
  * columns; statements that return nothing are not looked at. */
 static bool shape_ok(const struct request *r, const struct lease_sql_answer *a, int n)
 {
-	const int want[] = { [REQ_ENSURE] = LEDGER_CHECK_NCOLS, [REQ_CREATE] = -1, [REQ_CLOCK] = 1,
+	const int want[] = { [REQ_ENSURE] = LEDGER_CHECK_NCOLS, [REQ_CREATE] = -1,
 		       [REQ_CLAIM] = 5, [REQ_LAST] = 5, [REQ_FINISH] = -1,
 		       [REQ_PRUNE] = -1 };
 
@@ -361,11 +360,6 @@ static void param(struct request *r, const char *fmt, ...)
 void ledger_ensure(struct ledger *l, ledger_fn fn, void *arg)
 {
 	submit(l, request(REQ_ENSURE, l->sql_ensure, fn, arg));
-}
-
-void ledger_clock(struct ledger *l, ledger_fn fn, void *arg)
-{
-	submit(l, request(REQ_CLOCK, LEDGER_SQL_CLOCK, fn, arg));
 }
 
 void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job,

@@ -56,8 +56,6 @@ bool ledger_idle(const struct ledger *l);
 /* Is the ledger there and usable? Creates it when missing and the role
  * may; else missing. */
 void ledger_ensure(struct ledger *l, ledger_fn fn, void *arg);
-/* The server's clock. */
-void ledger_clock(struct ledger *l, ledger_fn fn, void *arg);
 /* Claims (lock key, job, tick) for the term: one row, inserted only while
  * the term's lock session holds the lock, its token is not older than the
  * newest recorded for the lock, and the tick is not in the server's
