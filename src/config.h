@@ -62,6 +62,8 @@ struct config {
 	int64_t server_lease_ms; /* 0 = off */
 	int64_t grace_period_ms;
 	int64_t takeover_delay_ms;
+	int priority;            /* 0: never leads (DESIGN 11) */
+	int64_t priority_delay_ms;
 	enum restart_policy restart;
 	bool nonblock;
 	int64_t wait_timeout_ms; /* -1 = wait for ever */

@@ -173,6 +173,10 @@ struct election_params {
 	double ping_timeout;
 	int ping_failures;
 	double takeover_delay;
+	int priority;             /* DESIGN 11: above 1, asks a leader of lower
+				   * priority for a switchover */
+	bool never_lead;          /* priority 0: never asks for the lock */
+	double priority_delay;    /* healthy standby time before asking */
 	double wait_timeout;      /* < 0: wait for ever */
 	double connect_timeout;
 	enum election_restart restart;

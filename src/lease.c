@@ -163,7 +163,8 @@ static bool send_sql(struct lease *l, enum lease_phase phase, const char *sql,
 
 	if ((!l->lock_name || l->key_known) &&
 	    lease_sql_tag(tagged, sizeof(tagged), sql, l->o.fence ? WIRE_TAG_FENCE
-			  : WIRE_TAG_LOCK, l->key, l->since))
+			  : WIRE_TAG_LOCK, l->key, l->since,
+			  l->o.fence ? 1 : l->o.priority))
 		sql = tagged;
 	l->phase = phase;
 	return lease_conn_send(&l->conn, sql, nparams, params);

@@ -32,6 +32,7 @@ struct lease_options {
 	/* The lock's pings also name every node with a session for this key
 	 * (LEASE_PING_OK's reason: "a,b,c"), for failsafe's member check. */
 	bool list_nodes;
+	int priority;           /* the lock's tags name it unless 1 (wire.h) */
 };
 
 enum lease_event {

@@ -79,14 +79,16 @@ void lease_sql_lock(struct lease_sql_lock *out, enum lease_sql_lock_op op,
 }
 
 bool lease_sql_tag(char *buf, size_t len, const char *sql, const char *part,
-		   int64_t key, const char *since)
+		   int64_t key, const char *since, int priority)
 {
-	char when[LEASE_SQL_TAG_MAX];
+	char when[LEASE_SQL_TAG_MAX], prio[32] = "";
 	int n;
 
 	snprintf(when, sizeof(when), "%s%s", since && *since ? WIRE_TAG_SINCE : "",
 		 since ? since : "");
-	n = snprintf(buf, len, "%s" WIRE_TAG_FMT, sql, part, key, when);
+	if (priority != 1)
+		snprintf(prio, sizeof(prio), WIRE_TAG_PRIORITY "%d", priority);
+	n = snprintf(buf, len, "%s" WIRE_TAG_FMT, sql, part, key, when, prio);
 	if (n < 0 || (size_t)n >= len) {
 		if (len)
 			buf[0] = '\0';

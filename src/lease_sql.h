@@ -66,10 +66,11 @@ void lease_sql_lock(struct lease_sql_lock *out, enum lease_sql_lock_op op,
 
 /* sql with its tag (wire.h WIRE_TAG_FMT): part WIRE_TAG_LOCK or
  * WIRE_TAG_FENCE, since "" or when the lock was granted (see
- * lease_sql_since). False, and buf "", when it does not fit: a statement
- * cut short would be another statement. */
+ * lease_sql_since), the node's priority (written unless 1). False, and buf
+ * "", when it does not fit: a statement cut short would be another
+ * statement. */
 bool lease_sql_tag(char *buf, size_t len, const char *sql, const char *part,
-		   int64_t key, const char *since);
+		   int64_t key, const char *since, int priority);
 /* A time as the tag says since when a node leads: RFC 3339, UTC, with
  * milliseconds ("2026-11-22T01:18:33.123Z"). */
 void lease_sql_since(char *buf, size_t len, int64_t sec, long nsec);

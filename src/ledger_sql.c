@@ -26,7 +26,7 @@ static const char init_sql[] =
 	"CREATE SCHEMA IF NOT EXISTS @S;\n"
 	"COMMENT ON SCHEMA @S IS 'pgleader''s ledger: run records and operator controls (pgleader init-db)';\n"
 	"CREATE TABLE IF NOT EXISTS @S.meta (version integer NOT NULL);\n"
-	"INSERT INTO @S.meta (version) SELECT 1 WHERE NOT EXISTS (SELECT FROM @S.meta);\n"
+	"INSERT INTO @S.meta (version) SELECT 2 WHERE NOT EXISTS (SELECT FROM @S.meta);\n"
 	"COMMENT ON TABLE @S.meta IS 'one row: the version of the ledger''s layout';\n"
 	"CREATE TABLE IF NOT EXISTS @S.terms (\n"
 	"    lock_key bigint PRIMARY KEY,\n"
@@ -79,7 +79,15 @@ static const char init_sql[] =
 	"COMMENT ON COLUMN @S.controls.target IS 'switchover: the node that may take the lock; NULL for any';\n"
 	"COMMENT ON COLUMN @S.controls.until IS 'when the control lapses; NULL for never';\n"
 	"COMMENT ON COLUMN @S.controls.asked_by IS 'who asked: application_name and client address';\n"
-	"COMMENT ON COLUMN @S.controls.asked_at IS 'when it was asked';\n";
+	"COMMENT ON COLUMN @S.controls.asked_at IS 'when it was asked';\n"
+	"-- version 2 (pgleader 0.4): the node a switchover is asked of\n"
+	"ALTER TABLE @S.controls ADD COLUMN IF NOT EXISTS leader text;\n"
+	"COMMENT ON COLUMN @S.controls.leader IS 'switchover: the leader asked to hand over';\n"
+	"UPDATE @S.meta SET version = 2 WHERE version < 2;\n"
+	"-- Every node reads the controls, a plain single command's too, which\n"
+	"-- needs no other privilege; who may write them is the DBA's choice.\n"
+	"GRANT USAGE ON SCHEMA @S TO PUBLIC;\n"
+	"GRANT SELECT ON @S.controls TO PUBLIC;\n";
 
 /* Privilege functions on a missing object give NULL: every column is a
  * plain boolean. Catalog lookups, never to_regclass: on a schema without
@@ -90,7 +98,9 @@ static const char check_sql[] =
 	"            WHERE c.relkind IN ('r', 'p')\n"
 	"              AND c.relname IN ('meta', 'terms', 'runs', 'controls'))\n"
 	"SELECT EXISTS (SELECT FROM n),\n"
-	"       (SELECT count(*) = 4 FROM t),\n"
+	"       (SELECT count(*) = 4 FROM t) AND EXISTS (\n"
+	"           SELECT FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
+	"            WHERE t.relname = 'controls' AND a.attname = 'leader' AND NOT a.attisdropped),\n"
 	"       COALESCE((SELECT pg_catalog.has_schema_privilege(oid, 'USAGE') FROM n), false),\n"
 	"       COALESCE((SELECT pg_catalog.has_table_privilege(oid, 'SELECT') FROM t\n"
 	"                  WHERE relname = 'runs'), false),\n"

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define LEDGER_SQL_SCHEMA_DEFAULT "pgleader"
-#define LEDGER_SQL_VERSION 1
+#define LEDGER_SQL_VERSION 2
 
 /* The creation takes this transaction-scoped advisory lock first, so that
  * two processes creating the ledger at once (two daemons starting
@@ -43,7 +43,8 @@ char *ledger_sql_init_script(const char *schema);
  * ('t'/'f', never NULL) and then the server's clock. */
 enum ledger_sql_check_col {
 	LEDGER_CHECK_SCHEMA,     /* the schema exists */
-	LEDGER_CHECK_TABLES,     /* meta, terms, runs and controls exist */
+	LEDGER_CHECK_TABLES,     /* meta, terms, runs and controls exist, of
+				  * this version's layout (controls.leader) */
 	LEDGER_CHECK_USAGE,      /* USAGE on the schema */
 	LEDGER_CHECK_READABLE,   /* SELECT on runs */
 	LEDGER_CHECK_WRITABLE,   /* SELECT, INSERT, UPDATE, DELETE on runs and terms */

@@ -487,6 +487,7 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		.retry_interval = cfg->retry_interval_ms / 1000.0,
 		.server_lease = cfg->server_lease_ms / 1000.0,
 		.list_nodes = cfg->failsafe_peers != NULL,
+		.priority = cfg->priority,
 	};
 	const struct failsafe_callbacks fcb = { round_done_cb, check_done_cb, s };
 

@@ -23,15 +23,22 @@
  * fence request:
  *   pgleader lock 42
  *   pgleader lock 42 leader since 2026-11-22T01:18:33.123Z
+ *   pgleader lock 42 leader since 2026-11-22T01:18:33.123Z priority 3
  *   pgleader fence 42
- * WIRE_TAG_FMT takes the part, the key (PRId64, from <inttypes.h>) and ""
- * or WIRE_TAG_SINCE "<time>"; WIRE_TAG_RE (a PostgreSQL regular expression)
- * gives the three back as its groups. */
+ * A lock session's tag names the node's priority (DESIGN 11) when it is
+ * not the default, 1, so that a standby of higher priority and `pgleader
+ * status` can read it, and a fleet of default priorities sends what
+ * earlier versions did. WIRE_TAG_FMT takes the part, the key (PRId64,
+ * from <inttypes.h>), "" or WIRE_TAG_SINCE "<time>", and "" or
+ * WIRE_TAG_PRIORITY "<n>"; WIRE_TAG_RE (a PostgreSQL regular expression)
+ * gives the four back as its groups. */
 #define WIRE_TAG_LOCK "lock"
 #define WIRE_TAG_FENCE "fence"
-#define WIRE_TAG_FMT " /* pgleader %s %" PRId64 "%s */"
+#define WIRE_TAG_FMT " /* pgleader %s %" PRId64 "%s%s */"
 #define WIRE_TAG_SINCE " leader since "
-#define WIRE_TAG_RE "/\\* pgleader (lock|fence) (-?[0-9]+)(?: leader since ([0-9:.TZ-]+))? \\*/"
+#define WIRE_TAG_PRIORITY " priority "
+#define WIRE_TAG_RE "/\\* pgleader (lock|fence) (-?[0-9]+)(?: leader since ([0-9:.TZ-]+))?" \
+	"(?: priority ([0-9]+))? \\*/"
 
 /* connect_timeout when neither the DSN nor PGCONNECT_TIMEOUT sets one
  * (seconds; libpq treats values under 2 as 2). */

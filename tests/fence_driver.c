@@ -180,7 +180,7 @@ static bool parse_args(int argc, char **argv, struct lease_options *o,
 
 int main(int argc, char **argv)
 {
-	struct lease_options o = { .retry_interval = 5, .fence = true };
+	struct lease_options o = { .retry_interval = 5, .fence = true, .priority = 1 };
 	struct driver d = { 0 };
 	bool verbose = false;
 	char err[LOG_MSG_MAX];

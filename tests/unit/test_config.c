@@ -162,6 +162,8 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("server_lease", cfg->server_lease_ms);
 	INT("grace_period", cfg->grace_period_ms);
 	INT("takeover_delay", cfg->takeover_delay_ms);
+	INT("priority", cfg->priority);
+	INT("priority_delay", cfg->priority_delay_ms);
 	INT("restart", cfg->restart);
 	INT("restart_limit", cfg->restart_limit);
 	INT("wait_timeout", cfg->wait_timeout_ms);
@@ -232,6 +234,10 @@ static const struct key_case {
 	  "invalid duration \"-8s\" (examples: 250ms, 5s, 2m)" },
 	{ "takeover_delay", "takeover-delay", false, "1h", "3600000", "1d",
 	  "invalid duration \"1d\" (examples: 250ms, 5s, 2m)" },
+	{ "priority", "priority", false, "3", "3", "1001",
+	  "1001 is out of range (0 to 1000)" },
+	{ "priority_delay", "priority-delay", false, "30s", "30000", "-1s",
+	  "invalid duration \"-1s\" (examples: 250ms, 5s, 2m)" },
 	{ "restart", "restart", false, "on-failure", "1", "On-Failure",
 	  "invalid value \"On-Failure\" (expected no, on-failure, always)" },
 	{ "restart_limit", "restart-limit", false, "0", "0", "-1",
@@ -744,6 +750,8 @@ START_TEST(defaults)
 	ck_assert_int_eq(cfg.server_lease_ms, 20000);
 	ck_assert_int_eq(cfg.grace_period_ms, 8000);
 	ck_assert_int_eq(cfg.takeover_delay_ms, 0);
+	ck_assert_int_eq(cfg.priority, 1);
+	ck_assert_int_eq(cfg.priority_delay_ms, 10000);
 	ck_assert_int_eq(cfg.restart, RESTART_NO);
 	ck_assert(!cfg.nonblock);
 	ck_assert_int_eq(cfg.wait_timeout_ms, -1);

@@ -591,29 +591,38 @@ static const struct {
 	const char *sql, *part;
 	int64_t key;
 	const char *since, *tagged;
+	int priority;            /* -1: 0 */
 } tag_cases[] = {
 	/* wire.h's three examples */
 	{ "SELECT pg_try_advisory_lock($1::bigint)", WIRE_TAG_LOCK, 42, "",
-	  "SELECT pg_try_advisory_lock($1::bigint) /* pgleader lock 42 */" },
+	  "SELECT pg_try_advisory_lock($1::bigint) /* pgleader lock 42 */", 1 },
 	{ LEASE_SQL_PING, WIRE_TAG_LOCK, 42, "2026-11-22T01:18:33.123Z",
 	  "SELECT pg_backend_pid() /* pgleader lock 42 leader since "
-	  "2026-11-22T01:18:33.123Z */" },
+	  "2026-11-22T01:18:33.123Z */", 1 },
 	{ "SELECT pg_advisory_lock($1::int4, $2::int4)", WIRE_TAG_FENCE, 42, NULL,
-	  "SELECT pg_advisory_lock($1::int4, $2::int4) /* pgleader fence 42 */" },
+	  "SELECT pg_advisory_lock($1::int4, $2::int4) /* pgleader fence 42 */", 1 },
 	{ "SET a = 1; SELECT 1", WIRE_TAG_FENCE, INT64_MIN, "",
-	  "SET a = 1; SELECT 1 /* pgleader fence -9223372036854775808 */" },
+	  "SET a = 1; SELECT 1 /* pgleader fence -9223372036854775808 */", 1 },
+	/* a priority other than the default (DESIGN 11) */
+	{ LEASE_SQL_PING, WIRE_TAG_LOCK, 42, "2026-11-22T01:18:33.123Z",
+	  "SELECT pg_backend_pid() /* pgleader lock 42 leader since "
+	  "2026-11-22T01:18:33.123Z priority 3 */", 3 },
+	{ "SELECT pg_try_advisory_lock($1::bigint)", WIRE_TAG_LOCK, 42, "",
+	  "SELECT pg_try_advisory_lock($1::bigint) /* pgleader lock 42 priority 0 */", -1 },
 };
 
 START_TEST(tag)
 {
 	char buf[LEASE_SQL_MAX + LEASE_SQL_TAG_MAX];
 
+	int prio = tag_cases[_i].priority < 0 ? 0 : tag_cases[_i].priority;
 	ck_assert(lease_sql_tag(buf, sizeof(buf), tag_cases[_i].sql, tag_cases[_i].part,
-				tag_cases[_i].key, tag_cases[_i].since));
+				tag_cases[_i].key, tag_cases[_i].since, prio));
 	ck_assert_str_eq(buf, tag_cases[_i].tagged);
 	/* one byte short: nothing rather than a statement cut */
 	ck_assert(!lease_sql_tag(buf, strlen(tag_cases[_i].tagged), tag_cases[_i].sql,
-				 tag_cases[_i].part, tag_cases[_i].key, tag_cases[_i].since));
+				 tag_cases[_i].part, tag_cases[_i].key, tag_cases[_i].since,
+				 prio));
 	ck_assert_str_eq(buf, "");
 }
 END_TEST
@@ -626,9 +635,9 @@ START_TEST(tag_fits)
 	memset(sql, 'x', sizeof(sql) - 1);
 	sql[sizeof(sql) - 1] = '\0';
 	ck_assert(lease_sql_tag(buf, sizeof(buf), sql, WIRE_TAG_FENCE, INT64_MIN,
-				"2026-11-22T01:18:33.123Z"));
+				"2026-11-22T01:18:33.123Z", 1));
 	ck_assert(lease_sql_tag(buf, sizeof(buf), sql, WIRE_TAG_LOCK, INT64_MIN,
-				"2026-11-22T01:18:33.123Z"));
+				"2026-11-22T01:18:33.123Z", 1000));
 }
 END_TEST
 
