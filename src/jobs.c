@@ -54,6 +54,10 @@ struct job {
 	bool timed_out, interrupted;
 	double run_started;         /* monotonic */
 	double restart_backoff;
+	bool paused;                /* DESIGN 11: runs nothing */
+	bool pause_stop;            /* the run going on is stopped by a pause */
+	int64_t resumed_at;         /* the server's ms; INT64_MIN: never paused */
+	char paused_by[256], paused_at[64];
 	char env[ENV_COUNT][128];
 	char *envp[ENV_COUNT + 1];
 	struct jobs_view view;
@@ -68,6 +72,9 @@ struct jobs {
 	size_t n;
 	bool active;                /* between jobs_start and jobs_stop */
 	bool stopping;              /* jobs_stop: gone is owed */
+	bool begun;                 /* the term's jobs began (the ledger is there) */
+	char refusal[LOG_MSG_MAX];  /* a paused one-shot: refused once the
+				     * ledger has the runs' ends, not gone */
 	uint64_t gen;               /* the term; answers of older ones are stale */
 	struct ledger_term term;
 	char node_id[64];
@@ -97,6 +104,7 @@ static void sync_clock(struct jobs *j, const struct ledger_answer *a)
 static void arm_tick(struct job *jb);
 static void plan_and_run(struct job *jb, int64_t fired);
 static void check_gone(struct jobs *j);
+static void end_paused_one_shot(struct job *jb, const char *what);
 
 static void count_outcome(struct job *jb, enum jobs_outcome o)
 {
@@ -200,6 +208,29 @@ static void restart_later(struct job *jb, int status, double ran)
 	jb->restart_backoff = fmin(jb->restart_backoff * 2, RESTART_MAX);
 }
 
+/* What follows a run's end: the end of a one-shot or of a stop, or a job
+ * without a schedule started again (at once when a pause stopped it and
+ * was lifted meanwhile). */
+static void after_run(struct job *jb, int status, double ran)
+{
+	struct jobs *j = jb->owner;
+	bool by_pause = jb->pause_stop;
+
+	jb->pause_stop = false;
+	if (j->cfg->once_per_ms > 0 && j->active && by_pause && !j->stopping) {
+		end_paused_one_shot(jb, "stopped");
+	} else if (j->stopping || (j->cfg->once_per_ms > 0 && j->active)) {
+		j->active = false;
+		j->stopping = true;
+		check_gone(j);
+	} else if (j->active && !jb->sched && !jb->paused) {
+		if (by_pause)
+			start_run(jb, 0, 0);
+		else
+			restart_later(jb, status, ran);
+	}
+}
+
 static void run_gone_cb(void *arg, int status)
 {
 	struct job *jb = arg;
@@ -226,13 +257,7 @@ static void run_gone_cb(void *arg, int status)
 		}
 	}
 	jb->run_id = 0;
-	if (j->stopping || (j->cfg->once_per_ms > 0 && j->active)) {
-		j->active = false;
-		j->stopping = true;
-		check_gone(j);
-	} else if (j->active && !jb->sched) {
-		restart_later(jb, status, ran);
-	}
+	after_run(jb, status, ran);
 }
 
 /* max_runtime ran out, or a job without a schedule is due again. */
@@ -248,7 +273,8 @@ static void limit_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		jb->timed_out = true;
 		jb->state = JOB_STOPPING;
 		child_stop(jb->child);
-	} else if (jb->state == JOB_IDLE && jb->owner->active && !jb->sched) {
+	} else if (jb->state == JOB_IDLE && jb->owner->active && !jb->sched &&
+		   !jb->paused) {
 		start_run(jb, 0, 0);
 	}
 }
@@ -282,6 +308,8 @@ static void once_per_not_run(struct jobs *j, const struct ledger_answer *a,
 	j->cb.refused(j->cb.arg, f, why);
 }
 
+static void claimed(struct job *jb, const struct ledger_answer *a, const char *when);
+
 static void claim_cb(void *arg, const struct ledger_answer *a)
 {
 	struct job *jb = arg;
@@ -308,6 +336,25 @@ static void claim_cb(void *arg, const struct ledger_answer *a)
 		once_per_not_run(j, a, when);
 		return;
 	}
+	claimed(jb, a, when);
+}
+
+/* The pause came while the tick's claim was on its way: the tick is
+ * recorded paused, not run (its row, claimed running, ends at once). */
+static void drop_paused_claim(struct job *jb, int64_t run_id, const char *when)
+{
+	struct jobs *j = jb->owner;
+
+	log_info("job %s: tick %s recorded paused, not run", jb->cfg->name, when);
+	count_outcome(jb, JOBS_PAUSED);
+	ledger_finish(j->ledger, j->term.fencing_token, run_id, "paused", -1);
+	if (j->cfg->once_per_ms > 0)
+		end_paused_one_shot(jb, "not run");
+}
+
+/* The answer to a claim of this term: the tick runs, or why not. */
+static void claimed(struct job *jb, const struct ledger_answer *a, const char *when)
+{
 	if (!a->ok) {
 		log_error("job %s: cannot claim tick %s: %s", jb->cfg->name, when, a->error);
 	} else if (a->early) {
@@ -325,6 +372,8 @@ static void claim_cb(void *arg, const struct ledger_answer *a)
 	} else if (a->run_id == 0) {
 		log_info("job %s: tick %s is recorded already; not run again",
 			 jb->cfg->name, when);
+	} else if (tickplan_paused(jb->paused, jb->resumed_at, jb->claim_tick)) {
+		drop_paused_claim(jb, a->run_id, when);
 	} else {
 		start_run(jb, jb->claim_tick, a->run_id);
 	}
@@ -356,6 +405,12 @@ static void run_tick(struct job *jb, int64_t tick, bool rerun)
 {
 	char when[40], prev[40];
 
+	if (tickplan_paused(jb->paused, jb->resumed_at, tick)) {
+		log_info("job %s: tick %s recorded paused, not run", jb->cfg->name,
+			 clocks_rfc3339(tick, when, sizeof(when)));
+		record(jb, tick, JOBS_PAUSED);
+		return;
+	}
 	if (jb->state == JOB_IDLE) {
 		claim(jb, tick, rerun);
 		return;
@@ -441,6 +496,19 @@ static double older_run_bound(const struct jobs *j, const struct job *jb)
 			jb->cfg->grace_period_ms) / 1000;
 }
 
+/* The ledger told the job's newest tick: its ticks are planned from
+ * there, and a cut-off run is run again if asked (not while paused). */
+static void first_plan(struct job *jb, const struct ledger_answer *a)
+{
+	jb->last_handled = a->last_tick;
+	if (a->last_success > 0)
+		jb->view.last_success = (double)a->last_success / 1000;
+	plan_and_run(jb, INT64_MIN);
+	if (jb->cfg->rerun_interrupted && a->interrupted != INT64_MIN &&
+	    jb->state == JOB_IDLE && !jb->paused)
+		claim(jb, a->interrupted, true);
+}
+
 static void last_cb(void *arg, const struct ledger_answer *a)
 {
 	struct job *jb = arg;
@@ -482,13 +550,7 @@ static void last_cb(void *arg, const struct ledger_answer *a)
 			    "recorded interrupted%s", jb->cfg->name,
 			    clocks_rfc3339(a->interrupted, when, sizeof(when)),
 			    jb->cfg->rerun_interrupted ? "; running it again" : "");
-	jb->last_handled = a->last_tick;
-	if (a->last_success > 0)
-		jb->view.last_success = (double)a->last_success / 1000;
-	plan_and_run(jb, INT64_MIN);
-	if (jb->cfg->rerun_interrupted && a->interrupted != INT64_MIN &&
-	    jb->state == JOB_IDLE)
-		claim(jb, a->interrupted, true);
+	first_plan(jb, a);
 }
 
 static void wait_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -512,14 +574,19 @@ static void ask_last(struct job *jb, bool cut)
 /* The ledger is there: each job begins its term. */
 static void begin(struct jobs *j, int64_t now)
 {
+	j->begun = true;
 	for (size_t i = 0; i < j->n; i++) {
 		struct job *jb = &j->job[i];
 
 		jb->restart_backoff = RESTART_MIN;
-		if (j->cfg->once_per_ms > 0)
+		if (j->cfg->once_per_ms > 0 && jb->paused)
+			end_paused_one_shot(jb, "not run");
+		else if (j->cfg->once_per_ms > 0)
 			claim(jb, now / j->cfg->once_per_ms * j->cfg->once_per_ms, false);
 		else if (jb->sched)
 			ask_last(jb, false);
+		else if (jb->paused)
+			log_info("job %s: paused; not started", jb->cfg->name);
 		else
 			start_run(jb, 0, 0);
 	}
@@ -571,12 +638,105 @@ void jobs_start(struct jobs *j, const struct ledger_term *term)
 		j->job[i].older_logged = false;
 	j->active = true;
 	j->stopping = false;
+	j->begun = false;
+	j->refusal[0] = '\0';
 	j->term = *term;
 	j->term.node_id = j->node_id;
 	if (j->ledger)
 		ensure(j);
 	else
 		begin(j, 0);
+}
+
+/* ---- pauses (DESIGN 11) ---- */
+
+/* " by WHO at T", as far as the controls told. */
+static const char *who_paused(const struct job *jb, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s", jb->paused_by[0] ? " by " : "", jb->paused_by,
+		 jb->paused_at[0] ? " at " : "", jb->paused_at);
+	return buf;
+}
+
+/* A paused one-shot runs nothing more and ends with the conflict code, the
+ * way a window that ran already does, once the ledger has what it wrote;
+ * what: "not run" or "stopped". */
+static void end_paused_one_shot(struct job *jb, const char *what)
+{
+	struct jobs *j = jb->owner;
+	char who[sizeof(jb->paused_by) + sizeof(jb->paused_at) + 8];
+
+	snprintf(j->refusal, sizeof(j->refusal), "%s: job %s is paused%s "
+		 "(pgleader resume lifts it)", what, jb->cfg->name,
+		 who_paused(jb, who, sizeof(who)));
+	j->active = false;
+	j->stopping = true;
+	check_gone(j);
+}
+
+/* The run going on is stopped gracefully, as the end of a term stops it
+ * (recorded interrupted); a pending restart is dropped. */
+static void pause_job(struct job *jb)
+{
+	struct jobs *j = jb->owner;
+	char who[sizeof(jb->paused_by) + sizeof(jb->paused_at) + 8];
+	bool running = jb->state == JOB_RUNNING || jb->state == JOB_STOPPING;
+
+	who_paused(jb, who, sizeof(who));
+	ev_timer_stop(j->loop, &jb->limit_timer);
+	if (!running) {
+		/* a one-shot says it once, as it ends */
+		if (j->cfg->once_per_ms > 0)
+			log_info("job %s paused%s", jb->cfg->name, who);
+		else
+			log_notice("job %s paused%s", jb->cfg->name, who);
+		return;
+	}
+	log_notice("job %s paused%s: stopping it", jb->cfg->name, who);
+	jb->pause_stop = true;
+	if (jb->state == JOB_RUNNING) {
+		jb->interrupted = true;
+		jb->state = JOB_STOPPING;
+		child_stop(jb->child);
+	}
+}
+
+/* A job without a schedule starts at once (its restart policy and
+ * backoff start over); a scheduled one runs from its next tick, the
+ * ticks before now stay paused (tickplan_paused). */
+static void resume_job(struct job *jb)
+{
+	struct jobs *j = jb->owner;
+
+	jb->resumed_at = db_now(j);
+	log_notice("job %s resumed", jb->cfg->name);
+	if (j->active && j->begun && !jb->sched && j->cfg->once_per_ms == 0 &&
+	    jb->state == JOB_IDLE) {
+		jb->restart_backoff = RESTART_MIN;
+		start_run(jb, 0, 0);
+	}
+}
+
+void jobs_set_paused(struct jobs *j, bool all, const char *const *names,
+		     const char *const *by, const char *const *at, int n,
+		     const char *all_by, const char *all_at)
+{
+	struct tickplan_pause p;
+
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+
+		tickplan_pause_of(jb->cfg->name, all, names, by, at, n, all_by, all_at, &p);
+		snprintf(jb->paused_by, sizeof(jb->paused_by), "%s", p.by ? p.by : "");
+		snprintf(jb->paused_at, sizeof(jb->paused_at), "%s", p.at ? p.at : "");
+		if (p.paused == jb->paused)
+			continue;
+		jb->paused = p.paused;
+		if (p.paused)
+			pause_job(jb);
+		else
+			resume_job(jb);
+	}
 }
 
 /* ---- stopping ---- */
@@ -619,6 +779,14 @@ static void check_gone(struct jobs *j)
 	ev_timer_stop(j->loop, &j->flush_timer);
 	j->stopping = false;
 	j->flush_until = 0;
+	if (j->refusal[0]) {
+		char why[LOG_MSG_MAX];
+
+		memcpy(why, j->refusal, sizeof(why));
+		j->refusal[0] = '\0';
+		j->cb.refused(j->cb.arg, FAULT_ALREADY_RUN, why);
+		return;
+	}
 	j->cb.gone(j->cb.arg, j->last_status);
 }
 
@@ -626,6 +794,8 @@ void jobs_stop(struct jobs *j)
 {
 	j->active = false;
 	j->stopping = true;
+	j->begun = false;
+	j->refusal[0] = '\0'; /* the election's stop: gone is owed */
 	j->gen++;
 	for (size_t i = 0; i < j->n; i++) {
 		struct job *jb = &j->job[i];
@@ -664,7 +834,12 @@ size_t jobs_count(const struct jobs *j)
 
 void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v)
 {
-	*v = j->job[i].view;
+	const struct job *jb = &j->job[i];
+
+	*v = jb->view;
+	v->paused = jb->paused;
+	v->paused_by = jb->paused && jb->paused_by[0] ? jb->paused_by : NULL;
+	v->paused_at = jb->paused && jb->paused_at[0] ? jb->paused_at : NULL;
 }
 
 /* ---- set-up ---- */
@@ -676,6 +851,7 @@ static bool job_init(struct jobs *j, struct job *jb, const struct config_job *cf
 	jb->cfg = cfg;
 	jb->next_tick = INT64_MIN;
 	jb->last_handled = INT64_MIN;
+	jb->resumed_at = INT64_MIN;
 	jb->view.name = cfg->name;
 	ev_init(&jb->tick_timer, tick_cb);
 	jb->tick_timer.data = jb;

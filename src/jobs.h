@@ -22,8 +22,8 @@ struct jobs_callbacks {
 	 * when the command ended by itself: status is its exit status. */
 	void (*gone)(void *arg, int status);
 	/* Nothing can run: the ledger is missing and may not be made
-	 * (FAULT_LEDGER), or the --once-per window ran already
-	 * (FAULT_ALREADY_RUN); reason is one line. */
+	 * (FAULT_LEDGER), or the --once-per window ran already or the
+	 * one-shot is paused (FAULT_ALREADY_RUN); reason is one line. */
 	void (*refused)(void *arg, enum fault fault, const char *reason);
 	void *arg;
 };
@@ -70,6 +70,9 @@ struct jobs_view {
 	uint64_t duration_counts[JOBS_BUCKETS + 1]; /* per bucket, +Inf last */
 	uint64_t duration_count;
 	double duration_sum;
+	bool paused;                /* DESIGN 11: as part of the lock, or by name */
+	const char *paused_by;      /* who asked and when (RFC 3339); NULL when */
+	const char *paused_at;      /* not paused or not told */
 };
 
 /* The jobs of cfg; the ledger is used only when cfg->uses_ledger. NULL
@@ -85,6 +88,17 @@ void jobs_start(struct jobs *j, const struct ledger_term *term);
  * (SIGTERM, grace period, SIGKILL) and recorded interrupted; then gone. */
 void jobs_stop(struct jobs *j);
 void jobs_kill(struct jobs *j);
+/* The pauses in force (DESIGN 11): all pauses every job; names[0..n) the
+ * jobs paused by name; by/at (may be NULL) who asked and when (RFC 3339),
+ * for the log line. Called after every read of the controls, and before
+ * jobs_start. A job that becomes paused has its run stopped as a stop
+ * does (recorded interrupted) and its ticks recorded paused, not run; a
+ * --once-per one-shot that is paused ends through refused with
+ * FAULT_ALREADY_RUN. On resume a job without a schedule starts at once, a
+ * scheduled one with its next tick. One log line per change per job. */
+void jobs_set_paused(struct jobs *j, bool all, const char *const *names,
+		     const char *const *by, const char *const *at, int n,
+		     const char *all_by, const char *all_at);
 /* Forwards a signal to every run going on. */
 void jobs_signal(struct jobs *j, int sig);
 

@@ -354,6 +354,11 @@ static double job_next_tick(const struct jobs_view *v)
 	return v->next_tick;
 }
 
+static double job_paused(const struct jobs_view *v)
+{
+	return v->paused ? 1 : 0;
+}
+
 /* One gauge per job, each family under its own header. */
 static void put_job_gauge(struct metrics_buf *b, const char *name, const char *help,
 			  double (*field)(const struct jobs_view *))
@@ -382,6 +387,9 @@ static void put_jobs(struct metrics_buf *b)
 	put_job_gauge(b, PREFIX "job_next_tick_timestamp_seconds",
 		      "The job's next tick while this node leads; 0 otherwise.",
 		      job_next_tick);
+	put_job_gauge(b, PREFIX "job_paused",
+		      "1 while the job is paused (pgleader pause), as part of the lock or by name.",
+		      job_paused);
 	head(b, PREFIX "job_runs_total", "counter",
 	     "The job's ticks handled by this node, by outcome.");
 	for (size_t i = 0; i < jobs_n(); i++) {
@@ -554,12 +562,15 @@ static json_t *status_jobs(void)
 
 	for (size_t i = 0; a && i < jobs_n(); i++) {
 		jobs_source.view(jobs_source.arg, i, &v);
-		json_array_append_new(a, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}",
+		json_array_append_new(a, json_pack(
+			"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
 			"job", jstr(v.name), "schedule", jstr(v.schedule),
 			"pid", v.pid > 0 ? json_integer(v.pid) : json_null(),
 			"next_tick", jtime(v.next_tick),
 			"last_tick", jtime(v.last_tick),
-			"last_success", jtime(v.last_success)));
+			"last_success", jtime(v.last_success),
+			"paused", json_boolean(v.paused),
+			"paused_by", jstr(v.paused_by), "paused_at", jstr(v.paused_at)));
 	}
 	return a;
 }

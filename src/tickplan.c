@@ -1,7 +1,8 @@
 /* tickplan.c: which ticks are due at a planning point (a new term, a
- * tick's timer), and whether each runs or is recorded missed. */
+ * tick's timer), and whether each runs or is recorded missed or paused. */
 #include "tickplan.h"
 
+#include <stddef.h>
 #include <string.h>
 
 void tickplan(const struct schedule *s, int64_t last, int64_t now, int64_t fired,
@@ -30,4 +31,27 @@ void tickplan(const struct schedule *s, int64_t last, int64_t now, int64_t fired
 			p->missed[p->n_missed++] = t;
 		p->missed_total++;
 	}
+}
+
+void tickplan_pause_of(const char *job, bool all, const char *const *names,
+		       const char *const *by, const char *const *at, int n,
+		       const char *all_by, const char *all_at,
+		       struct tickplan_pause *out)
+{
+	out->paused = all;
+	out->by = all ? all_by : NULL;
+	out->at = all ? all_at : NULL;
+	for (int i = 0; i < n; i++) {
+		if (!names[i] || strcmp(names[i], job))
+			continue;
+		out->paused = true;
+		out->by = by ? by[i] : NULL;
+		out->at = at ? at[i] : NULL;
+		return;
+	}
+}
+
+bool tickplan_paused(bool paused, int64_t resumed_at, int64_t tick)
+{
+	return paused || (resumed_at != INT64_MIN && tick < resumed_at);
 }

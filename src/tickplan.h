@@ -31,4 +31,22 @@ struct tickplan {
 void tickplan(const struct schedule *s, int64_t last, int64_t now, int64_t fired,
 	      bool missed_once, int64_t window, struct tickplan *p);
 
+/* The pause in force for one job (DESIGN 11): the whole lock's (all) or
+ * its own among names[0..n); by and at (NULL: not told) say who asked and
+ * when, the job's own row before the lock's, as the more precise. */
+struct tickplan_pause {
+	bool paused;
+	const char *by, *at;
+};
+void tickplan_pause_of(const char *job, bool all, const char *const *names,
+		       const char *const *by, const char *const *at, int n,
+		       const char *all_by, const char *all_at,
+		       struct tickplan_pause *out);
+
+/* A tick that comes due while its job is paused, or that fell before the
+ * pause ended (resumed_at, the server's ms; INT64_MIN: never paused) is
+ * recorded paused and never run: a tick's jitter or a claim in flight does
+ * not carry it past the resume. */
+bool tickplan_paused(bool paused, int64_t resumed_at, int64_t tick);
+
 #endif

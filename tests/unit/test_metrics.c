@@ -454,7 +454,8 @@ static const struct jobs_view sample_jobs[] = {
 	  .last_success = 1714564803.5, .runs = { [JOBS_SUCCEEDED] = 4,
 	  [JOBS_MISSED] = 2 }, .duration_counts = { [3] = 3, [JOBS_BUCKETS] = 1 },
 	  .duration_count = 4, .duration_sum = 9.5 },
-	{ .name = "odd \"name\"\n", .schedule = NULL },
+	{ .name = "odd \"name\"\n", .schedule = NULL, .paused = true,
+	  .paused_by = "psql (role ops) from 10.0.0.7", .paused_at = "2024-05-01T12:10:00Z" },
 };
 
 static size_t jobs_count_of(const void *arg)
@@ -486,6 +487,9 @@ START_TEST(test_job_families)
 		"pgleader_job_runs_total{job=\"refresh\",outcome=\"succeeded\"} 4\n",
 		"pgleader_job_runs_total{job=\"refresh\",outcome=\"missed\"} 2\n",
 		"pgleader_job_runs_total{job=\"refresh\",outcome=\"paused\"} 0\n",
+		"# TYPE pgleader_job_paused gauge\n",
+		"pgleader_job_paused{job=\"refresh\"} 0\n",
+		"pgleader_job_paused{job=\"odd \\\"name\\\"\\n\"} 1\n",
 		"pgleader_job_run_duration_seconds_bucket{job=\"refresh\",le=\"1\"} 0\n",
 		"pgleader_job_run_duration_seconds_bucket{job=\"refresh\",le=\"5\"} 3\n",
 		"pgleader_job_run_duration_seconds_bucket{job=\"refresh\",le=\"+Inf\"} 4\n",
@@ -525,6 +529,15 @@ START_TEST(test_job_status)
 			 "2024-05-01T12:15:00.000Z");
 	ck_assert(json_is_null(json_object_get(json_array_get(json_object_get(doc, "jobs"), 1),
 					       "schedule")));
+	ck_assert(json_is_false(json_object_get(first, "paused")));
+	ck_assert(json_is_null(json_object_get(first, "paused_by")));
+	ck_assert(json_is_null(json_object_get(first, "paused_at")));
+	first = json_array_get(json_object_get(doc, "jobs"), 1);
+	ck_assert(json_is_true(json_object_get(first, "paused")));
+	ck_assert_str_eq(json_string_value(json_object_get(first, "paused_by")),
+			 "psql (role ops) from 10.0.0.7");
+	ck_assert_str_eq(json_string_value(json_object_get(first, "paused_at")),
+			 "2024-05-01T12:10:00Z");
 	json_decref(doc);
 	free(text);
 }

@@ -1,10 +1,12 @@
 /* test_tickplan.c: which ticks are due at a planning point, and what each
- * becomes (run or missed), table-driven over @every and cron schedules. */
+ * becomes (run, missed or paused), table-driven over @every and cron
+ * schedules. */
 #include "tickplan.h"
 
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NROWS(table) ((int)(sizeof(table) / sizeof(table[0])))
 #define NONE INT64_MIN
@@ -98,6 +100,85 @@ START_TEST(test_walk_covers_every_tick_once)
 }
 END_TEST
 
+/* Which pause holds a job (DESIGN 11): the lock's, or its own row, whose
+ * asker is named before the lock's. */
+static const char *const pause_names[] = { "report", "backup" };
+static const char *const pause_by[] = { "psql (role a) from local socket", NULL };
+static const char *const pause_at[] = { "2027-01-15T08:00:00Z", NULL };
+
+static const struct {
+	const char *name, *job;
+	bool all;
+	int n;
+	bool paused;
+	const char *by, *at;
+} pause_cases[] = {
+	{ "nothing paused", "report", false, 0, false, NULL, NULL },
+	{ "another job paused", "cleanup", false, 2, false, NULL, NULL },
+	{ "paused by name", "report", false, 2, true,
+	  "psql (role a) from local socket", "2027-01-15T08:00:00Z" },
+	{ "paused by name, asker not told", "backup", false, 2, true, NULL, NULL },
+	{ "the whole lock", "cleanup", true, 2, true, "ops", "2027-01-15T09:00:00Z" },
+	{ "both: the job's own row names who", "report", true, 2, true,
+	  "psql (role a) from local socket", "2027-01-15T08:00:00Z" },
+	{ "names compared whole", "repor", false, 2, false, NULL, NULL },
+};
+
+static bool same(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+START_TEST(test_pause_of)
+{
+	struct tickplan_pause p;
+
+	tickplan_pause_of(pause_cases[_i].job, pause_cases[_i].all, pause_names, pause_by,
+			  pause_at, pause_cases[_i].n, "ops", "2027-01-15T09:00:00Z", &p);
+	ck_assert_msg(p.paused == pause_cases[_i].paused, "%s: paused %d",
+		      pause_cases[_i].name, p.paused);
+	ck_assert_msg(same(p.by, pause_cases[_i].by), "%s: by %s", pause_cases[_i].name,
+		      p.by ? p.by : "(null)");
+	ck_assert_msg(same(p.at, pause_cases[_i].at), "%s: at %s", pause_cases[_i].name,
+		      p.at ? p.at : "(null)");
+}
+END_TEST
+
+START_TEST(test_pause_of_without_askers)
+{
+	struct tickplan_pause p;
+
+	tickplan_pause_of("report", true, pause_names, NULL, NULL, 2, NULL, NULL, &p);
+	ck_assert(p.paused && !p.by && !p.at);
+	tickplan_pause_of("report", false, NULL, NULL, NULL, 0, "x", "y", &p);
+	ck_assert(!p.paused && !p.by && !p.at);
+}
+END_TEST
+
+/* A tick is recorded paused while its job is paused, and when it fell
+ * before the resume (its jitter or its claim carried it past). */
+static const struct {
+	const char *name;
+	bool paused;
+	int64_t resumed_at, tick;
+	bool want;
+} paused_cases[] = {
+	{ "never paused", false, NONE, T0, false },
+	{ "paused now", true, NONE, T0, true },
+	{ "paused again after a resume", true, T0 - S, T0, true },
+	{ "a tick from before the resume", false, T0 + 1, T0, true },
+	{ "the tick at the resume runs", false, T0, T0, false },
+	{ "a tick after the resume runs", false, T0 - 1, T0, false },
+};
+
+START_TEST(test_paused_tick)
+{
+	ck_assert_msg(tickplan_paused(paused_cases[_i].paused, paused_cases[_i].resumed_at,
+				      paused_cases[_i].tick) == paused_cases[_i].want,
+		      "%s", paused_cases[_i].name);
+}
+END_TEST
+
 static Suite *tickplan_suite(void)
 {
 	Suite *s = suite_create("tickplan");
@@ -105,6 +186,11 @@ static Suite *tickplan_suite(void)
 
 	tcase_add_loop_test(tc, test_plan, 0, NROWS(cases));
 	tcase_add_test(tc, test_walk_covers_every_tick_once);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("pause");
+	tcase_add_loop_test(tc, test_pause_of, 0, NROWS(pause_cases));
+	tcase_add_test(tc, test_pause_of_without_askers);
+	tcase_add_loop_test(tc, test_paused_tick, 0, NROWS(paused_cases));
 	suite_add_tcase(s, tc);
 	return s;
 }
