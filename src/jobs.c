@@ -345,7 +345,7 @@ static void drop_paused_claim(struct job *jb, int64_t run_id, const char *when)
 {
 	struct jobs *j = jb->owner;
 
-	log_info("job %s: tick %s recorded paused, not run", jb->cfg->name, when);
+	log_debug("job %s: tick %s recorded paused, not run", jb->cfg->name, when);
 	count_outcome(jb, JOBS_PAUSED);
 	ledger_finish(j->ledger, j->term.fencing_token, run_id, "paused", -1);
 	if (j->cfg->once_per_ms > 0)
@@ -406,8 +406,10 @@ static void run_tick(struct job *jb, int64_t tick, bool rerun)
 	char when[40], prev[40];
 
 	if (tickplan_paused(jb->paused, jb->resumed_at, tick)) {
-		log_info("job %s: tick %s recorded paused, not run", jb->cfg->name,
-			 clocks_rfc3339(tick, when, sizeof(when)));
+		/* debug: one line a second under @every 1s for as long as the
+		 * pause lasts; the pause's own line and the ledger tell it */
+		log_debug("job %s: tick %s recorded paused, not run", jb->cfg->name,
+			  clocks_rfc3339(tick, when, sizeof(when)));
 		record(jb, tick, JOBS_PAUSED);
 		return;
 	}
@@ -687,7 +689,7 @@ static void pause_job(struct job *jb)
 	if (!running) {
 		/* a one-shot says it once, as it ends */
 		if (j->cfg->once_per_ms > 0)
-			log_info("job %s paused%s", jb->cfg->name, who);
+			log_debug("job %s paused%s", jb->cfg->name, who);
 		else
 			log_notice("job %s paused%s", jb->cfg->name, who);
 		return;
