@@ -51,6 +51,9 @@ struct job {
 	bool claim_rerun;
 	uint64_t claim_gen;         /* the term the claim in flight is for */
 	int64_t run_id, run_tick;
+	int64_t record_tick;        /* the newest fired tick recorded not run */
+	enum jobs_outcome record_outcome;
+	uint64_t record_gen;
 	bool timed_out, interrupted;
 	double run_started;         /* monotonic */
 	double restart_backoff;
@@ -391,14 +394,39 @@ static void claim(struct job *jb, int64_t tick, bool rerun)
 		     claim_cb, jb);
 }
 
-/* A tick that is not run is recorded as what it was instead. */
-static void record(struct job *jb, int64_t tick, enum jobs_outcome o)
+/* The tick the timer fired for reached the server a moment before its
+ * clock did (our reading of it runs a little ahead, as a run's claim may
+ * find): recorded again once the server is there, as a claim is. */
+static void record_cb(void *arg, const struct ledger_answer *a)
+{
+	struct job *jb = arg;
+	struct jobs *j = jb->owner;
+
+	if (jb->record_gen != j->gen || !j->active)
+		return;
+	sync_clock(j, a);
+	if (!a->ok || !a->early)
+		return;
+	jb->view.runs[jb->record_outcome]--; /* counted when sent again */
+	jb->next_tick = jb->record_tick;
+	jb->last_handled = jb->record_tick - 1;
+	arm_tick(jb);
+}
+
+/* A tick that is not run is recorded as what it was instead; fired: the
+ * tick the timer was set for, which the server may not have reached. */
+static void record(struct job *jb, int64_t tick, enum jobs_outcome o, bool fired)
 {
 	struct jobs *j = jb->owner;
 
 	count_outcome(jb, o);
+	if (fired) {
+		jb->record_tick = tick;
+		jb->record_outcome = o;
+		jb->record_gen = j->gen;
+	}
 	ledger_claim(j->ledger, &j->term, jb->cfg->name, tick, jobs_outcome_name(o),
-		     false, NULL, NULL);
+		     false, fired ? record_cb : NULL, fired ? jb : NULL);
 }
 
 static void run_tick(struct job *jb, int64_t tick, bool rerun)
@@ -410,7 +438,7 @@ static void run_tick(struct job *jb, int64_t tick, bool rerun)
 		 * pause lasts; the pause's own line and the ledger tell it */
 		log_debug("job %s: tick %s recorded paused, not run", jb->cfg->name,
 			  clocks_rfc3339(tick, when, sizeof(when)));
-		record(jb, tick, JOBS_PAUSED);
+		record(jb, tick, JOBS_PAUSED, true);
 		return;
 	}
 	if (jb->state == JOB_IDLE) {
@@ -420,7 +448,7 @@ static void run_tick(struct job *jb, int64_t tick, bool rerun)
 	log_notice("job %s: tick %s skipped: the run for %s is still going",
 		   jb->cfg->name, clocks_rfc3339(tick, when, sizeof(when)),
 		   clocks_rfc3339(jb->run_tick, prev, sizeof(prev)));
-	record(jb, tick, JOBS_SKIPPED);
+	record(jb, tick, JOBS_SKIPPED, true);
 }
 
 static void apply(struct job *jb, const struct tickplan *p)
@@ -428,7 +456,7 @@ static void apply(struct job *jb, const struct tickplan *p)
 	char when[40];
 
 	for (int i = 0; i < p->n_missed; i++)
-		record(jb, p->missed[i], JOBS_MISSED);
+		record(jb, p->missed[i], JOBS_MISSED, false);
 	if (p->missed_total > 0)
 		log_warning("job %s: %" PRId64 "%s tick%s missed while no node led "
 			    "(newest %s)%s", jb->cfg->name, p->missed_total,
