@@ -162,11 +162,15 @@ $(B)tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_value: tests/unit/test_value.c src/value.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
-# The election is five files: the core, its deadlines, the command, the
-# fence, failsafe.
+# The election is six files: the core, its deadlines, the command, the
+# fence, failsafe, the operator controls.
 ELECTION_SRCS := src/election.c src/election_clock.c src/election_command.c \
-	src/election_fence.c src/election_failsafe.c
+	src/election_fence.c src/election_failsafe.c src/election_controls.c
 $(B)tests/unit/test_election: tests/unit/test_election.c $(ELECTION_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(CHECK_LIBS) -lm
+# The operator controls' decisions, with the daemon's parameters.
+UNIT_TESTS += $(B)tests/unit/test_election_controls
+$(B)tests/unit/test_election_controls: tests/unit/test_election_controls.c $(ELECTION_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(CHECK_LIBS) -lm
 # The test defines sd_journal_sendv itself, so it links no libsystemd: it
 # sees the journal fields pgleader would send without needing a journald.

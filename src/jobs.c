@@ -743,3 +743,12 @@ void jobs_free(struct jobs *j)
 	free(j->job);
 	free(j);
 }
+
+/* Placeholder until the jobs act on pauses (issue 15): nothing yet. */
+void jobs_set_paused(struct jobs *j, bool all, const char *const *names,
+		     const char *const *by, const char *const *at, int n,
+		     const char *all_by, const char *all_at)
+{
+	(void)j; (void)all; (void)names; (void)by; (void)at; (void)n;
+	(void)all_by; (void)all_at;
+}

@@ -87,6 +87,13 @@ void jobs_stop(struct jobs *j);
 void jobs_kill(struct jobs *j);
 /* Forwards a signal to every run going on. */
 void jobs_signal(struct jobs *j, int sig);
+/* The pauses in force (DESIGN 11): all pauses every job; names[0..n) the
+ * jobs paused by name; by/at (may be NULL) who asked and when (RFC 3339),
+ * for the log line. Called after every read of the controls, and once
+ * before jobs_start. */
+void jobs_set_paused(struct jobs *j, bool all, const char *const *names,
+		     const char *const *by, const char *const *at, int n,
+		     const char *all_by, const char *all_at);
 
 size_t jobs_count(const struct jobs *j);
 void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v);
