@@ -123,26 +123,25 @@ static int pause_lock(PGconn *conn, const struct config *cfg, const char *key)
 	return CLI_OK;
 }
 
-/* What resume found and did, in one line. */
+/* What resume found and did, in one line: "resumed lock X (every job)",
+ * "resumed job a, b of lock X", "resumed lock X (every job) and job a",
+ * "lock X was not paused". */
 static void print_resumed(const struct config *cfg, const char *lock, const PGresult *res)
 {
 	const char *jobs = cell(res, 0, CONTROLS_RESUME_JOBS);
 	bool all = strcmp(cell(res, 0, CONTROLS_RESUME_ALL), "t") == 0;
 	bool stays = strcmp(cell(res, 0, CONTROLS_RESUME_ALL_STAYS), "t") == 0;
+	const char *job = all || jobs ? jobs : cfg->runs_job;
 
-	if (!all && !jobs) {
-		fputs(cfg->runs_job ? "job " : "", stdout);
-		status_put_text(cfg->runs_job, 0);
-		fputs(cfg->runs_job ? " of " : "", stdout);
-		status_put_text(lock, 0);
-		fputs(" was not paused", stdout);
-	} else {
-		fputs("resumed ", stdout);
-		status_put_text(lock, 0);
-		fputs(all ? " (every job)" : "", stdout);
-		fputs(jobs ? (all ? " and job " : " job ") : "", stdout);
-		status_put_text(jobs, 0);
-	}
+	fputs(all || jobs ? "resumed " : "", stdout);
+	fputs(!all && job ? "job " : "", stdout);
+	status_put_text(!all ? job : NULL, 0);
+	fputs(!all && job ? " of " : "", stdout);
+	status_put_text(lock, 0);
+	fputs(all ? " (every job)" : "", stdout);
+	fputs(all && jobs ? " and job " : "", stdout);
+	status_put_text(all ? jobs : NULL, 0);
+	fputs(all || jobs ? "" : " was not paused", stdout);
 	if (stays)
 		fputs("; the whole lock stays paused (pgleader resume without --job)", stdout);
 	putchar('\n');

@@ -502,16 +502,17 @@ static void print_session_text(const struct session *s, int wlabel, int waddr, i
 		fputs("  leader since ", stdout);
 		put_text(s->leader_since, 0);
 	}
+	fputs(role_text[s->role], stdout);
+	if (s->waiting_since) {
+		fputs(" since ", stdout);
+		put_text(s->waiting_since, 0);
+	}
+	/* last: the line reads as before for a node of the default */
 	if (s->priority) {
 		fputs("  priority ", stdout);
 		put_text(s->priority, 0);
 		if (strcmp(s->priority, "0") == 0)
 			fputs(": never leads", stdout);
-	}
-	fputs(role_text[s->role], stdout);
-	if (s->waiting_since) {
-		fputs(" since ", stdout);
-		put_text(s->waiting_since, 0);
 	}
 	putchar('\n');
 }
