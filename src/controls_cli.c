@@ -123,25 +123,40 @@ static int pause_lock(PGconn *conn, const struct config *cfg, const char *key)
 	return CLI_OK;
 }
 
+/* "job J of lock X was not paused" or "lock X was not paused", no newline. */
+static void print_not_paused(const struct config *cfg, const char *lock)
+{
+	if (cfg->runs_job) {
+		fputs("job ", stdout);
+		status_put_text(cfg->runs_job, 0);
+		fputs(" of ", stdout);
+	}
+	status_put_text(lock, 0);
+	fputs(" was not paused", stdout);
+}
+
 /* What resume found and did, in one line: "resumed lock X (every job)",
  * "resumed job a, b of lock X", "resumed lock X (every job) and job a",
- * "lock X was not paused". */
+ * or that nothing was paused. */
 static void print_resumed(const struct config *cfg, const char *lock, const PGresult *res)
 {
 	const char *jobs = cell(res, 0, CONTROLS_RESUME_JOBS);
 	bool all = strcmp(cell(res, 0, CONTROLS_RESUME_ALL), "t") == 0;
 	bool stays = strcmp(cell(res, 0, CONTROLS_RESUME_ALL_STAYS), "t") == 0;
-	const char *job = all || jobs ? jobs : cfg->runs_job;
 
-	fputs(all || jobs ? "resumed " : "", stdout);
-	fputs(!all && job ? "job " : "", stdout);
-	status_put_text(!all ? job : NULL, 0);
-	fputs(!all && job ? " of " : "", stdout);
-	status_put_text(lock, 0);
-	fputs(all ? " (every job)" : "", stdout);
-	fputs(all && jobs ? " and job " : "", stdout);
-	status_put_text(all ? jobs : NULL, 0);
-	fputs(all || jobs ? "" : " was not paused", stdout);
+	if (!all && !jobs) {
+		print_not_paused(cfg, lock);
+	} else if (!all) {
+		fputs("resumed job ", stdout);
+		status_put_text(jobs, 0);
+		fputs(" of ", stdout);
+		status_put_text(lock, 0);
+	} else {
+		fputs("resumed ", stdout);
+		status_put_text(lock, 0);
+		fputs(jobs ? " (every job) and job " : " (every job)", stdout);
+		status_put_text(jobs, 0);
+	}
 	if (stays)
 		fputs("; the whole lock stays paused (pgleader resume without --job)", stdout);
 	putchar('\n');
@@ -160,11 +175,8 @@ static int resume_lock(PGconn *conn, const struct config *cfg, const char *key)
 			status_fail("cannot resume", PQerrorMessage(conn));
 			return CLI_UNAVAILABLE;
 		}
-		fputs(cfg->runs_job ? "job " : "", stdout);
-		status_put_text(cfg->runs_job, 0);
-		fputs(cfg->runs_job ? " of " : "", stdout);
-		status_put_text(lock, 0);
-		puts(" was not paused (no ledger)");
+		print_not_paused(cfg, lock);
+		puts(" (no ledger)");
 		return CLI_OK;
 	}
 	if (!controls_sql_resume(&q, schema_of(cfg), strtoll(key, NULL, 10), cfg->runs_job) ||
