@@ -3,6 +3,7 @@
  * ledger's session (ledger_cli.c), the nodes as status reads them. */
 #include "controls_cli.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -353,6 +354,27 @@ static bool look(PGconn *conn, const char *key, const struct config *cfg,
 	return true;
 }
 
+/* SIGINT or SIGTERM while a switchover waits: withdraw it, rather than
+ * leave the others stepping aside until it lapses. */
+static volatile sig_atomic_t interrupted;
+
+static void interrupt_cb(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void catch_interrupt(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = interrupt_cb;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
 /* Polls until another node leads or --wait passed; the exit code. */
 static int await_handover(PGconn *conn, const struct config *cfg, const char *key,
 			  const char *lock, const char *old, const char *stamp)
@@ -365,6 +387,12 @@ static int await_handover(PGconn *conn, const struct config *cfg, const char *ke
 	int n;
 
 	for (;;) {
+		if (interrupted) {
+			if (!withdraw(conn, cfg, key, stamp))
+				return CLI_UNAVAILABLE;
+			status_fail("switchover withdrawn", "interrupted");
+			return CLI_REFUSED;
+		}
 		if (!look(conn, key, cfg, old, now, sizeof(now)))
 			return CLI_UNAVAILABLE;
 		if (now[0]) {
@@ -407,6 +435,7 @@ static int switchover(PGconn *conn, const struct config *cfg, const char *key)
 	}
 	snprintf(old, sizeof(old), "%s", leader->node_id);
 	free(nodes);
+	catch_interrupt();
 	if ((rc = ask(conn, cfg, key, lock, old, stamp, sizeof(stamp))) != CLI_OK)
 		return rc;
 	fflush(stdout);

@@ -7,6 +7,7 @@ priorities `pgleader status` shows, and the bad inputs."""
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 
@@ -303,6 +304,36 @@ def test_switchover_wait_lapses(workdir, fleet_shared, pg_shared):
                      % key), r
     assert r.err == "", r
     assert 1.5 <= took < 1.5 + h.bound(5), took
+    assert rows(pg_shared, key) == []
+
+
+def test_switchover_interrupted_withdraws(workdir, fleet_shared, pg_shared):
+    """SIGTERM while a switchover waits: it withdraws its row at once (the
+    others stop stepping aside) and exits 3 with one line."""
+    key = fleet_shared.key
+    a = fleet_shared.start("ctl-in-a", timing=h.timing(grace_period="20s", server_lease="30s"),
+                           command=h.job_cmd(fleet_shared.ledger.path, ignore_term=True))
+    a.wait_for_log(r"acquired leader lease")
+    b = fleet_shared.start("ctl-in-b", command=["sleep", "600"])
+    b.wait_for_log(r"waiting for leader lease")
+    h.wait_until(lambda: pg_shared.backend_pid("pgleader/ctl-in-b"), 10, what="b's session")
+    argv = [h.pgleader_bin(), "switchover", "--dsn", pg_shared.dsn(), "--lock-key", str(key),
+            "--schema", schema_for(key), "--wait", "60s"]
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        h.wait_until(lambda: rows(pg_shared, key) or p.poll() is not None, 10, what="the row")
+        assert p.poll() is None, p.communicate()
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=h.bound(10))
+        assert time.monotonic() - t0 < h.bound(1.0)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 3, (out, err)
+    assert err.decode() == "pgleader: switchover withdrawn: interrupted\n", err
     assert rows(pg_shared, key) == []
 
 
