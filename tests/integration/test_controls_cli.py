@@ -46,6 +46,7 @@ def one_line_err(r):
 
 # ---- pause and resume --------------------------------------------------------
 
+@pytest.mark.valgrind
 def test_pause_resume_rows_and_output(workdir, pg_shared, lock_key):
     schema = schema_for(lock_key)
     r = ctl(workdir, "pause", pg_shared, lock_key)
@@ -220,6 +221,7 @@ def test_switchover_no_standby(workdir, fleet_shared, pg_shared):
     assert rows(pg_shared, key) == []
 
 
+@pytest.mark.valgrind
 def test_switchover_refused_target(workdir, fleet_shared, pg_shared):
     """--to an unknown node or one of priority 0: 3, nothing written; --to
     the leader: 0, nothing to do. The priorities in status."""
@@ -277,6 +279,12 @@ def test_switchover_standing_refused(workdir, fleet_shared, pg_shared):
     st = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key), "--schema", schema)
     assert re.search(r"^switchover: from ctl-st-a to ctl-st-b asked at %s by mallory .*, lapses"
                      r" at %s$" % (AT, AT), st.out, re.M), st
+    doc = json.loads(run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key),
+                                "--schema", schema, "--json").out)
+    sw = doc["controls"]["switchover"]
+    assert (sw["from"], sw["to"], sw["asked_by"]) == (
+        "ctl-st-a", "ctl-st-b", "mallory (role postgres) from 10.0.0.9"), doc
+    assert re.fullmatch(AT, sw["asked_at"]) and re.fullmatch(AT, sw["until"]), doc
     # Lapsed: no longer in force, not shown, and replaced by the next.
     pg_shared.psql("UPDATE %s.controls SET until = now() - interval '1 second'"
                    " WHERE lock_key = %d" % (schema, key))
@@ -284,6 +292,7 @@ def test_switchover_standing_refused(workdir, fleet_shared, pg_shared):
     assert "switchover:" not in st.out, st
 
 
+@pytest.mark.valgrind
 def test_switchover_wait_lapses(workdir, fleet_shared, pg_shared):
     """No standby takes over within --wait (the leader's command ignores
     SIGTERM for longer than that, or no daemon acts on the row): 3, the row
