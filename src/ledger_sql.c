@@ -11,9 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A time as RFC 3339 UTC; whole seconds without a fraction. */
-#define TS(x) "to_char(" x " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS' ||" \
-	" CASE WHEN date_trunc('second', " x ") = " x " THEN '\"Z\"' ELSE '.MS\"Z\"' END)"
+#define TS(x) LEDGER_SQL_TS(x)
 
 /* enum ledger_sql_run_col, from a runs row named r */
 #define RUN_COLS(r) \
@@ -206,6 +204,11 @@ static char *expand_new(const char *head, const char *tmpl, const char *tail,
 	}
 	strcat(buf, tail);
 	return buf;
+}
+
+bool ledger_sql_expand(char *buf, size_t len, const char *tmpl, const char *schema)
+{
+	return expand(buf, len, tmpl, schema);
 }
 
 char *ledger_sql_init(const char *schema)

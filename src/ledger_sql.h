@@ -27,6 +27,15 @@
  * PostgreSQL). It is always written double-quoted, so a keyword is fine. */
 bool ledger_sql_schema_ok(const char *schema);
 
+/* tmpl with @S written as the schema's quoted identifier and @L as its
+ * string literal, into buf; false (buf "") for a bad schema or when it does
+ * not fit. For the SQL of other modules (controls_sql.c). */
+bool ledger_sql_expand(char *buf, size_t len, const char *tmpl, const char *schema);
+
+/* A time as RFC 3339 UTC; whole seconds without a fraction. */
+#define LEDGER_SQL_TS(x) "to_char(" x " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS' ||" \
+	" CASE WHEN date_trunc('second', " x ") = " x " THEN '\"Z\"' ELSE '.MS\"Z\"' END)"
+
 /* The texts below are malloc'd; NULL for a bad schema or out of memory. */
 
 /* The creation, idempotent, as statements to send in one simple query
