@@ -162,11 +162,15 @@ $(B)tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_value: tests/unit/test_value.c src/value.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
-# The election is five files: the core, its deadlines, the command, the
-# fence, failsafe.
+# The election is six files: the core, its deadlines, the command, the
+# fence, failsafe, the operator controls.
 ELECTION_SRCS := src/election.c src/election_clock.c src/election_command.c \
-	src/election_fence.c src/election_failsafe.c
+	src/election_fence.c src/election_failsafe.c src/election_controls.c
 $(B)tests/unit/test_election: tests/unit/test_election.c $(ELECTION_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(CHECK_LIBS) -lm
+# The operator controls' decisions, with the daemon's parameters.
+UNIT_TESTS += $(B)tests/unit/test_election_controls
+$(B)tests/unit/test_election_controls: tests/unit/test_election_controls.c $(ELECTION_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(CHECK_LIBS) -lm
 # The test defines sd_journal_sendv itself, so it links no libsystemd: it
 # sees the journal fields pgleader would send without needing a journald.
@@ -182,6 +186,16 @@ $(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEP
 UNIT_TESTS += $(B)tests/unit/test_ledger_sql
 $(B)tests/unit/test_ledger_sql: tests/unit/test_ledger_sql.c src/ledger_sql.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger_sql.c $(CHECK_LIBS)
+# The controls' SQL text (the SQL is run by test_controls_cli.py).
+UNIT_TESTS += $(B)tests/unit/test_controls_sql
+$(B)tests/unit/test_controls_sql: tests/unit/test_controls_sql.c src/controls_sql.c src/ledger_sql.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/controls_sql.c src/ledger_sql.c $(CHECK_LIBS)
+# A switchover's plan: controls_cli.c links what status links.
+CONTROLS_CLI_SRCS := src/controls_cli.c src/controls_sql.c src/status.c src/ledger_cli.c \
+	src/ledger_sql.c src/lease_sql.c src/log.c $(ELECTION_SRCS) $(SCHEDULE_SRCS)
+UNIT_TESTS += $(B)tests/unit/test_controls_cli
+$(B)tests/unit/test_controls_cli: tests/unit/test_controls_cli.c $(CONTROLS_CLI_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(CONTROLS_CLI_SRCS) $(LIBS) $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub. stdfd.c, the
 # descriptors the command inherits, is tested here too.
 CHILD_SRCS := src/child.c src/proctree.c src/stdfd.c tests/unit/log_stub.c

@@ -63,7 +63,7 @@ _pgleader() {
 			return
 		fi
 		case $word in
-		status | runs | init-db)
+		status | runs | init-db | switchover | pause | resume)
 			[ "$i" -eq 1 ] || { _pgleader_command "$i"; return; }
 			;;
 		-*)
@@ -95,7 +95,7 @@ _pgleader() {
 	elif [ "${cur#-}" != "$cur" ]; then
 		mapfile -t COMPREPLY < <(compgen -W "${all[*]}" -- "$cur")
 	elif [ "$COMP_CWORD" -eq 1 ]; then
-		mapfile -t COMPREPLY < <(compgen -W "status runs init-db" -- "$cur"; compgen -c -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "status runs init-db switchover pause resume" -- "$cur"; compgen -c -- "$cur")
 	else
 		_pgleader_command "$COMP_CWORD"
 	fi

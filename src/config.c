@@ -33,7 +33,7 @@ _Static_assert(CONFIG_USAGE == OPTIONS_USAGE && CONFIG_INVALID == OPTIONS_INVALI
 
 enum action {
 	ACT_CONFIG = 1, ACT_VERBOSE, ACT_QUIET, ACT_HELP, ACT_VERSION, ACT_JOB,
-	ACT_SINCE,
+	ACT_SINCE, ACT_TO, ACT_WAIT,
 };
 
 /* The server hashes the name as text: bytes that are not UTF-8 are an
@@ -336,12 +336,18 @@ static const struct option_row rows[] = {
 	  .help = "status: a line each time the leader changes" },
 	{ .long_name = "job", .type = OPTION_ACTION, .action = ACT_JOB,
 	  .metavar = "NAME", .default_shown = "every job",
-	  .help = "runs: only this job's runs" },
+	  .help = "runs, pause, resume: only this job" },
 	{ .long_name = "since", .type = OPTION_ACTION, .action = ACT_SINCE,
 	  .metavar = "DUR", .default_shown = "all",
 	  .help = "runs: only the ticks of the last DUR" },
 	{ .long_name = "print-sql", .type = OPTION_FLAG, .offset = FIELD(print_sql),
 	  .help = "init-db: print the SQL instead of running it" },
+	{ .long_name = "to", .type = OPTION_ACTION, .action = ACT_TO,
+	  .metavar = "NODE", .default_shown = "any standby",
+	  .help = "switchover: the node that takes over" },
+	{ .long_name = "wait", .type = OPTION_ACTION, .action = ACT_WAIT,
+	  .metavar = "DUR", .default_shown = "30s",
+	  .help = "switchover: how long a standby has to take over" },
 	{ .long_name = "help", .short_name = 'h', .type = OPTION_ACTION,
 	  .action = ACT_HELP, .help = "print this help and exit" },
 	{ .long_name = "version", .short_name = 'V', .type = OPTION_ACTION,
@@ -394,8 +400,9 @@ struct loader {
 	const char *config_path; /* -c */
 	char **words;            /* the command from argv, borrowed */
 	int nwords;
-	const char *subcommand;  /* "status", "runs", "init-db"; NULL: the daemon */
+	const char *subcommand;  /* "status", "runs", "init-db", ...; NULL: the daemon */
 	bool since_given;        /* runs --since */
+	bool wait_given;         /* switchover --wait */
 	struct section *sections; /* the file's [job.NAME], in order */
 	size_t n_sections;
 	struct config_job inherit; /* [pgleader]'s job keys, or their defaults */
@@ -452,6 +459,30 @@ static int take_runs_option(struct loader *ld, int action, const char *value)
 	return CONFIG_OK;
 }
 
+/* switchover --to NODE, --wait DUR: read at once, a mistake is usage. */
+static int take_switchover_option(struct loader *ld, int action, const char *value)
+{
+	struct config *cfg = ld->cfg;
+	char why[128], shown[64];
+	int64_t ms;
+
+	if (action == ACT_TO) {
+		if (check_node_id(value, why, sizeof(why)) < 0)
+			return options_fail(ld->op, CONFIG_USAGE, "--to: %s", why);
+		free(cfg->switchover_to);
+		if (!(cfg->switchover_to = strdup(value)))
+			return options_fail(ld->op, CONFIG_INVALID, "out of memory");
+		return CONFIG_OK;
+	}
+	if (value_parse_duration(value, &ms) < 0 || ms <= 0)
+		return options_fail(ld->op, CONFIG_USAGE,
+				    "--wait: invalid duration %s (more than 0; examples: 30s, 2m)",
+				    value_quote(value, shown, sizeof(shown)));
+	cfg->switchover_wait_ms = ms;
+	ld->wait_given = true;
+	return CONFIG_OK;
+}
+
 static int action_cb(void *user, int action, const char *value)
 {
 	struct loader *ld = user;
@@ -475,6 +506,9 @@ static int action_cb(void *user, int action, const char *value)
 	case ACT_JOB:
 	case ACT_SINCE:
 		return take_runs_option(ld, action, value);
+	case ACT_TO:
+	case ACT_WAIT:
+		return take_switchover_option(ld, action, value);
 	}
 	return CONFIG_OK;
 }
@@ -641,13 +675,18 @@ static int check_subcommand_options(struct loader *ld)
 		{ "json", MODE_BIT(CONFIG_MODE_STATUS) | MODE_BIT(CONFIG_MODE_RUNS),
 		  "'pgleader status' or 'pgleader runs'" },
 		{ "watch", MODE_BIT(CONFIG_MODE_STATUS), "'pgleader status'" },
-		{ "job", MODE_BIT(CONFIG_MODE_RUNS), "'pgleader runs'" },
+		{ "job", MODE_BIT(CONFIG_MODE_RUNS) | MODE_BIT(CONFIG_MODE_PAUSE) |
+		  MODE_BIT(CONFIG_MODE_RESUME),
+		  "'pgleader runs', 'pgleader pause' or 'pgleader resume'" },
 		{ "since", MODE_BIT(CONFIG_MODE_RUNS), "'pgleader runs'" },
 		{ "print-sql", MODE_BIT(CONFIG_MODE_INIT_DB), "'pgleader init-db'" },
+		{ "to", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
+		{ "wait", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
 	};
 	const struct config *cfg = ld->cfg;
 	const bool given[] = { cfg->json, cfg->watch, cfg->runs_job != NULL,
-			       ld->since_given, cfg->print_sql };
+			       ld->since_given, cfg->print_sql, cfg->switchover_to != NULL,
+			       ld->wait_given };
 
 	for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
 		if (given[i] && !(only[i].modes & MODE_BIT(cfg->mode)))
@@ -685,7 +724,8 @@ static int check_daemon_options(struct loader *ld)
 	return CONFIG_OK;
 }
 
-/* "status", "runs" or "init-db" as the first word, and its own options. */
+/* "status", "runs", "init-db", "pause", "resume" or "switchover" as the
+ * first word, and its own options. */
 static int read_subcommand(struct loader *ld)
 {
 	static const struct {
@@ -693,7 +733,8 @@ static int read_subcommand(struct loader *ld)
 		enum config_mode mode;
 	} subcommands[] = {
 		{ "status", CONFIG_MODE_STATUS }, { "runs", CONFIG_MODE_RUNS },
-		{ "init-db", CONFIG_MODE_INIT_DB },
+		{ "init-db", CONFIG_MODE_INIT_DB }, { "pause", CONFIG_MODE_PAUSE },
+		{ "resume", CONFIG_MODE_RESUME }, { "switchover", CONFIG_MODE_SWITCHOVER },
 	};
 	int result, first_word;
 	bool after_dashdash;
@@ -1315,6 +1356,7 @@ enum config_result config_load(struct config *cfg, int argc, char **argv,
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->runs_since_ms = -1;
+	cfg->switchover_wait_ms = 30000;
 	if (errlen > 0)
 		err[0] = '\0';
 	if (!(ld.op = options_new(&spec, cfg, &ld, err, errlen))) {
@@ -1336,6 +1378,7 @@ void config_free(struct config *cfg)
 		free_job(&cfg->jobs[i], cfg->command);
 	free(cfg->jobs);
 	free(cfg->runs_job);
+	free(cfg->switchover_to);
 	options_release(&spec, cfg);
 	free_peers(cfg->peers, cfg->n_peers);
 	free(cfg->config_file);
@@ -1350,6 +1393,8 @@ void config_usage(FILE *out)
 	      "       pgleader status [OPTION]... [--json] [--watch]\n"
 	      "       pgleader runs [--job NAME] [--since DUR] [--json] [OPTION]...\n"
 	      "       pgleader init-db [--print-sql] [OPTION]...\n"
+	      "       pgleader pause | resume [--job NAME] [OPTION]...\n"
+	      "       pgleader switchover [--to NODE] [--wait DUR] [OPTION]...\n"
 	      "       pgleader --help | --version\n"
 	      "\n"
 	      "Runs COMMAND on exactly one machine of a fleet at a time: the one whose\n"
@@ -1370,5 +1415,7 @@ void config_usage(FILE *out)
 	      "Exit status: COMMAND's own, or 128+N if signal N killed it; 64 bad usage;\n"
 	      "78 bad configuration; 69 permanent database error; 75 gave up waiting\n"
 	      "(--conflict-exit-code); 126/127 COMMAND not executable/not found.\n"
-	      "pgleader status: 0 a leader exists, 3 none, 69 database unreachable.\n", out);
+	      "pgleader status: 0 a leader exists, 3 none, 69 database unreachable.\n"
+	      "pgleader switchover: 0 another node took over, 3 refused or no standby\n"
+	      "took over within --wait, 69 database unreachable.\n", out);
 }

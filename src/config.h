@@ -21,6 +21,9 @@ enum config_mode {
 	CONFIG_MODE_STATUS,     /* pgleader status */
 	CONFIG_MODE_RUNS,       /* pgleader runs (DESIGN 10) */
 	CONFIG_MODE_INIT_DB,    /* pgleader init-db (DESIGN 10) */
+	CONFIG_MODE_PAUSE,      /* pgleader pause (DESIGN 11) */
+	CONFIG_MODE_RESUME,     /* pgleader resume (DESIGN 11) */
+	CONFIG_MODE_SWITCHOVER, /* pgleader switchover (DESIGN 11) */
 };
 
 /* One job (DESIGN 10): the command line's is named "default"; a file's
@@ -95,9 +98,11 @@ struct config {
 	int64_t once_per_ms;     /* --once-per; 0: off */
 	char *schema;            /* the ledger's schema, default "pgleader" */
 	int64_t keep_runs_ms;    /* default 720h */
-	char *runs_job;          /* runs --job NAME; NULL: every job */
+	char *runs_job;          /* runs, pause, resume --job NAME; NULL: every job */
 	int64_t runs_since_ms;   /* runs --since DUR; -1: all */
 	bool print_sql;          /* init-db --print-sql */
+	char *switchover_to;     /* switchover --to NODE; NULL: any standby */
+	int64_t switchover_wait_ms; /* switchover --wait DUR; default 30s */
 	/* True when the daemon needs the ledger: a schedule, [job.NAME]
 	 * sections or --once-per. Never true for a plain single command,
 	 * which must not touch the ledger (DESIGN 10). */

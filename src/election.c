@@ -53,7 +53,10 @@ void election_init(struct election *e, const struct election_params *p)
 	e->next_claim_at = INFINITY;
 	e->claim_deadline = INFINITY;
 	e->check_again_at = INFINITY;
+	e->hold_until = -INFINITY;
+	e->next_ctl_at = 0; /* a standby reads them once connected */
 	e->snap.node_id = p->node_id;
+	e->snap.priority = p->priority;
 	e->snap.lock_name = p->lock_name;
 	e->snap.lock_key = p->lock_key;
 	e->snap.command_due = INFINITY;
@@ -225,6 +228,8 @@ void election_reconnect_later(struct election *e, struct election_output *out,
 void election_ask_for_lock(struct election *e, struct election_output *out,
 			   double now)
 {
+	if (election_controls_defer_lock(e, now))
+		return;
 	e->next_attempt_at = INFINITY;
 	/* pg_try_advisory_lock first: it answers at once, and --nonblock and
 	 * poll mode never do anything else. */
@@ -360,6 +365,9 @@ void election_become_leader(struct election *e, struct election_output *out,
 	settle_after_outage(e, out, now);
 	if (election_fence_wanted(e, now))
 		election_fence_take(e, out);
+	/* after the fence's request: on the same session, its answer comes
+	 * once the fence is held */
+	election_controls_new_term(e, out, now);
 	if (e->p.failsafe)
 		election_ask_members(e, out, now);
 }
@@ -429,7 +437,12 @@ void election_connected(struct election *e, struct election_output *out,
 	e->outage_began = e->lost_since;
 	e->lost_since = INFINITY;
 	e->back_at = now;
+	e->handing_over = false; /* a switchover's lock went with the old session */
 	election_set_state(e, out, now, ELECTION_STANDBY);
+	if (e->p.never_lead && !e->waiting_logged)
+		election_say(out, LOG_LEVEL_INFO, "priority 0: a standby that never "
+		    "asks for the leader lease");
+	e->waiting_logged |= e->p.never_lead;
 	election_ask_for_lock(e, out, now);
 	/* a one-shot's fence, or one closed meanwhile, beside the first lock
 	 * request: ready by the time a lock is granted */
@@ -513,6 +526,7 @@ static void stopping_lost(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
+	e->handing_over = false; /* the lock went with the session */
 	election_session_lost(e, now, ev->fault);
 	election_saw_outage(e, now);
 	if (!election_end_on_permanent(e, out, now, ev))
@@ -675,6 +689,7 @@ static void dispatch(struct election *e, const struct election_event *ev,
 	case ELECTION_FENCE: election_on_fence(e, ev, now, out); return;
 	case ELECTION_COMMAND: election_on_command(e, ev, now, out); return;
 	case ELECTION_PEERS: election_on_peers(e, ev, now, out); return;
+	case ELECTION_CONTROLS: election_on_controls(e, ev, now, out); return;
 	}
 }
 
@@ -692,6 +707,7 @@ static void publish(struct election *e, double now)
 	s->failsafe_record_until = now < e->record_until ? e->record_until : 0;
 	if (e->state != ELECTION_LEADER)
 		s->leader_since_wall = 0;
+	s->hold_until = now < e->hold_until ? e->hold_until : 0;
 	s->exit_code = e->exit_code;
 }
 

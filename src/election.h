@@ -62,6 +62,7 @@ enum election_event_type {
 	ELECTION_FENCE,         /* news from the fence session */
 	ELECTION_COMMAND,       /* news about the command */
 	ELECTION_PEERS,         /* news from the failsafe members */
+	ELECTION_CONTROLS,      /* the operator controls were read (DESIGN 11) */
 };
 
 /* What a session (the lock's or the fence's) reports. */
@@ -99,6 +100,30 @@ enum election_peer_news {
 				    * when its member list is ours */
 };
 
+enum election_controls_news {
+	ELECTION_CONTROLS_READ,     /* controls = what is in force */
+	ELECTION_CONTROLS_FAILED,   /* the read got no answer (session lost) or an
+				     * error; reason; status = 1 when it was
+				     * the session's */
+	ELECTION_CONTROLS_ASKED,    /* a priority ask was answered: status = 1
+				     * when a switchover to this node was
+				     * asked; reason = the leader ("" none),
+				     * asked = its priority */
+};
+
+/* The controls in force that concern the whole lock, as the last read found
+ * them (strings valid during the step). */
+struct election_controls {
+	bool readable;           /* false: no controls (no ledger): none in force */
+	bool paused;             /* the command, or every job */
+	const char *paused_by, *paused_at;
+	bool switchover;         /* one stands, not lapsed */
+	const char *target;      /* "" for any standby */
+	const char *leader;      /* the node asked to hand over */
+	const char *asked_by, *asked_at;
+	double left;             /* seconds until it lapses */
+};
+
 /* A new leader's question to the members: does one still run the command? */
 enum election_check {
 	ELECTION_CHECK_CLEAR,    /* none runs it (or refused the connection) */
@@ -121,6 +146,7 @@ struct election_event {
 				  * reconnects of a fleet; 0 (tests): the
 				  * longest delay */
 	const char *reason;      /* one line for the log, or NULL */
+	const struct election_controls *controls; /* CONTROLS_READ */
 };
 
 /* What the supervisor must do, in this order of bits. */
@@ -143,6 +169,10 @@ enum election_action {
 	ELECTION_DO_FAILSAFE_CHECK = 1 << 15, /* GET /failsafe from the members */
 	ELECTION_DO_FENCE_TRY = 1 << 16,   /* pg_try_advisory_lock of the fence */
 	ELECTION_DO_FAILSAFE_REGAINED = 1 << 17, /* tell the members: leading again */
+	ELECTION_DO_CONTROLS_READ = 1 << 18,  /* read the controls (fence session) */
+	ELECTION_DO_CONTROLS_DONE = 1 << 19,  /* the switchover answered: delete it */
+	ELECTION_DO_PRIORITY_ASK = 1 << 20,   /* ask for a switchover to this node
+					       * if the leader's priority is lower */
 };
 
 /* Exit codes, named after <sysexits.h> and the shell's 126/127. */
@@ -187,6 +217,10 @@ struct election_params {
 	double failsafe_ttl;
 	double grace_period;      /* the command's, and so the old leader's, stop
 				   * bound: caps the settle wait (0: no wait) */
+	bool controls;            /* read the operator controls (DESIGN 11):
+				   * a new leader starts nothing before one
+				   * read answered */
+	bool pause_in_jobs;       /* the jobs act on pauses, not the election */
 	/* for the snapshot only */
 	const char *node_id;
 	const char *lock_name;    /* NULL: lock_key as configured */
@@ -291,6 +325,15 @@ struct election_snapshot {
 	double failsafe_record_until;   /* a member leads in failsafe; 0: none */
 	int exit_code;                  /* valid in ELECTION_DONE */
 	struct election_counters counters;
+	/* the operator controls (DESIGN 11), as last read */
+	int priority;
+	bool paused;                    /* the whole lock */
+	char paused_by[192], paused_at[40];
+	bool switchover;                /* one stands */
+	char switchover_target[64];     /* "" any standby */
+	char switchover_leader[64];
+	char switchover_by[192], switchover_at[40];
+	double hold_until;              /* holding off after a switchover; 0 */
 };
 
 /* The fence session, beside the lock session. */
@@ -348,6 +391,18 @@ struct election {
 	enum { CHECK_NONE, CHECK_ASKING, CHECK_CLEAR } check;
 	double check_again_at;
 	char stranger[64];           /* failsafe is off while one is seen */
+	/* the operator controls (DESIGN 11) */
+	bool ctl_pending;            /* a read or an ask is in flight */
+	bool ctl_fresh;              /* a read answered since the lock came */
+	double ctl_sent_at;
+	double next_ctl_at;          /* the next read; INFINITY: none due */
+	bool ctl_failed_said;        /* a failed read was warned about */
+	bool paused;                 /* the command may not run (without jobs) */
+	bool handing_over;           /* a switchover: the command stops, then
+				      * the lock goes; the lock is still held */
+	bool handed_said;            /* this term answered a switchover */
+	double hold_until;           /* no lock asked for before; -INFINITY */
+	double lead_began;           /* when this term's lock came */
 	/* failsafe, as a member */
 	double record_until;         /* another node leads in failsafe */
 	char record_node[64];        /* which */

@@ -152,7 +152,7 @@ static void leader_tick(struct election *e, struct election_output *out,
 	if (e->check == CHECK_ASKING && now >= e->check_again_at)
 		election_ask_members(e, out, now);
 	if (!e->child_running && now >= e->child_start_at && election_fence_ok(e) &&
-	    election_members_ok(e))
+	    election_members_ok(e) && election_controls_allow_start(e))
 		election_start_child(e, out, now);
 }
 
@@ -198,6 +198,7 @@ void election_check_deadlines(struct election *e, struct election_output *out,
 			      double now)
 {
 	state_deadlines(e, out, now);
+	election_controls_tick(e, out, now);
 	if (fence_reopens(e) && now >= e->fence_retry_at)
 		election_fence_open(e, out);
 	/* a new leader's settle wait is over */
@@ -213,7 +214,8 @@ static double leader_wakeup(const struct election *e, double now)
 	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
 		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
 
-	if (election_fence_ok(e) && election_members_ok(e))
+	if (election_fence_ok(e) && election_members_ok(e) &&
+	    election_controls_allow_start(e))
 		t = fmin(t, e->child_start_at);
 	if (e->fence == ELECTION_FENCE_READY && now < e->fence_not_before)
 		t = fmin(t, e->fence_not_before);
@@ -251,5 +253,5 @@ double election_next_wakeup(const struct election *e, double now)
 
 	if (fence_reopens(e))
 		t = fmin(t, e->fence_retry_at);
-	return t;
+	return fmin(t, election_controls_wakeup(e, now));
 }

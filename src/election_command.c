@@ -121,6 +121,13 @@ static void leader_child_gone(struct election *e, struct election_output *out,
 
 	if (!election_reap(e, out, now, ev))
 		return;
+	if (e->paused && !e->p.pause_in_jobs) {
+		/* stopped for a pause: it starts again on resume */
+		e->child_start_at = now;
+		out->state_changed = true;
+		election_say(out, LOG_LEVEL_NOTICE, "command stopped: paused");
+		return;
+	}
 	if (!election_restarts(e, ev->status) || gives_up(e, out, now, ev->status)) {
 		e->exit_code = ev->status;
 		election_finish(e, out, now);

@@ -46,7 +46,7 @@ bool election_fence_wanted(const struct election *e, double now)
 static bool stopping_unlocked(const struct election *e)
 {
 	return e->p.fence && e->child_running && !e->killing &&
-	       (e->state == ELECTION_DEMOTING ||
+	       ((e->state == ELECTION_DEMOTING && !e->handing_over) ||
 		(e->state == ELECTION_SHUTTING_DOWN && !e->connected));
 }
 

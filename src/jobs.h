@@ -88,19 +88,19 @@ void jobs_start(struct jobs *j, const struct ledger_term *term);
  * (SIGTERM, grace period, SIGKILL) and recorded interrupted; then gone. */
 void jobs_stop(struct jobs *j);
 void jobs_kill(struct jobs *j);
+/* Forwards a signal to every run going on. */
+void jobs_signal(struct jobs *j, int sig);
 /* The pauses in force (DESIGN 11): all pauses every job; names[0..n) the
  * jobs paused by name; by/at (may be NULL) who asked and when (RFC 3339),
- * for the log line. Called after every read of the controls, and before
- * jobs_start. A job that becomes paused has its run stopped as a stop
- * does (recorded interrupted) and its ticks recorded paused, not run; a
- * --once-per one-shot that is paused ends through refused with
+ * for the log line. Called after every read of the controls, and once
+ * before jobs_start. A job that becomes paused has its run stopped as a
+ * stop does (recorded interrupted) and its ticks recorded paused, not
+ * run; a --once-per one-shot that is paused ends through refused with
  * FAULT_ALREADY_RUN. On resume a job without a schedule starts at once, a
  * scheduled one with its next tick. One log line per change per job. */
 void jobs_set_paused(struct jobs *j, bool all, const char *const *names,
 		     const char *const *by, const char *const *at, int n,
 		     const char *all_by, const char *all_at);
-/* Forwards a signal to every run going on. */
-void jobs_signal(struct jobs *j, int sig);
 
 size_t jobs_count(const struct jobs *j);
 void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v);

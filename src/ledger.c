@@ -15,7 +15,8 @@
 #include "log.h"
 
 enum ledger_kind { REQ_ENSURE, REQ_CREATE, REQ_CLAIM, REQ_LAST,
-		   REQ_FINISH, REQ_PRUNE };
+		   REQ_FINISH, REQ_PRUNE, REQ_PROBE, REQ_CONTROLS,
+		   REQ_PRIORITY, REQ_HANDED };
 
 struct request {
 	struct request *next;
@@ -26,6 +27,7 @@ struct request {
 	ledger_fn fn;
 	void *arg;
 	bool may_create;         /* ENSURE: the role may create the ledger */
+	bool there;              /* PROBE: the controls are there, readable */
 	unsigned null_param;     /* bit i: parameter i is NULL */
 };
 
@@ -37,7 +39,9 @@ struct ledger {
 	double sent_at;
 	/* the statements, with the schema in them */
 	char *sql_ensure, *sql_create, *sql_claim, *sql_last, *sql_finish,
-	     *sql_prune;
+	     *sql_prune, *sql_probe, *sql_controls, *sql_priority, *sql_handed;
+	bool controls_there;     /* the probe found the controls readable */
+	struct ledger_controls controls; /* the last read's */
 };
 
 
@@ -64,8 +68,13 @@ struct ledger *ledger_new(struct lease *session, const char *schema)
 	l->sql_last = ledger_sql_last(schema);
 	l->sql_finish = ledger_sql_finish(schema);
 	l->sql_prune = ledger_sql_prune(schema);
+	l->sql_probe = ledger_sql_controls_probe(schema);
+	l->sql_controls = ledger_sql_controls_read(schema);
+	l->sql_priority = ledger_sql_priority_ask(schema);
+	l->sql_handed = ledger_sql_handed(schema);
 	if (!l->sql_ensure || !l->sql_create || !l->sql_claim || !l->sql_last ||
-	    !l->sql_finish || !l->sql_prune) {
+	    !l->sql_finish || !l->sql_prune || !l->sql_probe || !l->sql_controls ||
+	    !l->sql_priority || !l->sql_handed) {
 		ledger_free(l);
 		return NULL;
 	}
@@ -88,6 +97,10 @@ void ledger_free(struct ledger *l)
 	free(l->sql_last);
 	free(l->sql_finish);
 	free(l->sql_prune);
+	free(l->sql_probe);
+	free(l->sql_controls);
+	free(l->sql_priority);
+	free(l->sql_handed);
 	free(l);
 }
 
@@ -129,10 +142,43 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
 		out->last_success = int_of(v[2], 0);
 		out->older_running = int_of(v[3], INT64_MIN);
 		return;
-	case REQ_CREATE:
-	case REQ_FINISH:
-	case REQ_PRUNE:
+	case REQ_PROBE:
+		r->there = bool_of(v[0]);
 		return;
+	case REQ_PRIORITY:
+		snprintf(out->leader_node, sizeof(out->leader_node), "%s", v[0] ? v[0] : "");
+		out->leader_priority = (int)int_of(v[1], -1);
+		out->asked = bool_of(v[2]);
+		return;
+	case REQ_CREATE: case REQ_FINISH: case REQ_PRUNE: case REQ_CONTROLS:
+	case REQ_HANDED:
+		return;
+	}
+}
+
+static void copy(char *dst, size_t len, const char *v)
+{
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+/* Every row of a controls read, into the ledger's copy. */
+static void parse_controls(struct ledger *l, const struct lease_sql_answer *a)
+{
+	struct ledger_controls *c = &l->controls;
+
+	c->readable = true;
+	c->n = 0;
+	for (int i = 0; a->values && i < a->nrows && c->n < LEDGER_CONTROLS_MAX; i++) {
+		const char *const *v = a->values + (size_t)i * (size_t)a->ncols;
+		struct ledger_control *k = &c->c[c->n++];
+
+		k->pause = v[LEDGER_CONTROL_KIND] && !strcmp(v[LEDGER_CONTROL_KIND], "pause");
+		copy(k->job, sizeof(k->job), v[LEDGER_CONTROL_JOB]);
+		copy(k->target, sizeof(k->target), v[LEDGER_CONTROL_TARGET]);
+		copy(k->leader, sizeof(k->leader), v[LEDGER_CONTROL_LEADER]);
+		k->left_ms = int_of(v[LEDGER_CONTROL_LEFT_MS], INT64_MAX);
+		copy(k->asked_by, sizeof(k->asked_by), v[LEDGER_CONTROL_ASKED_BY]);
+		copy(k->asked_at, sizeof(k->asked_at), v[LEDGER_CONTROL_ASKED_AT]);
 	}
 }
 
@@ -143,8 +189,12 @@ static bool shape_ok(const struct request *r, const struct lease_sql_answer *a, 
 {
 	const int want[] = { [REQ_ENSURE] = LEDGER_CHECK_NCOLS, [REQ_CREATE] = -1,
 		       [REQ_CLAIM] = 5, [REQ_LAST] = 5, [REQ_FINISH] = -1,
-		       [REQ_PRUNE] = -1 };
+		       [REQ_PRUNE] = -1, [REQ_PROBE] = 1,
+		       [REQ_CONTROLS] = LEDGER_CONTROL_NCOLS, [REQ_PRIORITY] = 3,
+		       [REQ_HANDED] = -1 };
 
+	if (r->kind == REQ_CONTROLS) /* any number of rows, none included */
+		return a->nrows == 0 || (a->values && a->ncols == want[r->kind]);
 	return want[r->kind] < 0 ||
 	       (a->values && a->nrows == n && a->ncols == want[r->kind]);
 }
@@ -170,6 +220,31 @@ static bool create_instead(struct ledger *l, struct request *r,
 	return true;
 }
 
+/* A controls read: once the probe found the table, the read itself (sent
+ * again at once); an error that is not the session's (the table gone, the
+ * privilege revoked) probes again next time. The answer has the rows. */
+static bool controls_instead(struct ledger *l, struct request *r,
+			     struct ledger_answer *out, const struct lease_sql_answer *a)
+{
+	if (r->kind == REQ_PROBE && out->ok && r->there) {
+		l->controls_there = true;
+		r->kind = REQ_CONTROLS;
+		r->sql = l->sql_controls;
+		r->nparams = 1; /* the key, kept in params[0] */
+		return true;
+	}
+	if (r->kind != REQ_PROBE && r->kind != REQ_CONTROLS)
+		return false;
+	l->controls.readable = false;
+	l->controls.n = 0;
+	if (r->kind == REQ_CONTROLS && out->ok)
+		parse_controls(l, a);
+	else if (!out->lost)
+		l->controls_there = false;
+	out->controls = &l->controls;
+	return false;
+}
+
 /* The request at the head, answered by row i of a (or by the error): off
  * the queue before its asker hears, since the asker may ask again. */
 static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int i,
@@ -188,8 +263,9 @@ static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int 
 		if (a->values && a->ncols > 0 && a->nrows > i)
 			parse_row(r, a->values + (size_t)i * (size_t)a->ncols, a->ncols, &out);
 	}
-	/* kept, or turned into the creation: sent again */
-	if ((r->kind == REQ_FINISH && out.lost) || create_instead(l, r, &out))
+	/* kept, or turned into the creation or the read: sent again */
+	if ((r->kind == REQ_FINISH && out.lost) || create_instead(l, r, &out) ||
+	    controls_instead(l, r, &out, a))
 		return;
 	if (r->kind == REQ_FINISH && !out.ok)
 		log_warning("cannot record a run's end in the ledger: %s", out.error);
@@ -402,6 +478,40 @@ void ledger_finish(struct ledger *l, uint64_t fencing_token, int64_t run_id,
 	param(r, "%d", exit_status);
 	if (r && exit_status < 0)
 		r->null_param |= 1u << 3;
+	submit(l, r);
+}
+
+void ledger_controls(struct ledger *l, int64_t lock_key, ledger_fn fn, void *arg)
+{
+	struct request *r = l->controls_there
+		? request(REQ_CONTROLS, l->sql_controls, fn, arg)
+		: request(REQ_PROBE, l->sql_probe, fn, arg);
+
+	if (r && r->kind == REQ_CONTROLS)
+		param(r, "%" PRId64, lock_key);
+	else if (r) /* the read's parameter, kept for it */
+		snprintf(r->params[0], sizeof(r->params[0]), "%" PRId64, lock_key);
+	submit(l, r);
+}
+
+void ledger_priority_ask(struct ledger *l, int64_t lock_key, const char *node_id,
+			 int priority, int64_t wait_ms, ledger_fn fn, void *arg)
+{
+	struct request *r = request(REQ_PRIORITY, l->sql_priority, fn, arg);
+
+	param(r, "%" PRId64, lock_key);
+	param(r, "%s", node_id);
+	param(r, "%d", priority);
+	param(r, "%" PRId64, wait_ms);
+	submit(l, r);
+}
+
+void ledger_handed(struct ledger *l, int64_t lock_key, const char *node_id)
+{
+	struct request *r = request(REQ_HANDED, l->sql_handed, NULL, NULL);
+
+	param(r, "%" PRId64, lock_key);
+	param(r, "%s", node_id);
 	submit(l, r);
 }
 

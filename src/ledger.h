@@ -18,6 +18,24 @@ struct ledger_term {
 	const char *node_id;
 };
 
+/* The controls in force (DESIGN 11), as the last read found them. */
+#define LEDGER_CONTROLS_MAX 60 /* LEDGER_SQL_CONTROLS_ROWS */
+struct ledger_control {
+	bool pause;              /* else a switchover */
+	char job[64];            /* "" for the whole lock */
+	char target[64];         /* switchover: "" for any standby */
+	char leader[64];         /* switchover: the node asked to hand over */
+	int64_t left_ms;         /* until it lapses; INT64_MAX: never */
+	char asked_by[192];
+	char asked_at[40];       /* RFC 3339 */
+};
+struct ledger_controls {
+	bool readable;           /* false: no controls table (no ledger), or
+				  * this role may not read it: none in force */
+	int n;
+	struct ledger_control c[LEDGER_CONTROLS_MAX];
+};
+
 /* A statement's answer. Times are Unix milliseconds of the server's clock. */
 struct ledger_answer {
 	bool ok;                 /* answered without error */
@@ -40,6 +58,12 @@ struct ledger_answer {
 	int64_t last_success;    /* end of the newest succeeded run; 0: none */
 	int64_t older_running;   /* without cut: the newest run an older term
 				  * left running; INT64_MIN: none */
+	/* CONTROLS */
+	const struct ledger_controls *controls; /* valid during the call */
+	/* PRIORITY_ASK */
+	char leader_node[64];    /* "" when no node holds the lock */
+	int leader_priority;
+	bool asked;              /* a switchover to this node was asked */
 };
 
 typedef void (*ledger_fn)(void *arg, const struct ledger_answer *a);
@@ -77,5 +101,17 @@ void ledger_finish(struct ledger *l, uint64_t fencing_token, int64_t run_id,
 		   const char *outcome, int exit_status);
 /* Deletes up to 100 rows of this lock older than keep_ms. */
 void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms);
+
+/* The controls of the lock in force (DESIGN 11). Without a ledger, or
+ * one this role may not read, none: readable false, ok. A plain single
+ * command asks this too; it never creates nor writes anything here. */
+void ledger_controls(struct ledger *l, int64_t lock_key, ledger_fn fn, void *arg);
+/* A standby of this priority asks for a switchover to itself when the
+ * leader's priority is lower and none stands; wait_ms: how long it may
+ * take before it lapses. */
+void ledger_priority_ask(struct ledger *l, int64_t lock_key, const char *node_id,
+			 int priority, int64_t wait_ms, ledger_fn fn, void *arg);
+/* The switchover this node answered is done: its row goes. */
+void ledger_handed(struct ledger *l, int64_t lock_key, const char *node_id);
 
 #endif

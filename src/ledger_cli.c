@@ -168,8 +168,9 @@ static void drop_notice_cb(void *arg, const char *message)
 	(void)message;
 }
 
-/* The DSN checked, connected, bounded; NULL with *rc set otherwise. */
-static PGconn *open_session(const struct config *cfg, int *rc)
+/* The DSN checked, connected, bounded; NULL with *rc set otherwise.
+ * fallback: see status_connect_as; NULL: status's session name. */
+static PGconn *open_session(const struct config *cfg, const char *fallback, int *rc)
 {
 	PGconn *conn;
 
@@ -182,7 +183,8 @@ static PGconn *open_session(const struct config *cfg, int *rc)
 	if (!status_dsn_parses(cfg->dsn))
 		return NULL;
 	/* 69, or 78 for a DSN libpq parses but cannot use (sslmode=bogus) */
-	if (!(conn = status_connect(cfg, rc)))
+	if (!(conn = fallback ? status_connect_as(cfg, fallback, rc)
+		     : status_connect(cfg, rc)))
 		return NULL;
 	PQsetNoticeProcessor(conn, drop_notice_cb, NULL);
 	if (!set_timeouts(conn, false)) {
@@ -264,7 +266,7 @@ int ledger_cli_init_db(const struct config *cfg)
 		free(sql);
 		return fflush(stdout) == 0 ? CLI_OK : CLI_UNAVAILABLE;
 	}
-	if (!(conn = open_session(cfg, &rc)))
+	if (!(conn = open_session(cfg, NULL, &rc)))
 		return rc;
 	rc = CLI_OK;
 	/* Already there and usable: nothing to create, and nothing that needs
@@ -422,7 +424,7 @@ int ledger_cli_runs(const struct config *cfg)
 	int64_t key;
 	int rc;
 
-	if (!(conn = open_session(cfg, &rc)))
+	if (!(conn = open_session(cfg, NULL, &rc)))
 		return rc;
 	rc = CLI_UNAVAILABLE;
 	/* One row past the limit says the list was cut. */
@@ -574,4 +576,34 @@ void ledger_cli_jobs_free(struct ledger_cli_jobs *jobs)
 	PQclear(jobs->res);
 	free(jobs->next);
 	free(jobs);
+}
+
+/* ---- for the controls (controls_cli.c) ------------------------------------ */
+
+PGconn *ledger_cli_open(const struct config *cfg, const char *fallback, int *rc)
+{
+	return open_session(cfg, fallback, rc);
+}
+
+PGresult *ledger_cli_exec(PGconn *conn, const char *what, const char *sql, int nparams,
+			  const char *const *params, bool quiet)
+{
+	return exec_bounded(conn, what, sql, nparams, params, quiet);
+}
+
+int ledger_cli_ensure(PGconn *conn, const struct config *cfg)
+{
+	enum ledger_state state;
+
+	if (!check_ledger(conn, schema_of(cfg), &state, false))
+		return CLI_UNAVAILABLE;
+	return state == LEDGER_MISSING ? create(conn, schema_of(cfg)) : CLI_OK;
+}
+
+bool ledger_cli_present(PGconn *conn, const struct config *cfg)
+{
+	enum ledger_state state;
+
+	return set_timeouts(conn, true) && check_ledger(conn, schema_of(cfg), &state, true) &&
+	       state != LEDGER_MISSING;
 }

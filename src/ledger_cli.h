@@ -38,4 +38,19 @@ void ledger_cli_jobs_print(const struct ledger_cli_jobs *jobs);
 json_t *ledger_cli_jobs_json(const struct ledger_cli_jobs *jobs);
 void ledger_cli_jobs_free(struct ledger_cli_jobs *jobs);
 
+/* For the controls (controls_cli.c), which use the ledger as these do. */
+/* The DSN and schema checked, connected (see status_connect_as for
+ * fallback), every query bounded; NULL with the line and *rc (69, 78). */
+PGconn *ledger_cli_open(const struct config *cfg, const char *fallback, int *rc);
+/* sql sent and its result, an error's too; NULL (with a line naming what
+ * unless quiet) when no answer came in time or the connection broke. */
+PGresult *ledger_cli_exec(PGconn *conn, const char *what, const char *sql, int nparams,
+			  const char *const *params, bool quiet);
+/* The ledger there, created when missing and the role may: 0, else 69
+ * with one line (naming pgleader init-db when the role may not create). */
+int ledger_cli_ensure(PGconn *conn, const struct config *cfg);
+/* The ledger's tables are there (the session bounded first); false when
+ * not, or no answer; never a line, never creates anything. */
+bool ledger_cli_present(PGconn *conn, const struct config *cfg);
+
 #endif

@@ -4,14 +4,14 @@
  * quote. */
 #include "ledger_sql.h"
 
+#include "wire.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A time as RFC 3339 UTC; whole seconds without a fraction. */
-#define TS(x) "to_char(" x " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS' ||" \
-	" CASE WHEN date_trunc('second', " x ") = " x " THEN '\"Z\"' ELSE '.MS\"Z\"' END)"
+#define TS(x) LEDGER_SQL_TS(x)
 
 /* enum ledger_sql_run_col, from a runs row named r */
 #define RUN_COLS(r) \
@@ -206,6 +206,11 @@ static char *expand_new(const char *head, const char *tmpl, const char *tail,
 	return buf;
 }
 
+bool ledger_sql_expand(char *buf, size_t len, const char *tmpl, const char *schema)
+{
+	return expand(buf, len, tmpl, schema);
+}
+
 char *ledger_sql_init(const char *schema)
 {
 	return expand_new("", init_sql, "", schema);
@@ -362,4 +367,85 @@ char *ledger_sql_finish(const char *schema)
 char *ledger_sql_prune(const char *schema)
 {
 	return expand_new("", prune_sql_text, "", schema);
+}
+
+/* ---- the controls (DESIGN 11), read by every node --------------------- */
+
+/* A plain single command never asks for a ledger: it reads the controls
+ * only once this says they are there and readable. Catalog lookups, as in
+ * the check: to_regclass raises an error on a schema without USAGE. */
+static const char controls_probe_text[] =
+	"SELECT COALESCE((SELECT pg_catalog.has_schema_privilege(n.oid, 'USAGE')"
+	" AND pg_catalog.has_table_privilege(c.oid, 'SELECT')"
+	" AND EXISTS (SELECT FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid"
+	" AND a.attname = 'leader' AND NOT a.attisdropped)"
+	" FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class c"
+	" ON c.relnamespace = n.oid WHERE n.nspname = @L AND c.relname = 'controls'"
+	" AND c.relkind IN ('r', 'p')), false)";
+
+/* $1 key: the controls in force, pauses first; a lapsed switchover is no
+ * longer in force. */
+static const char controls_read_text[] =
+	"SELECT kind, job, COALESCE(target, ''), COALESCE(leader, ''),"
+	" (extract(epoch FROM until - now()) * 1000)::bigint, asked_by, "
+	TS("asked_at")
+	" FROM @S.controls WHERE lock_key = $1::bigint"
+	" AND (until IS NULL OR until > now())"
+	" ORDER BY kind, job LIMIT " LEDGER_SQL_CONTROLS_ROWS_TEXT;
+
+/* $1 key, $2 node id, $3 its priority, $4 how long the switchover may take
+ * (ms): a standby of higher priority than the leader (its
+ * lock session's tag; none says 1) asks for a switchover to itself, unless
+ * one stands. One row: the leader's node id and priority (NULL: no leader
+ * seen), and whether the switchover was asked. */
+static const char priority_ask_text[] =
+	"WITH l AS (SELECT substr(a.application_name, length('" WIRE_APP_PREFIX "') + 1)"
+	" AS node, COALESCE((pg_catalog.regexp_match(a.query, '" WIRE_TAG_RE "'))[4]::int, 1)"
+	" AS priority FROM pg_catalog.pg_locks k JOIN pg_catalog.pg_stat_activity a"
+	" ON a.pid = k.pid WHERE k.locktype = 'advisory' AND k.granted"
+	" AND k.objsubid = 1 AND k.classid::bigint = ($1::bigint >> 32) & 4294967295"
+	" AND k.objid::bigint = $1::bigint & 4294967295"
+	" AND k.database = (SELECT oid FROM pg_catalog.pg_database"
+	" WHERE datname = pg_catalog.current_database())"
+	" AND a.application_name LIKE '" WIRE_APP_PREFIX "%' LIMIT 1),"
+	" ask AS (INSERT INTO @S.controls AS c (lock_key, job, kind, target, leader,"
+	" until, asked_by) SELECT $1::bigint, '', 'switchover', $2::text, l.node,"
+	" now() + $4::bigint * interval '1 millisecond',"
+	" format('%s (role %s) from %s: priority %s over %s',"
+	" current_setting('application_name'), session_user,"
+	" COALESCE(host(inet_client_addr()), 'local socket'), $3::int, l.priority)"
+	" FROM l WHERE l.priority < $3::int AND l.node <> $2::text"
+	" ON CONFLICT (lock_key, job, kind) DO UPDATE SET target = EXCLUDED.target,"
+	" leader = EXCLUDED.leader, until = EXCLUDED.until,"
+	" asked_by = EXCLUDED.asked_by, asked_at = now() WHERE c.until <= now()"
+	" RETURNING true)"
+	" SELECT (SELECT node FROM l), (SELECT priority FROM l),"
+	" EXISTS (SELECT FROM ask)";
+
+/* $1 key, $2 node id: the new leader's command started, so the switchover
+ * it answered is done. The asker deletes it too; a role that may not is
+ * told no (the row lapses). */
+static const char handed_text[] =
+	"DELETE FROM @S.controls WHERE lock_key = $1::bigint AND job = ''"
+	" AND kind = 'switchover' AND (target IS NULL OR target = $2::text)"
+	" AND leader IS DISTINCT FROM $2::text";
+
+char *ledger_sql_controls_probe(const char *schema)
+{
+	return expand_new("", controls_probe_text, "", schema);
+}
+
+char *ledger_sql_controls_read(const char *schema)
+{
+	return expand_new("", controls_read_text, "", schema);
+}
+
+char *ledger_sql_priority_ask(const char *schema)
+{
+	return expand_new("", priority_ask_text, "", schema);
+}
+
+char *ledger_sql_handed(const char *schema)
+{
+	return expand_new("", handed_text, "", schema);
 }

@@ -27,6 +27,15 @@
  * PostgreSQL). It is always written double-quoted, so a keyword is fine. */
 bool ledger_sql_schema_ok(const char *schema);
 
+/* tmpl with @S written as the schema's quoted identifier and @L as its
+ * string literal, into buf; false (buf "") for a bad schema or when it does
+ * not fit. For the SQL of other modules (controls_sql.c). */
+bool ledger_sql_expand(char *buf, size_t len, const char *tmpl, const char *schema);
+
+/* A time as RFC 3339 UTC; whole seconds without a fraction. */
+#define LEDGER_SQL_TS(x) "to_char(" x " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS' ||" \
+	" CASE WHEN date_trunc('second', " x ") = " x " THEN '\"Z\"' ELSE '.MS\"Z\"' END)"
+
 /* The texts below are malloc'd; NULL for a bad schema or out of memory. */
 
 /* The creation, idempotent, as statements to send in one simple query
@@ -121,6 +130,34 @@ char *ledger_sql_claim(const char *schema);
 char *ledger_sql_last(const char *schema);
 char *ledger_sql_finish(const char *schema);
 char *ledger_sql_prune(const char *schema);
+/* The controls (DESIGN 11), read by every node, a plain single command's
+ * too (malloc'd, NULL for a bad schema or out of memory):
+ * probe: one boolean: the controls table is there, of this version, and
+ *   this role may read it.
+ * read: $1 lock key; the controls in force, at most LEDGER_SQL_CONTROLS_ROWS,
+ *   enum ledger_sql_control_col each.
+ * priority_ask: $1 lock key, $2 node id, $3 its priority, $4 how long the
+ *   switchover may take (ms); one row: the leader's node id
+ *   and priority (NULL when none holds the lock), and whether a switchover
+ *   to this node was asked.
+ * handed: $1 lock key, $2 node id: deletes the switchover this node
+ *   answered. */
+#define LEDGER_SQL_CONTROLS_ROWS 60
+#define LEDGER_SQL_CONTROLS_ROWS_TEXT "60"
+enum ledger_sql_control_col {
+	LEDGER_CONTROL_KIND,     /* pause or switchover */
+	LEDGER_CONTROL_JOB,      /* "" for the whole lock */
+	LEDGER_CONTROL_TARGET,   /* "" for any standby */
+	LEDGER_CONTROL_LEADER,   /* the node asked to hand over, or "" */
+	LEDGER_CONTROL_LEFT_MS,  /* until it lapses; NULL: never */
+	LEDGER_CONTROL_ASKED_BY,
+	LEDGER_CONTROL_ASKED_AT, /* RFC 3339 */
+	LEDGER_CONTROL_NCOLS
+};
+char *ledger_sql_controls_probe(const char *schema);
+char *ledger_sql_controls_read(const char *schema);
+char *ledger_sql_priority_ask(const char *schema);
+char *ledger_sql_handed(const char *schema);
 #define LEDGER_SQL_CLOCK "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
 #endif

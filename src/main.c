@@ -17,6 +17,7 @@
 #include "election.h"
 #include "http.h"
 #include "jobs.h"
+#include "controls_cli.h"
 #include "ledger_cli.h"
 #include "metrics.h"
 #include "log.h"
@@ -292,6 +293,8 @@ int main(int argc, char **argv)
 
 	code = cfg.mode == CONFIG_MODE_RUNS ? ledger_cli_runs(&cfg)
 	       : cfg.mode == CONFIG_MODE_INIT_DB ? ledger_cli_init_db(&cfg)
+	       : cfg.mode == CONFIG_MODE_PAUSE || cfg.mode == CONFIG_MODE_RESUME ||
+		 cfg.mode == CONFIG_MODE_SWITCHOVER ? controls_cli_run(&cfg)
 	       : cfg.status_mode ? status_run(&cfg) : run(&cfg);
 	config_free(&cfg);
 	return code;

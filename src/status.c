@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <libpq-fe.h>
 
+#include "controls_cli.h"
 #include "election.h"
 #include "lease_sql.h"
 #include "ledger_cli.h"
@@ -70,6 +71,7 @@ struct session {
 	const char *connected_since;
 	const char *waiting_since;
 	const char *leader_since;    /* from the leader's tag (wire.h) */
+	const char *priority;        /* from a lock session's tag; NULL: 1 */
 	const char *session_state;
 	enum role role;
 	char label[80];              /* what the text output shows as node id */
@@ -285,10 +287,28 @@ static bool session_ready(PGconn *conn)
 	return res != NULL;
 }
 
+/* A name of the DSN's or PGAPPNAME's that is a node's ("pgleader/...")
+ * would make this session look like a standby to a status run: the
+ * fallback replaces it. */
+static bool name_not_a_node(PGconn *conn, const char *fallback)
+{
+	const char *name = PQparameterStatus(conn, "application_name");
+	const char *params[1] = { fallback };
+	PGresult *res;
+
+	if (!name || strncmp(name, WIRE_APP_PREFIX, strlen(WIRE_APP_PREFIX)) != 0)
+		return true;
+	res = query(conn, "SELECT set_config('application_name', $1, false)", 1, params);
+	PQclear(res);
+	return res != NULL;
+}
+
 /* Connects as libpq does in blocking mode (each host gets wait_s), and
  * classifies a failure as the daemon does: a DSN libpq refuses before it
- * tries any host (a bad sslmode or port) is 78; see lease_sql_classify. */
-static PGconn *connect_db(const struct config *cfg, int *code)
+ * tries any host (a bad sslmode or port) is 78; see lease_sql_classify.
+ * fallback: NULL for status's own name, else the name when neither the DSN
+ * nor PGAPPNAME gives one (the controls record who asked by it). */
+static PGconn *connect_db(const struct config *cfg, int *code, const char *fallback)
 {
 	/* libpq applies the keywords in order, the last one winning; an expanded
 	 * dbname (the DSN) counts at its place. Those after it win: the
@@ -296,9 +316,11 @@ static PGconn *connect_db(const struct config *cfg, int *code)
 	 * the DSN would make this session look like a standby to another
 	 * status run, and the JSON output wants UTF-8. */
 	char timeout[16];
-	const char *keys[] = { "dbname", "connect_timeout", "application_name",
+	const char *keys[] = { "dbname", "connect_timeout",
+			       fallback ? "fallback_application_name" : "application_name",
 			       "client_encoding", NULL };
-	const char *vals[] = { cfg->dsn, timeout, "pgleader-status", "UTF8", NULL };
+	const char *vals[] = { cfg->dsn, timeout, fallback ? fallback : "pgleader-status",
+			       "UTF8", NULL };
 	PGconn *conn;
 	char line[LOG_MSG_MAX];
 
@@ -317,7 +339,7 @@ static PGconn *connect_db(const struct config *cfg, int *code)
 		PQfinish(conn);
 		return NULL;
 	}
-	if (!session_ready(conn)) {
+	if (!session_ready(conn) || (fallback && !name_not_a_node(conn, fallback))) {
 		PQfinish(conn);
 		return NULL;
 	}
@@ -357,7 +379,8 @@ static PGconn *connect_db(const struct config *cfg, int *code)
 	"       a.state,\n" \
 	"       COALESCE(CASE l.objsubid WHEN 1 THEN 'lock' WHEN 2 THEN 'fence' END,\n" \
 	"                a.tag[1], 'lock') AS part,\n" \
-	"       CASE WHEN a.tag[2] = $1::bigint::text THEN a.tag[3] END\n" \
+	"       CASE WHEN a.tag[2] = $1::bigint::text THEN a.tag[3] END,\n" \
+	"       CASE WHEN a.tag[2] = $1::bigint::text THEN a.tag[4] END\n" \
 	"  FROM a LEFT JOIN l ON l.pid = a.pid\n" \
 	" WHERE l.pid IS NOT NULL\n" \
 	"    OR (a.application_name LIKE '" WIRE_APP_PREFIX "%'\n" \
@@ -405,6 +428,9 @@ static void fill_session(struct session *s, const PGresult *res, int row,
 	s->role = role_of(value(res, row, 4), strcmp(value(res, row, 7), "fence") == 0,
 			  leader_seen);
 	s->leader_since = s->role == ROLE_LEADER ? value(res, row, 8) : NULL;
+	s->priority = is_fence(s->role) ? NULL : value(res, row, 9);
+	if (s->priority && strcmp(s->priority, "1") == 0)
+		s->priority = NULL;
 	/* A psql session queued on the key is worth showing, but must not be
 	 * mistaken for a node. */
 	snprintf(s->label, sizeof(s->label), s->node_id ? "%s" : "<%s>",
@@ -481,11 +507,19 @@ static void print_session_text(const struct session *s, int wlabel, int waddr, i
 		fputs(" since ", stdout);
 		put_text(s->waiting_since, 0);
 	}
+	/* last: the line reads as before for a node of the default */
+	if (s->priority) {
+		fputs("  priority ", stdout);
+		put_text(s->priority, 0);
+		if (strcmp(s->priority, "0") == 0)
+			fputs(": never leads", stdout);
+	}
 	putchar('\n');
 }
 
 static void print_text(const char *key, const char *lock_name, const struct snapshot *snap,
-		       const struct ledger_cli_jobs *jobs)
+		       const struct ledger_cli_jobs *jobs,
+		       const struct controls_cli_controls *controls)
 {
 	int wlabel = 0, waddr = 0, wpid = 0;
 	bool hidden = false;
@@ -509,6 +543,7 @@ static void print_text(const char *key, const char *lock_name, const struct snap
 		hidden |= !snap->s[i].connected_since;
 	}
 	ledger_cli_jobs_print(jobs);
+	controls_cli_print(controls);
 	/* Without pg_read_all_stats, pg_stat_activity shows only the pid and
 	 * application_name of other roles' sessions. */
 	if (hidden)
@@ -547,6 +582,9 @@ static json_t *json_session(const struct session *s)
 		json_object_set_new(o, fields[i][0], json_text(fields[i][1]));
 	if (s->role == ROLE_LEADER)
 		json_object_set_new(o, "leader_since", json_text(s->leader_since));
+	/* only when not the default, as the tag says it */
+	if (s->priority)
+		json_object_set_new(o, "priority", json_integer(strtoll(s->priority, NULL, 10)));
 	return o;
 }
 
@@ -565,7 +603,8 @@ static void put_json(json_t *o)
 }
 
 static void print_json(const char *key, const char *lock_name, const struct snapshot *snap,
-		       const struct ledger_cli_jobs *jobs)
+		       const struct ledger_cli_jobs *jobs,
+		       const struct controls_cli_controls *controls)
 {
 	json_t *o = json_object();
 	json_t *standbys = json_array();
@@ -583,6 +622,8 @@ static void print_json(const char *key, const char *lock_name, const struct snap
 	/* Only with a ledger: without one, the output is what it always was. */
 	if (jobs)
 		json_object_set_new(o, "jobs", ledger_cli_jobs_json(jobs));
+	if (controls)
+		json_object_set_new(o, "controls", controls_cli_json(controls));
 	put_json(o);
 }
 
@@ -620,19 +661,23 @@ static int show(PGconn *conn, const struct config *cfg, const char *key)
 {
 	struct snapshot snap;
 	struct ledger_cli_jobs *jobs;
+	struct controls_cli_controls *controls;
 	int rc;
 
 	if (!snapshot_take(conn, key, &snap))
 		return STATUS_UNAVAILABLE;
-	/* The ledger's jobs, if there is a readable ledger; else nothing. */
+	/* The ledger's jobs and controls, if there is a readable ledger; else
+	 * nothing. */
 	jobs = ledger_cli_jobs_read(conn, cfg, key);
+	controls = controls_cli_read(conn, cfg, key);
 	if (cfg->json)
-		print_json(key, cfg->lock_name, &snap, jobs);
+		print_json(key, cfg->lock_name, &snap, jobs, controls);
 	else
-		print_text(key, cfg->lock_name, &snap, jobs);
+		print_text(key, cfg->lock_name, &snap, jobs, controls);
 	fflush(stdout);
 	rc = snap.leader ? STATUS_LEADER : STATUS_NO_LEADER;
 	ledger_cli_jobs_free(jobs);
+	controls_cli_free(controls);
 	snapshot_free(&snap);
 	return rc;
 }
@@ -778,7 +823,7 @@ int status_run(const struct config *cfg)
 		catch_stop();
 	if (!dsn_parses(cfg->dsn))
 		return STATUS_CONFIG;
-	conn = connect_db(cfg, &rc);
+	conn = connect_db(cfg, &rc, NULL);
 	if (!conn)
 		return rc;
 	if (!resolve_key(conn, cfg, key, sizeof(key)))
@@ -805,7 +850,58 @@ bool status_dsn_parses(const char *dsn)
 
 PGconn *status_connect(const struct config *cfg, int *code)
 {
-	return connect_db(cfg, code);
+	return connect_db(cfg, code, NULL);
+}
+
+PGconn *status_connect_as(const struct config *cfg, const char *fallback, int *code)
+{
+	return connect_db(cfg, code, fallback);
+}
+
+bool status_resolve_key(PGconn *conn, const struct config *cfg, char *key, size_t size)
+{
+	return resolve_key(conn, cfg, key, size);
+}
+
+/* The node of s in nodes[0..*n), added when new. */
+static struct status_node *node_of(struct status_node *nodes, int *n, const char *id)
+{
+	for (int i = 0; i < *n; i++)
+		if (strcmp(nodes[i].node_id, id) == 0)
+			return &nodes[i];
+	snprintf(nodes[*n].node_id, sizeof(nodes[*n].node_id), "%s", id);
+	nodes[*n].priority = 1;
+	return &nodes[(*n)++];
+}
+
+bool status_nodes_read(PGconn *conn, const char *key, struct status_node **nodes, int *n)
+{
+	struct snapshot snap;
+	struct status_node *node;
+
+	*nodes = NULL;
+	*n = 0;
+	if (!snapshot_take(conn, key, &snap))
+		return false;
+	if (!(*nodes = calloc((size_t)snap.n + 1, sizeof(**nodes)))) {
+		fail("cannot query", "out of memory");
+		snapshot_free(&snap);
+		return false;
+	}
+	for (int i = 0; i < snap.n; i++) {
+		const struct session *s = &snap.s[i];
+
+		if (!s->node_id)
+			continue;
+		node = node_of(*nodes, n, s->node_id);
+		node->leader |= s->role == ROLE_LEADER;
+		node->standby |= s->role == ROLE_WAITING || s->role == ROLE_IDLE;
+		node->fence_held |= s->role == ROLE_FENCE_HELD;
+		if (s->priority && !is_fence(s->role))
+			node->priority = (int)strtol(s->priority, NULL, 10);
+	}
+	snapshot_free(&snap);
+	return true;
 }
 
 void status_put_text(const char *s, int width)

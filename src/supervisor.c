@@ -54,6 +54,13 @@ struct supervisor {
 
 	char env_node[96], env_key[48], env_token[64];
 	char *child_env[4];
+
+	/* the operator controls (DESIGN 11): who asks, and the last read's
+	 * whole-lock controls, which the event points into */
+	char node_id[64];
+	int priority;
+	int64_t switchover_ms;     /* a priority switchover lapses after this */
+	struct election_controls ctl;
 };
 
 static void enqueue(struct supervisor *s, const struct election_event *ev);
@@ -118,6 +125,102 @@ static void start_child(struct supervisor *s)
 			 (int)child_pid(s->child), NULL);
 }
 
+/* ---- the operator controls (DESIGN 11), read over the fence session ---- */
+
+/* The whole lock's controls out of the rows read; the jobs get theirs. */
+static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
+{
+	struct election_controls *c = &s->ctl;
+
+	memset(c, 0, sizeof(*c));
+	c->readable = lc->readable;
+	for (int i = 0; i < lc->n; i++) {
+		const struct ledger_control *k = &lc->c[i];
+
+		if (k->job[0])
+			continue; /* a job's: the jobs' business */
+		if (k->pause) {
+			c->paused = true;
+			c->paused_by = k->asked_by;
+			c->paused_at = k->asked_at;
+		} else {
+			c->switchover = true;
+			c->target = k->target;
+			c->leader = k->leader;
+			c->asked_by = k->asked_by;
+			c->asked_at = k->asked_at;
+			c->left = k->left_ms == INT64_MAX ? INFINITY : k->left_ms / 1000.0;
+		}
+	}
+}
+
+/* The pauses of jobs by name, and of them all, for the jobs to act on. */
+static void jobs_pauses(struct supervisor *s, const struct ledger_controls *lc)
+{
+	const char *names[LEDGER_CONTROLS_MAX], *by[LEDGER_CONTROLS_MAX],
+		   *at[LEDGER_CONTROLS_MAX];
+	int n = 0;
+
+	for (int i = 0; i < lc->n; i++) {
+		if (!lc->c[i].pause || !lc->c[i].job[0])
+			continue;
+		names[n] = lc->c[i].job;
+		by[n] = lc->c[i].asked_by;
+		at[n++] = lc->c[i].asked_at;
+	}
+	jobs_set_paused(s->jobs, s->ctl.paused, names, by, at, n, s->ctl.paused_by,
+			s->ctl.paused_at);
+}
+
+static void controls_cb(void *arg, const struct ledger_answer *a)
+{
+	struct supervisor *s = arg;
+	struct election_event ev = { .type = ELECTION_CONTROLS };
+
+	if (!a->ok || !a->controls) {
+		ev.news = ELECTION_CONTROLS_FAILED;
+		ev.status = a->lost;
+		ev.reason = a->error;
+		enqueue(s, &ev);
+		return;
+	}
+	controls_of(s, a->controls);
+	log_debug("controls: %s%s%s", !s->ctl.readable ? "none (no ledger)"
+		  : s->ctl.paused || s->ctl.switchover ? "" : "none in force",
+		  s->ctl.paused ? "paused " : "", s->ctl.switchover ? "switchover" : "");
+	if (s->jobs)
+		jobs_pauses(s, a->controls);
+	ev.news = ELECTION_CONTROLS_READ;
+	ev.controls = &s->ctl;
+	enqueue(s, &ev);
+}
+
+static void priority_cb(void *arg, const struct ledger_answer *a)
+{
+	struct election_event ev = {
+		.type = ELECTION_CONTROLS, .news = ELECTION_CONTROLS_ASKED,
+		.status = a->ok && a->asked, .asked = a->leader_priority,
+		.reason = a->ok ? a->leader_node : NULL,
+	};
+
+	if (!a->ok && !a->lost)
+		log_debug("priority: cannot ask for a switchover: %s", a->error);
+	enqueue(arg, &ev);
+}
+
+static void run_controls_actions(struct supervisor *s, unsigned a)
+{
+	int64_t key = lease_key(s->lease);
+
+	if (a & ELECTION_DO_CONTROLS_READ)
+		ledger_controls(s->ledger, key, controls_cb, s);
+	if (a & ELECTION_DO_CONTROLS_DONE)
+		ledger_handed(s->ledger, key, s->node_id);
+	if (a & ELECTION_DO_PRIORITY_ASK)
+		ledger_priority_ask(s->ledger, key, s->node_id, s->priority,
+				    s->switchover_ms, priority_cb, s);
+}
+
 /* The election's actions, in the order of their bits: sessions closed
  * before others are opened, then requests, then the command, then what
  * follows the command. */
@@ -173,6 +276,7 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 	if (a & ELECTION_DO_FAILSAFE_REGAINED)
 		failsafe_regained(s->failsafe,
 				  election_snapshot(&s->election)->fencing_token);
+	run_controls_actions(s, a);
 	if (a & ELECTION_DO_EXIT)
 		ev_break(s->loop, EVBREAK_ALL);
 }
@@ -453,6 +557,12 @@ static bool open_command(struct supervisor *s, const struct config *cfg,
 {
 	const struct jobs_callbacks jcb = { jobs_gone_cb, jobs_refused_cb, s };
 
+	/* every node reads the controls; only jobs write runs */
+	s->ledger = ledger_new(s->fence, cfg->schema);
+	if (!s->ledger) {
+		snprintf(err, errlen, "out of memory");
+		return false;
+	}
 	if (!cfg->uses_ledger) {
 		s->child = child_new(s->loop, cfg->command, cfg->shell,
 				     cfg->grace_period_ms / 1000.0, child_gone_cb, s);
@@ -462,11 +572,6 @@ static bool open_command(struct supervisor *s, const struct config *cfg,
 		}
 		child_on_killed(s->child, child_killed_cb);
 		return true;
-	}
-	s->ledger = ledger_new(s->fence, cfg->schema);
-	if (!s->ledger) {
-		snprintf(err, errlen, "out of memory");
-		return false;
 	}
 	s->jobs = jobs_new(s->loop, cfg, s->ledger, &jcb, err, errlen);
 	return s->jobs != NULL;
@@ -539,6 +644,11 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 	election_init(&s->election, &p);
 
 	snprintf(s->env_node, sizeof(s->env_node), "PGLEADER_NODE_ID=%s", cfg->node_id);
+	snprintf(s->node_id, sizeof(s->node_id), "%s", cfg->node_id);
+	s->priority = cfg->priority;
+	/* the leader's stop, and the pings that tell a standby it is gone */
+	s->switchover_ms = cfg->grace_period_ms + cfg->ping_interval_ms *
+			   cfg->ping_failures + cfg->ping_timeout_ms + 5000;
 	s->child_env[0] = s->env_node;
 	s->child_env[1] = s->env_key;
 	s->child_env[2] = s->env_token;

@@ -100,6 +100,12 @@ complete_line "~ runs" pgleader run
 complete_line "~ init-db" pgleader init-
 complete_line "--job" pgleader runs --jo
 complete_line "--print-sql" pgleader init-db --print
+complete_line "~ switchover" pgleader switcho
+complete_line "~ pause" pgleader paus
+complete_line "~ resume" pgleader resu
+complete_line "--to" pgleader switchover --to
+complete_line "" pgleader switchover --wait ""
+complete_line "--job" pgleader pause --jo
 complete_line "once skip" pgleader --missed ""
 complete_line "~ echo" pgleader --lock-name nightly ech
 complete_line "~ echo" pgleader -c a.conf -- ech

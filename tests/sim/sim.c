@@ -139,6 +139,7 @@ enum op {
 	S_UNLOCKED, S_ENDED,
 	/* node notifications */
 	N_CHILD_GONE, N_GRACE, N_KILLED_GONE,
+	N_CONTROLS,      /* a controls read's answer (none in force) */
 	/* failsafe */
 	P_CLAIM, P_CHECK, P_REGAINED, /* a claim with "regained": true */
 };
@@ -1080,6 +1081,7 @@ static void peer_answer(struct node *n, const struct simev *e)
 /* ---- the supervisor: actions, in supervisor.c's order -------------------- */
 
 static void node_exit(struct node *n, const char *why);
+static void controls_read(struct node *n);
 
 static void sup_session_actions(struct node *n, unsigned a)
 {
@@ -1126,6 +1128,8 @@ static void sup_run_actions(struct node *n, const struct election_output *out)
 		peers_ask(n, P_CHECK);
 	if (a & ELECTION_DO_FAILSAFE_REGAINED)
 		peers_ask(n, P_REGAINED);
+	if (a & ELECTION_DO_CONTROLS_READ)
+		controls_read(n);
 	if (a & ELECTION_DO_EXIT)
 		node_exit(n, "exits");
 }
@@ -1136,7 +1140,7 @@ static void actions_text(unsigned a, char *buf, size_t len)
 		"WAIT_LOCK", "PING", "STOP_CHILD", "KILL_CHILD", "START_CHILD",
 		"RELEASE", "EXIT", "FENCE_CONNECT", "FENCE_TAKE", "FENCE_DROP",
 		"FENCE_CLOSE", "FAILSAFE_CLAIM", "FAILSAFE_CHECK", "FENCE_TRY",
-		"FAILSAFE_REGAINED" };
+		"FAILSAFE_REGAINED", "CONTROLS_READ", "CONTROLS_DONE", "PRIORITY_ASK" };
 	size_t used = 0;
 
 	buf[0] = '\0';
@@ -1702,6 +1706,31 @@ static void child_exit(const struct simev *e)
 				     .op = N_CHILD_GONE, .gen = e->gen, .status = e->status });
 }
 
+/* The operator controls (DESIGN 11): none is ever in force here; a read
+ * answers after a round trip on the fence session that asked, or fails as
+ * ledger.c's does when that session is gone. */
+static void controls_read(struct node *n)
+{
+	double there = net_delay(n->i, 0) - T, back = net_delay(n->i, 1) - T;
+
+	push((struct simev){ .t = T + there + back, .kind = K_NOTIFY, .node = n->i,
+			     .op = N_CONTROLS, .gen = n->fence.conn });
+}
+
+static void controls_answer(struct node *n, const struct simev *e)
+{
+	static const struct election_controls none = { .readable = false };
+	struct election_event ev = { .type = ELECTION_CONTROLS,
+				     .news = ELECTION_CONTROLS_READ, .controls = &none };
+
+	if (n->fence.conn != e->gen || n->fence.phase < PH_READY || W.part_db[n->i]) {
+		ev.news = ELECTION_CONTROLS_FAILED;
+		ev.status = 1;
+		ev.reason = "fence session lost";
+	}
+	sup_enqueue(n, &ev);
+}
+
 static void notify(struct node *n, const struct simev *e)
 {
 	if (e->op == N_CHILD_GONE) {
@@ -1709,6 +1738,8 @@ static void notify(struct node *n, const struct simev *e)
 	} else if (e->op == N_GRACE && n->ch.alive && n->ch.id == e->gen) {
 		kill_child(n, "grace period over");
 		sup_dispatch(n, ELECTION_COMMAND, ELECTION_COMMAND_KILLED, 0, NULL);
+	} else if (e->op == N_CONTROLS) {
+		controls_answer(n, e);
 	}
 }
 

@@ -1909,7 +1909,23 @@ static const struct {
 	{ NULL, { "runs", "--watch" }, CONFIG_USAGE, 0,
 	  "--watch is only valid with 'pgleader status'" },
 	{ NULL, { "init-db", "--job", "a" }, CONFIG_USAGE, 0,
-	  "--job is only valid with 'pgleader runs'" },
+	  "--job is only valid with 'pgleader runs', 'pgleader pause' or 'pgleader resume'" },
+	{ NULL, { "pause", "--job", "a" }, CONFIG_OK, CONFIG_MODE_PAUSE, "0 a -1 0" },
+	{ NULL, { "resume" }, CONFIG_OK, CONFIG_MODE_RESUME, "0 (null) -1 0" },
+	{ NULL, { "switchover" }, CONFIG_OK, CONFIG_MODE_SWITCHOVER, "0 (null) -1 0" },
+	{ NULL, { "switchover", "--job", "a" }, CONFIG_USAGE, 0,
+	  "--job is only valid with 'pgleader runs', 'pgleader pause' or 'pgleader resume'" },
+	{ NULL, { "pause", "--to", "a" }, CONFIG_USAGE, 0,
+	  "--to is only valid with 'pgleader switchover'" },
+	{ NULL, { "--wait", "5s", "status" }, CONFIG_USAGE, 0,
+	  "--wait is only valid with 'pgleader switchover'" },
+	{ NULL, { "switchover", "--to", "" }, CONFIG_USAGE, 0,
+	  "--to: \"\" must have 1 to 54 characters" },
+	{ NULL, { "switchover", "--wait", "0" }, CONFIG_USAGE, 0,
+	  "--wait: invalid duration \"0\" (more than 0; examples: 30s, 2m)" },
+	{ NULL, { "switchover", "--wait", "soon" }, CONFIG_USAGE, 0,
+	  "--wait: invalid duration \"soon\" (more than 0; examples: 30s, 2m)" },
+	{ NULL, { "pause", "x" }, CONFIG_USAGE, 0, "pause takes no arguments (got \"x\")" },
 	{ NULL, { "init-db", "--json" }, CONFIG_USAGE, 0,
 	  "--json is only valid with 'pgleader status' or 'pgleader runs'" },
 	{ NULL, { "status", "--since", "1h" }, CONFIG_USAGE, 0,
@@ -1949,6 +1965,33 @@ START_TEST(subcommands)
 	if (cfg.mode != CONFIG_MODE_DAEMON)
 		ck_assert_ptr_null(cfg.command);
 	config_free(&cfg);
+}
+END_TEST
+
+/* switchover --to NODE --wait DUR, and their defaults. */
+START_TEST(switchover_options)
+{
+	static const struct {
+		const char *args[6];
+		const char *expect;
+	} cases[] = {
+		{ { "switchover" }, "(null) 30000" },
+		{ { "switchover", "--to", "db2", "--wait", "2m" }, "db2 120000" },
+		{ { "switchover", "--wait=500ms", "--to=db3" }, "db3 500" },
+	};
+	struct config cfg;
+	char err[ERRLEN], got[256];
+	const char *path;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ck_assert_int_eq(load_case(&cfg, err, NULL, NULL, NULL, cases[i].args, &path),
+				 CONFIG_OK);
+		snprintf(got, sizeof(got), "%s %lld",
+			 cfg.switchover_to ? cfg.switchover_to : "(null)",
+			 (long long)cfg.switchover_wait_ms);
+		ck_assert_str_eq(got, cases[i].expect);
+		config_free(&cfg);
+	}
 }
 END_TEST
 
@@ -2079,6 +2122,7 @@ static Suite *config_suite(void)
 		LOOP(schedule_values, schedule_value_cases),
 		LOOP(jobs, job_cases),
 		LOOP(subcommands, subcommand_cases),
+		ONCE(switchover_options),
 		LOOP(uses_ledger, ledger_cases),
 		ONCE(job_defaults),
 		LOOP(schema_names, schema_cases),

@@ -1,0 +1,131 @@
+/* controls_sql.c: the operator controls' SQL as text (DESIGN 11), the
+ * schema put in by ledger_sql_expand as for the ledger's own statements. */
+#include "controls_sql.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define TS LEDGER_SQL_TS
+
+/* $1 key, $2 job */
+static const char pause_sql[] =
+	"INSERT INTO @S.controls AS c (lock_key, job, kind, asked_by)\n"
+	"VALUES ($1::bigint, $2::text, 'pause', " CONTROLS_SQL_ASKED_BY ")\n"
+	"ON CONFLICT (lock_key, job, kind) DO UPDATE\n"
+	"   SET asked_by = EXCLUDED.asked_by, asked_at = EXCLUDED.asked_at\n"
+	"RETURNING c.asked_by, " TS("c.asked_at");
+
+/* $1 key, $2 job or NULL. The final SELECT sees the table as it was
+ * before the DELETE: a job's resume leaves the whole lock's row, which it
+ * then still finds. */
+static const char resume_sql[] =
+	"WITH d AS (DELETE FROM @S.controls\n"
+	"            WHERE lock_key = $1::bigint AND kind = 'pause'\n"
+	"              AND ($2::text IS NULL OR job = $2::text)\n"
+	"           RETURNING job)\n"
+	"SELECT (SELECT count(*) FROM d),\n"
+	"       (SELECT string_agg(job, ', ' ORDER BY job) FROM d WHERE job <> ''),\n"
+	"       EXISTS (SELECT FROM d WHERE job = ''),\n"
+	"       $2::text IS NOT NULL AND EXISTS (SELECT FROM @S.controls\n"
+	"            WHERE lock_key = $1::bigint AND kind = 'pause' AND job = '')";
+
+/* $1 key */
+static const char read_sql[] =
+	"SELECT job, kind, target, " TS("until") ", asked_by, " TS("asked_at") ", leader\n"
+	"  FROM @S.controls\n"
+	" WHERE lock_key = $1::bigint AND (until IS NULL OR until > now())\n"
+	" ORDER BY kind, job";
+
+/* $1 key */
+static const char lapsed_sql[] =
+	"DELETE FROM @S.controls\n"
+	" WHERE lock_key = $1::bigint AND job = '' AND kind = 'switchover' AND until <= now()";
+
+/* $1 key, $2 target, $3 wait ms, $4 leader */
+static const char switchover_sql[] =
+	"INSERT INTO @S.controls AS c (lock_key, job, kind, target, until, asked_by, leader)\n"
+	"VALUES ($1::bigint, '', 'switchover', $2::text,\n"
+	"        now() + $3::bigint * interval '1 millisecond', " CONTROLS_SQL_ASKED_BY ",\n"
+	"        $4::text)\n"
+	"ON CONFLICT (lock_key, job, kind) DO NOTHING\n"
+	"RETURNING c.asked_at::text, " TS("c.asked_at") ", " TS("c.until") ", c.asked_by";
+
+/* $1 key */
+static const char standing_sql[] =
+	"SELECT asked_by, " TS("asked_at") ", " TS("until") ", target\n"
+	"  FROM @S.controls\n"
+	" WHERE lock_key = $1::bigint AND job = '' AND kind = 'switchover'";
+
+/* $1 key, $2 stamp */
+static const char done_sql[] =
+	"DELETE FROM @S.controls\n"
+	" WHERE lock_key = $1::bigint AND job = '' AND kind = 'switchover'\n"
+	"   AND asked_at = $2::timestamptz";
+
+/* q holds tmpl for schema, with the key as $1 and n parameters in all. */
+static bool build(struct ledger_sql_query *q, const char *tmpl, const char *schema,
+		  int64_t key, int n)
+{
+	memset(q, 0, sizeof(*q));
+	if (!ledger_sql_expand(q->sql, sizeof(q->sql), tmpl, schema))
+		return false;
+	q->nparams = n;
+	snprintf(q->text[0], sizeof(q->text[0]), "%" PRId64, key);
+	q->params[0] = q->text[0];
+	return true;
+}
+
+bool controls_sql_pause(struct ledger_sql_query *q, const char *schema, int64_t key,
+			const char *job)
+{
+	if (!build(q, pause_sql, schema, key, 2))
+		return false;
+	q->params[1] = job ? job : "";
+	return true;
+}
+
+bool controls_sql_resume(struct ledger_sql_query *q, const char *schema, int64_t key,
+			 const char *job)
+{
+	if (!build(q, resume_sql, schema, key, 2))
+		return false;
+	q->params[1] = job;
+	return true;
+}
+
+bool controls_sql_read(struct ledger_sql_query *q, const char *schema, int64_t key)
+{
+	return build(q, read_sql, schema, key, 1);
+}
+
+bool controls_sql_lapsed(struct ledger_sql_query *q, const char *schema, int64_t key)
+{
+	return build(q, lapsed_sql, schema, key, 1);
+}
+
+bool controls_sql_switchover(struct ledger_sql_query *q, const char *schema, int64_t key,
+			     const char *target, int64_t wait_ms, const char *leader)
+{
+	if (!build(q, switchover_sql, schema, key, 4))
+		return false;
+	q->params[1] = target;
+	snprintf(q->text[2], sizeof(q->text[2]), "%" PRId64, wait_ms);
+	q->params[2] = q->text[2];
+	q->params[3] = leader;
+	return true;
+}
+
+bool controls_sql_standing(struct ledger_sql_query *q, const char *schema, int64_t key)
+{
+	return build(q, standing_sql, schema, key, 1);
+}
+
+bool controls_sql_switchover_done(struct ledger_sql_query *q, const char *schema,
+				  int64_t key, const char *stamp)
+{
+	if (!build(q, done_sql, schema, key, 2))
+		return false;
+	q->params[1] = stamp;
+	return true;
+}

@@ -1,0 +1,323 @@
+/* election_controls.c: the operator controls (DESIGN 11) as the election
+ * sees them: when they are read, and what a pause, a switchover and a
+ * priority lead to in each state. No I/O: actions only. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "election_impl.h"
+
+/* However long a switchover says it may take, a node holds off at most
+ * this long before it asks for the lock again. */
+#define HOLD_MAX 3600.0
+
+static bool is_me(const struct election *e, const char *node)
+{
+	return node && *node && e->p.node_id && strcmp(node, e->p.node_id) == 0;
+}
+
+static bool holding_off(const struct election *e, double now)
+{
+	return now < e->hold_until;
+}
+
+/* How often a node reads the controls: a leader, and a standby that waits
+ * for a switchover to end, every ping interval (so that a pause stops the
+ * command within ping_interval plus the read's round trip plus
+ * grace_period); other standbys, which only show them, every
+ * retry_interval. */
+static double read_interval(const struct election *e, double now)
+{
+	if (e->state == ELECTION_LEADER || holding_off(e, now))
+		return e->p.ping_interval;
+	return fmax(e->p.retry_interval, e->p.ping_interval);
+}
+
+void election_controls_read(struct election *e, struct election_output *out,
+			    double now)
+{
+	if (!e->p.controls || e->ctl_pending)
+		return;
+	e->ctl_pending = true;
+	e->ctl_sent_at = now;
+	e->next_ctl_at = INFINITY;
+	out->actions |= ELECTION_DO_CONTROLS_READ;
+}
+
+/* A standby of higher priority than any leader can be (1 is the lowest
+ * that leads) asks, once it has been a healthy standby for
+ * priority_delay. */
+static bool asks_priority(const struct election *e, double now)
+{
+	return e->p.controls && e->p.priority > 1 && e->state == ELECTION_STANDBY &&
+	       !holding_off(e, now) && now - e->standby_since >= e->p.priority_delay;
+}
+
+static bool reads_now(const struct election *e)
+{
+	return e->p.controls && !e->ctl_pending &&
+	       (e->state == ELECTION_LEADER || e->state == ELECTION_STANDBY);
+}
+
+void election_controls_tick(struct election *e, struct election_output *out,
+			    double now)
+{
+	if (!reads_now(e))
+		return;
+	if (asks_priority(e, now) && now >= e->next_ctl_at) {
+		e->ctl_pending = true;
+		e->ctl_sent_at = now;
+		out->actions |= ELECTION_DO_PRIORITY_ASK;
+		return;
+	}
+	if ((e->state == ELECTION_LEADER && !e->ctl_fresh) || now >= e->next_ctl_at)
+		election_controls_read(e, out, now);
+}
+
+/* The next read (or, once priority_delay passed, ask) is due. */
+double election_controls_wakeup(const struct election *e, double now)
+{
+	(void)now;
+	return reads_now(e) ? e->next_ctl_at : INFINITY;
+}
+
+/* The command (without jobs) may start: a read answered since the lock
+ * came, nothing paused, no switchover under way. */
+bool election_controls_allow_start(const struct election *e)
+{
+	if (!e->p.controls)
+		return true;
+	return e->ctl_fresh && !e->handing_over &&
+	       (!e->paused || e->p.pause_in_jobs);
+}
+
+/* A node that handed over, or stepped aside, asks for the lock again once
+ * the switchover is done or lapsed. */
+static void end_hold(struct election *e, struct election_output *out, double now)
+{
+	if (!holding_off(e, now))
+		return;
+	e->hold_until = -INFINITY;
+	election_say(out, LOG_LEVEL_INFO, "the switchover is over: asking for the "
+	    "leader lease again");
+	out->state_changed = true;
+	if (e->state == ELECTION_STANDBY && isinf(e->request_deadline))
+		e->next_attempt_at = now;
+}
+
+static void hold_off(struct election *e, double now,
+		     const struct election_controls *c)
+{
+	e->hold_until = now + fmin(fmax(c->left, 0), HOLD_MAX);
+}
+
+/* Gives the lock back by closing its session (the command is gone): a
+ * standby again, holding off. */
+void election_give_back(struct election *e, struct election_output *out,
+			double now)
+{
+	e->handing_over = false;
+	election_fence_drop(e, out, now);
+	election_disconnect(e, out);
+	election_connect_now(e, out, now);
+}
+
+/* This node is the leader a switchover is asked of: stop the command
+ * gracefully, holding the lock and the fence until it is gone, then give
+ * both back and hold off until the switchover is done or lapsed. */
+static void hand_over(struct election *e, struct election_output *out,
+		      double now, const struct election_controls *c)
+{
+	e->handing_over = true;
+	hold_off(e, now, c);
+	election_say(out, LOG_LEVEL_NOTICE, "switchover asked by %s at %s: %s, then "
+	    "handing the leader lease to %s", c->asked_by, c->asked_at,
+	    e->child_running ? "stopping the command" : "no command to stop",
+	    *c->target ? c->target : "any standby");
+	e->ping_pending = false;
+	e->next_ping_at = INFINITY;
+	e->child_start_at = INFINITY;
+	e->check = CHECK_NONE;
+	election_request_done(e);
+	if (e->child_running) {
+		election_set_state(e, out, now, ELECTION_DEMOTING);
+		out->actions |= ELECTION_DO_STOP_CHILD;
+	} else {
+		election_give_back(e, out, now);
+	}
+}
+
+/* A new leader's first read found a switchover to another node: give the
+ * lock back before anything started. */
+static void step_aside(struct election *e, struct election_output *out,
+		       double now, const struct election_controls *c)
+{
+	hold_off(e, now, c);
+	election_say(out, LOG_LEVEL_NOTICE, "switchover to %s asked by %s at %s: "
+	    "giving the leader lease back", c->target, c->asked_by, c->asked_at);
+	e->next_ping_at = INFINITY;
+	e->child_start_at = INFINITY;
+	election_give_back(e, out, now);
+}
+
+static void leader_switchover(struct election *e, struct election_output *out,
+			      double now, const struct election_controls *c,
+			      bool first)
+{
+	if (!c->switchover || e->handing_over)
+		return;
+	if (is_me(e, c->leader)) {
+		hand_over(e, out, now, c);
+	} else if (first && *c->target && !is_me(e, c->target)) {
+		step_aside(e, out, now, c);
+	} else if (first && !e->handed_said) {
+		e->handed_said = true;
+		election_say(out, LOG_LEVEL_NOTICE, "switchover asked by %s at %s: taking "
+		    "over from %s", c->asked_by, c->asked_at,
+		    *c->leader ? c->leader : "the previous leader");
+		out->actions |= ELECTION_DO_CONTROLS_DONE;
+	}
+}
+
+/* Without jobs, a pause stops the command gracefully and keeps it from
+ * starting; resume lets it start at once. With jobs, they act on it. */
+static void leader_pause(struct election *e, struct election_output *out,
+			 double now, const struct election_controls *c)
+{
+	if (e->p.pause_in_jobs || c->paused == e->paused)
+		return;
+	e->paused = c->paused;
+	if (!c->paused) {
+		election_say(out, LOG_LEVEL_NOTICE, "resumed: starting the command");
+		e->child_start_at = fmin(e->child_start_at, now);
+		return;
+	}
+	election_say(out, LOG_LEVEL_NOTICE, "paused by %s at %s%s", c->paused_by,
+	    c->paused_at, e->child_running ? ": stopping the command" : "");
+	if (e->child_running)
+		out->actions |= ELECTION_DO_STOP_CHILD;
+}
+
+static void copy(char *dst, size_t len, const char *v)
+{
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+/* What the status shows: changed, the service manager hears it. */
+static void publish_controls(struct election *e, struct election_output *out,
+			     const struct election_controls *c)
+{
+	struct election_snapshot *s = &e->snap;
+
+	if (s->paused != c->paused || s->switchover != c->switchover ||
+	    (c->paused && strcmp(s->paused_at, c->paused_at ? c->paused_at : "")))
+		out->state_changed = true;
+	s->paused = c->paused;
+	copy(s->paused_by, sizeof(s->paused_by), c->paused ? c->paused_by : "");
+	copy(s->paused_at, sizeof(s->paused_at), c->paused ? c->paused_at : "");
+	s->switchover = c->switchover;
+	copy(s->switchover_target, sizeof(s->switchover_target),
+	     c->switchover ? c->target : "");
+	copy(s->switchover_leader, sizeof(s->switchover_leader),
+	     c->switchover ? c->leader : "");
+	copy(s->switchover_by, sizeof(s->switchover_by), c->switchover ? c->asked_by : "");
+	copy(s->switchover_at, sizeof(s->switchover_at), c->switchover ? c->asked_at : "");
+}
+
+static void read_done(struct election *e, struct election_output *out,
+		      double now, const struct election_controls *c)
+{
+	bool first = false;
+
+	e->ctl_pending = false;
+	e->ctl_failed_said = false;
+	if (e->state == ELECTION_LEADER && e->ctl_sent_at >= e->lead_began) {
+		first = !e->ctl_fresh;
+		e->ctl_fresh = true;
+	}
+	publish_controls(e, out, c);
+	if (e->state == ELECTION_LEADER) {
+		leader_switchover(e, out, now, c, first);
+		if (e->state == ELECTION_LEADER)
+			leader_pause(e, out, now, c);
+	} else if (e->state == ELECTION_STANDBY && holding_off(e, now)) {
+		if (!c->switchover || is_me(e, c->target) ||
+		    (!*c->target && !is_me(e, c->leader)))
+			end_hold(e, out, now);
+		else
+			hold_off(e, now, c);
+	}
+	e->next_ctl_at = now + read_interval(e, now);
+}
+
+/* The read failed: the session's loss is told by the session; an error
+ * (a privilege revoked, the table dropped) once, and nothing counts as in
+ * force, so that a broken ledger does not keep the command from running. */
+static void read_failed(struct election *e, struct election_output *out,
+			double now, const struct election_event *ev)
+{
+	static const struct election_controls none = { .readable = false };
+
+	e->ctl_pending = false;
+	if (ev->status == 1) {
+		e->next_ctl_at = now + e->p.ping_interval;
+		return;
+	}
+	if (!e->ctl_failed_said)
+		election_say(out, LOG_LEVEL_WARNING, "cannot read the operator controls: "
+		    "%s; acting as if none were in force",
+		    election_reason_of(ev, "error"));
+	e->ctl_failed_said = true;
+	read_done(e, out, now, &none);
+}
+
+static void priority_asked(struct election *e, struct election_output *out,
+			   double now, const struct election_event *ev)
+{
+	e->ctl_pending = false;
+	e->next_ctl_at = now + read_interval(e, now);
+	if (ev->status != 1)
+		return;
+	election_say(out, LOG_LEVEL_NOTICE, "priority %d over leader %s's %d: asked "
+	    "for a switchover to this node", e->p.priority,
+	    election_reason_of(ev, "?"), ev->asked);
+}
+
+void election_on_controls(struct election *e, const struct election_event *ev,
+			  double now, struct election_output *out)
+{
+	static const struct election_controls none = { .readable = false };
+
+	switch ((enum election_controls_news)ev->news) {
+	case ELECTION_CONTROLS_READ:
+		read_done(e, out, now, ev->controls ? ev->controls : &none);
+		return;
+	case ELECTION_CONTROLS_FAILED: read_failed(e, out, now, ev); return;
+	case ELECTION_CONTROLS_ASKED: priority_asked(e, out, now, ev); return;
+	}
+}
+
+/* Priority 0 never asks for the lock; a node holding off after a
+ * switchover asks once it is over. False: ask now. */
+bool election_controls_defer_lock(struct election *e, double now)
+{
+	if (e->p.never_lead) {
+		e->next_attempt_at = INFINITY;
+		return true;
+	}
+	if (!holding_off(e, now))
+		return false;
+	e->next_attempt_at = e->hold_until;
+	return true;
+}
+
+/* A new term: nothing starts before the controls were read. */
+void election_controls_new_term(struct election *e, struct election_output *out,
+				double now)
+{
+	e->lead_began = now;
+	e->ctl_fresh = false;
+	e->handed_said = false;
+	e->hold_until = -INFINITY;
+	election_controls_read(e, out, now);
+}

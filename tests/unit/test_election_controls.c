@@ -1,0 +1,446 @@
+/* test_election_controls.c: the operator controls (DESIGN 11) in the
+ * election, on a fake clock, with the parameters the daemon uses (the
+ * fence, the controls read): pause and resume, a switchover asked of this
+ * leader, one to another node, the hold-off and its end, priority. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "election.h"
+
+static const struct election_params daemon_like = {
+	.wait_in_queue = true,
+	.retry_interval = 1,
+	.ping_interval = 0.25,
+	.ping_timeout = 0.5,
+	.ping_failures = 3,
+	.wait_timeout = -1,
+	.connect_timeout = 10,
+	.restart = ELECTION_RESTART_NO,
+	.conflict_exit_code = 75,
+	.fence = true,
+	.grace_period = 1,
+	.controls = true,
+	.priority = 1,
+	.node_id = "a",
+};
+
+static struct election M;
+
+static struct election_output ev(int type, int news, double now)
+{
+	struct election_event e = { .type = type, .news = news, .wall = 1.7e9 + now };
+	struct election_output out;
+
+	election_step(&M, &e, now, &out);
+	return out;
+}
+
+static struct election_output controls(const struct election_controls *c, double now)
+{
+	struct election_event e = { .type = ELECTION_CONTROLS,
+				    .news = ELECTION_CONTROLS_READ, .controls = c,
+				    .wall = 1.7e9 + now };
+	struct election_output out;
+
+	election_step(&M, &e, now, &out);
+	return out;
+}
+
+static struct election_output tick(double now)
+{
+	return ev(ELECTION_TICK, 0, now);
+}
+
+static const struct election_controls none = { .readable = true };
+
+/* The world around the machine: a queued lock wait ends BUSY after
+ * retry_interval, a try at once; pings answer at once; reads find
+ * *world. advance() steps it to until, and returns every action asked
+ * and whether any line said `want`. */
+static const struct election_controls *world = &none;
+static double wait_ends = INFINITY;
+static bool heard;
+static unsigned seen;
+
+static void react(const struct election_output *o, double t, const char *want)
+{
+	struct election_output next;
+
+	seen |= o->actions;
+	for (int i = 0; getenv("TRACE") && i < o->n_logs; i++)
+		fprintf(stderr, "%.2f %s\n", t, o->logs[i].text); /* TRACE=1: what it says */
+	for (int i = 0; want && i < o->n_logs; i++)
+		heard |= strcmp(o->logs[i].text, want) == 0;
+	if (o->actions & ELECTION_DO_WAIT_LOCK)
+		wait_ends = t + M.p.retry_interval;
+	if (o->actions & ELECTION_DO_TRY_LOCK) {
+		next = ev(ELECTION_LOCK, ELECTION_SESSION_BUSY, t);
+		react(&next, t, want);
+	}
+	if (o->actions & ELECTION_DO_PING) {
+		next = ev(ELECTION_LOCK, ELECTION_SESSION_PING_OK, t);
+		react(&next, t, want);
+	}
+	if (o->actions & ELECTION_DO_CONTROLS_READ) {
+		next = controls(world, t);
+		react(&next, t, want);
+	}
+}
+
+static unsigned advance(double *t, double until, const char *want)
+{
+	struct election_output out;
+
+	heard = false;
+	seen = 0;
+	while (*t < until) {
+		double w = fmin(election_next_wakeup(&M, *t), wait_ends);
+
+		if (w > until)
+			break;
+		*t = fmax(*t, w);
+		if (*t >= wait_ends) {
+			wait_ends = INFINITY;
+			out = ev(ELECTION_LOCK, ELECTION_SESSION_BUSY, *t);
+		} else {
+			out = tick(*t);
+		}
+		react(&out, *t, want);
+	}
+	*t = until;
+	return seen;
+}
+
+static bool has(const struct election_output *o, unsigned a)
+{
+	return (o->actions & a) == a;
+}
+
+static const char *said(const struct election_output *o)
+{
+	return o->n_logs ? o->logs[o->n_logs - 1].text : "";
+}
+
+/* Connected, both sessions, at t: a standby asking for the lock (and
+ * reading the controls once). */
+static void to_standby(const struct election_params *p, double t)
+{
+	struct election_output out;
+
+	world = &none;
+	wait_ends = INFINITY;
+	election_init(&M, p);
+	out = ev(ELECTION_START, 0, t);
+	ck_assert(has(&out, ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT));
+	ev(ELECTION_FENCE, ELECTION_SESSION_CONNECTED, t);
+	out = ev(ELECTION_LOCK, ELECTION_SESSION_CONNECTED, t);
+	ck_assert_int_eq(M.state, ELECTION_STANDBY);
+	ck_assert(has(&out, ELECTION_DO_CONTROLS_READ | ELECTION_DO_TRY_LOCK));
+	controls(&none, t);
+	out = ev(ELECTION_LOCK, ELECTION_SESSION_BUSY, t);
+	ck_assert(has(&out, ELECTION_DO_WAIT_LOCK));
+	wait_ends = t + p->retry_interval;
+}
+
+/* The lock at t: the fence taken and the controls read before the
+ * command starts; returns the step that started it. */
+static struct election_output to_leader(const struct election_controls *c, double t)
+{
+	struct election_output out;
+	struct election_event acq = { .type = ELECTION_LOCK,
+				      .news = ELECTION_SESSION_ACQUIRED,
+				      .lock_key = 42, .fencing_token = 7 };
+
+	wait_ends = INFINITY;
+	election_step(&M, &acq, t, &out);
+	ck_assert_int_eq(M.state, ELECTION_LEADER);
+	ck_assert(has(&out, ELECTION_DO_FENCE_TAKE));
+	if (!(out.actions & ELECTION_DO_CONTROLS_READ)) {
+		/* a standby's read was in flight: its answer does not count,
+		 * and a new read goes at once */
+		out = controls(c, t);
+		ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+		ck_assert(has(&out, ELECTION_DO_CONTROLS_READ));
+	}
+	out = ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, t);
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD)); /* not before the read */
+	return controls(c, t);
+}
+
+START_TEST(nothing_starts_before_the_read)
+{
+	struct election_output out;
+
+	to_standby(&daemon_like, 0);
+	out = to_leader(&none, 0.5);
+	ck_assert(has(&out, ELECTION_DO_START_CHILD));
+}
+END_TEST
+
+START_TEST(pause_stops_and_resume_starts)
+{
+	struct election_controls paused = { .readable = true, .paused = true,
+					    .paused_by = "alice", .paused_at = "T" };
+	struct election_output out;
+	double t = 0;
+
+	to_standby(&daemon_like, 0);
+	to_leader(&none, 0);
+	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
+	/* the leader reads them again within a ping interval, with the ping */
+	world = &paused;
+	ck_assert(advance(&t, 0.25, "paused by alice at T: stopping the command") &
+		  ELECTION_DO_STOP_CHILD);
+	ck_assert(heard);
+	ck_assert(election_snapshot(&M)->paused);
+	advance(&t, 1.0, NULL);
+	/* gone: no restart, no exit (restart=no would end it otherwise) */
+	out = ev(ELECTION_COMMAND, ELECTION_COMMAND_GONE, 1.0);
+	ck_assert(!(out.actions & (ELECTION_DO_EXIT | ELECTION_DO_START_CHILD)));
+	ck_assert(has(&out, ELECTION_DO_FENCE_DROP));
+	ck_assert_int_eq(M.state, ELECTION_LEADER);
+	/* a leader due to start holds the fence, as after the lock came */
+	out = ev(ELECTION_FENCE, ELECTION_SESSION_RELEASED, 1.0);
+	ck_assert(has(&out, ELECTION_DO_FENCE_TAKE));
+	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 1.0);
+	ck_assert(!(advance(&t, 30, NULL) & (ELECTION_DO_START_CHILD | ELECTION_DO_EXIT)));
+	ck_assert_int_eq(M.state, ELECTION_LEADER);
+	/* resumed: the next read, a ping interval later at most, starts it */
+	world = &none;
+	ck_assert(advance(&t, 30.25, "resumed: starting the command") &
+		  ELECTION_DO_START_CHILD);
+	ck_assert(heard);
+}
+END_TEST
+
+START_TEST(a_paused_new_leader_starts_nothing)
+{
+	struct election_controls paused = { .readable = true, .paused = true,
+					    .paused_by = "alice", .paused_at = "T" };
+	struct election_output out;
+
+	to_standby(&daemon_like, 0);
+	out = to_leader(&paused, 0);
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+	ck_assert_double_eq(election_next_wakeup(&M, 0), 0.25); /* pings, reads */
+}
+END_TEST
+
+START_TEST(jobs_act_on_pauses_themselves)
+{
+	struct election_params p = daemon_like;
+	struct election_controls paused = { .readable = true, .paused = true,
+					    .paused_by = "alice", .paused_at = "T" };
+	struct election_output out;
+
+	p.pause_in_jobs = true;
+	to_standby(&p, 0);
+	out = to_leader(&paused, 0);
+	ck_assert(has(&out, ELECTION_DO_START_CHILD));
+	ck_assert(election_snapshot(&M)->paused);
+}
+END_TEST
+
+static const struct election_controls asked_of_a = {
+	.readable = true, .switchover = true, .target = "", .leader = "a",
+	.asked_by = "bob", .asked_at = "T", .left = 3,
+};
+
+/* Asked of this leader: the command stops, holding the lock; then both
+ * locks go, and the node holds off; then it asks again once it is over. */
+START_TEST(switchover_asked_of_this_leader)
+{
+	struct election_output out;
+
+	to_standby(&daemon_like, 0);
+	to_leader(&none, 0);
+	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
+	tick(0.25);
+	out = controls(&asked_of_a, 0.25);
+	ck_assert(has(&out, ELECTION_DO_STOP_CHILD));
+	ck_assert(!(out.actions & (ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_DROP)));
+	ck_assert_str_eq(said(&out), "switchover asked by bob at T: stopping the "
+			 "command, then handing the leader lease to any standby");
+	ck_assert_int_eq(M.state, ELECTION_DEMOTING);
+	ck_assert_int_eq(election_snapshot(&M)->counters.losses[FAULT_NONE], 0);
+	out = ev(ELECTION_COMMAND, ELECTION_COMMAND_GONE, 1.0);
+	ck_assert(has(&out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT |
+		      ELECTION_DO_FENCE_DROP));
+	ev(ELECTION_FENCE, ELECTION_SESSION_RELEASED, 1.0);
+	out = ev(ELECTION_LOCK, ELECTION_SESSION_CONNECTED, 1.0);
+	ck_assert_int_eq(M.state, ELECTION_STANDBY);
+	ck_assert(!(out.actions & (ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK)));
+	/* holding off: reads every ping interval; the switchover stands */
+	if (!(out.actions & ELECTION_DO_CONTROLS_READ))
+		out = tick(1.25);
+	ck_assert(has(&out, ELECTION_DO_CONTROLS_READ));
+	struct election_controls still = asked_of_a;
+	still.left = 1.5;
+	out = controls(&still, 1.5);
+	ck_assert(!(out.actions & (ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK)));
+	/* another node took over and deleted it: ask again at once */
+	out = tick(1.75);
+	ck_assert(has(&out, ELECTION_DO_CONTROLS_READ));
+	out = controls(&none, 1.75);
+	ck_assert_str_eq(said(&out), "the switchover is over: asking for the leader "
+			 "lease again");
+	ck_assert(out.actions & (ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK));
+}
+END_TEST
+
+/* Nobody took over: once it lapses the old leader asks for the lock and,
+ * reading nothing in force, starts the command again. */
+START_TEST(switchover_that_lapses)
+{
+	struct election_controls c = asked_of_a;
+	double t = 0.25;
+
+	to_standby(&daemon_like, 0);
+	to_leader(&none, 0);
+	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
+	world = &asked_of_a;
+	advance(&t, 1.0, NULL); /* read at 0.25: lapses at 3.25 */
+	ck_assert_int_eq(M.state, ELECTION_DEMOTING);
+	ev(ELECTION_COMMAND, ELECTION_COMMAND_GONE, 1.0);
+	ev(ELECTION_FENCE, ELECTION_SESSION_RELEASED, 1.0);
+	ev(ELECTION_LOCK, ELECTION_SESSION_CONNECTED, 1.0);
+	world = &c;
+	c.left = 2; /* the reads find it standing (left is not looked at again) */
+	ck_assert(!(advance(&t, 3.2, NULL) & (ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK)));
+	/* lapsed: the reads find nothing, and the lock is asked for at once */
+	world = &none;
+	ck_assert(advance(&t, 3.3, NULL) & (ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK));
+	ck_assert(to_leader(&none, 3.3).actions & ELECTION_DO_START_CHILD);
+}
+END_TEST
+
+/* A new leader that is not the named target gives the lock back at once. */
+START_TEST(switchover_to_another_node)
+{
+	struct election_controls to_c = asked_of_a;
+	struct election_params p = daemon_like;
+	struct election_output out;
+
+	p.node_id = "b";
+	to_c.target = "c";
+	to_standby(&p, 0);
+	out = to_leader(&to_c, 0.5);
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+	ck_assert(has(&out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT |
+		      ELECTION_DO_FENCE_DROP));
+	ck_assert_str_eq(said(&out), "switchover to c asked by bob at T: giving the "
+			 "leader lease back");
+}
+END_TEST
+
+/* The target (or any standby, untargeted) takes over and says so once. */
+START_TEST(switchover_answered)
+{
+	struct election_params p = daemon_like;
+	struct election_output out;
+
+	p.node_id = "b";
+	to_standby(&p, 0);
+	out = to_leader(&asked_of_a, 0.5);
+	ck_assert(has(&out, ELECTION_DO_START_CHILD | ELECTION_DO_CONTROLS_DONE));
+	ck_assert_str_eq(said(&out), "switchover asked by bob at T: taking over from a");
+	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0.5);
+	out = tick(0.75);
+	out = controls(&asked_of_a, 0.75);
+	ck_assert(!(out.actions & ELECTION_DO_CONTROLS_DONE));
+	ck_assert_int_eq(out.n_logs, 0);
+}
+END_TEST
+
+START_TEST(priority_zero_never_asks)
+{
+	struct election_params p = daemon_like;
+	struct election_output out;
+	double t = 0;
+
+	p.never_lead = true;
+	p.priority = 0;
+	world = &none;
+	wait_ends = INFINITY;
+	election_init(&M, &p);
+	ev(ELECTION_START, 0, 0);
+	out = ev(ELECTION_LOCK, ELECTION_SESSION_CONNECTED, 0);
+	ck_assert(!(out.actions & (ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK)));
+	ck_assert_str_eq(out.logs[0].text, "priority 0: a standby that never asks for "
+			 "the leader lease");
+	ck_assert(!(advance(&t, 60, NULL) & (ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK)));
+	ck_assert_int_eq(M.state, ELECTION_STANDBY);
+}
+END_TEST
+
+/* A standby of priority 2 asks once it has been one for priority_delay. */
+START_TEST(priority_asks_after_the_delay)
+{
+	struct election_params p = daemon_like;
+	struct election_output out;
+	struct election_event asked = { .type = ELECTION_CONTROLS,
+					.news = ELECTION_CONTROLS_ASKED, .status = 1,
+					.asked = 1, .reason = "z" };
+	double t = 0;
+
+	p.priority = 2;
+	p.priority_delay = 5;
+	to_standby(&p, 0);
+	ck_assert(!(advance(&t, 4.99, NULL) & ELECTION_DO_PRIORITY_ASK));
+	/* at the first read due from then on */
+	ck_assert(advance(&t, 6, NULL) & ELECTION_DO_PRIORITY_ASK);
+	election_step(&M, &asked, t, &out);
+	ck_assert_str_eq(said(&out), "priority 2 over leader z's 1: asked for a "
+			 "switchover to this node");
+}
+END_TEST
+
+/* A read that fails with an error counts as nothing in force, said once. */
+START_TEST(a_failed_read_does_not_block)
+{
+	struct election_event failed = { .type = ELECTION_CONTROLS,
+					 .news = ELECTION_CONTROLS_FAILED,
+					 .reason = "permission denied" };
+	struct election_output out;
+	struct election_event acq = { .type = ELECTION_LOCK,
+				      .news = ELECTION_SESSION_ACQUIRED,
+				      .lock_key = 42, .fencing_token = 7 };
+
+	to_standby(&daemon_like, 0);
+	election_step(&M, &acq, 1, &out);
+	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 1);
+	election_step(&M, &failed, 1, &out);
+	ck_assert(has(&out, ELECTION_DO_START_CHILD));
+	ck_assert_str_eq(out.logs[0].text, "cannot read the operator controls: "
+			 "permission denied; acting as if none were in force");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("election_controls");
+	TCase *tc = tcase_create("controls");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, nothing_starts_before_the_read);
+	tcase_add_test(tc, pause_stops_and_resume_starts);
+	tcase_add_test(tc, a_paused_new_leader_starts_nothing);
+	tcase_add_test(tc, jobs_act_on_pauses_themselves);
+	tcase_add_test(tc, switchover_asked_of_this_leader);
+	tcase_add_test(tc, switchover_that_lapses);
+	tcase_add_test(tc, switchover_to_another_node);
+	tcase_add_test(tc, switchover_answered);
+	tcase_add_test(tc, priority_zero_never_asks);
+	tcase_add_test(tc, priority_asks_after_the_delay);
+	tcase_add_test(tc, a_failed_read_does_not_block);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
