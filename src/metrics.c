@@ -156,19 +156,22 @@ static void put_identity(struct metrics_buf *b, const struct election_snapshot *
 		"version", v && v->version ? v->version : "",
 		"libpq_version", v && v->libpq_version ? v->libpq_version : "",
 	};
+	char priority[16];
 	const char *info[] = {
 		"node_id", s->node_id ? s->node_id : "",
 		"lock_key", key,
 		"lock_name", s->lock_name ? s->lock_name : "",
+		"priority", priority,
 	};
 
 	snprintf(key, sizeof(key), "%" PRId64, s->lock_key);
+	snprintf(priority, sizeof(priority), "%d", s->priority);
 	head(b, PREFIX "build_info", "gauge",
 	     "pgleader's version and the libpq it runs with; always 1.");
 	labelled_one(b, PREFIX "build_info", build, 4);
 	head(b, PREFIX "info", "gauge",
-	     "This node's id and the lock it competes for; always 1.");
-	labelled_one(b, PREFIX "info", info, 6);
+	     "This node's id, the lock it competes for and its priority; always 1.");
+	labelled_one(b, PREFIX "info", info, 8);
 }
 
 static void put_state(struct metrics_buf *b, const struct election_snapshot *s)
@@ -187,6 +190,9 @@ static void put_state(struct metrics_buf *b, const struct election_snapshot *s)
 		put(b, PREFIX "state{state=\"%s\"} %d\n",
 		    metrics_state_label((enum election_state)st, label, sizeof(label)),
 		    st == (int)s->state);
+	gauge(b, PREFIX "paused",
+	      "1 when the operator paused the lock (pgleader pause), as this node last "
+	      "read it.", s->paused);
 	gauge(b, PREFIX "database_connected",
 	      "1 when the lock connection to the database is up.",
 	      s->db_connected);
@@ -530,6 +536,24 @@ static json_t *juint64(uint64_t v)
 	return json_string(buf);
 }
 
+/* The operator controls (DESIGN 11) as this node last read them. */
+static void fill_controls(json_t *o, const struct election_snapshot *s)
+{
+	json_object_set_new(o, "priority", json_integer(s->priority));
+	json_object_set_new(o, "paused", s->paused
+			    ? json_pack("{s:o, s:o}", "by", jstr(s->paused_by),
+					"at", jstr(s->paused_at)) : json_null());
+	json_object_set_new(o, "switchover", s->switchover
+			    ? json_pack("{s:o, s:o, s:o, s:o}",
+					"leader", jstr(s->switchover_leader),
+					"target", s->switchover_target[0]
+					? jstr(s->switchover_target) : json_null(),
+					"asked_by", jstr(s->switchover_by),
+					"asked_at", jstr(s->switchover_at)) : json_null());
+	json_object_set_new(o, "holding_off_until",
+			    jtime(s->hold_until > 0 ? s->hold_until + s->now_wall - s->now : 0));
+}
+
 static void fill_status(json_t *o, const struct election_snapshot *s,
 			const struct metrics_versions *v)
 {
@@ -553,6 +577,7 @@ static void fill_status(json_t *o, const struct election_snapshot *s,
 			    ? json_pack("{s:i, s:i}", "agree", s->failsafe_agree,
 					"asked", s->failsafe_asked) : json_null());
 	json_object_set_new(o, "version", jstr(v && v->version ? v->version : ""));
+	fill_controls(o, s);
 }
 
 static json_t *status_jobs(void)

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <systemd/sd-daemon.h>
 
 static ev_timer watchdog_timer;
@@ -37,7 +38,7 @@ void notify_ready(void)
 	sd_notify(0, "READY=1");
 }
 
-void notify_status_text(const struct election_snapshot *s, char *buf, size_t len)
+static void state_text(const struct election_snapshot *s, char *buf, size_t len)
 {
 	switch (s->state) {
 	case ELECTION_INIT:
@@ -72,6 +73,21 @@ void notify_status_text(const struct election_snapshot *s, char *buf, size_t len
 		break;
 	}
 	snprintf(buf, len, "shutting down");
+}
+
+/* The state, then the operator's controls in force (DESIGN 11). */
+void notify_status_text(const struct election_snapshot *s, char *buf, size_t len)
+{
+	size_t n;
+
+	state_text(s, buf, len);
+	n = strlen(buf);
+	if (s->paused && n < len)
+		snprintf(buf + n, len - n, "; paused by %s", s->paused_by);
+	n = strlen(buf);
+	if (s->hold_until > 0 && n < len)
+		snprintf(buf + n, len - n, "; holding off for a switchover for %.0fs",
+			 fmax(0, s->hold_until - s->now));
 }
 
 void notify_publish(const struct election_snapshot *s)

@@ -348,34 +348,19 @@ def test_switchover_interrupted_withdraws(workdir, fleet_shared, pg_shared):
 
 # ---- switchover: a real handover (the daemon's side) -------------------------
 
-def switchover_or_skip(workdir, pg, key, old, *args):
-    """Runs a switchover in the background; skips the test when the daemon
-    does not act on it (the row still there 5 s after it was written and
-    the leader unchanged). Returns the result."""
-    argv = [h.pgleader_bin(), "switchover", "--dsn", pg.dsn(), "--lock-key", str(key),
-            "--schema", schema_for(key)] + list(args)
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
-    try:
-        h.wait_until(lambda: rows(pg, key) or p.poll() is not None, 10, what="the row")
-        written = time.monotonic()
-        while p.poll() is None and time.monotonic() - written < 5:
-            time.sleep(0.1)
-        if p.poll() is None and rows(pg, key) and \
-                pg.backend_pid("pgleader/" + old) in [l["pid"] for l in pg.lock_holders(key)]:
-            pytest.skip("the daemon does not act on a switchover yet")
-        out, err = p.communicate(timeout=h.bound(60))
-        return p.returncode, out.decode(), err.decode()
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+def run_switchover(workdir, pg, key, *args):
+    """Runs a switchover to its end; returns (rc, stdout, stderr)."""
+    r = run_status(workdir, "--dsn", pg.dsn(), "--lock-key", str(key),
+                   "--schema", schema_for(key), *args, subcommand="switchover", timeout=60)
+    return r.rc, r.out, r.err
 
 
 def test_switchover_to_any(workdir, fleet_shared, pg_shared):
     key = fleet_shared.key
-    start_leader_and_standby(fleet_shared, pg_shared, "ctl-any-a", "ctl-any-b")
-    rc, out, err = switchover_or_skip(workdir, pg_shared, key, "ctl-any-a", "--wait", "20s")
+    # the nodes read the controls of the schema the commands write
+    start_leader_and_standby(fleet_shared, pg_shared, "ctl-any-a", "ctl-any-b",
+                             extra=("--schema", schema_for(key)))
+    rc, out, err = run_switchover(workdir, pg_shared, key, "--wait", "20s")
     assert (rc, out, err) == (0, "ctl-any-b leads lock %d (was ctl-any-a)\n" % key, ""), \
         (rc, out, err)
     assert rows(pg_shared, key) == []
@@ -386,12 +371,13 @@ def test_switchover_to_any(workdir, fleet_shared, pg_shared):
 
 def test_switchover_to_named(workdir, fleet_shared, pg_shared):
     key = fleet_shared.key
-    start_leader_and_standby(fleet_shared, pg_shared, "ctl-to-a", "ctl-to-b")
-    c = fleet_shared.start("ctl-to-c", command=["sleep", "600"])
+    start_leader_and_standby(fleet_shared, pg_shared, "ctl-to-a", "ctl-to-b",
+                             extra=("--schema", schema_for(key)))
+    c = fleet_shared.start("ctl-to-c", "--schema", schema_for(key), command=["sleep", "600"])
     c.wait_for_log(r"waiting for leader lease")
     h.wait_until(lambda: pg_shared.backend_pid("pgleader/ctl-to-c"), 10, what="c's session")
-    rc, out, err = switchover_or_skip(workdir, pg_shared, key, "ctl-to-a",
-                                      "--to", "ctl-to-c", "--wait", "20s")
+    rc, out, err = run_switchover(workdir, pg_shared, key, "--to", "ctl-to-c",
+                                  "--wait", "20s")
     assert (rc, out, err) == (0, "ctl-to-c leads lock %d (was ctl-to-a)\n" % key, ""), \
         (rc, out, err)
     assert rows(pg_shared, key) == []

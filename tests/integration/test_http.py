@@ -134,7 +134,7 @@ def test_one_leader_one_replica(pg, fleet, ledger, lock_key):
     assert ma["pgleader_command_running"] == 1 and mb["pgleader_command_running"] == 0
     assert ma["pgleader_acquisitions_total"] == 1 and mb["pgleader_acquisitions_total"] == 0
     assert ma["pgleader_fencing_token"] == int(sa.token)
-    assert ma['pgleader_info{node_id="a",lock_key="%d",lock_name=""}' % lock_key] == 1
+    assert ma['pgleader_info{node_id="a",lock_key="%d",lock_name="",priority="1"}' % lock_key] == 1
     assert ma["process_open_fds"] > 0 and ma["process_resident_memory_bytes"] > 0
     # the split-brain alert's expression: exactly one leader
     assert is_leader(ma, lock_key) + is_leader(mb, lock_key) == 1

@@ -33,7 +33,22 @@ static struct election_snapshot base(void)
 	s.lock_key = -42;
 	s.db_connected = true;
 	s.command_due = INFINITY;
+	s.priority = 1;
 	return s;
+}
+
+/* Paused, a switchover under way, holding off for it (DESIGN 11). */
+static void controlled(struct election_snapshot *s)
+{
+	s->priority = 0;
+	s->paused = true;
+	snprintf(s->paused_by, sizeof(s->paused_by), "psql (role ops) from 10.0.0.7");
+	snprintf(s->paused_at, sizeof(s->paused_at), "2024-05-01T12:00:30Z");
+	s->switchover = true;
+	snprintf(s->switchover_leader, sizeof(s->switchover_leader), "b");
+	snprintf(s->switchover_by, sizeof(s->switchover_by), "ops");
+	snprintf(s->switchover_at, sizeof(s->switchover_at), "2024-05-01T12:00:40Z");
+	s->hold_until = s->now + 20;
 }
 
 /* The same snapshot as leader of its third term, with a command running. */
@@ -201,7 +216,8 @@ static const struct {
 } text_rows[] = {
 	{ "standby", no_change, {
 		"pgleader_build_info{version=\"9.8.7\",libpq_version=\"15.3\"} 1",
-		"pgleader_info{node_id=\"node-a\",lock_key=\"-42\",lock_name=\"nightly\"} 1",
+		"pgleader_info{node_id=\"node-a\",lock_key=\"-42\",lock_name=\"nightly\",priority=\"1\"} 1",
+		"pgleader_paused 0",
 		"pgleader_is_leader{lock_key=\"-42\"} 0",
 		"pgleader_database_connected 1",
 		"pgleader_command_running 0",
@@ -237,7 +253,7 @@ static const struct {
 		"pgleader_leadership_lost_total{reason=\"timeout\"} 1",
 	}, { 0 } },
 	{ "escaped labels", odd_names, {
-		"pgleader_info{node_id=\"a\\\"b\\\\c\\nd\",lock_key=\"-9223372036854775808\",lock_name=\"\"} 1",
+		"pgleader_info{node_id=\"a\\\"b\\\\c\\nd\",lock_key=\"-9223372036854775808\",lock_name=\"\",priority=\"1\"} 1",
 		"pgleader_is_leader{lock_key=\"-9223372036854775808\"} 0",
 	}, { 0 } },
 	{ "exact 64-bit token", huge_token, {
@@ -250,6 +266,10 @@ static const struct {
 		"pgleader_lock_wait_seconds_bucket{le=\"+Inf\"} 0",
 		"pgleader_lock_wait_seconds_count 0",
 		"# TYPE pgleader_ping_duration_seconds histogram",
+	}, { 0 } },
+	{ "paused", controlled, {
+		"pgleader_paused 1",
+		"pgleader_info{node_id=\"node-a\",lock_key=\"-42\",lock_name=\"nightly\",priority=\"0\"} 1",
 	}, { 0 } },
 	{ "disconnected", disconnected, {
 		"pgleader_database_connected 0",
@@ -417,6 +437,18 @@ static const struct {
 	{ "disconnected", disconnected, {
 		{ "state", "\"backoff\"" }, { "database_connected", "false" },
 	} },
+	{ "no controls", no_change, {
+		{ "priority", "1" }, { "paused", "null" }, { "switchover", "null" },
+		{ "holding_off_until", "null" },
+	} },
+	{ "controls", controlled, {
+		{ "priority", "0" },
+		{ "paused", "{\"by\": \"psql (role ops) from 10.0.0.7\", "
+		  "\"at\": \"2024-05-01T12:00:30Z\"}" },
+		{ "switchover", "{\"leader\": \"b\", \"target\": null, \"asked_by\": \"ops\", "
+		  "\"asked_at\": \"2024-05-01T12:00:40Z\"}" },
+		{ "holding_off_until", "\"2024-05-01T12:01:20.250Z\"" },
+	} },
 };
 
 START_TEST(test_status_json)
@@ -432,7 +464,7 @@ START_TEST(test_status_json)
 	ck_assert_int_eq(text[strlen(text) - 1], '\n');
 	doc = json_loads(text, 0, &jerr);
 	ck_assert_msg(doc != NULL, "%s: %s\n%s", json_rows[_i].name, jerr.text, text);
-	ck_assert_uint_eq(json_object_size(doc), 12); /* with "failsafe" */
+	ck_assert_uint_eq(json_object_size(doc), 16); /* with "failsafe" */
 	for (size_t k = 0; k < N(json_rows[_i].fields) && json_rows[_i].fields[k][0]; k++) {
 		want = json_loads(json_rows[_i].fields[k][1], JSON_DECODE_ANY, &jerr);
 		ck_assert_ptr_nonnull(want);
