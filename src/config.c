@@ -1273,6 +1273,22 @@ static int check_once_per(struct loader *ld)
 			    options_origin(ld->op, "schedule", other, sizeof(other)));
 }
 
+/* Priority 0 never leads (DESIGN 11): a one-shot with it could only give
+ * up, so it is refused rather than left to say "held by another node". */
+static int check_never_leads(struct loader *ld)
+{
+	const struct config *cfg = ld->cfg;
+	char where[640];
+
+	if (cfg->mode != CONFIG_MODE_DAEMON || cfg->priority != 0 ||
+	    (!cfg->nonblock && cfg->wait_timeout_ms < 0))
+		return CONFIG_OK;
+	options_origin(ld->op, "priority", where, sizeof(where));
+	return options_fail(ld->op, layer_code(options_layer(ld->op, "priority")),
+			    "%s 0 never leads: it cannot run a one-shot (--nonblock, "
+			    "--wait-timeout)", where);
+}
+
 static int finish_jobs(struct loader *ld)
 {
 	struct config *cfg = ld->cfg;
@@ -1282,7 +1298,8 @@ static int finish_jobs(struct loader *ld)
 		return result;
 	if (cfg->mode == CONFIG_MODE_DAEMON &&
 	    ((result = check_scheduled_keys(ld)) != CONFIG_OK ||
-	     (result = check_once_per(ld)) != CONFIG_OK))
+	     (result = check_once_per(ld)) != CONFIG_OK ||
+	     (result = check_never_leads(ld)) != CONFIG_OK))
 		return result;
 	cfg->uses_ledger = any_schedule(cfg) || cfg->job_sections || cfg->once_per_ms > 0;
 	return CONFIG_OK;

@@ -60,6 +60,7 @@ struct supervisor {
 	char node_id[64];
 	int priority;
 	int64_t switchover_ms;     /* a priority switchover lapses after this */
+	bool priority_error_said;  /* a priority ask failed: warned once */
 	struct election_controls ctl;
 };
 
@@ -188,7 +189,9 @@ static void controls_cb(void *arg, const struct ledger_answer *a)
 	log_debug("controls: %s%s%s", !s->ctl.readable ? "none (no ledger)"
 		  : s->ctl.paused || s->ctl.switchover ? "" : "none in force",
 		  s->ctl.paused ? "paused " : "", s->ctl.switchover ? "switchover" : "");
-	if (s->jobs)
+	/* a standby's jobs run nothing: their pauses would only be noise */
+	if (s->jobs && (election_snapshot(&s->election)->state == ELECTION_LEADER ||
+			election_snapshot(&s->election)->command_active))
 		jobs_pauses(s, a->controls);
 	ev.news = ELECTION_CONTROLS_READ;
 	ev.controls = &s->ctl;
@@ -197,15 +200,17 @@ static void controls_cb(void *arg, const struct ledger_answer *a)
 
 static void priority_cb(void *arg, const struct ledger_answer *a)
 {
+	struct supervisor *s = arg;
 	struct election_event ev = {
 		.type = ELECTION_CONTROLS, .news = ELECTION_CONTROLS_ASKED,
 		.status = a->ok && a->asked, .asked = a->leader_priority,
 		.reason = a->ok ? a->leader_node : NULL,
 	};
 
-	if (!a->ok && !a->lost)
-		log_debug("priority: cannot ask for a switchover: %s", a->error);
-	enqueue(arg, &ev);
+	if (!a->ok && !a->lost && !s->priority_error_said)
+		log_warning("priority: cannot ask for a switchover: %s", a->error);
+	s->priority_error_said |= !a->ok && !a->lost;
+	enqueue(s, &ev);
 }
 
 static void run_controls_actions(struct supervisor *s, unsigned a)

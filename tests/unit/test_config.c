@@ -1838,6 +1838,16 @@ static const struct {
 	  "default=t - UTC 0 -1 0 -1 0 8000 0" },
 	{ "--once-per=0 is off", NULL, NULL, NULL, { "--once-per=0", "t" }, CONFIG_OK,
 	  "default=t - UTC 0 -1 0 -1 0 8000 0" },
+	/* priority 0 never leads (DESIGN 11) */
+	{ "--priority 0 --nonblock", NULL, NULL, NULL, { "--priority=0", "--nonblock", "t" },
+	  CONFIG_USAGE, "--priority 0 never leads: it cannot run a one-shot (--nonblock, "
+	  "--wait-timeout)" },
+	{ "priority 0 in a file, --wait-timeout", "[pgleader]\npriority = 0\n", NULL, NULL,
+	  { "--wait-timeout=5s", "t" }, CONFIG_INVALID,
+	  "FILE:2: priority 0 never leads: it cannot run a one-shot (--nonblock, "
+	  "--wait-timeout)" },
+	{ "--priority 0 as a daemon", NULL, NULL, NULL, { "--priority=0", "t" }, CONFIG_OK,
+	  "default=t - UTC 0 -1 0 -1 0 8000 0" },
 };
 
 START_TEST(jobs)
