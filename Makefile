@@ -226,6 +226,9 @@ $(B)tests/unit/test_failsafe: tests/unit/test_failsafe.c $(FAILSAFE_DEPS) $(DEPS
 # (params.c over config.c). make sim SEEDS=N runs more seeds; the seeds in
 # tests/sim/known.txt find a known bug and are left out until it is fixed.
 SEEDS ?= 5000
+# Seeds of the operator controls (switchovers and pauses among the faults,
+# DESIGN 11); 1000001 caught a resume while the command was stopping.
+CONTROLS_SEEDS ?= 2000
 SIM_OTHER_SRCS := src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c
 SIM_SRCS := tests/sim/sim.c $(ELECTION_SRCS) $(SIM_OTHER_SRCS)
 SIM_LIBS := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null) -lm
@@ -236,6 +239,8 @@ $(B)tests/sim/sim: $(SIM_SRCS) $(DEPS)
 sim: $(B)tests/sim/sim
 	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --seeds $(SEEDS) --known tests/sim/known.txt \
 		--regress tests/sim/regress.txt
+	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --controls --first 1000001 \
+		--seeds $(CONTROLS_SEEDS) --known tests/sim/known.txt
 # Each deliberate fault of tests/sim/mutants/ must make the default seeds fail.
 sim-mutants:
 	SIM_LIBS='$(SIM_LIBS)' SIM_ELECTION='$(ELECTION_SRCS)' \

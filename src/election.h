@@ -398,6 +398,7 @@ struct election {
 	double next_ctl_at;          /* the next read; INFINITY: none due */
 	bool ctl_failed_said;        /* a failed read was warned about */
 	bool paused;                 /* the command may not run (without jobs) */
+	bool pause_stopped;          /* the command is stopping for a pause */
 	bool handing_over;           /* a switchover: the command stops, then
 				      * the lock goes; the lock is still held */
 	bool handed_said;            /* this term answered a switchover */

@@ -214,7 +214,7 @@ static double leader_wakeup(const struct election *e, double now)
 	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
 		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
 
-	if (election_fence_ok(e) && election_members_ok(e) &&
+	if (!e->child_running && election_fence_ok(e) && election_members_ok(e) &&
 	    election_controls_allow_start(e))
 		t = fmin(t, e->child_start_at);
 	if (e->fence == ELECTION_FENCE_READY && now < e->fence_not_before)

@@ -33,6 +33,7 @@ bool election_reap(struct election *e, struct election_output *out, double now,
 	election_fence_drop(e, out, now);
 	e->child_running = false;
 	e->killing = false;
+	e->pause_stopped = false;
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;
 	e->snap.counters.command_exits[outcome_of(ev->status)]++;
@@ -118,14 +119,17 @@ static void leader_child_gone(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
 	double delay;
+	bool for_pause = e->pause_stopped;
 
 	if (!election_reap(e, out, now, ev))
 		return;
-	if (e->paused && !e->p.pause_in_jobs) {
-		/* stopped for a pause: it starts again on resume */
+	if (for_pause) {
+		/* stopped for a pause: it starts again on resume, at once if
+		 * the resume came while it was stopping */
 		e->child_start_at = now;
 		out->state_changed = true;
-		election_say(out, LOG_LEVEL_NOTICE, "command stopped: paused");
+		election_say(out, LOG_LEVEL_NOTICE, e->paused ? "command stopped: paused"
+			     : "command stopped for a pause that has ended: starting it again");
 		return;
 	}
 	if (!election_restarts(e, ev->status) || gives_up(e, out, now, ev->status)) {

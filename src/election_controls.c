@@ -188,14 +188,19 @@ static void leader_pause(struct election *e, struct election_output *out,
 		return;
 	e->paused = c->paused;
 	if (!c->paused) {
-		election_say(out, LOG_LEVEL_NOTICE, "resumed: starting the command");
-		e->child_start_at = fmin(e->child_start_at, now);
+		election_say(out, LOG_LEVEL_NOTICE, "resumed: %s", e->child_running
+			     ? "the command starts again once it stopped"
+			     : "starting the command");
+		if (!e->child_running)
+			e->child_start_at = fmin(e->child_start_at, now);
 		return;
 	}
 	election_say(out, LOG_LEVEL_NOTICE, "paused by %s at %s%s", c->paused_by,
 	    c->paused_at, e->child_running ? ": stopping the command" : "");
-	if (e->child_running)
+	if (e->child_running && !e->pause_stopped) {
+		e->pause_stopped = true;
 		out->actions |= ELECTION_DO_STOP_CHILD;
+	}
 }
 
 static void copy(char *dst, size_t len, const char *v)

@@ -3,7 +3,8 @@
 # and SIM_LIBS in the environment, from the Makefile): each patch in
 # tests/sim/mutants/ is applied to a copy of the decider's sources in
 # BUILDDIR/sim-mutants/NAME (never to the tree), the simulator is built with
-# that copy, and it must fail on the default seeds. A patch that no longer
+# that copy, and it must fail on the default seeds (a controls-* patch: on
+# the seeds with switchovers and pauses, sim --controls). A patch that no longer
 # applies, or a mutant that survives, fails the target.
 set -eu
 build=${1%/} seeds=$2 cc=$3
@@ -32,8 +33,12 @@ for patch in "$here"/mutants/*.patch; do
 	# shellcheck disable=SC2086 # word lists on purpose
 	"$cc" "$@" -I"$dir/src" -Isrc -o "$dir/sim" tests/sim/sim.c $srcs $others \
 		$SIM_LIBS
+	# a mutant of the operator controls runs the controls' seeds
+	extra=""
+	case $name in controls-*) extra="--controls --first 1000001" ;; esac
 	start=$(date +%s.%N)
-	if "$dir/sim" --seeds "$seeds" --known "$here/known.txt" \
+	# shellcheck disable=SC2086 # word list on purpose
+	if "$dir/sim" $extra --seeds "$seeds" --known "$here/known.txt" \
 		--regress "$here/regress.txt" --mutant "$name" \
 		--keep 12 >"$dir/out.txt" 2>&1; then
 		echo "sim-mutants: $name SURVIVED the default seeds"

@@ -328,6 +328,11 @@ struct world {
 	/* liveness */
 	double led_after_heal;
 	int token_note;
+	/* the operator controls (DESIGN 11), as the ledger holds them */
+	bool paused;
+	bool switchover;
+	int so_leader, so_target;     /* the target NOBODY: any standby */
+	double so_until;
 	/* failure */
 	bool failed;
 	char why[512];
@@ -337,6 +342,7 @@ struct world {
 static struct world W;
 static const char *mutant_name = "";
 static bool io_first; /* --io-first: after SIGCONT, sockets before timers */
+static bool with_controls; /* --controls: switchovers and pauses among the faults */
 
 static void fail_at(unsigned nodes, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -1130,6 +1136,8 @@ static void sup_run_actions(struct node *n, const struct election_output *out)
 		peers_ask(n, P_REGAINED);
 	if (a & ELECTION_DO_CONTROLS_READ)
 		controls_read(n);
+	if (a & ELECTION_DO_CONTROLS_DONE) /* the switchover answered: deleted */
+		W.switchover = false;
 	if (a & ELECTION_DO_EXIT)
 		node_exit(n, "exits");
 }
@@ -1509,12 +1517,13 @@ static double liveness_bound(void)
 
 enum fault_kind { F_TERM_LOCK, F_TERM_FENCE, F_TERM_BOTH, F_DB_RESTART,
 		  F_DB_FAILOVER, F_PART_DB, F_PART_NN, F_FREEZE, F_KILL, F_SIGTERM,
-		  F_COUNT, F_END };
+		  F_SWITCHOVER, F_PAUSE, F_COUNT, F_END };
 
 static const char *const fault_names[] = { "pg_terminate_backend(lock)",
 	"pg_terminate_backend(fence)", "pg_terminate_backend(both)",
 	"database restart", "database failover", "partition node-database",
-	"partition node-node", "SIGSTOP", "kill -9", "SIGTERM" };
+	"partition node-node", "SIGSTOP", "kill -9", "SIGTERM",
+	"pgleader switchover", "pgleader pause" };
 
 static int current_leader(void)
 {
@@ -1605,6 +1614,18 @@ static void fault(const struct simev *e)
 		if (n->up && !n->frozen)
 			sup_dispatch(n, ELECTION_SHUTDOWN, 0, 0, "SIGTERM");
 		return;
+	case F_SWITCHOVER: /* asked of the node running the command */
+		if (W.switchover && T < W.so_until)
+			return; /* one stands: refused */
+		W.switchover = true;
+		W.so_leader = i;
+		W.so_target = chance(0.5) ? e->from : NOBODY;
+		W.so_until = T + e->arg;
+		return;
+	case F_PAUSE:
+		W.paused = true;
+		push((struct simev){ .t = T + e->arg, .kind = K_HEAL, .node = i, .op = 4 });
+		return;
 	default:
 		return;
 	}
@@ -1630,6 +1651,11 @@ static void heal(const struct simev *e)
 	case 3:
 		node_thaw(&W.nodes[e->node]);
 		return;
+	case 4:
+		if (W.paused)
+			say(0, "resumed");
+		W.paused = false;
+		return;
 	default:
 		return;
 	}
@@ -1640,6 +1666,8 @@ static void faults_end(void)
 {
 	say(0, "faults end: everything heals");
 	heal(&(struct simev){ .op = 0 });
+	heal(&(struct simev){ .op = 4 });
+	W.switchover = false;
 	for (int i = 0; i < W.n; i++) {
 		heal(&(struct simev){ .op = 1, .node = i });
 		heal(&(struct simev){ .op = 3, .node = i });
@@ -1650,7 +1678,9 @@ static void faults_end(void)
 
 static void schedule_faults(void)
 {
-	static const int weight[F_COUNT] = { 12, 6, 6, 5, 4, 10, 6, 7, 7, 5 };
+	/* the controls' weights are 0 without --controls: the same draws */
+	const int weight[F_COUNT] = { 12, 6, 6, 5, 4, 10, 6, 7, 7, 5,
+				      with_controls ? 10 : 0, with_controls ? 5 : 0 };
 	int total = 0;
 
 	for (int k = 0; k < F_COUNT; k++)
@@ -1719,9 +1749,20 @@ static void controls_read(struct node *n)
 
 static void controls_answer(struct node *n, const struct simev *e)
 {
-	static const struct election_controls none = { .readable = false };
+	static struct election_controls c;
 	struct election_event ev = { .type = ELECTION_CONTROLS,
-				     .news = ELECTION_CONTROLS_READ, .controls = &none };
+				     .news = ELECTION_CONTROLS_READ, .controls = &c };
+
+	/* what the ledger holds as the read reaches it */
+	c = (struct election_controls){ .readable = true, .paused = W.paused,
+		.paused_by = "sim", .paused_at = "T", .target = "", .leader = "",
+		.asked_by = "sim", .asked_at = "T" };
+	if (W.switchover && T < W.so_until) {
+		c.switchover = true;
+		c.leader = W.nodes[W.so_leader].name;
+		c.target = W.so_target == NOBODY ? "" : W.nodes[W.so_target].name;
+		c.left = W.so_until - T;
+	}
 
 	if (n->fence.conn != e->gen || n->fence.phase < PH_READY || W.part_db[n->i]) {
 		ev.news = ELECTION_CONTROLS_FAILED;
@@ -2034,7 +2075,7 @@ static uint64_t seed_in(const char *path, size_t n)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sim [--seed N | --seeds COUNT [--first N]] [--trace] "
-		"[--known FILE] [--regress FILE] [--mutant NAME] [--keep K] [--io-first] "
+		"[--known FILE] [--regress FILE] [--mutant NAME] [--keep K] [--io-first] [--controls] "
 		"[--slack SECONDS]\n");
 	exit(64);
 }
@@ -2080,6 +2121,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--io-first"))
 			io_first = true;
+		else if (!strcmp(argv[i], "--controls"))
+			with_controls = true;
 		else if (!strcmp(argv[i], "--trace"))
 			trace_live = true;
 		else if (i + 1 < argc && value_option(argv[i], argv[i + 1], o))

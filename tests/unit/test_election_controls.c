@@ -216,6 +216,36 @@ START_TEST(pause_stops_and_resume_starts)
 }
 END_TEST
 
+/* Resumed while the command still stops (found by the simulation: the
+ * leader woke up for ever at a start it could not make, and a command
+ * without restarts ended pgleader when it was gone). */
+START_TEST(resumed_while_stopping)
+{
+	struct election_controls paused = { .readable = true, .paused = true,
+					    .paused_by = "alice", .paused_at = "T" };
+	struct election_output out;
+	double t = 0;
+
+	to_standby(&daemon_like, 0);
+	to_leader(&none, 0);
+	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
+	world = &paused;
+	ck_assert(advance(&t, 0.25, NULL) & ELECTION_DO_STOP_CHILD);
+	world = &none;
+	ck_assert(!(advance(&t, 0.5, "resumed: the command starts again once it stopped") &
+		    (ELECTION_DO_START_CHILD | ELECTION_DO_STOP_CHILD)));
+	ck_assert(heard);
+	ck_assert(election_next_wakeup(&M, 0.5) > 0.5); /* no wakeup in the past */
+	out = ev(ELECTION_COMMAND, ELECTION_COMMAND_GONE, 0.6);
+	ck_assert(!(out.actions & ELECTION_DO_EXIT));
+	ck_assert_str_eq(said(&out), "command stopped for a pause that has ended: "
+			 "starting it again");
+	ev(ELECTION_FENCE, ELECTION_SESSION_RELEASED, 0.6);
+	out = ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 0.6);
+	ck_assert(has(&out, ELECTION_DO_START_CHILD));
+}
+END_TEST
+
 START_TEST(a_paused_new_leader_starts_nothing)
 {
 	struct election_controls paused = { .readable = true, .paused = true,
@@ -428,6 +458,7 @@ int main(void)
 
 	tcase_add_test(tc, nothing_starts_before_the_read);
 	tcase_add_test(tc, pause_stops_and_resume_starts);
+	tcase_add_test(tc, resumed_while_stopping);
 	tcase_add_test(tc, a_paused_new_leader_starts_nothing);
 	tcase_add_test(tc, jobs_act_on_pauses_themselves);
 	tcase_add_test(tc, switchover_asked_of_this_leader);
