@@ -39,6 +39,14 @@
  * stopped without the lock: the fence lost on its own, or held elsewhere:
  * KILL now. Peers: REGAINED from the node a member agreed to ends its
  * record: BACKOFF reconnects at once.
+ * Controls (DESIGN 11, election_controls.c), read over the fence session by
+ * LEADER and STANDBY: a leader starts nothing before a read answered since
+ * the lock came; a pause stops the command and keeps it from starting (the
+ * lock stays); a switchover asked of this leader is DEMOTING with the lock
+ * still held (handing_over) until the command is gone, then a reconnect and
+ * a STANDBY that does not ask for the lock until it is over; one to another
+ * node gives a new leader's lock back before anything started; priority 0
+ * never asks for the lock.
  */
 enum election_state {
 	ELECTION_INIT,
