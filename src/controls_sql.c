@@ -13,22 +13,26 @@ static const char pause_sql[] =
 	"INSERT INTO @S.controls AS c (lock_key, job, kind, asked_by)\n"
 	"VALUES ($1::bigint, $2::text, 'pause', " CONTROLS_SQL_ASKED_BY ")\n"
 	"ON CONFLICT (lock_key, job, kind) DO UPDATE\n"
-	"   SET asked_by = EXCLUDED.asked_by, asked_at = EXCLUDED.asked_at\n"
+	"   SET asked_by = EXCLUDED.asked_by, asked_at = EXCLUDED.asked_at, until = NULL\n"
 	"RETURNING c.asked_by, " TS("c.asked_at");
 
-/* $1 key, $2 job or NULL. The final SELECT sees the table as it was
- * before the DELETE: a job's resume leaves the whole lock's row, which it
- * then still finds. */
+/* $1 key, $2 job or NULL. A resume ends the pause at now() (until) and
+ * records who resumed it in its place, so that the nodes can say who; a
+ * pause with an until past is not in force. The final SELECT sees the
+ * table as it was before the UPDATE: a job's resume leaves the whole
+ * lock's row, which it then still finds. */
 static const char resume_sql[] =
-	"WITH d AS (DELETE FROM @S.controls\n"
-	"            WHERE lock_key = $1::bigint AND kind = 'pause'\n"
+	"WITH d AS (UPDATE @S.controls\n"
+	"              SET until = now(), asked_at = now(), asked_by = " CONTROLS_SQL_ASKED_BY "\n"
+	"            WHERE lock_key = $1::bigint AND kind = 'pause' AND until IS NULL\n"
 	"              AND ($2::text IS NULL OR job = $2::text)\n"
 	"           RETURNING job)\n"
 	"SELECT (SELECT count(*) FROM d),\n"
 	"       (SELECT string_agg(job, ', ' ORDER BY job) FROM d WHERE job <> ''),\n"
 	"       EXISTS (SELECT FROM d WHERE job = ''),\n"
 	"       $2::text IS NOT NULL AND EXISTS (SELECT FROM @S.controls\n"
-	"            WHERE lock_key = $1::bigint AND kind = 'pause' AND job = '')";
+	"            WHERE lock_key = $1::bigint AND kind = 'pause' AND job = ''\n"
+	"              AND until IS NULL)";
 
 /* $1 key */
 static const char read_sql[] =

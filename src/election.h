@@ -125,6 +125,7 @@ struct election_controls {
 	bool readable;           /* false: no controls (no ledger): none in force */
 	bool paused;             /* the command, or every job */
 	const char *paused_by, *paused_at;
+	const char *resumed_by, *resumed_at; /* the last resume, or NULL */
 	bool switchover;         /* one stands, not lapsed */
 	const char *target;      /* "" for any standby */
 	const char *leader;      /* the node asked to hand over */

@@ -188,8 +188,10 @@ static void leader_pause(struct election *e, struct election_output *out,
 		return;
 	e->paused = c->paused;
 	if (!c->paused) {
-		election_say(out, LOG_LEVEL_NOTICE, "resumed: %s", e->child_running
-			     ? "the command starts again once it stopped"
+		election_say(out, LOG_LEVEL_NOTICE, "resumed%s%s%s%s: %s",
+			     c->resumed_by ? " by " : "", c->resumed_by ? c->resumed_by : "",
+			     c->resumed_at ? " at " : "", c->resumed_at ? c->resumed_at : "",
+			     e->child_running ? "the command starts again once it stopped"
 			     : "starting the command");
 		if (!e->child_running)
 			e->child_start_at = fmin(e->child_start_at, now);

@@ -173,6 +173,7 @@ static void parse_controls(struct ledger *l, const struct lease_sql_answer *a)
 		struct ledger_control *k = &c->c[c->n++];
 
 		k->pause = v[LEDGER_CONTROL_KIND] && !strcmp(v[LEDGER_CONTROL_KIND], "pause");
+		k->resumed = v[LEDGER_CONTROL_KIND] && !strcmp(v[LEDGER_CONTROL_KIND], "resumed");
 		copy(k->job, sizeof(k->job), v[LEDGER_CONTROL_JOB]);
 		copy(k->target, sizeof(k->target), v[LEDGER_CONTROL_TARGET]);
 		copy(k->leader, sizeof(k->leader), v[LEDGER_CONTROL_LEADER]);

@@ -21,7 +21,9 @@ struct ledger_term {
 /* The controls in force (DESIGN 11), as the last read found them. */
 #define LEDGER_CONTROLS_MAX 60 /* LEDGER_SQL_CONTROLS_ROWS */
 struct ledger_control {
-	bool pause;              /* else a switchover */
+	bool pause;              /* a pause in force */
+	bool resumed;            /* a pause resumed: asked_by and _at say by
+				  * whom and when */
 	char job[64];            /* "" for the whole lock */
 	char target[64];         /* switchover: "" for any standby */
 	char leader[64];         /* switchover: the node asked to hand over */

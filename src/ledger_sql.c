@@ -384,14 +384,16 @@ static const char controls_probe_text[] =
 	" AND c.relkind IN ('r', 'p')), false)";
 
 /* $1 key: the controls in force, pauses first; a lapsed switchover is no
- * longer in force. */
+ * longer in force; a pause whose until passed was resumed (pgleader
+ * resume records who did, and when, in its place). */
 static const char controls_read_text[] =
-	"SELECT kind, job, COALESCE(target, ''), COALESCE(leader, ''),"
+	"SELECT CASE WHEN until <= now() AND kind = 'pause' THEN 'resumed' ELSE kind END,"
+	" job, COALESCE(target, ''), COALESCE(leader, ''),"
 	" (extract(epoch FROM until - now()) * 1000)::bigint, asked_by, "
 	TS("asked_at")
 	" FROM @S.controls WHERE lock_key = $1::bigint"
-	" AND (until IS NULL OR until > now())"
-	" ORDER BY kind, job LIMIT " LEDGER_SQL_CONTROLS_ROWS_TEXT;
+	" AND (until IS NULL OR until > now() OR kind = 'pause')"
+	" ORDER BY 1, job LIMIT " LEDGER_SQL_CONTROLS_ROWS_TEXT;
 
 /* $1 key, $2 node id, $3 its priority, $4 how long the switchover may take
  * (ms): a standby of higher priority than the leader (its

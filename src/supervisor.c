@@ -140,7 +140,10 @@ static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
 
 		if (k->job[0])
 			continue; /* a job's: the jobs' business */
-		if (k->pause) {
+		if (k->resumed) {
+			c->resumed_by = k->asked_by;
+			c->resumed_at = k->asked_at;
+		} else if (k->pause) {
 			c->paused = true;
 			c->paused_by = k->asked_by;
 			c->paused_at = k->asked_at;

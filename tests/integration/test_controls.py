@@ -25,12 +25,15 @@ def init(workdir, pg):
 def pause(pg, key, by="test", job=""):
     pg.psql("INSERT INTO pgleader.controls (lock_key, job, kind, asked_by) "
             "VALUES (%d, '%s', 'pause', '%s') ON CONFLICT (lock_key, job, kind) "
-            "DO UPDATE SET asked_by = EXCLUDED.asked_by, asked_at = now()" % (key, job, by))
+            "DO UPDATE SET asked_by = EXCLUDED.asked_by, asked_at = now(), until = NULL"
+            % (key, job, by))
     return time.monotonic()
 
 
-def resume(pg, key):
-    pg.psql("DELETE FROM pgleader.controls WHERE lock_key = %d AND kind = 'pause'" % key)
+def resume(pg, key, by="test-resume"):
+    """As `pgleader resume` does: the pause ends now, who resumed in its place."""
+    pg.psql("UPDATE pgleader.controls SET until = now(), asked_at = now(), asked_by = '%s' "
+            "WHERE lock_key = %d AND kind = 'pause' AND until IS NULL" % (by, key))
     return time.monotonic()
 
 
@@ -88,7 +91,8 @@ def test_pause_stops_the_command_and_resume_starts_it(pg, fleet, ledger, lock_ke
     assert_nothing_starts(ledger, 2.0)
     assert leader.running(), "the paused leader exited:\n" + leader.text()
     t1 = resume(pg, lock_key)
-    leader.wait_for_log(r"resumed: starting the command", timeout=bound(3))
+    leader.wait_for_log(r"resumed by test-resume at \S+: starting the command",
+                        timeout=bound(3))
     ledger.wait_for("start", node=first, count=2, timeout=bound(3))
     restarted = [e for e in ledger.starts() if e.node == first][-1].time
     assert restarted - t1 <= PING + 0.5 * h.SCALE, restarted - t1

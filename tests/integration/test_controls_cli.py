@@ -31,13 +31,17 @@ def ctl(workdir, sub, pg, key, *args, appname=None, schema=None, **kw):
                       subcommand=sub, env=env, **kw)
 
 
-def rows(pg, key, schema=None):
+def rows(pg, key, schema=None, resumed=False):
+    """The controls in force (with resumed: the pauses a resume ended,
+    which record who resumed them)."""
     schema = schema or schema_for(key)
     if not pg.scalar("SELECT count(*) FROM pg_namespace WHERE nspname = '%s'" % schema) == "1":
         return []
     return pg.psql("SELECT job, kind, coalesce(target, ''), coalesce(leader, ''), asked_by,"
-                   " asked_at::text FROM %s.controls WHERE lock_key = %d ORDER BY kind, job"
-                   % (schema, key))
+                   " asked_at::text FROM %s.controls WHERE lock_key = %d AND (%s)"
+                   " ORDER BY kind, job"
+                   % (schema, key, "kind = 'pause' AND until <= now()" if resumed
+                      else "until IS NULL OR until > now()"))
 
 
 def one_line_err(r):
@@ -136,6 +140,12 @@ def test_last_pause_wins_both_recorded(workdir, pg_shared, lock_key):
     r = ctl(workdir, "resume", pg_shared, lock_key, appname="carol")
     assert (r.rc, r.out) == (0, "resumed lock %d (every job)\n" % lock_key), r
     assert rows(pg_shared, lock_key) == []
+    # the resume is recorded in the pause's place, for the nodes to name
+    done = rows(pg_shared, lock_key, resumed=True)
+    assert len(done) == 1 and done[0][4].startswith("carol (role postgres)"), done
+    # and a pause after it is in force again
+    d = ctl(workdir, "pause", pg_shared, lock_key, appname="dave")
+    assert d.rc == 0 and [r[4][:4] for r in rows(pg_shared, lock_key)] == ["dave"], d
 
 
 def test_status_without_ledger_unchanged(workdir, fleet_shared, pg_shared):

@@ -56,10 +56,15 @@ static const struct {
 	{ B_PAUSE, 2, { "42", "nightly" },
 	  { "'pause'", "DO UPDATE\n   SET asked_by = EXCLUDED.asked_by, asked_at = EXCLUDED.asked_at",
 	    "RETURNING c.asked_by" } },
-	{ B_PAUSE_ALL, 2, { "42", "" }, { "VALUES ($1::bigint, $2::text, 'pause'", NULL } },
+	/* a pause after a resume is in force again */
+	{ B_PAUSE_ALL, 2, { "42", "" }, { "VALUES ($1::bigint, $2::text, 'pause'",
+	  "asked_at = EXCLUDED.asked_at, until = NULL", NULL } },
 	{ B_RESUME, 2, { "42", "nightly" },
-	  { "kind = 'pause'", "($2::text IS NULL OR job = $2::text)", "job = '')" } },
-	{ B_RESUME_ALL, 2, { "42", NULL }, { "DELETE FROM", NULL } },
+	  { "kind = 'pause'", "($2::text IS NULL OR job = $2::text)",
+	    "AND job = ''\n              AND until IS NULL)" } },
+	/* the pause ends, who resumed it recorded in its place */
+	{ B_RESUME_ALL, 2, { "42", NULL }, { "SET until = now(), asked_at = now()",
+	  "AND kind = 'pause' AND until IS NULL", NULL } },
 	{ B_READ, 1, { "42" }, { "(until IS NULL OR until > now())", "ORDER BY kind, job" } },
 	{ B_LAPSED, 1, { "42" }, { "kind = 'switchover' AND until <= now()" } },
 	{ B_SWITCHOVER, 4, { "42", "db2", "30000", "db1" },
