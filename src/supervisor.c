@@ -189,9 +189,6 @@ static void controls_cb(void *arg, const struct ledger_answer *a)
 		return;
 	}
 	controls_of(s, a->controls);
-	log_debug("controls: %s%s%s", !s->ctl.readable ? "none (no ledger)"
-		  : s->ctl.paused || s->ctl.switchover ? "" : "none in force",
-		  s->ctl.paused ? "paused " : "", s->ctl.switchover ? "switchover" : "");
 	/* a standby's jobs run nothing: their pauses would only be noise */
 	if (s->jobs && (election_snapshot(&s->election)->state == ELECTION_LEADER ||
 			election_snapshot(&s->election)->command_active))
