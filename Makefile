@@ -342,6 +342,7 @@ bench: deps
 	$(MAKE) pgleader tests/stampjob tests/pqfloor
 	$(PYTHON) tests/bench.py $(BENCH_ARGS)
 	$(PYTHON) tests/bench_ticks.py $(BENCH_TICKS_ARGS)
+	$(PYTHON) tests/bench_controls.py $(BENCH_CONTROLS_ARGS)
 
 install: pgleader
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \
