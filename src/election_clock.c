@@ -253,5 +253,5 @@ double election_next_wakeup(const struct election *e, double now)
 
 	if (fence_reopens(e))
 		t = fmin(t, e->fence_retry_at);
-	return fmin(t, election_controls_wakeup(e, now));
+	return fmin(t, election_controls_wakeup(e));
 }

@@ -33,8 +33,8 @@ static double read_interval(const struct election *e, double now)
 	return fmax(e->p.retry_interval, e->p.ping_interval);
 }
 
-void election_controls_read(struct election *e, struct election_output *out,
-			    double now)
+static void controls_read(struct election *e, struct election_output *out,
+			  double now)
 {
 	if (!e->p.controls || e->ctl_pending)
 		return;
@@ -71,13 +71,12 @@ void election_controls_tick(struct election *e, struct election_output *out,
 		return;
 	}
 	if ((e->state == ELECTION_LEADER && !e->ctl_fresh) || now >= e->next_ctl_at)
-		election_controls_read(e, out, now);
+		controls_read(e, out, now);
 }
 
 /* The next read (or, once priority_delay passed, ask) is due. */
-double election_controls_wakeup(const struct election *e, double now)
+double election_controls_wakeup(const struct election *e)
 {
-	(void)now;
 	return reads_now(e) ? e->next_ctl_at : INFINITY;
 }
 
@@ -113,8 +112,8 @@ static void hold_off(struct election *e, double now,
 
 /* Gives the lock back by closing its session (the command is gone): a
  * standby again, holding off. */
-void election_give_back(struct election *e, struct election_output *out,
-			double now)
+static void give_back(struct election *e, struct election_output *out,
+		      double now)
 {
 	e->handing_over = false;
 	election_fence_drop(e, out, now);
@@ -143,7 +142,7 @@ static void hand_over(struct election *e, struct election_output *out,
 		election_set_state(e, out, now, ELECTION_DEMOTING);
 		out->actions |= ELECTION_DO_STOP_CHILD;
 	} else {
-		election_give_back(e, out, now);
+		give_back(e, out, now);
 	}
 }
 
@@ -157,7 +156,7 @@ static void step_aside(struct election *e, struct election_output *out,
 	    "giving the leader lease back", c->target, c->asked_by, c->asked_at);
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
-	election_give_back(e, out, now);
+	give_back(e, out, now);
 }
 
 static void leader_switchover(struct election *e, struct election_output *out,
@@ -326,5 +325,5 @@ void election_controls_new_term(struct election *e, struct election_output *out,
 	e->ctl_fresh = false;
 	e->handed_said = false;
 	e->hold_until = -INFINITY;
-	election_controls_read(e, out, now);
+	controls_read(e, out, now);
 }

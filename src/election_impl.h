@@ -67,17 +67,13 @@ void election_on_fence(struct election *e, const struct election_event *ev,
 		     double now, struct election_output *out);
 
 /* ---- election_controls.c: the operator controls (DESIGN 11) ---- */
-void election_controls_read(struct election *e, struct election_output *out,
-			    double now);
 void election_controls_tick(struct election *e, struct election_output *out,
 			    double now);
-double election_controls_wakeup(const struct election *e, double now);
+double election_controls_wakeup(const struct election *e);
 bool election_controls_allow_start(const struct election *e);
 bool election_controls_defer_lock(struct election *e, double now);
 void election_controls_new_term(struct election *e, struct election_output *out,
 				double now);
-void election_give_back(struct election *e, struct election_output *out,
-			double now);
 void election_on_controls(struct election *e, const struct election_event *ev,
 			  double now, struct election_output *out);
 
