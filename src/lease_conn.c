@@ -375,7 +375,6 @@ static void connect_poll(struct lease_conn *c)
 	}
 	ev_timer_stop(c->loop, &c->host_timer);
 	c->skipped[0] = '\0';
-	PQsetErrorVerbosity(c->pg, PQERRORS_DEFAULT);
 	if (PQsetnonblocking(c->pg, 1) != 0) {
 		fail_libpq(c, LEASE_SQL_SESSION);
 		return;
@@ -518,7 +517,9 @@ static void start_conn(struct lease_conn *c)
 	}
 	PQsetNoticeReceiver(c->pg, notice_cb, c);
 	/* Verbose errors carry the SQLSTATE that tells a wrong password from
-	 * a server that is starting up; see lease_sql_one_line(). */
+	 * a server that is starting up, and, for the whole session, a FATAL
+	 * that ends a query in flight (libpq keeps only the message then, not
+	 * the result's fields); see lease_sql_one_line(). */
 	PQsetErrorVerbosity(c->pg, PQERRORS_VERBOSE);
 	track_host(c);
 	watch(c, EV_WRITE, true);
