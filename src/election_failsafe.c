@@ -117,7 +117,9 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
 	e->next_claim_at = now + e->p.ping_interval;
 }
 
-/* Back from failsafe: the same command, the same term. */
+/* Back from failsafe: the same command, the same term, and so the same
+ * fencing token (the snapshot's, which a restarted command gets too); the
+ * token the new lock session read goes unused. */
 static void failsafe_regained(struct election *e, struct election_output *out,
 			      double now)
 {

@@ -93,13 +93,22 @@ static void dispatch(struct supervisor *s, enum election_event_type type,
 	enqueue(s, &ev);
 }
 
+/* The term's fencing token, as the snapshot shows it: read when the lock
+ * came, and kept when a leader back from failsafe holds it again (the same
+ * term, DESIGN 9), although that lock session read a newer one. A command
+ * restarted in the term gets the token /status and the metrics show. */
+static uint64_t term_token(const struct supervisor *s)
+{
+	return election_snapshot(&s->election)->fencing_token;
+}
+
 /* With jobs, "the command" the election starts and stops is the jobs of
  * this term; it has no pid of its own. */
 static void start_jobs(struct supervisor *s)
 {
 	struct ledger_term term = {
 		.lock_key = lease_key(s->lease),
-		.fencing_token = lease_fencing_token(s->lease),
+		.fencing_token = term_token(s),
 		.lock_pid = lease_backend_pid(s->lease),
 	};
 
@@ -118,7 +127,7 @@ static void start_child(struct supervisor *s)
 	snprintf(s->env_key, sizeof(s->env_key), "PGLEADER_LOCK_KEY=%" PRId64,
 		 lease_key(s->lease));
 	snprintf(s->env_token, sizeof(s->env_token), "PGLEADER_FENCING_TOKEN=%" PRIu64,
-		 lease_fencing_token(s->lease));
+		 term_token(s));
 	if (child_start(s->child, s->child_env, err, sizeof(err)) < 0)
 		dispatch(s, ELECTION_COMMAND, ELECTION_COMMAND_START_FAILED, 0, err);
 	else
@@ -275,12 +284,11 @@ static void run_actions(struct supervisor *s, const struct election_output *out)
 	if (a & ELECTION_DO_FENCE_DROP)
 		lease_unlock(s->fence);
 	if (a & ELECTION_DO_FAILSAFE_CLAIM)
-		failsafe_claim(s->failsafe, election_snapshot(&s->election)->fencing_token);
+		failsafe_claim(s->failsafe, term_token(s));
 	if (a & ELECTION_DO_FAILSAFE_CHECK)
 		failsafe_check(s->failsafe);
 	if (a & ELECTION_DO_FAILSAFE_REGAINED)
-		failsafe_regained(s->failsafe,
-				  election_snapshot(&s->election)->fencing_token);
+		failsafe_regained(s->failsafe, term_token(s));
 	run_controls_actions(s, a);
 	if (a & ELECTION_DO_EXIT)
 		ev_break(s->loop, EVBREAK_ALL);

@@ -631,3 +631,27 @@ def test_fence_held_after_regain(pg, members, ledger, lock_key):
         new.time - stop.time, new.node))
     ledger.assert_no_overlap()
     stop_all([outsider, b, a])
+
+
+def test_restart_after_regain_keeps_the_term_token(pg, members, ledger, lock_key):
+    """Back from failsafe the term goes on, and so does its fencing token,
+    although the new lock session read a newer one: a command restarted in
+    that term (--restart always) gets the token the first one had, which
+    /status and the metrics show (the simulator's finding 1: it got the
+    session's token while they showed the term's)."""
+    m = members(names=("a", "b"))
+    a = m.start("a", "--restart", "always")
+    sa = ledger.wait_for("start", "a", timeout=bound(10))
+    h.wait_holder(pg, lock_key, "a")
+    b = m.start("b")
+    h.wait_queued(pg, lock_key, "b")
+    restart_and_regain(pg, a, lock_key)
+    assert h.pid_alive(sa.pid) and len(ledger.starts()) == 1
+    os.kill(sa.pid, signal.SIGTERM)  # the command ends by itself: restarted
+    again = ledger.wait_for("start", "a", count=2, timeout=bound(5))
+    assert again.token == sa.token, ledger.text()
+    doc = status_doc(a)
+    assert (doc["state"], doc["command_pid"]) == ("leader", again.pid), doc
+    assert doc["fencing_token"] == sa.token, doc
+    assert "pgleader_fencing_token %s" % sa.token in metric_lines(a)
+    stop_all([b, a])
