@@ -53,6 +53,7 @@ struct round {
 	struct request *reqs;
 	size_t pending;         /* requests still in flight */
 	bool active;            /* started and its result not yet delivered */
+	bool regained;          /* a claim that says "regained": true */
 	int agree;
 	bool running, silent;
 	char detail[FAILSAFE_DETAIL_MAX];
@@ -234,9 +235,19 @@ static void record(struct round *r, const struct peer *p, enum answer a,
 	add_detail(r, p, why);
 }
 
+/* A claim is lost with the first member that does not agree: failsafe
+ * cannot hold (DESIGN 9), and waiting for the other answers (a silent
+ * member's takes ping_timeout) would only keep the command running beside
+ * the node that refused, a new leader maybe. The regained claim's round
+ * tells every member and runs to its end. */
+static bool claim_lost(const struct round *r)
+{
+	return r->kind == ROUND_CLAIM && !r->regained && r->silent;
+}
+
 static void round_step(struct round *r)
 {
-	if (--r->pending == 0)
+	if (--r->pending == 0 || claim_lost(r))
 		ev_timer_start(r->f->loop, &r->f->deliver);
 }
 
@@ -371,7 +382,8 @@ static void deliver_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct failsafe *f = w->data;
 	struct round *r = NULL;
-	bool claim_done = f->claim.active && f->claim.pending == 0;
+	bool claim_done = f->claim.active && (f->claim.pending == 0 ||
+					       claim_lost(&f->claim));
 	bool check_done = f->check.active && f->check.pending == 0;
 
 	(void)revents;
@@ -383,7 +395,7 @@ static void deliver_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	if (claim_done && check_done)
 		ev_timer_start(loop, w);
-	r->active = false;
+	round_cancel(r); /* a lost claim's answers still out */
 	snprintf(f->detail, sizeof(f->detail), "%s", r->detail);
 	log_detail(r);
 	if (r->kind == ROUND_CLAIM)
@@ -414,6 +426,7 @@ void failsafe_claim(struct failsafe *f, uint64_t fencing_token)
 {
 	char *body = claim_body(f, fencing_token, false);
 
+	f->claim.regained = false;
 	round_start(&f->claim, body);
 	free(body);
 }
@@ -422,6 +435,7 @@ void failsafe_regained(struct failsafe *f, uint64_t fencing_token)
 {
 	char *body = claim_body(f, fencing_token, true);
 
+	f->claim.regained = true;
 	round_start(&f->claim, body);
 	free(body);
 }

@@ -108,10 +108,10 @@ class Members:
     def peers(self):
         return ",".join("%s=127.0.0.1:%d" % (n, port) for n, port in self.http.items())
 
-    def start(self, node, *extra, secret=None, ttl=None, wait_http=True, **kw):
+    def start(self, node, *extra, secret=None, ttl=None, wait_http=True, peers=None, **kw):
         host = "127.0.0.2" if node in self.proxies else "127.0.0.1"
         p = self.fleet.start(node, "--http-addr", "%s:%d" % (host, self.http[node]),
-                             "--failsafe-peers", self.peers(),
+                             "--failsafe-peers", peers or self.peers(),
                              "--failsafe-secret-file", secret or self.secret,
                              "--failsafe-ttl", ttl or "%dms" % int(TTL * 1000), *extra, **kw)
         p.http_port = self.http[node]
@@ -335,6 +335,44 @@ def test_member_partitioned(pg, members, ledger, lock_key):
     finally:
         proxy.thaw()
     assert c.stop() == 0
+
+
+def test_refusal_demotes_at_once(pg, members, ledger, lock_key):
+    """A claim one member refuses is lost: the leader in failsafe stops its
+    command at once, not when a silent member's answer is due ping_timeout
+    later (the simulator's finding 4: after a freeze, the command outlived
+    the man page's grace_period by ping_timeout). b holds another member
+    list, so it refuses every claim (409); c's HTTP path is frozen; the
+    database goes down with ping_timeout 3 s."""
+    ping_timeout = 3.0
+    timing = h.timing(ping_timeout="3s", server_lease="10s")
+    m = members(proxied=("c",))
+    a = m.start("a", ttl="6s", timing=timing)
+    sa = ledger.wait_for("start", "a", timeout=bound(10))
+    h.wait_holder(pg, lock_key, "a")
+    b = m.start("b", ttl="6s", timing=timing,
+                peers=m.peers() + ",d=127.0.0.1:%d" % h.free_port())
+    c = m.start("c", ttl="6s", timing=timing)
+    for n in ("b", "c"):
+        h.wait_queued(pg, lock_key, n)
+    proxy = m.proxies["c"]
+    proxy.freeze()
+    try:
+        mark = a.mark()
+        t0 = time.monotonic()
+        pg.stop()
+        term = ledger.wait_for("term", "a", pid=sa.pid, timeout=bound(ping_timeout + 5))
+        took = term.time - t0
+        print("SIGTERM %.3fs after the database went down" % took)
+        assert took < ping_timeout / 2, "SIGTERM %.2fs after the database went down " \
+            "(ping_timeout %.0fs)" % (took, ping_timeout)
+        a.wait_for_log(r"lost leader lease: \d of 2 members agree \(b: 409 the member "
+                       r"lists differ \(failsafe_peers\)\) \(failsafe\)", after=mark)
+        ledger.wait_for("stop", "a", pid=sa.pid, timeout=bound(GRACE + 2))
+    finally:
+        proxy.thaw()
+    pg.start()
+    stop_all([c, b, a])
 
 
 def one_leader(pg, ledger, key):

@@ -1018,8 +1018,11 @@ static void peers_ask(struct node *n, int op)
 		push((struct simev){ .t = T + peer_delay(), .kind = K_PEER_REQ, .node = j,
 				     .from = n->i, .op = op, .gen = r->id });
 	}
-	/* each answer is due within ping_timeout */
-	push((struct simev){ .t = T + (r->answered == r->asked ? 0 : W.p.ping_timeout),
+	/* each answer is due within ping_timeout; a claim a member refused
+	 * (here: nothing listens) is lost at once (failsafe.c's claim_lost) */
+	push((struct simev){ .t = T + (r->answered == r->asked ||
+				       (op == P_CLAIM && r->answered > 0) ? 0
+				       : W.p.ping_timeout),
 			     .kind = K_PEER_DEADLINE, .node = n->i, .op = op, .gen = r->id });
 }
 
@@ -1082,7 +1085,9 @@ static void peer_answer(struct node *n, const struct simev *e)
 		r->running |= e->status == 1;
 	else
 		r->agree += e->status == 200;
-	if (r->answered == r->asked)
+	/* failsafe.c's claim_lost: a claim ends with its first refusal; the
+	 * regained claim runs to its end */
+	if (r->answered == r->asked || (e->op == P_CLAIM && e->status != 200))
 		peers_finish(n, r);
 }
 
