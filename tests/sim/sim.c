@@ -1469,10 +1469,10 @@ static void measure_overlap(unsigned alive)
 	overlap_began = INFINITY;
 }
 
-/* One token is the truth: /status, the metrics and STATUS (the snapshot)
- * show the token each running command was started with (known.txt had it
- * as finding 1: a command restarted after a failsafe regain got the new
- * lock session's token, the snapshot kept the term's). */
+/* One token is the truth: /status and the metrics (the snapshot) show the
+ * token each running command was started with (known.txt had it as
+ * finding 1: a command restarted after a failsafe regain got the new lock
+ * session's token, the snapshot kept the term's). */
 static void check_command_tokens(void)
 {
 	for (int i = 0; i < W.n; i++) {
