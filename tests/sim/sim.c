@@ -37,8 +37,7 @@
 #define MAXN 5
 /* The longest one-way delay the network model gives (a slow moment and a
  * retransmission): the man page's bounds run from when a node can know. */
-#define NET_SLACK 2.0
-static double net_slack = NET_SLACK; /* --slack, or a regression seed's */
+static double net_slack = 2.0; /* --slack */
 #define NOBODY (-1)
 
 /* ---- random numbers: splitmix64, one stream per run ------------------- */
@@ -2054,11 +2053,8 @@ static void print_failure(uint64_t seed, size_t keep)
 	printf("  -- the last %zu events:\n", keep);
 	for (size_t k = start; k < n_trace; k++)
 		printf("  %11.6f %s\n", trace[k].t, trace[k].text);
-	printf("sim: replay with tests/sim/sim --seed %" PRIu64 "%s", seed,
-	       io_first ? " --io-first" : "");
-	if (net_slack != NET_SLACK)
-		printf(" --slack %g", net_slack);
-	printf(" [--trace]%s%s%s\n", *mutant_name ? " (mutant " : "",
+	printf("sim: replay with tests/sim/sim --seed %" PRIu64 "%s [--trace]%s%s%s\n",
+	       seed, io_first ? " --io-first" : "", *mutant_name ? " (mutant " : "",
 	       mutant_name, *mutant_name ? ")" : "");
 }
 
@@ -2077,24 +2073,18 @@ static bool known(const char *path, uint64_t seed)
 	return found;
 }
 
-/* The n-th seed of a file of seeds (known.txt, regress.txt), or 0; *slack
- * is the line's "--slack S" (a regression seed that shows its bug only
- * with the bounds that much tighter), else the run's. */
-static uint64_t seed_in(const char *path, size_t n, double *slack)
+/* The n-th seed of a file of seeds (known.txt, regress.txt), or 0. */
+static uint64_t seed_in(const char *path, size_t n)
 {
 	FILE *f = path ? fopen(path, "r") : NULL;
-	char line[256], *rest;
+	char line[256];
 	uint64_t seed = 0;
 
-	*slack = net_slack;
 	if (!f)
 		return 0;
 	while (!seed && fgets(line, sizeof(line), f))
-		if (line[0] >= '0' && line[0] <= '9' && n-- == 0) {
-			seed = strtoull(line, &rest, 10);
-			if ((rest = strstr(rest, "--slack")))
-				*slack = strtod(rest + strlen("--slack"), NULL);
-		}
+		if (line[0] >= '0' && line[0] <= '9' && n-- == 0)
+			seed = strtoull(line, NULL, 10);
 	fclose(f);
 	return seed;
 }
@@ -2204,21 +2194,16 @@ int main(int argc, char **argv)
 	double secs;
 	bool go = true;
 	uint64_t extra;
-	double slack, run_slack = net_slack;
 
 	parse_args(argc, argv, &o);
 	clear_environment();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint64_t seed = o.first; go && seed < o.first + o.count; seed++)
 		go = run_seed(&o, seed);
-	/* the regression seeds outside the range, or with a slack of their
-	 * own (tests/sim/regress.txt) */
-	for (size_t k = 0; go && (extra = seed_in(o.regress_file, k, &slack)); k++)
-		if (extra < o.first || extra >= o.first + o.count || slack != run_slack) {
-			net_slack = slack;
+	/* the regression seeds outside the range (tests/sim/regress.txt) */
+	for (size_t k = 0; go && (extra = seed_in(o.regress_file, k)); k++)
+		if (extra < o.first || extra >= o.first + o.count)
 			go = run_seed(&o, extra);
-			net_slack = run_slack;
-		}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	for (int k = 0; k < OV_N; k++)
