@@ -1344,6 +1344,17 @@ static void stash(struct node *n, const struct simev *e)
 	n->pend[n->n_pend++] = *e;
 }
 
+/* A member that refuses n's claim because it leads (it runs the command or
+ * holds the lock) is parted from n: that refusal cannot reach it. */
+static bool parted_from_leader(const struct node *n)
+{
+	for (int j = 0; j < W.n; j++)
+		if (j != n->i && (n->members >> j & 1) && W.part_nn[n->i][j] &&
+		    W.nodes[j].up && election_runs_command(election_snapshot(&W.nodes[j].el)))
+			return true;
+	return false;
+}
+
 static void node_thaw(struct node *n)
 {
 	if (!n->frozen)
@@ -1351,9 +1362,14 @@ static void node_thaw(struct node *n)
 	n->frozen = false;
 	say(1u << n->i, "%s: SIGCONT", n->name);
 	/* SAFETY, "Leader frozen": unbounded while frozen; after it thaws, it
-	 * sees the lost session and the command is gone within grace_period */
+	 * sees the lost session and the command is gone within grace_period.
+	 * With failsafe it claims first: the new leader's refusal ends the
+	 * round at once, unless a partition keeps it from n, which then waits
+	 * for that answer until ping_timeout. */
 	if (n->ch.alive)
-		exempt_node(n->i, T + W.grace + net_slack, "leader frozen");
+		exempt_node(n->i, T + W.grace + net_slack +
+			    (W.failsafe && parted_from_leader(n) ? W.p.ping_timeout : 0),
+			    "leader frozen");
 	/* libev invokes what one loop iteration collected last first: the
 	 * timers that expired meanwhile, then the sockets that became
 	 * readable (ev_invoke_pending walks the pending array backwards).
