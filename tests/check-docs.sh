@@ -151,7 +151,8 @@ if ! printf '#include "exit_codes.h"\n' |
 	exit 1
 fi
 codes=
-for name in $(grep -oE '\<EX(IT)?_[A-Z][A-Z_]*' "$exit_codes" | sort -u); do
+names=$(grep -oE '\<EX(IT)?_[A-Z][A-Z_]*' "$exit_codes" | sort -u)
+for name in $names; do
 	value=$(awk -v name="$name" '$1 == "#define" && $2 == name { print $3 }' \
 		"$tmp/macros")
 	case $value in
