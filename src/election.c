@@ -9,14 +9,14 @@
 /* The one table of exit codes: what each permanent fault ends pgleader
  * with. A fault not listed is transient (0): retried, or a lost lease. */
 static const int exit_for_fault[FAULT_COUNT] = {
-	[FAULT_USAGE] = ELECTION_EX_USAGE,
-	[FAULT_CONFIG] = ELECTION_EX_CONFIG,
-	[FAULT_BAD_DSN] = ELECTION_EX_CONFIG,
-	[FAULT_AUTH] = ELECTION_EX_UNAVAILABLE,
-	[FAULT_POOLER] = ELECTION_EX_CONFIG,
-	[FAULT_FORK] = ELECTION_EX_NOEXEC,
-	[FAULT_INTERNAL] = ELECTION_EX_SOFTWARE,
-	[FAULT_LEDGER] = ELECTION_EX_UNAVAILABLE,
+	[FAULT_USAGE] = EX_USAGE,
+	[FAULT_CONFIG] = EX_CONFIG,
+	[FAULT_BAD_DSN] = EX_CONFIG,
+	[FAULT_AUTH] = EX_UNAVAILABLE,
+	[FAULT_POOLER] = EX_CONFIG,
+	[FAULT_FORK] = EXIT_NOEXEC,
+	[FAULT_INTERNAL] = EX_SOFTWARE,
+	[FAULT_LEDGER] = EX_UNAVAILABLE,
 	/* FAULT_ALREADY_RUN: the conflict code, a parameter (election_command.c) */
 };
 
@@ -208,7 +208,7 @@ void election_reconnect_later(struct election *e, struct election_output *out,
 	if (e->p.nonblock) {
 		election_say(out, LOG_LEVEL_ERROR, "%s; giving up (one attempt with --nonblock)",
 		    why);
-		election_exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
+		election_exit_now(e, out, now, EX_UNAVAILABLE);
 		return;
 	}
 	election_set_state(e, out, now, ELECTION_BACKOFF);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exit_codes.h"
 #include "fault.h"
 #include "log.h"
 
@@ -184,20 +185,8 @@ enum election_action {
 					       * if the leader's priority is lower */
 };
 
-/* Exit codes, named after <sysexits.h> and the shell's 126/127. */
-enum election_exit {
-	ELECTION_EX_OK = 0,
-	ELECTION_EX_USAGE = 64,        /* EX_USAGE */
-	ELECTION_EX_UNAVAILABLE = 69,  /* EX_UNAVAILABLE */
-	ELECTION_EX_SOFTWARE = 70,     /* EX_SOFTWARE */
-	ELECTION_EX_TEMPFAIL = 75,     /* EX_TEMPFAIL: the default conflict code */
-	ELECTION_EX_CONFIG = 78,       /* EX_CONFIG */
-	ELECTION_EX_NOEXEC = 126,      /* command not executable */
-	ELECTION_EX_NOTFOUND = 127,    /* command not found */
-};
-
-/* The exit code a permanent fault ends pgleader with; 0 for a transient
- * fault, which is retried. The one table of exit codes. */
+/* The exit code (exit_codes.h) a permanent fault ends pgleader with; 0 for
+ * a transient fault, which is retried. */
 int election_exit_for(enum fault f);
 
 enum election_restart { ELECTION_RESTART_NO, ELECTION_RESTART_ON_FAILURE,

@@ -67,7 +67,7 @@ static bool wait_expired(struct election *e, struct election_output *out,
 		election_say(out, LOG_LEVEL_ERROR,
 		    "database not reached within %.1fs; giving up",
 		    e->p.wait_timeout);
-		election_exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
+		election_exit_now(e, out, now, EX_UNAVAILABLE);
 	}
 	return true;
 }

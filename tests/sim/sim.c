@@ -2077,7 +2077,7 @@ static void usage(void)
 	fprintf(stderr, "usage: sim [--seed N | --seeds COUNT [--first N]] [--trace] "
 		"[--known FILE] [--regress FILE] [--mutant NAME] [--keep K] [--io-first] [--controls] "
 		"[--slack SECONDS]\n");
-	exit(64);
+	exit(EX_USAGE);
 }
 
 struct opts {
