@@ -140,6 +140,12 @@ static void fence_failed(struct election *e, struct election_output *out,
 		return;
 	if (was == ELECTION_FENCE_HELD || was == ELECTION_FENCE_TAKING)
 		e->fence_lost_at = now;
+	/* with the lock session down, the fence session's end is the only
+	 * sign that the database went away (a restart after this node lost
+	 * its lock): its settle wait runs from now */
+	if (was != ELECTION_FENCE_OPENING &&
+	    (!e->connected || e->state == ELECTION_CONNECTING))
+		election_saw_outage(e, now);
 	if (fence_failed_stopping(e, out, now, was))
 		return;
 	e->fence_retry_at = now + delay;

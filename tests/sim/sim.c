@@ -39,6 +39,9 @@
  * retransmission): the man page's bounds run from when a node can know. */
 static double net_slack = 2.0; /* --slack */
 #define NOBODY (-1)
+/* The longest a group takes to be gone after SIGKILL (uninterruptible
+ * sleep): the man page's SAFETY section allows it beside grace_period. */
+#define SIGKILL_GONE 1.0
 
 /* ---- random numbers: splitmix64, one stream per run ------------------- */
 
@@ -318,6 +321,7 @@ struct world {
 	int next_pid;
 	/* exemptions: the man page's SAFETY section, each with its bound */
 	double exempt_db_until;
+	double restart_base;     /* the last restart's window without SIGKILL's time */
 	double exempt_node_until[MAXN];
 	double fence_lost_at[MAXN];   /* the node's fence session ended */
 	const char *exempt_node_why[MAXN];
@@ -655,30 +659,63 @@ static void db_idle(const struct simev *e)
 		db_end(e->status, true, "idle_session_timeout (server_lease)");
 }
 
+/* A leader that cannot hear its sessions end, or cannot reach the server
+ * again (parted from the database: the man page's "host dies without
+ * closing the connection" and "the old leader cannot reach the server"):
+ * the pings notice, then grace_period and SIGKILL's time. */
+static double restart_unheard_until(void)
+{
+	return T + W.p.ping_interval * W.p.ping_failures + W.p.ping_timeout +
+	       W.grace + SIGKILL_GONE + net_slack;
+}
+
 /* Restart or failover: every session ends with an error (fast shutdown);
  * the transaction ids continue (a replica's are the primary's). */
 static void db_down(const char *what, double down)
 {
-	bool unheard = false;
+	unsigned ended = 0;
+	double until = T;
 
 	W.db_up = false;
 	say(0, "db: %s, away for %.3fs", what, down);
-	for (int k = 0; k < W.n_s; k++)
+	for (int k = 0; k < W.n_s; k++) {
+		if (W.s[k].alive)
+			ended |= 1u << W.s[k].node;
 		db_end(k, true, what);
+	}
 	W.holder[0] = W.holder[1] = NOBODY;
 	W.n_queue[0] = W.n_queue[1] = 0;
 	W.n_s = 0;
-	/* SAFETY, "Database restart": at most grace_period minus the time the
-	 * server was away; "Database failover": the same, from when the old
-	 * primary went away. Network slack for the notices. */
+	/* SAFETY, "Database restart": 0 when the old leader reaches the
+	 * server again within the standby's settle wait: it takes its fence
+	 * back, and a new leader takes the fence no later than grace_period
+	 * plus SIGKILL's time after its own session ended, when the old
+	 * command is gone. From when the old leader can know (the notice on
+	 * its link, after whatever the server sent before), its command is
+	 * gone by grace_period (the notices of two nodes may differ by the
+	 * network's delays: that much overlap is allowed). "Database
+	 * failover": the same, from when the old primary went away. */
+	bool all_wait = true;
+
+	for (int i = 0; i < W.n; i++) {
+		bool heard = (ended >> i & 1) && !W.part_db[i];
+
+		if (heard)
+			until = fmax(until, fmax(T, W.link_last[i][1]) + W.grace);
+		all_wait &= heard || !W.nodes[i].up;
+	}
+	W.restart_base = until;
+	/* ... otherwise (a node whose own session did not end with the
+	 * server's, so it waits for nothing; see also node_boot())
+	 * grace_period plus SIGKILL's time minus the time the server was
+	 * away, and with the pings' detection when the leader cannot hear
+	 * (see also fault(), F_PART_DB) */
+	if (!all_wait)
+		until += SIGKILL_GONE;
 	for (int i = 0; i < W.n; i++)
-		unheard |= W.part_db[i] && W.nodes[i].ch.alive;
-	/* ... and when a leader cannot hear the sessions end (parted from
-	 * the database: the man page's "host dies without closing the
-	 * connection"), the pings notice: detection + grace_period */
-	W.exempt_db_until = fmax(W.exempt_db_until, T + W.grace + net_slack +
-				 (unheard ? W.p.ping_interval * W.p.ping_failures +
-				  W.p.ping_timeout : 0));
+		if (W.part_db[i] && W.nodes[i].ch.alive)
+			until = fmax(until, restart_unheard_until());
+	W.exempt_db_until = fmax(W.exempt_db_until, until);
 	say(0, "exempt: the fleet until %.3f (%s)", W.exempt_db_until, what);
 	push((struct simev){ .t = T + down, .kind = K_HEAL, .node = NOBODY, .op = 0 });
 }
@@ -973,9 +1010,6 @@ static void stop_child(struct node *n)
 			     .op = N_GRACE, .gen = ch->id });
 }
 
-/* The longest a group takes to be gone after SIGKILL (uninterruptible
- * sleep). */
-#define SIGKILL_GONE 1.0
 
 static void kill_child(struct node *n, const char *why)
 {
@@ -1283,6 +1317,10 @@ static void node_boot(struct node *n)
 	election_params_from_config(&n->cfg, &p);
 	p.connect_timeout = W.p.connect_timeout;
 	election_init(&n->el, &p);
+	/* a node started during a restart waits for nothing: the man page's
+	 * "otherwise" bound, with SIGKILL's time */
+	if (T < W.exempt_db_until)
+		W.exempt_db_until = fmax(W.exempt_db_until, W.restart_base + SIGKILL_GONE);
 	say(1u << n->i, "%s: pgleader starts (incarnation %" PRIu64 ")", n->name, n->inc);
 	sup_dispatch(n, ELECTION_START, 0, 0, NULL);
 }
@@ -1592,6 +1630,10 @@ static void fault(const struct simev *e)
 		return;
 	case F_PART_DB:
 		W.part_db[i] = true;
+		/* a leader parted while a restart's window is open may not
+		 * reach the server again in time: the man page's "otherwise" */
+		if (T < W.exempt_db_until && n->ch.alive)
+			W.exempt_db_until = fmax(W.exempt_db_until, restart_unheard_until());
 		push((struct simev){ .t = T + e->arg, .kind = K_HEAL, .node = i, .op = 1 });
 		return;
 	case F_PART_NN:
