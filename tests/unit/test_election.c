@@ -2911,6 +2911,33 @@ START_TEST(test_settle_after_later_outage)
 }
 END_TEST
 
+/* The leader at the restart loses both sessions together: nobody else led
+ * meanwhile, so it waits for nothing when it gets the lock again. */
+START_TEST(test_no_settle_for_the_leader)
+{
+	struct election_params p = defaults;
+
+	p.fence = true;
+	p.grace_period = 8;
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
+	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", 0);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 10),
+		   ELECTION_DO_STOP_CHILD);
+	ck_actions(fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 10.125),
+		   ELECTION_DO_FENCE_CONNECT);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 10.25), ELECTION_DO_CONNECT);
+	M.connected = true;
+	step(&M, ELECTION_CONNECTED, 0, NULL, 11);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 11);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 11),
+		   ELECTION_DO_FENCE_TAKE);
+}
+END_TEST
+
 /* The same with an older loss on record: the lock lost while the command
  * was stopping (after the pings gave up) caps a later wait at that loss
  * plus grace_period, long over; the restart seen through the fence is the
@@ -3602,6 +3629,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_no_settle_without_outage);
 	tcase_add_test(tc, test_settle_after_later_outage);
 	tcase_add_test(tc, test_settle_from_latest_loss);
+	tcase_add_test(tc, test_no_settle_for_the_leader);
 	tcase_add_test(tc, test_fence_lost_while_stopping_kills);
 	tcase_add_test(tc, test_fence_lost_in_shutdown_with_lock);
 	suite_add_tcase(s, tc);
