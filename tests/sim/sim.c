@@ -703,38 +703,27 @@ static bool db_exempt(void)
 	       (T >= W.exempt_db_from && T < W.exempt_db_until);
 }
 
-/* Restart or failover: every session ends with an error (fast shutdown);
- * the transaction ids continue (a replica's are the primary's). */
-static void db_down(const char *what, double down)
+/* When each node hears its sessions end (those of the nodes in `ended`,
+ * the lock sessions of those in `lock_ended`): the notice on its link,
+ * after whatever the server sent before; the first and the last. False:
+ * the man page's "otherwise" applies. */
+static bool restart_notices(unsigned ended, unsigned lock_ended, double *first,
+			    double *last)
 {
-	unsigned ended = 0, lock_ended = 0;
-	double first = INFINITY, last = T;
 	bool all_wait = true;
 
-	W.db_up = false;
-	say(0, "db: %s, away for %.3fs", what, down);
-	for (int k = 0; k < W.n_s; k++) {
-		if (W.s[k].alive)
-			(W.s[k].skind ? &ended : &lock_ended)[0] |= 1u << W.s[k].node;
-		db_end(k, true, what);
-	}
-	ended |= lock_ended;
-	W.holder[0] = W.holder[1] = NOBODY;
-	W.n_queue[0] = W.n_queue[1] = 0;
-	W.n_s = 0;
-	/* When each node hears its sessions end: the notice on its link,
-	 * after whatever the server sent before. */
 	for (int i = 0; i < W.n; i++) {
 		bool heard = (ended >> i & 1) && !W.part_db[i];
 		double notice = fmax(T, W.link_last[i][1]);
 
 		if (heard) {
-			first = fmin(first, notice);
-			last = fmax(last, notice);
+			*first = fmin(*first, notice);
+			*last = fmax(*last, notice);
 		}
-		all_wait &= heard || !W.nodes[i].up;
-		/* an old leader that hears late (see net_delay) */
-		all_wait &= !(W.nodes[i].ch.alive && notice - T > RESTART_SLOW);
+		/* a node up without a session, or an old leader that hears
+		 * late (see net_delay) */
+		all_wait &= (heard || !W.nodes[i].up) &&
+			    !(W.nodes[i].ch.alive && notice - T > RESTART_SLOW);
 		/* SAFETY, "Both sessions ended, one after the other": a leader
 		 * stopping its command without the lock loses its fence here,
 		 * the fence may pass to the new leader before the server ends
@@ -744,6 +733,15 @@ static void db_down(const char *what, double down)
 			W.exempt_db_kill_until = fmax(W.exempt_db_kill_until,
 						      notice + SIGKILL_GONE);
 	}
+	return all_wait;
+}
+
+/* The window a restart opens (see restart_notices). */
+static void restart_window(const char *what, unsigned ended, unsigned lock_ended)
+{
+	double first = INFINITY, last = T;
+	bool all_wait = restart_notices(ended, lock_ended, &first, &last);
+
 	/* SAFETY, "Database restart": 0 when the old leader reaches the
 	 * server again within the standby's settle wait: it takes its fence
 	 * back first, and a standby takes the fence no later than
@@ -769,6 +767,25 @@ static void db_down(const char *what, double down)
 	for (int i = 0; i < W.n; i++)
 		if (W.part_db[i] && W.nodes[i].ch.alive)
 			restart_otherwise(restart_unheard_until(), "a leader parted");
+}
+
+/* Restart or failover: every session ends with an error (fast shutdown);
+ * the transaction ids continue (a replica's are the primary's). */
+static void db_down(const char *what, double down)
+{
+	unsigned ended = 0, lock_ended = 0;
+
+	W.db_up = false;
+	say(0, "db: %s, away for %.3fs", what, down);
+	for (int k = 0; k < W.n_s; k++) {
+		if (W.s[k].alive)
+			*(W.s[k].skind ? &ended : &lock_ended) |= 1u << W.s[k].node;
+		db_end(k, true, what);
+	}
+	W.holder[0] = W.holder[1] = NOBODY;
+	W.n_queue[0] = W.n_queue[1] = 0;
+	W.n_s = 0;
+	restart_window(what, ended | lock_ended, lock_ended);
 	push((struct simev){ .t = T + down, .kind = K_HEAL, .node = NOBODY, .op = 0 });
 }
 

@@ -2867,17 +2867,13 @@ START_TEST(test_no_settle_without_outage)
 }
 END_TEST
 
-/* Sim finding 6: a node that lost its lock as leader and is still stopping
- * its command sees a restart only through its fence session; when it gets
- * the lock after the restart, its settle wait runs from that loss, not from
- * the lock's (or from nothing: a node that led waits for nothing). */
-START_TEST(test_settle_after_later_outage)
+/* A leader with the fence and this grace period, its command running. */
+static void fenced_running_grace(double grace)
 {
 	struct election_params p = defaults;
-	struct election_output out;
 
 	p.fence = true;
-	p.grace_period = 8;
+	p.grace_period = grace;
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
@@ -2885,6 +2881,17 @@ START_TEST(test_settle_after_later_outage)
 	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", 0);
 	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0),
 		   ELECTION_DO_START_CHILD);
+}
+
+/* Sim finding 6: a node that lost its lock as leader and is still stopping
+ * its command sees a restart only through its fence session; when it gets
+ * the lock after the restart, its settle wait runs from that loss, not from
+ * the lock's (or from nothing: a node that led waits for nothing). */
+START_TEST(test_settle_after_later_outage)
+{
+	struct election_output out;
+
+	fenced_running_grace(8);
 	/* the lock ended alone (pg_terminate_backend): the fence keeps the
 	 * next leader waiting while the command stops */
 	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 1),
@@ -2915,16 +2922,7 @@ END_TEST
  * meanwhile, so it waits for nothing when it gets the lock again. */
 START_TEST(test_no_settle_for_the_leader)
 {
-	struct election_params p = defaults;
-
-	p.fence = true;
-	p.grace_period = 8;
-	election_init(&M, &p);
-	step(&M, ELECTION_START, 0, NULL, 0);
-	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
-	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
-	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", 0);
-	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	fenced_running_grace(8);
 	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 10),
 		   ELECTION_DO_STOP_CHILD);
 	ck_actions(fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 10.125),
@@ -2944,17 +2942,9 @@ END_TEST
  * one that counts. */
 START_TEST(test_settle_from_latest_loss)
 {
-	struct election_params p = defaults;
 	struct election_output out;
 
-	p.fence = true;
-	p.grace_period = 8;
-	election_init(&M, &p);
-	step(&M, ELECTION_START, 0, NULL, 0);
-	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
-	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
-	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", 0);
-	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	fenced_running_grace(8);
 	ck_actions(tick(&M, 1), ELECTION_DO_PING);
 	ck_actions(tick(&M, 5), ELECTION_DO_STOP_CHILD); /* 3 failures */
 	ck_state(&M, ELECTION_DEMOTING);
