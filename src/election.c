@@ -322,14 +322,16 @@ void election_lose_lease(struct election *e, struct election_output *out,
  * lock within ELECTION_SETTLE of its connection coming back leaves the
  * fence to an old leader whose command may still be stopping: that one
  * takes it again as soon as it reconnects. Never past the outage's start
- * plus grace_period: that command is dead by then. */
+ * plus grace_period plus ELECTION_KILL_GONE: that command is dead by then
+ * (SIGKILL sent at the end of the grace period, and its group gone). */
 static void settle_after_outage(struct election *e, struct election_output *out,
 				double now)
 {
 	e->fence_not_before = -INFINITY;
 	if (isfinite(e->outage_began) && e->p.fence)
 		e->fence_not_before = fmin(e->back_at + ELECTION_SETTLE,
-					   e->outage_began + e->p.grace_period);
+					   e->outage_began + e->p.grace_period +
+					   ELECTION_KILL_GONE);
 	e->outage_began = INFINITY;
 	if (now < e->fence_not_before)
 		election_say(out, LOG_LEVEL_INFO, "the database was away: taking the fence "
@@ -488,7 +490,11 @@ static void lock_busy(struct election *e, struct election_output *out, double no
 
 static void ping_ok(struct election *e, double now)
 {
-	if (!e->ping_pending)
+	/* An answer read once its ping had already failed ping_failures
+	 * times (a frozen pgleader thawed, the reply waiting in its socket)
+	 * is too late, whatever order the loop hands over the timer and the
+	 * socket in: the deadlines, checked after this event, end the lease. */
+	if (!e->ping_pending || election_ping_expired(e, now))
 		return;
 	e->ping_pending = false;
 	observe(&e->snap.counters.ping_duration, now - e->ping_sent_at);
@@ -498,12 +504,14 @@ static void ping_ok(struct election *e, double now)
 	e->next_ping_at = fmax(now, e->ping_sent_at + e->p.ping_interval);
 }
 
-/* The lock session, up until now, was lost: the database may have gone
- * away (see settle_after_outage). */
+/* The lock session, up until now, was lost, or the fence session while
+ * the lock session was down: the database may have gone away (see
+ * settle_after_outage). The latest loss counts: a node that lost its lock
+ * long ago and sees a restart later caps its settle wait from the
+ * restart's. */
 void election_saw_outage(struct election *e, double now)
 {
-	if (isinf(e->lost_since))
-		e->lost_since = now;
+	e->lost_since = now;
 }
 
 static void leader_lost(struct election *e, struct election_output *out,

@@ -241,12 +241,17 @@ struct election_params {
 /* A standby that saw the database go away and gets the lock waits this long
  * after its own connection came back before it takes the fence, so that an
  * old leader whose command is still stopping can take its fence again first
- * (never past the outage's start + grace_period, when that command is dead
- * anyway). The old leader retries its fence session every
+ * (never past the outage's start + grace_period + ELECTION_KILL_GONE, when
+ * that command is dead anyway). The old leader retries its fence session every
  * ELECTION_FENCE_RETRY_STOPPING while its command stops, and both sessions
  * lost within ELECTION_SESSIONS_TOGETHER of each other mean the database
  * went away, not that someone ended one of them. */
 #define ELECTION_SETTLE 1.0
+/* The longest a process group may take to be gone after SIGKILL (a process
+ * in uninterruptible sleep, a core dump being written): the settle wait's
+ * cap counts it beside grace_period before the old command is taken as
+ * gone. */
+#define ELECTION_KILL_GONE 1.0
 #define ELECTION_FENCE_RETRY_STOPPING 0.25
 #define ELECTION_SESSIONS_TOGETHER 0.25
 

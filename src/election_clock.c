@@ -129,6 +129,12 @@ static int ping_failures_at(const struct election *e, double now)
 	return 1 + (int)floor(late / e->p.ping_interval);
 }
 
+/* The pings have failed often enough to end the lease. */
+bool election_ping_expired(const struct election *e, double now)
+{
+	return ping_failures_at(e, now) >= e->p.ping_failures;
+}
+
 static void leader_tick(struct election *e, struct election_output *out,
 			double now)
 {
