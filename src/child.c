@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exit_codes.h"
 #include "log.h"
 #include "proctree.h"
 
@@ -411,7 +412,7 @@ static void main_reaped(struct child *c, int wstatus)
 {
 	c->main_reaped = true;
 	if (WIFSIGNALED(wstatus)) {
-		c->status = 128 + WTERMSIG(wstatus);
+		c->status = EXIT_SIGNAL_BASE + WTERMSIG(wstatus);
 		log_info("command killed by signal %d", WTERMSIG(wstatus));
 	} else {
 		c->status = WEXITSTATUS(wstatus);
@@ -534,7 +535,7 @@ static _Noreturn void exec_command(const struct child *c, char *const *extra_env
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1) {
 		dprintf(STDERR_FILENO, "pgleader: cannot set parent-death signal: %s\n",
 			strerror(errno));
-		_exit(126);
+		_exit(EXIT_NOEXEC);
 	}
 	if (getppid() != parent)
 		raise(SIGKILL);
@@ -566,7 +567,7 @@ static _Noreturn void exec_command(const struct child *c, char *const *extra_env
 	exec_errno = errno;
 	dprintf(STDERR_FILENO, "pgleader: cannot run '%s': %s\n", program,
 		strerror(exec_errno));
-	_exit(exec_errno == ENOENT || exec_errno == ENOTDIR ? 127 : 126);
+	_exit(exec_errno == ENOENT || exec_errno == ENOTDIR ? EXIT_NOTFOUND : EXIT_NOEXEC);
 }
 
 int child_start(struct child *c, char *const *extra_env, char *err, size_t errlen)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "exit_codes.h"
 #include "log.h" /* enum log_format */
 
 #define CONFIG_DEFAULT_LOCK_KEY INT64_C(0x50474c4541444552) /* "PGLEADER" */
@@ -114,22 +115,21 @@ struct config {
 	struct config_job top;
 };
 
-/* The exit codes are options.h's: config_load passes them on. */
-
+/* What config_load returns besides the two exit codes it passes on from
+ * options.h: EX_USAGE (bad command line) and EX_CONFIG (bad file,
+ * environment or combination). */
 enum config_result {
 	CONFIG_OK = 0,
 	CONFIG_HELP,            /* --help: print config_usage() to stdout, exit 0 */
 	CONFIG_VERSION,         /* --version */
-	CONFIG_USAGE = 64,      /* bad command line (EX_USAGE) */
-	CONFIG_INVALID = 78,    /* bad file, environment or combination (EX_CONFIG) */
 };
 
 /* Fills cfg from defaults, then the file (-c or PGLEADER_CONFIG), then
  * PGLEADER_<KEY> environment variables, then argv; validates the result.
- * On error returns CONFIG_USAGE or CONFIG_INVALID with one line in err that
- * names the option, variable or file:line. */
-enum config_result config_load(struct config *cfg, int argc, char **argv,
-			       char *err, size_t errlen);
+ * Returns an enum config_result, or on error EX_USAGE or EX_CONFIG with one
+ * line in err that names the option, variable or file:line. */
+int config_load(struct config *cfg, int argc, char **argv, char *err,
+		size_t errlen);
 void config_free(struct config *cfg);
 
 void config_usage(FILE *out);

@@ -9,14 +9,14 @@
 /* The one table of exit codes: what each permanent fault ends pgleader
  * with. A fault not listed is transient (0): retried, or a lost lease. */
 static const int exit_for_fault[FAULT_COUNT] = {
-	[FAULT_USAGE] = ELECTION_EX_USAGE,
-	[FAULT_CONFIG] = ELECTION_EX_CONFIG,
-	[FAULT_BAD_DSN] = ELECTION_EX_CONFIG,
-	[FAULT_AUTH] = ELECTION_EX_UNAVAILABLE,
-	[FAULT_POOLER] = ELECTION_EX_CONFIG,
-	[FAULT_FORK] = ELECTION_EX_NOEXEC,
-	[FAULT_INTERNAL] = ELECTION_EX_SOFTWARE,
-	[FAULT_LEDGER] = ELECTION_EX_UNAVAILABLE,
+	[FAULT_USAGE] = EX_USAGE,
+	[FAULT_CONFIG] = EX_CONFIG,
+	[FAULT_BAD_DSN] = EX_CONFIG,
+	[FAULT_AUTH] = EX_UNAVAILABLE,
+	[FAULT_POOLER] = EX_CONFIG,
+	[FAULT_FORK] = EXIT_NOEXEC,
+	[FAULT_INTERNAL] = EX_SOFTWARE,
+	[FAULT_LEDGER] = EX_UNAVAILABLE,
 	/* FAULT_ALREADY_RUN: the conflict code, a parameter (election_command.c) */
 };
 
@@ -208,7 +208,7 @@ void election_reconnect_later(struct election *e, struct election_output *out,
 	if (e->p.nonblock) {
 		election_say(out, LOG_LEVEL_ERROR, "%s; giving up (one attempt with --nonblock)",
 		    why);
-		election_exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
+		election_exit_now(e, out, now, EX_UNAVAILABLE);
 		return;
 	}
 	election_set_state(e, out, now, ELECTION_BACKOFF);
@@ -322,14 +322,16 @@ void election_lose_lease(struct election *e, struct election_output *out,
  * lock within ELECTION_SETTLE of its connection coming back leaves the
  * fence to an old leader whose command may still be stopping: that one
  * takes it again as soon as it reconnects. Never past the outage's start
- * plus grace_period: that command is dead by then. */
+ * plus grace_period plus ELECTION_KILL_GONE: that command is dead by then
+ * (SIGKILL sent at the end of the grace period, and its group gone). */
 static void settle_after_outage(struct election *e, struct election_output *out,
 				double now)
 {
 	e->fence_not_before = -INFINITY;
 	if (isfinite(e->outage_began) && e->p.fence)
 		e->fence_not_before = fmin(e->back_at + ELECTION_SETTLE,
-					   e->outage_began + e->p.grace_period);
+					   e->outage_began + e->p.grace_period +
+					   ELECTION_KILL_GONE);
 	e->outage_began = INFINITY;
 	if (now < e->fence_not_before)
 		election_say(out, LOG_LEVEL_INFO, "the database was away: taking the fence "
@@ -488,7 +490,11 @@ static void lock_busy(struct election *e, struct election_output *out, double no
 
 static void ping_ok(struct election *e, double now)
 {
-	if (!e->ping_pending)
+	/* An answer read once its ping had already failed ping_failures
+	 * times (a frozen pgleader thawed, the reply waiting in its socket)
+	 * is too late, whatever order the loop hands over the timer and the
+	 * socket in: the deadlines, checked after this event, end the lease. */
+	if (!e->ping_pending || election_ping_expired(e, now))
 		return;
 	e->ping_pending = false;
 	observe(&e->snap.counters.ping_duration, now - e->ping_sent_at);
@@ -498,12 +504,14 @@ static void ping_ok(struct election *e, double now)
 	e->next_ping_at = fmax(now, e->ping_sent_at + e->p.ping_interval);
 }
 
-/* The lock session, up until now, was lost: the database may have gone
- * away (see settle_after_outage). */
+/* The lock session, up until now, was lost, or the fence session while
+ * the lock session was down: the database may have gone away (see
+ * settle_after_outage). The latest loss counts: a node that lost its lock
+ * long ago and sees a restart later caps its settle wait from the
+ * restart's. */
 void election_saw_outage(struct election *e, double now)
 {
-	if (isinf(e->lost_since))
-		e->lost_since = now;
+	e->lost_since = now;
 }
 
 static void leader_lost(struct election *e, struct election_output *out,

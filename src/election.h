@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exit_codes.h"
 #include "fault.h"
 #include "log.h"
 
@@ -184,20 +185,8 @@ enum election_action {
 					       * if the leader's priority is lower */
 };
 
-/* Exit codes, named after <sysexits.h> and the shell's 126/127. */
-enum election_exit {
-	ELECTION_EX_OK = 0,
-	ELECTION_EX_USAGE = 64,        /* EX_USAGE */
-	ELECTION_EX_UNAVAILABLE = 69,  /* EX_UNAVAILABLE */
-	ELECTION_EX_SOFTWARE = 70,     /* EX_SOFTWARE */
-	ELECTION_EX_TEMPFAIL = 75,     /* EX_TEMPFAIL: the default conflict code */
-	ELECTION_EX_CONFIG = 78,       /* EX_CONFIG */
-	ELECTION_EX_NOEXEC = 126,      /* command not executable */
-	ELECTION_EX_NOTFOUND = 127,    /* command not found */
-};
-
-/* The exit code a permanent fault ends pgleader with; 0 for a transient
- * fault, which is retried. The one table of exit codes. */
+/* The exit code (exit_codes.h) a permanent fault ends pgleader with; 0 for
+ * a transient fault, which is retried. */
 int election_exit_for(enum fault f);
 
 enum election_restart { ELECTION_RESTART_NO, ELECTION_RESTART_ON_FAILURE,
@@ -252,12 +241,17 @@ struct election_params {
 /* A standby that saw the database go away and gets the lock waits this long
  * after its own connection came back before it takes the fence, so that an
  * old leader whose command is still stopping can take its fence again first
- * (never past the outage's start + grace_period, when that command is dead
- * anyway). The old leader retries its fence session every
+ * (never past the outage's start + grace_period + ELECTION_KILL_GONE, when
+ * that command is dead anyway). The old leader retries its fence session every
  * ELECTION_FENCE_RETRY_STOPPING while its command stops, and both sessions
  * lost within ELECTION_SESSIONS_TOGETHER of each other mean the database
  * went away, not that someone ended one of them. */
 #define ELECTION_SETTLE 1.0
+/* The longest a process group may take to be gone after SIGKILL (a process
+ * in uninterruptible sleep, a core dump being written): the settle wait's
+ * cap counts it beside grace_period before the old command is taken as
+ * gone. */
+#define ELECTION_KILL_GONE 1.0
 #define ELECTION_FENCE_RETRY_STOPPING 0.25
 #define ELECTION_SESSIONS_TOGETHER 0.25
 

@@ -67,7 +67,7 @@ static bool wait_expired(struct election *e, struct election_output *out,
 		election_say(out, LOG_LEVEL_ERROR,
 		    "database not reached within %.1fs; giving up",
 		    e->p.wait_timeout);
-		election_exit_now(e, out, now, ELECTION_EX_UNAVAILABLE);
+		election_exit_now(e, out, now, EX_UNAVAILABLE);
 	}
 	return true;
 }
@@ -127,6 +127,12 @@ static int ping_failures_at(const struct election *e, double now)
 	if (late < 0)
 		return 0;
 	return 1 + (int)floor(late / e->p.ping_interval);
+}
+
+/* The pings have failed often enough to end the lease. */
+bool election_ping_expired(const struct election *e, double now)
+{
+	return ping_failures_at(e, now) >= e->p.ping_failures;
 }
 
 static void leader_tick(struct election *e, struct election_output *out,

@@ -19,7 +19,7 @@ static enum election_outcome outcome_of(int status)
 {
 	if (status == 0)
 		return ELECTION_OUTCOME_SUCCESS;
-	if (status > 128 && status <= 128 + 64)
+	if (status > EXIT_SIGNAL_BASE && status <= EXIT_SIGNAL_BASE + 64)
 		return ELECTION_OUTCOME_SIGNAL;
 	return ELECTION_OUTCOME_FAILURE;
 }
@@ -91,7 +91,7 @@ static void command_refused(struct election *e, struct election_output *out,
 bool election_restarts(const struct election *e, int status)
 {
 	/* a command that cannot be executed never runs by trying again */
-	if (status == ELECTION_EX_NOEXEC || status == ELECTION_EX_NOTFOUND)
+	if (status == EXIT_NOEXEC || status == EXIT_NOTFOUND)
 		return false;
 	return e->p.restart == ELECTION_RESTART_ALWAYS ||
 	       (e->p.restart == ELECTION_RESTART_ON_FAILURE && status != 0);

@@ -140,6 +140,14 @@ static void fence_failed(struct election *e, struct election_output *out,
 		return;
 	if (was == ELECTION_FENCE_HELD || was == ELECTION_FENCE_TAKING)
 		e->fence_lost_at = now;
+	/* with the lock session down for a while (lost alone, another node
+	 * may have led since), the fence session's end is the only sign that
+	 * the database went away: its settle wait runs from now. Lost with
+	 * the lock, the node led until the outage: no wait. */
+	if (was != ELECTION_FENCE_OPENING &&
+	    (!e->connected || e->state == ELECTION_CONNECTING) &&
+	    now - e->lock_lost_at > ELECTION_SESSIONS_TOGETHER)
+		election_saw_outage(e, now);
 	if (fence_failed_stopping(e, out, now, was))
 		return;
 	e->fence_retry_at = now + delay;

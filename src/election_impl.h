@@ -43,6 +43,7 @@ void election_check_deadlines(struct election *e, struct election_output *out,
 void election_session_lost(struct election *e, double now, enum fault f);
 bool election_restarting(const struct election *e, double now, enum fault f);
 double election_reconnect_delay(struct election *e, double now, enum fault f);
+bool election_ping_expired(const struct election *e, double now);
 
 /* ---- election_command.c: the command's start, restarts and end ---- */
 void election_start_child(struct election *e, struct election_output *out,

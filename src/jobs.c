@@ -12,6 +12,7 @@
 
 #include "child.h"
 #include "clocks.h"
+#include "exit_codes.h"
 #include "log.h"
 #include "schedule.h"
 #include "tickplan.h"
@@ -160,7 +161,7 @@ static void start_run(struct job *jb, int64_t tick, int64_t run_id)
 		log_error("job %s: cannot start its command: %s", jb->cfg->name, err);
 		if (run_id > 0)
 			ledger_finish(jb->owner->ledger, jb->owner->term.fencing_token,
-				      run_id, "failed", 126);
+				      run_id, "failed", EXIT_NOEXEC);
 		count_outcome(jb, JOBS_FAILED);
 		jb->state = JOB_IDLE;
 		return;
@@ -196,7 +197,7 @@ static void restart_later(struct job *jb, int status, double ran)
 	bool again = jb->cfg->restart == RESTART_ALWAYS ||
 		     (jb->cfg->restart == RESTART_ON_FAILURE && status != 0);
 
-	if (!again || status == 126 || status == 127) {
+	if (!again || status == EXIT_NOEXEC || status == EXIT_NOTFOUND) {
 		log_notice("job %s: its command exited with status %d; not "
 			   "restarted (%s) until this node leads again", jb->cfg->name,
 			   status, again ? "it cannot be executed" : "restart=no");

@@ -19,8 +19,7 @@
 enum lease_phase {
 	PHASE_CLOSED,
 	PHASE_CONNECTING,   /* lease_conn until ready */
-	PHASE_SETUP,        /* pid, recovery, version, key */
-	PHASE_SET_TIMEOUTS, /* lock_timeout, statement_timeout */
+	PHASE_SETUP,        /* pid, recovery, version, key; the timeouts */
 	PHASE_READY,        /* idle, no lock */
 	PHASE_LOCKING,      /* try or queued wait in flight */
 	PHASE_CLAIMING,     /* lock held: server-side lease (, fencing token) */
@@ -48,6 +47,7 @@ struct lease {
 	enum lease_phase phase;
 	enum lease_then then;
 	bool waiting_in_queue;  /* the lock request is a pg_advisory_lock */
+	bool claim_with_lock;   /* ... with the fence's claim after it */
 	bool ping_wanted;       /* a ping asked for during a fence's claim */
 	struct lease_sql_server srv;
 	bool warned_old_server;
@@ -80,8 +80,7 @@ static void emit(struct lease *l, enum lease_event ev, enum fault fault,
 
 static bool connecting(const struct lease *l)
 {
-	return l->phase == PHASE_CONNECTING || l->phase == PHASE_SETUP ||
-	       l->phase == PHASE_SET_TIMEOUTS;
+	return l->phase == PHASE_CONNECTING || l->phase == PHASE_SETUP;
 }
 
 /* The connection is closed: nothing held, nothing asked for. */
@@ -189,14 +188,6 @@ static void send_unlock(struct lease *l)
 	send_lock_sql(l, PHASE_UNLOCKING, LEASE_SQL_UNLOCK);
 }
 
-static void send_timeouts(struct lease *l)
-{
-	char sql[LEASE_SQL_MAX];
-
-	lease_sql_timeouts(sql, sizeof(sql), l->o.retry_interval);
-	send_sql(l, PHASE_SET_TIMEOUTS, sql, 0, NULL);
-}
-
 /* Once per lease, what its claims cannot do on this server. The fence's
  * lease leaves it to the lock's. */
 static void warn_missing(struct lease *l, unsigned missing)
@@ -257,7 +248,8 @@ static void setup_done(struct lease *l, const struct lease_sql_answer *a)
 				 l->lock_name, l->key);
 		l->key_known = true;
 	}
-	send_timeouts(l);
+	l->phase = PHASE_READY;
+	emit(l, LEASE_CONNECTED, FAULT_NONE, NULL);
 }
 
 /* The lock is ours after a claim or a ping: give it back if asked to. */
@@ -314,6 +306,20 @@ static void lock_granted(struct lease *l)
 	send_sql(l, PHASE_CLAIMING, sql, 0, NULL);
 }
 
+/* The fence and its claim, asked for in one statement, are granted: the
+ * answer is the claim's. */
+static void fence_claimed(struct lease *l, const struct lease_sql_answer *a)
+{
+	int pid;
+
+	if (!lease_sql_parse_pid(a, &pid)) {
+		fail(l, FAULT_PROTOCOL, "unexpected answer while taking the lock");
+		return;
+	}
+	if (!through_pooler(l, pid, "") && held(l))
+		acquired(l);
+}
+
 static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 {
 	/* pg_advisory_lock returns only once the lock is ours */
@@ -324,7 +330,9 @@ static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 		return;
 	}
 	if (granted) {
-		if (l->o.fence)
+		if (l->claim_with_lock)
+			fence_claimed(l, a);
+		else if (l->o.fence)
 			fence_granted(l);
 		else
 			lock_granted(l);
@@ -458,10 +466,6 @@ static void answer_phase(struct lease *l, const struct lease_sql_answer *a)
 	case PHASE_SETUP:
 		setup_done(l, a);
 		return;
-	case PHASE_SET_TIMEOUTS:
-		l->phase = PHASE_READY;
-		emit(l, LEASE_CONNECTED, FAULT_NONE, NULL);
-		return;
 	case PHASE_LOCKING:
 		lock_done(l, a);
 		return;
@@ -490,9 +494,11 @@ static void answer_phase(struct lease *l, const struct lease_sql_answer *a)
 static void conn_ready(void *arg)
 {
 	struct lease *l = arg;
+	char sql[LEASE_SQL_SETUP_MAX];
 
-	send_sql(l, PHASE_SETUP, lease_sql_setup(l->lock_name != NULL),
-		 l->lock_name ? 1 : 0, (const char *const *)&l->lock_name);
+	lease_sql_setup(sql, sizeof(sql), l->lock_name != NULL, l->o.retry_interval);
+	send_sql(l, PHASE_SETUP, sql, l->lock_name ? 1 : 0,
+		 (const char *const *)&l->lock_name);
 }
 
 struct lease *lease_new(struct ev_loop *loop, const struct lease_options *o,
@@ -552,6 +558,8 @@ void lease_connect(struct lease *l)
 
 static void send_lock(struct lease *l, bool queue)
 {
+	char sql[LEASE_SQL_MAX];
+
 	if (l->phase == PHASE_QUERYING && l->q.back_to == PHASE_READY) {
 		l->want_lock = queue ? WANT_WAIT : WANT_TRY;
 		return;
@@ -562,7 +570,13 @@ static void send_lock(struct lease *l, bool queue)
 		return;
 	}
 	l->waiting_in_queue = queue;
-	send_lock_sql(l, PHASE_LOCKING, queue ? LEASE_SQL_WAIT : LEASE_SQL_TRY);
+	l->claim_with_lock = queue && l->o.fence &&
+		lease_sql_fence_wait_claim(sql, sizeof(sql), &l->srv,
+					   l->o.server_lease, l->key);
+	if (l->claim_with_lock)
+		send_sql(l, PHASE_LOCKING, sql, 0, NULL);
+	else
+		send_lock_sql(l, PHASE_LOCKING, queue ? LEASE_SQL_WAIT : LEASE_SQL_TRY);
 }
 
 void lease_try_lock(struct lease *l)
@@ -619,7 +633,6 @@ static bool unlock_when_held(struct lease *l, enum lease_then then)
 	case PHASE_CLOSED:
 	case PHASE_CONNECTING:
 	case PHASE_SETUP:
-	case PHASE_SET_TIMEOUTS:
 	case PHASE_READY:
 	case PHASE_LOCKING:
 	case PHASE_UNCLAIMING:

@@ -22,10 +22,22 @@
 	"(SELECT coalesce(bool_or(has_function_privilege(p.oid, 'EXECUTE')), false) " \
 	"FROM pg_catalog.pg_proc p WHERE p.proname = 'pg_logical_emit_message' " \
 	"AND p.proargtypes[2] = 'pg_catalog.text'::pg_catalog.regtype)"
+/* Its five columns, the name's key when given, and the three settings. */
+#define SETUP_NCOLS (5 + 3)
 
-const char *lease_sql_setup(bool with_name)
+void lease_sql_setup(char *buf, size_t len, bool with_name, double retry_interval)
 {
-	return with_name ? SETUP_COLUMNS ", " WIRE_KEY_OF_NAME("$1") : SETUP_COLUMNS;
+	/* The settings ride in the same statement, set for the session
+	 * (set_config's false), so that a session is ready after one round
+	 * trip: a queued wait ends after retry_interval so the standby sees a
+	 * broken session within that time; a role's statement_timeout must
+	 * not cut it short, nor its default_transaction_read_only refuse the
+	 * claim's WAL. */
+	snprintf(buf, len, "%s%s, pg_catalog.set_config('lock_timeout', '%.0f', false), "
+		 "pg_catalog.set_config('statement_timeout', '0', false), "
+		 "pg_catalog.set_config('default_transaction_read_only', 'off', false)",
+		 SETUP_COLUMNS, with_name ? ", " WIRE_KEY_OF_NAME("$1") : "",
+		 retry_interval * 1000);
 }
 
 void lease_sql_fence_halves(int64_t key, int32_t *hi, int32_t *lo)
@@ -153,7 +165,7 @@ bool lease_sql_parse_setup(const struct lease_sql_answer *a, bool with_name,
 {
 	long long version, key = 0;
 
-	if (!one_row(a, with_name ? 6 : 5) ||
+	if (!one_row(a, with_name ? SETUP_NCOLS + 1 : SETUP_NCOLS) ||
 	    !parse_pid(a->values[0], &out->backend_pid) ||
 	    !parse_bool(a->values[1], &out->in_recovery) ||
 	    !parse_ll(a->values[2], 1, INT32_MAX, &version) ||
@@ -165,15 +177,6 @@ bool lease_sql_parse_setup(const struct lease_sql_answer *a, bool with_name,
 	if (with_name)
 		out->key = key;
 	return true;
-}
-
-void lease_sql_timeouts(char *buf, size_t len, double retry_interval)
-{
-	/* A queued wait ends after retry_interval so the standby sees a
-	 * broken session within that time; a role's statement_timeout must
-	 * not cut it short. */
-	snprintf(buf, len, "SET lock_timeout = %.0f; SET statement_timeout = 0; "
-		 "SET default_transaction_read_only = off", retry_interval * 1000);
 }
 
 /* snprintf that appends at *n and never moves *n past the buffer. */
@@ -272,6 +275,26 @@ bool lease_sql_fence_claim(char *buf, size_t len, const struct lease_sql_server 
 	append_server_lease(buf, len, &n, srv->version, server_lease);
 	append(buf, len, &n, LEASE_SQL_PING);
 	return true;
+}
+
+bool lease_sql_fence_wait_claim(char *buf, size_t len, const struct lease_sql_server *srv,
+				double server_lease, int64_t key)
+{
+	size_t n = 0;
+	int32_t hi, lo;
+
+	if (len)
+		buf[0] = '\0';
+	if (server_lease <= 0)
+		return false;
+	/* integers only, so written in the statement: a query of several
+	 * statements takes no parameters. The settings commit with the
+	 * grant, or are undone with the wait that lock_timeout ends. */
+	lease_sql_fence_halves(key, &hi, &lo);
+	append(buf, len, &n, "SELECT pg_advisory_lock(%" PRId32 ", %" PRId32 "); ", hi, lo);
+	append_server_lease(buf, len, &n, srv->version, server_lease);
+	append(buf, len, &n, LEASE_SQL_PING);
+	return n < len;
 }
 
 bool lease_sql_unclaim(char *buf, size_t len, const struct lease_sql_server *srv,

@@ -85,14 +85,14 @@ struct lease_sql_server {
 	int64_t key;          /* the lock name's key, when one was given */
 };
 
-/* The setup query; with a lock name it takes the name as $1. */
-const char *lease_sql_setup(bool with_name);
+/* The setup query, which also sets the session's timeouts (lock_timeout
+ * = retry_interval for a queued wait); with a lock name it takes the name
+ * as $1. */
+#define LEASE_SQL_SETUP_MAX 1024
+void lease_sql_setup(char *buf, size_t len, bool with_name, double retry_interval);
 /* False when the answer is not the one row the setup query returns. */
 bool lease_sql_parse_setup(const struct lease_sql_answer *a, bool with_name,
 			   struct lease_sql_server *out);
-
-/* lock_timeout for a queued wait, and the settings a role must not change. */
-void lease_sql_timeouts(char *buf, size_t len, double retry_interval);
 
 /* What a claim could not include, for the lease to warn about once. */
 #define LEASE_SQL_NO_IDLE_TIMEOUT 1u  /* server_lease on PostgreSQL < 14 */
@@ -108,6 +108,12 @@ unsigned lease_sql_claim(char *buf, size_t len, const struct lease_sql_server *s
  * held as soon as it is granted. */
 bool lease_sql_fence_claim(char *buf, size_t len, const struct lease_sql_server *srv,
 			   double server_lease);
+/* A queued wait for the fence and its claim in one statement, answered by
+ * the claim's row once the fence is granted: a new leader holds its fence
+ * one round trip sooner. False when the claim has nothing to set (the
+ * plain wait of lease_sql_lock is then the whole take). */
+bool lease_sql_fence_wait_claim(char *buf, size_t len, const struct lease_sql_server *srv,
+				double server_lease, int64_t key);
 /* After an unlock that keeps the session for the next take: the claim's
  * idle_session_timeout back to the session's own, so that the server does
  * not end a session that waits, idle, for its next take. False when the

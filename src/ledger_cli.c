@@ -13,16 +13,13 @@
 #include <time.h>
 
 #include "clocks.h"
+#include "exit_codes.h"
 #include "ledger_sql.h"
 #include "log.h"
 #include "schedule.h"
 #include "status.h"
 #include "value.h"
 #include "wire.h"
-
-#define CLI_OK 0
-#define CLI_UNAVAILABLE 69 /* EX_UNAVAILABLE */
-#define CLI_CONFIG 78      /* EX_CONFIG */
 
 #define SQLSTATE_NO_PRIVILEGE "42501" /* insufficient_privilege */
 
@@ -174,7 +171,7 @@ static PGconn *open_session(const struct config *cfg, const char *fallback, int 
 {
 	PGconn *conn;
 
-	*rc = CLI_CONFIG;
+	*rc = EX_CONFIG;
 	if (!ledger_sql_schema_ok(schema_of(cfg))) {
 		status_fail("invalid schema", "a lower-case identifier of up to 63"
 			    " characters [a-z0-9_], not starting with pg_ or a digit");
@@ -214,24 +211,24 @@ static int create(PGconn *conn, const char *schema)
 	char *sql = ledger_sql_init(schema);
 	PGresult *res;
 	const char *state;
-	int rc = CLI_OK;
+	int rc = EX_OK;
 
 	if (!sql) {
 		status_fail("cannot create the ledger", "out of memory");
-		return CLI_UNAVAILABLE;
+		return EX_UNAVAILABLE;
 	}
 	/* One simple query: one implicit transaction, all or nothing. */
 	res = exec_bounded(conn, "cannot create the ledger", sql, -1, NULL, false);
 	free(sql);
 	if (!res)
-		return CLI_UNAVAILABLE;
+		return EX_UNAVAILABLE;
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 		if (state && strcmp(state, SQLSTATE_NO_PRIVILEGE) == 0)
 			fail_privilege(conn, PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY));
 		else
 			status_fail("cannot create the ledger", PQresultErrorMessage(res));
-		rc = CLI_UNAVAILABLE;
+		rc = EX_UNAVAILABLE;
 	}
 	PQclear(res);
 	return rc;
@@ -260,27 +257,27 @@ int ledger_cli_init_db(const struct config *cfg)
 	if (cfg->print_sql) {
 		if (!(sql = ledger_sql_init_script(schema_of(cfg)))) {
 			status_fail("cannot print the ledger's SQL", "invalid schema or out of memory");
-			return CLI_CONFIG;
+			return EX_CONFIG;
 		}
 		fputs(sql, stdout);
 		free(sql);
-		return fflush(stdout) == 0 ? CLI_OK : CLI_UNAVAILABLE;
+		return fflush(stdout) == 0 ? EX_OK : EX_UNAVAILABLE;
 	}
 	if (!(conn = open_session(cfg, NULL, &rc)))
 		return rc;
-	rc = CLI_OK;
+	rc = EX_OK;
 	/* Already there and usable: nothing to create, and nothing that needs
 	 * CREATE on the database (CREATE SCHEMA IF NOT EXISTS checks it even
 	 * when the schema exists). */
 	if (!check_ledger(conn, schema_of(cfg), &state, false))
-		rc = CLI_UNAVAILABLE;
+		rc = EX_UNAVAILABLE;
 	else if (state == LEDGER_MISSING)
 		rc = create(conn, schema_of(cfg));
 	else if (state != LEDGER_READY) {
 		fail_access(schema_of(cfg), state);
-		rc = CLI_UNAVAILABLE;
+		rc = EX_UNAVAILABLE;
 	}
-	if (rc == CLI_OK)
+	if (rc == EX_OK)
 		printf("ledger ready in schema \"%s\"\n", schema_of(cfg));
 	PQfinish(conn);
 	return rc;
@@ -426,14 +423,14 @@ int ledger_cli_runs(const struct config *cfg)
 
 	if (!(conn = open_session(cfg, NULL, &rc)))
 		return rc;
-	rc = CLI_UNAVAILABLE;
+	rc = EX_UNAVAILABLE;
 	/* One row past the limit says the list was cut. */
 	if (readable(conn, schema_of(cfg)) && resolve_key(conn, cfg, &key) &&
 	    ledger_sql_runs(&q, schema_of(cfg), key, cfg->runs_job, cfg->runs_since_ms,
 			    LEDGER_CLI_RUNS_LIMIT + 1) &&
 	    (res = select_rows(conn, q.sql, q.nparams, q.params, false)) != NULL) {
 		print_runs(cfg, res);
-		rc = fflush(stdout) == 0 ? CLI_OK : CLI_UNAVAILABLE;
+		rc = fflush(stdout) == 0 ? EX_OK : EX_UNAVAILABLE;
 	}
 	PQclear(res);
 	PQfinish(conn);
@@ -596,8 +593,8 @@ int ledger_cli_ensure(PGconn *conn, const struct config *cfg)
 	enum ledger_state state;
 
 	if (!check_ledger(conn, schema_of(cfg), &state, false))
-		return CLI_UNAVAILABLE;
-	return state == LEDGER_MISSING ? create(conn, schema_of(cfg)) : CLI_OK;
+		return EX_UNAVAILABLE;
+	return state == LEDGER_MISSING ? create(conn, schema_of(cfg)) : EX_OK;
 }
 
 bool ledger_cli_present(PGconn *conn, const struct config *cfg)

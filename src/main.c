@@ -39,14 +39,14 @@ static int load(struct config *cfg, int argc, char **argv)
 		return -1;
 	case CONFIG_HELP:
 		config_usage(stdout);
-		return 0;
+		return EX_OK;
 	case CONFIG_VERSION:
 		version_print(stdout);
-		return 0;
-	case CONFIG_INVALID:
+		return EX_OK;
+	case EX_CONFIG:
 		fault = FAULT_CONFIG;
 		break;
-	case CONFIG_USAGE:
+	case EX_USAGE:
 		break;
 	}
 	fprintf(stderr, "pgleader: %s\n", log_redact(err));

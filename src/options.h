@@ -9,12 +9,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "exit_codes.h"
+
 /* What every step returns: OPTIONS_OK goes on; anything else ends the load
- * (an action's own result, or one of the two exit codes below with one line
- * in err). */
+ * (an action's own result, or, with one line in err, EX_USAGE for a mistake
+ * on the command line, EX_CONFIG for the file, the environment, a rule). */
 #define OPTIONS_OK 0
-#define OPTIONS_USAGE 64   /* EX_USAGE: a mistake on the command line */
-#define OPTIONS_INVALID 78 /* EX_CONFIG: the file, the environment, a rule */
 
 enum option_type {
 	OPTION_DURATION, /* int64_t milliseconds, min to max (0: no max) */
@@ -104,7 +104,7 @@ void options_free(struct options *op);
 int options_read_argv(struct options *op, int argc, char **argv,
 		      int *first_word, bool *after_dashdash);
 /* Applies the command line's settings alone to a scratch target, so that a
- * mistake there is OPTIONS_USAGE whatever the file or environment hold. */
+ * mistake there is EX_USAGE whatever the file or environment hold. */
 int options_check_argv(struct options *op);
 
 /* The layers, lowest first. */

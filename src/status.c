@@ -19,15 +19,11 @@
 
 #include "controls_cli.h"
 #include "election.h"
+#include "exit_codes.h"
 #include "lease_sql.h"
 #include "ledger_cli.h"
 #include "log.h"
 #include "wire.h"
-
-#define STATUS_LEADER 0
-#define STATUS_NO_LEADER 3
-#define STATUS_UNAVAILABLE 69 /* EX_UNAVAILABLE */
-#define STATUS_CONFIG 78      /* EX_CONFIG */
 
 /* How often --watch looks: a change shows within this, at one small query
  * per look. */
@@ -155,7 +151,7 @@ static int exit_for(enum fault f)
 {
 	int code = election_exit_for(f);
 
-	return code ? code : STATUS_UNAVAILABLE;
+	return code ? code : EX_UNAVAILABLE;
 }
 
 static void fail(const char *what, const char *msg)
@@ -326,7 +322,7 @@ static PGconn *connect_db(const struct config *cfg, int *code, const char *fallb
 
 	snprintf(timeout, sizeof(timeout), "%d", wait_s);
 	conn = PQconnectdbParams(keys, vals, 1);
-	*code = STATUS_UNAVAILABLE;
+	*code = EX_UNAVAILABLE;
 	if (!conn) {
 		fail("cannot connect", "out of memory");
 		return NULL;
@@ -334,7 +330,7 @@ static PGconn *connect_db(const struct config *cfg, int *code, const char *fallb
 	if (PQstatus(conn) != CONNECTION_OK) {
 		lease_sql_one_line(line, sizeof(line), PQerrorMessage(conn), NULL);
 		*code = exit_for(lease_sql_classify(LEASE_SQL_START, NULL, false, line));
-		fail_dsn(*code == STATUS_CONFIG ? "invalid dsn" : "cannot connect",
+		fail_dsn(*code == EX_CONFIG ? "invalid dsn" : "cannot connect",
 			 PQerrorMessage(conn), cfg->dsn);
 		PQfinish(conn);
 		return NULL;
@@ -665,7 +661,7 @@ static int show(PGconn *conn, const struct config *cfg, const char *key)
 	int rc;
 
 	if (!snapshot_take(conn, key, &snap))
-		return STATUS_UNAVAILABLE;
+		return EX_UNAVAILABLE;
 	/* The ledger's jobs and controls, if there is a readable ledger; else
 	 * nothing. */
 	jobs = ledger_cli_jobs_read(conn, cfg, key);
@@ -675,7 +671,7 @@ static int show(PGconn *conn, const struct config *cfg, const char *key)
 	else
 		print_text(key, cfg->lock_name, &snap, jobs, controls);
 	fflush(stdout);
-	rc = snap.leader ? STATUS_LEADER : STATUS_NO_LEADER;
+	rc = snap.leader ? EX_OK : EXIT_NO_LEADER;
 	ledger_cli_jobs_free(jobs);
 	controls_cli_free(controls);
 	snapshot_free(&snap);
@@ -810,7 +806,7 @@ static int watch(PGconn *conn, const struct config *cfg, const char *key)
 		}
 		nanosleep(&interval, NULL);
 	}
-	return STATUS_UNAVAILABLE;
+	return EX_UNAVAILABLE;
 }
 
 int status_run(const struct config *cfg)
@@ -822,12 +818,12 @@ int status_run(const struct config *cfg)
 	if (cfg->watch)
 		catch_stop();
 	if (!dsn_parses(cfg->dsn))
-		return STATUS_CONFIG;
+		return EX_CONFIG;
 	conn = connect_db(cfg, &rc, NULL);
 	if (!conn)
 		return rc;
 	if (!resolve_key(conn, cfg, key, sizeof(key)))
-		rc = STATUS_UNAVAILABLE;
+		rc = EX_UNAVAILABLE;
 	else if (cfg->watch)
 		rc = watch(conn, cfg, key);
 	else

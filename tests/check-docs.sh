@@ -1,20 +1,21 @@
 #!/bin/sh
 # check-docs.sh BINARY: fails when an option or config key is missing from
 # the man pages or conf/pgleader.conf, when they document one that does not
-# exist, or when an exit code is missing from the man page's EXIT STATUS.
+# exist, or when an exit code of src/exit_codes.h is missing from the man
+# page's EXIT STATUS or from --help, or EXIT STATUS lists one it does not have.
 #
 # Options and keys come from `BINARY --help` alone, which src/config.c prints
 # from the same table that parses them: adding a key touches that table, the
 # man pages and conf/pgleader.conf, not this script. --help lists each option
 # on a line of its own, "  -c, --config=FILE ..." or "      --acquire=MODE ...",
 # each key under its option as "  key: NAME, default: ...", and each key of
-# the file and environment only as "  NAME = ...".
+# the file and environment only as "  NAME = ...". The exit codes are the
+# names src/exit_codes.h uses (libc's <sysexits.h> ones it lists and its own
+# EXIT_*), with the numbers the C compiler ($CC, else cc) gives them.
 
 # The lists below are blank-separated words, split on purpose.
 # shellcheck disable=SC2086
 set -u
-
-EXIT_CODES="0 3 64 69 75 78 126 127 128+N"
 
 if [ $# -ne 1 ]; then
 	echo "usage: $0 BINARY" >&2
@@ -25,12 +26,13 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 man1=$top/man/pgleader.1
 man5=$top/man/pgleader.conf.5
 conf=$top/conf/pgleader.conf
+exit_codes=$top/src/exit_codes.h
 
 if ! command -v mandoc >/dev/null 2>&1; then
 	echo "check-docs: mandoc not found; install the 'mandoc' package (make deps)" >&2
 	exit 1
 fi
-for f in "$man1" "$man5" "$conf"; do
+for f in "$man1" "$man5" "$conf" "$exit_codes"; do
 	if [ ! -r "$f" ]; then
 		echo "check-docs: ${f#"$top"/} is missing" >&2
 		exit 1
@@ -140,11 +142,43 @@ for key in $keys; do
 		fail "variable $var missing from ENVIRONMENT in man/pgleader.1"
 done
 
-# Exit codes: each must start a row of a table in EXIT STATUS.
-for code in $EXIT_CODES; do
+# Exit codes: each of the table must start a row of a table in EXIT STATUS
+# and be in --help's "Exit status" lines; EXIT_SIGNAL_BASE is written 128+N.
+# Each row of EXIT STATUS must be one of the table, or N (the command's own).
+if ! printf '#include "exit_codes.h"\n' |
+	${CC:-cc} -E -dM -I "$top/src" -x c - >"$tmp/macros"; then
+	echo "check-docs: cannot preprocess src/exit_codes.h with ${CC:-cc}" >&2
+	exit 1
+fi
+codes=
+names=$(grep -oE '\<EX(IT)?_[A-Z][A-Z_]*' "$exit_codes" | sort -u)
+for name in $names; do
+	value=$(awk -v name="$name" '$1 == "#define" && $2 == name { print $3 }' \
+		"$tmp/macros")
+	case $value in
+	[0-9]*) ;;
+	*) fail "src/exit_codes.h: $name is not a number ('$value')"; continue ;;
+	esac
+	[ "$name" = EXIT_SIGNAL_BASE ] && value=$value+N
+	codes="$codes $value"
+done
+if [ -z "$codes" ]; then
+	echo "check-docs: no exit codes found in src/exit_codes.h; has its layout changed?" >&2
+	exit 1
+fi
+sed -n '/^Exit status:/,$p' "$tmp/help" >"$tmp/help_exit"
+for code in $codes; do
 	pattern=$(printf '%s' "$code" | sed 's/+/[+]/')
 	grep -qE -- "^ {1,8}$pattern([ ,]|\$)" "$tmp/exit" ||
 		fail "exit code $code missing from the table in EXIT STATUS in man/pgleader.1"
+	grep -qE -- "(^|[^0-9])$pattern([^0-9]|\$)" "$tmp/help_exit" ||
+		fail "exit code $code missing from 'Exit status' in '$binary --help'"
+done
+rows=$(grep -E '^ {1,8}[0-9N][0-9N+]*(, [0-9N][0-9N+]*)* {2,}' "$tmp/exit" |
+	sed -E 's/^ +([^ ]+(, [^ ]+)*) {2,}.*/\1/; s/, /\n/g' | sort -u)
+for code in $rows; do
+	[ "$code" = N ] || in_list "$code" "$codes" ||
+		fail "EXIT STATUS in man/pgleader.1 lists $code, which src/exit_codes.h does not"
 done
 
 if [ $failed -ne 0 ]; then

@@ -162,11 +162,14 @@ def test_switchover_to_a_named_node(pg, fleet, ledger, lock_key, workdir):
     nodes = {}
     nodes["a"] = fleet.start("a", job=SLOW)
     leader_running(ledger, ("a",), bound(10))
-    # b waits in the queue before c: b gets the lock first and must step aside
-    nodes["b"] = fleet.start("b", job=SLOW)
-    nodes["b"].wait_for_log(r"waiting for leader lease", timeout=bound(10))
-    nodes["c"] = fleet.start("c", job=SLOW)
-    nodes["c"].wait_for_log(r"waiting for leader lease", timeout=bound(10))
+    # b waits in the queue before c: b gets the lock first and must step
+    # aside. A long retry interval keeps each queued wait in its place (a
+    # wait that lock_timeout ends queues again behind the others).
+    queued = h.timing(retry_interval="30s")
+    nodes["b"] = fleet.start("b", job=SLOW, timing=queued)
+    h.wait_queued(pg, lock_key, "b")
+    nodes["c"] = fleet.start("c", job=SLOW, timing=queued)
+    h.wait_queued(pg, lock_key, "c")
     switchover(pg, lock_key, "a", target="c")
     leader_running(ledger, ("c",), bound(10))
     nodes["b"].wait_for_log(r"switchover to c asked by test at \S+: giving the leader "

@@ -39,6 +39,9 @@
  * retransmission): the man page's bounds run from when a node can know. */
 static double net_slack = 2.0; /* --slack */
 #define NOBODY (-1)
+/* The longest a group takes to be gone after SIGKILL (uninterruptible
+ * sleep): the man page's SAFETY section allows it beside grace_period. */
+#define SIGKILL_GONE 1.0
 
 /* ---- random numbers: splitmix64, one stream per run ------------------- */
 
@@ -318,7 +321,10 @@ struct world {
 	uint64_t next_conn, next_child, next_round;
 	int next_pid;
 	/* exemptions: the man page's SAFETY section, each with its bound */
-	double exempt_db_until;
+	/* a restart or failover: two commands may overlap from..until */
+	double exempt_db_from, exempt_db_until;
+	double exempt_db_kill_until; /* ... and from the restart until then */
+	double restart_at;       /* the last one began */
 	double exempt_node_until[MAXN];
 	double fence_lost_at[MAXN];   /* the node's fence session ended */
 	const char *exempt_node_why[MAXN];
@@ -341,7 +347,12 @@ struct world {
 
 static struct world W;
 static const char *mutant_name = "";
-static bool io_first; /* --io-first: after SIGCONT, sockets before timers */
+/* After SIGCONT: the expired timer first (libev's order), or the sockets
+ * first (another loop's): odd seeds run the sockets first, so that the
+ * decider is checked in both orders; --io-first and --timers-first force
+ * one for every seed. */
+static enum { ORDER_BY_SEED, ORDER_IO_FIRST, ORDER_TIMERS_FIRST } order_opt;
+static bool io_first; /* this seed's */
 static bool with_controls; /* --controls: switchovers and pauses among the faults */
 
 static void fail_at(unsigned nodes, const char *fmt, ...)
@@ -385,6 +396,11 @@ static double global_of(const struct node *n, double t)
 
 /* ---- the network ---------------------------------------------------------- */
 
+static void restart_otherwise(double until, const char *why);
+/* A delay that may keep an old leader from its fence past the settle wait
+ * (1 s: a retry every 0.25 s, a round trip to connect, one to try). */
+#define RESTART_SLOW 0.1
+
 /* One way, node i to the database (dir 0) or back (dir 1): FIFO per link,
  * as TCP is; a lost segment is a retransmission, a late delivery. */
 static double net_delay(int i, int dir)
@@ -395,6 +411,10 @@ static double net_delay(int i, int dir)
 		d += urand(0, 0.3);       /* a slow moment */
 	if (chance(0.005))
 		d += urand(0.2, 1.5);     /* a lost segment, retransmitted */
+	/* an old leader slowed down while a restart's window is open may not
+	 * take its fence back within a standby's settle wait */
+	if (d > RESTART_SLOW && W.nodes[i].ch.alive)
+		restart_otherwise(W.exempt_db_until, "a leader's network is slow");
 	d = fmax(T + d, W.link_last[i][dir] + 1e-7);
 	W.link_last[i][dir] = d;
 	return d;
@@ -655,31 +675,117 @@ static void db_idle(const struct simev *e)
 		db_end(e->status, true, "idle_session_timeout (server_lease)");
 }
 
+/* A leader that cannot hear its sessions end, or cannot reach the server
+ * again (parted from the database: the man page's "host dies without
+ * closing the connection" and "the old leader cannot reach the server"):
+ * the pings notice, then grace_period and SIGKILL's time. */
+static double restart_unheard_until(void)
+{
+	return T + W.p.ping_interval * W.p.ping_failures + W.p.ping_timeout +
+	       W.grace + SIGKILL_GONE + net_slack;
+}
+
+/* The restart's window widens to the man page's "otherwise": from the
+ * restart on, until at least `until`. */
+static void restart_otherwise(double until, const char *why)
+{
+	if (T >= W.exempt_db_until)
+		return;
+	W.exempt_db_from = fmin(W.exempt_db_from, W.restart_at);
+	W.exempt_db_until = fmax(W.exempt_db_until, until);
+	say(0, "exempt: the fleet from %.3f until %.3f (%s)", W.exempt_db_from,
+	    W.exempt_db_until, why);
+}
+
+static bool db_exempt(void)
+{
+	return T < W.exempt_db_kill_until ||
+	       (T >= W.exempt_db_from && T < W.exempt_db_until);
+}
+
+/* When each node hears its sessions end (those of the nodes in `ended`,
+ * the lock sessions of those in `lock_ended`): the notice on its link,
+ * after whatever the server sent before; the first and the last. False:
+ * the man page's "otherwise" applies. */
+static bool restart_notices(unsigned ended, unsigned lock_ended, double *first,
+			    double *last)
+{
+	bool all_wait = true;
+
+	for (int i = 0; i < W.n; i++) {
+		bool heard = (ended >> i & 1) && !W.part_db[i];
+		double notice = fmax(T, W.link_last[i][1]);
+
+		if (heard) {
+			*first = fmin(*first, notice);
+			*last = fmax(*last, notice);
+		}
+		/* a node up without a session, or an old leader that hears
+		 * late (see net_delay) */
+		all_wait &= (heard || !W.nodes[i].up) &&
+			    !(W.nodes[i].ch.alive && notice - T > RESTART_SLOW);
+		/* SAFETY, "Both sessions ended, one after the other": a leader
+		 * stopping its command without the lock loses its fence here,
+		 * the fence may pass to the new leader before the server ends
+		 * that session too, and the old command is SIGKILLed once its
+		 * leader hears: gone SIGKILL's time later */
+		if (heard && W.nodes[i].ch.alive && !(lock_ended >> i & 1))
+			W.exempt_db_kill_until = fmax(W.exempt_db_kill_until,
+						      notice + SIGKILL_GONE);
+	}
+	return all_wait;
+}
+
+/* The window a restart opens (see restart_notices). */
+static void restart_window(const char *what, unsigned ended, unsigned lock_ended)
+{
+	double first = INFINITY, last = T;
+	bool all_wait = restart_notices(ended, lock_ended, &first, &last);
+
+	/* SAFETY, "Database restart": 0 when the old leader reaches the
+	 * server again within the standby's settle wait: it takes its fence
+	 * back first, and a standby takes the fence no later than
+	 * grace_period plus SIGKILL's time after its own session ended, when
+	 * the old command is gone. The nodes hear the end at different
+	 * times (the network's delays): an overlap from the first one's cap
+	 * to the last one's is allowed, no other. "Database failover": the
+	 * same, from when the old primary went away. */
+	if (T >= W.exempt_db_until)
+		W.exempt_db_from = isfinite(first) ? first + W.grace + SIGKILL_GONE : T;
+	W.exempt_db_until = fmax(W.exempt_db_until, last + W.grace + SIGKILL_GONE);
+	W.restart_at = T;
+	say(0, "exempt: the fleet from %.3f until %.3f (%s)", W.exempt_db_from,
+	    W.exempt_db_until, what);
+	/* ... otherwise (a node whose own session did not end with the
+	 * server's waits for nothing; see also node_boot()) at most
+	 * grace_period plus SIGKILL's time minus the time the server was
+	 * away; with the pings' detection when the leader cannot hear (see
+	 * also fault(), F_PART_DB) */
+	if (!all_wait)
+		restart_otherwise(W.exempt_db_until, "a node without a session, or "
+				  "a leader's network slow");
+	for (int i = 0; i < W.n; i++)
+		if (W.part_db[i] && W.nodes[i].ch.alive)
+			restart_otherwise(restart_unheard_until(), "a leader parted");
+}
+
 /* Restart or failover: every session ends with an error (fast shutdown);
  * the transaction ids continue (a replica's are the primary's). */
 static void db_down(const char *what, double down)
 {
-	bool unheard = false;
+	unsigned ended = 0, lock_ended = 0;
 
 	W.db_up = false;
 	say(0, "db: %s, away for %.3fs", what, down);
-	for (int k = 0; k < W.n_s; k++)
+	for (int k = 0; k < W.n_s; k++) {
+		if (W.s[k].alive)
+			*(W.s[k].skind ? &ended : &lock_ended) |= 1u << W.s[k].node;
 		db_end(k, true, what);
+	}
 	W.holder[0] = W.holder[1] = NOBODY;
 	W.n_queue[0] = W.n_queue[1] = 0;
 	W.n_s = 0;
-	/* SAFETY, "Database restart": at most grace_period minus the time the
-	 * server was away; "Database failover": the same, from when the old
-	 * primary went away. Network slack for the notices. */
-	for (int i = 0; i < W.n; i++)
-		unheard |= W.part_db[i] && W.nodes[i].ch.alive;
-	/* ... and when a leader cannot hear the sessions end (parted from
-	 * the database: the man page's "host dies without closing the
-	 * connection"), the pings notice: detection + grace_period */
-	W.exempt_db_until = fmax(W.exempt_db_until, T + W.grace + net_slack +
-				 (unheard ? W.p.ping_interval * W.p.ping_failures +
-				  W.p.ping_timeout : 0));
-	say(0, "exempt: the fleet until %.3f (%s)", W.exempt_db_until, what);
+	restart_window(what, ended | lock_ended, lock_ended);
 	push((struct simev){ .t = T + down, .kind = K_HEAL, .node = NOBODY, .op = 0 });
 }
 
@@ -975,9 +1081,6 @@ static void stop_child(struct node *n)
 			     .op = N_GRACE, .gen = ch->id });
 }
 
-/* The longest a group takes to be gone after SIGKILL (uninterruptible
- * sleep). */
-#define SIGKILL_GONE 1.0
 
 static void kill_child(struct node *n, const char *why)
 {
@@ -1290,6 +1393,9 @@ static void node_boot(struct node *n)
 	election_params_from_config(&n->cfg, &p);
 	p.connect_timeout = W.p.connect_timeout;
 	election_init(&n->el, &p);
+	/* a node started during a restart waits for nothing: the man page's
+	 * "otherwise" bound, with SIGKILL's time */
+	restart_otherwise(W.exempt_db_until, "a node started");
 	say(1u << n->i, "%s: pgleader starts (incarnation %" PRIu64 ")", n->name, n->inc);
 	sup_dispatch(n, ELECTION_START, 0, 0, NULL);
 }
@@ -1373,8 +1479,8 @@ static void node_thaw(struct node *n)
 	/* libev invokes what one loop iteration collected last first: the
 	 * timers that expired meanwhile, then the sockets that became
 	 * readable (ev_invoke_pending walks the pending array backwards).
-	 * known.txt, finding 3: the other order lets a ping reply read late
-	 * count as fresh. */
+	 * The decider must be safe in the other order too (finding 3, fixed:
+	 * a ping reply read late counted as fresh): odd seeds use it. */
 	if (!io_first)
 		push((struct simev){ .t = T, .kind = K_WAKE, .node = n->i,
 				     .gen = n->wake_gen });
@@ -1467,7 +1573,7 @@ static void measure_overlap(unsigned alive)
 	if (__builtin_popcount(alive) > 1 && !isfinite(overlap_began)) {
 		overlap_began = T;
 		overlap_kind = OV_SESSIONS;
-		if (T < W.exempt_db_until)
+		if (db_exempt())
 			overlap_kind = OV_DB;
 		for (int i = 0; i < W.n; i++)
 			if ((alive >> i & 1) && (W.nodes[i].frozen || (node_exempt(i) &&
@@ -1526,7 +1632,7 @@ static void check_invariants(void)
 		fail_at(1u << fs | 1u << ld, "failsafe keeps two leaders: %s in failsafe "
 			"and %s leading, both commands alive", W.nodes[fs].name,
 			W.nodes[ld].name);
-	if (__builtin_popcount(alive) > 1 && T >= W.exempt_db_until &&
+	if (__builtin_popcount(alive) > 1 && !db_exempt() &&
 	    __builtin_popcount(uncovered) > 1)
 		fail_at(alive, "%d commands alive at once, no exempt fault covers it",
 			__builtin_popcount(alive));
@@ -1625,6 +1731,10 @@ static void fault(const struct simev *e)
 		return;
 	case F_PART_DB:
 		W.part_db[i] = true;
+		/* a leader parted while a restart's window is open may not
+		 * reach the server again in time: the man page's "otherwise" */
+		if (n->ch.alive)
+			restart_otherwise(restart_unheard_until(), "a leader parted");
 		push((struct simev){ .t = T + e->arg, .kind = K_HEAL, .node = i, .op = 1 });
 		return;
 	case F_PART_NN:
@@ -2020,11 +2130,12 @@ static void setup(uint64_t seed)
 	W.end = W.faults_end + liveness_bound() + 1;
 	say(0, "seed %" PRIu64 ": %d nodes, acquire %s, restart %s, retry %gs, ping %gs/%gs x%d, "
 	    "grace %gs, server_lease %gs, takeover %gs, failsafe %s%s (ttl %gs), faults until "
-	    "%.1fs, liveness bound %.1fs%s%s", seed, k.n, k.acquire, k.restart, k.retry,
-	    k.ping_interval, k.ping_timeout, k.failures, k.grace, k.lease, k.takeover,
-	    k.failsafe ? "on" : "off", k.mismatch ? " with member lists that differ" : "",
-	    k.ttl, W.faults_end, liveness_bound(), *mutant_name ? ", mutant " : "",
-	    mutant_name);
+	    "%.1fs, liveness bound %.1fs, after SIGCONT %s first%s%s", seed, k.n, k.acquire,
+	    k.restart, k.retry, k.ping_interval, k.ping_timeout, k.failures, k.grace, k.lease,
+	    k.takeover, k.failsafe ? "on" : "off",
+	    k.mismatch ? " with member lists that differ" : "", k.ttl, W.faults_end,
+	    liveness_bound(), io_first ? "sockets" : "timers",
+	    *mutant_name ? ", mutant " : "", mutant_name);
 	for (int i = 0; i < W.n; i++)
 		push((struct simev){ .t = urand(0, 2), .kind = K_BOOT, .node = i, .gen = 0 });
 	schedule_faults();
@@ -2033,6 +2144,8 @@ static void setup(uint64_t seed)
 /* Runs one seed; true when every invariant held. */
 static bool run(uint64_t seed)
 {
+	io_first = order_opt == ORDER_IO_FIRST ||
+		   (order_opt == ORDER_BY_SEED && seed % 2 == 1);
 	setup(seed);
 	cur_seed = seed;
 	overlap_began = INFINITY;
@@ -2070,7 +2183,8 @@ static void print_failure(uint64_t seed, size_t keep)
 	for (size_t k = start; k < n_trace; k++)
 		printf("  %11.6f %s\n", trace[k].t, trace[k].text);
 	printf("sim: replay with tests/sim/sim --seed %" PRIu64 "%s [--trace]%s%s%s\n",
-	       seed, io_first ? " --io-first" : "", *mutant_name ? " (mutant " : "",
+	       seed, order_opt == ORDER_IO_FIRST ? " --io-first" : order_opt ==
+	       ORDER_TIMERS_FIRST ? " --timers-first" : "", *mutant_name ? " (mutant " : "",
 	       mutant_name, *mutant_name ? ")" : "");
 }
 
@@ -2108,9 +2222,9 @@ static uint64_t seed_in(const char *path, size_t n)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sim [--seed N | --seeds COUNT [--first N]] [--trace] "
-		"[--known FILE] [--regress FILE] [--mutant NAME] [--keep K] [--io-first] [--controls] "
+		"[--known FILE] [--regress FILE] [--mutant NAME] [--keep K] [--io-first | --timers-first] [--controls] "
 		"[--slack SECONDS]\n");
-	exit(64);
+	exit(EX_USAGE);
 }
 
 struct opts {
@@ -2153,7 +2267,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .first = 1, .count = 100, .keep = 40 };
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--io-first"))
-			io_first = true;
+			order_opt = ORDER_IO_FIRST;
+		else if (!strcmp(argv[i], "--timers-first"))
+			order_opt = ORDER_TIMERS_FIRST;
 		else if (!strcmp(argv[i], "--controls"))
 			with_controls = true;
 		else if (!strcmp(argv[i], "--trace"))

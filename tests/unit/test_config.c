@@ -83,8 +83,7 @@ static const char *write_file(const char *content)
 }
 
 /* args: NULL-terminated, without argv[0]. */
-static enum config_result load_args(struct config *cfg, char *err,
-				    const char *const *args)
+static int load_args(struct config *cfg, char *err, const char *const *args)
 {
 	char *argv[32];
 	int argc = 0;
@@ -96,7 +95,7 @@ static enum config_result load_args(struct config *cfg, char *err,
 	return config_load(cfg, argc, argv, err, ERRLEN);
 }
 
-static enum config_result load(struct config *cfg, char *err, ...)
+static int load(struct config *cfg, char *err, ...)
 {
 	const char *args[32];
 	size_t n = 0;
@@ -338,7 +337,7 @@ START_TEST(key_in_file)
 	snprintf(content, sizeof(content), "[pgleader]\n%s = %s\n", k->key, k->bad);
 	path = write_file(content);
 	ck_assert_int_eq(load_args(&cfg, err, command_args(k, "-c", path)),
-			 CONFIG_INVALID);
+			 EX_CONFIG);
 	snprintf(content, sizeof(content), "FILE:2: %s: %s", k->key, k->why);
 	ck_assert_str_eq(err, expand(content, path));
 }
@@ -360,7 +359,7 @@ START_TEST(key_in_environment)
 		return;
 	setenv(name, k->bad, 1);
 	ck_assert_int_eq(load_args(&cfg, err, command_args(k, NULL, NULL)),
-			 CONFIG_INVALID);
+			 EX_CONFIG);
 	snprintf(expected, sizeof(expected), "%s: %s", name, k->why);
 	ck_assert_str_eq(err, expected);
 }
@@ -387,7 +386,7 @@ START_TEST(key_on_command_line)
 	/* The value as a separate word, the way most people type it. */
 	snprintf(option, sizeof(option), "--%s", k->option);
 	ck_assert_int_eq(load_args(&cfg, err, command_args(k, option, k->bad)),
-			 CONFIG_USAGE);
+			 EX_USAGE);
 	snprintf(expected, sizeof(expected), "--%s: %s", k->option, k->why);
 	ck_assert_str_eq(err, expected);
 }
@@ -521,7 +520,7 @@ START_TEST(value_ranges)
 {
 	struct config cfg;
 	char err[ERRLEN];
-	enum config_result result = load(&cfg, err, "--", "true", NULL);
+	int result = load(&cfg, err, "--", "true", NULL);
 	char option[256];
 
 	config_free(&cfg);
@@ -530,7 +529,7 @@ START_TEST(value_ranges)
 		 range_cases[_i].value);
 	result = load(&cfg, err, option, "true", NULL);
 	if (range_cases[_i].error) {
-		ck_assert_int_eq(result, CONFIG_USAGE);
+		ck_assert_int_eq(result, EX_USAGE);
 		ck_assert_str_eq(err, range_cases[_i].error);
 	} else {
 		ck_assert_msg(result == CONFIG_OK, "%s: %s", option, err);
@@ -599,7 +598,7 @@ static const struct {
 	const char *file;               /* lines after [pgleader], or NULL */
 	const char *env_key, *env_name; /* PGLEADER_LOCK_KEY / _NAME */
 	const char *args[6];            /* before the command */
-	enum config_result result;
+	int result;
 	const char *error;
 	int64_t key;
 	const char *name;
@@ -607,15 +606,15 @@ static const struct {
 	{ NULL, NULL, NULL, { NULL }, CONFIG_OK, NULL, CONFIG_DEFAULT_LOCK_KEY, NULL },
 	{ "lock_name = a\n", NULL, NULL, { NULL }, CONFIG_OK, NULL, 0, "a" },
 	{ "lock_key = 5\n", NULL, NULL, { NULL }, CONFIG_OK, NULL, 5, NULL },
-	{ "lock_key = 5\nlock_name = a\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	{ "lock_key = 5\nlock_name = a\n", NULL, NULL, { NULL }, EX_CONFIG,
 	  "FILE:3: lock_name: conflicts with lock_key on line 2; set only one of them", 0, NULL },
-	{ "lock_name = a\n\nlock_key = 5\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	{ "lock_name = a\n\nlock_key = 5\n", NULL, NULL, { NULL }, EX_CONFIG,
 	  "FILE:4: lock_key: conflicts with lock_name on line 2; set only one of them", 0, NULL },
-	{ NULL, "1", "b", { NULL }, CONFIG_INVALID,
+	{ NULL, "1", "b", { NULL }, EX_CONFIG,
 	  "PGLEADER_LOCK_NAME: conflicts with PGLEADER_LOCK_KEY; set only one of them", 0, NULL },
-	{ NULL, NULL, NULL, { "-k", "1", "-n", "c", NULL }, CONFIG_USAGE,
+	{ NULL, NULL, NULL, { "-k", "1", "-n", "c", NULL }, EX_USAGE,
 	  "--lock-name: conflicts with --lock-key; set only one of them", 0, NULL },
-	{ NULL, NULL, NULL, { "--lock-name=c", "--lock-key=1", NULL }, CONFIG_USAGE,
+	{ NULL, NULL, NULL, { "--lock-name=c", "--lock-key=1", NULL }, EX_USAGE,
 	  "--lock-key: conflicts with --lock-name; set only one of them", 0, NULL },
 	{ "lock_key = 5\n", NULL, "b", { NULL }, CONFIG_OK, NULL, 0, "b" },
 	{ "lock_name = a\n", "7", NULL, { NULL }, CONFIG_OK, NULL, 7, NULL },
@@ -623,9 +622,9 @@ static const struct {
 	{ "lock_name = a\n", NULL, NULL, { "-k", "9", NULL }, CONFIG_OK, NULL, 9, NULL },
 	{ NULL, NULL, "b", { "-k", "1", "-k", "2", NULL }, CONFIG_OK, NULL, 2, NULL },
 	{ "lock_key = 5\n", "6", NULL, { "-n", "c", NULL }, CONFIG_OK, NULL, 0, "c" },
-	{ "lock_name = a\nlock_name = b\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	{ "lock_name = a\nlock_name = b\n", NULL, NULL, { NULL }, EX_CONFIG,
 	  "FILE:3: lock_name: already set on line 2; set it only once", 0, NULL },
-	{ "lock_key = 5\nlock_key = 5\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	{ "lock_key = 5\nlock_key = 5\n", NULL, NULL, { NULL }, EX_CONFIG,
 	  "FILE:3: lock_key: already set on line 2; set it only once", 0, NULL },
 	{ "lock_name = a\n", NULL, NULL, { "-n", "c", "-n", "d", NULL }, CONFIG_OK,
 	  NULL, 0, "d" },
@@ -637,7 +636,7 @@ START_TEST(lock_key_or_name)
 	char err[ERRLEN], content[256];
 	const char *args[12], *path = NULL;
 	size_t n = 0;
-	enum config_result result;
+	int result;
 
 	if (lock_cases[_i].file) {
 		snprintf(content, sizeof(content), "[pgleader]\n%s", lock_cases[_i].file);
@@ -702,7 +701,7 @@ START_TEST(config_file_sources)
 	/* An empty PGLEADER_CONFIG is no file at all. */
 	setenv("PGLEADER_CONFIG", "", 1);
 	unsetenv("PGLEADER_COMMAND");
-	ck_assert_int_eq(load(&cfg, err, NULL), CONFIG_USAGE);
+	ck_assert_int_eq(load(&cfg, err, NULL), EX_USAGE);
 	ck_assert_ptr_null(cfg.config_file);
 }
 END_TEST
@@ -722,11 +721,11 @@ START_TEST(empty_variables_are_unset)
 	config_free(&cfg);
 	/* but not the lock's identity: the default key is every fleet's */
 	setenv("PGLEADER_LOCK_NAME", "", 1);
-	ck_assert_int_eq(load(&cfg, err, "true", NULL), CONFIG_INVALID);
+	ck_assert_int_eq(load(&cfg, err, "true", NULL), EX_CONFIG);
 	ck_assert_str_eq(err, "PGLEADER_LOCK_NAME is set but empty: set it or unset it");
 	unsetenv("PGLEADER_LOCK_NAME");
 	setenv("PGLEADER_LOCK_KEY", "", 1);
-	ck_assert_int_eq(load(&cfg, err, "true", NULL), CONFIG_INVALID);
+	ck_assert_int_eq(load(&cfg, err, "true", NULL), EX_CONFIG);
 	ck_assert_str_eq(err, "PGLEADER_LOCK_KEY is set but empty: set it or unset it");
 	unsetenv("PGLEADER_LOCK_KEY");
 }
@@ -794,7 +793,7 @@ START_TEST(bad_host_name)
 {
 	struct config cfg;
 	char err[ERRLEN];
-	enum config_result result;
+	int result;
 
 	if (unshare(CLONE_NEWUTS) < 0) /* CK_FORK: this process only */
 		return;
@@ -806,7 +805,7 @@ START_TEST(bad_host_name)
 		config_free(&cfg);
 		return;
 	}
-	ck_assert_int_eq(result, CONFIG_INVALID);
+	ck_assert_int_eq(result, EX_CONFIG);
 	ck_assert_str_eq(err, host_cases[_i].error);
 	/* --node-id is the way out */
 	ck_assert_int_eq(load(&cfg, err, "--node-id=db-1", "true", NULL), CONFIG_OK);
@@ -820,71 +819,71 @@ END_TEST
  * then reads expect. */
 static const struct {
 	const char *content;
-	enum config_result result;
+	int result;
 	const char *error, *key, *expect;
 } file_cases[] = {
-	{ "[pgleader]\nping_interval = 2s\nbogus = 1\n", CONFIG_INVALID,
+	{ "[pgleader]\nping_interval = 2s\nbogus = 1\n", EX_CONFIG,
 	  "FILE:3: unknown key \"bogus\"", NULL, NULL },
-	{ "[pgleader]\nlock-key = 1\n", CONFIG_INVALID,
+	{ "[pgleader]\nlock-key = 1\n", EX_CONFIG,
 	  "FILE:2: unknown key \"lock-key\" (did you mean lock_key?)", NULL, NULL },
-	{ "[pgleader]\nLog_Level = info\n", CONFIG_INVALID,
+	{ "[pgleader]\nLog_Level = info\n", EX_CONFIG,
 	  "FILE:2: unknown key \"Log_Level\" (did you mean log_level?)", NULL, NULL },
-	{ "; comment\n[other]\nx = 1\n", CONFIG_INVALID,
+	{ "; comment\n[other]\nx = 1\n", EX_CONFIG,
 	  "FILE:2: unknown section [other] (expected [pgleader] or [job.NAME])", NULL, NULL },
-	{ "[pgleader]\ncommand = true\n[Pgleader]\n", CONFIG_INVALID,
+	{ "[pgleader]\ncommand = true\n[Pgleader]\n", EX_CONFIG,
 	  "FILE:3: unknown section [Pgleader] (expected [pgleader] or [job.NAME])", NULL, NULL },
-	{ "dsn = x\n[pgleader]\n", CONFIG_INVALID,
+	{ "dsn = x\n[pgleader]\n", EX_CONFIG,
 	  "FILE:1: key \"dsn\" is outside the [pgleader] section", NULL, NULL },
-	{ "[pgleader]\n\nnot a setting\n", CONFIG_INVALID,
+	{ "[pgleader]\n\nnot a setting\n", EX_CONFIG,
 	  "FILE:3: syntax error (expected key = value or [pgleader])", NULL, NULL },
-	{ "[pgleader\ncommand = true\n", CONFIG_INVALID,
+	{ "[pgleader\ncommand = true\n", EX_CONFIG,
 	  "FILE:1: syntax error (expected key = value or [pgleader])", NULL, NULL },
-	{ "[pgleader] extra\n", CONFIG_INVALID,
+	{ "[pgleader] extra\n", EX_CONFIG,
 	  "FILE:1: unexpected text after [pgleader]", NULL, NULL },
 	{ "[pgleader]\nping_interval = 2s\n\n  ; note\nping_timeout = soon\n",
-	  CONFIG_INVALID,
+	  EX_CONFIG,
 	  "FILE:5: ping_timeout: invalid duration \"soon\" (examples: 250ms, 5s, 2m)",
 	  NULL, NULL },
 	/* a key given twice: which one was meant? */
 	{ "[pgleader]\ncommand = x\nping_interval = 2s\nping_interval = 3s\n",
-	  CONFIG_INVALID, "FILE:4: ping_interval: already set on line 3; set it only once",
+	  EX_CONFIG, "FILE:4: ping_interval: already set on line 3; set it only once",
 	  NULL, NULL },
-	{ "[pgleader]\ncommand = x\n; again\n[pgleader]\n\ncommand = y\n", CONFIG_INVALID,
+	{ "[pgleader]\ncommand = x\n; again\n[pgleader]\n\ncommand = y\n", EX_CONFIG,
 	  "FILE:6: command: already set on line 2; set it only once", NULL, NULL },
 	/* control characters of the input never reach the terminal raw */
-	{ "[pg\x1b[2Jleader]\n", CONFIG_INVALID,
+	{ "[pg\x1b[2Jleader]\n", EX_CONFIG,
 	  "FILE:1: unknown section [pg?[2Jleader] (expected [pgleader] or [job.NAME])", NULL, NULL },
-	{ "[pgleader]\nlock\x07key = 1\n", CONFIG_INVALID,
+	{ "[pgleader]\nlock\x07key = 1\n", EX_CONFIG,
 	  "FILE:2: unknown key \"lock?key\"", NULL, NULL },
-	{ "[pgleader]\nacquire = \x1b]0;owned\x07\n", CONFIG_INVALID,
+	{ "[pgleader]\nacquire = \x1b]0;owned\x07\n", EX_CONFIG,
 	  "FILE:2: acquire: invalid value \"?]0;owned?\" (expected wait, poll)", NULL, NULL },
 	/* the first error is the one reported, whoever found it */
-	{ "[pgleader]\nbogus = 1\nping_timeout = soon\nnonsense\n", CONFIG_INVALID,
+	{ "[pgleader]\nbogus = 1\nping_timeout = soon\nnonsense\n", EX_CONFIG,
 	  "FILE:2: unknown key \"bogus\"", NULL, NULL },
-	{ "[pgleader]\nnonsense\nbogus = 1\n", CONFIG_INVALID,
+	{ "[pgleader]\nnonsense\nbogus = 1\n", EX_CONFIG,
 	  "FILE:2: syntax error (expected key = value or [pgleader])", NULL, NULL },
 	/* an indented line is not a continuation of the value above */
-	{ "[pgleader]\ncommand = ./report\n    --daily\n", CONFIG_INVALID,
+	{ "[pgleader]\ncommand = ./report\n    --daily\n", EX_CONFIG,
 	  "FILE:3: syntax error (expected key = value or [pgleader])", NULL, NULL },
-	{ "[pgleader]\ncommand = 'a\n", CONFIG_INVALID,
+	{ "[pgleader]\ncommand = 'a\n", EX_CONFIG,
 	  "FILE:2: command: unterminated single quote", NULL, NULL },
-	{ "[pgleader]\ncommand =\n", CONFIG_INVALID,
+	{ "[pgleader]\ncommand =\n", EX_CONFIG,
 	  "FILE:2: command: empty command", NULL, NULL },
 	/* '' names no program: refused before the lock is taken */
-	{ "[pgleader]\ncommand = ''\n", CONFIG_INVALID,
+	{ "[pgleader]\ncommand = ''\n", EX_CONFIG,
 	  "FILE:2: command: empty command name", NULL, NULL },
-	{ "[pgleader]\ncommand = \"\" --daily\n", CONFIG_INVALID,
+	{ "[pgleader]\ncommand = \"\" --daily\n", EX_CONFIG,
 	  "FILE:2: command: empty command name", NULL, NULL },
 	{ "[pgleader]\ncommand = x ''\n", CONFIG_OK, NULL, "command", "x|" },
-	{ "[pgleader]\nlock_name = \xff\xfe\ncommand = x\n", CONFIG_INVALID,
+	{ "[pgleader]\nlock_name = \xff\xfe\ncommand = x\n", EX_CONFIG,
 	  "FILE:2: lock_name: \"??\" is not valid UTF-8", NULL, NULL },
-	{ "[pgleader]\nserver_lease = 600h\ncommand = x\n", CONFIG_INVALID,
+	{ "[pgleader]\nserver_lease = 600h\ncommand = x\n", EX_CONFIG,
 	  "FILE:2: server_lease: \"600h\" is out of range (at most 2147483.647s, about 596h)",
 	  NULL, NULL },
-	{ "", CONFIG_INVALID, "FILE: no command given and no 'command' key", NULL, NULL },
-	{ "[pgleader]\nping_interval = 2s\n", CONFIG_INVALID,
+	{ "", EX_CONFIG, "FILE: no command given and no 'command' key", NULL, NULL },
+	{ "[pgleader]\nping_interval = 2s\n", EX_CONFIG,
 	  "FILE: no command given and no 'command' key", NULL, NULL },
-	{ "[pgleader]\nserver_lease = 10s\ncommand = x\n", CONFIG_INVALID,
+	{ "[pgleader]\nserver_lease = 10s\ncommand = x\n", EX_CONFIG,
 	  "server_lease 10s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 2s + grace_period 8s = 13s",
 	  NULL, NULL },
 	/* what does load */
@@ -911,7 +910,7 @@ START_TEST(file)
 	struct config cfg;
 	char err[ERRLEN];
 	const char *path = write_file(file_cases[_i].content);
-	enum config_result result = load(&cfg, err, "-c", path, NULL);
+	int result = load(&cfg, err, "-c", path, NULL);
 
 	ck_assert_msg(result == file_cases[_i].result, "%d: %s", result, err);
 	if (result != CONFIG_OK) {
@@ -930,23 +929,23 @@ START_TEST(file_cannot_be_read)
 	static const char nul_file[] = "[pgleader]\nnode_id = a\0b\n";
 
 	snprintf(path, sizeof(path), "%s/missing.conf", tmpdir);
-	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), CONFIG_INVALID);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), EX_CONFIG);
 	snprintf(expected, sizeof(expected), "%s: cannot open: %s", path, strerror(ENOENT));
 	ck_assert_str_eq(err, expected);
 
-	ck_assert_int_eq(load(&cfg, err, "-c", tmpdir, "true", NULL), CONFIG_INVALID);
+	ck_assert_int_eq(load(&cfg, err, "-c", tmpdir, "true", NULL), EX_CONFIG);
 	snprintf(expected, sizeof(expected), "%s: cannot read: %s", tmpdir, strerror(EISDIR));
 	ck_assert_str_eq(err, expected);
 
 	ck_assert_int_eq(load(&cfg, err, "-c",
 			      write_bytes("nul.conf", nul_file, sizeof(nul_file) - 1),
 			      "true", NULL),
-			 CONFIG_INVALID);
+			 EX_CONFIG);
 	ck_assert(strstr(err, "nul.conf:2: line holds a NUL byte"));
 
 	/* A path is input too: shown without its control characters. */
 	snprintf(path, sizeof(path), "%s/a\033[2Jb.conf", tmpdir);
-	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), CONFIG_INVALID);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), EX_CONFIG);
 	snprintf(expected, sizeof(expected), "%s/a?[2Jb.conf: cannot open: %s", tmpdir,
 		 strerror(ENOENT));
 	ck_assert_str_eq(err, expected);
@@ -976,7 +975,7 @@ START_TEST(special_files)
 		ck_assert_int_eq(mkfifo(fifo, 0600), 0);
 		path = fifo;
 	}
-	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), CONFIG_INVALID);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, "true", NULL), EX_CONFIG);
 	snprintf(expected, sizeof(expected), "%s: %s", path, special_cases[_i].error);
 	ck_assert_str_eq(err, expected);
 }
@@ -1016,7 +1015,7 @@ START_TEST(file_size_bound)
 	config_free(&cfg);
 
 	path = big_file(1024 * 1024 + 1);
-	ck_assert_int_eq(load(&cfg, err, "-c", path, NULL), CONFIG_INVALID);
+	ck_assert_int_eq(load(&cfg, err, "-c", path, NULL), EX_CONFIG);
 	snprintf(expected, sizeof(expected), "%s: larger than 1024 KiB", path);
 	ck_assert_str_eq(err, expected);
 }
@@ -1058,7 +1057,7 @@ START_TEST(line_length)
 			ck_assert_int_eq(strlen(cfg.command[1]), (size_t)len - strlen(head));
 		config_free(&cfg);
 	} else {
-		ck_assert_int_eq(load(&cfg, err, "-c", path, NULL), CONFIG_INVALID);
+		ck_assert_int_eq(load(&cfg, err, "-c", path, NULL), EX_CONFIG);
 		ck_assert_str_eq(err, expand("FILE:2: line is longer than 199 characters", path));
 	}
 }
@@ -1101,40 +1100,40 @@ END_TEST
 
 static const struct {
 	const char *args[6];
-	enum config_result result;
+	int result;
 	const char *error;
 } option_cases[] = {
-	{ { "-x", "true" }, CONFIG_USAGE, "unknown option -x; see pgleader --help" },
-	{ { "-vx", "true" }, CONFIG_USAGE, "unknown option -x; see pgleader --help" },
-	{ { "--foo", "true" }, CONFIG_USAGE, "unknown option --foo; see pgleader --help" },
-	{ { "--foo=bar", "true" }, CONFIG_USAGE, "unknown option --foo; see pgleader --help" },
-	{ { "--metrics-addr=:9187", "true" }, CONFIG_USAGE,
+	{ { "-x", "true" }, EX_USAGE, "unknown option -x; see pgleader --help" },
+	{ { "-vx", "true" }, EX_USAGE, "unknown option -x; see pgleader --help" },
+	{ { "--foo", "true" }, EX_USAGE, "unknown option --foo; see pgleader --help" },
+	{ { "--foo=bar", "true" }, EX_USAGE, "unknown option --foo; see pgleader --help" },
+	{ { "--metrics-addr=:9187", "true" }, EX_USAGE,
 	  "unknown option --metrics-addr; see pgleader --help" },
-	{ { "--ping", "1s", "true" }, CONFIG_USAGE,
+	{ { "--ping", "1s", "true" }, EX_USAGE,
 	  "ambiguous option --ping (--ping-interval, --ping-timeout, --ping-failures)" },
-	{ { "--nonblock=yes", "true" }, CONFIG_USAGE, "--nonblock takes no value" },
-	{ { "--shell=no", "true" }, CONFIG_USAGE, "--shell takes no value" },
-	{ { "--dsn" }, CONFIG_USAGE, "--dsn: missing value" },
+	{ { "--nonblock=yes", "true" }, EX_USAGE, "--nonblock takes no value" },
+	{ { "--shell=no", "true" }, EX_USAGE, "--shell takes no value" },
+	{ { "--dsn" }, EX_USAGE, "--dsn: missing value" },
 	{ { "true", "-d" }, CONFIG_OK, NULL }, /* the command's own option */
-	{ { "-d" }, CONFIG_USAGE, "--dsn: missing value" },
+	{ { "-d" }, EX_USAGE, "--dsn: missing value" },
 	{ { "--ping-i=2s", "true" }, CONFIG_OK, NULL }, /* unique prefix */
-	{ { "-c" }, CONFIG_USAGE, "--config: missing value" },
-	{ { "--json", "true" }, CONFIG_USAGE,
+	{ { "-c" }, EX_USAGE, "--config: missing value" },
+	{ { "--json", "true" }, EX_USAGE,
 	  "--json is only valid with 'pgleader status' or 'pgleader runs'" },
-	{ { "--nonblock" }, CONFIG_USAGE,
+	{ { "--nonblock" }, EX_USAGE,
 	  "no command given (usage: pgleader [OPTION]... [--] COMMAND [ARG]...)" },
-	{ { "--" }, CONFIG_USAGE,
+	{ { "--" }, EX_USAGE,
 	  "no command given (usage: pgleader [OPTION]... [--] COMMAND [ARG]...)" },
-	{ { "--ping-interval", "x", "true" }, CONFIG_USAGE,
+	{ { "--ping-interval", "x", "true" }, EX_USAGE,
 	  "--ping-interval: invalid duration \"x\" (examples: 250ms, 5s, 2m)" },
-	{ { "--fo\x1b[2Jo", "true" }, CONFIG_USAGE,
+	{ { "--fo\x1b[2Jo", "true" }, EX_USAGE,
 	  "unknown option --fo?[2Jo; see pgleader --help" },
-	{ { "-\x01", "true" }, CONFIG_USAGE, "unknown option -?; see pgleader --help" },
-	{ { "--ping\n", "true" }, CONFIG_USAGE, "unknown option --ping?; see pgleader --help" },
-	{ { "--log-level", "a\nb\tc", "true" }, CONFIG_USAGE,
+	{ { "-\x01", "true" }, EX_USAGE, "unknown option -?; see pgleader --help" },
+	{ { "--ping\n", "true" }, EX_USAGE, "unknown option --ping?; see pgleader --help" },
+	{ { "--log-level", "a\nb\tc", "true" }, EX_USAGE,
 	  "--log-level: invalid value \"a?b?c\" (expected error, warning, notice, info, debug)" },
 	{ { "--help", "--bogus" }, CONFIG_HELP, NULL },
-	{ { "--bogus", "--help" }, CONFIG_USAGE, "unknown option --bogus; see pgleader --help" },
+	{ { "--bogus", "--help" }, EX_USAGE, "unknown option --bogus; see pgleader --help" },
 	{ { "-h" }, CONFIG_HELP, NULL },
 	{ { "--ping-interval=x", "-h" }, CONFIG_HELP, NULL }, /* values are checked later */
 	{ { "-c", "/nonexistent", "-h" }, CONFIG_HELP, NULL },
@@ -1147,7 +1146,7 @@ START_TEST(options)
 {
 	struct config cfg;
 	char err[ERRLEN];
-	enum config_result result = load_args(&cfg, err, option_cases[_i].args);
+	int result = load_args(&cfg, err, option_cases[_i].args);
 
 	ck_assert_msg(result == option_cases[_i].result, "%d: %s", result, err);
 	if (option_cases[_i].error)
@@ -1158,7 +1157,7 @@ END_TEST
 
 static const struct {
 	const char *args[8];
-	enum config_result result;
+	int result;
 	bool status, json;
 	const char *command, *error;
 } status_cases[] = {
@@ -1172,23 +1171,23 @@ static const struct {
 	{ { "--", "status", "--json" }, CONFIG_OK, false, false, "status|--json", NULL },
 	{ { "echo", "status" }, CONFIG_OK, false, false, "echo|status", NULL },
 	{ { "Status" }, CONFIG_OK, false, false, "Status", NULL },
-	{ { "status", "foo" }, CONFIG_USAGE, false, false, NULL,
+	{ { "status", "foo" }, EX_USAGE, false, false, NULL,
 	  "status takes no arguments (got \"foo\")" },
-	{ { "status", "--", "foo" }, CONFIG_USAGE, false, false, NULL,
+	{ { "status", "--", "foo" }, EX_USAGE, false, false, NULL,
 	  "status takes no arguments (got \"foo\")" },
-	{ { "status", "--bogus" }, CONFIG_USAGE, false, false, NULL,
+	{ { "status", "--bogus" }, EX_USAGE, false, false, NULL,
 	  "unknown option --bogus; see pgleader --help" },
-	{ { "status", "--ping-interval=0" }, CONFIG_USAGE, false, false, NULL,
+	{ { "status", "--ping-interval=0" }, EX_USAGE, false, false, NULL,
 	  "--ping-interval: must be greater than 0" },
-	{ { "status", "--server-lease=1s" }, CONFIG_INVALID, false, false, NULL,
+	{ { "status", "--server-lease=1s" }, EX_CONFIG, false, false, NULL,
 	  "server_lease 1s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 2s + grace_period 8s = 13s" },
-	{ { "--json", "--", "status" }, CONFIG_USAGE, false, false, NULL,
+	{ { "--json", "--", "status" }, EX_USAGE, false, false, NULL,
 	  "--json is only valid with 'pgleader status' or 'pgleader runs'" },
 	{ { "status", "--watch" }, CONFIG_OK, true, false, "", NULL },
 	{ { "--watch", "status", "--json" }, CONFIG_OK, true, true, "", NULL },
-	{ { "--watch", "true" }, CONFIG_USAGE, false, false, NULL,
+	{ { "--watch", "true" }, EX_USAGE, false, false, NULL,
 	  "--watch is only valid with 'pgleader status'" },
-	{ { "status", "--watch=yes" }, CONFIG_USAGE, false, false, NULL,
+	{ { "status", "--watch=yes" }, EX_USAGE, false, false, NULL,
 	  "--watch takes no value" },
 };
 
@@ -1196,7 +1195,7 @@ START_TEST(status_mode)
 {
 	struct config cfg;
 	char err[ERRLEN];
-	enum config_result result = load_args(&cfg, err, status_cases[_i].args);
+	int result = load_args(&cfg, err, status_cases[_i].args);
 
 	ck_assert_msg(result == status_cases[_i].result, "%d: %s", result, err);
 	if (result != CONFIG_OK) {
@@ -1294,7 +1293,7 @@ START_TEST(shell_keeps_the_line_whole)
 
 	setenv("PGLEADER_COMMAND", "a 'b", 1);
 	setenv("PGLEADER_SHELL", "no", 1);
-	ck_assert_int_eq(load(&cfg, err, NULL), CONFIG_INVALID);
+	ck_assert_int_eq(load(&cfg, err, NULL), EX_CONFIG);
 	ck_assert_str_eq(err, "PGLEADER_COMMAND: unterminated single quote");
 }
 END_TEST
@@ -1303,25 +1302,25 @@ END_TEST
 
 static const struct {
 	const char *args[8];
-	enum config_result result;
+	int result;
 	const char *error;
 } timing_cases[] = {
 	{ { NULL }, CONFIG_OK, NULL },
-	{ { "--server-lease=13s" }, CONFIG_INVALID,
+	{ { "--server-lease=13s" }, EX_CONFIG,
 	  "server_lease 13s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 2s + grace_period 8s = 13s" },
 	{ { "--server-lease=13001ms" }, CONFIG_OK, NULL },
 	{ { "--server-lease=0", "--grace-period=720h" }, CONFIG_OK, NULL },
 	{ { "--ping-interval=1.5s", "--ping-failures=4", "--ping-timeout=250ms",
-	    "--grace-period=2m", "--server-lease=2m" }, CONFIG_INVALID,
+	    "--grace-period=2m", "--server-lease=2m" }, EX_CONFIG,
 	  "server_lease 2m must be greater than ping_interval 1.5s * ping_failures 4 + ping_timeout 250ms + grace_period 2m = 126.25s" },
 	{ { "--grace-period=0", "--ping-timeout=1ms", "--server-lease=3002ms" },
 	  CONFIG_OK, NULL },
 	{ { "--grace-period=0", "--ping-timeout=1ms", "--server-lease=3.001s" },
-	  CONFIG_INVALID,
+	  EX_CONFIG,
 	  "server_lease 3.001s must be greater than ping_interval 1s * ping_failures 3 + ping_timeout 1ms + grace_period 0 = 3.001s" },
 	{ { "--server-lease=90" }, CONFIG_OK, NULL }, /* a bare number: seconds */
 	{ { "--ping-interval=720h", "--ping-failures=1000", "--ping-timeout=720h",
-	    "--grace-period=720h", "--server-lease=596h" }, CONFIG_INVALID,
+	    "--grace-period=720h", "--server-lease=596h" }, EX_CONFIG,
 	  "server_lease 596h must be greater than ping_interval 720h * ping_failures 1000 + ping_timeout 720h + grace_period 720h = 721440h" },
 	{ { "--ping-interval=720h", "--ping-failures=1000", "--server-lease=0" },
 	  CONFIG_OK, NULL },
@@ -1333,7 +1332,7 @@ START_TEST(timing_rule)
 	char err[ERRLEN];
 	const char *args[10];
 	size_t n = 0;
-	enum config_result result;
+	int result;
 
 	for (const char *const *a = timing_cases[_i].args; *a; a++)
 		args[n++] = *a;
@@ -1351,7 +1350,7 @@ END_TEST
  * loads. */
 static const struct {
 	const char *args[10];
-	enum config_result result;
+	int result;
 	const char *error;
 } failsafe_cases[] = {
 #define FS "--http-addr=:8008", "--failsafe-secret-file=/secret", "--node-id=a"
@@ -1359,50 +1358,50 @@ static const struct {
 	{ { FS, "--failsafe-peers=b=h:1, a=h:8008 ,c=[::1]:3" }, CONFIG_OK, NULL },
 	{ { FS, "--failsafe-peers=" }, CONFIG_OK, NULL }, /* off */
 	{ { "--failsafe-peers=a=h:8008", "--node-id=a", "--failsafe-secret-file=/s" },
-	  CONFIG_INVALID, "failsafe_peers needs http_addr: the members talk over HTTP" },
+	  EX_CONFIG, "failsafe_peers needs http_addr: the members talk over HTTP" },
 	{ { "--failsafe-peers=a=h:8008", "--node-id=a", "--http-addr=:1" },
-	  CONFIG_INVALID, "failsafe_peers needs failsafe_secret_file" },
-	{ { FS, "--failsafe-peers=b=h:1,c=h:2" }, CONFIG_INVALID,
+	  EX_CONFIG, "failsafe_peers needs failsafe_secret_file" },
+	{ { FS, "--failsafe-peers=b=h:1,c=h:2" }, EX_CONFIG,
 	  "failsafe_peers must list this node, node_id \"a\"" },
-	{ { FS, "--failsafe-peers=A=h:1" }, CONFIG_INVALID,
+	{ { FS, "--failsafe-peers=A=h:1" }, EX_CONFIG,
 	  "failsafe_peers must list this node, node_id \"a\"" },
-	{ { FS, "--failsafe-peers=a=h:8008", "--failsafe-ttl=11s" }, CONFIG_INVALID,
+	{ { FS, "--failsafe-peers=a=h:8008", "--failsafe-ttl=11s" }, EX_CONFIG,
 	  "failsafe_ttl 11s must be greater than ping_interval 1s + ping_timeout 2s + grace_period 8s = 11s" },
 	{ { FS, "--failsafe-peers=a=h:8008", "--failsafe-ttl=11001ms" }, CONFIG_OK, NULL },
 	{ { FS, "--failsafe-peers=a=h:8008", "--ping-interval=250ms", "--ping-timeout=500ms",
 	    "--grace-period=2s", "--failsafe-ttl=2.75s", "--server-lease=0" },
-	  CONFIG_INVALID,
+	  EX_CONFIG,
 	  "failsafe_ttl 2.75s must be greater than ping_interval 250ms + ping_timeout 500ms + grace_period 2s = 2.75s" },
-	{ { FS, "--failsafe-peers=a", "--failsafe-ttl=1s" }, CONFIG_USAGE,
+	{ { FS, "--failsafe-peers=a", "--failsafe-ttl=1s" }, EX_USAGE,
 	  "--failsafe-peers: member \"a\" is not ID=HOST:PORT" },
-	{ { FS, "--failsafe-peers=a=h:1,,b=h:2" }, CONFIG_USAGE,
+	{ { FS, "--failsafe-peers=a=h:1,,b=h:2" }, EX_USAGE,
 	  "--failsafe-peers: empty member in the list (expected ID=HOST:PORT,...)" },
-	{ { FS, "--failsafe-peers=a=h:1," }, CONFIG_USAGE,
+	{ { FS, "--failsafe-peers=a=h:1," }, EX_USAGE,
 	  "--failsafe-peers: empty member in the list (expected ID=HOST:PORT,...)" },
-	{ { FS, "--failsafe-peers==h:1" }, CONFIG_USAGE,
+	{ { FS, "--failsafe-peers==h:1" }, EX_USAGE,
 	  "--failsafe-peers: node id \"\" must have 1 to 54 characters" },
-	{ { FS, "--failsafe-peers=a b=h:1" }, CONFIG_USAGE,
+	{ { FS, "--failsafe-peers=a b=h:1" }, EX_USAGE,
 	  "--failsafe-peers: node id \"a b\" may hold only printable ASCII without spaces" },
-	{ { FS, "--failsafe-peers=a=h" }, CONFIG_USAGE,
+	{ { FS, "--failsafe-peers=a=h" }, EX_USAGE,
 	  "--failsafe-peers: member a: invalid address \"h\": no :PORT" },
-	{ { FS, "--failsafe-peers=a=:8008" }, CONFIG_USAGE,
+	{ { FS, "--failsafe-peers=a=:8008" }, EX_USAGE,
 	  "--failsafe-peers: member a: invalid address \":8008\": no host before :PORT" },
-	{ { FS, "--failsafe-peers=a=h:1,b=h:99999" }, CONFIG_USAGE,
+	{ { FS, "--failsafe-peers=a=h:1,b=h:99999" }, EX_USAGE,
 	  "--failsafe-peers: member b: invalid address \"h:99999\": the port must be a number from 1 to 65535" },
-	{ { FS, "--failsafe-peers=a=h:1,b=x:2,a=y:3" }, CONFIG_USAGE,
+	{ { FS, "--failsafe-peers=a=h:1,b=x:2,a=y:3" }, EX_USAGE,
 	  "--failsafe-peers: node id \"a\" is listed twice" },
 	/* this node's entry is where its http_addr listens, and nobody else's
 	 * (issue 17 item 6.9) */
 	{ { "--http-addr=127.0.0.1:8008", "--failsafe-secret-file=/s", "--node-id=a",
-	    "--failsafe-peers=a=127.0.0.1:8009,b=127.0.0.1:8010" }, CONFIG_INVALID,
+	    "--failsafe-peers=a=127.0.0.1:8009,b=127.0.0.1:8010" }, EX_CONFIG,
 	  "failsafe_peers: this node's member \"a\" is at 127.0.0.1:8009, but its http_addr is 127.0.0.1:8008" },
 	{ { "--http-addr=10.0.0.1:8008", "--failsafe-secret-file=/s", "--node-id=a",
-	    "--failsafe-peers=a=10.0.0.2:8008,b=10.0.0.1:8009" }, CONFIG_INVALID,
+	    "--failsafe-peers=a=10.0.0.2:8008,b=10.0.0.1:8009" }, EX_CONFIG,
 	  "failsafe_peers: this node's member \"a\" is at 10.0.0.2:8008, but its http_addr is 10.0.0.1:8008" },
 	{ { "--http-addr=127.0.0.1:8008", "--failsafe-secret-file=/s", "--node-id=a",
-	    "--failsafe-peers=a=127.0.0.1:8008,b=127.0.0.1:8008" }, CONFIG_INVALID,
+	    "--failsafe-peers=a=127.0.0.1:8008,b=127.0.0.1:8008" }, EX_CONFIG,
 	  "failsafe_peers: member \"b\" is at 127.0.0.1:8008, this node's own address" },
-	{ { FS, "--failsafe-peers=a=10.0.0.1:8008,b=127.0.0.1:8008" }, CONFIG_INVALID,
+	{ { FS, "--failsafe-peers=a=10.0.0.1:8008,b=127.0.0.1:8008" }, EX_CONFIG,
 	  "failsafe_peers: member \"b\" is at 127.0.0.1:8008, this node's own address" },
 	{ { FS, "--failsafe-peers=a=10.0.0.1:8008,b=10.0.0.2:8008" }, CONFIG_OK, NULL },
 	{ { "--http-addr=127.0.0.1:8008", "--failsafe-secret-file=/s", "--node-id=a",
@@ -1413,7 +1412,7 @@ static const struct {
 	    "--failsafe-peers=a=127.0.0.1:1,b=127.0.0.1:8008", "status" }, CONFIG_OK, NULL },
 	/* status may run anywhere: it need not be a member */
 	{ { FS, "--failsafe-peers=b=h:1", "status" }, CONFIG_OK, NULL },
-	{ { FS, "--failsafe-peers=b=h:1", "--failsafe-ttl=1s", "status" }, CONFIG_INVALID,
+	{ { FS, "--failsafe-peers=b=h:1", "--failsafe-ttl=1s", "status" }, EX_CONFIG,
 	  "failsafe_ttl 1s must be greater than ping_interval 1s + ping_timeout 2s + grace_period 8s = 11s" },
 #undef FS
 };
@@ -1424,7 +1423,7 @@ START_TEST(failsafe_rules)
 	char err[ERRLEN];
 	const char *args[12];
 	size_t n = 0;
-	enum config_result result;
+	int result;
 
 	for (const char *const *a = failsafe_cases[_i].args; *a; a++)
 		args[n++] = *a;
@@ -1489,66 +1488,66 @@ static const struct {
 	const char *what;
 	const char *file, *env_name, *env_value;
 	const char *args[6];
-	enum config_result result;
+	int result;
 } exit_cases[] = {
 	{ "loads", NULL, NULL, NULL, { "true" }, CONFIG_OK },
 	{ "help", NULL, NULL, NULL, { "--help" }, CONFIG_HELP },
 	{ "version", NULL, NULL, NULL, { "--version" }, CONFIG_VERSION },
-	{ "unknown option", NULL, NULL, NULL, { "--bogus", "true" }, CONFIG_USAGE },
-	{ "missing value", NULL, NULL, NULL, { "--dsn" }, CONFIG_USAGE },
-	{ "bad option value", NULL, NULL, NULL, { "-k", "x", "true" }, CONFIG_USAGE },
+	{ "unknown option", NULL, NULL, NULL, { "--bogus", "true" }, EX_USAGE },
+	{ "missing value", NULL, NULL, NULL, { "--dsn" }, EX_USAGE },
+	{ "bad option value", NULL, NULL, NULL, { "-k", "x", "true" }, EX_USAGE },
 	{ "lock conflict, argv", NULL, NULL, NULL, { "-k", "1", "-n", "a", "true" },
-	  CONFIG_USAGE },
-	{ "no command", NULL, NULL, NULL, { NULL }, CONFIG_USAGE },
-	{ "json without status", NULL, NULL, NULL, { "--json", "x" }, CONFIG_USAGE },
-	{ "word after status", NULL, NULL, NULL, { "status", "x" }, CONFIG_USAGE },
+	  EX_USAGE },
+	{ "no command", NULL, NULL, NULL, { NULL }, EX_USAGE },
+	{ "json without status", NULL, NULL, NULL, { "--json", "x" }, EX_USAGE },
+	{ "word after status", NULL, NULL, NULL, { "status", "x" }, EX_USAGE },
 	{ "bad file value", "[pgleader]\nacquire = x\n", NULL, NULL, { "true" },
-	  CONFIG_INVALID },
-	{ "unknown key", "[pgleader]\nx = 1\n", NULL, NULL, { "true" }, CONFIG_INVALID },
+	  EX_CONFIG },
+	{ "unknown key", "[pgleader]\nx = 1\n", NULL, NULL, { "true" }, EX_CONFIG },
 	{ "long line", "[pgleader]\n;"
 	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 	  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\n",
-	  NULL, NULL, { "true" }, CONFIG_INVALID },
-	{ "file without command", "[pgleader]\n", NULL, NULL, { NULL }, CONFIG_INVALID },
+	  NULL, NULL, { "true" }, EX_CONFIG },
+	{ "file without command", "[pgleader]\n", NULL, NULL, { NULL }, EX_CONFIG },
 	{ "lock conflict, file", "[pgleader]\nlock_key = 1\nlock_name = a\n", NULL, NULL,
-	  { "true" }, CONFIG_INVALID },
-	{ "bad variable", NULL, "PGLEADER_RESTART", "sometimes", { "true" }, CONFIG_INVALID },
-	{ "bad command variable", NULL, "PGLEADER_COMMAND", "\"", { NULL }, CONFIG_INVALID },
+	  { "true" }, EX_CONFIG },
+	{ "bad variable", NULL, "PGLEADER_RESTART", "sometimes", { "true" }, EX_CONFIG },
+	{ "bad command variable", NULL, "PGLEADER_COMMAND", "\"", { NULL }, EX_CONFIG },
 	{ "missing file", NULL, "PGLEADER_CONFIG", "/nonexistent/pgleader.conf",
-	  { "true" }, CONFIG_INVALID },
-	{ "timing rule", NULL, NULL, NULL, { "--server-lease=1s", "true" }, CONFIG_INVALID },
-	{ "bad http_addr, argv", NULL, NULL, NULL, { "--http-addr=x", "true" }, CONFIG_USAGE },
+	  { "true" }, EX_CONFIG },
+	{ "timing rule", NULL, NULL, NULL, { "--server-lease=1s", "true" }, EX_CONFIG },
+	{ "bad http_addr, argv", NULL, NULL, NULL, { "--http-addr=x", "true" }, EX_USAGE },
 	{ "bad http_addr, file", "[pgleader]\nhttp_addr = x:0\n", NULL, NULL, { "true" },
-	  CONFIG_INVALID },
+	  EX_CONFIG },
 	{ "bad http_addr, env", NULL, "PGLEADER_HTTP_ADDR", ":http", { "true" },
-	  CONFIG_INVALID },
-	{ "bad log_format", NULL, "PGLEADER_LOG_FORMAT", "xml", { "true" }, CONFIG_INVALID },
+	  EX_CONFIG },
+	{ "bad log_format", NULL, "PGLEADER_LOG_FORMAT", "xml", { "true" }, EX_CONFIG },
 	{ "failsafe without http_addr", "[pgleader]\nfailsafe_peers = a=h:1\n", NULL, NULL,
-	  { "--node-id=a", "--failsafe-secret-file=/s", "true" }, CONFIG_INVALID },
+	  { "--node-id=a", "--failsafe-secret-file=/s", "true" }, EX_CONFIG },
 	{ "failsafe timing rule", NULL, "PGLEADER_FAILSAFE_TTL", "5s",
 	  { "--node-id=a", "--failsafe-secret-file=/s", "--http-addr=:1",
-	    "--failsafe-peers=a=h:1", "true" }, CONFIG_INVALID },
-	{ "watch without status", NULL, NULL, NULL, { "--watch", "x" }, CONFIG_USAGE },
-	{ "empty command name, argv", NULL, NULL, NULL, { "--", "", "x" }, CONFIG_USAGE },
+	    "--failsafe-peers=a=h:1", "true" }, EX_CONFIG },
+	{ "watch without status", NULL, NULL, NULL, { "--watch", "x" }, EX_USAGE },
+	{ "empty command name, argv", NULL, NULL, NULL, { "--", "", "x" }, EX_USAGE },
 	{ "empty command name, shell", NULL, NULL, NULL, { "--shell", "--", "" },
-	  CONFIG_USAGE },
+	  EX_USAGE },
 	{ "empty command name, file", "[pgleader]\ncommand = ''\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID },
+	  EX_CONFIG },
 	{ "empty command name, env", NULL, "PGLEADER_COMMAND", "''", { NULL },
-	  CONFIG_INVALID },
+	  EX_CONFIG },
 	{ "lock name not UTF-8, env", NULL, "PGLEADER_LOCK_NAME", "\xe9t\xe9", { "true" },
-	  CONFIG_INVALID },
+	  EX_CONFIG },
 	{ "lock name not UTF-8, status", NULL, NULL, NULL,
-	  { "status", "--lock-name", "\xff" }, CONFIG_USAGE },
+	  { "status", "--lock-name", "\xff" }, EX_USAGE },
 	{ "retry_interval too long, env", NULL, "PGLEADER_RETRY_INTERVAL", "597h",
-	  { "true" }, CONFIG_INVALID },
+	  { "true" }, EX_CONFIG },
 	/* a command line mistake is a usage error, whatever else is wrong */
 	{ "bad option value, bad file", "[pgleader]\nacquire = x\n", NULL, NULL,
-	  { "-k", "x", "true" }, CONFIG_USAGE },
+	  { "-k", "x", "true" }, EX_USAGE },
 	{ "bad option value, bad variable", NULL, "PGLEADER_RESTART", "x",
-	  { "--restart=x", "true" }, CONFIG_USAGE },
+	  { "--restart=x", "true" }, EX_USAGE },
 	{ "lock conflict, argv, bad file", "[pgleader]\nx = 1\n", NULL, NULL,
-	  { "-k", "1", "-n", "a", "true" }, CONFIG_USAGE },
+	  { "-k", "1", "-n", "a", "true" }, EX_USAGE },
 };
 
 START_TEST(exit_codes)
@@ -1557,7 +1556,7 @@ START_TEST(exit_codes)
 	char err[ERRLEN];
 	const char *args[10];
 	size_t n = 0;
-	enum config_result result;
+	int result;
 
 	if (exit_cases[_i].file) {
 		args[n++] = "-c";
@@ -1571,7 +1570,7 @@ START_TEST(exit_codes)
 	result = load_args(&cfg, err, args);
 	ck_assert_msg(result == exit_cases[_i].result, "%s: got %d (%s)",
 		      exit_cases[_i].what, result, err);
-	if (result >= CONFIG_USAGE)
+	if (result >= EX_USAGE)
 		ck_assert_msg(err[0] && !strchr(err, '\n'), "%s: one line", exit_cases[_i].what);
 	config_free(&cfg);
 }
@@ -1584,12 +1583,12 @@ START_TEST(failure_leaves_nothing)
 	static const struct config zero;
 
 	ck_assert_int_eq(load(&cfg, err, "-d", "x", "-n", "y", "--server-lease=1s",
-			      "true", NULL), CONFIG_INVALID);
+			      "true", NULL), EX_CONFIG);
 	ck_assert_mem_eq(&cfg, &zero, sizeof(cfg));
 	config_free(&cfg); /* harmless after a failure, and twice */
 	config_free(&cfg);
 
-	ck_assert_int_eq(config_load(&cfg, 0, NULL, err, sizeof(err)), CONFIG_USAGE);
+	ck_assert_int_eq(config_load(&cfg, 0, NULL, err, sizeof(err)), EX_USAGE);
 	ck_assert_int_eq(load(&cfg, err, "true", NULL), CONFIG_OK);
 	config_free(&cfg);
 	config_free(&cfg);
@@ -1628,33 +1627,33 @@ static const char *jobs_text(const struct config *cfg)
 static const struct {
 	const char *file, *env_name, *env_value;
 	const char *args[6];
-	enum config_result result;
+	int result;
 	const char *prefix; /* of the message, "FILE" for the path */
 } schedule_value_cases[] = {
-	{ NULL, NULL, NULL, { "--schedule", "* * *", "true" }, CONFIG_USAGE, "--schedule: " },
-	{ NULL, NULL, NULL, { "--schedule", "@fortnightly", "true" }, CONFIG_USAGE,
+	{ NULL, NULL, NULL, { "--schedule", "* * *", "true" }, EX_USAGE, "--schedule: " },
+	{ NULL, NULL, NULL, { "--schedule", "@fortnightly", "true" }, EX_USAGE,
 	  "--schedule: " },
-	{ NULL, NULL, NULL, { "--schedule", "@every soon", "true" }, CONFIG_USAGE,
+	{ NULL, NULL, NULL, { "--schedule", "@every soon", "true" }, EX_USAGE,
 	  "--schedule: " },
-	{ NULL, NULL, NULL, { "--timezone", "Mars/Olympus_Mons", "true" }, CONFIG_USAGE,
+	{ NULL, NULL, NULL, { "--timezone", "Mars/Olympus_Mons", "true" }, EX_USAGE,
 	  "--timezone: " },
-	{ NULL, NULL, NULL, { "--timezone=../../etc/passwd", "true" }, CONFIG_USAGE,
+	{ NULL, NULL, NULL, { "--timezone=../../etc/passwd", "true" }, EX_USAGE,
 	  "--timezone: " },
 	{ "[pgleader]\nschedule = * *\ncommand = true\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:2: schedule: " },
+	  EX_CONFIG, "FILE:2: schedule: " },
 	{ "[pgleader]\ncommand = true\ntimezone = Nowhere/City\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:3: timezone: " },
-	{ NULL, "PGLEADER_SCHEDULE", "every day", { "true" }, CONFIG_INVALID,
+	  EX_CONFIG, "FILE:3: timezone: " },
+	{ NULL, "PGLEADER_SCHEDULE", "every day", { "true" }, EX_CONFIG,
 	  "PGLEADER_SCHEDULE: " },
-	{ NULL, "PGLEADER_TIMEZONE", "Europe/Nowhere", { "true" }, CONFIG_INVALID,
+	{ NULL, "PGLEADER_TIMEZONE", "Europe/Nowhere", { "true" }, EX_CONFIG,
 	  "PGLEADER_TIMEZONE: " },
 	{ "[job.a]\ncommand = true\nschedule = 1 2 3\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:3: [job.a] schedule: " },
+	  EX_CONFIG, "FILE:3: [job.a] schedule: " },
 	{ "[job.a]\ncommand = true\nschedule = @daily\ntimezone = Europe/Nowhere\n",
-	  NULL, NULL, { NULL }, CONFIG_INVALID, "FILE:4: [job.a] timezone: " },
+	  NULL, NULL, { NULL }, EX_CONFIG, "FILE:4: [job.a] timezone: " },
 	/* the command line's mistake is usage, whatever the file holds */
 	{ "[pgleader]\ntimezone = Nowhere/City\n", NULL, NULL,
-	  { "--schedule=x", "true" }, CONFIG_USAGE, "--schedule: " },
+	  { "--schedule=x", "true" }, EX_USAGE, "--schedule: " },
 	/* what loads */
 	{ NULL, NULL, NULL, { "--schedule", "@every 90s", "true" }, CONFIG_OK, NULL },
 	{ NULL, NULL, NULL, { "--schedule", "0 3 * * *", "--timezone", "Europe/Berlin",
@@ -1663,9 +1662,9 @@ static const struct {
 	  NULL, NULL, { NULL }, CONFIG_OK, NULL },
 };
 
-static enum config_result load_case(struct config *cfg, char *err, const char *content,
-				    const char *env_name, const char *env_value,
-				    const char *const *args, const char **path)
+static int load_case(struct config *cfg, char *err, const char *content,
+		     const char *env_name, const char *env_value,
+		     const char *const *args, const char **path)
 {
 	const char *argv[16];
 	size_t n = 0;
@@ -1689,10 +1688,10 @@ START_TEST(schedule_values)
 	struct config cfg;
 	char err[ERRLEN], prefix[ERRLEN * 2];
 	const char *path;
-	enum config_result result = load_case(&cfg, err, schedule_value_cases[_i].file,
-					      schedule_value_cases[_i].env_name,
-					      schedule_value_cases[_i].env_value,
-					      schedule_value_cases[_i].args, &path);
+	int result = load_case(&cfg, err, schedule_value_cases[_i].file,
+			       schedule_value_cases[_i].env_name,
+			       schedule_value_cases[_i].env_value,
+			       schedule_value_cases[_i].args, &path);
 
 	ck_assert_msg(result == schedule_value_cases[_i].result, "%d: %s", result, err);
 	if (result == CONFIG_OK) {
@@ -1712,7 +1711,7 @@ END_TEST
 static const struct {
 	const char *what, *file, *env_name, *env_value;
 	const char *args[8];
-	enum config_result result;
+	int result;
 	const char *expect; /* jobs_text, or the message ("FILE" for the path) */
 } job_cases[] = {
 	/* inheritance: a section takes [pgleader]'s value, never the command
@@ -1748,88 +1747,88 @@ static const struct {
 	  "a=a @daily UTC 2000 -1 0 -1 0 8000 0" },
 	/* what a section refuses, with its file and line */
 	{ "unknown key", "[job.a]\ncommand = a\nlock_key = 1\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID,
+	  EX_CONFIG,
 	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart)" },
 	{ "a likely typo", "[job.a]\ncommand = a\nMax-Runtime = 1h\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:3: unknown key \"Max-Runtime\" in [job.a] (did you mean max_runtime?)" },
+	  EX_CONFIG, "FILE:3: unknown key \"Max-Runtime\" in [job.a] (did you mean max_runtime?)" },
 	{ "duplicate section", "[job.a]\ncommand = a\n[job.b]\ncommand = b\n[job.a]\n", NULL,
-	  NULL, { NULL }, CONFIG_INVALID, "FILE:5: [job.a] is already defined on line 1" },
+	  NULL, { NULL }, EX_CONFIG, "FILE:5: [job.a] is already defined on line 1" },
 	{ "no command", "[job.a]\nschedule = @daily\n[job.b]\ncommand = b\n", NULL, NULL,
-	  { NULL }, CONFIG_INVALID, "FILE:1: [job.a] has no command" },
+	  { NULL }, EX_CONFIG, "FILE:1: [job.a] has no command" },
 	{ "empty section", "[pgleader]\ncommand = x\n[job.a]\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:3: [job.a] has no command" },
-	{ "empty name", "[job.]\ncommand = a\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	  EX_CONFIG, "FILE:3: [job.a] has no command" },
+	{ "empty name", "[job.]\ncommand = a\n", NULL, NULL, { NULL }, EX_CONFIG,
 	  "FILE:1: invalid job name \"\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
 	{ "name with a space", "[job.a b]\ncommand = a\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:1: invalid job name \"a b\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
+	  EX_CONFIG, "FILE:1: invalid job name \"a b\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
 	{ "name with a slash", "[job.a/b]\ncommand = a\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:1: invalid job name \"a/b\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
+	  EX_CONFIG, "FILE:1: invalid job name \"a/b\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
 	{ "name too long", "[job." NAME64 "]\ncommand = a\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:1: invalid job name \"abcdefghij-ABCDEFGHIJ.0123456789_abcdefg...\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
+	  EX_CONFIG, "FILE:1: invalid job name \"abcdefghij-ABCDEFGHIJ.0123456789_abcdefg...\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
 	{ "default clashes", "[job.default]\ncommand = d\n", NULL, NULL, { "x" },
-	  CONFIG_INVALID,
+	  EX_CONFIG,
 	  "FILE:1: [job.default] clashes with the default job (the command line's or [pgleader]'s command); rename the section" },
 	{ "key twice", "[job.a]\ncommand = a\ncommand = b\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:3: [job.a] command: already set on line 2; set it only once" },
+	  EX_CONFIG, "FILE:3: [job.a] command: already set on line 2; set it only once" },
 	{ "bad value", "[job.a]\ncommand = a\nschedule = @daily\njitter = soon\n", NULL, NULL,
-	  { NULL }, CONFIG_INVALID,
+	  { NULL }, EX_CONFIG,
 	  "FILE:4: [job.a] jitter: invalid duration \"soon\" (examples: 250ms, 5s, 2m)" },
 	{ "bad restart", "[job.a]\ncommand = a\nrestart = sometimes\n", NULL, NULL,
-	  { NULL }, CONFIG_INVALID,
+	  { NULL }, EX_CONFIG,
 	  "FILE:3: [job.a] restart: invalid value \"sometimes\" (expected no, on-failure, always)" },
 	{ "a schedule's key without one", "[job.a]\ncommand = a\nmissed = skip\n", NULL,
-	  NULL, { NULL }, CONFIG_INVALID,
+	  NULL, { NULL }, EX_CONFIG,
 	  "FILE:3: [job.a] missed needs a schedule in the section" },
 	{ "bad command", "[job.a]\n\ncommand = a 'b\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:3: [job.a] command: unterminated single quote" },
+	  EX_CONFIG, "FILE:3: [job.a] command: unterminated single quote" },
 	{ "empty command name", "[job.a]\ncommand = '' x\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:2: [job.a] command: empty command name" },
+	  EX_CONFIG, "FILE:2: [job.a] command: empty command name" },
 	{ "empty command", "[job.a]\ncommand =\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:2: [job.a] command: empty command" },
+	  EX_CONFIG, "FILE:2: [job.a] command: empty command" },
 	{ "not a job section", "[jobs.a]\ncommand = a\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:1: unknown section [jobs.a] (expected [pgleader] or [job.NAME])" },
+	  EX_CONFIG, "FILE:1: unknown section [jobs.a] (expected [pgleader] or [job.NAME])" },
 	{ "text after the header", "[job.a] x\ncommand = a\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID, "FILE:1: unexpected text after [job.a]" },
+	  EX_CONFIG, "FILE:1: unexpected text after [job.a]" },
 	/* keys of a schedule where none can use them */
 	{ "--jitter without a schedule", NULL, NULL, NULL, { "--jitter=1s", "true" },
-	  CONFIG_USAGE,
+	  EX_USAGE,
 	  "--jitter needs a schedule: it applies to the default job only, which has none" },
 	{ "--max-runtime=none is still given", NULL, NULL, NULL,
-	  { "--max-runtime=none", "true" }, CONFIG_USAGE,
+	  { "--max-runtime=none", "true" }, EX_USAGE,
 	  "--max-runtime needs a schedule: it applies to the default job only, which has none" },
 	{ "--missed for the default job, scheduled sections",
 	  "[job.a]\ncommand = a\nschedule = @daily\n", NULL, NULL,
-	  { "--missed=skip", "true" }, CONFIG_USAGE,
+	  { "--missed=skip", "true" }, EX_USAGE,
 	  "--missed needs a schedule: it applies to the default job only, which has none" },
 	{ "variable without a schedule", NULL, "PGLEADER_RERUN_INTERRUPTED", "yes",
-	  { "true" }, CONFIG_INVALID,
+	  { "true" }, EX_CONFIG,
 	  "PGLEADER_RERUN_INTERRUPTED needs a schedule: it applies to the default job only, which has none" },
 	{ "file key without a schedule", "[pgleader]\ncommand = true\nmissed_window = 1h\n",
-	  NULL, NULL, { NULL }, CONFIG_INVALID,
+	  NULL, NULL, { NULL }, EX_CONFIG,
 	  "FILE:3: missed_window needs a schedule: no job it applies to has one" },
 	{ "file key every section overrides", "[pgleader]\njitter = 1s\n[job.a]\ncommand = a\n"
-	  "schedule = @daily\njitter = 2s\n", NULL, NULL, { NULL }, CONFIG_INVALID,
+	  "schedule = @daily\njitter = 2s\n", NULL, NULL, { NULL }, EX_CONFIG,
 	  "FILE:2: jitter needs a schedule: no job it applies to has one" },
 	{ "--schedule with no default job", "[job.a]\ncommand = a\n", NULL, NULL,
-	  { "--schedule=@daily" }, CONFIG_USAGE,
+	  { "--schedule=@daily" }, EX_USAGE,
 	  "--schedule: no job to schedule: there is no COMMAND and no 'command' key (a [job.NAME] section takes its own schedule)" },
 	{ "schedule in [pgleader] with sections only",
 	  "[pgleader]\nschedule = @daily\n[job.a]\ncommand = a\n", NULL, NULL, { NULL },
-	  CONFIG_INVALID,
+	  EX_CONFIG,
 	  "FILE:2: schedule: no job to schedule: there is no COMMAND and no 'command' key (a [job.NAME] section takes its own schedule)" },
 	/* --once-per */
-	{ "--once-per alone", NULL, NULL, NULL, { "--once-per=1h", "true" }, CONFIG_USAGE,
+	{ "--once-per alone", NULL, NULL, NULL, { "--once-per=1h", "true" }, EX_USAGE,
 	  "--once-per needs --nonblock or --wait-timeout (it is for one-shots)" },
 	{ "once_per variable alone", NULL, "PGLEADER_ONCE_PER", "1h", { "true" },
-	  CONFIG_INVALID, "PGLEADER_ONCE_PER needs --nonblock or --wait-timeout (it is for one-shots)" },
+	  EX_CONFIG, "PGLEADER_ONCE_PER needs --nonblock or --wait-timeout (it is for one-shots)" },
 	{ "--once-per and a schedule", NULL, NULL, NULL,
-	  { "--once-per=1h", "--nonblock", "--schedule=@hourly", "true" }, CONFIG_USAGE,
+	  { "--once-per=1h", "--nonblock", "--schedule=@hourly", "true" }, EX_USAGE,
 	  "--once-per excludes a schedule (--schedule)" },
 	{ "once_per and a file's schedule", "[pgleader]\nschedule = @hourly\nonce_per = 1h\n",
-	  NULL, NULL, { "--wait-timeout=0", "true" }, CONFIG_INVALID,
+	  NULL, NULL, { "--wait-timeout=0", "true" }, EX_CONFIG,
 	  "FILE:3: once_per excludes a schedule (FILE:2: schedule)" },
 	{ "once_per and sections", "[pgleader]\nonce_per = 1h\n\n[job.a]\ncommand = a\n",
-	  NULL, NULL, { "--nonblock", "true" }, CONFIG_INVALID,
+	  NULL, NULL, { "--nonblock", "true" }, EX_CONFIG,
 	  "FILE:2: once_per excludes [job.NAME] sections (FILE:4)" },
 	{ "--once-per --nonblock", NULL, NULL, NULL, { "--once-per=1h", "--nonblock", "t" },
 	  CONFIG_OK, "default=t - UTC 0 -1 0 -1 0 8000 0" },
@@ -1840,10 +1839,10 @@ static const struct {
 	  "default=t - UTC 0 -1 0 -1 0 8000 0" },
 	/* priority 0 never leads (DESIGN 11) */
 	{ "--priority 0 --nonblock", NULL, NULL, NULL, { "--priority=0", "--nonblock", "t" },
-	  CONFIG_USAGE, "--priority 0 never leads: it cannot run a one-shot (--nonblock, "
+	  EX_USAGE, "--priority 0 never leads: it cannot run a one-shot (--nonblock, "
 	  "--wait-timeout)" },
 	{ "priority 0 in a file, --wait-timeout", "[pgleader]\npriority = 0\n", NULL, NULL,
-	  { "--wait-timeout=5s", "t" }, CONFIG_INVALID,
+	  { "--wait-timeout=5s", "t" }, EX_CONFIG,
 	  "FILE:2: priority 0 never leads: it cannot run a one-shot (--nonblock, "
 	  "--wait-timeout)" },
 	{ "--priority 0 as a daemon", NULL, NULL, NULL, { "--priority=0", "t" }, CONFIG_OK,
@@ -1855,10 +1854,10 @@ START_TEST(jobs)
 	struct config cfg;
 	char err[ERRLEN];
 	const char *path;
-	enum config_result result = load_case(&cfg, err, job_cases[_i].file,
-					      job_cases[_i].env_name,
-					      job_cases[_i].env_value, job_cases[_i].args,
-					      &path);
+	int result = load_case(&cfg, err, job_cases[_i].file,
+			       job_cases[_i].env_name,
+			       job_cases[_i].env_value, job_cases[_i].args,
+			       &path);
 
 	ck_assert_msg(result == job_cases[_i].result, "%s: %d: %s", job_cases[_i].what,
 		      result, err);
@@ -1881,7 +1880,7 @@ END_TEST
 static const struct {
 	const char *file;
 	const char *args[8];
-	enum config_result result;
+	int result;
 	enum config_mode mode;
 	const char *expect; /* "json job since print_sql", or the message */
 } subcommand_cases[] = {
@@ -1899,57 +1898,57 @@ static const struct {
 	/* a shared file's daemon rules do not stop a subcommand */
 	{ "[pgleader]\nonce_per = 1h\njitter = 1s\n[job.a]\ncommand = a\n",
 	  { "runs", "--job", "a" }, CONFIG_OK, CONFIG_MODE_RUNS, "0 a -1 0" },
-	{ NULL, { "runs", "foo" }, CONFIG_USAGE, 0, "runs takes no arguments (got \"foo\")" },
-	{ NULL, { "init-db", "--", "x" }, CONFIG_USAGE, 0,
+	{ NULL, { "runs", "foo" }, EX_USAGE, 0, "runs takes no arguments (got \"foo\")" },
+	{ NULL, { "init-db", "--", "x" }, EX_USAGE, 0,
 	  "init-db takes no arguments (got \"x\")" },
-	{ NULL, { "status", "--nonblock" }, CONFIG_USAGE, 0,
+	{ NULL, { "status", "--nonblock" }, EX_USAGE, 0,
 	  "--nonblock is not valid with 'pgleader status'" },
-	{ NULL, { "--nonblock", "init-db" }, CONFIG_USAGE, 0,
+	{ NULL, { "--nonblock", "init-db" }, EX_USAGE, 0,
 	  "--nonblock is not valid with 'pgleader init-db'" },
-	{ NULL, { "runs", "--wait-timeout=1s" }, CONFIG_USAGE, 0,
+	{ NULL, { "runs", "--wait-timeout=1s" }, EX_USAGE, 0,
 	  "--wait-timeout is not valid with 'pgleader runs'" },
-	{ NULL, { "runs", "--schedule", "@daily" }, CONFIG_USAGE, 0,
+	{ NULL, { "runs", "--schedule", "@daily" }, EX_USAGE, 0,
 	  "--schedule is not valid with 'pgleader runs'" },
-	{ NULL, { "status", "--once-per", "1h" }, CONFIG_USAGE, 0,
+	{ NULL, { "status", "--once-per", "1h" }, EX_USAGE, 0,
 	  "--once-per is not valid with 'pgleader status'" },
-	{ NULL, { "init-db", "--keep-runs=1h" }, CONFIG_USAGE, 0,
+	{ NULL, { "init-db", "--keep-runs=1h" }, EX_USAGE, 0,
 	  "--keep-runs is not valid with 'pgleader init-db'" },
-	{ NULL, { "status", "--rerun-interrupted" }, CONFIG_USAGE, 0,
+	{ NULL, { "status", "--rerun-interrupted" }, EX_USAGE, 0,
 	  "--rerun-interrupted is not valid with 'pgleader status'" },
-	{ NULL, { "runs", "--watch" }, CONFIG_USAGE, 0,
+	{ NULL, { "runs", "--watch" }, EX_USAGE, 0,
 	  "--watch is only valid with 'pgleader status'" },
-	{ NULL, { "init-db", "--job", "a" }, CONFIG_USAGE, 0,
+	{ NULL, { "init-db", "--job", "a" }, EX_USAGE, 0,
 	  "--job is only valid with 'pgleader runs', 'pgleader pause' or 'pgleader resume'" },
 	{ NULL, { "pause", "--job", "a" }, CONFIG_OK, CONFIG_MODE_PAUSE, "0 a -1 0" },
 	{ NULL, { "resume" }, CONFIG_OK, CONFIG_MODE_RESUME, "0 (null) -1 0" },
 	{ NULL, { "switchover" }, CONFIG_OK, CONFIG_MODE_SWITCHOVER, "0 (null) -1 0" },
-	{ NULL, { "switchover", "--job", "a" }, CONFIG_USAGE, 0,
+	{ NULL, { "switchover", "--job", "a" }, EX_USAGE, 0,
 	  "--job is only valid with 'pgleader runs', 'pgleader pause' or 'pgleader resume'" },
-	{ NULL, { "pause", "--to", "a" }, CONFIG_USAGE, 0,
+	{ NULL, { "pause", "--to", "a" }, EX_USAGE, 0,
 	  "--to is only valid with 'pgleader switchover'" },
-	{ NULL, { "--wait", "5s", "status" }, CONFIG_USAGE, 0,
+	{ NULL, { "--wait", "5s", "status" }, EX_USAGE, 0,
 	  "--wait is only valid with 'pgleader switchover'" },
-	{ NULL, { "switchover", "--to", "" }, CONFIG_USAGE, 0,
+	{ NULL, { "switchover", "--to", "" }, EX_USAGE, 0,
 	  "--to: \"\" must have 1 to 54 characters" },
-	{ NULL, { "switchover", "--wait", "0" }, CONFIG_USAGE, 0,
+	{ NULL, { "switchover", "--wait", "0" }, EX_USAGE, 0,
 	  "--wait: invalid duration \"0\" (more than 0; examples: 30s, 2m)" },
-	{ NULL, { "switchover", "--wait", "soon" }, CONFIG_USAGE, 0,
+	{ NULL, { "switchover", "--wait", "soon" }, EX_USAGE, 0,
 	  "--wait: invalid duration \"soon\" (more than 0; examples: 30s, 2m)" },
-	{ NULL, { "pause", "x" }, CONFIG_USAGE, 0, "pause takes no arguments (got \"x\")" },
-	{ NULL, { "init-db", "--json" }, CONFIG_USAGE, 0,
+	{ NULL, { "pause", "x" }, EX_USAGE, 0, "pause takes no arguments (got \"x\")" },
+	{ NULL, { "init-db", "--json" }, EX_USAGE, 0,
 	  "--json is only valid with 'pgleader status' or 'pgleader runs'" },
-	{ NULL, { "status", "--since", "1h" }, CONFIG_USAGE, 0,
+	{ NULL, { "status", "--since", "1h" }, EX_USAGE, 0,
 	  "--since is only valid with 'pgleader runs'" },
-	{ NULL, { "--print-sql", "true" }, CONFIG_USAGE, 0,
+	{ NULL, { "--print-sql", "true" }, EX_USAGE, 0,
 	  "--print-sql is only valid with 'pgleader init-db'" },
-	{ NULL, { "runs", "--print-sql" }, CONFIG_USAGE, 0,
+	{ NULL, { "runs", "--print-sql" }, EX_USAGE, 0,
 	  "--print-sql is only valid with 'pgleader init-db'" },
-	{ NULL, { "runs", "--since", "soon" }, CONFIG_USAGE, 0,
+	{ NULL, { "runs", "--since", "soon" }, EX_USAGE, 0,
 	  "--since: invalid duration \"soon\" (examples: 30m, 24h, 720h)" },
-	{ NULL, { "runs", "--job", "a b" }, CONFIG_USAGE, 0,
+	{ NULL, { "runs", "--job", "a b" }, EX_USAGE, 0,
 	  "--job: invalid job name \"a b\" (1 to 63 of A-Z a-z 0-9 _ . -)" },
-	{ NULL, { "runs", "--job" }, CONFIG_USAGE, 0, "--job: missing value" },
-	{ NULL, { "init-db", "--schema", "pg_ledger" }, CONFIG_USAGE, 0,
+	{ NULL, { "runs", "--job" }, EX_USAGE, 0, "--job: missing value" },
+	{ NULL, { "init-db", "--schema", "pg_ledger" }, EX_USAGE, 0,
 	  "--schema: invalid schema name \"pg_ledger\" (pg_ names are reserved by PostgreSQL)" },
 };
 
@@ -1958,8 +1957,8 @@ START_TEST(subcommands)
 	struct config cfg;
 	char err[ERRLEN], got[256];
 	const char *path;
-	enum config_result result = load_case(&cfg, err, subcommand_cases[_i].file, NULL,
-					      NULL, subcommand_cases[_i].args, &path);
+	int result = load_case(&cfg, err, subcommand_cases[_i].file, NULL,
+			       NULL, subcommand_cases[_i].args, &path);
 
 	ck_assert_msg(result == subcommand_cases[_i].result, "%d: %s", result, err);
 	if (result != CONFIG_OK) {
@@ -2075,11 +2074,11 @@ START_TEST(schema_names)
 {
 	struct config cfg;
 	char err[ERRLEN], option[128];
-	enum config_result result;
+	int result;
 
 	snprintf(option, sizeof(option), "--schema=%s", schema_cases[_i].value);
 	result = load(&cfg, err, option, "true", NULL);
-	ck_assert_msg(result == (schema_cases[_i].ok ? CONFIG_OK : CONFIG_USAGE), "%s: %s",
+	ck_assert_msg(result == (schema_cases[_i].ok ? CONFIG_OK : EX_USAGE), "%s: %s",
 		      option, err);
 	if (result == CONFIG_OK) {
 		ck_assert_str_eq(cfg.schema, schema_cases[_i].value);

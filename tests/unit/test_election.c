@@ -990,6 +990,35 @@ START_TEST(test_frozen_with_ping_out)
 }
 END_TEST
 
+/* Sim finding 3: the answer to a ping that has already failed ping_failures
+ * times is read first (a frozen pgleader thawed, the reply waiting in its
+ * socket, and a loop that hands over the socket before the expired timer):
+ * it is too late and saves nothing, as if the timer had come first. One
+ * that comes before the last failure still counts. */
+START_TEST(test_ping_answer_after_its_deadline)
+{
+	struct election_output out;
+
+	to_leader(&M, &defaults, 0);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	/* sent at 1, failed at 3, 4 and 5 */
+	out = step(&M, ELECTION_PING_OK, 0, NULL, 100);
+	ck_actions(out, ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_log_prefix(out, LOG_LEVEL_WARNING, "lost leader lease: ping timed out 98 times");
+	/* at the third failure exactly: too late */
+	to_leader(&M, &defaults, 0);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 5), ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	/* just before it: counted, and the next ping, overdue, goes out */
+	to_leader(&M, &defaults, 0);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 5 - JUST), ELECTION_DO_PING);
+	ck_state(&M, ELECTION_LEADER);
+}
+END_TEST
+
 /* Most of the time no ping is in flight (answers take milliseconds): a
  * process frozen then must demote at once on thaw too, not send a ping and
  * wait ping_timeout + (ping_failures - 1) * ping_interval more while the
@@ -2765,14 +2794,17 @@ END_TEST
 
 /* Issue 17, 1: a standby that saw its session lost gets the lock soon after
  * its connection came back: it takes the fence ELECTION_SETTLE after that,
- * but never later than the outage's start plus grace_period. */
+ * but never later than the outage's start plus grace_period plus
+ * ELECTION_KILL_GONE (sim finding 5: the old command, SIGKILLed at the end
+ * of its grace period, may take that long to be gone). */
 static const struct {
 	double lost, back, acquired, take_at;
 } settle_rows[] = {
 	{ 10, 10.5, 10.75, 11.5 },   /* a restart: settle from the reconnection */
 	{ 10, 12, 13.5, 13.5 },      /* got it 1.5 s after: at once */
-	{ 10, 17.5, 17.5, 18 },      /* capped by lost + grace_period (8 s) */
-	{ 10, 19, 19, 19 },          /* away longer than grace_period: at once */
+	{ 10, 17.5, 17.5, 18.5 },    /* past lost + grace_period: SIGKILL's time */
+	{ 10, 18.5, 18.5, 19 },      /* capped by lost + 8 s + ELECTION_KILL_GONE */
+	{ 10, 19, 19, 19 },          /* away longer than that: at once */
 };
 
 START_TEST(test_settle_after_outage)
@@ -2832,6 +2864,101 @@ START_TEST(test_no_settle_without_outage)
 	step(&M, ELECTION_CONNECTED, 0, NULL, 0.75);
 	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 1),
 		   ELECTION_DO_FENCE_TAKE);
+}
+END_TEST
+
+/* A leader with the fence and this grace period, its command running. */
+static void fenced_running_grace(double grace)
+{
+	struct election_params p = defaults;
+
+	p.fence = true;
+	p.grace_period = grace;
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
+	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", 0);
+	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0),
+		   ELECTION_DO_START_CHILD);
+}
+
+/* Sim finding 6: a node that lost its lock as leader and is still stopping
+ * its command sees a restart only through its fence session; when it gets
+ * the lock after the restart, its settle wait runs from that loss, not from
+ * the lock's (or from nothing: a node that led waits for nothing). */
+START_TEST(test_settle_after_later_outage)
+{
+	struct election_output out;
+
+	fenced_running_grace(8);
+	/* the lock ended alone (pg_terminate_backend): the fence keeps the
+	 * next leader waiting while the command stops */
+	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 1),
+		   ELECTION_DO_STOP_CHILD);
+	/* 20 s later the database restarts: the fence goes too, a kill */
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 20);
+	ck_actions(out, ELECTION_DO_KILL_CHILD);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 137, NULL, 20.25), ELECTION_DO_CONNECT);
+	step(&M, ELECTION_CONNECT_FAILED, 0, "refused", 20.5);
+	M.state = ELECTION_CONNECTING; /* the attempt that succeeds */
+	M.connected = true;
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 21), ELECTION_DO_TRY_LOCK |
+		   ELECTION_DO_FENCE_CONNECT);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 21);
+	/* the leader at the restart may still be stopping its command: the
+	 * settle wait, from the reconnection (the cap, 20 + 8 + 1, is later) */
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 21);
+	ck_state(&M, ELECTION_LEADER);
+	ck_actions(out, 0);
+	ck_wakeup(&M, 21, 22);
+	M.next_ping_at = 100; /* pings are not the point */
+	ck_actions(tick(&M, 22 - JUST), 0);
+	ck_actions(tick(&M, 22), ELECTION_DO_FENCE_TAKE);
+}
+END_TEST
+
+/* The leader at the restart loses both sessions together: nobody else led
+ * meanwhile, so it waits for nothing when it gets the lock again. */
+START_TEST(test_no_settle_for_the_leader)
+{
+	fenced_running_grace(8);
+	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 10),
+		   ELECTION_DO_STOP_CHILD);
+	ck_actions(fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 10.125),
+		   ELECTION_DO_FENCE_CONNECT);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 10.25), ELECTION_DO_CONNECT);
+	M.connected = true;
+	step(&M, ELECTION_CONNECTED, 0, NULL, 11);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 11);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 11),
+		   ELECTION_DO_FENCE_TAKE);
+}
+END_TEST
+
+/* The same with an older loss on record: the lock lost while the command
+ * was stopping (after the pings gave up) caps a later wait at that loss
+ * plus grace_period, long over; the restart seen through the fence is the
+ * one that counts. */
+START_TEST(test_settle_from_latest_loss)
+{
+	struct election_output out;
+
+	fenced_running_grace(8);
+	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(tick(&M, 5), ELECTION_DO_STOP_CHILD); /* 3 failures */
+	ck_state(&M, ELECTION_DEMOTING);
+	/* the lock session ends while the command stops: a loss on record */
+	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 6), 0);
+	out = fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 30);
+	ck_actions(out, ELECTION_DO_KILL_CHILD);
+	step(&M, ELECTION_CHILD_GONE, 137, NULL, 30.25);
+	M.state = ELECTION_CONNECTING;
+	M.connected = true;
+	step(&M, ELECTION_CONNECTED, 0, NULL, 31);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 31);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 31), 0);
+	ck_wakeup(&M, 31, 32);
 }
 END_TEST
 
@@ -3410,6 +3537,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_ping_failure_defaults_message);
 	tcase_add_test(tc, test_late_reply_resets);
 	tcase_add_test(tc, test_frozen_with_ping_out);
+	tcase_add_test(tc, test_ping_answer_after_its_deadline);
 	tcase_add_test(tc, test_frozen_between_pings);
 	tcase_add_test(tc, test_stalled_ping_counts_from_due_time);
 	tcase_add_test(tc, test_frozen_during_takeover_delay);
@@ -3489,6 +3617,9 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fence_taken_again_while_stopping);
 	tcase_add_loop_test(tc, test_settle_after_outage, 0, ROWS(settle_rows));
 	tcase_add_test(tc, test_no_settle_without_outage);
+	tcase_add_test(tc, test_settle_after_later_outage);
+	tcase_add_test(tc, test_settle_from_latest_loss);
+	tcase_add_test(tc, test_no_settle_for_the_leader);
 	tcase_add_test(tc, test_fence_lost_while_stopping_kills);
 	tcase_add_test(tc, test_fence_lost_in_shutdown_with_lock);
 	suite_add_tcase(s, tc);

@@ -231,42 +231,71 @@ END_TEST
 
 START_TEST(setup_sql)
 {
-	ck_assert_ptr_null(strstr(lease_sql_setup(false), "$1"));
-	ck_assert_ptr_nonnull(strstr(lease_sql_setup(true), ", " WIRE_KEY_OF_NAME("$1")));
-	ck_assert_ptr_nonnull(strstr(lease_sql_setup(true), lease_sql_setup(false)));
+	char plain[LEASE_SQL_SETUP_MAX], named[LEASE_SQL_SETUP_MAX];
+
+	lease_sql_setup(plain, sizeof(plain), false, 5.0);
+	lease_sql_setup(named, sizeof(named), true, 0.25);
+	ck_assert_ptr_null(strstr(plain, "$1"));
+	ck_assert_ptr_nonnull(strstr(named, ", " WIRE_KEY_OF_NAME("$1") ", "));
+	/* the settings ride along, after the columns the parser reads */
+	ck_assert_ptr_nonnull(strstr(plain, "), pg_catalog.set_config('lock_timeout', '5000', false), "
+				     "pg_catalog.set_config('statement_timeout', '0', false), "
+				     "pg_catalog.set_config('default_transaction_read_only', "
+				     "'off', false)"));
+	ck_assert_ptr_nonnull(strstr(named, "set_config('lock_timeout', '250', false)"));
+	/* room for the tag within what send_sql sends */
+	ck_assert_uint_lt(strlen(named) + LEASE_SQL_TAG_MAX, LEASE_SQL_SETUP_MAX);
 }
 END_TEST
-
 static const struct {
 	int nrows, ncols;
-	const char *v[6];
+	const char *v[9];
 	bool with_name, ok;
 	int pid, version;
 	bool recovery, temp;
 	int64_t key;
 } setup_cases[] = {
-	{ 1, 5, { "4242", "f", "150004", "t", "f" }, false, true, 4242, 150004, false, true, 0 },
-	{ 1, 5, { "4242", "f", "150004", "t", "t" }, false, true, 4242, 150004, false, true, 0 },
-	{ 1, 5, { "1", "t", "110000", "f", "t" }, false, true, 1, 110000, true, false, 0 },
-	{ 1, 6, { "7", "f", "170000", "t", "t", "-9223372036854775808" }, true, true, 7, 170000,
+	{ 1, 8, { "4242", "f", "150004", "t", "f", "5000", "0", "off" },
+	  false, true, 4242, 150004, false, true, 0 },
+	{ 1, 8, { "4242", "f", "150004", "t", "t", "5000", "0", "off" },
+	  false, true, 4242, 150004, false, true, 0 },
+	{ 1, 8, { "1", "t", "110000", "f", "t", "5000", "0", "off" },
+	  false, true, 1, 110000, true, false, 0 },
+	{ 1, 9, { "7", "f", "170000", "t", "t", "-9223372036854775808", "5000", "0", "off" },
+	  true, true, 7, 170000,
 	  false, true, INT64_MIN },
-	{ 1, 6, { "7", "f", "170000", "t", "t", "9223372036854775807" }, true, true, 7, 170000,
+	{ 1, 9, { "7", "f", "170000", "t", "t", "9223372036854775807", "5000", "0", "off" },
+	  true, true, 7, 170000,
 	  false, true, INT64_MAX },
-	{ 1, 6, { "7", "f", "170000", "t", "t", "9223372036854775808" }, true, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "7", "f", "170000", "t", "t" }, true, false, 0, 0, false, false, 0 },
-	{ 1, 6, { "7", "f", "170000", "t", "t", "1" }, false, false, 0, 0, false, false, 0 },
-	{ 0, 5, { NULL }, false, false, 0, 0, false, false, 0 },
-	{ 2, 5, { "1", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "0", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "-5", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "12x", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 5, { NULL, "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "1", "true", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "1", "f", "15.4", "t", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "1", "f", "150000", NULL, "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "99999999999", "f", "150000", "t", "t" }, false, false, 0, 0, false, false, 0 },
-	{ 1, 5, { "1", "f", "150000", "t", "yes" }, false, false, 0, 0, false, false, 0 },
+	{ 1, 9, { "7", "f", "170000", "t", "t", "9223372036854775808", "5000", "0", "off" },
+	  true, false, 0, 0, false, false, 0 },
+	{ 1, 8, { "7", "f", "170000", "t", "t", "5000", "0", "off" },
+	  true, false, 0, 0, false, false, 0 },
+	{ 1, 9, { "7", "f", "170000", "t", "t", "1", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 0, 8, { NULL }, false, false, 0, 0, false, false, 0 },
+	{ 2, 8, { "1", "f", "150000", "t", "t", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 1, 8, { "0", "f", "150000", "t", "t", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 1, 8, { "-5", "f", "150000", "t", "t", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 1, 8, { "12x", "f", "150000", "t", "t", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 1, 8, { "", "f", "150000", "t", "t", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 1, 8, { NULL, "f", "150000", "t", "t", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 1, 8, { "1", "true", "150000", "t", "t", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 1, 8, { "1", "f", "15.4", "t", "t", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 1, 8, { "1", "f", "150000", NULL, "t", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 1, 8, { "99999999999", "f", "150000", "t", "t", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
+	{ 1, 8, { "1", "f", "150000", "t", "yes", "5000", "0", "off" },
+	  false, false, 0, 0, false, false, 0 },
 };
 
 START_TEST(parse_setup)
@@ -285,18 +314,6 @@ START_TEST(parse_setup)
 	ck_assert_int_eq(s.can_create_temp, setup_cases[_i].temp);
 	ck_assert_int_eq(s.can_emit_message, !strcmp(setup_cases[_i].v[4], "t"));
 	ck_assert(s.key == setup_cases[_i].key);
-}
-END_TEST
-
-START_TEST(timeouts_sql)
-{
-	char sql[LEASE_SQL_MAX];
-
-	lease_sql_timeouts(sql, sizeof(sql), 5.0);
-	ck_assert_str_eq(sql, "SET lock_timeout = 5000; SET statement_timeout = 0; "
-			 "SET default_transaction_read_only = off");
-	lease_sql_timeouts(sql, sizeof(sql), 0.25);
-	ck_assert_ptr_nonnull(strstr(sql, "lock_timeout = 250;"));
 }
 END_TEST
 
@@ -820,7 +837,6 @@ static Suite *lease_sql_suite(void)
 		{ "classify", classify, NROWS(classify_cases) },
 		{ "setup_sql", setup_sql, 1 },
 		{ "parse_setup", parse_setup, NROWS(setup_cases) },
-		{ "timeouts_sql", timeouts_sql, 1 },
 		{ "claim_sql", claim_sql, NROWS(claim_cases) },
 		{ "claim_sql_logical_message", claim_sql_logical_message, 1 },
 		{ "claim_keepalives_cover_the_lease", claim_keepalives_cover_the_lease, 1 },

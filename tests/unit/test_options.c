@@ -126,19 +126,19 @@ static const struct {
 	const char *error;  /* "FILE" is the path */
 	const char *host, *socket;
 } conflict_cases[] = {
-	{ "host = a\nsocket = /run\n", NULL, { NULL }, OPTIONS_INVALID,
+	{ "host = a\nsocket = /run\n", NULL, { NULL }, EX_CONFIG,
 	  "FILE:3: socket: conflicts with host on line 2; set only one of them", NULL, NULL },
 	{ "socket = /run\n", "b", { NULL }, OPTIONS_OK, NULL, "b", NULL },
 	{ "host = a\n", NULL, { "--socket-directory-for-the-server=/run", NULL },
 	  OPTIONS_OK, NULL, NULL, "/run" },
-	{ NULL, NULL, { "--host=a", "--socket-d=/run", NULL }, OPTIONS_USAGE,
+	{ NULL, NULL, { "--host=a", "--socket-d=/run", NULL }, EX_USAGE,
 	  "--socket-directory-for-the-server: conflicts with --host; set only one of them",
 	  NULL, NULL },
-	{ "host = a\nhost = b\n", NULL, { NULL }, OPTIONS_INVALID,
+	{ "host = a\nhost = b\n", NULL, { NULL }, EX_CONFIG,
 	  "FILE:3: host: already set on line 2; set it only once", NULL, NULL },
 	{ NULL, NULL, { "--host=a", "--host=b", NULL }, OPTIONS_OK, NULL, "b", NULL },
 	/* the command line is tried alone first: its mistake is a usage error */
-	{ "bogus = 1\n", NULL, { "--level=10", NULL }, OPTIONS_USAGE,
+	{ "bogus = 1\n", NULL, { "--level=10", NULL }, EX_USAGE,
 	  "--level: 10 is out of range (0 to 9)", NULL, NULL },
 };
 
@@ -221,7 +221,7 @@ START_TEST(actions_stop_reading)
 	char *bad[] = { "toy", "--bogus", "--help", NULL };
 
 	ck_assert_int_eq(load(&toy, err, NULL, NULL, argv), 1);
-	ck_assert_int_eq(load(&toy, err, NULL, NULL, bad), OPTIONS_USAGE);
+	ck_assert_int_eq(load(&toy, err, NULL, NULL, bad), EX_USAGE);
 	ck_assert_str_eq(err, "unknown option --bogus; see toy --help");
 }
 END_TEST
