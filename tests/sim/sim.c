@@ -764,9 +764,17 @@ static void restart_window(const char *what, unsigned ended, unsigned lock_ended
 	if (!all_wait)
 		restart_otherwise(W.exempt_db_until, "a node without a session, or "
 				  "a leader's network slow");
-	for (int i = 0; i < W.n; i++)
+	for (int i = 0; i < W.n; i++) {
 		if (W.part_db[i] && W.nodes[i].ch.alive)
 			restart_otherwise(restart_unheard_until(), "a leader parted");
+		/* a segment sent before the restart and still being
+		 * retransmitted holds up what follows it on the link (seed
+		 * 93487: the old leader's fence connect waited 1.2 s behind a
+		 * ping) */
+		if (W.nodes[i].ch.alive &&
+		    fmax(W.link_last[i][0], W.link_last[i][1]) > T + RESTART_SLOW)
+			restart_otherwise(W.exempt_db_until, "a leader's network is slow");
+	}
 }
 
 /* Restart or failover: every session ends with an error (fast shutdown);
