@@ -716,6 +716,26 @@ START_TEST(fence_claim_sql)
 }
 END_TEST
 
+/* A queued wait for the fence with its claim: the lock first, the halves
+ * written in (no parameters in a query of several statements), the claim's
+ * settings after it, the pid last; nothing to merge without a lease. */
+START_TEST(fence_wait_claim_sql)
+{
+	struct lease_sql_server s = { .version = 170000 };
+	char sql[LEASE_SQL_MAX], claim[LEASE_SQL_MAX], want[2 * LEASE_SQL_MAX];
+
+	ck_assert(lease_sql_fence_wait_claim(sql, sizeof(sql), &s, 20, -2));
+	ck_assert(lease_sql_fence_claim(claim, sizeof(claim), &s, 20));
+	snprintf(want, sizeof(want), "SELECT pg_advisory_lock(-1, -2); %s", claim);
+	ck_assert_str_eq(sql, want);
+	ck_assert(lease_sql_fence_wait_claim(sql, sizeof(sql), &s, 20, 0x100000002));
+	ck_assert_ptr_nonnull(strstr(sql, "SELECT pg_advisory_lock(1, 2); SET "));
+	ck_assert(!lease_sql_fence_wait_claim(sql, sizeof(sql), &s, 0, 42));
+	ck_assert_str_eq(sql, "");
+	ck_assert(!lease_sql_fence_wait_claim(sql, 40, &s, 20, 42)); /* cut short */
+}
+END_TEST
+
 static const struct {
 	int version;
 	double lease;
@@ -850,6 +870,7 @@ static Suite *lease_sql_suite(void)
 		{ "tag_fits", tag_fits, 1 },
 		{ "since", since, NROWS(since_cases) },
 		{ "fence_claim_sql", fence_claim_sql, NROWS(fence_claim_cases) },
+		{ "fence_wait_claim_sql", fence_wait_claim_sql, 1 },
 		{ "unclaim_sql", unclaim_sql, NROWS(unclaim_cases) },
 		{ "connect_timeout", connect_timeout, NROWS(timeout_cases) },
 		{ "count_hosts", count_hosts, NROWS(count_cases) },
