@@ -62,6 +62,18 @@ void election_init(struct election *e, const struct election_params *p)
 	e->snap.command_due = INFINITY;
 }
 
+#define ACTION(a) { ELECTION_DO_##a, #a }
+const struct election_action_info election_actions[ELECTION_ACTION_COUNT] = {
+	ACTION(DISCONNECT), ACTION(FENCE_CLOSE), ACTION(CONNECT), ACTION(FENCE_CONNECT),
+	ACTION(TRY_LOCK), ACTION(WAIT_LOCK), ACTION(FENCE_TAKE), ACTION(FENCE_TRY),
+	ACTION(PING), ACTION(FENCE_PING), ACTION(STOP_CHILD), ACTION(KILL_CHILD),
+	ACTION(START_CHILD), ACTION(RELEASE), ACTION(FENCE_DROP),
+	ACTION(FAILSAFE_CLAIM), ACTION(FAILSAFE_CHECK), ACTION(FAILSAFE_REGAINED),
+	ACTION(CONTROLS_READ), ACTION(CONTROLS_DONE), ACTION(PRIORITY_ASK),
+	ACTION(EXIT),
+};
+#undef ACTION
+
 const char *election_state_name(enum election_state s)
 {
 	switch (s) {
@@ -181,6 +193,7 @@ void election_exit_now(struct election *e, struct election_output *out,
 	/* nothing asked for earlier in this step may follow the exit */
 	out->actions &= ~(unsigned)(ELECTION_DO_CONNECT | ELECTION_DO_TRY_LOCK |
 				    ELECTION_DO_WAIT_LOCK | ELECTION_DO_PING |
+				    ELECTION_DO_FENCE_PING |
 				    ELECTION_DO_RELEASE | ELECTION_DO_FENCE_CONNECT |
 				    ELECTION_DO_FENCE_TAKE | ELECTION_DO_FENCE_DROP);
 	election_disconnect(e, out);

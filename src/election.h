@@ -159,7 +159,8 @@ struct election_event {
 	const struct election_controls *controls; /* CONTROLS_READ */
 };
 
-/* What the supervisor must do, in this order of bits. */
+/* What the supervisor must do: a bit each, carried out in the order of
+ * election_actions below, not of the bits. */
 enum election_action {
 	ELECTION_DO_DISCONNECT = 1 << 0,  /* close the lock connection, no unlock */
 	ELECTION_DO_CONNECT = 1 << 1,
@@ -183,7 +184,20 @@ enum election_action {
 	ELECTION_DO_CONTROLS_DONE = 1 << 19,  /* the switchover answered: delete it */
 	ELECTION_DO_PRIORITY_ASK = 1 << 20,   /* ask for a switchover to this node
 					       * if the leader's priority is lower */
+	ELECTION_DO_FENCE_PING = 1 << 21,     /* ping the held fence, or its own
+					       * server-side lease ends it */
 };
+
+/* Every action once, in the order the supervisor (and the simulator)
+ * carries out one step's: sessions closed before others are opened, then
+ * the requests, the pings, the command, what follows the command, the exit
+ * last; with its name, for traces and tests. */
+#define ELECTION_ACTION_COUNT 22
+struct election_action_info {
+	enum election_action action;
+	const char *name;
+};
+extern const struct election_action_info election_actions[ELECTION_ACTION_COUNT];
 
 /* The exit code (exit_codes.h) a permanent fault ends pgleader with; 0 for
  * a transient fault, which is retried. */

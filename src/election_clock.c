@@ -154,6 +154,9 @@ static void leader_tick(struct election *e, struct election_output *out,
 		/* deadlines run from when it was due, however late the loop */
 		e->ping_sent_at = e->next_ping_at;
 		out->actions |= ELECTION_DO_PING;
+		/* a held fence has the same server-side lease to keep */
+		if (e->fence == ELECTION_FENCE_HELD)
+			out->actions |= ELECTION_DO_FENCE_PING;
 	}
 	if (e->check == CHECK_ASKING && now >= e->check_again_at)
 		election_ask_members(e, out, now);

@@ -222,76 +222,111 @@ static void priority_cb(void *arg, const struct ledger_answer *a)
 	enqueue(s, &ev);
 }
 
-static void run_controls_actions(struct supervisor *s, unsigned a)
-{
-	int64_t key = lease_key(s->lease);
+/* One function per action; run_actions calls them in the election's
+ * order (election_actions). */
+static void do_disconnect(struct supervisor *s) { lease_disconnect(s->lease); }
+static void do_fence_close(struct supervisor *s) { lease_disconnect(s->fence); }
+static void do_connect(struct supervisor *s) { lease_connect(s->lease); }
+static void do_fence_connect(struct supervisor *s) { lease_connect(s->fence); }
+static void do_try_lock(struct supervisor *s) { lease_try_lock(s->lease); }
+static void do_wait_lock(struct supervisor *s) { lease_wait_lock(s->lease); }
+static void do_fence_take(struct supervisor *s) { lease_wait_lock(s->fence); }
+static void do_fence_try(struct supervisor *s) { lease_try_lock(s->fence); }
+static void do_ping(struct supervisor *s) { lease_ping(s->lease); }
+static void do_fence_ping(struct supervisor *s) { lease_ping(s->fence); }
+static void do_release(struct supervisor *s) { lease_release(s->lease); }
+static void do_fence_drop(struct supervisor *s) { lease_unlock(s->fence); }
+static void do_exit(struct supervisor *s) { ev_break(s->loop, EVBREAK_ALL); }
 
-	if (a & ELECTION_DO_CONTROLS_READ)
-		ledger_controls(s->ledger, key, controls_cb, s);
-	if (a & ELECTION_DO_CONTROLS_DONE)
-		ledger_handed(s->ledger, key, s->node_id);
-	if (a & ELECTION_DO_PRIORITY_ASK)
-		ledger_priority_ask(s->ledger, key, s->node_id, s->priority,
-				    s->switchover_ms, priority_cb, s);
+static void do_stop_child(struct supervisor *s)
+{
+	if (s->jobs)
+		jobs_stop(s->jobs);
+	else
+		child_stop(s->child);
 }
 
-/* The election's actions, in the order of their bits: sessions closed
- * before others are opened, then requests, then the command, then what
- * follows the command. */
-static void run_session_actions(struct supervisor *s, unsigned a)
+static void do_kill_child(struct supervisor *s)
 {
-	if (a & ELECTION_DO_DISCONNECT)
-		lease_disconnect(s->lease);
-	if (a & ELECTION_DO_FENCE_CLOSE)
-		lease_disconnect(s->fence);
-	if (a & ELECTION_DO_CONNECT)
-		lease_connect(s->lease);
-	if (a & ELECTION_DO_FENCE_CONNECT)
-		lease_connect(s->fence);
-	if (a & ELECTION_DO_TRY_LOCK)
-		lease_try_lock(s->lease);
-	if (a & ELECTION_DO_WAIT_LOCK)
-		lease_wait_lock(s->lease);
-	if (a & ELECTION_DO_FENCE_TAKE)
-		lease_wait_lock(s->fence);
-	if (a & ELECTION_DO_FENCE_TRY)
-		lease_try_lock(s->fence);
-	if (a & ELECTION_DO_PING) {
-		lease_ping(s->lease);
-		/* a held fence is pinged too (a no-op otherwise), or its own
-		 * idle_session_timeout (server_lease) would end it */
-		lease_ping(s->fence);
-	}
+	if (s->jobs)
+		jobs_kill(s->jobs);
+	else
+		child_kill(s->child);
+}
+
+static void do_failsafe_claim(struct supervisor *s)
+{
+	failsafe_claim(s->failsafe, term_token(s));
+}
+
+static void do_failsafe_check(struct supervisor *s)
+{
+	failsafe_check(s->failsafe);
+}
+
+static void do_failsafe_regained(struct supervisor *s)
+{
+	failsafe_regained(s->failsafe, term_token(s));
+}
+
+static void do_controls_read(struct supervisor *s)
+{
+	ledger_controls(s->ledger, lease_key(s->lease), controls_cb, s);
+}
+
+static void do_controls_done(struct supervisor *s)
+{
+	ledger_handed(s->ledger, lease_key(s->lease), s->node_id);
+}
+
+static void do_priority_ask(struct supervisor *s)
+{
+	ledger_priority_ask(s->ledger, lease_key(s->lease), s->node_id, s->priority,
+			    s->switchover_ms, priority_cb, s);
+}
+
+static const struct {
+	enum election_action action;
+	void (*run)(struct supervisor *s);
+} action_fns[] = {
+	{ ELECTION_DO_DISCONNECT, do_disconnect },
+	{ ELECTION_DO_FENCE_CLOSE, do_fence_close },
+	{ ELECTION_DO_CONNECT, do_connect },
+	{ ELECTION_DO_FENCE_CONNECT, do_fence_connect },
+	{ ELECTION_DO_TRY_LOCK, do_try_lock },
+	{ ELECTION_DO_WAIT_LOCK, do_wait_lock },
+	{ ELECTION_DO_FENCE_TAKE, do_fence_take },
+	{ ELECTION_DO_FENCE_TRY, do_fence_try },
+	{ ELECTION_DO_PING, do_ping },
+	{ ELECTION_DO_FENCE_PING, do_fence_ping },
+	{ ELECTION_DO_STOP_CHILD, do_stop_child },
+	{ ELECTION_DO_KILL_CHILD, do_kill_child },
+	{ ELECTION_DO_START_CHILD, start_child },
+	{ ELECTION_DO_RELEASE, do_release },
+	{ ELECTION_DO_FENCE_DROP, do_fence_drop },
+	{ ELECTION_DO_FAILSAFE_CLAIM, do_failsafe_claim },
+	{ ELECTION_DO_FAILSAFE_CHECK, do_failsafe_check },
+	{ ELECTION_DO_FAILSAFE_REGAINED, do_failsafe_regained },
+	{ ELECTION_DO_CONTROLS_READ, do_controls_read },
+	{ ELECTION_DO_CONTROLS_DONE, do_controls_done },
+	{ ELECTION_DO_PRIORITY_ASK, do_priority_ask },
+	{ ELECTION_DO_EXIT, do_exit },
+};
+_Static_assert(sizeof(action_fns) / sizeof(action_fns[0]) == ELECTION_ACTION_COUNT,
+	       "a function for every action");
+
+static void run_action(struct supervisor *s, enum election_action a)
+{
+	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++)
+		if (action_fns[i].action == a)
+			action_fns[i].run(s);
 }
 
 static void run_actions(struct supervisor *s, const struct election_output *out)
 {
-	unsigned a = out->actions;
-
-	run_session_actions(s, a);
-	if ((a & ELECTION_DO_STOP_CHILD) && s->jobs)
-		jobs_stop(s->jobs);
-	else if (a & ELECTION_DO_STOP_CHILD)
-		child_stop(s->child);
-	if ((a & ELECTION_DO_KILL_CHILD) && s->jobs)
-		jobs_kill(s->jobs);
-	else if (a & ELECTION_DO_KILL_CHILD)
-		child_kill(s->child);
-	if (a & ELECTION_DO_START_CHILD)
-		start_child(s);
-	if (a & ELECTION_DO_RELEASE)
-		lease_release(s->lease);
-	if (a & ELECTION_DO_FENCE_DROP)
-		lease_unlock(s->fence);
-	if (a & ELECTION_DO_FAILSAFE_CLAIM)
-		failsafe_claim(s->failsafe, term_token(s));
-	if (a & ELECTION_DO_FAILSAFE_CHECK)
-		failsafe_check(s->failsafe);
-	if (a & ELECTION_DO_FAILSAFE_REGAINED)
-		failsafe_regained(s->failsafe, term_token(s));
-	run_controls_actions(s, a);
-	if (a & ELECTION_DO_EXIT)
-		ev_break(s->loop, EVBREAK_ALL);
+	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++)
+		if (out->actions & election_actions[i].action)
+			run_action(s, election_actions[i].action);
 }
 
 /* Every line carries what the election's snapshot says now: the node, the

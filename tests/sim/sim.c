@@ -1207,73 +1207,79 @@ static void peer_answer(struct node *n, const struct simev *e)
 static void node_exit(struct node *n, const char *why);
 static void controls_read(struct node *n);
 
-static void sup_session_actions(struct node *n, unsigned a)
-{
-	if (a & ELECTION_DO_DISCONNECT)
-		cs_close(n, &n->lock);
-	if (a & ELECTION_DO_FENCE_CLOSE)
-		cs_close(n, &n->fence);
-	if (a & ELECTION_DO_CONNECT)
-		cs_connect(n, &n->lock);
-	if (a & ELECTION_DO_FENCE_CONNECT)
-		cs_connect(n, &n->fence);
-	if (a & ELECTION_DO_TRY_LOCK)
-		cs_lock(n, &n->lock, false);
-	if (a & ELECTION_DO_WAIT_LOCK)
-		cs_lock(n, &n->lock, true);
-	if (a & ELECTION_DO_FENCE_TAKE)
-		cs_lock(n, &n->fence, true);
-	if (a & ELECTION_DO_FENCE_TRY)
-		cs_lock(n, &n->fence, false); /* ACQUIRED or BUSY as fence news */
-	if (a & ELECTION_DO_PING) {
-		cs_ping(n, &n->lock);
-		cs_ping(n, &n->fence); /* supervisor.c pings a held fence too */
-	}
-}
+static void sup_disconnect(struct node *n) { cs_close(n, &n->lock); }
+static void sup_fence_close(struct node *n) { cs_close(n, &n->fence); }
+static void sup_connect(struct node *n) { cs_connect(n, &n->lock); }
+static void sup_fence_connect(struct node *n) { cs_connect(n, &n->fence); }
+static void sup_try_lock(struct node *n) { cs_lock(n, &n->lock, false); }
+static void sup_wait_lock(struct node *n) { cs_lock(n, &n->lock, true); }
+static void sup_fence_take(struct node *n) { cs_lock(n, &n->fence, true); }
+/* ACQUIRED or BUSY as fence news */
+static void sup_fence_try(struct node *n) { cs_lock(n, &n->fence, false); }
+static void sup_ping(struct node *n) { cs_ping(n, &n->lock); }
+static void sup_fence_ping(struct node *n) { cs_ping(n, &n->fence); }
+static void sup_kill_child(struct node *n) { kill_child(n, "second signal"); }
+static void sup_release(struct node *n) { cs_release(n, &n->lock); }
+static void sup_fence_drop(struct node *n) { cs_unlock(n, &n->fence); }
+static void sup_claim(struct node *n) { peers_ask(n, P_CLAIM); }
+static void sup_check(struct node *n) { peers_ask(n, P_CHECK); }
+static void sup_regained(struct node *n) { peers_ask(n, P_REGAINED); }
+/* the switchover answered: deleted */
+static void sup_controls_done(struct node *n) { (void)n; W.switchover = false; }
+static void sup_nothing(struct node *n) { (void)n; } /* priority: not modelled */
+static void sup_exit(struct node *n) { node_exit(n, "exits"); }
+
+/* supervisor.c's action functions, run in the election's order */
+static const struct {
+	enum election_action action;
+	void (*run)(struct node *n);
+} sup_fns[] = {
+	{ ELECTION_DO_DISCONNECT, sup_disconnect },
+	{ ELECTION_DO_FENCE_CLOSE, sup_fence_close },
+	{ ELECTION_DO_CONNECT, sup_connect },
+	{ ELECTION_DO_FENCE_CONNECT, sup_fence_connect },
+	{ ELECTION_DO_TRY_LOCK, sup_try_lock },
+	{ ELECTION_DO_WAIT_LOCK, sup_wait_lock },
+	{ ELECTION_DO_FENCE_TAKE, sup_fence_take },
+	{ ELECTION_DO_FENCE_TRY, sup_fence_try },
+	{ ELECTION_DO_PING, sup_ping },
+	{ ELECTION_DO_FENCE_PING, sup_fence_ping },
+	{ ELECTION_DO_STOP_CHILD, stop_child },
+	{ ELECTION_DO_KILL_CHILD, sup_kill_child },
+	{ ELECTION_DO_START_CHILD, start_child },
+	{ ELECTION_DO_RELEASE, sup_release },
+	{ ELECTION_DO_FENCE_DROP, sup_fence_drop },
+	{ ELECTION_DO_FAILSAFE_CLAIM, sup_claim },
+	{ ELECTION_DO_FAILSAFE_CHECK, sup_check },
+	{ ELECTION_DO_FAILSAFE_REGAINED, sup_regained },
+	{ ELECTION_DO_CONTROLS_READ, controls_read },
+	{ ELECTION_DO_CONTROLS_DONE, sup_controls_done },
+	{ ELECTION_DO_PRIORITY_ASK, sup_nothing },
+	{ ELECTION_DO_EXIT, sup_exit },
+};
+_Static_assert(sizeof(sup_fns) / sizeof(sup_fns[0]) == ELECTION_ACTION_COUNT,
+	       "a function for every action");
 
 static void sup_run_actions(struct node *n, const struct election_output *out)
 {
-	unsigned a = out->actions;
-
-	sup_session_actions(n, a);
-	if (a & ELECTION_DO_STOP_CHILD)
-		stop_child(n);
-	if (a & ELECTION_DO_KILL_CHILD)
-		kill_child(n, "second signal");
-	if (a & ELECTION_DO_START_CHILD)
-		start_child(n);
-	if (a & ELECTION_DO_RELEASE)
-		cs_release(n, &n->lock);
-	if (a & ELECTION_DO_FENCE_DROP)
-		cs_unlock(n, &n->fence);
-	if (a & ELECTION_DO_FAILSAFE_CLAIM)
-		peers_ask(n, P_CLAIM);
-	if (a & ELECTION_DO_FAILSAFE_CHECK)
-		peers_ask(n, P_CHECK);
-	if (a & ELECTION_DO_FAILSAFE_REGAINED)
-		peers_ask(n, P_REGAINED);
-	if (a & ELECTION_DO_CONTROLS_READ)
-		controls_read(n);
-	if (a & ELECTION_DO_CONTROLS_DONE) /* the switchover answered: deleted */
-		W.switchover = false;
-	if (a & ELECTION_DO_EXIT)
-		node_exit(n, "exits");
+	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++) {
+		if (!(out->actions & election_actions[i].action))
+			continue;
+		for (size_t j = 0; j < ELECTION_ACTION_COUNT; j++)
+			if (sup_fns[j].action == election_actions[i].action)
+				sup_fns[j].run(n);
+	}
 }
 
 static void actions_text(unsigned a, char *buf, size_t len)
 {
-	static const char *const names[] = { "DISCONNECT", "CONNECT", "TRY_LOCK",
-		"WAIT_LOCK", "PING", "STOP_CHILD", "KILL_CHILD", "START_CHILD",
-		"RELEASE", "EXIT", "FENCE_CONNECT", "FENCE_TAKE", "FENCE_DROP",
-		"FENCE_CLOSE", "FAILSAFE_CLAIM", "FAILSAFE_CHECK", "FENCE_TRY",
-		"FAILSAFE_REGAINED", "CONTROLS_READ", "CONTROLS_DONE", "PRIORITY_ASK" };
 	size_t used = 0;
 
 	buf[0] = '\0';
-	for (unsigned b = 0; b < sizeof(names) / sizeof(names[0]); b++)
-		if (a >> b & 1)
+	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++)
+		if (a & election_actions[i].action)
 			used += (size_t)snprintf(buf + used, used < len ? len - used : 0,
-						 " %s", names[b]);
+						 " %s", election_actions[i].name);
 }
 
 static const char *event_news(const struct election_event *ev)

@@ -133,22 +133,23 @@ static struct election_output tick(struct election *e, double now)
 	return step(e, ELECTION_TICK, 0, NULL, now);
 }
 
-static const char *action_names[] = {
-	"DISCONNECT", "CONNECT", "TRY_LOCK", "WAIT_LOCK", "PING", "STOP_CHILD",
-	"KILL_CHILD", "START_CHILD", "RELEASE", "EXIT", "FENCE_CONNECT",
-	"FENCE_TAKE", "FENCE_DROP", "FENCE_CLOSE", "FAILSAFE_CLAIM",
-	"FAILSAFE_CHECK", "FENCE_TRY", "FAILSAFE_REGAINED",
-};
+static const char *action_name(unsigned bit)
+{
+	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++)
+		if (election_actions[i].action == bit)
+			return election_actions[i].name;
+	return "?";
+}
 
 static const char *bits(unsigned a, char *buf, size_t len)
 {
 	size_t n = 0;
 
 	buf[0] = '\0';
-	for (unsigned i = 0; i < sizeof(action_names) / sizeof(action_names[0]); i++)
-		if (a & (1u << i))
+	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++)
+		if (a & election_actions[i].action)
 			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? "|" : "",
-					      action_names[i]);
+					      election_actions[i].name);
 	if (!n)
 		snprintf(buf, len, "none");
 	return buf;
@@ -2262,7 +2263,7 @@ START_TEST(test_property_world)
 			fprintf(stderr, "entered %s: %lu\n",
 				election_state_name((enum election_state)i), entered[i]);
 		for (int i = 0; i < 10; i++)
-			fprintf(stderr, "%s: %lu\n", action_names[i], taken[i]);
+			fprintf(stderr, "%s: %lu\n", action_name(1u << i), taken[i]);
 		fprintf(stderr, "leaderships %lu steps %lu\n", leaderships, steps);
 	}
 	for (int i = ELECTION_CONNECTING; i <= ELECTION_DONE; i++)
@@ -2271,7 +2272,7 @@ START_TEST(test_property_world)
 			      "%s entered %lu times",
 			      election_state_name((enum election_state)i), entered[i]);
 	for (int i = 0; i < 10; i++)
-		ck_assert_msg(taken[i] >= 100, "%s taken %lu times", action_names[i],
+		ck_assert_msg(taken[i] >= 100, "%s taken %lu times", action_name(1u << i),
 			      taken[i]);
 	ck_assert_uint_gt(leaderships, 1000);
 	ck_assert_uint_gt(steps, 50000);
@@ -2945,7 +2946,8 @@ START_TEST(test_settle_from_latest_loss)
 	struct election_output out;
 
 	fenced_running_grace(8);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	/* the held fence is pinged with the lock: the election says so */
+	ck_actions(tick(&M, 1), ELECTION_DO_PING | ELECTION_DO_FENCE_PING);
 	ck_actions(tick(&M, 5), ELECTION_DO_STOP_CHILD); /* 3 failures */
 	ck_state(&M, ELECTION_DEMOTING);
 	/* the lock session ends while the command stops: a loss on record */
@@ -3493,6 +3495,35 @@ START_TEST(test_failsafe_regained_clears_record)
 }
 END_TEST
 
+/* The one order of the actions: every bit once, named once; sessions
+ * closed before any is opened, the pings before the command starts, the
+ * exit last. */
+START_TEST(test_action_order)
+{
+	unsigned all = 0;
+	int at[ELECTION_ACTION_COUNT];
+
+	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++) {
+		unsigned a = election_actions[i].action;
+
+		ck_assert_msg(a && !(a & (a - 1)), "%s is not one bit", election_actions[i].name);
+		ck_assert_msg(!(all & a), "%s twice", election_actions[i].name);
+		all |= a;
+		at[__builtin_ctz(a)] = (int)i;
+		for (size_t j = 0; j < i; j++)
+			ck_assert_str_ne(election_actions[j].name, election_actions[i].name);
+	}
+	ck_assert_uint_eq(all, (1u << ELECTION_ACTION_COUNT) - 1);
+#define AT(a) at[__builtin_ctz(ELECTION_DO_##a)]
+	ck_assert_int_lt(AT(DISCONNECT), AT(CONNECT));
+	ck_assert_int_lt(AT(FENCE_CLOSE), AT(FENCE_CONNECT));
+	ck_assert_int_lt(AT(FENCE_PING), AT(START_CHILD));
+	ck_assert_int_lt(AT(STOP_CHILD), AT(RELEASE));
+	ck_assert_int_eq(AT(EXIT), ELECTION_ACTION_COUNT - 1);
+#undef AT
+}
+END_TEST
+
 static Suite *election_suite(void)
 {
 	Suite *s = suite_create("election");
@@ -3501,6 +3532,7 @@ static Suite *election_suite(void)
 	tc = tcase_create("connecting");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_init);
+	tcase_add_test(tc, test_action_order);
 	tcase_add_test(tc, test_start_connects);
 	tcase_add_loop_test(tc, test_connect_backoff, 0, ROWS(backoff_rows));
 	tcase_add_test(tc, test_connect_failed_default_reason);
