@@ -306,17 +306,26 @@ static void lock_granted(struct lease *l)
 	send_sql(l, PHASE_CLAIMING, sql, 0, NULL);
 }
 
+/* The claim's answer (the lock's token, the backend pid) is read and the
+ * lock held: false when the session failed or the lock goes back. */
+static bool claim_held(struct lease *l, const struct lease_sql_answer *a)
+{
+	int pid;
+	bool ok = l->o.fence ? lease_sql_parse_pid(a, &pid)
+			     : lease_sql_parse_claim(a, &l->token, &pid);
+
+	if (!ok) {
+		fail(l, FAULT_PROTOCOL, "unexpected answer while taking the lock");
+		return false;
+	}
+	return !through_pooler(l, pid, "") && held(l);
+}
+
 /* The fence and its claim, asked for in one statement, are granted: the
  * answer is the claim's. */
 static void fence_claimed(struct lease *l, const struct lease_sql_answer *a)
 {
-	int pid;
-
-	if (!lease_sql_parse_pid(a, &pid)) {
-		fail(l, FAULT_PROTOCOL, "unexpected answer while taking the lock");
-		return;
-	}
-	if (!through_pooler(l, pid, "") && held(l))
+	if (claim_held(l, a))
 		acquired(l);
 }
 
@@ -344,15 +353,7 @@ static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 
 static void claim_done(struct lease *l, const struct lease_sql_answer *a)
 {
-	int pid;
-	bool ok = l->o.fence ? lease_sql_parse_pid(a, &pid)
-			     : lease_sql_parse_claim(a, &l->token, &pid);
-
-	if (!ok) {
-		fail(l, FAULT_PROTOCOL, "unexpected answer while taking the lock");
-		return;
-	}
-	if (through_pooler(l, pid, "") || !held(l))
+	if (!claim_held(l, a))
 		return;
 	if (!l->o.fence) {
 		acquired(l);
