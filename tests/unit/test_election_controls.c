@@ -55,6 +55,9 @@ static struct election_output tick(double now)
 }
 
 static const struct election_controls none = { .readable = true };
+static const struct election_controls paused_by_alice = {
+	.readable = true, .paused = true, .paused_by = "alice", .paused_at = "T",
+};
 
 /* The world around the machine: a queued lock wait ends BUSY after
  * retry_interval, a try at once; pings answer at once; reads find
@@ -170,6 +173,14 @@ static struct election_output to_leader(const struct election_controls *c, doubl
 	return controls(c, t);
 }
 
+/* A leader with the daemon's parameters whose command runs, at 0. */
+static void leader_running(void)
+{
+	to_standby(&daemon_like, 0);
+	to_leader(&none, 0);
+	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
+}
+
 START_TEST(nothing_starts_before_the_read)
 {
 	struct election_output out;
@@ -182,16 +193,12 @@ END_TEST
 
 START_TEST(pause_stops_and_resume_starts)
 {
-	struct election_controls paused = { .readable = true, .paused = true,
-					    .paused_by = "alice", .paused_at = "T" };
 	struct election_output out;
 	double t = 0;
 
-	to_standby(&daemon_like, 0);
-	to_leader(&none, 0);
-	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
+	leader_running();
 	/* the leader reads them again within a ping interval, with the ping */
-	world = &paused;
+	world = &paused_by_alice;
 	ck_assert(advance(&t, 0.25, "paused by alice at T: stopping the command") &
 		  ELECTION_DO_STOP_CHILD);
 	ck_assert(heard);
@@ -221,15 +228,11 @@ END_TEST
  * without restarts ended pgleader when it was gone). */
 START_TEST(resumed_while_stopping)
 {
-	struct election_controls paused = { .readable = true, .paused = true,
-					    .paused_by = "alice", .paused_at = "T" };
 	struct election_output out;
 	double t = 0;
 
-	to_standby(&daemon_like, 0);
-	to_leader(&none, 0);
-	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
-	world = &paused;
+	leader_running();
+	world = &paused_by_alice;
 	ck_assert(advance(&t, 0.25, NULL) & ELECTION_DO_STOP_CHILD);
 	world = &none;
 	ck_assert(!(advance(&t, 0.5, "resumed: the command starts again once it stopped") &
@@ -248,12 +251,10 @@ END_TEST
 
 START_TEST(a_paused_new_leader_starts_nothing)
 {
-	struct election_controls paused = { .readable = true, .paused = true,
-					    .paused_by = "alice", .paused_at = "T" };
 	struct election_output out;
 
 	to_standby(&daemon_like, 0);
-	out = to_leader(&paused, 0);
+	out = to_leader(&paused_by_alice, 0);
 	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
 	ck_assert_double_eq(election_next_wakeup(&M, 0), 0.25); /* pings, reads */
 }
@@ -262,13 +263,11 @@ END_TEST
 START_TEST(jobs_act_on_pauses_themselves)
 {
 	struct election_params p = daemon_like;
-	struct election_controls paused = { .readable = true, .paused = true,
-					    .paused_by = "alice", .paused_at = "T" };
 	struct election_output out;
 
 	p.pause_in_jobs = true;
 	to_standby(&p, 0);
-	out = to_leader(&paused, 0);
+	out = to_leader(&paused_by_alice, 0);
 	ck_assert(has(&out, ELECTION_DO_START_CHILD));
 	ck_assert(election_snapshot(&M)->paused);
 }
@@ -285,9 +284,7 @@ START_TEST(switchover_asked_of_this_leader)
 {
 	struct election_output out;
 
-	to_standby(&daemon_like, 0);
-	to_leader(&none, 0);
-	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
+	leader_running();
 	tick(0.25);
 	out = controls(&asked_of_a, 0.25);
 	ck_assert(has(&out, ELECTION_DO_STOP_CHILD));
@@ -328,9 +325,7 @@ START_TEST(switchover_that_lapses)
 	struct election_controls c = asked_of_a;
 	double t = 0.25;
 
-	to_standby(&daemon_like, 0);
-	to_leader(&none, 0);
-	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
+	leader_running();
 	world = &asked_of_a;
 	advance(&t, 1.0, NULL); /* read at 0.25: lapses at 3.25 */
 	ck_assert_int_eq(M.state, ELECTION_DEMOTING);
