@@ -49,10 +49,11 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DPGLEADER_VERSION='"$(VERSION)"' \
 	$(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
 LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null) -lev -lm
-# pgleader itself loads libmicrohttpd and libcurl only when configured
-# (src/dynlib.c): they are not linked, which keeps them out of a plain
-# node's memory; the packages name them as dependencies.
-PGLEADER_LIBS := $(shell $(PKG_CONFIG) --libs libpq libsystemd inih jansson \
+# pgleader itself loads libmicrohttpd and libcurl only when configured, and
+# libsystemd only under systemd (src/dynlib.c): they are not linked, which
+# keeps them out of a plain node's memory and start; the packages name them
+# as dependencies.
+PGLEADER_LIBS := $(shell $(PKG_CONFIG) --libs libpq inih jansson \
 	2>/dev/null) -lev -lm -ldl
 JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
