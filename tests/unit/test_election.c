@@ -24,6 +24,9 @@
  * daemon_params(). */
 static struct election_params defaults;
 
+/* Seconds, as the configuration holds them (milliseconds). */
+#define MS(seconds) ((int64_t)llround((seconds) * 1000))
+
 static struct election M; /* the machine under test */
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -389,12 +392,14 @@ static const struct {
 
 START_TEST(test_connect_backoff)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0;
 	char want[128];
 
-	p.retry_interval = backoff_rows[_i].retry_interval;
+	c.retry_interval_ms = MS(backoff_rows[_i].retry_interval);
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	ck_actions(step(&M, ELECTION_START, 0, NULL, t), OPEN_BOTH);
 	for (int k = 0; k < backoff_rows[_i].n; k++) {
@@ -486,9 +491,11 @@ START_TEST(test_connected_tries_lock_first)
 	struct election_output out;
 
 	for (int wait = 0; wait <= 1; wait++) {
+		struct config c = daemon_cfg;
 		struct election_params p = defaults;
 
-		p.wait_in_queue = wait;
+		c.acquire = wait ? ACQUIRE_WAIT : ACQUIRE_POLL;
+		p = daemon_params(&c);
 		election_init(&M, &p);
 		step(&M, ELECTION_START, 0, NULL, 0);
 		out = step(&M, ELECTION_CONNECTED, 0, NULL, 0.25);
@@ -726,11 +733,13 @@ END_TEST
 
 START_TEST(test_poll_mode_busy)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0.25;
 
-	p.wait_in_queue = false;
+	c.acquire = ACQUIRE_POLL;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
 	ck_actions(out, 0);
@@ -774,11 +783,13 @@ static const struct {
 
 START_TEST(test_lock_request_deadline)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double dl = request_timeout_rows[_i].deadline;
 
-	p.wait_in_queue = request_timeout_rows[_i].wait;
+	c.acquire = request_timeout_rows[_i].wait ? ACQUIRE_WAIT : ACQUIRE_POLL;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	if (request_timeout_rows[_i].busy_first)
 		ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1), ELECTION_DO_WAIT_LOCK);
@@ -810,12 +821,14 @@ static const struct {
 
 START_TEST(test_nonblock_busy_exits)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.nonblock = true;
-	p.wait_in_queue = nonblock_rows[_i].wait;
-	p.conflict_exit_code = nonblock_rows[_i].code;
+	c.nonblock = true;
+	c.acquire = nonblock_rows[_i].wait ? ACQUIRE_WAIT : ACQUIRE_POLL;
+	c.conflict_exit_code = nonblock_rows[_i].code;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0); /* a try, even in wait mode */
 	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0.25);
 	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
@@ -827,19 +840,23 @@ END_TEST
 
 START_TEST(test_nonblock_acquires)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.nonblock = true;
+	c.nonblock = true;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 }
 END_TEST
 
 START_TEST(test_wait_timeout_standby)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.wait_timeout = 10;
+	c.wait_timeout_ms = 10000;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
@@ -859,12 +876,14 @@ END_TEST
 
 START_TEST(test_wait_timeout_database_down)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0;
 
-	p.wait_timeout = 10;
-	p.conflict_exit_code = 9;
+	c.wait_timeout_ms = 10000;
+	c.conflict_exit_code = 9;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	world_silent(); /* the fence session's attempt gets no answer either */
 	step(&M, ELECTION_START, 0, NULL, t);
@@ -886,11 +905,13 @@ END_TEST
 
 START_TEST(test_wait_timeout_not_while_leader)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double starts[4], t = 1;
 
-	p.wait_timeout = 10;
+	c.wait_timeout_ms = 10000;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	step(&M, ELECTION_CONNECTED, 0, NULL, 0.5);
@@ -933,11 +954,13 @@ static const double takeover_rows[] = { 0.5, 2.5, 3, 10 };
 
 START_TEST(test_takeover_delay)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double d = takeover_rows[_i], t = 0, starts[4];
 
-	p.takeover_delay = d;
+	c.takeover_delay_ms = MS(d);
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 42, fencing token 7", 0);
 	ck_actions(out, LEAD_FIRST);
@@ -957,10 +980,12 @@ END_TEST
 
 START_TEST(test_takeover_delay_pings)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.takeover_delay = 3;
+	c.takeover_delay_ms = 3000;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	ck_actions(tick(&M, 1), LEADER_PING);
 	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1), 0);
@@ -1014,14 +1039,16 @@ static const struct {
 
 START_TEST(test_ping_failure_rule)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out = { 0 };
 	double sent, lost;
 	char want[160];
 
-	p.ping_interval = ping_rows[_i].interval;
-	p.ping_timeout = ping_rows[_i].timeout;
-	p.ping_failures = ping_rows[_i].failures;
+	c.ping_interval_ms = MS(ping_rows[_i].interval);
+	c.ping_timeout_ms = MS(ping_rows[_i].timeout);
+	c.ping_failures = ping_rows[_i].failures;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	world_silent(); /* neither the ping nor the controls read is answered */
 	sent = p.ping_interval;
@@ -1182,10 +1209,12 @@ END_TEST
 
 START_TEST(test_frozen_during_takeover_delay)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.takeover_delay = 30;
+	c.takeover_delay_ms = 30000;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	ck_actions(tick(&M, 1), LEADER_PING);
 	out = tick(&M, 100);
@@ -1199,6 +1228,7 @@ END_TEST
 
 START_TEST(test_next_wakeup_each_state)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	double t;
 
@@ -1213,13 +1243,15 @@ START_TEST(test_next_wakeup_each_state)
 	ck_wakeup(&M, 1, 1.5);
 
 	/* ... or the wait timeout when that is earlier */
-	p.wait_timeout = 4;
+	c.wait_timeout_ms = 4000;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	ck_wakeup(&M, 0, 4);
 	step(&M, ELECTION_CONNECT_FAILED, 0, "down", 3.75);
 	ck_wakeup(&M, 3.75, 4);
-	p.wait_timeout = -1;
+	c.wait_timeout_ms = -1;
+	p = daemon_params(&c);
 
 	/* standby, wait mode: the controls read every retry_interval, and
 	 * the lock request deadline */
@@ -1234,7 +1266,8 @@ START_TEST(test_next_wakeup_each_state)
 	ck_wakeup(&M, 5, 8);
 	/* standby, poll mode: the next try, then the request deadline (the
 	 * next read at 10 after it) */
-	p.wait_in_queue = false;
+	c.acquire = ACQUIRE_POLL;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1);
 	ck_wakeup(&M, 1, 5);
@@ -1243,7 +1276,8 @@ START_TEST(test_next_wakeup_each_state)
 	tick(&M, 6);
 	ck_wakeup(&M, 6, 10);
 	ck_assert_double_eq(M.request_deadline, 13);
-	p.wait_in_queue = true;
+	c.acquire = ACQUIRE_WAIT;
+	p = daemon_params(&c);
 
 	/* leader: the next ping, then each failure deadline (the database
 	 * silent, the controls read sent with the ping stays in flight) */
@@ -1262,20 +1296,24 @@ START_TEST(test_next_wakeup_each_state)
 
 	/* leader during the takeover delay: the earlier of ping and start */
 	world_answers();
-	p.takeover_delay = 0.5;
+	c.takeover_delay_ms = 500;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	ck_wakeup(&M, 0, 0.5);
-	p.takeover_delay = 0;
+	c.takeover_delay_ms = 0;
+	p = daemon_params(&c);
 
 	/* leader waiting to restart the command */
-	p.restart = ELECTION_RESTART_ALWAYS;
+	c.restart = RESTART_ALWAYS;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.25);
 	ck_wakeup(&M, 0.25, 1);    /* ping at 1 before restart at 1.25 */
 	tick(&M, 1);
 	step(&M, ELECTION_PING_OK, 0, NULL, 1);
 	ck_wakeup(&M, 1, 1.25);
-	p.restart = ELECTION_RESTART_NO;
+	c.restart = RESTART_NO;
+	p = daemon_params(&c);
 
 	/* demoting: only the command's end moves it on */
 	to_leader(&M, &p, 0);
@@ -1365,11 +1403,13 @@ END_TEST
 
 START_TEST(test_lease_lost_without_command)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
 	/* ping timeout during the takeover delay: reconnect at once */
-	p.takeover_delay = 10;
+	c.takeover_delay_ms = 10000;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	tick(&M, 1);
 	tick(&M, 3);
@@ -1391,8 +1431,9 @@ START_TEST(test_lease_lost_without_command)
 	ck_actions(tick(&M, 10), 0);
 
 	/* connection lost while waiting to restart the command */
-	p.takeover_delay = 0;
-	p.restart = ELECTION_RESTART_ALWAYS;
+	c.takeover_delay_ms = 0;
+	c.restart = RESTART_ALWAYS;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	/* the fence goes with the command, and is taken again for the next */
 	ck_actions(step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.25),
@@ -1429,10 +1470,12 @@ END_TEST
 
 START_TEST(test_restart_on_failure_success_exits)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.restart = ELECTION_RESTART_ON_FAILURE;
+	c.restart = RESTART_ON_FAILURE;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	out = step(&M, ELECTION_CHILD_GONE, 0, NULL, 0.5);
 	ck_actions(out, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP);
@@ -1446,24 +1489,26 @@ END_TEST
 static const double restart_delays[] = { 1, 2, 4, 8, 16, 30, 30, 30 };
 
 static const struct {
-	enum election_restart restart;
+	enum restart_policy restart;
 	int status;
 } restart_rows[] = {
-	{ ELECTION_RESTART_ON_FAILURE, 1 },
-	{ ELECTION_RESTART_ON_FAILURE, 137 },
-	{ ELECTION_RESTART_ALWAYS, 0 },
-	{ ELECTION_RESTART_ALWAYS, 2 },
+	{ RESTART_ON_FAILURE, 1 },
+	{ RESTART_ON_FAILURE, 137 },
+	{ RESTART_ALWAYS, 0 },
+	{ RESTART_ALWAYS, 2 },
 };
 
 START_TEST(test_restart_backoff)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0, due, starts[4];
 	char want[64];
 
-	p.restart = restart_rows[_i].restart;
-	p.restart_limit = 0; /* no limit: test_restart_limit has it */
+	c.restart = restart_rows[_i].restart;
+	c.restart_limit = 0; /* no limit: test_restart_limit has it */
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	for (size_t k = 0; k < sizeof(restart_delays) / sizeof(restart_delays[0]); k++) {
 		double d = restart_delays[k];
@@ -1494,12 +1539,14 @@ static const struct {
 
 START_TEST(test_restart_backoff_reset)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0, due, starts[4];
 	char want[64];
 
-	p.restart = ELECTION_RESTART_ON_FAILURE;
+	c.restart = RESTART_ON_FAILURE;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	for (int k = 0; k < 4; k++) { /* restarts after 1, 2, 4, 8 s */
 		lead_until(&M, &t, t + 0.5, starts, 4);
@@ -1528,10 +1575,12 @@ END_TEST
 
 START_TEST(test_restart_pending_then_shutdown)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.restart = ELECTION_RESTART_ALWAYS;
+	c.restart = RESTART_ALWAYS;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 0.25),
 		   ELECTION_DO_FENCE_DROP | ELECTION_DO_FENCE_TAKE);
@@ -1545,9 +1594,11 @@ END_TEST
 
 START_TEST(test_child_gone_without_child_ignored)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.takeover_delay = 5;
+	c.takeover_delay_ms = 5000;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	ck_actions(step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.5), 0);
 	ck_state(&M, ELECTION_LEADER);
@@ -1589,9 +1640,11 @@ static void setup_standby_queued(struct election *e)
 
 static void setup_standby_poll_idle(struct election *e)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.wait_in_queue = false;
+	c.acquire = ACQUIRE_POLL;
+	p = daemon_params(&c);
 	to_standby(e, &p, 0);
 	step(e, ELECTION_LOCK_BUSY, 0, NULL, 1);
 }
@@ -1609,9 +1662,11 @@ static void setup_leader_ping_out(struct election *e)
 
 static void setup_leader_takeover(struct election *e)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.takeover_delay = 30;
+	c.takeover_delay_ms = 30000;
+	p = daemon_params(&c);
 	to_leader(e, &p, 0);
 }
 
@@ -1889,9 +1944,11 @@ END_TEST
 
 START_TEST(test_done_ignores_everything)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.nonblock = true;
+	c.nonblock = true;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
 	ck_state(&M, ELECTION_DONE);
@@ -2005,21 +2062,28 @@ static bool chance(double p)
 	return rnd() < p;
 }
 
+/* A configuration's values drawn at random (the rest the defaults), and
+ * the parameters the daemon builds from it; connect_timeout, the lease's,
+ * drawn too. */
 static struct election_params random_params(void)
 {
 	static const double intervals[] = { 0.25, 0.5, 1, 2 };
-	struct election_params p = defaults;
+	struct config c = daemon_cfg;
+	struct election_params p;
+	double connect_timeout;
 
-	p.wait_in_queue = chance(0.6);
-	p.nonblock = chance(0.05);
-	p.retry_interval = 1 + (double)(rng() % 8);
-	p.ping_interval = intervals[rng() % 4];
-	p.ping_timeout = intervals[rng() % 4] * 2;
-	p.ping_failures = 1 + (int)(rng() % 4);
-	p.takeover_delay = chance(0.3) ? (double)(rng() % 4) : 0;
-	p.wait_timeout = chance(0.1) ? 5 + (double)(rng() % 60) : -1;
-	p.connect_timeout = 1 + (double)(rng() % 10);
-	p.restart = (enum election_restart)(rng() % 3);
+	c.acquire = chance(0.6) ? ACQUIRE_WAIT : ACQUIRE_POLL;
+	c.nonblock = chance(0.05);
+	c.retry_interval_ms = MS(1 + (double)(rng() % 8));
+	c.ping_interval_ms = MS(intervals[rng() % 4]);
+	c.ping_timeout_ms = MS(intervals[rng() % 4] * 2);
+	c.ping_failures = 1 + (int)(rng() % 4);
+	c.takeover_delay_ms = MS(chance(0.3) ? (double)(rng() % 4) : 0);
+	c.wait_timeout_ms = chance(0.1) ? MS(5 + (double)(rng() % 60)) : -1;
+	connect_timeout = 1 + (double)(rng() % 10);
+	c.restart = (enum restart_policy)(rng() % 3);
+	p = daemon_params(&c);
+	p.connect_timeout = connect_timeout;
 	return p;
 }
 
@@ -2489,10 +2553,12 @@ END_TEST
  * never the conflict code (75), which means "another node has it". */
 START_TEST(test_nonblock_unreachable)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.nonblock = true;
+	c.nonblock = true;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	out = db_failed(&M, FAULT_UNREACHABLE, "connection refused", 0.5);
@@ -2513,9 +2579,11 @@ END_TEST
 /* --wait-timeout: 75 only after the database said the lock is held. */
 START_TEST(test_wait_timeout_busy_is_conflict)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.wait_timeout = 3;
+	c.wait_timeout_ms = 3000;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0), ELECTION_DO_WAIT_LOCK);
 	ck_exit(tick(&M, 3), &M, 75);
@@ -2525,10 +2593,12 @@ END_TEST
 /* A command that cannot be executed never restarts, whatever --restart. */
 START_TEST(test_unexecutable_never_restarts)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.restart = ELECTION_RESTART_ALWAYS;
+	c.restart = RESTART_ALWAYS;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	out = step(&M, ELECTION_CHILD_GONE, 126 + _i, NULL, 0.5);
 	ck_actions(out, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP);
@@ -2604,12 +2674,14 @@ END_TEST
 START_TEST(test_snapshot_one_term)
 {
 	const struct election_snapshot *s = election_snapshot(&M);
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 10;
 
-	p.node_id = "n1";
-	p.lock_name = "reports";
+	c.node_id = "n1";
+	c.lock_name = "reports";
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	ck_assert_int_eq(s->state, ELECTION_INIT);
 	ck_assert_str_eq(s->node_id, "n1");
@@ -2850,11 +2922,13 @@ END_TEST
  * trying; the lock session's failure decides the exit. */
 START_TEST(test_fence_of_a_one_shot)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
 	answer_fence = false; /* the test plays the fence session */
-	p.nonblock = true;
+	c.nonblock = true;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	ck_actions(step(&M, ELECTION_START, 0, NULL, 0),
 		   ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT);
@@ -2969,12 +3043,14 @@ static const struct {
 
 START_TEST(test_settle_after_outage)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double take_at = settle_rows[_i].take_at, t;
 
 	answer_fence = false; /* the test plays the fence session */
-	p.grace_period = 8;
+	c.grace_period_ms = 8000;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
@@ -3013,10 +3089,12 @@ END_TEST
  * or the previous outage long gone, is no reason to wait. */
 START_TEST(test_no_settle_without_outage)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
 	answer_fence = false; /* the test plays the fence session */
-	p.grace_period = 8;
+	c.grace_period_ms = 8000;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
@@ -3031,10 +3109,12 @@ END_TEST
 /* A leader with the fence and this grace period, its command running. */
 static void fenced_running_grace(double grace)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
 	answer_fence = false; /* the test plays the fence session */
-	p.grace_period = grace;
+	c.grace_period_ms = MS(grace);
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
@@ -3201,12 +3281,14 @@ static struct election_output fail_soon(double *t, double ran, int status)
 
 START_TEST(test_restart_limit)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0.5;
 
-	p.restart = ELECTION_RESTART_ALWAYS;
-	p.restart_limit = 2;
+	c.restart = RESTART_ALWAYS;
+	c.restart_limit = 2;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	step(&M, ELECTION_CHILD_GONE, 3, NULL, t);          /* 1 */
 	fail_soon(&t, 0.5, 3);                               /* 2 */
@@ -3242,13 +3324,22 @@ static struct election_output peers(struct election *e, int news, int status,
 
 enum { OTHER_MEMBERS = 0, SAME_MEMBERS = 1 }; /* a claim's status */
 
+/* Failsafe on: members a (this node) and b; failsafe_ttl 15 s, the
+ * default. */
+static struct config failsafe_config(void)
+{
+	struct config c = daemon_cfg;
+
+	c.failsafe_peers = "a=127.0.0.1:8008,b=127.0.0.1:8009";
+	c.failsafe_ttl_ms = 15000;
+	return c;
+}
+
 static struct election_params failsafe_params(void)
 {
-	struct election_params p = defaults;
+	struct config c = failsafe_config();
 
-	p.failsafe = true;
-	p.failsafe_ttl = 15;
-	return p;
+	return daemon_params(&c);
 }
 
 /* A failsafe leader whose members said at acquisition nobody else runs it. */
@@ -3353,7 +3444,8 @@ END_TEST
  * started again without the lock: back to the lock queue, no more claims. */
 START_TEST(test_failsafe_command_ends)
 {
-	struct election_params p = failsafe_params();
+	struct config c = failsafe_config();
+	struct election_params p = daemon_params(&c);
 	struct election_output out;
 
 	failsafe_leader(0);
@@ -3367,7 +3459,8 @@ START_TEST(test_failsafe_command_ends)
 	ck_assert(out.actions & ELECTION_DO_RELEASE);
 	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, 1.1), &M, 3);
 
-	p.restart = ELECTION_RESTART_ALWAYS;
+	c.restart = RESTART_ALWAYS;
+	p = daemon_params(&c);
 	failsafe_leader_with(&p, 0);
 	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
 	out = step(&M, ELECTION_CHILD_GONE, 0, NULL, 1);
@@ -3391,7 +3484,7 @@ START_TEST(test_failsafe_reconnect_times_out)
 	struct election_params p = failsafe_params();
 	struct election_output out;
 
-	p.connect_timeout = 2;
+	p.connect_timeout = 2; /* the lease's, not configured */
 	failsafe_leader_with(&p, 0);
 	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5),
 		   ELECTION_DO_FAILSAFE_CLAIM | ELECTION_DO_CONNECT);
