@@ -41,7 +41,7 @@ enum {
 	ELECTION_LOCK_BUSY, ELECTION_PING_OK, ELECTION_CONN_LOST, ELECTION_FATAL,
 	ELECTION_RELEASED, ELECTION_CHILD_STARTED, ELECTION_CHILD_START_FAILED,
 	ELECTION_CHILD_KILLED, ELECTION_CHILD_GONE, FENCE_CONNECTED, FENCE_ACQUIRED,
-	FENCE_BUSY, FENCE_FAILED, FENCE_RELEASED,
+	FENCE_BUSY, FENCE_FAILED, FENCE_RELEASED, CONTROLS_ANSWERED, CONTROLS_FAILED,
 };
 
 static const struct {
@@ -66,6 +66,8 @@ static const struct {
 	{ FENCE_BUSY, ELECTION_FENCE, ELECTION_SESSION_BUSY },
 	{ FENCE_FAILED, ELECTION_FENCE, ELECTION_SESSION_FAILED },
 	{ FENCE_RELEASED, ELECTION_FENCE, ELECTION_SESSION_RELEASED },
+	{ CONTROLS_ANSWERED, ELECTION_CONTROLS, ELECTION_CONTROLS_READ },
+	{ CONTROLS_FAILED, ELECTION_CONTROLS, ELECTION_CONTROLS_FAILED },
 };
 
 static void name_event(int name, struct election_event *ev)
@@ -171,7 +173,9 @@ static struct election_output step(struct election *e, int type, int code,
 	unsigned long long token;
 
 	name_event(type, &ev);
-	if (type == ELECTION_CONNECT_FAILED || type == ELECTION_CONN_LOST)
+	ev.controls = &nothing_in_force; /* CONTROLS_ANSWERED */
+	if (type == ELECTION_CONNECT_FAILED || type == ELECTION_CONN_LOST ||
+	    type == FENCE_FAILED)
 		ev.fault = FAULT_CONNECTION;
 	else if (type == ELECTION_FATAL)
 		ev.fault = fatal_fault(code);
@@ -2198,8 +2202,11 @@ START_TEST(test_property_chaos)
 }
 END_TEST
 
-/* The world around the machine: a lease and a child that do what they are
- * told and answer only what was asked, a little later, or never. */
+/* The world around the machine: a lease, a fence session, the controls
+ * and a child that do what they are told and answer only what was asked, a
+ * little later, or never. The fence is free (no other node): a take is
+ * granted, or its queued wait ends (lock_timeout) as if an old leader's
+ * command were still stopping; a try finds it held elsewhere now and then. */
 struct world {
 	struct election_params p;
 	double now;
@@ -2208,6 +2215,12 @@ struct world {
 	bool held;         /* our session holds the advisory lock */
 	bool ping_out;
 	bool release_out;
+	int fconn;         /* the fence session: 0 closed, 1 being opened, 2 open */
+	bool ftake;        /* a take (queued) or a try of the fence in flight */
+	bool ftry;         /* that one is a try */
+	bool fheld;        /* our fence session holds the fence */
+	bool fdrop;        /* an unlock of the fence in flight */
+	bool ctl_out;      /* a controls read in flight */
 	bool child;
 	bool fatal_seen;
 	int cause;         /* the event that first started the end, or -1 */
@@ -2218,12 +2231,108 @@ struct world {
 };
 
 /* How often each state was entered and each action taken, over all runs. */
-static unsigned long entered[ELECTION_DONE + 1], taken[10];
+static unsigned long entered[ELECTION_DONE + 1], taken[ELECTION_ACTION_COUNT];
 
 static void world_close(struct world *w)
 {
 	w->conn = 0;
 	w->lock_req = w->held = w->ping_out = w->release_out = false;
+}
+
+static void fence_close(struct world *w)
+{
+	w->fconn = 0;
+	w->ftake = w->fheld = w->fdrop = false;
+}
+
+/* What the fence session and the controls already did when reporting the
+ * event. */
+static void fence_event(struct world *w, int type)
+{
+	switch (type) {
+	case FENCE_CONNECTED: w->fconn = 2; break;
+	case FENCE_FAILED: fence_close(w); break;
+	case FENCE_ACQUIRED: w->ftake = false; w->fheld = true; break;
+	case FENCE_BUSY: w->ftake = false; break;
+	case FENCE_RELEASED: w->fdrop = false; w->fheld = false; break;
+	case CONTROLS_ANSWERED: case CONTROLS_FAILED: w->ctl_out = false; break;
+	default: break;
+	}
+}
+
+/* The machine's requests to the fence session and the controls: each
+ * only when the world can take it; the fence never let go of while the
+ * command lives, unless it is being killed. */
+static void fence_actions(struct world *w, unsigned a)
+{
+	bool alive = M.child_running && !M.killing;
+
+	if (a & ELECTION_DO_FENCE_CLOSE) {
+		ck_assert_msg(w->fconn != 0, "FENCE_CLOSE of nothing");
+		ck_assert_msg(!w->fheld || !alive, "fence closed while the command lives");
+		fence_close(w);
+	}
+	if (a & ELECTION_DO_FENCE_CONNECT) {
+		ck_assert_msg(w->fconn == 0, "FENCE_CONNECT with a fence session open");
+		w->fconn = 1;
+	}
+	if (a & (ELECTION_DO_FENCE_TAKE | ELECTION_DO_FENCE_TRY)) {
+		ck_assert_msg(w->fconn == 2, "fence request without its session");
+		ck_assert_msg(!w->ftake && !w->fdrop, "second fence request in flight");
+		ck_assert_msg(!w->fheld, "fence asked for while held");
+		ck_assert(!((a & ELECTION_DO_FENCE_TAKE) && (a & ELECTION_DO_FENCE_TRY)));
+		w->ftake = true;
+		w->ftry = a & ELECTION_DO_FENCE_TRY;
+	}
+	if (a & ELECTION_DO_FENCE_DROP) {
+		ck_assert_msg(w->fconn == 2 && !w->ftake && !w->fdrop,
+			      "FENCE_DROP with no session or a request in flight");
+		ck_assert_msg(!w->fheld || !alive, "fence dropped while the command lives");
+		w->fdrop = true;
+	}
+	if (a & ELECTION_DO_FENCE_PING)
+		ck_assert_msg(w->fconn == 2 && w->fheld, "fence ping without the fence");
+	if (a & ELECTION_DO_CONTROLS_READ) {
+		ck_assert_msg(!w->ctl_out, "second controls read in flight");
+		w->ctl_out = true;
+	}
+}
+
+/* The fence session's or the controls' next answer, or ELECTION_TICK;
+ * *when may move later (a queued wait lasts up to retry_interval). */
+static int fence_answer(const struct world *w, double *when)
+{
+	double r = rnd();
+
+	if (w->fconn == 1 && r < 0.4)
+		return r < 0.37 ? FENCE_CONNECTED : FENCE_FAILED;
+	if (w->ftake && r < 0.5) {
+		if (r < (w->ftry ? 0.45 : 0.4))
+			return FENCE_ACQUIRED;
+		if (!w->ftry)
+			*when = w->now + rnd_time(w->p.retry_interval);
+		return FENCE_BUSY;
+	}
+	if (w->fdrop && r < 0.5)
+		return FENCE_RELEASED;
+	if (w->ctl_out && r < 0.5)
+		return r < 0.47 ? CONTROLS_ANSWERED : CONTROLS_FAILED;
+	if (w->fconn == 2 && r < 0.505)
+		return FENCE_FAILED; /* the fence session lost alone */
+	return ELECTION_TICK;
+}
+
+/* An answer the machine no longer waits for: a close meanwhile ended it. */
+static bool fence_answer_stale(const struct world *w, int type)
+{
+	switch (type) {
+	case FENCE_CONNECTED: return w->fconn != 1;
+	case FENCE_FAILED: return w->fconn == 0;
+	case FENCE_ACQUIRED: case FENCE_BUSY: return !w->ftake;
+	case FENCE_RELEASED: return !w->fdrop;
+	case CONTROLS_ANSWERED: case CONTROLS_FAILED: return !w->ctl_out;
+	default: return false;
+	}
 }
 
 static void world_step(struct world *w, int type, int code)
@@ -2248,7 +2357,7 @@ static void world_step(struct world *w, int type, int code)
 	case ELECTION_FATAL: world_close(w); w->fatal_seen = true; break;
 	case ELECTION_CHILD_GONE: w->child = false; break;
 	case ELECTION_RELEASED: world_close(w); break;
-	default: break;
+	default: fence_event(w, type); break;
 	}
 
 	out = step(&M, type, code, type == ELECTION_SHUTDOWN ? "SIGTERM" : "x", w->now);
@@ -2268,9 +2377,10 @@ static void world_step(struct world *w, int type, int code)
 	a = out.actions;
 	if (M.state != before)
 		entered[M.state]++;
-	for (unsigned i = 0; i < 10; i++)
+	for (unsigned i = 0; i < ELECTION_ACTION_COUNT; i++)
 		if (a & (1u << i))
 			taken[i]++;
+	fence_actions(w, a);
 	if (a & ELECTION_DO_DISCONNECT) {
 		ck_assert_msg(w->conn != 0 || w->fatal_seen, "DISCONNECT of nothing");
 		world_close(w);
@@ -2296,6 +2406,7 @@ static void world_step(struct world *w, int type, int code)
 	if (a & ELECTION_DO_START_CHILD) {
 		/* the one property that matters */
 		ck_assert_msg(w->conn == 2 && w->held, "command started without the lock");
+		ck_assert_msg(w->fheld, "command started without the fence");
 		ck_assert(!w->child);
 		w->child = true;
 		w->was_leader = true;
@@ -2365,7 +2476,8 @@ static void world_step(struct world *w, int type, int code)
 	/* never stuck: a deadline, or an answer is on its way */
 	if (M.state != ELECTION_DONE)
 		ck_assert_msg(isfinite(election_next_wakeup(&M, w->now)) || w->conn == 1 ||
-			      w->lock_req || w->ping_out || w->release_out || w->child,
+			      w->lock_req || w->ping_out || w->release_out || w->child ||
+			      w->fconn == 1 || w->ftake || w->fdrop || w->ctl_out,
 			      "stuck in %s", election_state_name(M.state));
 }
 
@@ -2380,6 +2492,8 @@ START_TEST(test_property_world)
 		rng_state = 0xe1ec7000u + (uint64_t)run;
 		w.p = random_params();
 		w.cause = -1;
+		/* this world answers the fence session and the controls */
+		answer_fence = answer_controls = false;
 		election_init(&M, &w.p);
 		world_step(&w, ELECTION_START, 0);
 		for (int i = 0; i < 3000 && M.state != ELECTION_DONE; i++) {
@@ -2393,10 +2507,15 @@ START_TEST(test_property_world)
 				world_step(&w, ELECTION_TICK, 0);
 				continue;
 			}
-			/* the next answer from the world, a little later */
+			/* the next answer from the world, a little later: the
+			 * fence session's or the controls', else the lock
+			 * session's or the command's */
 			when = w.now + rnd_time(0.5);
 			r = rnd();
-			if (w.conn == 1 && r < 0.5) {
+			type = fence_answer(&w, &when);
+			if (type != ELECTION_TICK) {
+				/* the fence's or the controls' */
+			} else if (w.conn == 1 && r < 0.5) {
 				type = r < 0.3 ? ELECTION_CONNECTED : r < 0.497
 					? ELECTION_CONNECT_FAILED : ELECTION_FATAL;
 				code = 69;
@@ -2443,7 +2562,8 @@ START_TEST(test_property_world)
 			if ((type == ELECTION_LOCK_ACQUIRED || type == ELECTION_LOCK_BUSY) &&
 			    !w.lock_req)
 				type = ELECTION_TICK;
-			if ((type == ELECTION_PING_OK && !w.ping_out) ||
+			if (fence_answer_stale(&w, type) ||
+			    (type == ELECTION_PING_OK && !w.ping_out) ||
 			    (type == ELECTION_RELEASED && !w.release_out) ||
 			    (type == ELECTION_CHILD_GONE && !w.child) ||
 			    ((type == ELECTION_CONN_LOST || code == 78) && w.conn != 2))
@@ -2474,7 +2594,7 @@ START_TEST(test_property_world)
 		for (int i = 0; i <= ELECTION_DONE; i++)
 			fprintf(stderr, "entered %s: %lu\n",
 				election_state_name((enum election_state)i), entered[i]);
-		for (int i = 0; i < 10; i++)
+		for (int i = 0; i < ELECTION_ACTION_COUNT; i++)
 			fprintf(stderr, "%s: %lu\n", action_name(1u << i), taken[i]);
 		fprintf(stderr, "leaderships %lu steps %lu\n", leaderships, steps);
 	}
@@ -2483,9 +2603,17 @@ START_TEST(test_property_world)
 		ck_assert_msg(entered[i] >= 100 || i == ELECTION_FAILSAFE,
 			      "%s entered %lu times",
 			      election_state_name((enum election_state)i), entered[i]);
-	for (int i = 0; i < 10; i++)
-		ck_assert_msg(taken[i] >= 100, "%s taken %lu times", action_name(1u << i),
+	for (int i = 0; i < ELECTION_ACTION_COUNT; i++) {
+		unsigned bit = 1u << i;
+
+		/* no failsafe members, no switchover, no priority here */
+		if (bit & (ELECTION_DO_FAILSAFE_CLAIM | ELECTION_DO_FAILSAFE_CHECK |
+			   ELECTION_DO_FAILSAFE_REGAINED | ELECTION_DO_CONTROLS_DONE |
+			   ELECTION_DO_PRIORITY_ASK))
+			continue;
+		ck_assert_msg(taken[i] >= 100, "%s taken %lu times", action_name(bit),
 			      taken[i]);
+	}
 	ck_assert_uint_gt(leaderships, 1000);
 	ck_assert_uint_gt(steps, 50000);
 }
