@@ -90,7 +90,7 @@ static enum fault fatal_fault(int code)
  * back to the machine in the same instant, and adds what the answers led
  * to (actions, lines) to the step's output. A test that plays the fence
  * session itself turns answer_fence off; one that plays the controls,
- * answer_controls. Both are on at the start of every test. */
+ * answer_controls. Both are on at the start of every test (new_case). */
 static bool answer_fence = true, answer_controls = true;
 static const struct election_controls nothing_in_force = { .readable = true };
 
@@ -3909,12 +3909,22 @@ START_TEST(test_action_order)
 }
 END_TEST
 
+/* A test case whose every test starts with a world that answers (also
+ * with CK_FORK=no, where a test's world_silent() would outlive it). */
+static TCase *new_case(const char *name)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, world_answers, NULL);
+	return tc;
+}
+
 static Suite *election_suite(void)
 {
 	Suite *s = suite_create("election");
 	TCase *tc;
 
-	tc = tcase_create("connecting");
+	tc = new_case("connecting");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_init);
 	tcase_add_test(tc, test_action_order);
@@ -3932,7 +3942,7 @@ static Suite *election_suite(void)
 	tcase_add_loop_test(tc, test_reconnect_jitter, 0, ROWS(jitter_rows));
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("standby");
+	tc = new_case("standby");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_wait_mode_busy);
 	tcase_add_test(tc, test_poll_mode_busy);
@@ -3944,7 +3954,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_wait_timeout_not_while_leader);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("leader");
+	tc = new_case("leader");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_acquired_starts_command);
 	tcase_add_loop_test(tc, test_takeover_delay, 0, ROWS(takeover_rows));
@@ -3961,7 +3971,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_next_wakeup_each_state);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("demotion");
+	tc = new_case("demotion");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_lease_lost_waits_for_command);
 	tcase_add_test(tc, test_conn_lost_while_leading);
@@ -3969,7 +3979,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_lease_lost_without_command);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("command");
+	tc = new_case("command");
 	tcase_set_timeout(tc, 5);
 	tcase_add_loop_test(tc, test_restart_no_exits_with_status, 0, ROWS(exit_statuses));
 	tcase_add_test(tc, test_restart_on_failure_success_exits);
@@ -3979,7 +3989,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_child_gone_without_child_ignored);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("shutdown");
+	tc = new_case("shutdown");
 	tcase_set_timeout(tc, 5);
 	tcase_add_loop_test(tc, test_shutdown_each_state, 0, ROWS(shutdown_rows));
 	tcase_add_test(tc, test_shutdown_stops_pinging);
@@ -3989,7 +3999,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_second_shutdown_kills);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("fatal");
+	tc = new_case("fatal");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_fatal_while_connecting);
 	tcase_add_test(tc, test_fatal_in_standby);
@@ -3998,14 +4008,14 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fatal_during_shutdown);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("misc");
+	tc = new_case("misc");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_done_ignores_everything);
 	tcase_add_test(tc, test_events_out_of_place_ignored);
 	tcase_add_test(tc, test_state_names);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("decider");
+	tc = new_case("decider");
 	tcase_set_timeout(tc, 5);
 	tcase_add_loop_test(tc, test_exit_table, 0, ROWS(exit_rows));
 	tcase_add_loop_test(tc, test_fault_classes_while_connecting, 0, FAULT_COUNT);
@@ -4020,7 +4030,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_outcome_labels);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("fence");
+	tc = new_case("fence");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_fence_before_command);
 	tcase_add_test(tc, test_fence_lost_while_leading);
@@ -4041,7 +4051,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fence_lost_in_shutdown_with_lock);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("failsafe");
+	tc = new_case("failsafe");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_failsafe_keeps_command);
 	tcase_add_test(tc, test_failsafe_demotes_on_dissent);
@@ -4058,7 +4068,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_regained_clears_record);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("property");
+	tc = new_case("property");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_property_chaos);
 	tcase_add_test(tc, test_property_world);
