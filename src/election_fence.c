@@ -8,7 +8,7 @@
  * new leader takes the fence in one round trip. */
 void election_fence_open(struct election *e, struct election_output *out)
 {
-	if (!e->p.fence || e->fence != ELECTION_FENCE_CLOSED)
+	if (e->fence != ELECTION_FENCE_CLOSED)
 		return;
 	e->fence = ELECTION_FENCE_OPENING;
 	e->fence_retry_at = INFINITY;
@@ -23,10 +23,10 @@ void election_fence_close(struct election *e, struct election_output *out)
 	e->fence_retry_at = INFINITY;
 }
 
-/* The command may start: the fence is held, or not used. */
+/* The command may start: the fence is held. */
 bool election_fence_ok(const struct election *e)
 {
-	return !e->p.fence || e->fence == ELECTION_FENCE_HELD;
+	return e->fence == ELECTION_FENCE_HELD;
 }
 
 /* The fence is wanted while the command lives, in every state, so that no
@@ -34,7 +34,7 @@ bool election_fence_ok(const struct election *e)
  * about to start one, once its settle wait (if any) is over. */
 bool election_fence_wanted(const struct election *e, double now)
 {
-	if (!e->p.fence || e->killing)
+	if (e->killing)
 		return false;
 	return e->child_running ||
 	       (e->state == ELECTION_LEADER && now >= e->fence_not_before);
@@ -45,7 +45,7 @@ bool election_fence_wanted(const struct election *e, double now)
  * (a graceful shutdown), the lock does. */
 static bool stopping_unlocked(const struct election *e)
 {
-	return e->p.fence && e->child_running && !e->killing &&
+	return e->child_running && !e->killing &&
 	       ((e->state == ELECTION_DEMOTING && !e->handing_over) ||
 		(e->state == ELECTION_SHUTTING_DOWN && !e->connected));
 }
@@ -221,7 +221,7 @@ static void fence_released(struct election *e, struct election_output *out,
 void election_on_fence(struct election *e, const struct election_event *ev,
 		     double now, struct election_output *out)
 {
-	if (!e->p.fence || e->fence == ELECTION_FENCE_CLOSED)
+	if (e->fence == ELECTION_FENCE_CLOSED)
 		return; /* news from a session already closed */
 	switch ((enum election_session_news)ev->news) {
 	case ELECTION_SESSION_CONNECTED: fence_ready(e, out, now); return;
