@@ -229,23 +229,32 @@ SEEDS ?= 5000
 # Seeds of the operator controls (switchovers and pauses among the faults,
 # DESIGN 11); 1000001 caught a resume while the command was stopping.
 CONTROLS_SEEDS ?= 2000
-SIM_OTHER_SRCS := src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c
+# Seeds with jobs (DESIGN 10): schedules, the ledger, the tick invariants.
+JOBS_SEEDS ?= 200
+# The job layer of DESIGN 10 is linked too (jobs.c, tickplan.c, ledger.c
+# and its SQL texts): its clock is the simulated node's (SIM_DEFS), its
+# timers, commands and statements the simulator's models.
+SIM_OTHER_SRCS := src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
+	src/jobs.c src/tickplan.c src/ledger.c src/ledger_sql.c
 SIM_SRCS := tests/sim/sim.c $(ELECTION_SRCS) $(SIM_OTHER_SRCS)
 SIM_LIBS := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null) -lm
+SIM_DEFS := -Dclock_gettime=sim_clock_gettime
 $(B)tests/sim/sim: $(SIM_SRCS) $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $(SIM_SRCS) $(SIM_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SIM_DEFS) $(ALL_LDFLAGS) -Isrc -o $@ $(SIM_SRCS) $(SIM_LIBS)
 .PHONY: sim sim-mutants
 sim: $(B)tests/sim/sim
 	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --seeds $(SEEDS) --known tests/sim/known.txt \
 		--regress tests/sim/regress.txt
 	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --controls --first 1000001 \
 		--seeds $(CONTROLS_SEEDS) --known tests/sim/known.txt
+	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --jobs --first 2000001 \
+		--seeds $(JOBS_SEEDS) --known tests/sim/known.txt
 # Each deliberate fault of tests/sim/mutants/ must make the default seeds fail.
 sim-mutants:
-	SIM_LIBS='$(SIM_LIBS)' SIM_ELECTION='$(ELECTION_SRCS)' \
+	SIM_LIBS='$(SIM_LIBS)' SIM_ELECTION='$(ELECTION_SRCS)' SIM_JOBS_SEEDS='$(JOBS_SEEDS)' \
 	SIM_OTHERS='$(SIM_OTHER_SRCS)' tests/sim/mutants.sh $(or $(B),build/) $(SEEDS) $(CC) \
-		$(ALL_CFLAGS) $(ALL_LDFLAGS)
+		$(ALL_CFLAGS) $(SIM_DEFS) $(ALL_LDFLAGS)
 
 # promtool's own lint over the text of a standby, a leader with every
 # counter moved, and odd label values.

@@ -679,6 +679,11 @@ void jobs_start(struct jobs *j, const struct ledger_term *term)
 		begin(j, 0);
 }
 
+void jobs_set_lock_pid(struct jobs *j, int lock_pid)
+{
+	j->term.lock_pid = lock_pid;
+}
+
 /* ---- pauses (DESIGN 11) ---- */
 
 /* " by WHO at T", as far as the controls told. */
