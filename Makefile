@@ -249,7 +249,7 @@ sim: $(B)tests/sim/sim
 	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --controls --first 1000001 \
 		--seeds $(CONTROLS_SEEDS) --known tests/sim/known.txt
 	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --jobs --first 2000001 \
-		--seeds $(JOBS_SEEDS) --known tests/sim/known.txt
+		--seeds $(JOBS_SEEDS) --known tests/sim/known.txt --regress tests/sim/regress-jobs.txt
 # Each deliberate fault of tests/sim/mutants/ must make the default seeds fail.
 sim-mutants:
 	SIM_LIBS='$(SIM_LIBS)' SIM_ELECTION='$(ELECTION_SRCS)' SIM_JOBS_SEEDS='$(JOBS_SEEDS)' \

@@ -456,8 +456,15 @@ static void apply(struct job *jb, const struct tickplan *p)
 {
 	char when[40];
 
-	for (int i = 0; i < p->n_missed; i++)
-		record(jb, p->missed[i], JOBS_MISSED, false);
+	/* oldest first: a leader that loses the lock between two of these
+	 * statements leaves the older ticks recorded and the newer ones to
+	 * the next leader, which plans from the newest row; newest first
+	 * left a hole under a row nobody plans below */
+	for (int i = p->n_missed - 1; i >= 0; i--)
+		/* the newest may be in the server's future (our reading of
+		 * its clock runs ahead): sent again once it is there, as the
+		 * tick a timer fired for */
+		record(jb, p->missed[i], JOBS_MISSED, i == 0 && p->run == INT64_MIN);
 	if (p->missed_total > 0)
 		log_warning("job %s: %" PRId64 "%s tick%s missed while no node led "
 			    "(newest %s)%s", jb->cfg->name, p->missed_total,
@@ -681,7 +688,21 @@ void jobs_start(struct jobs *j, const struct ledger_term *term)
 
 void jobs_set_lock_pid(struct jobs *j, int lock_pid)
 {
+	bool changed = j->term.lock_pid != lock_pid;
+
 	j->term.lock_pid = lock_pid;
+	if (!changed || !j->active || !j->begun || j->cfg->once_per_ms > 0)
+		return;
+	/* back from failsafe: the claims and records made meanwhile named
+	 * the old session and were refused, so the ticks after the ledger's
+	 * newest are planned again, as a new term plans them (run or
+	 * recorded missed), instead of being lost without a row */
+	for (size_t i = 0; i < j->n; i++) {
+		if (!j->job[i].sched)
+			continue;
+		ev_timer_stop(j->loop, &j->job[i].tick_timer);
+		ask_last(&j->job[i], false);
+	}
 }
 
 /* ---- pauses (DESIGN 11) ---- */

@@ -44,14 +44,16 @@ for patch in "$here"/mutants/*.patch; do
 	# a mutant of the operator controls runs the controls' seeds
 	extra=""
 	case $name in
-	controls-*) extra="--controls --first 1000001" seeds=$default_seeds ;;
-	jobs-*) extra="--jobs --first 2000001" seeds=${SIM_JOBS_SEEDS:-200} ;;
-	*) seeds=$default_seeds ;;
+	controls-*) extra="--controls --first 1000001" seeds=$default_seeds
+		regress=$here/regress.txt ;;
+	jobs-*) extra="--jobs --first 2000001" seeds=${SIM_JOBS_SEEDS:-200}
+		regress=$here/regress-jobs.txt ;;
+	*) seeds=$default_seeds regress=$here/regress.txt ;;
 	esac
 	start=$(date +%s.%N)
 	# shellcheck disable=SC2086 # word list on purpose
 	if "$dir/sim" $extra --seeds "$seeds" --known "$here/known.txt" \
-		--regress "$here/regress.txt" --mutant "$name" \
+		--regress "$regress" --mutant "$name" \
 		--keep 12 >"$dir/out.txt" 2>&1; then
 		echo "sim-mutants: $name SURVIVED the default seeds"
 		survived="$survived $name"

@@ -1592,6 +1592,10 @@ static void db_claim(struct squery *q)
 
 	if (term)
 		W.term_token = token;
+	say(1u << W.s[W.holder[0] >= 0 ? W.holder[0] : 0].node, "db: claim of %d tick%s "
+	    "(%s...) by %s token %" PRIu64 ": %s", n, n == 1 ? "" : "s", q->p[6],
+	    q->p[3], token, !holder ? "refused, not the holder" : !term
+	    ? "refused, a newer token is recorded" : "taken");
 	sq_answer(q, n, 5);
 	for (int i = 0; i < n; i++) {
 		char job[64], tick[24], outcome[16], rerun[8];
@@ -2134,7 +2138,7 @@ static const char *event_news(const struct election_event *ev)
 static void event_text(const struct election_event *ev, char *buf, size_t len)
 {
 	static const char *const types[] = { "START", "TICK", "SHUTDOWN", "LOCK",
-		"FENCE", "COMMAND", "PEERS" };
+		"FENCE", "COMMAND", "PEERS", "CONTROLS" };
 	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], event_news(ev));
 
 	if (ev->status && used < len)
@@ -2241,6 +2245,7 @@ static void node_boot(struct node *n)
 	p.connect_timeout = W.p.connect_timeout;
 	election_init(&n->el, &p);
 	n->steady_since = INFINITY;
+	jobs_close(n);
 	if (W.n_jobs)
 		jobs_open(n);
 	/* a node started during a restart waits for nothing: the man page's
@@ -2260,7 +2265,10 @@ static void node_gone(struct node *n, double reboot_after)
 	n->n_pend = 0;
 	n->rnd[R_CLAIM].open = n->rnd[R_CHECK].open = false;
 	n->steady_since = INFINITY;
-	jobs_close(n);
+	/* a dead process runs nothing: its statement is not answered; its
+	 * jobs are freed at its next start (node_exit may run inside them) */
+	n->fence.q_waiting = n->fence.q_in_flight = false;
+	n->fence.q_fn = NULL;
 	cs_close(n, &n->lock);
 	cs_close(n, &n->fence);
 	push((struct simev){ .t = T + reboot_after, .kind = K_BOOT, .node = n->i,
