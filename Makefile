@@ -186,6 +186,10 @@ $(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEP
 UNIT_TESTS += $(B)tests/unit/test_ledger_sql
 $(B)tests/unit/test_ledger_sql: tests/unit/test_ledger_sql.c src/ledger_sql.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger_sql.c $(CHECK_LIBS)
+# ledger.c's queue over a fake session (what a lost session keeps).
+UNIT_TESTS += $(B)tests/unit/test_ledger
+$(B)tests/unit/test_ledger: tests/unit/test_ledger.c src/ledger.c src/ledger_sql.c tests/unit/log_stub.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger.c src/ledger_sql.c tests/unit/log_stub.c $(CHECK_LIBS)
 # The controls' SQL text (the SQL is run by test_controls_cli.py).
 UNIT_TESTS += $(B)tests/unit/test_controls_sql
 $(B)tests/unit/test_controls_sql: tests/unit/test_controls_sql.c src/controls_sql.c src/ledger_sql.c $(DEPS)
