@@ -212,6 +212,30 @@ START_TEST(test_regained_plans_again)
 }
 END_TEST
 
+/* missed = skip, nothing to run: the newest missed tick may still be in
+ * the server's future (our reading of its clock ran ahead); refused as
+ * early, it is planned again once due, and then runs (it was dropped). */
+START_TEST(test_early_missed_sent_again)
+{
+	struct ledger_answer early = { .ok = true, .early = true, .db_now = T0 - 5 };
+	int k;
+
+	job.missed = MISSED_SKIP;
+	start(111, T0 - 3 * S);
+	job.missed = MISSED_ONCE;
+	k = n_reqs - 1;
+	ck_assert_int_eq(reqs[k].tick, T0);
+	ck_assert_str_eq(reqs[k].outcome, "missed");
+	ck_assert_ptr_nonnull(reqs[k].fn);
+	reqs[k].fn(reqs[k].arg, &early);
+	ev_run(loop, EVRUN_ONCE);
+	ck_assert_int_eq(reqs[n_reqs - 1].kind, R_CLAIM);
+	ck_assert_int_eq(reqs[n_reqs - 1].tick, T0);
+	ck_assert_str_eq(reqs[n_reqs - 1].outcome, "running");
+	stop();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs");
@@ -221,6 +245,7 @@ int main(void)
 
 	tcase_add_test(tc, test_missed_oldest_first);
 	tcase_add_test(tc, test_regained_plans_again);
+	tcase_add_test(tc, test_early_missed_sent_again);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
