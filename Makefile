@@ -238,7 +238,7 @@ SEEDS ?= 5000
 # DESIGN 11); 1000001 caught a resume while the command was stopping.
 CONTROLS_SEEDS ?= 2000
 # Seeds with jobs (DESIGN 10): schedules, the ledger, the tick invariants.
-JOBS_SEEDS ?= 200
+JOBS_SEEDS ?= 500
 # The job layer of DESIGN 10 is linked too (jobs.c, tickplan.c, ledger.c
 # and its SQL texts): its clock is the simulated node's (SIM_DEFS), its
 # timers, commands and statements the simulator's models.

@@ -46,7 +46,7 @@ for patch in "$here"/mutants/*.patch; do
 	case $name in
 	controls-*) extra="--controls --first 1000001" seeds=$default_seeds
 		regress=$here/regress.txt ;;
-	jobs-*) extra="--jobs --first 2000001" seeds=${SIM_JOBS_SEEDS:-200}
+	jobs-*) extra="--jobs --first 2000001" seeds=${SIM_JOBS_SEEDS:-500}
 		regress=$here/regress-jobs.txt ;;
 	*) seeds=$default_seeds regress=$here/regress.txt ;;
 	esac

@@ -1592,7 +1592,7 @@ static void db_claim(struct squery *q)
 
 	if (term)
 		W.term_token = token;
-	say(1u << W.s[W.holder[0] >= 0 ? W.holder[0] : 0].node, "db: claim of %d tick%s "
+	say(node_of_name(q->p[3]) >= 0 ? 1u << node_of_name(q->p[3]) : 0, "db: claim of %d tick%s "
 	    "(%s...) by %s token %" PRIu64 ": %s", n, n == 1 ? "" : "s", q->p[6],
 	    q->p[3], token, !holder ? "refused, not the holder" : !term
 	    ? "refused, a newer token is recorded" : "taken");
@@ -1619,7 +1619,7 @@ static void db_claim(struct squery *q)
 /* ledger_sql.c's last: with cut, an older term's running rows become
  * interrupted; the newest tick, the cut's, the last success, and
  * without cut the newest older running. */
-static void db_last(struct squery *q, int node)
+static void db_last(struct squery *q)
 {
 	int j = job_index(q->p[1]);
 	uint64_t token = strtoull(q->p[2], NULL, 10);
@@ -1643,7 +1643,6 @@ static void db_last(struct squery *q, int node)
 			cut_max = r->tick > cut_max ? r->tick : cut_max;
 		}
 	}
-	(void)node;
 	sq_answer(q, 1, 5);
 	put(q, 0, 0, last == INT64_MIN, "%" PRId64, last);
 	put(q, 0, 1, cut_max == INT64_MIN, "%" PRId64, cut_max);
@@ -1667,7 +1666,9 @@ static void db_finish(struct squery *q)
 }
 
 /* A statement reaches the server on session sid: executed at once (one
- * snapshot, one commit), answered over the network. */
+ * snapshot, one commit), answered over the network. DIFFERS: no statement
+ * fails with an SQL error, ENSURE always finds the ledger usable, and the
+ * prune deletes nothing (no row is 30 days old). */
 static void db_query(int sid, const struct simev *e)
 {
 	struct squery *q = &sq[e->gen - 1];
@@ -1680,7 +1681,7 @@ static void db_query(int sid, const struct simev *e)
 		put(q, 0, LEDGER_CHECK_DB_NOW_MS, false, "%" PRId64, db_ms());
 		break;
 	case Q_CLAIM: db_claim(q); break;
-	case Q_LAST: db_last(q, W.s[sid].node); break;
+	case Q_LAST: db_last(q); break;
 	case Q_FINISH: db_finish(q); break;
 	case Q_PRUNE: sq_answer(q, 0, 0); break; /* nothing is 30 days old */
 	case Q_OTHER:
