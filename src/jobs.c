@@ -83,6 +83,8 @@ struct jobs {
 	struct ledger_term term;
 	char node_id[64];
 	double offset_ms;           /* the server's clock minus ours */
+	double offset_err_ms;       /* good to this much when read (INFINITY: never) */
+	double offset_at;           /* monotonic, when read */
 	ev_timer flush_timer;       /* a stop waits for the runs' ends */
 	double flush_until;
 	int last_status;
@@ -95,12 +97,25 @@ static int64_t db_now(const struct jobs *j)
 	return (int64_t)llround(clocks_monotonic() * 1000 + j->offset_ms);
 }
 
+/* How fast our reading of the server's clock may drift from it, at most
+ * (both clocks' rates), for the comparison below. */
+#define CLOCK_DRIFT 0.001
+
 /* The server's clock as of an answer, its reading taken halfway through
- * the round trip. */
+ * the round trip, so good to half the round trip: kept unless it is worse
+ * than the reading in hand has become. One slow way (a request that
+ * waited out a partition, answered at once) would put it seconds off, and
+ * ticks due now would be planned missed (the simulator's finding 10). */
 static void sync_clock(struct jobs *j, const struct ledger_answer *a)
 {
-	if (a->ok && a->db_now)
-		j->offset_ms = (double)a->db_now - (clocks_monotonic() - a->rtt / 2) * 1000;
+	double now = clocks_monotonic(), err = a->rtt / 2 * 1000;
+
+	if (!a->ok || !a->db_now ||
+	    err > j->offset_err_ms + (now - j->offset_at) * 1000 * CLOCK_DRIFT)
+		return;
+	j->offset_ms = (double)a->db_now - (now - a->rtt / 2) * 1000;
+	j->offset_err_ms = err;
+	j->offset_at = now;
 }
 
 /* ---- runs ---- */
@@ -950,6 +965,7 @@ struct jobs *jobs_new(struct ev_loop *loop, const struct config *cfg,
 	ev_init(&j->flush_timer, flush_cb);
 	j->flush_timer.data = j;
 	j->last_prune = -PRUNE_EVERY;
+	j->offset_err_ms = INFINITY;
 	for (size_t i = 0; i < cfg->n_jobs; i++, j->n++) {
 		if (!job_init(j, &j->job[i], &cfg->jobs[i], err, errlen)) {
 			j->n++;

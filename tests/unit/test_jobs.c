@@ -236,6 +236,30 @@ START_TEST(test_early_missed_sent_again)
 }
 END_TEST
 
+/* An answer whose request waited 3.4 s on its way and came back at once
+ * says nothing better about the server's clock than the quick answers
+ * before it: taken, it put our reading 1.7 s ahead, and the next tick
+ * was planned missed when its timer fired (the simulator's finding 10). */
+START_TEST(test_slow_answer_keeps_clock)
+{
+	struct ledger_answer slow = { .ok = true, .db_now = T0 + 20, .rtt = 3.4,
+				      .run_id = 1, .holder = true, .newest = true };
+	int k;
+
+	start(111, T0 - S);
+	ck_assert_int_eq(reqs[2].tick, T0);
+	reqs[2].fn(reqs[2].arg, &slow); /* the run starts, and goes on */
+	ck_assert_int_eq(the_child.started, 1);
+	ev_run(loop, EVRUN_ONCE);       /* the next tick's timer, ~1 s */
+	for (k = 3; k < n_reqs && reqs[k].tick != T0 + S; k++)
+		;
+	ck_assert_int_lt(k, n_reqs);
+	ck_assert_str_eq(reqs[k].outcome, "skipped");
+	the_child.started = 0;
+	stop();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs");
@@ -246,6 +270,7 @@ int main(void)
 	tcase_add_test(tc, test_missed_oldest_first);
 	tcase_add_test(tc, test_regained_plans_again);
 	tcase_add_test(tc, test_early_missed_sent_again);
+	tcase_add_test(tc, test_slow_answer_keeps_clock);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
