@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <ev.h>
 
@@ -3136,13 +3137,16 @@ static void pick_knobs(struct knobs *k)
 
 /* The [job.NAME] sections of the configuration file, as a user writes
  * them; the other keys are on the command line. */
+static char jobs_file_path[64];
+
 static const char *jobs_file(const struct knobs *k)
 {
-	static char path[64];
+	char *path = jobs_file_path;
 	FILE *f;
 
 	if (!path[0])
-		snprintf(path, sizeof(path), "/tmp/pgleader-sim-%d.conf", (int)getpid());
+		snprintf(jobs_file_path, sizeof(jobs_file_path), "/tmp/pgleader-sim-%d.conf",
+			 (int)getpid());
 	if (!(f = fopen(path, "w")))
 		abort();
 	fprintf(f, "[pgleader]\n");
@@ -3220,6 +3224,8 @@ static void node_config(struct node *n, const struct knobs *k)
 		fprintf(stderr, "sim: config_load refused node %s: %s\n", n->name, err);
 		exit(2);
 	}
+	if (k->n_jobs)
+		unlink(jobs_file_path); /* read: nothing reads it again */
 	n->cfg_ok = true;
 	if (k->failsafe && fleet_members_hash(n->cfg.peers, n->cfg.n_peers, n->hash) < 0)
 		abort();
