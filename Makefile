@@ -190,6 +190,14 @@ $(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEP
 UNIT_TESTS += $(B)tests/unit/test_ledger_sql
 $(B)tests/unit/test_ledger_sql: tests/unit/test_ledger_sql.c src/ledger_sql.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger_sql.c $(CHECK_LIBS)
+# ledger.c's queue over a fake session (what a lost session keeps).
+UNIT_TESTS += $(B)tests/unit/test_ledger
+$(B)tests/unit/test_ledger: tests/unit/test_ledger.c src/ledger.c src/ledger_sql.c tests/unit/log_stub.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger.c src/ledger_sql.c tests/unit/log_stub.c $(CHECK_LIBS)
+# jobs.c's planning over a fake ledger and fake commands.
+UNIT_TESTS += $(B)tests/unit/test_jobs
+$(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/jobs.c $(TICKPLAN_SRCS) tests/unit/log_stub.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/jobs.c $(TICKPLAN_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
 # The controls' SQL text (the SQL is run by test_controls_cli.py).
 UNIT_TESTS += $(B)tests/unit/test_controls_sql
 $(B)tests/unit/test_controls_sql: tests/unit/test_controls_sql.c src/controls_sql.c src/ledger_sql.c $(DEPS)
@@ -233,23 +241,32 @@ SEEDS ?= 5000
 # Seeds of the operator controls (switchovers and pauses among the faults,
 # DESIGN 11); 1000001 caught a resume while the command was stopping.
 CONTROLS_SEEDS ?= 2000
-SIM_OTHER_SRCS := src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c
+# Seeds with jobs (DESIGN 10): schedules, the ledger, the tick invariants.
+JOBS_SEEDS ?= 500
+# The job layer of DESIGN 10 is linked too (jobs.c, tickplan.c, ledger.c
+# and its SQL texts): its clock is the simulated node's (SIM_DEFS), its
+# timers, commands and statements the simulator's models.
+SIM_OTHER_SRCS := src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
+	src/jobs.c src/tickplan.c src/ledger.c src/ledger_sql.c
 SIM_SRCS := tests/sim/sim.c $(ELECTION_SRCS) $(SIM_OTHER_SRCS)
 SIM_LIBS := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null) -lm
+SIM_DEFS := -Dclock_gettime=sim_clock_gettime
 $(B)tests/sim/sim: $(SIM_SRCS) $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $(SIM_SRCS) $(SIM_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SIM_DEFS) $(ALL_LDFLAGS) -Isrc -o $@ $(SIM_SRCS) $(SIM_LIBS)
 .PHONY: sim sim-mutants
 sim: $(B)tests/sim/sim
 	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --seeds $(SEEDS) --known tests/sim/known.txt \
 		--regress tests/sim/regress.txt
 	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --controls --first 1000001 \
 		--seeds $(CONTROLS_SEEDS) --known tests/sim/known.txt
+	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --jobs --first 2000001 \
+		--seeds $(JOBS_SEEDS) --known tests/sim/known.txt --regress tests/sim/regress-jobs.txt
 # Each deliberate fault of tests/sim/mutants/ must make the default seeds fail.
 sim-mutants:
-	SIM_LIBS='$(SIM_LIBS)' SIM_ELECTION='$(ELECTION_SRCS)' \
+	SIM_LIBS='$(SIM_LIBS)' SIM_ELECTION='$(ELECTION_SRCS)' SIM_JOBS_SEEDS='$(JOBS_SEEDS)' \
 	SIM_OTHERS='$(SIM_OTHER_SRCS)' tests/sim/mutants.sh $(or $(B),build/) $(SEEDS) $(CC) \
-		$(ALL_CFLAGS) $(ALL_LDFLAGS)
+		$(ALL_CFLAGS) $(SIM_DEFS) $(ALL_LDFLAGS)
 
 # promtool's own lint over the text of a standby, a leader with every
 # counter moved, and odd label values.

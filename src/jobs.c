@@ -83,6 +83,8 @@ struct jobs {
 	struct ledger_term term;
 	char node_id[64];
 	double offset_ms;           /* the server's clock minus ours */
+	double offset_err_ms;       /* good to this much when read (INFINITY: never) */
+	double offset_at;           /* monotonic, when read */
 	ev_timer flush_timer;       /* a stop waits for the runs' ends */
 	double flush_until;
 	int last_status;
@@ -95,12 +97,25 @@ static int64_t db_now(const struct jobs *j)
 	return (int64_t)llround(clocks_monotonic() * 1000 + j->offset_ms);
 }
 
+/* How fast our reading of the server's clock may drift from it, at most
+ * (both clocks' rates), for the comparison below. */
+#define CLOCK_DRIFT 0.001
+
 /* The server's clock as of an answer, its reading taken halfway through
- * the round trip. */
+ * the round trip, so good to half the round trip: kept unless it is worse
+ * than the reading in hand has become. One slow way (a request that
+ * waited out a partition, answered at once) would put it seconds off, and
+ * ticks due now would be planned missed (the simulator's finding 10). */
 static void sync_clock(struct jobs *j, const struct ledger_answer *a)
 {
-	if (a->ok && a->db_now)
-		j->offset_ms = (double)a->db_now - (clocks_monotonic() - a->rtt / 2) * 1000;
+	double now = clocks_monotonic(), err = a->rtt / 2 * 1000;
+
+	if (!a->ok || !a->db_now ||
+	    err > j->offset_err_ms + (now - j->offset_at) * 1000 * CLOCK_DRIFT)
+		return;
+	j->offset_ms = (double)a->db_now - (now - a->rtt / 2) * 1000;
+	j->offset_err_ms = err;
+	j->offset_at = now;
 }
 
 /* ---- runs ---- */
@@ -456,8 +471,15 @@ static void apply(struct job *jb, const struct tickplan *p)
 {
 	char when[40];
 
-	for (int i = 0; i < p->n_missed; i++)
-		record(jb, p->missed[i], JOBS_MISSED, false);
+	/* oldest first: a leader that loses the lock between two of these
+	 * statements leaves the older ticks recorded and the newer ones to
+	 * the next leader, which plans from the newest row; newest first
+	 * left a hole under a row nobody plans below */
+	for (int i = p->n_missed - 1; i >= 0; i--)
+		/* the newest may be in the server's future (our reading of
+		 * its clock runs ahead): sent again once it is there, as the
+		 * tick a timer fired for */
+		record(jb, p->missed[i], JOBS_MISSED, i == 0 && p->run == INT64_MIN);
 	if (p->missed_total > 0)
 		log_warning("job %s: %" PRId64 "%s tick%s missed while no node led "
 			    "(newest %s)%s", jb->cfg->name, p->missed_total,
@@ -677,6 +699,25 @@ void jobs_start(struct jobs *j, const struct ledger_term *term)
 		ensure(j);
 	else
 		begin(j, 0);
+}
+
+void jobs_set_lock_pid(struct jobs *j, int lock_pid)
+{
+	bool changed = j->term.lock_pid != lock_pid;
+
+	j->term.lock_pid = lock_pid;
+	if (!changed || !j->active || !j->begun || j->cfg->once_per_ms > 0)
+		return;
+	/* back from failsafe: the claims and records made meanwhile named
+	 * the old session and were refused, so the ticks after the ledger's
+	 * newest are planned again, as a new term plans them (run or
+	 * recorded missed), instead of being lost without a row */
+	for (size_t i = 0; i < j->n; i++) {
+		if (!j->job[i].sched)
+			continue;
+		ev_timer_stop(j->loop, &j->job[i].tick_timer);
+		ask_last(&j->job[i], false);
+	}
 }
 
 /* ---- pauses (DESIGN 11) ---- */
@@ -924,6 +965,7 @@ struct jobs *jobs_new(struct ev_loop *loop, const struct config *cfg,
 	ev_init(&j->flush_timer, flush_cb);
 	j->flush_timer.data = j;
 	j->last_prune = -PRUNE_EVERY;
+	j->offset_err_ms = INFINITY;
 	for (size_t i = 0; i < cfg->n_jobs; i++, j->n++) {
 		if (!job_init(j, &j->job[i], &cfg->jobs[i], err, errlen)) {
 			j->n++;

@@ -84,6 +84,10 @@ void jobs_free(struct jobs *j);
 
 /* The election started "the command": run the jobs for this term. */
 void jobs_start(struct jobs *j, const struct ledger_term *term);
+/* The lock session holding the lock for this term is now lock_pid: a
+ * leader back from failsafe (DESIGN 9) holds the lock again on a new
+ * session, in the same term; its claims name that session. */
+void jobs_set_lock_pid(struct jobs *j, int lock_pid);
 /* The election stops it: no tick fires any more, every run is stopped
  * (SIGTERM, grace period, SIGKILL) and recorded interrupted; then gone. */
 void jobs_stop(struct jobs *j);

@@ -264,8 +264,12 @@ static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int 
 		if (a->values && a->ncols > 0 && a->nrows > i)
 			parse_row(r, a->values + (size_t)i * (size_t)a->ncols, a->ncols, &out);
 	}
-	/* kept, or turned into the creation or the read: sent again */
-	if ((r->kind == REQ_FINISH && out.lost) || create_instead(l, r, &out) ||
+	/* kept, or turned into the creation or the read: sent again; a
+	 * tick recorded not run (skipped, missed, paused) is kept as a
+	 * finish is, or it would be lost with the session */
+	if (((r->kind == REQ_FINISH || (r->kind == REQ_CLAIM &&
+					 strcmp(r->params[6], "running"))) && out.lost) ||
+	    create_instead(l, r, &out) ||
 	    controls_instead(l, r, &out, a))
 		return;
 	if (r->kind == REQ_FINISH && !out.ok)

@@ -453,6 +453,10 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 
 	if (lev == LEASE_ACQUIRED)
 		ev.fencing_token = lease_fencing_token(s->lease);
+	/* back from failsafe the term goes on with a new lock session: the
+	 * jobs' claims must name it, or the ledger refuses every tick */
+	if (lev == LEASE_ACQUIRED && s->jobs)
+		jobs_set_lock_pid(s->jobs, lease_backend_pid(s->lease));
 	if (lev == LEASE_PING_OK)
 		ev.reason = NULL;
 	enqueue(s, &ev);

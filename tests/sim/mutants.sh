@@ -1,13 +1,15 @@
 #!/bin/sh
 # tests/sim/mutants.sh BUILDDIR SEEDS CC FLAGS... (SIM_ELECTION, SIM_OTHERS
 # and SIM_LIBS in the environment, from the Makefile): each patch in
-# tests/sim/mutants/ is applied to a copy of the decider's sources in
+# tests/sim/mutants/ is applied to a copy of the decider's sources (and of
+# src/jobs.c) in
 # BUILDDIR/sim-mutants/NAME (never to the tree), the simulator is built with
 # that copy, and it must fail on the default seeds (a controls-* patch: on
-# the seeds with switchovers and pauses, sim --controls). A patch that no longer
+# the seeds with switchovers and pauses, sim --controls; a jobs-* patch: on
+# the seeds with jobs, sim --jobs). A patch that no longer
 # applies, or a mutant that survives, fails the target.
 set -eu
-build=${1%/} seeds=$2 cc=$3
+build=${1%/} default_seeds=$2 cc=$3
 shift 3
 here=$(dirname "$0")
 # from the Makefile: the decider's sources, the rest the simulator links
@@ -19,7 +21,7 @@ for patch in "$here"/mutants/*.patch; do
 	dir=$build/sim-mutants/$name
 	rm -rf "$dir"
 	mkdir -p "$dir/src"
-	for f in $elect election.h election_impl.h; do
+	for f in $elect election.h election_impl.h jobs.c; do
 		cp "src/$f" "$dir/src/$f"
 	done
 	if ! patch -s -p1 -F0 --no-backup-if-mismatch -d "$dir" <"$patch"; then
@@ -30,16 +32,28 @@ for patch in "$here"/mutants/*.patch; do
 	for f in $elect; do
 		srcs="$srcs $dir/src/$f"
 	done
+	# the job layer's jobs.c from the copy too (a jobs-* patch)
+	rest=""
+	for f in $others; do
+		case $f in src/jobs.c) f=$dir/src/jobs.c ;; esac
+		rest="$rest $f"
+	done
 	# shellcheck disable=SC2086 # word lists on purpose
-	"$cc" "$@" -I"$dir/src" -Isrc -o "$dir/sim" tests/sim/sim.c $srcs $others \
+	"$cc" "$@" -I"$dir/src" -Isrc -o "$dir/sim" tests/sim/sim.c $srcs $rest \
 		$SIM_LIBS
 	# a mutant of the operator controls runs the controls' seeds
 	extra=""
-	case $name in controls-*) extra="--controls --first 1000001" ;; esac
+	case $name in
+	controls-*) extra="--controls --first 1000001" seeds=$default_seeds
+		regress=$here/regress.txt ;;
+	jobs-*) extra="--jobs --first 2000001" seeds=${SIM_JOBS_SEEDS:-500}
+		regress=$here/regress-jobs.txt ;;
+	*) seeds=$default_seeds regress=$here/regress.txt ;;
+	esac
 	start=$(date +%s.%N)
 	# shellcheck disable=SC2086 # word list on purpose
 	if "$dir/sim" $extra --seeds "$seeds" --known "$here/known.txt" \
-		--regress "$here/regress.txt" --mutant "$name" \
+		--regress "$regress" --mutant "$name" \
 		--keep 12 >"$dir/out.txt" 2>&1; then
 		echo "sim-mutants: $name SURVIVED the default seeds"
 		survived="$survived $name"

@@ -14,11 +14,20 @@
  * frozen (SIGSTOP) and killed (kill -9) pgleaders, systemd restarting a
  * pgleader that exited, failsafe members, and each node's monotonic clock.
  *
+ * The job layer of DESIGN 10 is the daemon's own too: src/jobs.c,
+ * src/tickplan.c, src/schedule.c and src/ledger.c are linked in, with
+ * the node's simulated clock (SIM_DEFS: clock_gettime is sim_clock_gettime
+ * below), libev's timers, child.c's processes and lease.c's statements on
+ * the fence session implemented here against the models, and the ledger's
+ * SQL (src/ledger_sql.c) executed by a model of its tables.
+ *
  * The supervisor's part (supervisor.c and lease.c: actions to calls,
  * outcomes to events, in their order) is re-implemented here against the
  * models: see sup_run_actions and the cs_* functions. Where it differs
  * from the daemon, a comment says so (DIFFERS:).
  */
+/* the real clock for the summary; the linked job layer reads the node's */
+#undef clock_gettime
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -28,11 +37,25 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <ev.h>
+
+#include "child.h"
 #include "config.h"
 #include "election.h"
 #include "fleet.h"
+#include "jobs.h"
+#include "lease.h"
+#include "lease_sql.h"
+#include "ledger.h"
+#include "ledger_sql.h"
+#include "log.h"
 #include "params.h"
+#include "schedule.h"
+#include "tickplan.h"
+
+int sim_clock_gettime(clockid_t id, struct timespec *ts);
 
 #define MAXN 5
 /* The longest one-way delay the network model gives (a slow moment and a
@@ -132,14 +155,16 @@ enum kind {
 	K_FAULT,         /* the fault schedule */
 	K_HEAL,          /* a partition or a freeze ends, the database is back */
 	K_BOOT,          /* systemd starts pgleader (again) */
+	K_EVTIMER,       /* a libev timer of the job layer */
 };
 
 enum op {
 	/* client to server */
 	C_CONNECT, C_TRY, C_WAIT, C_CLAIM, C_PING, C_UNLOCK, C_CLOSE,
+	C_QUERY,         /* lease_query: a ledger statement */
 	/* server to client */
 	S_CONNECTED, S_REFUSED, S_LOCK, S_LOCK_TIMEOUT, S_CLAIMED, S_PONG,
-	S_UNLOCKED, S_ENDED,
+	S_UNLOCKED, S_ENDED, S_ANSWER,
 	/* node notifications */
 	N_CHILD_GONE, N_GRACE, N_KILLED_GONE,
 	N_CONTROLS,      /* a controls read's answer (none in force) */
@@ -216,7 +241,7 @@ static struct simev pop(void)
 /* ---- the world ---------------------------------------------------------- */
 
 enum lphase { PH_CLOSED, PH_CONNECTING, PH_READY, PH_LOCKING, PH_CLAIMING,
-	      PH_HELD, PH_PINGING, PH_UNLOCKING };
+	      PH_HELD, PH_PINGING, PH_UNLOCKING, PH_QUERYING };
 enum lthen { THEN_HOLD, THEN_UNLOCK, THEN_RELEASE };
 
 /* A client session: lease.c's state as far as the model needs it. */
@@ -228,9 +253,22 @@ struct csess {
 	bool in_queue;
 	uint64_t conn;           /* 0: none */
 	int sid;                 /* the server's session, once connected */
+	int pid;                 /* its backend pid (the setup query's) */
 	uint64_t token;
+	int node;
+	/* lease_query's one statement (lease.c's q): waiting for the
+	 * session to be idle, or in flight; the lease's own lock request
+	 * asked for meanwhile waits for its answer (want_lock) */
+	bool q_waiting, q_in_flight;
+	enum lphase q_back;
+	uint64_t q_id;
+	lease_query_fn q_fn;
+	void *q_arg;
+	int want_lock;           /* 0 none, 1 try, 2 wait */
 };
 
+/* A command's process group: the single command's (struct node's ch), or
+ * child.h's object for each job of the job layer (child_new below). */
 struct child {
 	bool alive;
 	uint64_t id;
@@ -239,7 +277,19 @@ struct child {
 	bool term_sent;
 	int self_status;
 	uint64_t token;          /* its PGLEADER_FENCING_TOKEN */
+	/* the job layer's */
+	bool running;            /* child_running: started, gone not yet told */
+	int job;                 /* index of its job in the configuration */
+	int64_t run_id, tick;    /* PGLEADER_RUN_ID and its tick; 0: none */
+	child_gone_fn on_gone;
+	void *arg;
 };
+
+/* libev's loop and the lease as the job layer sees them: a node's. */
+struct ev_loop { int node; };
+struct lease { int node; };
+#define MAXJ 3                   /* jobs per node */
+#define MAXT 16                  /* libev timers per node */
 
 #define QMAX 64
 struct qev {
@@ -281,6 +331,16 @@ struct node {
 	struct round rnd[2];     /* R_CLAIM, R_CHECK */
 	uint64_t last_term_seen;
 	double frozen_until;
+	/* the job layer (DESIGN 10): the daemon's jobs.c and ledger.c */
+	struct jobs *jobs;       /* NULL: a single command (ch) */
+	struct ledger *ledger;
+	struct ev_loop loop;
+	struct lease fence_h;    /* the fence session, for ledger.c */
+	struct child *procs[MAXJ]; /* ch, or the jobs' processes */
+	int n_procs;
+	struct { ev_timer *w; uint64_t stamp; } tm[MAXT];
+	int n_tm;
+	double steady_since;     /* leads with its jobs planned: see check_ticks */
 };
 
 struct ssess {
@@ -293,6 +353,21 @@ struct ssess {
 	double idle_timeout;
 	double last_done;
 	uint64_t stamp;
+	int pid;                 /* pg_backend_pid(), unique in a run */
+};
+
+/* A row of the ledger's runs table (ledger_sql.c's). */
+struct lrow {
+	char job[64];
+	int64_t tick;            /* Unix ms of the server's clock */
+	int node;
+	uint64_t token;
+	char outcome[16];
+	int exit_status;         /* -1: NULL */
+	bool finished;
+	int64_t finished_ms;
+	int64_t run_id;
+	int starts;              /* commands started for it (the invariant's) */
 };
 
 #define MAXS (1 << 17)
@@ -339,6 +414,22 @@ struct world {
 	bool switchover;
 	int so_leader, so_target;     /* the target NOBODY: any standby */
 	double so_until;
+	/* the ledger (DESIGN 10): its runs and its terms; a failover keeps
+	 * them (the replica is synchronous: what committed is there) */
+	struct lrow *rows;
+	size_t n_rows, cap_rows;
+	uint64_t term_token;     /* terms: the newest token recorded */
+	int64_t next_run_id;
+	int next_spid;
+	uint64_t next_tstamp;
+	/* the jobs, the same on every node (none: a single command) */
+	int n_jobs;
+	bool sched_jobs;          /* one of them has a schedule */
+	struct schedule *sched[MAXJ]; /* the checker's own; NULL: always runs */
+	char job_name[MAXJ][16];
+	int64_t jitter_ms[MAXJ];
+	int64_t check_tick[MAXJ];     /* the next tick check_ticks looks at */
+	uint64_t ticks_checked, ticks_run;
 	/* failure */
 	bool failed;
 	char why[512];
@@ -346,6 +437,7 @@ struct world {
 };
 
 static struct world W;
+static bool cmd_alive(const struct node *n);
 static const char *mutant_name = "";
 /* After SIGCONT: the expired timer first (libev's order), or the sockets
  * first (another loop's): odd seeds run the sockets first, so that the
@@ -354,6 +446,9 @@ static const char *mutant_name = "";
 static enum { ORDER_BY_SEED, ORDER_IO_FIRST, ORDER_TIMERS_FIRST } order_opt;
 static bool io_first; /* this seed's */
 static bool with_controls; /* --controls: switchovers and pauses among the faults */
+static bool with_jobs; /* --jobs: the nodes run jobs (DESIGN 10), not one command */
+/* --no-fix-lock-pid: the supervisor as it was before finding 8 */
+static bool nofix_lock_pid;
 
 static void fail_at(unsigned nodes, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -413,7 +508,7 @@ static double net_delay(int i, int dir)
 		d += urand(0.2, 1.5);     /* a lost segment, retransmitted */
 	/* an old leader slowed down while a restart's window is open may not
 	 * take its fence back within a standby's settle wait */
-	if (d > RESTART_SLOW && W.nodes[i].ch.alive)
+	if (d > RESTART_SLOW && cmd_alive(&W.nodes[i]))
 		restart_otherwise(W.exempt_db_until, "a leader's network is slow");
 	d = fmax(T + d, W.link_last[i][dir] + 1e-7);
 	W.link_last[i][dir] = d;
@@ -576,8 +671,8 @@ static void db_connect(const struct simev *e)
 		abort(); /* raise MAXS */
 	sid = W.n_s++;
 	W.s[sid] = (struct ssess){ .alive = true, .node = e->from, .skind = e->skind,
-				   .conn = e->conn };
-	db_reply(sid, S_CONNECTED, 0, 0, sid);
+				   .conn = e->conn, .pid = ++W.next_spid };
+	db_reply(sid, S_CONNECTED, (uint64_t)W.s[sid].pid, 0, sid);
 	db_done(sid);
 }
 
@@ -617,6 +712,8 @@ static void db_unlock(int sid)
 	db_done(sid);
 }
 
+static void db_query(int sid, const struct simev *e);
+
 static void db_receive(const struct simev *e)
 {
 	int sid;
@@ -650,6 +747,7 @@ static void db_receive(const struct simev *e)
 		db_done(sid);
 		return;
 	case C_UNLOCK: db_unlock(sid); return;
+	case C_QUERY: db_query(sid, e); return;
 	case C_CLOSE: db_end(sid, false, "client closed the connection"); return;
 	default: return; /* not a client's message */
 	}
@@ -723,13 +821,13 @@ static bool restart_notices(unsigned ended, unsigned lock_ended, double *first,
 		/* a node up without a session, or an old leader that hears
 		 * late (see net_delay) */
 		all_wait &= (heard || !W.nodes[i].up) &&
-			    !(W.nodes[i].ch.alive && notice - T > RESTART_SLOW);
+			    !(cmd_alive(&W.nodes[i]) && notice - T > RESTART_SLOW);
 		/* SAFETY, "Both sessions ended, one after the other": a leader
 		 * stopping its command without the lock loses its fence here,
 		 * the fence may pass to the new leader before the server ends
 		 * that session too, and the old command is SIGKILLed once its
 		 * leader hears: gone SIGKILL's time later */
-		if (heard && W.nodes[i].ch.alive && !(lock_ended >> i & 1))
+		if (heard && cmd_alive(&W.nodes[i]) && !(lock_ended >> i & 1))
 			W.exempt_db_kill_until = fmax(W.exempt_db_kill_until,
 						      notice + SIGKILL_GONE);
 	}
@@ -765,13 +863,13 @@ static void restart_window(const char *what, unsigned ended, unsigned lock_ended
 		restart_otherwise(W.exempt_db_until, "a node without a session, or "
 				  "a leader's network slow");
 	for (int i = 0; i < W.n; i++) {
-		if (W.part_db[i] && W.nodes[i].ch.alive)
+		if (W.part_db[i] && cmd_alive(&W.nodes[i]))
 			restart_otherwise(restart_unheard_until(), "a leader parted");
 		/* a segment sent before the restart and still being
 		 * retransmitted holds up what follows it on the link (seed
 		 * 93487: the old leader's fence connect waited 1.2 s behind a
 		 * ping) */
-		if (W.nodes[i].ch.alive &&
+		if (cmd_alive(&W.nodes[i]) &&
 		    fmax(W.link_last[i][0], W.link_last[i][1]) > T + RESTART_SLOW)
 			restart_otherwise(W.exempt_db_until, "a leader's network is slow");
 	}
@@ -820,13 +918,30 @@ static void cs_send(struct node *n, struct csess *c, enum op op)
 	send_link(e, n->i, 0);
 }
 
+static int cur_node = NOBODY; /* whose code runs: its clock (sim_clock_gettime) */
+/* Runs stmt as node n's code: the job layer reads n's clock. */
+#define AT_NODE(n, stmt) do { int saved_ = cur_node; cur_node = (n)->i; stmt; \
+			      cur_node = saved_; } while (0)
+
+/* lease.c's closed(): the caller's statement, if any, is answered with
+ * an error without a SQLSTATE (the session closed), at once. */
 static void cs_closed(struct csess *c)
 {
+	lease_query_fn fn = c->q_fn;
+	void *arg = c->q_arg;
+	bool abandon = c->q_waiting || c->q_in_flight;
+
 	c->phase = PH_CLOSED;
 	c->then = THEN_HOLD;
 	c->ping_wanted = false;
 	c->conn = 0;
 	c->sid = NOBODY;
+	c->pid = 0;
+	c->want_lock = 0;
+	c->q_waiting = c->q_in_flight = false;
+	c->q_fn = NULL;
+	if (abandon && fn)
+		AT_NODE(&W.nodes[c->node], fn(arg, NULL, NULL, "the session closed"));
 }
 
 /* lease_conn_close: the server hears the close (FIN) over the network. */
@@ -856,9 +971,16 @@ static void cs_emit(struct node *n, struct csess *c, int news, enum fault fault,
 
 	if (!c->skind && news == ELECTION_SESSION_ACQUIRED)
 		ev.fencing_token = c->token;
+	/* supervisor.c: the jobs' claims name the lock session that holds
+	 * the lock now (back from failsafe, a new one in the same term) */
+	if (!c->skind && news == ELECTION_SESSION_ACQUIRED && n->jobs && !nofix_lock_pid)
+		AT_NODE(n, jobs_set_lock_pid(n->jobs, c->pid));
 	if (news == ELECTION_SESSION_PING_OK)
 		ev.reason = NULL;
 	sup_enqueue(n, &ev);
+	/* the ledger's statements wait for the session: here it may be back */
+	if (c->skind && n->ledger && n->up)
+		AT_NODE(n, ledger_session_ready(n->ledger));
 	/* a ping with failsafe names the nodes with a session for this lock */
 	if (!c->skind && news == ELECTION_SESSION_PING_OK && W.failsafe && n->up) {
 		const char *stranger = NULL;
@@ -894,6 +1016,10 @@ static void cs_connect(struct node *n, struct csess *c)
 
 static void cs_lock(struct node *n, struct csess *c, bool queue)
 {
+	if (c->phase == PH_QUERYING && c->q_back == PH_READY) {
+		c->want_lock = queue ? 2 : 1; /* after the statement's answer */
+		return;
+	}
 	if (c->phase != PH_READY) {
 		cs_fail(n, c, FAULT_PROTOCOL, "lock requested on a connection that is not ready");
 		return;
@@ -905,7 +1031,8 @@ static void cs_lock(struct node *n, struct csess *c, bool queue)
 
 static void cs_ping(struct node *n, struct csess *c)
 {
-	if (c->phase == PH_CLAIMING && c->skind)
+	if ((c->phase == PH_CLAIMING && c->skind) ||
+	    (c->phase == PH_QUERYING && c->q_back == PH_HELD))
 		c->ping_wanted = true;
 	if (c->phase != PH_HELD)
 		return;
@@ -928,6 +1055,11 @@ static bool cs_unlock_when_held(struct node *n, struct csess *c, enum lthen then
 		c->phase = PH_UNLOCKING;
 		cs_send(n, c, C_UNLOCK);
 		return true;
+	case PH_QUERYING:
+		if (c->q_back != PH_HELD)
+			return false;
+		/* unlocked after the caller's statement */
+		__attribute__((fallthrough));
 	case PH_CLAIMING: case PH_PINGING: case PH_UNLOCKING:
 		if (c->then != THEN_RELEASE)
 			c->then = then;
@@ -940,7 +1072,7 @@ static bool cs_unlock_when_held(struct node *n, struct csess *c, enum lthen then
 
 static void cs_unlock(struct node *n, struct csess *c)
 {
-	if (c->phase == PH_READY)
+	if (c->phase == PH_READY || (c->phase == PH_QUERYING && c->q_back == PH_READY))
 		cs_emit(n, c, ELECTION_SESSION_RELEASED, FAULT_NONE, NULL, 0);
 	else if (!cs_unlock_when_held(n, c, THEN_UNLOCK))
 		cs_released(n, c, FAULT_CONNECTION);
@@ -1010,6 +1142,9 @@ static void cs_unlock_answer(struct node *n, struct csess *c)
 	cs_emit(n, c, ELECTION_SESSION_RELEASED, FAULT_NONE, NULL, 0);
 }
 
+static void cs_query_answer(struct node *n, struct csess *c, const struct simev *e);
+static void cs_send_query(struct node *n, struct csess *c);
+
 /* lease.c's answered() and conn_failed(). */
 static void cs_answer(struct node *n, struct csess *c, const struct simev *e)
 {
@@ -1018,6 +1153,7 @@ static void cs_answer(struct node *n, struct csess *c, const struct simev *e)
 		if (c->phase != PH_CONNECTING)
 			return;
 		c->sid = e->status;
+		c->pid = (int)e->token;
 		c->phase = PH_READY;
 		cs_emit(n, c, ELECTION_SESSION_CONNECTED, FAULT_NONE, NULL, 0);
 		return;
@@ -1038,24 +1174,52 @@ static void cs_answer(struct node *n, struct csess *c, const struct simev *e)
 			cs_emit(n, c, ELECTION_SESSION_PING_OK, FAULT_NONE, NULL, e->mask);
 		return;
 	case S_UNLOCKED: cs_unlock_answer(n, c); return;
+	case S_ANSWER: cs_query_answer(n, c, e); return;
 	default: return; /* not the server's */
 	}
 }
 
 /* ---- the command: child.c over the process model ------------------------ */
 
-static void child_exit_at(struct node *n, double at, int status)
+static void child_exit_at(struct node *n, const struct child *ch, double at, int status)
 {
 	push((struct simev){ .t = at, .kind = K_CHILD_EXIT, .node = n->i,
-			     .gen = n->ch.id, .status = status });
+			     .gen = ch->id, .status = status });
 }
 
 static void check_token(struct node *n);
+static void start_jobs(struct node *n);
+
+/* Any of the node's processes alive: the command, or a job's run. */
+static bool cmd_alive(const struct node *n)
+{
+	for (int k = 0; k < n->n_procs; k++)
+		if (n->procs[k] && n->procs[k]->alive)
+			return true;
+	return n->ch.alive;
+}
+
+static struct child *proc_of(struct node *n, uint64_t id)
+{
+	for (int k = 0; k < n->n_procs; k++)
+		if (n->procs[k] && n->procs[k]->id == id)
+			return n->procs[k];
+	return n->ch.id == id ? &n->ch : NULL;
+}
 
 static void start_child(struct node *n)
 {
 	struct child *ch = &n->ch;
 	double r = urand(0, 1);
+
+	if (n->jobs) {
+		if (cmd_alive(n))
+			fail_at(1u << n->i, "%s: START_CHILD while a run of its jobs is alive",
+				n->name);
+		check_token(n);
+		start_jobs(n);
+		return;
+	}
 
 	if (ch->alive) {
 		fail_at(1u << n->i, "%s: START_CHILD while its command (pid %d) is alive",
@@ -1070,33 +1234,708 @@ static void start_child(struct node *n)
 	ch->stop_need = r < 0.3 ? urand(0, 0.1) : r < 0.8 ? urand(0.1, W.grace)
 		: urand(W.grace, 2 * W.grace + 1);
 	if (chance(0.15))
-		child_exit_at(n, T + urand(0.5, 60), (int[]){ 0, 1, 2, 143 }[irand(4)]);
+		child_exit_at(n, ch, T + urand(0.5, 60), (int[]){ 0, 1, 2, 143 }[irand(4)]);
 	say(1u << n->i, "%s: command pid %d starts (stops in %.3fs after SIGTERM)",
 	    n->name, ch->pid, ch->stop_need);
 	sup_dispatch(n, ELECTION_COMMAND, ELECTION_COMMAND_STARTED, ch->pid, NULL);
 }
 
-static void stop_child(struct node *n)
+/* child.c's child_stop: SIGTERM, SIGKILL after grace_period. */
+static void proc_stop(struct node *n, struct child *ch)
 {
-	struct child *ch = &n->ch;
-
 	if (!ch->alive || ch->term_sent)
 		return;
 	ch->term_sent = true;
 	say(1u << n->i, "%s: SIGTERM to pid %d", n->name, ch->pid);
-	child_exit_at(n, T + ch->stop_need, 143);
+	child_exit_at(n, ch, T + ch->stop_need, 143);
 	push((struct simev){ .t = T + W.grace, .kind = K_NOTIFY, .node = n->i,
 			     .op = N_GRACE, .gen = ch->id });
 }
 
+static void stop_child(struct node *n)
+{
+	if (n->jobs)
+		AT_NODE(n, jobs_stop(n->jobs));
+	else
+		proc_stop(n, &n->ch);
+}
+
+static void proc_kill(struct node *n, struct child *ch, const char *why)
+{
+	if (!ch->alive)
+		return;
+	say(1u << n->i, "%s: SIGKILL to pid %d (%s)", n->name, ch->pid, why);
+	/* the group is gone once every process left uninterruptible sleep */
+	child_exit_at(n, ch, T + (chance(0.1) ? urand(0.05, SIGKILL_GONE)
+				  : urand(0, 0.05)), 137);
+}
 
 static void kill_child(struct node *n, const char *why)
 {
-	if (!n->ch.alive)
+	if (n->jobs)
+		AT_NODE(n, jobs_kill(n->jobs));
+	else
+		proc_kill(n, &n->ch, why);
+}
+
+/* ---- the job layer (DESIGN 10): the daemon's jobs.c and ledger.c --------
+ *
+ * Linked as they are; what they call is implemented here: the node's
+ * clock, libev's timers, child.h's processes, lease_query on the fence
+ * session (lease.c's one statement at a time), and the server's side of
+ * ledger_sql.c's statements (db_query). */
+
+/* The database server's clock, in Unix ms: the time of ticks. */
+#define DB_BASE_MS INT64_C(1800000000000)
+
+static int64_t db_ms(void)
+{
+	return DB_BASE_MS + (int64_t)llround(T * 1000);
+}
+
+static double t_of_ms(int64_t ms)
+{
+	return (double)(ms - DB_BASE_MS) / 1000;
+}
+
+/* clock_gettime of the linked job layer: the node's monotonic clock. */
+int sim_clock_gettime(clockid_t id, struct timespec *ts)
+{
+	double t = cur_node >= 0 ? node_now(&W.nodes[cur_node]) : T;
+
+	if (id == CLOCK_REALTIME)
+		t = (double)DB_BASE_MS / 1000 + T;
+	ts->tv_sec = (time_t)floor(t);
+	ts->tv_nsec = (long)((t - floor(t)) * 1e9);
+	return 0;
+}
+
+/* log.c: the job layer's lines go to the trace (not its debug lines). */
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	char buf[LOG_MSG_MAX];
+	va_list ap;
+
+	if (level > LOG_LEVEL_INFO)
 		return;
-	say(1u << n->i, "%s: SIGKILL to pid %d (%s)", n->name, n->ch.pid, why);
-	/* the group is gone once every process left uninterruptible sleep */
-	child_exit_at(n, T + (chance(0.1) ? urand(0.05, SIGKILL_GONE) : urand(0, 0.05)), 137);
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	say(cur_node >= 0 ? 1u << cur_node : 0, "%s:   jobs: %s",
+	    cur_node >= 0 ? W.nodes[cur_node].name : "?", buf);
+}
+
+/* libev: a timer of node loop->node, on its clock. */
+void ev_timer_start(struct ev_loop *loop, ev_timer *w)
+{
+	struct node *n = &W.nodes[loop->node];
+
+	if (w->active)
+		return; /* as libev: starting an active watcher does nothing */
+	if (n->n_tm == MAXT)
+		abort(); /* raise MAXT */
+	w->active = 1;
+	n->tm[n->n_tm].w = w;
+	n->tm[n->n_tm].stamp = ++W.next_tstamp;
+	push((struct simev){ .t = fmax(T, global_of(n, node_now(n) + w->at)),
+			     .kind = K_EVTIMER, .node = n->i, .gen = n->tm[n->n_tm].stamp });
+	n->n_tm++;
+}
+
+void ev_timer_stop(struct ev_loop *loop, ev_timer *w)
+{
+	struct node *n = &W.nodes[loop->node];
+
+	w->active = 0;
+	for (int k = 0; k < n->n_tm; k++)
+		if (n->tm[k].w == w) {
+			n->tm[k] = n->tm[--n->n_tm];
+			return;
+		}
+}
+
+static void evtimer_fire(struct node *n, uint64_t stamp)
+{
+	for (int k = 0; k < n->n_tm; k++) {
+		ev_timer *w = n->tm[k].w;
+
+		if (n->tm[k].stamp != stamp)
+			continue;
+		n->tm[k] = n->tm[--n->n_tm];
+		w->active = 0;
+		AT_NODE(n, w->cb(&n->loop, w, EV_TIMER));
+		return;
+	}
+}
+
+/* ---- the ledger's tables, and its statements on the server's side ------ */
+
+static size_t *hidx;         /* (job, tick) -> row index + 1 */
+static size_t hcap;
+
+static int job_index(const char *job)
+{
+	for (int j = 0; j < W.n_jobs; j++)
+		if (!strcmp(W.job_name[j], job))
+			return j;
+	return NOBODY;
+}
+
+static size_t hslot(int j, int64_t tick)
+{
+	uint64_t h = (uint64_t)tick * 0x9e3779b97f4a7c15ULL ^ (uint64_t)j * 0xbf58476d1ce4e5b9ULL;
+
+	return (size_t)(h ^ h >> 29) & (hcap - 1);
+}
+
+static struct lrow *row_at(int j, int64_t tick)
+{
+	if (!hcap)
+		return NULL;
+	for (size_t k = hslot(j, tick); hidx[k]; k = (k + 1) & (hcap - 1)) {
+		struct lrow *r = &W.rows[hidx[k] - 1];
+
+		if (r->tick == tick && job_index(r->job) == j)
+			return r;
+	}
+	return NULL;
+}
+
+static void hput(size_t idx)
+{
+	size_t k = hslot(job_index(W.rows[idx].job), W.rows[idx].tick);
+
+	while (hidx[k])
+		k = (k + 1) & (hcap - 1);
+	hidx[k] = idx + 1;
+}
+
+static struct lrow *row_new(void)
+{
+	if (W.n_rows == W.cap_rows) {
+		W.cap_rows = W.cap_rows ? W.cap_rows * 2 : 512;
+		W.rows = realloc(W.rows, W.cap_rows * sizeof(*W.rows));
+		if (!W.rows)
+			abort();
+	}
+	if (2 * (W.n_rows + 1) > hcap) {
+		free(hidx);
+		hcap = hcap ? hcap * 2 : 2048;
+		hidx = calloc(hcap, sizeof(*hidx));
+		if (!hidx)
+			abort();
+		for (size_t k = 0; k < W.n_rows; k++)
+			hput(k);
+	}
+	memset(&W.rows[W.n_rows], 0, sizeof(W.rows[0]));
+	W.rows[W.n_rows].run_id = (int64_t)W.n_rows + 1;
+	return &W.rows[W.n_rows++];
+}
+
+static struct lrow *row_by_id(int64_t run_id)
+{
+	return run_id >= 1 && (size_t)run_id <= W.n_rows ? &W.rows[run_id - 1] : NULL;
+}
+
+/* A statement on its way: what lease_query sent, and the answer. */
+enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE, Q_OTHER };
+struct squery {
+	enum qkind kind;
+	int nparams;
+	char *p[LEASE_QUERY_PARAMS];
+	int nrows, ncols;
+	char (*val)[24];
+	const char **vals;
+};
+static struct squery *sq;
+static size_t n_sq, cap_sq;
+
+static void sq_free_all(void)
+{
+	for (size_t k = 0; k < n_sq; k++) {
+		for (int i = 0; i < sq[k].nparams; i++)
+			free(sq[k].p[i]);
+		free(sq[k].val);
+		free(sq[k].vals);
+	}
+	n_sq = 0;
+}
+
+static enum qkind qkind_of(const char *sql)
+{
+	static char *texts[Q_OTHER];
+
+	if (!texts[0]) {
+		texts[Q_ENSURE] = ledger_sql_check("pgleader");
+		texts[Q_CLAIM] = ledger_sql_claim("pgleader");
+		texts[Q_LAST] = ledger_sql_last("pgleader");
+		texts[Q_FINISH] = ledger_sql_finish("pgleader");
+		texts[Q_PRUNE] = ledger_sql_prune("pgleader");
+	}
+	for (int k = 0; k < Q_OTHER; k++)
+		if (texts[k] && !strcmp(sql, texts[k]))
+			return (enum qkind)k;
+	return Q_OTHER;
+}
+
+static uint64_t sq_new(const char *sql, int nparams, const char *const *params)
+{
+	struct squery *q;
+
+	if (n_sq == cap_sq) {
+		cap_sq = cap_sq ? cap_sq * 2 : 256;
+		sq = realloc(sq, cap_sq * sizeof(*sq));
+		if (!sq)
+			abort();
+	}
+	q = &sq[n_sq];
+	memset(q, 0, sizeof(*q));
+	q->kind = qkind_of(sql);
+	q->nparams = nparams;
+	for (int i = 0; i < nparams; i++)
+		q->p[i] = params[i] ? strdup(params[i]) : NULL;
+	return ++n_sq; /* its id: index + 1 */
+}
+
+/* The answer's shape: rows of ncols values, each set with put(). */
+static void sq_answer(struct squery *q, int nrows, int ncols)
+{
+	q->nrows = nrows;
+	q->ncols = ncols;
+	q->val = calloc((size_t)(nrows * ncols) + 1, sizeof(*q->val));
+	q->vals = calloc((size_t)(nrows * ncols) + 1, sizeof(*q->vals));
+	if (!q->val || !q->vals)
+		abort();
+}
+
+static void put(struct squery *q, int row, int col, bool null, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void put(struct squery *q, int row, int col, bool null, const char *fmt, ...)
+{
+	int k = row * q->ncols + col;
+	va_list ap;
+
+	if (null)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(q->val[k], sizeof(q->val[k]), fmt, ap);
+	va_end(ap);
+	q->vals[k] = q->val[k];
+}
+
+/* The n-th element of an array literal ({"a","b"} or {1,2}), unquoted. */
+static void array_elem(const char *a, int n, char *out, size_t len)
+{
+	const char *p = a + (*a == '{');
+
+	for (; n > 0 && p; n--)
+		if ((p = strchr(p, ',')))
+			p++;
+	out[0] = '\0';
+	if (!p)
+		return;
+	p += *p == '"';
+	snprintf(out, len, "%.*s", (int)strcspn(p, "\",}"), p);
+}
+
+static int array_len(const char *a)
+{
+	int n = a[1] == '}' ? 0 : 1;
+
+	for (; *a; a++)
+		n += *a == ',';
+	return n;
+}
+
+static int node_of_name(const char *name)
+{
+	for (int i = 0; i < W.n; i++)
+		if (!strcmp(W.nodes[i].name, name))
+			return i;
+	return NOBODY;
+}
+
+/* One tick of a claim: inserted, or an interrupted one claimed again
+ * with rerun; its run_id, 0 when not claimed. */
+static int64_t claim_one(const char *job, int64_t tick, const char *node,
+			 uint64_t token, const char *outcome, bool rerun)
+{
+	int j = job_index(job);
+	struct lrow *r = j >= 0 ? row_at(j, tick) : NULL;
+
+	if (j < 0)
+		return 0;
+	if (r && !(rerun && !strcmp(r->outcome, "interrupted") && r->token < token))
+		return 0;
+	if (!r) {
+		r = row_new();
+		snprintf(r->job, sizeof(r->job), "%s", job);
+		r->tick = tick;
+		hput((size_t)(r - W.rows));
+	}
+	r->node = node_of_name(node);
+	r->token = token;
+	snprintf(r->outcome, sizeof(r->outcome), "%s", outcome);
+	r->exit_status = -1;
+	r->finished = strcmp(outcome, "running") != 0;
+	r->finished_ms = r->finished ? db_ms() : 0;
+	return r->run_id;
+}
+
+/* ledger_sql.c's claim: the term's upsert, then each tick's row. */
+static void db_claim(struct squery *q)
+{
+	int64_t now = db_ms();
+	uint64_t token = strtoull(q->p[4], NULL, 10);
+	int n = array_len(q->p[1]), pid = atoi(q->p[5]);
+	bool holder = W.holder[0] >= 0 && W.s[W.holder[0]].pid == pid;
+	bool term = holder && W.term_token <= token;
+
+	if (term)
+		W.term_token = token;
+	say(node_of_name(q->p[3]) >= 0 ? 1u << node_of_name(q->p[3]) : 0, "db: claim of %d tick%s "
+	    "(%s...) by %s token %" PRIu64 ": %s", n, n == 1 ? "" : "s", q->p[6],
+	    q->p[3], token, !holder ? "refused, not the holder" : !term
+	    ? "refused, a newer token is recorded" : "taken");
+	sq_answer(q, n, 5);
+	for (int i = 0; i < n; i++) {
+		char job[64], tick[24], outcome[16], rerun[8];
+		int64_t at, id = 0;
+
+		array_elem(q->p[1], i, job, sizeof(job));
+		array_elem(q->p[2], i, tick, sizeof(tick));
+		array_elem(q->p[6], i, outcome, sizeof(outcome));
+		array_elem(q->p[7], i, rerun, sizeof(rerun));
+		at = strtoll(tick, NULL, 10);
+		if (term && at <= now)
+			id = claim_one(job, at, q->p[3], token, outcome, rerun[0] == 't');
+		put(q, i, 0, id == 0, "%" PRId64, id);
+		put(q, i, 1, false, "%s", holder ? "t" : "f");
+		put(q, i, 2, false, "%s", term ? "t" : "f");
+		put(q, i, 3, false, "%s", at > now ? "t" : "f");
+		put(q, i, 4, false, "%" PRId64, now);
+	}
+}
+
+/* ledger_sql.c's last: with cut, an older term's running rows become
+ * interrupted; the newest tick, the cut's, the last success, and
+ * without cut the newest older running. */
+static void db_last(struct squery *q)
+{
+	int j = job_index(q->p[1]);
+	uint64_t token = strtoull(q->p[2], NULL, 10);
+	bool cut = q->p[3][0] == 't';
+	int64_t last = INT64_MIN, cut_max = INT64_MIN, success = INT64_MIN,
+		older = INT64_MIN;
+
+	for (size_t k = 0; k < W.n_rows; k++) {
+		struct lrow *r = &W.rows[k];
+		bool old_running = !strcmp(r->outcome, "running") && r->token < token;
+
+		if (job_index(r->job) != j)
+			continue;
+		last = r->tick > last ? r->tick : last;
+		if (!strcmp(r->outcome, "succeeded") && r->finished_ms > success)
+			success = r->finished_ms;
+		if (old_running && !cut && r->tick > older)
+			older = r->tick;
+		if (old_running && cut) {
+			snprintf(r->outcome, sizeof(r->outcome), "interrupted");
+			cut_max = r->tick > cut_max ? r->tick : cut_max;
+		}
+	}
+	sq_answer(q, 1, 5);
+	put(q, 0, 0, last == INT64_MIN, "%" PRId64, last);
+	put(q, 0, 1, cut_max == INT64_MIN, "%" PRId64, cut_max);
+	put(q, 0, 2, success == INT64_MIN, "%" PRId64, success);
+	put(q, 0, 3, older == INT64_MIN, "%" PRId64, older);
+	put(q, 0, 4, false, "%" PRId64, db_ms());
+}
+
+static void db_finish(struct squery *q)
+{
+	struct lrow *r = row_by_id(strtoll(q->p[0], NULL, 10));
+
+	if (r && r->token == strtoull(q->p[1], NULL, 10) && !r->finished) {
+		if (!strcmp(r->outcome, "running"))
+			snprintf(r->outcome, sizeof(r->outcome), "%s", q->p[2]);
+		r->exit_status = q->p[3] ? atoi(q->p[3]) : -1;
+		r->finished = true;
+		r->finished_ms = db_ms();
+	}
+	sq_answer(q, 0, 0);
+}
+
+/* A statement reaches the server on session sid: executed at once (one
+ * snapshot, one commit), answered over the network. DIFFERS: no statement
+ * fails with an SQL error, ENSURE always finds the ledger usable, and the
+ * prune deletes nothing (no row is 30 days old). */
+static void db_query(int sid, const struct simev *e)
+{
+	struct squery *q = &sq[e->gen - 1];
+
+	switch (q->kind) {
+	case Q_ENSURE:
+		sq_answer(q, 1, LEDGER_CHECK_NCOLS);
+		for (int c = 0; c < LEDGER_CHECK_DB_NOW_MS; c++)
+			put(q, 0, c, false, "t");
+		put(q, 0, LEDGER_CHECK_DB_NOW_MS, false, "%" PRId64, db_ms());
+		break;
+	case Q_CLAIM: db_claim(q); break;
+	case Q_LAST: db_last(q); break;
+	case Q_FINISH: db_finish(q); break;
+	case Q_PRUNE: sq_answer(q, 0, 0); break; /* nothing is 30 days old */
+	case Q_OTHER:
+		fail_at(1u << W.s[sid].node, "a ledger statement the model does not know");
+		sq_answer(q, 0, 0);
+		break;
+	}
+	db_reply(sid, S_ANSWER, e->gen, 0, 0);
+	db_done(sid);
+}
+
+/* ---- lease_query on the fence session (lease.c's q) --------------------- */
+
+static void cs_send_query(struct node *n, struct csess *c)
+{
+	struct simev e;
+
+	if (!c->q_waiting || (c->phase != PH_READY && c->phase != PH_HELD))
+		return;
+	c->q_waiting = false;
+	c->q_in_flight = true;
+	c->q_back = c->phase;
+	c->phase = PH_QUERYING;
+	e = (struct simev){ .kind = K_TO_DB, .node = NOBODY, .from = n->i, .op = C_QUERY,
+			    .skind = c->skind, .conn = c->conn, .status = c->sid,
+			    .gen = c->q_id };
+	send_link(e, n->i, 0);
+}
+
+bool lease_query(struct lease *l, const char *sql, int nparams,
+		 const char *const *params, lease_query_fn fn, void *arg)
+{
+	struct node *n = &W.nodes[l->node];
+	struct csess *c = &n->fence;
+
+	if (c->q_waiting || c->q_in_flight || nparams > LEASE_QUERY_PARAMS ||
+	    c->phase == PH_CLOSED || c->phase == PH_CONNECTING)
+		return false;
+	c->q_id = sq_new(sql, nparams, params);
+	c->q_fn = fn;
+	c->q_arg = arg;
+	c->q_waiting = true;
+	cs_send_query(n, c);
+	return true;
+}
+
+/* lease.c's query_answered: what the lease's owner asked for meanwhile
+ * goes first, then the caller hears, then the next statement may go. */
+static void cs_query_answer(struct node *n, struct csess *c, const struct simev *e)
+{
+	struct squery *q = &sq[e->token - 1];
+	struct lease_sql_answer a = { q->nrows, q->ncols, q->vals };
+	lease_query_fn fn = c->q_fn;
+	void *arg = c->q_arg;
+	int want = c->want_lock;
+
+	if (c->phase != PH_QUERYING || !c->q_in_flight || c->q_id != e->token)
+		return;
+	c->phase = c->q_back;
+	c->q_in_flight = false;
+	c->q_fn = NULL;
+	c->want_lock = 0;
+	if (c->phase == PH_HELD && c->then != THEN_HOLD) {
+		c->phase = PH_UNLOCKING;
+		cs_send(n, c, C_UNLOCK);
+	} else if (c->phase == PH_READY && want) {
+		cs_lock(n, c, want == 2);
+	} else if (c->phase == PH_HELD && c->ping_wanted) {
+		c->ping_wanted = false;
+		cs_ping(n, c);
+	}
+	AT_NODE(n, fn(arg, &a, NULL, NULL));
+	cs_send_query(n, c);
+}
+
+/* ---- child.h: the job layer's processes, over the process model ----------- */
+
+static void check_run_start(struct node *n, struct child *ch);
+static void child_exit_at(struct node *n, const struct child *ch, double at, int status);
+static void proc_stop(struct node *n, struct child *ch);
+static void proc_kill(struct node *n, struct child *ch, const char *why);
+static int64_t interval_ms[MAXJ];
+
+struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
+			double grace_period, child_gone_fn on_gone, void *arg)
+{
+	struct node *n = &W.nodes[loop->node];
+	struct child *c = calloc(1, sizeof(*c));
+
+	(void)argv;
+	(void)shell;
+	(void)grace_period; /* every job has the fleet's (W.grace) */
+	if (!c || n->n_procs == MAXJ)
+		abort();
+	c->job = n->n_procs;
+	c->on_gone = on_gone;
+	c->arg = arg;
+	n->procs[n->n_procs++] = c;
+	return c;
+}
+
+void child_free(struct child *c)
+{
+	struct node *n = &W.nodes[cur_node];
+
+	for (int k = 0; k < n->n_procs; k++)
+		if (n->procs[k] == c)
+			n->procs[k] = NULL;
+	free(c);
+}
+
+static const char *env_of(char *const *env, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (; env && *env; env++)
+		if (!strncmp(*env, name, len) && (*env)[len] == '=')
+			return *env + len + 1;
+	return NULL;
+}
+
+/* A scheduled run takes from nothing to a few intervals (a run still
+ * going at its next tick makes it skipped; max_runtime may stop it); a
+ * job without a schedule runs as the single command does. */
+static void run_length(struct node *n, struct child *ch)
+{
+	double iv = (double)interval_ms[ch->job] / 1000, r = urand(0, 1);
+
+	if (!W.sched[ch->job]) {
+		if (chance(0.15))
+			child_exit_at(n, ch, T + urand(0.5, 60), (int[]){ 0, 1, 2, 143 }[irand(4)]);
+		return;
+	}
+	child_exit_at(n, ch, T + (r < 0.7 ? urand(0.01, 0.5 * iv) : r < 0.95
+				  ? urand(0.5, 1.5) * iv : urand(2, 4) * iv),
+		      chance(0.85) ? 0 : 1);
+}
+
+int child_start(struct child *c, char *const *extra_env, char *err, size_t errlen)
+{
+	struct node *n = &W.nodes[cur_node];
+	const char *token = env_of(extra_env, "PGLEADER_FENCING_TOKEN"),
+		   *run = env_of(extra_env, "PGLEADER_RUN_ID");
+	double r = urand(0, 1);
+
+	(void)err;
+	(void)errlen;
+	if (c->alive || c->running)
+		fail_at(1u << n->i, "%s: job %s started while its last run is alive",
+			n->name, W.job_name[c->job]);
+	c->alive = c->running = true;
+	c->id = ++W.next_child;
+	c->pid = ++W.next_pid;
+	c->term_sent = false;
+	c->token = token ? strtoull(token, NULL, 10) : 0;
+	c->run_id = run ? strtoll(run, NULL, 10) : 0;
+	c->tick = 0;
+	c->stop_need = r < 0.3 ? urand(0, 0.1) : r < 0.8 ? urand(0.1, W.grace)
+		: urand(W.grace, 2 * W.grace + 1);
+	say(1u << n->i, "%s: job %s pid %d starts (run %" PRId64 ", token %" PRIu64
+	    ", stops in %.3fs after SIGTERM)", n->name, W.job_name[c->job], c->pid,
+	    c->run_id, c->token, c->stop_need);
+	run_length(n, c);
+	check_run_start(n, c);
+	return 0;
+}
+
+void child_stop(struct child *c)
+{
+	proc_stop(&W.nodes[cur_node], c);
+}
+
+void child_kill(struct child *c)
+{
+	proc_kill(&W.nodes[cur_node], c, "jobs_kill");
+}
+
+void child_signal(struct child *c, int sig)
+{
+	(void)c;
+	(void)sig;
+}
+
+bool child_running(const struct child *c)
+{
+	return c->running;
+}
+
+pid_t child_pid(const struct child *c)
+{
+	return c->running ? c->pid : 0;
+}
+
+/* ---- the supervisor's part for jobs (supervisor.c's start_jobs, ...) ---- */
+
+static void jobs_gone_cb(void *arg, int status)
+{
+	sup_dispatch(arg, ELECTION_COMMAND, ELECTION_COMMAND_GONE, status, NULL);
+}
+
+static void jobs_refused_cb(void *arg, enum fault fault, const char *reason)
+{
+	struct election_event ev = { .type = ELECTION_COMMAND,
+				     .news = ELECTION_COMMAND_REFUSED, .fault = fault,
+				     .reason = reason };
+
+	sup_enqueue(arg, &ev);
+}
+
+/* supervisor.c's open_command with a ledger: the node's jobs. */
+static void jobs_open(struct node *n)
+{
+	const struct jobs_callbacks cb = { jobs_gone_cb, jobs_refused_cb, n };
+	char err[256];
+
+	n->n_procs = 0;
+	n->n_tm = 0;
+	n->loop.node = n->fence_h.node = n->i;
+	AT_NODE(n, n->ledger = ledger_new(&n->fence_h, n->cfg.schema));
+	AT_NODE(n, n->jobs = jobs_new(&n->loop, &n->cfg, n->ledger, &cb, err, sizeof(err)));
+	if (!n->ledger || !n->jobs) {
+		fprintf(stderr, "sim: jobs_new: %s\n", err);
+		exit(2);
+	}
+}
+
+/* The process is gone: its jobs, timers and statements with it. */
+static void jobs_close(struct node *n)
+{
+	if (!n->jobs)
+		return;
+	n->fence.q_waiting = n->fence.q_in_flight = false;
+	n->fence.q_fn = NULL;
+	AT_NODE(n, jobs_free(n->jobs));
+	AT_NODE(n, ledger_free(n->ledger));
+	n->jobs = NULL;
+	n->ledger = NULL;
+	n->n_procs = 0;
+	n->n_tm = 0;
+}
+
+/* supervisor.c's start_jobs: "the command" is this term's jobs. */
+static void start_jobs(struct node *n)
+{
+	const struct election_snapshot *s = election_snapshot(&n->el);
+	struct ledger_term term = {
+		.lock_key = n->cfg.lock_key,
+		.fencing_token = s->fencing_token,
+		.lock_pid = n->lock.phase >= PH_READY ? n->lock.pid : 0,
+	};
+
+	sup_dispatch(n, ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0, NULL);
+	AT_NODE(n, jobs_start(n->jobs, &term));
 }
 
 /* ---- failsafe: failsafe.c's rounds over the network model --------------- */
@@ -1301,7 +2140,7 @@ static const char *event_news(const struct election_event *ev)
 static void event_text(const struct election_event *ev, char *buf, size_t len)
 {
 	static const char *const types[] = { "START", "TICK", "SHUTDOWN", "LOCK",
-		"FENCE", "COMMAND", "PEERS" };
+		"FENCE", "COMMAND", "PEERS", "CONTROLS" };
 	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], event_news(ev));
 
 	if (ev->status && used < len)
@@ -1407,6 +2246,10 @@ static void node_boot(struct node *n)
 	election_params_from_config(&n->cfg, &p);
 	p.connect_timeout = W.p.connect_timeout;
 	election_init(&n->el, &p);
+	n->steady_since = INFINITY;
+	jobs_close(n);
+	if (W.n_jobs)
+		jobs_open(n);
 	/* a node started during a restart waits for nothing: the man page's
 	 * "otherwise" bound, with SIGKILL's time */
 	restart_otherwise(W.exempt_db_until, "a node started");
@@ -1423,6 +2266,11 @@ static void node_gone(struct node *n, double reboot_after)
 	n->wake_gen++;
 	n->n_pend = 0;
 	n->rnd[R_CLAIM].open = n->rnd[R_CHECK].open = false;
+	n->steady_since = INFINITY;
+	/* a dead process runs nothing: its statement is not answered; its
+	 * jobs are freed at its next start (node_exit may run inside them) */
+	n->fence.q_waiting = n->fence.q_in_flight = false;
+	n->fence.q_fn = NULL;
 	cs_close(n, &n->lock);
 	cs_close(n, &n->fence);
 	push((struct simev){ .t = T + reboot_after, .kind = K_BOOT, .node = n->i,
@@ -1433,9 +2281,9 @@ static void node_exit(struct node *n, const char *why)
 {
 	say(1u << n->i, "%s: pgleader %s with code %d", n->name, why,
 	    election_exit_code(&n->el));
-	if (n->ch.alive)
-		fail_at(1u << n->i, "%s: pgleader exited while its command (pid %d) "
-			"is alive", n->name, n->ch.pid);
+	if (cmd_alive(n))
+		fail_at(1u << n->i, "%s: pgleader exited while its command is alive",
+			n->name);
 	node_gone(n, urand(1, 5));
 }
 
@@ -1445,10 +2293,14 @@ static void node_kill(struct node *n)
 	say(1u << n->i, "%s: kill -9", n->name);
 	/* the kernel kills the command in the same exit that closes the
 	 * sessions; the guard kills the rest of its group at once */
-	if (n->ch.alive) {
-		n->ch.alive = false;
-		say(1u << n->i, "%s: command pid %d is gone (status 137)", n->name,
-		    n->ch.pid);
+	for (int k = -1; k < n->n_procs; k++) {
+		struct child *ch = k < 0 ? &n->ch : n->procs[k];
+
+		if (ch && ch->alive) {
+			ch->alive = false;
+			say(1u << n->i, "%s: command pid %d is gone (status 137)",
+			    n->name, ch->pid);
+		}
 	}
 	node_gone(n, urand(1, 10));
 }
@@ -1486,7 +2338,7 @@ static void node_thaw(struct node *n)
 	 * With failsafe it claims first: the new leader's refusal ends the
 	 * round at once, unless a partition keeps it from n, which then waits
 	 * for that answer until ping_timeout. */
-	if (n->ch.alive)
+	if (cmd_alive(n))
 		exempt_node(n->i, T + W.grace + net_slack +
 			    (W.failsafe && parted_from_leader(n) ? W.p.ping_timeout : 0),
 			    "leader frozen");
@@ -1555,9 +2407,161 @@ static void check_token(struct node *n)
 	W.last_term = s->term;
 }
 
-/* Ticks (DESIGN 10) are a later layer: their invariant goes here. */
+/* ---- ticks (DESIGN 10) -------------------------------------------------- */
+
+/* A tick is planned, claimed and answered within this after it fell (its
+ * jitter aside): a round trip or two on the fence session behind the
+ * statements before it, each as slow as the network gets. */
+#define TICK_MARGIN (2 * net_slack + 1)
+
+static const char *tick_text(int64_t ms, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.3f", t_of_ms(ms));
+	return buf;
+}
+
+/* A run of a scheduled job starts: its tick was claimed in the ledger by
+ * this node's term (the row's token is the command's), and it is the
+ * first command of that tick, in the whole fleet, under any fault. */
+static void check_run_start(struct node *n, struct child *ch)
+{
+	const char *job = W.job_name[ch->job];
+	struct lrow *r;
+	char at[32];
+
+	if (!W.sched[ch->job])
+		return;
+	if (ch->run_id <= 0) {
+		fail_at(1u << n->i, "%s: a run of scheduled job %s starts without a "
+			"tick claimed in the ledger", n->name, job);
+		return;
+	}
+	r = row_by_id(ch->run_id);
+	if (!r) {
+		fail_at(1u << n->i, "%s: job %s's run %" PRId64 " has no row", n->name,
+			job, ch->run_id);
+		return;
+	}
+	ch->tick = r->tick;
+	if (r->token != ch->token || r->node != n->i || r->finished)
+		fail_at(1u << n->i, "%s: job %s's run for tick %s starts with token %"
+			PRIu64 ", its row is %s's, token %" PRIu64 ", %s", n->name, job,
+			tick_text(r->tick, at, sizeof(at)), ch->token, node_name(r->node),
+			r->token, r->outcome);
+	if (++r->starts > 1)
+		fail_at(1u << n->i, "job %s's tick %s runs a second time (%s, token %"
+			PRIu64 ")", job, tick_text(r->tick, at, sizeof(at)), n->name,
+			ch->token);
+	W.ticks_run++;
+}
+
+/* A node leads steadily: its jobs' ticks are planned this term (each has
+ * a next tick), it holds the lock and the fence with the sessions it
+ * knows, nothing paused, nothing parted, frozen or restarting. */
+static bool node_steady(struct node *n)
+{
+	const struct election_snapshot *s = election_snapshot(&n->el);
+
+	if (!n->up || n->frozen || !n->jobs || W.part_db[n->i] || !W.db_up ||
+	    s->state != ELECTION_LEADER || !s->command_active)
+		return false;
+	if (W.holder[0] < 0 || W.s[W.holder[0]].conn != n->lock.conn ||
+	    W.holder[1] < 0 || W.s[W.holder[1]].conn != n->fence.conn)
+		return false;
+	for (int j = 0; j < W.n_jobs; j++) {
+		struct jobs_view v;
+
+		jobs_view(n->jobs, (size_t)j, &v);
+		if (v.paused || (W.sched[j] && v.next_tick == 0))
+			return false;
+	}
+	return true;
+}
+
+/* A fault or a heal: every steady period starts again. */
+static void unsteady(void)
+{
+	for (int i = 0; i < W.n; i++)
+		W.nodes[i].steady_since = INFINITY;
+}
+
+/* Tick t of job j, TICK_MARGIN after it fell: when a node led steadily
+ * from before it until now, the tick has a row, and it is not "missed"
+ * (it ran, or was skipped because the run before was still going). */
+static void check_tick(int j, int64_t t)
+{
+	bool steady = false;
+	struct lrow *r;
+	char at[32];
+
+	for (int i = 0; i < W.n; i++)
+		steady |= W.nodes[i].steady_since <= t_of_ms(t) - net_slack;
+	if (!steady)
+		return;
+	W.ticks_checked++;
+	r = row_at(j, t);
+	if (!r || !strcmp(r->outcome, "missed"))
+		fail_at((1u << W.n) - 1, "job %s's tick %s fell while a node led "
+			"steadily, and %.1fs later it %s", W.job_name[j],
+			tick_text(t, at, sizeof(at)), TICK_MARGIN,
+			r ? "is recorded missed" : "has no row");
+}
+
 static void check_ticks(void)
 {
+	for (int i = 0; i < W.n; i++) {
+		struct node *n = &W.nodes[i];
+
+		if (!n->jobs || !node_steady(n))
+			n->steady_since = INFINITY;
+		else if (!isfinite(n->steady_since))
+			n->steady_since = T;
+	}
+	for (int j = 0; j < W.n_jobs; j++) {
+		while (W.sched[j] && W.check_tick[j] != SCHEDULE_NEVER &&
+		       T >= t_of_ms(W.check_tick[j] + W.jitter_ms[j]) + TICK_MARGIN) {
+			check_tick(j, W.check_tick[j]);
+			W.check_tick[j] = schedule_next(W.sched[j], W.check_tick[j]);
+		}
+	}
+}
+
+/* At the end: no tick is lost silently. From each job's first row to
+ * the last planned tick every tick has a row, but the older ticks of a
+ * long gap: tickplan records the newest TICKPLAN_ROWS missed ticks of a
+ * gap one row each and counts the others in the log (exempt: a stretch
+ * without rows right before TICKPLAN_ROWS missed rows). */
+static void check_lost(void)
+{
+	int64_t limit = db_ms() - (int64_t)(TICK_MARGIN * 1000);
+	char a[32], b[32];
+
+	for (int j = 0; j < W.n_jobs && !W.failed; j++) {
+		int64_t first = INT64_MAX, t, u;
+		int missed;
+
+		for (size_t k = 0; k < W.n_rows; k++)
+			if (job_index(W.rows[k].job) == j && W.rows[k].tick < first)
+				first = W.rows[k].tick;
+		for (t = first; W.sched[j] && t != INT64_MAX && t != SCHEDULE_NEVER &&
+		     t <= limit - W.jitter_ms[j]; t = schedule_next(W.sched[j], t)) {
+			if (row_at(j, t))
+				continue;
+			for (u = t; u != SCHEDULE_NEVER && u <= limit && !row_at(j, u);)
+				u = schedule_next(W.sched[j], u);
+			for (missed = 0; u != SCHEDULE_NEVER && row_at(j, u) &&
+			     !strcmp(row_at(j, u)->outcome, "missed") && missed < TICKPLAN_ROWS;
+			     u = schedule_next(W.sched[j], u))
+				missed++;
+			if (missed < TICKPLAN_ROWS) {
+				fail_at((1u << W.n) - 1, "job %s's ticks from %s on (before %s) "
+					"have no row: lost without a trace", W.job_name[j],
+					tick_text(t, a, sizeof(a)), tick_text(u, b, sizeof(b)));
+				return;
+			}
+			t = u;
+		}
+	}
 }
 
 /* Liveness: when, after the last fault, a node first led with its command. */
@@ -1566,8 +2570,9 @@ static void note_leader(void)
 	if (T < W.faults_end || isfinite(W.led_after_heal))
 		return;
 	for (int i = 0; i < W.n; i++)
-		if (W.nodes[i].up && W.nodes[i].ch.alive &&
-		    W.nodes[i].el.state == ELECTION_LEADER)
+		if (W.nodes[i].up && W.nodes[i].el.state == ELECTION_LEADER &&
+		    (W.nodes[i].jobs ? election_snapshot(&W.nodes[i].el)->command_active
+		     : W.nodes[i].ch.alive))
 			W.led_after_heal = T;
 }
 
@@ -1614,26 +2619,60 @@ static void check_command_tokens(void)
 		const struct node *n = &W.nodes[i];
 		uint64_t shown = election_snapshot(&n->el)->fencing_token;
 
-		if (n->up && n->ch.alive && shown != n->ch.token)
-			fail_at(1u << i, "%s: the snapshot shows fencing token %" PRIu64
-				", its command (pid %d) was started with %" PRIu64,
-				n->name, shown, n->ch.pid, n->ch.token);
+		for (int k = -1; n->up && k < n->n_procs; k++) {
+			const struct child *ch = k < 0 ? &n->ch : n->procs[k];
+
+			if (ch && ch->alive && shown != ch->token)
+				fail_at(1u << i, "%s: the snapshot shows fencing token %"
+					PRIu64 ", its command (pid %d) was started with %"
+					PRIu64, n->name, shown, ch->pid, ch->token);
+		}
 	}
+}
+
+/* The nodes where job j's command (the single command: j 0) is alive. */
+static unsigned alive_of(int j)
+{
+	unsigned m = 0;
+
+	for (int i = 0; i < W.n; i++) {
+		const struct node *n = &W.nodes[i];
+		const struct child *ch = n->jobs ? (j < n->n_procs ? n->procs[j] : NULL)
+				       : j == 0 ? &n->ch : NULL;
+
+		if (ch && ch->alive)
+			m |= 1u << i;
+	}
+	return m;
 }
 
 static void check_invariants(void)
 {
-	unsigned alive = 0, uncovered = 0;
+	unsigned alive = 0, over = 0;
 	int fs = NOBODY, ld = NOBODY;
 
+	/* at most one command per job (DESIGN 10: never two runs of a job
+	 * at once), outside the exempt windows */
+	for (int j = 0; j < (W.n_jobs ? W.n_jobs : 1); j++) {
+		unsigned a = alive_of(j), uncovered = 0;
+
+		for (int i = 0; i < W.n; i++)
+			if ((a >> i & 1) && !node_exempt(i))
+				uncovered |= 1u << i;
+		if (__builtin_popcount(a) > 1)
+			over |= a;
+		if (__builtin_popcount(a) > 1 && !db_exempt() &&
+		    __builtin_popcount(uncovered) > 1)
+			fail_at(a, "%d commands%s%s alive at once, no exempt fault covers it",
+				__builtin_popcount(a), W.n_jobs ? " of job " : "",
+				W.n_jobs ? W.job_name[j] : "");
+	}
 	for (int i = 0; i < W.n; i++) {
 		const struct node *n = &W.nodes[i];
 
-		if (!n->ch.alive)
+		if (!cmd_alive(n))
 			continue;
 		alive |= 1u << i;
-		if (!node_exempt(i))
-			uncovered |= 1u << i;
 		if (!n->up)
 			continue;
 		if (n->el.state == ELECTION_FAILSAFE && !node_exempt(i))
@@ -1646,11 +2685,8 @@ static void check_invariants(void)
 		fail_at(1u << fs | 1u << ld, "failsafe keeps two leaders: %s in failsafe "
 			"and %s leading, both commands alive", W.nodes[fs].name,
 			W.nodes[ld].name);
-	if (__builtin_popcount(alive) > 1 && !db_exempt() &&
-	    __builtin_popcount(uncovered) > 1)
-		fail_at(alive, "%d commands alive at once, no exempt fault covers it",
-			__builtin_popcount(alive));
-	measure_overlap(alive);
+	(void)alive;
+	measure_overlap(over);
 	note_leader();
 	check_ticks();
 }
@@ -1681,7 +2717,7 @@ static const char *const fault_names[] = { "pg_terminate_backend(lock)",
 static int current_leader(void)
 {
 	for (int i = 0; i < W.n; i++)
-		if (W.nodes[i].up && W.nodes[i].ch.alive)
+		if (W.nodes[i].up && cmd_alive(&W.nodes[i]))
 			return i;
 	return irand(W.n);
 }
@@ -1734,6 +2770,7 @@ static void fault(const struct simev *e)
 	struct node *n = &W.nodes[i];
 
 	say(1u << i, "FAULT %s on %s for %.3fs", fault_names[e->op], n->name, e->arg);
+	unsteady();
 	if (e->op <= F_TERM_BOTH) { /* pg_terminate_backend */
 		terminate(i, e->op != F_TERM_FENCE, e->op != F_TERM_LOCK);
 		return;
@@ -1747,7 +2784,7 @@ static void fault(const struct simev *e)
 		W.part_db[i] = true;
 		/* a leader parted while a restart's window is open may not
 		 * reach the server again in time: the man page's "otherwise" */
-		if (n->ch.alive)
+		if (cmd_alive(n))
 			restart_otherwise(restart_unheard_until(), "a leader parted");
 		push((struct simev){ .t = T + e->arg, .kind = K_HEAL, .node = i, .op = 1 });
 		return;
@@ -1790,6 +2827,7 @@ static void fault(const struct simev *e)
 
 static void heal(const struct simev *e)
 {
+	unsteady();
 	switch (e->op) {
 	case 0:
 		if (!W.db_up)
@@ -1880,13 +2918,15 @@ static struct node *for_node(const struct simev *e)
 static void child_exit(const struct simev *e)
 {
 	struct node *n = &W.nodes[e->node];
+	struct child *ch = proc_of(n, e->gen);
 
-	if (!n->ch.alive || n->ch.id != e->gen)
+	if (!ch || !ch->alive)
 		return;
-	if (e->status != 137 && !n->ch.term_sent && T > W.faults_end)
-		return; /* no command ends by itself once the faults end */
-	n->ch.alive = false;
-	say(1u << n->i, "%s: command pid %d is gone (status %d)", n->name, n->ch.pid,
+	/* no command ends by itself once the faults end; a scheduled run does */
+	if (e->status != 137 && !ch->term_sent && T > W.faults_end && ch->run_id <= 0)
+		return;
+	ch->alive = false;
+	say(1u << n->i, "%s: command pid %d is gone (status %d)", n->name, ch->pid,
 	    e->status);
 	if (n->up)
 		push((struct simev){ .t = T, .kind = K_NOTIFY, .node = n->i,
@@ -1925,17 +2965,31 @@ static void controls_answer(struct node *n, const struct simev *e)
 		ev.news = ELECTION_CONTROLS_FAILED;
 		ev.status = 1;
 		ev.reason = "fence session lost";
+	} else if (n->jobs && (n->el.state == ELECTION_LEADER ||
+			       election_snapshot(&n->el)->command_active)) {
+		/* supervisor.c's jobs_pauses: the whole lock's pause */
+		AT_NODE(n, jobs_set_paused(n->jobs, c.paused, NULL, NULL, NULL, 0,
+					   "sim", "T"));
 	}
 	sup_enqueue(n, &ev);
 }
 
 static void notify(struct node *n, const struct simev *e)
 {
-	if (e->op == N_CHILD_GONE) {
+	struct child *ch = e->op == N_CONTROLS ? NULL : proc_of(n, e->gen);
+
+	if (e->op == N_CHILD_GONE && n->jobs) {
+		/* child.c's reaping: the job layer hears its run is gone */
+		if (ch && ch->running) {
+			ch->running = false;
+			AT_NODE(n, ch->on_gone(ch->arg, e->status));
+		}
+	} else if (e->op == N_CHILD_GONE) {
 		sup_dispatch(n, ELECTION_COMMAND, ELECTION_COMMAND_GONE, e->status, NULL);
-	} else if (e->op == N_GRACE && n->ch.alive && n->ch.id == e->gen) {
-		kill_child(n, "grace period over");
-		sup_dispatch(n, ELECTION_COMMAND, ELECTION_COMMAND_KILLED, 0, NULL);
+	} else if (e->op == N_GRACE && ch && ch->alive) {
+		proc_kill(n, ch, "grace period over");
+		if (!n->jobs) /* child_on_killed: the jobs do not ask */
+			sup_dispatch(n, ELECTION_COMMAND, ELECTION_COMMAND_KILLED, 0, NULL);
 	} else if (e->op == N_CONTROLS) {
 		controls_answer(n, e);
 	}
@@ -1976,11 +3030,17 @@ static void handle_node(const struct simev *e)
 	case K_TO_NODE: {
 		struct csess *c = e->skind ? &n->fence : &n->lock;
 
+		if (c->conn != e->conn)
+			return;
+		cs_answer(n, c, e);
+		/* lease.c's answered(): the caller's statement goes once the
+		 * session is idle again */
 		if (c->conn == e->conn)
-			cs_answer(n, c, e);
+			cs_send_query(n, c);
 		return;
 	}
 	case K_NOTIFY: notify(n, e); return;
+	case K_EVTIMER: evtimer_fire(n, e->gen); return;
 	case K_PEER_REQ: peer_request(n, e); return;
 	case K_PEER_ANS: peer_answer(n, e); return;
 	case K_PEER_DEADLINE: {
@@ -2020,7 +3080,39 @@ struct knobs {
 	double retry, ping_interval, ping_timeout, grace, lease, ttl, takeover;
 	int failures;
 	bool failsafe, mismatch;
+	/* the jobs of DESIGN 10, in [job.NAME] sections; n_jobs 0: a command */
+	int n_jobs;
+	char sched[MAXJ][32];     /* "": runs all the time */
+	int64_t every_ms[MAXJ];
+	int64_t jitter_ms[MAXJ], max_runtime_ms[MAXJ], window_ms[MAXJ];
+	bool skip[MAXJ];
 };
+
+/* Some seeds run jobs: up to three, most with a schedule (@every or a
+ * cron expression), jitter, max_runtime, missed once or skip. */
+static void pick_jobs(struct knobs *k)
+{
+	static const int64_t every[] = { 1000, 2000, 3000, 5000, 60000 };
+
+	k->n_jobs = with_jobs ? 1 + irand(MAXJ) : 0;
+	for (int j = 0; j < k->n_jobs; j++) {
+		int64_t e = every[irand(5)];
+
+		k->every_ms[j] = e;
+		if (j > 0 && chance(0.25)) {
+			k->sched[j][0] = '\0'; /* runs all the time */
+			continue;
+		}
+		if (e == 60000)
+			snprintf(k->sched[j], sizeof(k->sched[j]), "* * * * *");
+		else
+			snprintf(k->sched[j], sizeof(k->sched[j]), "@every %" PRId64 "ms", e);
+		k->jitter_ms[j] = chance(0.5) ? (int64_t)(urand(0, 0.4) * (double)e) : 0;
+		k->max_runtime_ms[j] = chance(0.3) ? 2 * e : 0;
+		k->window_ms[j] = chance(0.3) ? 3 * e : 0;
+		k->skip[j] = chance(0.3);
+	}
+}
 
 static void pick_knobs(struct knobs *k)
 {
@@ -2040,6 +3132,39 @@ static void pick_knobs(struct knobs *k)
 	k->mismatch = k->failsafe && k->n >= 3 && chance(0.8);
 	k->ttl = ceil(k->ping_interval + k->ping_timeout + k->grace + urand(0.5, 5));
 	k->takeover = chance(0.1) ? 1 : 0;
+	pick_jobs(k);
+}
+
+/* The [job.NAME] sections of the configuration file, as a user writes
+ * them; the other keys are on the command line. */
+static char jobs_file_path[64];
+
+static const char *jobs_file(const struct knobs *k)
+{
+	char *path = jobs_file_path;
+	FILE *f;
+
+	if (!path[0])
+		snprintf(jobs_file_path, sizeof(jobs_file_path), "/tmp/pgleader-sim-%d.conf",
+			 (int)getpid());
+	if (!(f = fopen(path, "w")))
+		abort();
+	fprintf(f, "[pgleader]\n");
+	for (int j = 0; j < k->n_jobs; j++) {
+		fprintf(f, "[job.j%d]\ncommand = job %d\n", j + 1, j + 1);
+		if (!k->sched[j][0])
+			continue;
+		fprintf(f, "schedule = %s\n", k->sched[j]);
+		if (k->jitter_ms[j])
+			fprintf(f, "jitter = %" PRId64 "ms\n", k->jitter_ms[j]);
+		if (k->max_runtime_ms[j])
+			fprintf(f, "max_runtime = %" PRId64 "ms\n", k->max_runtime_ms[j]);
+		if (k->window_ms[j])
+			fprintf(f, "missed_window = %" PRId64 "ms\n", k->window_ms[j]);
+		fprintf(f, "missed = %s\n", k->skip[j] ? "skip" : "once");
+	}
+	fclose(f);
+	return path;
 }
 
 static void node_config(struct node *n, const struct knobs *k)
@@ -2087,29 +3212,77 @@ static void node_config(struct node *n, const struct knobs *k)
 		argv[c++] = "--failsafe-secret-file"; argv[c++] = "/nonexistent/sim-secret";
 		argv[c++] = "--failsafe-ttl"; argv[c++] = d[6];
 	}
-	argv[c++] = "--";
-	argv[c++] = "job";
+	if (k->n_jobs) {
+		argv[c++] = "-c";
+		argv[c++] = (char *)jobs_file(k);
+	} else {
+		argv[c++] = "--";
+		argv[c++] = "job";
+	}
 	argv[c] = NULL;
 	if (config_load(&n->cfg, c, argv, err, sizeof(err)) != CONFIG_OK) {
 		fprintf(stderr, "sim: config_load refused node %s: %s\n", n->name, err);
 		exit(2);
 	}
+	if (k->n_jobs)
+		unlink(jobs_file_path); /* read: nothing reads it again */
 	n->cfg_ok = true;
 	if (k->failsafe && fleet_members_hash(n->cfg.peers, n->cfg.n_peers, n->hash) < 0)
 		abort();
 }
 
+/* The checker's view of the jobs: their schedules, through the same
+ * schedule.c as the daemon's (its own tests and schedule-diff check it). */
+static void setup_jobs(const struct knobs *k)
+{
+	char err[256];
+
+	W.n_jobs = k->n_jobs;
+	for (int j = 0; j < k->n_jobs; j++) {
+		snprintf(W.job_name[j], sizeof(W.job_name[j]), "j%d", j + 1);
+		interval_ms[j] = k->every_ms[j];
+		W.jitter_ms[j] = k->jitter_ms[j];
+		if (!k->sched[j][0])
+			continue;
+		W.sched_jobs = true;
+		W.sched[j] = schedule_new(k->sched[j], "UTC", err, sizeof(err));
+		if (!W.sched[j]) {
+			fprintf(stderr, "sim: schedule %s: %s\n", k->sched[j], err);
+			exit(2);
+		}
+		W.check_tick[j] = schedule_next(W.sched[j], db_ms());
+		say(0, "job j%d: schedule %s, jitter %" PRId64 "ms, max_runtime %" PRId64
+		    "ms, missed %s, missed_window %" PRId64 "ms", j + 1, k->sched[j],
+		    k->jitter_ms[j], k->max_runtime_ms[j], k->skip[j] ? "skip" : "once",
+		    k->window_ms[j]);
+	}
+	for (int j = 0; j < k->n_jobs; j++)
+		if (!k->sched[j][0])
+			say(0, "job j%d: no schedule (runs all the time)", j + 1);
+}
+
 static void setup(uint64_t seed)
 {
 	struct knobs k;
+	uint64_t checked = W.ticks_checked, ticks = W.ticks_run;
 
 	for (int i = 0; i < W.n; i++) {
+		jobs_close(&W.nodes[i]);
 		if (W.nodes[i].cfg_ok)
 			config_free(&W.nodes[i].cfg);
 		free(W.nodes[i].pend);
 	}
+	for (int j = 0; j < W.n_jobs; j++)
+		schedule_free(W.sched[j]);
 	free(W.held);
+	free(W.rows);
+	free(hidx);
+	hidx = NULL;
+	hcap = 0;
+	sq_free_all();
 	memset(&W, 0, sizeof(W));
+	W.ticks_checked = checked;
+	W.ticks_run = ticks;
 	n_heap = 0;
 	seq_no = 0;
 	T = 0;
@@ -2130,9 +3303,12 @@ static void setup(uint64_t seed)
 		n->clk_rate = 1 + urand(-1e-4, 1e-4);
 		n->lock.skind = 0;
 		n->fence.skind = 1;
+		n->lock.node = n->fence.node = i;
+		n->steady_since = INFINITY;
 		W.fence_lost_at[i] = -INFINITY;
 		node_config(n, &k);
 	}
+	setup_jobs(&k);
 	election_params_from_config(&W.nodes[0].cfg, &W.p);
 	W.p.connect_timeout = 10.25; /* lease_connect_timeout of one host */
 	W.server_lease = W.nodes[0].cfg.server_lease_ms / 1000.0;
@@ -2176,6 +3352,8 @@ static bool run(uint64_t seed)
 	if (!W.failed && !(W.led_after_heal <= W.faults_end + liveness_bound()))
 		fail_at((1u << W.n) - 1, "no leader within %.1fs after the last fault "
 			"(at %.1fs)", liveness_bound(), W.faults_end);
+	if (!W.failed)
+		check_lost();
 	return !W.failed;
 }
 
@@ -2236,7 +3414,7 @@ static uint64_t seed_in(const char *path, size_t n)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sim [--seed N | --seeds COUNT [--first N]] [--trace] "
-		"[--known FILE] [--regress FILE] [--mutant NAME] [--keep K] [--io-first | --timers-first] [--controls] "
+		"[--known FILE] [--regress FILE] [--mutant NAME] [--keep K] [--io-first | --timers-first] [--controls] [--jobs] "
 		"[--slack SECONDS]\n");
 	exit(EX_USAGE);
 }
@@ -2286,6 +3464,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			order_opt = ORDER_TIMERS_FIRST;
 		else if (!strcmp(argv[i], "--controls"))
 			with_controls = true;
+		else if (!strcmp(argv[i], "--jobs"))
+			with_jobs = true;
+		else if (!strcmp(argv[i], "--no-fix-lock-pid"))
+			nofix_lock_pid = true;
 		else if (!strcmp(argv[i], "--trace"))
 			trace_live = true;
 		else if (i + 1 < argc && value_option(argv[i], argv[i + 1], o))
@@ -2356,6 +3538,9 @@ int main(int argc, char **argv)
 		if (overlap_seed[k])
 			printf("sim: longest overlap, %s: %.3fs (seed %" PRIu64 ")\n",
 			       overlap_names[k], overlap_max[k], overlap_seed[k]);
+	if (with_jobs)
+		printf("sim: %" PRIu64 " ticks run, %" PRIu64 " ticks checked while a node "
+		       "led steadily\n", W.ticks_run, W.ticks_checked);
 	printf("sim: %" PRIu64 " seeds from %" PRIu64 " (%" PRIu64 " known, skipped), %"
 	       PRIu64 " failed; %" PRIu64 " events (%" PRIu64 " decider steps) in %.2fs: "
 	       "%.0f events/s%s%s\n", ran, o.first, skipped, failed, n_simev, n_events,

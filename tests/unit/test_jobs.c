@@ -1,0 +1,280 @@
+/* test_jobs.c: jobs.c's planning over a fake ledger and fake commands,
+ * on a real libev loop that is never run: what it claims and records,
+ * in which order, for which lock session. */
+#include "jobs.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "child.h"
+
+#define S 1000
+#define T0 INT64_C(1800000000000) /* 2027-01-15T08:00:00Z */
+
+/* ---- the fake ledger: every request kept, answered by the test -------- */
+
+enum req_kind { R_ENSURE, R_CLAIM, R_LAST };
+static struct req {
+	enum req_kind kind;
+	int64_t tick;
+	char outcome[16];
+	int lock_pid;
+	ledger_fn fn;
+	void *arg;
+} reqs[64];
+static int n_reqs;
+
+static void keep(enum req_kind kind, int64_t tick, const char *outcome, int pid,
+		 ledger_fn fn, void *arg)
+{
+	ck_assert_int_lt(n_reqs, 64);
+	reqs[n_reqs] = (struct req){ kind, tick, "", pid, fn, arg };
+	snprintf(reqs[n_reqs].outcome, sizeof(reqs[0].outcome), "%s", outcome);
+	n_reqs++;
+}
+
+void ledger_ensure(struct ledger *l, ledger_fn fn, void *arg)
+{
+	(void)l;
+	keep(R_ENSURE, 0, "", 0, fn, arg);
+}
+
+void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job,
+		  int64_t tick, const char *outcome, bool rerun, ledger_fn fn,
+		  void *arg)
+{
+	(void)l;
+	(void)job;
+	(void)rerun;
+	keep(R_CLAIM, tick, outcome, t->lock_pid, fn, arg);
+}
+
+void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,
+		 bool cut, ledger_fn fn, void *arg)
+{
+	(void)l;
+	(void)job;
+	(void)cut;
+	keep(R_LAST, 0, "", t->lock_pid, fn, arg);
+}
+
+void ledger_finish(struct ledger *l, uint64_t token, int64_t run_id,
+		   const char *outcome, int exit_status)
+{
+	(void)l;
+	(void)token;
+	(void)run_id;
+	(void)outcome;
+	(void)exit_status;
+}
+
+void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms)
+{
+	(void)l;
+	(void)lock_key;
+	(void)keep_ms;
+}
+
+bool ledger_idle(const struct ledger *l)
+{
+	(void)l;
+	return true;
+}
+
+/* ---- the fake commands -------------------------------------------------- */
+
+struct child { int started; };
+static struct child the_child;
+
+struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
+			double grace, child_gone_fn on_gone, void *arg)
+{
+	(void)loop;
+	(void)argv;
+	(void)shell;
+	(void)grace;
+	(void)on_gone;
+	(void)arg;
+	return &the_child;
+}
+
+void child_free(struct child *c) { (void)c; }
+int child_start(struct child *c, char *const *env, char *err, size_t len)
+{
+	(void)env;
+	(void)err;
+	(void)len;
+	c->started++;
+	return 0;
+}
+void child_stop(struct child *c) { (void)c; }
+void child_kill(struct child *c) { (void)c; }
+void child_signal(struct child *c, int sig) { (void)c; (void)sig; }
+bool child_running(const struct child *c) { (void)c; return false; }
+pid_t child_pid(const struct child *c) { (void)c; return 1; }
+
+/* ---- the jobs ------------------------------------------------------------ */
+
+static void gone(void *arg, int status) { (void)arg; (void)status; }
+static void refused(void *arg, enum fault f, const char *why)
+{
+	(void)arg;
+	(void)f;
+	(void)why;
+}
+
+static char *argv_job[] = { "job", NULL };
+static struct config_job job = {
+	.name = "j", .command = argv_job, .schedule = "@every 1s", .timezone = "UTC",
+	.max_runtime_ms = -1, .missed = MISSED_ONCE, .missed_window_ms = -1,
+	.grace_period_ms = 1000,
+};
+static struct config cfg = {
+	.node_id = "n1", .jobs = &job, .n_jobs = 1, .schema = "pgleader",
+	.ping_interval_ms = 1000, .ping_failures = 3, .ping_timeout_ms = 2000,
+	.uses_ledger = true,
+};
+static struct ev_loop *loop;
+static struct jobs *jobs;
+
+/* jobs_start for lock session pid, the ledger there, the server's clock
+ * at T0 plus a little, and the job's newest row at last. */
+static void start(int pid, int64_t last)
+{
+	const struct jobs_callbacks cb = { gone, refused, NULL };
+	const struct ledger_term term = { .lock_key = 42, .fencing_token = 7,
+					  .lock_pid = pid };
+	struct ledger_answer ok = { .ok = true, .db_now = T0 + 10,
+				    .last_tick = last, .interrupted = INT64_MIN,
+				    .older_running = INT64_MIN };
+	char err[256];
+
+	n_reqs = 0;
+	loop = ev_loop_new(0);
+	jobs = jobs_new(loop, &cfg, (struct ledger *)&cfg, &cb, err, sizeof(err));
+	ck_assert_ptr_nonnull(jobs);
+	jobs_start(jobs, &term);
+	ck_assert_int_eq(reqs[0].kind, R_ENSURE);
+	reqs[0].fn(reqs[0].arg, &ok);
+	ck_assert_int_eq(reqs[1].kind, R_LAST);
+	reqs[1].fn(reqs[1].arg, &ok);
+}
+
+static void stop(void)
+{
+	jobs_free(jobs);
+	ev_loop_destroy(loop);
+}
+
+/* Missed ticks are recorded oldest first, the newest then run: a lock
+ * lost between two of these statements leaves the newer ticks to the next
+ * leader, which plans from the newest row (newest first left a hole). */
+START_TEST(test_missed_oldest_first)
+{
+	start(111, T0 - 5 * S);
+	ck_assert_int_eq(n_reqs, 2 + 5);
+	for (int i = 0; i < 4; i++) {
+		ck_assert_int_eq(reqs[2 + i].kind, R_CLAIM);
+		ck_assert_str_eq(reqs[2 + i].outcome, "missed");
+		ck_assert_int_eq(reqs[2 + i].tick, T0 - (4 - i) * S);
+	}
+	ck_assert_str_eq(reqs[6].outcome, "running");
+	ck_assert_int_eq(reqs[6].tick, T0);
+	stop();
+}
+END_TEST
+
+/* A leader back from failsafe holds the lock on a new session: its
+ * claims name it, and the ticks after the ledger's newest row are planned
+ * again (the claims made meanwhile named the old one and were refused). */
+START_TEST(test_regained_plans_again)
+{
+	struct ledger_answer refused_claim = { .ok = true, .db_now = T0 + 20 };
+	struct ledger_answer last = { .ok = true, .db_now = T0 + 30,
+				      .last_tick = T0 - S, .interrupted = INT64_MIN,
+				      .older_running = INT64_MIN };
+
+	start(111, T0 - S);
+	ck_assert_int_eq(n_reqs, 3);
+	ck_assert_int_eq(reqs[2].lock_pid, 111);
+	jobs_set_lock_pid(jobs, 222);
+	/* the claim in flight is answered first (one queue): not the holder */
+	reqs[2].fn(reqs[2].arg, &refused_claim);
+	ck_assert_int_eq(n_reqs, 4);
+	ck_assert_int_eq(reqs[3].kind, R_LAST);
+	reqs[3].fn(reqs[3].arg, &last);
+	ck_assert_int_eq(n_reqs, 5);
+	ck_assert_int_eq(reqs[4].kind, R_CLAIM);
+	ck_assert_int_eq(reqs[4].tick, T0);
+	ck_assert_int_eq(reqs[4].lock_pid, 222);
+	stop();
+}
+END_TEST
+
+/* missed = skip, nothing to run: the newest missed tick may still be in
+ * the server's future (our reading of its clock ran ahead); refused as
+ * early, it is planned again once due, and then runs (it was dropped). */
+START_TEST(test_early_missed_sent_again)
+{
+	struct ledger_answer early = { .ok = true, .early = true, .db_now = T0 - 5 };
+	int k;
+
+	job.missed = MISSED_SKIP;
+	start(111, T0 - 3 * S);
+	job.missed = MISSED_ONCE;
+	k = n_reqs - 1;
+	ck_assert_int_eq(reqs[k].tick, T0);
+	ck_assert_str_eq(reqs[k].outcome, "missed");
+	ck_assert_ptr_nonnull(reqs[k].fn);
+	reqs[k].fn(reqs[k].arg, &early);
+	ev_run(loop, EVRUN_ONCE);
+	ck_assert_int_eq(reqs[n_reqs - 1].kind, R_CLAIM);
+	ck_assert_int_eq(reqs[n_reqs - 1].tick, T0);
+	ck_assert_str_eq(reqs[n_reqs - 1].outcome, "running");
+	stop();
+}
+END_TEST
+
+/* An answer whose request waited 3.4 s on its way and came back at once
+ * says nothing better about the server's clock than the quick answers
+ * before it: taken, it put our reading 1.7 s ahead, and the next tick
+ * was planned missed when its timer fired (the simulator's finding 10). */
+START_TEST(test_slow_answer_keeps_clock)
+{
+	struct ledger_answer slow = { .ok = true, .db_now = T0 + 20, .rtt = 3.4,
+				      .run_id = 1, .holder = true, .newest = true };
+	int k;
+
+	start(111, T0 - S);
+	ck_assert_int_eq(reqs[2].tick, T0);
+	reqs[2].fn(reqs[2].arg, &slow); /* the run starts, and goes on */
+	ck_assert_int_eq(the_child.started, 1);
+	ev_run(loop, EVRUN_ONCE);       /* the next tick's timer, ~1 s */
+	for (k = 3; k < n_reqs && reqs[k].tick != T0 + S; k++)
+		;
+	ck_assert_int_lt(k, n_reqs);
+	ck_assert_str_eq(reqs[k].outcome, "skipped");
+	the_child.started = 0;
+	stop();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("jobs");
+	TCase *tc = tcase_create("planning");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_missed_oldest_first);
+	tcase_add_test(tc, test_regained_plans_again);
+	tcase_add_test(tc, test_early_missed_sent_again);
+	tcase_add_test(tc, test_slow_answer_keeps_clock);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
