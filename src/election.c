@@ -416,9 +416,10 @@ static void standby_shutdown(struct election *e, struct election_output *out,
 }
 
 static void kill_on_second_signal(struct election *e, struct election_output *out,
-				  const struct election_event *ev)
+				  double now, const struct election_event *ev)
 {
 	(void)e;
+	(void)now;
 	election_say(out, LOG_LEVEL_NOTICE, "received %s again: killing the command now",
 	    election_reason_of(ev, "signal"));
 	out->actions |= ELECTION_DO_KILL_CHILD;
@@ -426,8 +427,10 @@ static void kill_on_second_signal(struct election *e, struct election_output *ou
 
 /* ---- events shared by several states ---------------------------------- */
 
-static void start(struct election *e, struct election_output *out, double now)
+static void start(struct election *e, struct election_output *out, double now,
+		  const struct election_event *ev)
 {
+	(void)ev;
 	if (e->p.wait_timeout >= 0)
 		e->wait_deadline = now + e->p.wait_timeout;
 	election_connect_now(e, out, now);
@@ -480,8 +483,10 @@ static void connection_failed(struct election *e, struct election_output *out,
 			election_reason_of(ev, "database connection failed"));
 }
 
-static void lock_busy(struct election *e, struct election_output *out, double now)
+static void lock_busy(struct election *e, struct election_output *out, double now,
+		      const struct election_event *ev)
 {
+	(void)ev;
 	election_request_done(e);
 	e->busy_seen = true;
 	if (e->p.nonblock) {
@@ -501,8 +506,11 @@ static void lock_busy(struct election *e, struct election_output *out, double no
 		e->next_attempt_at = now + e->p.retry_interval;
 }
 
-static void ping_ok(struct election *e, double now)
+static void ping_ok(struct election *e, struct election_output *out, double now,
+		    const struct election_event *ev)
 {
+	(void)out;
+	(void)ev;
 	/* An answer read once its ping had already failed ping_failures
 	 * times (a frozen pgleader thawed, the reply waiting in its socket)
 	 * is too late, whatever order the loop hands over the timer and the
@@ -579,139 +587,142 @@ static void backoff_lost(struct election *e, struct election_output *out,
 	election_end_on_permanent(e, out, now, ev);
 }
 
-/* ---- the lock session's news, one handler per state -------------------- */
+/* ---- the states: what each does, one row each ------------------------- */
 
-static void lock_connecting(struct election *e, const struct election_event *ev,
-			    double now, struct election_output *out)
+/*
+ * One row per state: what START and SHUTDOWN do, what each piece of the
+ * lock session's news does, what the command's end does, and what its
+ * deadlines are. A NULL entry means the event is ignored in that state.
+ * Fence, peers and controls news, and the command's other news, are
+ * handled alike in every state (election_on_fence, _on_peers,
+ * _on_controls, _on_command).
+ */
+static const struct state_ops states[ELECTION_STATE_COUNT] = {
+	[ELECTION_INIT] = {
+		.start = start, .shutdown = shutdown_begins,
+	},
+	[ELECTION_CONNECTING] = {
+		.shutdown = shutdown_unanswered,
+		.lock = { .connected = election_connecting_done,
+			  .failed = connection_failed },
+		.deadlines = election_connecting_tick,
+		.wakeup = election_request_wakeup,
+	},
+	[ELECTION_BACKOFF] = {
+		.shutdown = shutdown_begins,
+		.lock = { .failed = backoff_lost },
+		.deadlines = election_backoff_tick,
+		.wakeup = election_backoff_wakeup,
+	},
+	[ELECTION_STANDBY] = {
+		.shutdown = standby_shutdown,
+		.lock = { .failed = connection_failed,
+			  .acquired = election_standby_acquired,
+			  .busy = lock_busy },
+		.deadlines = election_standby_tick,
+		.wakeup = election_request_wakeup,
+	},
+	[ELECTION_LEADER] = {
+		.shutdown = shutdown_begins,
+		.lock = { .failed = leader_lost, .ping_ok = ping_ok },
+		.command_gone = election_leader_child_gone,
+		.deadlines = election_leader_tick,
+		.wakeup = election_leader_wakeup,
+	},
+	[ELECTION_FAILSAFE] = {
+		.shutdown = shutdown_begins,
+		.lock = { .connected = election_failsafe_connected,
+			  .failed = election_failsafe_lost,
+			  .acquired = election_failsafe_regained,
+			  .busy = election_failsafe_busy },
+		.command_gone = election_failsafe_child_gone,
+		.deadlines = election_failsafe_tick,
+		.wakeup = election_failsafe_wakeup,
+	},
+	[ELECTION_DEMOTING] = {
+		.shutdown = shutdown_begins,
+		.lock = { .failed = stopping_lost },
+		.command_gone = election_demoted_child_gone,
+	},
+	[ELECTION_SHUTTING_DOWN] = {
+		.shutdown = kill_on_second_signal,
+		.lock = { .failed = stopping_lost },
+		.command_gone = election_stopped_child_gone,
+	},
+	[ELECTION_RELEASING] = {
+		.lock = { .failed = release_lost, .released = released },
+		.deadlines = election_releasing_tick,
+		.wakeup = election_releasing_wakeup,
+	},
+	[ELECTION_DONE] = { 0 }, /* nothing more happens */
+};
+
+static election_handler *lock_handler(const struct lock_ops *l,
+				      enum election_session_news news)
 {
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_CONNECTED: election_connecting_done(e, out, now, ev); return;
-	case ELECTION_SESSION_FAILED: connection_failed(e, out, now, ev); return;
-	case ELECTION_SESSION_ACQUIRED: case ELECTION_SESSION_BUSY:
-	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_RELEASED:
-		return;
+	switch (news) {
+	case ELECTION_SESSION_CONNECTED: return l->connected;
+	case ELECTION_SESSION_FAILED: return l->failed;
+	case ELECTION_SESSION_ACQUIRED: return l->acquired;
+	case ELECTION_SESSION_BUSY: return l->busy;
+	case ELECTION_SESSION_PING_OK: return l->ping_ok;
+	case ELECTION_SESSION_RELEASED: return l->released;
 	}
+	return NULL;
 }
 
-static void lock_backoff(struct election *e, const struct election_event *ev,
-			 double now, struct election_output *out)
+static election_handler *handler_for(const struct state_ops *row,
+				     const struct election_event *ev)
 {
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_FAILED: backoff_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
-	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_PING_OK:
-	case ELECTION_SESSION_RELEASED:
-		return;
+	switch (ev->type) {
+	case ELECTION_START: return row->start;
+	case ELECTION_SHUTDOWN: return row->shutdown;
+	case ELECTION_LOCK:
+		return lock_handler(&row->lock, (enum election_session_news)ev->news);
+	case ELECTION_COMMAND:
+		return ev->news == ELECTION_COMMAND_GONE ? row->command_gone
+			: election_on_command;
+	case ELECTION_FENCE: return election_on_fence;
+	case ELECTION_PEERS: return election_on_peers;
+	case ELECTION_CONTROLS: return election_on_controls;
+	case ELECTION_TICK: return NULL; /* the deadlines run after every event */
 	}
-}
-
-static void lock_standby(struct election *e, const struct election_event *ev,
-			 double now, struct election_output *out)
-{
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_FAILED: connection_failed(e, out, now, ev); return;
-	case ELECTION_SESSION_ACQUIRED: election_standby_acquired(e, out, now, ev); return;
-	case ELECTION_SESSION_BUSY: lock_busy(e, out, now); return;
-	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_PING_OK:
-	case ELECTION_SESSION_RELEASED:
-		return;
-	}
-}
-
-static void lock_leader(struct election *e, const struct election_event *ev,
-			double now, struct election_output *out)
-{
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_FAILED: leader_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_PING_OK: ping_ok(e, now); return;
-	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
-	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_RELEASED:
-		return;
-	}
-}
-
-/* DEMOTING and SHUTTING_DOWN: the command is being stopped. */
-static void lock_stopping(struct election *e, const struct election_event *ev,
-			  double now, struct election_output *out)
-{
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_FAILED: stopping_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
-	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_PING_OK:
-	case ELECTION_SESSION_RELEASED:
-		return;
-	}
-}
-
-static void lock_releasing(struct election *e, const struct election_event *ev,
-			   double now, struct election_output *out)
-{
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_FAILED: release_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_RELEASED: released(e, out, now, ev); return;
-	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
-	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_PING_OK:
-		return;
-	}
-}
-
-static void on_lock(struct election *e, const struct election_event *ev,
-		    double now, struct election_output *out)
-{
-	switch (e->state) {
-	case ELECTION_CONNECTING: lock_connecting(e, ev, now, out); return;
-	case ELECTION_BACKOFF: lock_backoff(e, ev, now, out); return;
-	case ELECTION_STANDBY: lock_standby(e, ev, now, out); return;
-	case ELECTION_LEADER: lock_leader(e, ev, now, out); return;
-	case ELECTION_FAILSAFE: election_lock_failsafe(e, ev, now, out); return;
-	case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
-		lock_stopping(e, ev, now, out);
-		return;
-	case ELECTION_RELEASING: lock_releasing(e, ev, now, out); return;
-	case ELECTION_INIT: case ELECTION_DONE: case ELECTION_STATE_COUNT:
-		return; /* no lock session yet, or any more */
-	}
-}
-
-/* ---- start and shutdown, one arm per state ----------------------------- */
-
-static void on_start(struct election *e, double now, struct election_output *out)
-{
-	if (e->state == ELECTION_INIT)
-		start(e, out, now);
-}
-
-static void on_shutdown(struct election *e, const struct election_event *ev,
-			double now, struct election_output *out)
-{
-	switch (e->state) {
-	case ELECTION_INIT: case ELECTION_BACKOFF: case ELECTION_LEADER:
-	case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
-		shutdown_begins(e, out, now, ev);
-		return;
-	case ELECTION_CONNECTING: shutdown_unanswered(e, out, now, ev); return;
-	case ELECTION_STANDBY: standby_shutdown(e, out, now, ev); return;
-	case ELECTION_SHUTTING_DOWN: kill_on_second_signal(e, out, ev); return;
-	case ELECTION_RELEASING: case ELECTION_DONE: case ELECTION_STATE_COUNT:
-		return; /* the command is gone already */
-	}
+	return NULL;
 }
 
 static void dispatch(struct election *e, const struct election_event *ev,
 		     double now, struct election_output *out)
 {
-	if (e->state == ELECTION_DONE)
-		return;
-	switch (ev->type) {
-	case ELECTION_START: on_start(e, now, out); return;
-	case ELECTION_TICK: return; /* check_deadlines() runs after every event */
-	case ELECTION_SHUTDOWN: on_shutdown(e, ev, now, out); return;
-	case ELECTION_LOCK: on_lock(e, ev, now, out); return;
-	case ELECTION_FENCE: election_on_fence(e, ev, now, out); return;
-	case ELECTION_COMMAND: election_on_command(e, ev, now, out); return;
-	case ELECTION_PEERS: election_on_peers(e, ev, now, out); return;
-	case ELECTION_CONTROLS: election_on_controls(e, ev, now, out); return;
-	}
+	election_handler *h;
+
+	if (e->state >= ELECTION_DONE)
+		return; /* nothing more happens, not even to the sessions' news */
+	h = handler_for(&states[e->state], ev);
+	if (h)
+		h(e, out, now, ev);
+}
+
+/* Deadlines are checked on every event, not only on TICK: a loop that was
+ * late by a second sees what it missed whatever woke it. The fence
+ * session's reopening comes last: a deadline of the state may have just
+ * closed it. */
+static void check_deadlines(struct election *e, struct election_output *out,
+			    double now)
+{
+	if (e->state < ELECTION_STATE_COUNT && states[e->state].deadlines)
+		states[e->state].deadlines(e, out, now);
+	election_controls_tick(e, out, now);
+	election_fence_tick(e, out, now);
+}
+
+double election_next_wakeup(const struct election *e, double now)
+{
+	double t = INFINITY;
+
+	if (e->state < ELECTION_STATE_COUNT && states[e->state].wakeup)
+		t = states[e->state].wakeup(e, now);
+	t = fmin(t, election_fence_wakeup(e));
+	return fmin(t, election_controls_wakeup(e));
 }
 
 static void publish(struct election *e, double now)
@@ -740,7 +751,7 @@ void election_step(struct election *e, const struct election_event *ev,
 		e->wall_offset = ev->wall - now;
 	e->jitter = ev->jitter >= 0 && ev->jitter < 1 ? ev->jitter : 0;
 	dispatch(e, ev, now, out);
-	election_check_deadlines(e, out, now);
+	check_deadlines(e, out, now);
 	publish(e, now);
 }
 

@@ -11,12 +11,13 @@
 #include "log.h"
 
 /*
- * States and events. Each state has one handler with a switch on the event
- * type and no default arm, and a second one for the lock session's news, so
- * that -Wswitch-enum names every pair a new state or event leaves out. The
- * fence session's news and the command's are handled alike in every state
- * (on_fence, on_command). "-" means ignored; TICK does nothing of its own:
- * the deadlines are checked after every event (check_deadlines).
+ * States and events. election.c's table (states[]) has one row per state
+ * naming what START, SHUTDOWN, each piece of the lock session's news and
+ * the command's end do there, and its deadlines: the row is the state. The
+ * fence session's news and the command's other news are handled alike in
+ * every state (election_on_fence, election_on_command). "-" means ignored;
+ * TICK does nothing of its own: the deadlines are checked after every
+ * event.
  *
  *              START  SHUTDOWN  lock: CONN  FAILED  ACQUIRED BUSY PING  RELEASED
  * INIT         conn   exit            -     -       -        -    -     -

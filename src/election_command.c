@@ -115,7 +115,7 @@ static bool gives_up(struct election *e, struct election_output *out,
 	return true;
 }
 
-static void leader_child_gone(struct election *e, struct election_output *out,
+void election_leader_child_gone(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
 	double delay;
@@ -146,7 +146,7 @@ static void leader_child_gone(struct election *e, struct election_output *out,
 	election_say(out, LOG_LEVEL_NOTICE, "restarting command in %.1fs", delay);
 }
 
-static void demoted_child_gone(struct election *e, struct election_output *out,
+void election_demoted_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
 	if (!election_reap(e, out, now, ev))
@@ -155,36 +155,22 @@ static void demoted_child_gone(struct election *e, struct election_output *out,
 	election_connect_now(e, out, now);
 }
 
-static void stopped_child_gone(struct election *e, struct election_output *out,
+void election_stopped_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
 	if (election_reap(e, out, now, ev))
 		election_finish(e, out, now);
 }
 
-static void command_gone(struct election *e, struct election_output *out,
+void election_on_command(struct election *e, struct election_output *out,
 			 double now, const struct election_event *ev)
-{
-	switch (e->state) {
-	case ELECTION_LEADER: leader_child_gone(e, out, now, ev); return;
-	case ELECTION_FAILSAFE: election_failsafe_child_gone(e, out, now, ev); return;
-	case ELECTION_DEMOTING: demoted_child_gone(e, out, now, ev); return;
-	case ELECTION_SHUTTING_DOWN: stopped_child_gone(e, out, now, ev); return;
-	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
-	case ELECTION_STANDBY: case ELECTION_RELEASING: case ELECTION_DONE:
-	case ELECTION_STATE_COUNT:
-		return; /* no command runs in these states */
-	}
-}
-
-void election_on_command(struct election *e, const struct election_event *ev,
-			 double now, struct election_output *out)
 {
 	switch ((enum election_command_news)ev->news) {
 	case ELECTION_COMMAND_STARTED: child_started(e, out, ev); return;
 	case ELECTION_COMMAND_START_FAILED: start_failed(e, out, now, ev); return;
 	case ELECTION_COMMAND_KILLED: child_killed(e); return;
-	case ELECTION_COMMAND_GONE: command_gone(e, out, now, ev); return;
+	case ELECTION_COMMAND_GONE:
+		return; /* the state's own (election.c, the table) */
 	case ELECTION_COMMAND_REFUSED: command_refused(e, out, now, ev); return;
 	}
 }

@@ -289,8 +289,8 @@ static void priority_asked(struct election *e, struct election_output *out,
 	    election_reason_of(ev, "?"), ev->asked);
 }
 
-void election_on_controls(struct election *e, const struct election_event *ev,
-			  double now, struct election_output *out)
+void election_on_controls(struct election *e, struct election_output *out,
+	                  double now, const struct election_event *ev)
 {
 	static const struct election_controls none = { .readable = false };
 

@@ -120,9 +120,10 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
 /* Back from failsafe: the same command, the same term, and so the same
  * fencing token (the snapshot's, which a restarted command gets too); the
  * token the new lock session read goes unused. */
-static void failsafe_regained(struct election *e, struct election_output *out,
-			      double now)
+void election_failsafe_regained(struct election *e, struct election_output *out,
+				double now, const struct election_event *ev)
 {
+	(void)ev;
 	election_request_done(e);
 	e->next_claim_at = INFINITY;
 	e->claim_deadline = INFINITY;
@@ -141,7 +142,7 @@ static void failsafe_regained(struct election *e, struct election_output *out,
 	out->actions |= ELECTION_DO_FAILSAFE_REGAINED;
 }
 
-static void failsafe_lost(struct election *e, struct election_output *out,
+void election_failsafe_lost(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
@@ -151,7 +152,7 @@ static void failsafe_lost(struct election *e, struct election_output *out,
 	e->next_attempt_at = now + ELECTION_RECONNECT_MIN;
 }
 
-static void failsafe_connected(struct election *e, struct election_output *out,
+void election_failsafe_connected(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
 	e->snap.lock_key = ev->lock_key;
@@ -300,8 +301,8 @@ bool election_runs_command(const struct election_snapshot *s)
 	return s->command_active || s->command_pid != 0;
 }
 
-void election_on_peers(struct election *e, const struct election_event *ev,
-		     double now, struct election_output *out)
+void election_on_peers(struct election *e, struct election_output *out,
+	               double now, const struct election_event *ev)
 {
 	switch ((enum election_peer_news)ev->news) {
 	case ELECTION_PEERS_CLAIMED: peers_claimed(e, out, now, ev); return;
@@ -312,19 +313,12 @@ void election_on_peers(struct election *e, const struct election_event *ev,
 	}
 }
 
-void election_lock_failsafe(struct election *e, const struct election_event *ev,
-			  double now, struct election_output *out)
+/* The lock went to another session while this node was away. */
+void election_failsafe_busy(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
 {
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_CONNECTED: failsafe_connected(e, out, now, ev); return;
-	case ELECTION_SESSION_FAILED: failsafe_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_ACQUIRED: failsafe_regained(e, out, now); return;
-	case ELECTION_SESSION_BUSY:
-		failsafe_demote(e, out, now, "the lock is held by another session");
-		return;
-	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_RELEASED:
-		return;
-	}
+	(void)ev;
+	failsafe_demote(e, out, now, "the lock is held by another session");
 }
 
 /* The command ended by itself while the lock was away: without the lock it

@@ -218,8 +218,8 @@ static void fence_released(struct election *e, struct election_output *out,
 	fence_ready(e, out, now);
 }
 
-void election_on_fence(struct election *e, const struct election_event *ev,
-		     double now, struct election_output *out)
+void election_on_fence(struct election *e, struct election_output *out,
+	               double now, const struct election_event *ev)
 {
 	if (!e->p.fence || e->fence == ELECTION_FENCE_CLOSED)
 		return; /* news from a session already closed */
@@ -234,3 +234,30 @@ void election_on_fence(struct election *e, const struct election_event *ev,
 	}
 }
 
+
+/* A closed fence session is reopened only while the lock session is up or
+ * the command runs, and not once the command is being killed. */
+static bool fence_reopens(const struct election *e)
+{
+	return e->fence == ELECTION_FENCE_CLOSED && !e->killing &&
+	       (e->state == ELECTION_STANDBY || e->state == ELECTION_LEADER ||
+		e->state == ELECTION_FAILSAFE || e->state == ELECTION_DEMOTING ||
+		(e->state == ELECTION_SHUTTING_DOWN && e->child_running));
+}
+
+/* After the state's deadlines, which may have just closed the session. */
+void election_fence_tick(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (fence_reopens(e) && now >= e->fence_retry_at)
+		election_fence_open(e, out);
+	/* a new leader's settle wait is over */
+	if (e->fence == ELECTION_FENCE_READY && e->state == ELECTION_LEADER &&
+	    election_fence_wanted(e, now))
+		election_fence_take(e, out);
+}
+
+double election_fence_wakeup(const struct election *e)
+{
+	return fence_reopens(e) ? e->fence_retry_at : INFINITY;
+}

@@ -37,9 +37,42 @@ void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev);
 void election_saw_outage(struct election *e, double now);
 
-/* ---- election_clock.c: deadlines and wakeups ---- */
-void election_check_deadlines(struct election *e, struct election_output *out,
+/* ---- the states' table (election.c): each row names these ---- */
+typedef void election_handler(struct election *e, struct election_output *out,
+			      double now, const struct election_event *ev);
+
+/* What each piece of the lock session's news does in one state. */
+struct lock_ops {
+	election_handler *connected, *failed, *acquired, *busy, *ping_ok,
+		*released;
+};
+
+struct state_ops {
+	election_handler *start;
+	election_handler *shutdown;
+	struct lock_ops lock;
+	election_handler *command_gone;
+	void (*deadlines)(struct election *e, struct election_output *out,
+			  double now);
+	double (*wakeup)(const struct election *e, double now);
+};
+
+/* ---- election_clock.c: each state's deadlines and wakeups ---- */
+void election_connecting_tick(struct election *e, struct election_output *out,
 			      double now);
+void election_backoff_tick(struct election *e, struct election_output *out,
+			   double now);
+void election_standby_tick(struct election *e, struct election_output *out,
+			   double now);
+void election_leader_tick(struct election *e, struct election_output *out,
+			  double now);
+void election_releasing_tick(struct election *e, struct election_output *out,
+			     double now);
+double election_request_wakeup(const struct election *e, double now);
+double election_backoff_wakeup(const struct election *e, double now);
+double election_leader_wakeup(const struct election *e, double now);
+double election_failsafe_wakeup(const struct election *e, double now);
+double election_releasing_wakeup(const struct election *e, double now);
 void election_session_lost(struct election *e, double now, enum fault f);
 bool election_restarting(const struct election *e, double now, enum fault f);
 double election_reconnect_delay(struct election *e, double now, enum fault f);
@@ -51,8 +84,8 @@ void election_start_child(struct election *e, struct election_output *out,
 bool election_reap(struct election *e, struct election_output *out, double now,
 		 const struct election_event *ev);
 bool election_restarts(const struct election *e, int status);
-void election_on_command(struct election *e, const struct election_event *ev,
-			 double now, struct election_output *out);
+election_handler election_on_command, election_leader_child_gone,
+	election_demoted_child_gone, election_stopped_child_gone;
 
 /* ---- election_fence.c: the fence session (DESIGN 3) ---- */
 void election_fence_open(struct election *e, struct election_output *out);
@@ -64,8 +97,10 @@ void election_fence_stopping(struct election *e, struct election_output *out,
 			     double now, bool outage);
 void election_fence_drop(struct election *e, struct election_output *out,
 		       double now);
-void election_on_fence(struct election *e, const struct election_event *ev,
-		     double now, struct election_output *out);
+void election_fence_tick(struct election *e, struct election_output *out,
+			 double now);
+double election_fence_wakeup(const struct election *e);
+election_handler election_on_fence;
 
 /* ---- election_controls.c: the operator controls (DESIGN 11) ---- */
 void election_controls_tick(struct election *e, struct election_output *out,
@@ -75,8 +110,7 @@ bool election_controls_allow_start(const struct election *e);
 bool election_controls_defer_lock(struct election *e, double now);
 void election_controls_new_term(struct election *e, struct election_output *out,
 				double now);
-void election_on_controls(struct election *e, const struct election_event *ev,
-			  double now, struct election_output *out);
+election_handler election_on_controls;
 
 /* ---- election_failsafe.c: failsafe (DESIGN 9) ---- */
 bool election_members_ok(const struct election *e);
@@ -86,15 +120,9 @@ void election_enter_failsafe(struct election *e, struct election_output *out,
 			   double now, enum fault fault, const char *why);
 void election_failsafe_tick(struct election *e, struct election_output *out,
 			  double now);
-void election_on_peers(struct election *e, const struct election_event *ev,
-		     double now, struct election_output *out);
-void election_lock_failsafe(struct election *e, const struct election_event *ev,
-			  double now, struct election_output *out);
-void election_failsafe_child_gone(struct election *e, struct election_output *out,
-				double now, const struct election_event *ev);
-void election_connecting_done(struct election *e, struct election_output *out,
-			    double now, const struct election_event *ev);
-void election_standby_acquired(struct election *e, struct election_output *out,
-			     double now, const struct election_event *ev);
+election_handler election_on_peers, election_failsafe_connected,
+	election_failsafe_lost, election_failsafe_regained, election_failsafe_busy,
+	election_failsafe_child_gone, election_connecting_done,
+	election_standby_acquired;
 
 #endif
