@@ -42,14 +42,9 @@ void election_init(struct election *e, const struct election_params *p)
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
 	e->restart_backoff = ELECTION_RESTART_MIN;
-	e->fence = ELECTION_FENCE_CLOSED;
-	e->fence_retry_at = INFINITY;
-	e->fence_backoff = ELECTION_RECONNECT_MIN;
-	e->fence_not_before = -INFINITY;
+	fence_init(&e->fence, p->fence, p->retry_interval);
 	e->lost_since = INFINITY;
 	e->outage_began = INFINITY;
-	e->lock_lost_at = -INFINITY;
-	e->fence_lost_at = -INFINITY;
 	e->next_claim_at = INFINITY;
 	e->claim_deadline = INFINITY;
 	e->check_again_at = INFINITY;
@@ -175,6 +170,88 @@ void election_disconnect(struct election *e, struct election_output *out)
 	e->connected = false;
 }
 
+/* ---- the fence's machine, as the election drives it ------------------- */
+
+/* A closed fence session is reopened only while the lock session is up or
+ * the command runs (and not once the command is being killed). */
+static bool fence_reopens(const struct election *e)
+{
+	switch (e->state) {
+	case ELECTION_STANDBY: case ELECTION_LEADER: case ELECTION_FAILSAFE:
+	case ELECTION_DEMOTING:
+		return true;
+	case ELECTION_SHUTTING_DOWN:
+		return e->child_running;
+	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
+	case ELECTION_RELEASING: case ELECTION_DONE: case ELECTION_STATE_COUNT:
+		break;
+	}
+	return false;
+}
+
+static struct fence_inputs fence_inputs(const struct election *e)
+{
+	struct fence_inputs in = {
+		.command = e->child_running,
+		.killing = e->killing,
+		.leader = e->state == ELECTION_LEADER,
+		.leading = e->state == ELECTION_LEADER || e->state == ELECTION_FAILSAFE,
+		.unlocked = (e->state == ELECTION_DEMOTING && !e->handing_over) ||
+			    (e->state == ELECTION_SHUTTING_DOWN && !e->connected),
+		.lock_down = !e->connected || e->state == ELECTION_CONNECTING,
+		.reopens = fence_reopens(e),
+	};
+
+	return in;
+}
+
+/* Nothing keeps another leader's command out any more: SIGKILL now rather
+ * than at the end of the grace period (DESIGN 3, the fence). */
+static void fence_verdict(struct election *e, struct election_output *out,
+			  double now, const struct fence_verdict *v)
+{
+	if (v->outage)
+		election_saw_outage(e, now);
+	if (!v->kill)
+		return;
+	e->killing = true;
+	election_say(out, LOG_LEVEL_WARNING, "%s: killing the command now, as another "
+	    "leader's command may start", v->kill);
+	out->actions |= ELECTION_DO_KILL_CHILD;
+}
+
+void election_fence_take(struct election *e, struct election_output *out)
+{
+	struct fence_inputs in = fence_inputs(e);
+
+	fence_take(&e->fence, &in, out);
+}
+
+/* The lock is gone while the command stops: only the fence keeps the next
+ * leader's command out; outage: the database went away. */
+void election_fence_stopping(struct election *e, struct election_output *out,
+			     double now, bool outage)
+{
+	struct fence_inputs in = fence_inputs(e);
+	struct fence_verdict v = { 0 };
+
+	fence_stopping(&e->fence, &in, out, now, outage, &v);
+	fence_verdict(e, out, now, &v);
+}
+
+static void on_fence(struct election *e, struct election_output *out,
+		     double now, const struct election_event *ev)
+{
+	struct fence_inputs in = fence_inputs(e);
+	struct fence_verdict v = { 0 };
+
+	fence_news(&e->fence, &in, out, now, ev, &v);
+	if (v.permanent)
+		election_end_on_permanent(e, out, now, ev);
+	else
+		fence_verdict(e, out, now, &v);
+}
+
 /* ---- shared transitions ---------------------------------------------- */
 
 void election_connect_now(struct election *e, struct election_output *out,
@@ -197,7 +274,7 @@ void election_exit_now(struct election *e, struct election_output *out,
 				    ELECTION_DO_RELEASE | ELECTION_DO_FENCE_CONNECT |
 				    ELECTION_DO_FENCE_TAKE | ELECTION_DO_FENCE_DROP);
 	election_disconnect(e, out);
-	election_fence_close(e, out);
+	fence_close(&e->fence, out);
 	election_request_done(e);
 	e->exit_code = code;
 	out->exit_code = code;
@@ -325,7 +402,7 @@ void election_lose_lease(struct election *e, struct election_output *out,
 		out->actions |= ELECTION_DO_STOP_CHILD;
 		election_fence_stopping(e, out, now, false);
 	} else {
-		election_fence_drop(e, out, now); /* taken or being taken, no command yet */
+		fence_drop(&e->fence, out, now); /* taken or being taken, no command yet */
 		election_disconnect(e, out);
 		election_connect_now(e, out, now);
 	}
@@ -337,25 +414,28 @@ void election_lose_lease(struct election *e, struct election_output *out,
  * takes it again as soon as it reconnects. Never past the outage's start
  * plus grace_period plus ELECTION_KILL_GONE: that command is dead by then
  * (SIGKILL sent at the end of the grace period, and its group gone). */
-static void settle_after_outage(struct election *e, struct election_output *out,
-				double now)
+static double settle_after_outage(struct election *e, struct election_output *out,
+				  double now)
 {
-	e->fence_not_before = -INFINITY;
+	double not_before = -INFINITY;
+
 	if (isfinite(e->outage_began) && e->p.fence)
-		e->fence_not_before = fmin(e->back_at + ELECTION_SETTLE,
-					   e->outage_began + e->p.grace_period +
-					   ELECTION_KILL_GONE);
+		not_before = fmin(e->back_at + ELECTION_SETTLE,
+				  e->outage_began + e->p.grace_period +
+				  ELECTION_KILL_GONE);
 	e->outage_began = INFINITY;
-	if (now < e->fence_not_before)
+	if (now < not_before)
 		election_say(out, LOG_LEVEL_INFO, "the database was away: taking the fence "
 		    "in %.2fs, so that a previous leader still stopping its command "
-		    "can take it first", e->fence_not_before - now);
+		    "can take it first", not_before - now);
+	return not_before;
 }
 
 void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	struct election_counters *c = &e->snap.counters;
+	struct fence_inputs in;
 
 	election_request_done(e);
 	election_set_state(e, out, now, ELECTION_LEADER);
@@ -376,10 +456,8 @@ void election_become_leader(struct election *e, struct election_output *out,
 	    (long long)ev->lock_key, (unsigned long long)ev->fencing_token);
 	/* due now or after the delay; it starts once the fence is held */
 	e->child_start_at = now + e->p.takeover_delay;
-	e->fence_wait_logged = false;
-	settle_after_outage(e, out, now);
-	if (election_fence_wanted(e, now))
-		election_fence_take(e, out);
+	in = fence_inputs(e);
+	fence_lead(&e->fence, &in, out, now, settle_after_outage(e, out, now));
 	/* after the fence's request: on the same session, its answer comes
 	 * once the fence is held */
 	election_controls_new_term(e, out, now);
@@ -440,7 +518,7 @@ static void start(struct election *e, struct election_output *out, double now,
 	 * session's failure decides (69), and a fence session that failed is
 	 * opened again only once the lock session connected (the fence is not
 	 * reopened while connecting; see election_connected). */
-	election_fence_open(e, out);
+	fence_open(&e->fence, out);
 }
 
 void election_connected(struct election *e, struct election_output *out,
@@ -464,7 +542,7 @@ void election_connected(struct election *e, struct election_output *out,
 	election_ask_for_lock(e, out, now);
 	/* a one-shot's fence, or one closed meanwhile, beside the first lock
 	 * request: ready by the time a lock is granted */
-	election_fence_open(e, out);
+	fence_open(&e->fence, out);
 }
 
 /* No connection, or one that cannot be trusted: retry, or end for good. */
@@ -682,7 +760,7 @@ static election_handler *handler_for(const struct state_ops *row,
 	case ELECTION_COMMAND:
 		return ev->news == ELECTION_COMMAND_GONE ? row->command_gone
 			: election_on_command;
-	case ELECTION_FENCE: return election_on_fence;
+	case ELECTION_FENCE: return on_fence;
 	case ELECTION_PEERS: return election_on_peers;
 	case ELECTION_CONTROLS: return election_on_controls;
 	case ELECTION_TICK: return NULL; /* the deadlines run after every event */
@@ -709,19 +787,23 @@ static void dispatch(struct election *e, const struct election_event *ev,
 static void check_deadlines(struct election *e, struct election_output *out,
 			    double now)
 {
+	struct fence_inputs in;
+
 	if (e->state < ELECTION_STATE_COUNT && states[e->state].deadlines)
 		states[e->state].deadlines(e, out, now);
 	election_controls_tick(e, out, now);
-	election_fence_tick(e, out, now);
+	in = fence_inputs(e);
+	fence_tick(&e->fence, &in, out, now);
 }
 
 double election_next_wakeup(const struct election *e, double now)
 {
+	struct fence_inputs in = fence_inputs(e);
 	double t = INFINITY;
 
 	if (e->state < ELECTION_STATE_COUNT && states[e->state].wakeup)
 		t = states[e->state].wakeup(e, now);
-	t = fmin(t, election_fence_wakeup(e));
+	t = fmin(t, fence_wakeup(&e->fence, &in, now));
 	return fmin(t, election_controls_wakeup(e));
 }
 
@@ -735,7 +817,7 @@ static void publish(struct election *e, double now)
 	s->command_due = e->state == ELECTION_LEADER && !e->child_running
 		? e->child_start_at : INFINITY;
 	s->db_connected = e->connected && e->state != ELECTION_CONNECTING;
-	s->fence_held = e->fence == ELECTION_FENCE_HELD;
+	s->fence_held = fence_held(&e->fence);
 	s->failsafe_record_until = now < e->record_until ? e->record_until : 0;
 	if (e->state != ELECTION_LEADER)
 		s->leader_since_wall = 0;

@@ -364,6 +364,21 @@ enum election_fence {
 	ELECTION_FENCE_DROPPING, /* unlocking */
 };
 
+/* The fence's own machine (election_fence.c): only that file reads or
+ * writes these; the rest of the election goes through its functions. */
+struct fence_machine {
+	bool enabled;            /* election_params.fence */
+	enum election_fence state;
+	double retry_at;         /* reopen a closed session; INFINITY */
+	double backoff;
+	double backoff_cap;
+	bool wait_logged;
+	bool outage_logged;      /* its loss was warned about, not its return */
+	double not_before;       /* a new leader's settle wait (ELECTION_SETTLE) */
+	double lost_at;          /* held (or taking) and lost; -INFINITY: never */
+	double lock_lost_at;     /* the lock went while the command stopped */
+};
+
 struct election {
 	struct election_params p;
 	enum election_state state;
@@ -390,17 +405,10 @@ struct election {
 	int quick_failures;      /* in a row, each within RESTART_RESET_AFTER */
 	double wall_offset;      /* wall minus monotonic, from the last event */
 	int exit_code;
-	enum election_fence fence;
-	double fence_retry_at;   /* reopen a closed fence session; INFINITY */
-	double fence_backoff;
-	bool fence_wait_logged;
-	bool fence_outage_logged; /* its loss was warned about, not its return */
-	double fence_not_before; /* a new leader's settle wait (ELECTION_SETTLE) */
+	struct fence_machine fence;
 	double lost_since;       /* the lock session was lost; INFINITY: it is up */
 	double outage_began;     /* of the outage before this connection, or INF */
 	double back_at;          /* the lock session came back */
-	double lock_lost_at;     /* while the command ran; -INFINITY: never */
-	double fence_lost_at;    /* a held (or taking) fence; -INFINITY: never */
 	bool killing;            /* SIGKILL sent: the fence no longer matters */
 	/* failsafe, as the leader */
 	enum fault failsafe_fault;   /* why the lock was lost */

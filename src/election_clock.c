@@ -155,12 +155,12 @@ void election_leader_tick(struct election *e, struct election_output *out,
 		e->ping_sent_at = e->next_ping_at;
 		out->actions |= ELECTION_DO_PING;
 		/* a held fence has the same server-side lease to keep */
-		if (e->fence == ELECTION_FENCE_HELD)
+		if (fence_held(&e->fence))
 			out->actions |= ELECTION_DO_FENCE_PING;
 	}
 	if (e->check == CHECK_ASKING && now >= e->check_again_at)
 		election_ask_members(e, out, now);
-	if (!e->child_running && now >= e->child_start_at && election_fence_ok(e) &&
+	if (!e->child_running && now >= e->child_start_at && fence_ok(&e->fence) &&
 	    election_members_ok(e) && election_controls_allow_start(e))
 		election_start_child(e, out, now);
 }
@@ -180,11 +180,9 @@ double election_leader_wakeup(const struct election *e, double now)
 	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
 		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
 
-	if (!e->child_running && election_fence_ok(e) && election_members_ok(e) &&
+	if (!e->child_running && fence_ok(&e->fence) && election_members_ok(e) &&
 	    election_controls_allow_start(e))
 		t = fmin(t, e->child_start_at);
-	if (e->fence == ELECTION_FENCE_READY && now < e->fence_not_before)
-		t = fmin(t, e->fence_not_before);
 	if (e->check == CHECK_ASKING)
 		t = fmin(t, e->check_again_at);
 	return t;

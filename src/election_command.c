@@ -30,7 +30,7 @@ bool election_reap(struct election *e, struct election_output *out, double now,
 {
 	if (!e->child_running)
 		return false;
-	election_fence_drop(e, out, now);
+	fence_drop(&e->fence, out, now);
 	e->child_running = false;
 	e->killing = false;
 	e->pause_stopped = false;
@@ -62,7 +62,7 @@ static void start_failed(struct election *e, struct election_output *out,
 {
 	if (!e->child_running)
 		return;
-	election_fence_drop(e, out, now);
+	fence_drop(&e->fence, out, now);
 	e->child_running = false;
 	election_say(out, LOG_LEVEL_ERROR, "cannot start command: %s",
 	    election_reason_of(ev, "fork failed"));
@@ -77,7 +77,7 @@ static void command_refused(struct election *e, struct election_output *out,
 {
 	if (!e->child_running)
 		return;
-	election_fence_drop(e, out, now);
+	fence_drop(&e->fence, out, now);
 	e->child_running = false;
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;

@@ -116,7 +116,7 @@ static void give_back(struct election *e, struct election_output *out,
 		      double now)
 {
 	e->handing_over = false;
-	election_fence_drop(e, out, now);
+	fence_drop(&e->fence, out, now);
 	election_disconnect(e, out);
 	election_connect_now(e, out, now);
 }

@@ -87,20 +87,50 @@ bool election_restarts(const struct election *e, int status);
 election_handler election_on_command, election_leader_child_gone,
 	election_demoted_child_gone, election_stopped_child_gone;
 
-/* ---- election_fence.c: the fence session (DESIGN 3) ---- */
-void election_fence_open(struct election *e, struct election_output *out);
-void election_fence_close(struct election *e, struct election_output *out);
-bool election_fence_ok(const struct election *e);
-bool election_fence_wanted(const struct election *e, double now);
+/* ---- election_fence.c: the fence's machine (DESIGN 3) ---- */
+/* What the election tells the fence, at each call. */
+struct fence_inputs {
+	bool command;   /* the command lives (started, not yet gone) */
+	bool killing;   /* SIGKILL sent: the fence no longer matters */
+	bool leader;    /* LEADER: the command is due once the fence is held */
+	bool leading;   /* LEADER or FAILSAFE: a busy fence is waited for */
+	bool unlocked;  /* the command is being stopped without the lock */
+	bool lock_down; /* no lock session is up */
+	bool reopens;   /* a closed fence session is reopened in this state */
+};
+
+/* What the fence tells the election back, beside actions and lines. */
+struct fence_verdict {
+	const char *kill; /* kill the command now, and why; NULL: no */
+	bool outage;      /* the database seems to have gone away */
+	bool permanent;   /* its session ended with a permanent fault */
+};
+
+void fence_init(struct fence_machine *f, bool enabled, double retry_interval);
+void fence_open(struct fence_machine *f, struct election_output *out);
+void fence_close(struct fence_machine *f, struct election_output *out);
+bool fence_ok(const struct fence_machine *f);
+bool fence_held(const struct fence_machine *f);
+void fence_take(struct fence_machine *f, const struct fence_inputs *in,
+		struct election_output *out);
+void fence_drop(struct fence_machine *f, struct election_output *out, double now);
+void fence_lead(struct fence_machine *f, const struct fence_inputs *in,
+		struct election_output *out, double now, double not_before);
+void fence_stopping(struct fence_machine *f, const struct fence_inputs *in,
+		    struct election_output *out, double now, bool outage,
+		    struct fence_verdict *v);
+void fence_news(struct fence_machine *f, const struct fence_inputs *in,
+		struct election_output *out, double now,
+		const struct election_event *ev, struct fence_verdict *v);
+void fence_tick(struct fence_machine *f, const struct fence_inputs *in,
+		struct election_output *out, double now);
+double fence_wakeup(const struct fence_machine *f, const struct fence_inputs *in,
+		    double now);
+
+/* election.c: the election's side of the fence */
 void election_fence_take(struct election *e, struct election_output *out);
 void election_fence_stopping(struct election *e, struct election_output *out,
 			     double now, bool outage);
-void election_fence_drop(struct election *e, struct election_output *out,
-		       double now);
-void election_fence_tick(struct election *e, struct election_output *out,
-			 double now);
-double election_fence_wakeup(const struct election *e);
-election_handler election_on_fence;
 
 /* ---- election_controls.c: the operator controls (DESIGN 11) ---- */
 void election_controls_tick(struct election *e, struct election_output *out,

@@ -1888,7 +1888,7 @@ static void check_invariants(const struct election *e, bool child_before,
 		return;
 	}
 	if (a & ELECTION_DO_START_CHILD) {
-		ck_assert_msg(!e->p.fence || e->fence == ELECTION_FENCE_HELD,
+		ck_assert_msg(!e->p.fence || e->fence.state == ELECTION_FENCE_HELD,
 			      "START_CHILD without the fence");
 		ck_assert_msg(!child_before, "START_CHILD while a command runs");
 		ck_assert_msg(e->state == ELECTION_LEADER, "START_CHILD in %s",
@@ -2640,7 +2640,7 @@ START_TEST(test_fence_dropped_after_command)
 	out = step(&M, ELECTION_CHILD_GONE, 143, NULL, 2);
 	ck_actions(out, ELECTION_DO_FENCE_DROP | ELECTION_DO_CONNECT);
 	ck_actions(fence_news(&M, ELECTION_SESSION_RELEASED, FAULT_NONE, 2), 0);
-	ck_assert_int_eq(M.fence, ELECTION_FENCE_READY);
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_READY);
 }
 END_TEST
 
@@ -2653,7 +2653,7 @@ START_TEST(test_fence_wait_abandoned)
 	out = step(&M, ELECTION_CONN_LOST, 0, "terminated", 0.5);
 	/* closed to end the wait; reopened with the lock session */
 	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_CONNECT);
-	ck_assert_int_eq(M.fence, ELECTION_FENCE_CLOSED);
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_CLOSED);
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 0.6),
 		   ELECTION_DO_TRY_LOCK | ELECTION_DO_FENCE_CONNECT);
 	/* shutting down while waiting for the fence: no command to stop */
@@ -2674,14 +2674,14 @@ START_TEST(test_fence_busy_after_demotion)
 	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
 	step(&M, ELECTION_CONN_LOST, 0, "terminated", 0.5);
 	ck_state(&M, ELECTION_DEMOTING);
-	M.fence = ELECTION_FENCE_TAKING; /* say a take was in flight */
+	M.fence.state = ELECTION_FENCE_TAKING; /* say a take was in flight */
 	out = fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 1);
 	/* held elsewhere while the command stops: it is killed too */
 	ck_actions(out, ELECTION_DO_KILL_CHILD | ELECTION_DO_FENCE_DROP);
-	ck_assert_int_eq(M.fence, ELECTION_FENCE_DROPPING);
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_DROPPING);
 	/* given back: not taken again, the command dies now anyway */
 	ck_actions(fence_news(&M, ELECTION_SESSION_RELEASED, FAULT_NONE, 1), 0);
-	ck_assert_int_eq(M.fence, ELECTION_FENCE_READY);
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_READY);
 }
 END_TEST
 
@@ -3454,7 +3454,7 @@ START_TEST(test_failsafe_fence_kept)
 	/* the fence session ready just as the lock comes back: taken then */
 	step(&M, ELECTION_CONN_LOST, 0, "gone", 3);
 	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 3);
-	M.fence = ELECTION_FENCE_READY; /* say its news crossed */
+	M.fence.state = ELECTION_FENCE_READY; /* say its news crossed */
 	M.connected = true;
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 13", 3.5);
 	ck_actions(out, ELECTION_DO_FENCE_TAKE | ELECTION_DO_FAILSAFE_REGAINED);
