@@ -45,9 +45,7 @@ void election_init(struct election *e, const struct election_params *p)
 	fence_init(&e->fence, p->fence, p->retry_interval);
 	e->lost_since = INFINITY;
 	e->outage_began = INFINITY;
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
-	e->check_again_at = INFINITY;
+	election_failsafe_init(e);
 	e->hold_until = -INFINITY;
 	e->next_ctl_at = 0; /* a standby reads them once connected */
 	e->snap.node_id = p->node_id;
@@ -123,7 +121,7 @@ void election_about(struct election_output *out, enum fault fault)
 		out->logs[out->n_logs - 1].fault = fault;
 }
 
-bool election_is_stopping(enum election_state s)
+static bool is_stopping(enum election_state s)
 {
 	return s == ELECTION_SHUTTING_DOWN || s == ELECTION_RELEASING ||
 	       s == ELECTION_DONE;
@@ -134,7 +132,7 @@ void election_set_state(struct election *e, struct election_output *out,
 {
 	if (e->state == s)
 		return;
-	if (election_is_stopping(s) && !election_is_stopping(e->state))
+	if (is_stopping(s) && !is_stopping(e->state))
 		out->stopping = true;
 	out->state_changed = true;
 	e->state = s;
@@ -168,6 +166,16 @@ void election_disconnect(struct election *e, struct election_output *out)
 	if (e->connected)
 		out->actions |= ELECTION_DO_DISCONNECT;
 	e->connected = false;
+}
+
+/* The lock session, up until now, was lost, or the fence session while
+ * the lock session was down: the database may have gone away (see
+ * settle_after_outage). The latest loss counts: a node that lost its lock
+ * long ago and sees a restart later caps its settle wait from the
+ * restart's. */
+static void saw_outage(struct election *e, double now)
+{
+	e->lost_since = now;
 }
 
 /* ---- the fence's machine, as the election drives it ------------------- */
@@ -211,7 +219,7 @@ static void fence_verdict(struct election *e, struct election_output *out,
 			  double now, const struct fence_verdict *v)
 {
 	if (v->outage)
-		election_saw_outage(e, now);
+		saw_outage(e, now);
 	if (!v->kill)
 		return;
 	e->killing = true;
@@ -365,7 +373,7 @@ bool election_end_on_permanent(struct election *e, struct election_output *out,
 		return false;
 	election_say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
 	election_about(out, ev->fault);
-	if (!election_is_stopping(e->state) || e->exit_code == 0)
+	if (!is_stopping(e->state) || e->exit_code == 0)
 		e->exit_code = code;
 	if (e->child_running)
 		election_finish(e, out, now);
@@ -388,9 +396,9 @@ void election_lose_lease(struct election *e, struct election_output *out,
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
-	e->check = CHECK_NONE;
+	election_failsafe_no_check(e);
 	election_request_done(e);
-	if (e->p.failsafe && !e->stranger[0] && e->child_running) {
+	if (election_failsafe_keeps(e)) {
 		election_enter_failsafe(e, out, now, fault, why);
 		return;
 	}
@@ -554,7 +562,7 @@ static void connection_failed(struct election *e, struct election_output *out,
 		e->snap.counters.connect_failures++;
 	} else { /* a standby's */
 		election_session_lost(e, now, ev->fault);
-		election_saw_outage(e, now);
+		saw_outage(e, now);
 	}
 	if (!election_end_on_permanent(e, out, now, ev))
 		election_reconnect_later(e, out, now, ev->fault,
@@ -603,16 +611,6 @@ static void ping_ok(struct election *e, struct election_output *out, double now,
 	e->next_ping_at = fmax(now, e->ping_sent_at + e->p.ping_interval);
 }
 
-/* The lock session, up until now, was lost, or the fence session while
- * the lock session was down: the database may have gone away (see
- * settle_after_outage). The latest loss counts: a node that lost its lock
- * long ago and sees a restart later caps its settle wait from the
- * restart's. */
-void election_saw_outage(struct election *e, double now)
-{
-	e->lost_since = now;
-}
-
 static void leader_lost(struct election *e, struct election_output *out,
 			double now, const struct election_event *ev)
 {
@@ -635,7 +633,7 @@ static void stopping_lost(struct election *e, struct election_output *out,
 	e->connected = false; /* the lease closed it */
 	e->handing_over = false; /* the lock went with the session */
 	election_session_lost(e, now, ev->fault);
-	election_saw_outage(e, now);
+	saw_outage(e, now);
 	if (!election_end_on_permanent(e, out, now, ev))
 		election_fence_stopping(e, out, now, false);
 }
@@ -818,7 +816,7 @@ static void publish(struct election *e, double now)
 		? e->child_start_at : INFINITY;
 	s->db_connected = e->connected && e->state != ELECTION_CONNECTING;
 	s->fence_held = fence_held(&e->fence);
-	s->failsafe_record_until = now < e->record_until ? e->record_until : 0;
+	s->failsafe_record_until = election_failsafe_record(e, now);
 	if (e->state != ELECTION_LEADER)
 		s->leader_since_wall = 0;
 	s->hold_until = now < e->hold_until ? e->hold_until : 0;

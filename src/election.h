@@ -379,6 +379,21 @@ struct fence_machine {
 	double lock_lost_at;     /* the lock went while the command stopped */
 };
 
+/* Failsafe's own state (DESIGN 9; election_failsafe.c): only that file
+ * reads or writes these. */
+struct failsafe_machine {
+	/* as the leader */
+	enum fault fault;            /* why the lock was lost */
+	double next_claim_at;        /* next round; INFINITY while one runs */
+	double claim_deadline;       /* the round in flight must end by then */
+	enum { CHECK_NONE, CHECK_ASKING, CHECK_CLEAR } check;
+	double check_again_at;       /* a new leader's question to the members */
+	char stranger[64];           /* failsafe is off while one is seen */
+	/* as a member */
+	double record_until;         /* another node leads in failsafe */
+	char record_node[64];        /* which */
+};
+
 struct election {
 	struct election_params p;
 	enum election_state state;
@@ -410,13 +425,7 @@ struct election {
 	double outage_began;     /* of the outage before this connection, or INF */
 	double back_at;          /* the lock session came back */
 	bool killing;            /* SIGKILL sent: the fence no longer matters */
-	/* failsafe, as the leader */
-	enum fault failsafe_fault;   /* why the lock was lost */
-	double next_claim_at;        /* next round; INFINITY while one runs */
-	double claim_deadline;       /* the round in flight must end by then */
-	enum { CHECK_NONE, CHECK_ASKING, CHECK_CLEAR } check;
-	double check_again_at;
-	char stranger[64];           /* failsafe is off while one is seen */
+	struct failsafe_machine failsafe;
 	/* the operator controls (DESIGN 11) */
 	bool ctl_pending;            /* a read or an ask is in flight */
 	bool ctl_fresh;              /* a read answered since the lock came */
@@ -430,9 +439,6 @@ struct election {
 	bool handed_said;            /* this term answered a switchover */
 	double hold_until;           /* no lock asked for before; -INFINITY */
 	double lead_began;           /* when this term's lock came */
-	/* failsafe, as a member */
-	double record_until;         /* another node leads in failsafe */
-	char record_node[64];        /* which */
 	struct election_snapshot snap;
 };
 

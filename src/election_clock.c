@@ -158,8 +158,7 @@ void election_leader_tick(struct election *e, struct election_output *out,
 		if (fence_held(&e->fence))
 			out->actions |= ELECTION_DO_FENCE_PING;
 	}
-	if (e->check == CHECK_ASKING && now >= e->check_again_at)
-		election_ask_members(e, out, now);
+	election_failsafe_check_tick(e, out, now);
 	if (!e->child_running && now >= e->child_start_at && fence_ok(&e->fence) &&
 	    election_members_ok(e) && election_controls_allow_start(e))
 		election_start_child(e, out, now);
@@ -183,8 +182,7 @@ double election_leader_wakeup(const struct election *e, double now)
 	if (!e->child_running && fence_ok(&e->fence) && election_members_ok(e) &&
 	    election_controls_allow_start(e))
 		t = fmin(t, e->child_start_at);
-	if (e->check == CHECK_ASKING)
-		t = fmin(t, e->check_again_at);
+	t = fmin(t, election_failsafe_check_wakeup(e));
 	return t;
 }
 
@@ -200,13 +198,6 @@ double election_backoff_wakeup(const struct election *e, double now)
 {
 	(void)now;
 	return fmin(e->wait_deadline, e->next_attempt_at);
-}
-
-double election_failsafe_wakeup(const struct election *e, double now)
-{
-	(void)now;
-	return fmin(fmin(e->claim_deadline, e->next_claim_at),
-		    e->connected ? e->request_deadline : e->next_attempt_at);
 }
 
 double election_releasing_wakeup(const struct election *e, double now)

@@ -7,10 +7,36 @@
 
 #include "election_impl.h"
 
+void election_failsafe_init(struct election *e)
+{
+	e->failsafe.next_claim_at = INFINITY;
+	e->failsafe.claim_deadline = INFINITY;
+	e->failsafe.check_again_at = INFINITY;
+}
+
+/* The lock is lost while the command runs: failsafe keeps it when every
+ * node with a session for the lock is a member. */
+bool election_failsafe_keeps(const struct election *e)
+{
+	return e->p.failsafe && !e->failsafe.stranger[0] && e->child_running;
+}
+
+/* Leading no more (or handing over): no question to the members. */
+void election_failsafe_no_check(struct election *e)
+{
+	e->failsafe.check = CHECK_NONE;
+}
+
+/* A member leads in failsafe until then; 0: none. */
+double election_failsafe_record(const struct election *e, double now)
+{
+	return now < e->failsafe.record_until ? e->failsafe.record_until : 0;
+}
+
 /* With failsafe, the members said no one else still runs the command. */
 bool election_members_ok(const struct election *e)
 {
-	return !e->p.failsafe || e->check == CHECK_CLEAR;
+	return !e->p.failsafe || e->failsafe.check == CHECK_CLEAR;
 }
 
 /* A new leader asks the members whether one still runs the command; the
@@ -18,8 +44,8 @@ bool election_members_ok(const struct election *e)
 void election_ask_members(struct election *e, struct election_output *out,
 			double now)
 {
-	e->check = CHECK_ASKING;
-	e->check_again_at = now + e->p.ping_timeout + e->p.ping_interval;
+	e->failsafe.check = CHECK_ASKING;
+	e->failsafe.check_again_at = now + e->p.ping_timeout + e->p.ping_interval;
 	out->actions |= ELECTION_DO_FAILSAFE_CHECK;
 }
 
@@ -28,8 +54,8 @@ void election_ask_members(struct election *e, struct election_output *out,
 static void claim_round(struct election *e, struct election_output *out,
 			double now)
 {
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = now + e->p.ping_timeout + e->p.ping_interval;
+	e->failsafe.next_claim_at = INFINITY;
+	e->failsafe.claim_deadline = now + e->p.ping_timeout + e->p.ping_interval;
 	out->actions |= ELECTION_DO_FAILSAFE_CLAIM;
 }
 
@@ -38,27 +64,49 @@ static void claim_round(struct election *e, struct election_output *out,
 static void failsafe_demote(struct election *e, struct election_output *out,
 			    double now, const char *why)
 {
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
+	e->failsafe.next_claim_at = INFINITY;
+	e->failsafe.claim_deadline = INFINITY;
 	e->next_attempt_at = INFINITY;
 	election_request_done(e);
-	e->snap.counters.losses[e->failsafe_fault]++;
+	e->snap.counters.losses[e->failsafe.fault]++;
 	election_say(out, LOG_LEVEL_WARNING, "lost leader lease: %s (failsafe)", why);
-	election_about(out, e->failsafe_fault);
+	election_about(out, e->failsafe.fault);
 	election_set_state(e, out, now, ELECTION_DEMOTING);
 	out->actions |= ELECTION_DO_STOP_CHILD;
 	/* the database is likely away: the fence is taken again once back */
 	election_fence_stopping(e, out, now, true);
 }
 
+/* A new leader asks again when the answer is late, or said one still runs
+ * the command. */
+void election_failsafe_check_tick(struct election *e, struct election_output *out,
+				  double now)
+{
+	if (e->failsafe.check == CHECK_ASKING && now >= e->failsafe.check_again_at)
+		election_ask_members(e, out, now);
+}
+
+double election_failsafe_check_wakeup(const struct election *e)
+{
+	return e->failsafe.check == CHECK_ASKING ? e->failsafe.check_again_at
+		: INFINITY;
+}
+
+double election_failsafe_wakeup(const struct election *e, double now)
+{
+	(void)now;
+	return fmin(fmin(e->failsafe.claim_deadline, e->failsafe.next_claim_at),
+		    e->connected ? e->request_deadline : e->next_attempt_at);
+}
+
 void election_failsafe_tick(struct election *e, struct election_output *out,
 			  double now)
 {
-	if (now >= e->claim_deadline) {
+	if (now >= e->failsafe.claim_deadline) {
 		failsafe_demote(e, out, now, "a claim round got no answer in time");
 		return;
 	}
-	if (now >= e->next_claim_at)
+	if (now >= e->failsafe.next_claim_at)
 		claim_round(e, out, now);
 	if (e->connected && now >= e->request_deadline) {
 		election_disconnect(e, out);
@@ -77,7 +125,7 @@ void election_enter_failsafe(struct election *e, struct election_output *out,
 			   double now, enum fault fault, const char *why)
 {
 	election_disconnect(e, out);
-	e->failsafe_fault = fault;
+	e->failsafe.fault = fault;
 	e->snap.failsafe_agree = e->snap.failsafe_asked = 0;
 	election_set_state(e, out, now, ELECTION_FAILSAFE);
 	election_say(out, LOG_LEVEL_WARNING, "lost the lock (%s); keeping the command in "
@@ -93,9 +141,9 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
 {
 	struct election_snapshot *s = &e->snap;
 
-	if (e->state != ELECTION_FAILSAFE || isinf(e->claim_deadline))
+	if (e->state != ELECTION_FAILSAFE || isinf(e->failsafe.claim_deadline))
 		return;
-	e->claim_deadline = INFINITY;
+	e->failsafe.claim_deadline = INFINITY;
 	if (ev->status < ev->asked) {
 		char why[LOG_MSG_MAX / 2];
 
@@ -114,7 +162,7 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
 	}
 	s->failsafe_agree = ev->status;
 	s->failsafe_asked = ev->asked;
-	e->next_claim_at = now + e->p.ping_interval;
+	e->failsafe.next_claim_at = now + e->p.ping_interval;
 }
 
 /* Back from failsafe: the same command, the same term, and so the same
@@ -125,9 +173,9 @@ void election_failsafe_regained(struct election *e, struct election_output *out,
 {
 	(void)ev;
 	election_request_done(e);
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
-	e->check = CHECK_CLEAR;
+	e->failsafe.next_claim_at = INFINITY;
+	e->failsafe.claim_deadline = INFINITY;
+	e->failsafe.check = CHECK_CLEAR;
 	e->snap.counters.acquisitions++;
 	election_set_state(e, out, now, ELECTION_LEADER);
 	e->ping_pending = false;
@@ -192,7 +240,7 @@ static void stay_out(struct election *e, struct election_output *out,
 	election_disconnect(e, out);
 	election_request_done(e);
 	election_set_state(e, out, now, ELECTION_BACKOFF);
-	e->next_attempt_at = e->record_until;
+	e->next_attempt_at = e->failsafe.record_until;
 }
 
 static void peers_claimed(struct election *e, struct election_output *out,
@@ -205,17 +253,17 @@ static void peers_claimed(struct election *e, struct election_output *out,
 		snprintf(out->claim_reason, sizeof(out->claim_reason), "%s", refused);
 		return;
 	}
-	if (now >= e->record_until)
+	if (now >= e->failsafe.record_until)
 		election_say(out, LOG_LEVEL_NOTICE, "node %s leads in failsafe: staying out "
 		    "of the lock queue", election_reason_of(ev, "?"));
-	e->record_until = now + e->p.failsafe_ttl;
-	snprintf(e->record_node, sizeof(e->record_node), "%s",
+	e->failsafe.record_until = now + e->p.failsafe_ttl;
+	snprintf(e->failsafe.record_node, sizeof(e->failsafe.record_node), "%s",
 		 election_reason_of(ev, ""));
 	out->claim_answer = 200;
 	if (e->state == ELECTION_STANDBY || e->state == ELECTION_CONNECTING)
 		stay_out(e, out, now);
 	else if (e->state == ELECTION_BACKOFF)
-		e->next_attempt_at = fmax(e->next_attempt_at, e->record_until);
+		e->next_attempt_at = fmax(e->next_attempt_at, e->failsafe.record_until);
 }
 
 /* The member this node agreed to holds the lock again: its record has done
@@ -234,10 +282,10 @@ static void peers_regained(struct election *e, struct election_output *out,
 		return;
 	}
 	out->claim_answer = 200;
-	if (now >= e->record_until || strcmp(id, e->record_node) != 0)
+	if (now >= e->failsafe.record_until || strcmp(id, e->failsafe.record_node) != 0)
 		return;
-	e->record_until = 0;
-	e->record_node[0] = '\0';
+	e->failsafe.record_until = 0;
+	e->failsafe.record_node[0] = '\0';
 	election_say(out, LOG_LEVEL_NOTICE, "node %s holds the lock again after "
 	    "failsafe: back in the lock queue", id);
 	if (e->state == ELECTION_BACKOFF)
@@ -247,20 +295,20 @@ static void peers_regained(struct election *e, struct election_output *out,
 static void peers_check_done(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
-	if (e->state != ELECTION_LEADER || e->check != CHECK_ASKING)
+	if (e->state != ELECTION_LEADER || e->failsafe.check != CHECK_ASKING)
 		return;
 	switch ((enum election_check)ev->status) {
 	case ELECTION_CHECK_CLEAR:
-		e->check = CHECK_CLEAR;
+		e->failsafe.check = CHECK_CLEAR;
 		return;
 	case ELECTION_CHECK_RUNNING:
 		/* that leader demotes at its next round: we now answer 409 */
 		election_say(out, LOG_LEVEL_NOTICE, "a member still runs the command in "
 		    "failsafe; asking again in %.1fs", e->p.ping_interval);
-		e->check_again_at = now + e->p.ping_interval;
+		e->failsafe.check_again_at = now + e->p.ping_interval;
 		return;
 	case ELECTION_CHECK_SILENT:
-		e->check = CHECK_CLEAR;
+		e->failsafe.check = CHECK_CLEAR;
 		e->child_start_at = fmax(e->child_start_at, now + e->p.failsafe_ttl);
 		election_say(out, LOG_LEVEL_NOTICE, "a member did not answer; starting the "
 		    "command in %.1fs, when any failsafe record it holds has expired",
@@ -276,7 +324,7 @@ static void peers_stranger(struct election *e, struct election_output *out,
 {
 	const char *id = ev->reason ? ev->reason : "";
 
-	if (!strcmp(id, e->stranger))
+	if (!strcmp(id, e->failsafe.stranger))
 		return;
 	if (*id)
 		election_say(out, LOG_LEVEL_ERROR, "node %s has a session for this lock but "
@@ -285,7 +333,7 @@ static void peers_stranger(struct election *e, struct election_output *out,
 	else
 		election_say(out, LOG_LEVEL_NOTICE, "every node with a session for this lock "
 		    "is in failsafe_peers: failsafe is on again");
-	snprintf(e->stranger, sizeof(e->stranger), "%s", id);
+	snprintf(e->failsafe.stranger, sizeof(e->failsafe.stranger), "%s", id);
 }
 
 bool election_runs_command(const struct election_snapshot *s)
@@ -330,8 +378,8 @@ void election_failsafe_child_gone(struct election *e, struct election_output *ou
 
 	if (!election_reap(e, out, now, ev))
 		return;
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
+	e->failsafe.next_claim_at = INFINITY;
+	e->failsafe.claim_deadline = INFINITY;
 	if (!election_restarts(e, status)) {
 		e->exit_code = status;
 		election_finish(e, out, now);
@@ -345,7 +393,7 @@ void election_failsafe_child_gone(struct election *e, struct election_output *ou
 void election_connecting_done(struct election *e, struct election_output *out,
 			    double now, const struct election_event *ev)
 {
-	if (now < e->record_until)
+	if (now < e->failsafe.record_until)
 		stay_out(e, out, now);
 	else
 		election_connected(e, out, now, ev);
@@ -354,7 +402,7 @@ void election_connecting_done(struct election *e, struct election_output *out,
 void election_standby_acquired(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
-	if (now < e->record_until)
+	if (now < e->failsafe.record_until)
 		stay_out(e, out, now);
 	else
 		election_become_leader(e, out, now, ev);

@@ -11,7 +11,6 @@
 void election_say(struct election_output *out, enum log_level level,
 		  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void election_about(struct election_output *out, enum fault fault);
-bool election_is_stopping(enum election_state s);
 void election_set_state(struct election *e, struct election_output *out,
 		      double now, enum election_state s);
 void election_request(struct election *e, double now, double timeout);
@@ -35,7 +34,6 @@ void election_connected(struct election *e, struct election_output *out,
 		      double now, const struct election_event *ev);
 void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev);
-void election_saw_outage(struct election *e, double now);
 
 /* ---- the states' table (election.c): each row names these ---- */
 typedef void election_handler(struct election *e, struct election_output *out,
@@ -71,7 +69,6 @@ void election_releasing_tick(struct election *e, struct election_output *out,
 double election_request_wakeup(const struct election *e, double now);
 double election_backoff_wakeup(const struct election *e, double now);
 double election_leader_wakeup(const struct election *e, double now);
-double election_failsafe_wakeup(const struct election *e, double now);
 double election_releasing_wakeup(const struct election *e, double now);
 void election_session_lost(struct election *e, double now, enum fault f);
 bool election_restarting(const struct election *e, double now, enum fault f);
@@ -142,7 +139,15 @@ void election_controls_new_term(struct election *e, struct election_output *out,
 				double now);
 election_handler election_on_controls;
 
-/* ---- election_failsafe.c: failsafe (DESIGN 9) ---- */
+/* ---- election_failsafe.c: failsafe (DESIGN 9); it owns e->failsafe ---- */
+void election_failsafe_init(struct election *e);
+bool election_failsafe_keeps(const struct election *e);
+void election_failsafe_no_check(struct election *e);
+void election_failsafe_check_tick(struct election *e, struct election_output *out,
+				  double now);
+double election_failsafe_check_wakeup(const struct election *e);
+double election_failsafe_record(const struct election *e, double now);
+double election_failsafe_wakeup(const struct election *e, double now);
 bool election_members_ok(const struct election *e);
 void election_ask_members(struct election *e, struct election_output *out,
 			double now);

@@ -3210,7 +3210,7 @@ START_TEST(test_failsafe_command_ends)
 	ck_assert(!(out.actions & (ELECTION_DO_START_CHILD | ELECTION_DO_FAILSAFE_CLAIM)));
 	ck_assert(out.actions & ELECTION_DO_CONNECT);
 	ck_state(&M, ELECTION_CONNECTING);
-	ck_assert(isinf(M.next_claim_at) && isinf(M.claim_deadline));
+	ck_assert(isinf(M.failsafe.next_claim_at) && isinf(M.failsafe.claim_deadline));
 	step(&M, ELECTION_CONNECTED, 0, NULL, 1.1);
 	ck_state(&M, ELECTION_STANDBY);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 10", 1.2);
@@ -3254,7 +3254,7 @@ START_TEST(test_failsafe_record_holds_against_late_news)
 	struct election_output out;
 
 	to_standby(&M, &p, 0);
-	M.record_until = 20;
+	M.failsafe.record_until = 20;
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 1);
 	ck_actions(out, ELECTION_DO_DISCONNECT);
 	ck_state(&M, ELECTION_BACKOFF);
@@ -3263,7 +3263,7 @@ START_TEST(test_failsafe_record_holds_against_late_news)
 
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
-	M.record_until = 20;
+	M.failsafe.record_until = 20;
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1), ELECTION_DO_DISCONNECT);
 	ck_state(&M, ELECTION_BACKOFF);
 }
