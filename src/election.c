@@ -367,12 +367,12 @@ void election_finish(struct election *e, struct election_output *out, double now
 bool election_end_on_permanent(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
-	int code = election_exit_for(ev->fault);
+	int code = election_exit_for(ev->session.fault);
 
 	if (!code)
 		return false;
 	election_say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
-	election_about(out, ev->fault);
+	election_about(out, ev->session.fault);
 	if (!is_stopping(e->state) || e->exit_code == 0)
 		e->exit_code = code;
 	if (e->child_running)
@@ -457,11 +457,11 @@ void election_become_leader(struct election *e, struct election_output *out,
 	c->acquisitions++;
 	observe(&c->lock_wait, now - e->standby_since);
 	e->snap.term++;
-	e->snap.fencing_token = ev->fencing_token;
-	e->snap.lock_key = ev->lock_key;
+	e->snap.fencing_token = ev->session.fencing_token;
+	e->snap.lock_key = ev->session.lock_key;
 	e->snap.leader_since_wall = now + e->wall_offset;
 	election_say(out, LOG_LEVEL_INFO, "acquired leader lease (key %lld, fencing token %llu)",
-	    (long long)ev->lock_key, (unsigned long long)ev->fencing_token);
+	    (long long)ev->session.lock_key, (unsigned long long)ev->session.fencing_token);
 	/* due now or after the delay; it starts once the fence is held */
 	e->child_start_at = now + e->p.takeover_delay;
 	in = fence_inputs(e);
@@ -537,7 +537,7 @@ void election_connected(struct election *e, struct election_output *out,
 	e->lock_tried = false;
 	e->waiting_logged = false;
 	e->standby_since = now;
-	e->snap.lock_key = ev->lock_key;
+	e->snap.lock_key = ev->session.lock_key;
 	e->outage_began = e->lost_since;
 	e->lost_since = INFINITY;
 	e->back_at = now;
@@ -561,11 +561,11 @@ static void connection_failed(struct election *e, struct election_output *out,
 	if (e->state == ELECTION_CONNECTING) {
 		e->snap.counters.connect_failures++;
 	} else { /* a standby's */
-		election_session_lost(e, now, ev->fault);
+		election_session_lost(e, now, ev->session.fault);
 		saw_outage(e, now);
 	}
 	if (!election_end_on_permanent(e, out, now, ev))
-		election_reconnect_later(e, out, now, ev->fault,
+		election_reconnect_later(e, out, now, ev->session.fault,
 			election_reason_of(ev, "database connection failed"));
 }
 
@@ -615,12 +615,12 @@ static void leader_lost(struct election *e, struct election_output *out,
 			double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
-	election_session_lost(e, now, ev->fault);
+	election_session_lost(e, now, ev->session.fault);
 	/* no settle wait for the node that led: it held the lock and the
 	 * fence until now, so no other command runs, and its own is reaped
 	 * before it asks for the lock again */
 	if (!election_end_on_permanent(e, out, now, ev))
-		election_lose_lease(e, out, now, ev->fault,
+		election_lose_lease(e, out, now, ev->session.fault,
 			   election_reason_of(ev, "connection lost"));
 }
 
@@ -632,7 +632,7 @@ static void stopping_lost(struct election *e, struct election_output *out,
 {
 	e->connected = false; /* the lease closed it */
 	e->handing_over = false; /* the lock went with the session */
-	election_session_lost(e, now, ev->fault);
+	election_session_lost(e, now, ev->session.fault);
 	saw_outage(e, now);
 	if (!election_end_on_permanent(e, out, now, ev))
 		election_fence_stopping(e, out, now, false);
@@ -642,7 +642,7 @@ static void released(struct election *e, struct election_output *out,
 		     double now, const struct election_event *ev)
 {
 	e->connected = false;
-	if (ev->fault == FAULT_NONE)
+	if (ev->session.fault == FAULT_NONE)
 		election_say(out, LOG_LEVEL_INFO, "released leader lease");
 	election_exit_now(e, out, now, e->exit_code);
 }
@@ -754,9 +754,9 @@ static election_handler *handler_for(const struct state_ops *row,
 	case ELECTION_START: return row->start;
 	case ELECTION_SHUTDOWN: return row->shutdown;
 	case ELECTION_LOCK:
-		return lock_handler(&row->lock, (enum election_session_news)ev->news);
+		return lock_handler(&row->lock, ev->session.news);
 	case ELECTION_COMMAND:
-		return ev->news == ELECTION_COMMAND_GONE ? row->command_gone
+		return ev->command.news == ELECTION_COMMAND_GONE ? row->command_gone
 			: election_on_command;
 	case ELECTION_FENCE: return on_fence;
 	case ELECTION_PEERS: return election_on_peers;

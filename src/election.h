@@ -87,7 +87,7 @@ enum election_session_news {
 };
 
 enum election_command_news {
-	ELECTION_COMMAND_STARTED,      /* status = the command's pid */
+	ELECTION_COMMAND_STARTED,      /* pid */
 	ELECTION_COMMAND_START_FAILED, /* fork failed; reason */
 	ELECTION_COMMAND_KILLED,       /* SIGKILL sent after the grace period */
 	ELECTION_COMMAND_GONE,         /* the process group is empty; status */
@@ -97,28 +97,25 @@ enum election_command_news {
 };
 
 enum election_peer_news {
-	ELECTION_PEERS_CLAIMED,    /* a member leads in failsafe; reason = its id,
-				    * status = 1 when its member list is ours;
-				    * the answer goes in election_output */
-	ELECTION_PEERS_ROUND_DONE, /* our claim: status = members that agreed,
-				    * asked = how many were asked */
-	ELECTION_PEERS_CHECK_DONE, /* status = enum election_check */
-	ELECTION_PEERS_STRANGER,   /* reason = a node with a session for this
-				    * lock that is not a member, or NULL */
+	ELECTION_PEERS_CLAIMED,    /* a member leads in failsafe: node,
+				    * same_members; the step answers it
+				    * (election_output.answer) */
+	ELECTION_PEERS_ROUND_DONE, /* our claim: agree of asked; reason = the
+				    * refusals */
+	ELECTION_PEERS_CHECK_DONE, /* check */
+	ELECTION_PEERS_STRANGER,   /* node: one with a session for this lock
+				    * that is not a member, or NULL */
 	ELECTION_PEERS_REGAINED,   /* a member that led in failsafe holds the
-				    * lock again; reason = its id, status = 1
-				    * when its member list is ours */
+				    * lock again: node, same_members; answered
+				    * as CLAIMED */
 };
 
 enum election_controls_news {
-	ELECTION_CONTROLS_READ,     /* controls = what is in force */
-	ELECTION_CONTROLS_FAILED,   /* the read got no answer (session lost) or an
-				     * error; reason; status = 1 when it was
-				     * the session's */
-	ELECTION_CONTROLS_ASKED,    /* a priority ask was answered: status = 1
-				     * when a switchover to this node was
-				     * asked; reason = the leader ("" none),
-				     * asked = its priority */
+	ELECTION_CONTROLS_READ,     /* in_force = what is in force */
+	ELECTION_CONTROLS_FAILED,   /* the read got no answer (session_lost) or
+				     * an error; reason */
+	ELECTION_CONTROLS_ASKED,    /* a priority ask was answered: to_me,
+				     * leader, leader_priority */
 };
 
 /* The controls in force that concern the whole lock, as the last read found
@@ -142,22 +139,57 @@ enum election_check {
 	ELECTION_CHECK_SILENT,   /* one did not answer */
 };
 
+/* Each event's own payload (struct election_event's union, by type). */
+
+/* ELECTION_LOCK and ELECTION_FENCE: a session's news. */
+struct election_session_event {
+	enum election_session_news news;
+	enum fault fault;        /* FAILED, RELEASED: why it ended */
+	int64_t lock_key;        /* CONNECTED, ACQUIRED */
+	uint64_t fencing_token;  /* ACQUIRED, the lock's */
+};
+
+struct election_command_event {
+	enum election_command_news news;
+	int pid;                 /* STARTED (0 for the jobs) */
+	int status;              /* GONE: exit code or 128+N */
+	enum fault fault;        /* REFUSED */
+};
+
+struct election_peers_event {
+	enum election_peer_news news;
+	const char *node;        /* CLAIMED, REGAINED: the member that asks;
+				  * STRANGER: a node that is no member, or
+				  * NULL */
+	bool same_members;       /* CLAIMED, REGAINED: its member list is ours */
+	int agree, asked;        /* ROUND_DONE: members that agreed, asked */
+	enum election_check check; /* CHECK_DONE */
+};
+
+struct election_controls_event {
+	enum election_controls_news news;
+	const struct election_controls *in_force; /* READ */
+	bool session_lost;       /* FAILED: the session went, not an error */
+	bool to_me;              /* ASKED: a switchover to this node was asked */
+	const char *leader;      /* ASKED: the leader ("" none) */
+	int leader_priority;     /* ASKED */
+};
+
 struct election_event {
 	enum election_event_type type;
-	int news;                /* enum election_session_news, _command_news
-				  * or _peer_news */
-	enum fault fault;
-	int status;              /* GONE: exit code or 128+N; STARTED: pid */
-	int asked;               /* ROUND_DONE */
-	int64_t lock_key;
-	uint64_t fencing_token;
+	union {                  /* START, TICK, SHUTDOWN: none */
+		struct election_session_event session; /* LOCK, FENCE */
+		struct election_command_event command;
+		struct election_peers_event peers;
+		struct election_controls_event controls;
+	};
 	double wall;             /* wall-clock time of the event, for reports only */
 	double jitter;           /* a random fraction in [0, 1) the supervisor
 				  * draws for each event, which spreads the
 				  * reconnects of a fleet; 0 (tests): the
 				  * longest delay */
-	const char *reason;      /* one line for the log, or NULL */
-	const struct election_controls *controls; /* CONTROLS_READ */
+	const char *reason;      /* one line for the log, or NULL (SHUTDOWN:
+				  * the signal's name) */
 };
 
 /* What the supervisor must do: a bit each, carried out in the order of
@@ -278,13 +310,20 @@ struct election_log {
 	char text[LOG_MSG_MAX];
 };
 
+/* The step's answer to a member's claim (DESIGN 9), which goes back to it
+ * over HTTP. */
+struct election_answer {
+	bool given;               /* the event was a claim, and answered */
+	bool agreed;              /* 200; false: 409, with reason */
+	char reason[128];
+};
+
 struct election_output {
 	unsigned actions;         /* enum election_action bits */
 	int exit_code;            /* with ELECTION_DO_EXIT */
 	bool state_changed;       /* the snapshot says something new to a person */
 	bool stopping;            /* shutdown began: tell the service manager */
-	int claim_answer;         /* PEERS_CLAIMED: 200, or 409 with claim_reason */
-	char claim_reason[128];
+	struct election_answer answer; /* PEERS_CLAIMED, PEERS_REGAINED */
 	int n_logs;
 	struct election_log logs[ELECTION_MAX_LOGS];
 };

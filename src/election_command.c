@@ -36,7 +36,7 @@ bool election_reap(struct election *e, struct election_output *out, double now,
 	e->pause_stopped = false;
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;
-	e->snap.counters.command_exits[outcome_of(ev->status)]++;
+	e->snap.counters.command_exits[outcome_of(ev->command.status)]++;
 	return true;
 }
 
@@ -45,7 +45,7 @@ static void child_started(struct election *e, struct election_output *out,
 {
 	if (!e->child_running)
 		return;
-	e->snap.command_pid = ev->status;
+	e->snap.command_pid = ev->command.pid;
 	e->snap.command_active = true;
 	e->snap.counters.command_starts++;
 	out->state_changed = true; /* the status now shows the command's pid */
@@ -81,10 +81,10 @@ static void command_refused(struct election *e, struct election_output *out,
 	e->child_running = false;
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;
-	election_say(out, ev->fault == FAULT_ALREADY_RUN ? LOG_LEVEL_NOTICE
+	election_say(out, ev->command.fault == FAULT_ALREADY_RUN ? LOG_LEVEL_NOTICE
 		     : LOG_LEVEL_ERROR, "%s", election_reason_of(ev, "jobs refused"));
-	e->exit_code = ev->fault == FAULT_ALREADY_RUN ? e->p.conflict_exit_code
-		       : election_exit_for(ev->fault);
+	e->exit_code = ev->command.fault == FAULT_ALREADY_RUN ? e->p.conflict_exit_code
+		       : election_exit_for(ev->command.fault);
 	election_finish(e, out, now);
 }
 
@@ -132,8 +132,9 @@ void election_leader_child_gone(struct election *e, struct election_output *out,
 			     : "command stopped for a pause that has ended: starting it again");
 		return;
 	}
-	if (!election_restarts(e, ev->status) || gives_up(e, out, now, ev->status)) {
-		e->exit_code = ev->status;
+	if (!election_restarts(e, ev->command.status) ||
+	    gives_up(e, out, now, ev->command.status)) {
+		e->exit_code = ev->command.status;
 		election_finish(e, out, now);
 		return;
 	}
@@ -165,7 +166,7 @@ void election_stopped_child_gone(struct election *e, struct election_output *out
 void election_on_command(struct election *e, struct election_output *out,
 			 double now, const struct election_event *ev)
 {
-	switch ((enum election_command_news)ev->news) {
+	switch (ev->command.news) {
 	case ELECTION_COMMAND_STARTED: child_started(e, out, ev); return;
 	case ELECTION_COMMAND_START_FAILED: start_failed(e, out, now, ev); return;
 	case ELECTION_COMMAND_KILLED: child_killed(e); return;

@@ -265,7 +265,7 @@ static void read_failed(struct election *e, struct election_output *out,
 	static const struct election_controls none = { .readable = false };
 
 	e->ctl_pending = false;
-	if (ev->status == 1) {
+	if (ev->controls.session_lost) {
 		e->next_ctl_at = now + e->p.ping_interval;
 		return;
 	}
@@ -282,11 +282,12 @@ static void priority_asked(struct election *e, struct election_output *out,
 {
 	e->ctl_pending = false;
 	e->next_ctl_at = now + read_interval(e, now);
-	if (ev->status != 1)
+	if (!ev->controls.to_me)
 		return;
 	election_say(out, LOG_LEVEL_NOTICE, "priority %d over leader %s's %d: asked "
 	    "for a switchover to this node", e->p.priority,
-	    election_reason_of(ev, "?"), ev->asked);
+	    ev->controls.leader ? ev->controls.leader : "?",
+	    ev->controls.leader_priority);
 }
 
 void election_on_controls(struct election *e, struct election_output *out,
@@ -294,9 +295,9 @@ void election_on_controls(struct election *e, struct election_output *out,
 {
 	static const struct election_controls none = { .readable = false };
 
-	switch ((enum election_controls_news)ev->news) {
+	switch (ev->controls.news) {
 	case ELECTION_CONTROLS_READ:
-		read_done(e, out, now, ev->controls ? ev->controls : &none);
+		read_done(e, out, now, ev->controls.in_force ? ev->controls.in_force : &none);
 		return;
 	case ELECTION_CONTROLS_FAILED: read_failed(e, out, now, ev); return;
 	case ELECTION_CONTROLS_ASKED: priority_asked(e, out, now, ev); return;

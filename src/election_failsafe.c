@@ -139,29 +139,30 @@ void election_enter_failsafe(struct election *e, struct election_output *out,
 static void failsafe_round_done(struct election *e, struct election_output *out,
 				double now, const struct election_event *ev)
 {
+	const struct election_peers_event *p = &ev->peers;
 	struct election_snapshot *s = &e->snap;
 
 	if (e->state != ELECTION_FAILSAFE || isinf(e->failsafe.claim_deadline))
 		return;
 	e->failsafe.claim_deadline = INFINITY;
-	if (ev->status < ev->asked) {
+	if (p->agree < p->asked) {
 		char why[LOG_MSG_MAX / 2];
 
 		/* with each refusal's reason, as the failsafe client gave them */
-		snprintf(why, sizeof(why), "%d of %d members agree%s%s%s", ev->status,
-			 ev->asked, ev->reason && *ev->reason ? " (" : "",
+		snprintf(why, sizeof(why), "%d of %d members agree%s%s%s", p->agree,
+			 p->asked, ev->reason && *ev->reason ? " (" : "",
 			 ev->reason && *ev->reason ? ev->reason : "",
 			 ev->reason && *ev->reason ? ")" : "");
 		failsafe_demote(e, out, now, why);
 		return;
 	}
-	if (s->failsafe_agree != ev->status || s->failsafe_asked != ev->asked) {
+	if (s->failsafe_agree != p->agree || s->failsafe_asked != p->asked) {
 		election_say(out, LOG_LEVEL_NOTICE, "failsafe: %d of %d members agree; "
-		    "the command keeps running", ev->status, ev->asked);
+		    "the command keeps running", p->agree, p->asked);
 		out->state_changed = true;
 	}
-	s->failsafe_agree = ev->status;
-	s->failsafe_asked = ev->asked;
+	s->failsafe_agree = p->agree;
+	s->failsafe_asked = p->asked;
 	e->failsafe.next_claim_at = now + e->p.ping_interval;
 }
 
@@ -203,7 +204,7 @@ void election_failsafe_lost(struct election *e, struct election_output *out,
 void election_failsafe_connected(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
-	e->snap.lock_key = ev->lock_key;
+	e->snap.lock_key = ev->session.lock_key;
 	out->actions |= ELECTION_DO_TRY_LOCK;
 	election_request(e, now, e->p.ping_timeout);
 }
@@ -215,7 +216,7 @@ void election_failsafe_connected(struct election *e, struct election_output *out
 static const char *claim_refused(const struct election *e,
 				 const struct election_event *ev)
 {
-	if (ev->status != 1)
+	if (!ev->peers.same_members)
 		return "the member lists differ (failsafe_peers)";
 	switch (e->state) {
 	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
@@ -230,6 +231,15 @@ static const char *claim_refused(const struct election *e,
 		break;
 	}
 	return NULL;
+}
+
+/* The step's answer to the member: agreed (refused NULL), or why not. */
+static void answer(struct election_output *out, const char *refused)
+{
+	out->answer.given = true;
+	out->answer.agreed = !refused;
+	snprintf(out->answer.reason, sizeof(out->answer.reason), "%s",
+		 refused ? refused : "");
 }
 
 /* Closing the connection ends a queued wait, and releases a lock granted
@@ -249,17 +259,16 @@ static void peers_claimed(struct election *e, struct election_output *out,
 	const char *refused = claim_refused(e, ev);
 
 	if (refused) {
-		out->claim_answer = 409;
-		snprintf(out->claim_reason, sizeof(out->claim_reason), "%s", refused);
+		answer(out, refused);
 		return;
 	}
 	if (now >= e->failsafe.record_until)
 		election_say(out, LOG_LEVEL_NOTICE, "node %s leads in failsafe: staying out "
-		    "of the lock queue", election_reason_of(ev, "?"));
+		    "of the lock queue", ev->peers.node ? ev->peers.node : "?");
 	e->failsafe.record_until = now + e->p.failsafe_ttl;
 	snprintf(e->failsafe.record_node, sizeof(e->failsafe.record_node), "%s",
-		 election_reason_of(ev, ""));
-	out->claim_answer = 200;
+		 ev->peers.node ? ev->peers.node : "");
+	answer(out, NULL);
 	if (e->state == ELECTION_STANDBY || e->state == ELECTION_CONNECTING)
 		stay_out(e, out, now);
 	else if (e->state == ELECTION_BACKOFF)
@@ -273,15 +282,13 @@ static void peers_claimed(struct election *e, struct election_output *out,
 static void peers_regained(struct election *e, struct election_output *out,
 			   double now, const struct election_event *ev)
 {
-	const char *id = election_reason_of(ev, "");
+	const char *id = ev->peers.node ? ev->peers.node : "";
 
-	if (ev->status != 1) {
-		out->claim_answer = 409;
-		snprintf(out->claim_reason, sizeof(out->claim_reason),
-			 "the member lists differ (failsafe_peers)");
+	if (!ev->peers.same_members) {
+		answer(out, "the member lists differ (failsafe_peers)");
 		return;
 	}
-	out->claim_answer = 200;
+	answer(out, NULL);
 	if (now >= e->failsafe.record_until || strcmp(id, e->failsafe.record_node) != 0)
 		return;
 	e->failsafe.record_until = 0;
@@ -297,7 +304,7 @@ static void peers_check_done(struct election *e, struct election_output *out,
 {
 	if (e->state != ELECTION_LEADER || e->failsafe.check != CHECK_ASKING)
 		return;
-	switch ((enum election_check)ev->status) {
+	switch (ev->peers.check) {
 	case ELECTION_CHECK_CLEAR:
 		e->failsafe.check = CHECK_CLEAR;
 		return;
@@ -322,7 +329,7 @@ static void peers_check_done(struct election *e, struct election_output *out,
 static void peers_stranger(struct election *e, struct election_output *out,
 			   const struct election_event *ev)
 {
-	const char *id = ev->reason ? ev->reason : "";
+	const char *id = ev->peers.node ? ev->peers.node : "";
 
 	if (!strcmp(id, e->failsafe.stranger))
 		return;
@@ -352,7 +359,7 @@ bool election_runs_command(const struct election_snapshot *s)
 void election_on_peers(struct election *e, struct election_output *out,
 	               double now, const struct election_event *ev)
 {
-	switch ((enum election_peer_news)ev->news) {
+	switch (ev->peers.news) {
 	case ELECTION_PEERS_CLAIMED: peers_claimed(e, out, now, ev); return;
 	case ELECTION_PEERS_ROUND_DONE: failsafe_round_done(e, out, now, ev); return;
 	case ELECTION_PEERS_CHECK_DONE: peers_check_done(e, out, now, ev); return;
@@ -374,7 +381,7 @@ void election_failsafe_busy(struct election *e, struct election_output *out,
 void election_failsafe_child_gone(struct election *e, struct election_output *out,
 				double now, const struct election_event *ev)
 {
-	int status = ev->status;
+	int status = ev->command.status;
 
 	if (!election_reap(e, out, now, ev))
 		return;

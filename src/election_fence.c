@@ -159,7 +159,7 @@ static void failed(struct fence_machine *f, const struct fence_inputs *in,
 	double delay = f->backoff;
 
 	f->state = ELECTION_FENCE_CLOSED;
-	if (election_exit_for(ev->fault)) {
+	if (election_exit_for(ev->session.fault)) {
 		v->permanent = true;
 		return;
 	}
@@ -181,7 +181,7 @@ static void failed(struct fence_machine *f, const struct fence_inputs *in,
 		     ? LOG_LEVEL_WARNING : LOG_LEVEL_DEBUG,
 		     "fence session: %s; reconnecting in %.1fs",
 		     election_reason_of(ev, "connection lost"), delay);
-	election_about(out, ev->fault);
+	election_about(out, ev->session.fault);
 	f->outage_logged |= in->command;
 }
 
@@ -238,13 +238,13 @@ void fence_news(struct fence_machine *f, const struct fence_inputs *in,
 {
 	if (!f->enabled || f->state == ELECTION_FENCE_CLOSED)
 		return; /* news from a session already closed */
-	switch ((enum election_session_news)ev->news) {
+	switch (ev->session.news) {
 	case ELECTION_SESSION_CONNECTED: ready(f, in, out, now); return;
 	case ELECTION_SESSION_FAILED: failed(f, in, out, now, ev, v); return;
 	case ELECTION_SESSION_ACQUIRED: acquired(f, in, out, now); return;
 	case ELECTION_SESSION_BUSY: busy(f, in, out, v); return;
 	case ELECTION_SESSION_RELEASED:
-		if (ev->fault != FAULT_NONE)
+		if (ev->session.fault != FAULT_NONE)
 			failed(f, in, out, now, ev, v);
 		else
 			ready(f, in, out, now);

@@ -76,7 +76,12 @@ static void name_event(int name, struct election_event *ev)
 	for (size_t i = 0; i < sizeof(event_names) / sizeof(event_names[0]); i++)
 		if (event_names[i].name == name) {
 			ev->type = event_names[i].type;
-			ev->news = event_names[i].news;
+			if (ev->type == ELECTION_COMMAND)
+				ev->command.news = (enum election_command_news)
+					event_names[i].news;
+			else
+				ev->session.news = (enum election_session_news)
+					event_names[i].news;
 		}
 }
 
@@ -88,21 +93,24 @@ static enum fault fatal_fault(int code)
 static struct election_output step(struct election *e, int type, int code,
 				   const char *reason, double now)
 {
-	struct election_event ev = { .status = code, .reason = reason,
-				     .wall = now + 1.7e9 };
+	struct election_event ev = { .reason = reason, .wall = now + 1.7e9 };
 	struct election_output out;
 	long long key;
 	unsigned long long token;
 
 	name_event(type, &ev);
+	if (ev.type == ELECTION_COMMAND) {
+		ev.command.status = code;
+		ev.command.pid = code;
+	}
 	if (type == ELECTION_CONNECT_FAILED || type == ELECTION_CONN_LOST)
-		ev.fault = FAULT_CONNECTION;
+		ev.session.fault = FAULT_CONNECTION;
 	else if (type == ELECTION_FATAL)
-		ev.fault = fatal_fault(code);
+		ev.session.fault = fatal_fault(code);
 	else if (type == ELECTION_LOCK_ACQUIRED && reason &&
 		 sscanf(reason, "key %lld, fencing token %llu", &key, &token) == 2) {
-		ev.lock_key = key;
-		ev.fencing_token = token;
+		ev.session.lock_key = key;
+		ev.session.fencing_token = token;
 	}
 	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
 	election_step(e, &ev, now, &out);
@@ -110,8 +118,7 @@ static struct election_output step(struct election *e, int type, int code,
 	if (out.actions & ELECTION_DO_START_CHILD) {
 		struct election_output started;
 		struct election_event sev = { .type = ELECTION_COMMAND,
-					      .news = ELECTION_COMMAND_STARTED,
-					      .status = 4242 };
+			.command = { .news = ELECTION_COMMAND_STARTED, .pid = 4242 } };
 
 		election_step(e, &sev, now, &started);
 		ck_assert_int_eq(started.actions, 0);
@@ -434,9 +441,8 @@ static struct election_output lost(struct election *e, enum fault f,
 				   double jitter, const char *reason, double now)
 {
 	struct election_event ev = { .type = ELECTION_LOCK,
-				     .news = ELECTION_SESSION_FAILED, .fault = f,
-				     .jitter = jitter, .reason = reason,
-				     .wall = now + 1.7e9 };
+		.session = { .news = ELECTION_SESSION_FAILED, .fault = f },
+		.jitter = jitter, .reason = reason, .wall = now + 1.7e9 };
 	struct election_output out;
 
 	election_step(e, &ev, now, &out);
@@ -2308,8 +2314,8 @@ static struct election_output db_failed(struct election *e, enum fault f,
 					const char *why, double now)
 {
 	struct election_event ev = { .type = ELECTION_LOCK,
-				     .news = ELECTION_SESSION_FAILED, .fault = f,
-				     .reason = why };
+		.session = { .news = ELECTION_SESSION_FAILED, .fault = f },
+		.reason = why };
 	struct election_output out;
 
 	election_step(e, &ev, now, &out);
@@ -2393,15 +2399,14 @@ START_TEST(test_fork_failure)
 {
 	struct election_output out;
 	struct election_event ev = { .type = ELECTION_COMMAND,
-				     .news = ELECTION_COMMAND_START_FAILED,
-				     .fault = FAULT_FORK,
-				     .reason = "fork: Resource temporarily unavailable" };
+		.command = { .news = ELECTION_COMMAND_START_FAILED, .fault = FAULT_FORK },
+		.reason = "fork: Resource temporarily unavailable" };
 
 	to_standby(&M, &defaults, 0);
 	/* the command's start is an action; fork fails before any pid */
 	election_step(&M, &(struct election_event){ .type = ELECTION_LOCK,
-			.news = ELECTION_SESSION_ACQUIRED, .lock_key = 1,
-			.fencing_token = 2 }, 0, &out);
+			.session = { .news = ELECTION_SESSION_ACQUIRED, .lock_key = 1,
+				     .fencing_token = 2 } }, 0, &out);
 	ck_actions(out, ELECTION_DO_START_CHILD);
 	election_step(&M, &ev, 0, &out);
 	ck_actions(out, ELECTION_DO_RELEASE);
@@ -2526,8 +2531,9 @@ END_TEST
 static struct election_output fence_news(struct election *e, int news,
 					 enum fault f, double now)
 {
-	struct election_event ev = { .type = ELECTION_FENCE, .news = news,
-				     .fault = f, .reason = "x" };
+	struct election_event ev = { .type = ELECTION_FENCE,
+		.session = { .news = (enum election_session_news)news, .fault = f },
+		.reason = "x" };
 	struct election_output out;
 
 	election_step(e, &ev, now, &out);
@@ -3069,13 +3075,20 @@ END_TEST
 static struct election_output peers(struct election *e, int news, int status,
 				    int asked, const char *node, double now)
 {
-	struct election_event ev = { .type = ELECTION_PEERS, .news = news,
-				     .status = status, .asked = asked,
-				     .reason = node };
+	struct election_event ev = { .type = ELECTION_PEERS, .reason = node,
+		.peers = { .news = (enum election_peer_news)news, .node = node,
+			   .same_members = status == 1, .agree = status,
+			   .asked = asked, .check = (enum election_check)status } };
 	struct election_output out;
 
 	election_step(e, &ev, now, &out);
 	return out;
+}
+
+/* The step's answer to a claim as HTTP says it: 200, 409, or 0 for none. */
+static int answer_code(const struct election_output *out)
+{
+	return !out->answer.given ? 0 : out->answer.agreed ? 200 : 409;
 }
 
 enum { OTHER_MEMBERS = 0, SAME_MEMBERS = 1 }; /* a claim's status */
@@ -3293,7 +3306,7 @@ START_TEST(test_failsafe_member_record)
 	to_standby(&M, &p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
 	out = peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 1);
-	ck_assert_int_eq(out.claim_answer, 200);
+	ck_assert_int_eq(answer_code(&out), 200);
 	ck_log(out, LOG_LEVEL_NOTICE, "node n2 leads in failsafe: staying out of "
 	       "the lock queue");
 	ck_actions(out, ELECTION_DO_DISCONNECT); /* leaves the queue */
@@ -3312,8 +3325,8 @@ START_TEST(test_failsafe_member_record)
 	/* a leader refuses */
 	failsafe_leader(0);
 	out = peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 1);
-	ck_assert_int_eq(out.claim_answer, 409);
-	ck_assert_str_eq(out.claim_reason, "this node runs the command");
+	ck_assert_int_eq(answer_code(&out), 409);
+	ck_assert_str_eq(out.answer.reason, "this node runs the command");
 }
 END_TEST
 
@@ -3327,15 +3340,15 @@ START_TEST(test_failsafe_claim_other_members)
 	to_standby(&M, &p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
 	out = peers(&M, ELECTION_PEERS_CLAIMED, OTHER_MEMBERS, 0, "n2", 1);
-	ck_assert_int_eq(out.claim_answer, 409);
-	ck_assert_str_eq(out.claim_reason, "the member lists differ (failsafe_peers)");
+	ck_assert_int_eq(answer_code(&out), 409);
+	ck_assert_str_eq(out.answer.reason, "the member lists differ (failsafe_peers)");
 	ck_actions(out, 0);
 	ck_no_log(out);
 	ck_state(&M, ELECTION_STANDBY);
 	ck_assert(election_snapshot(&M)->failsafe_record_until == 0);
 	/* any status but 1 is another list: a caller's zeroed event refuses */
 	out = peers(&M, ELECTION_PEERS_CLAIMED, 2, 0, "n2", 1);
-	ck_assert_int_eq(out.claim_answer, 409);
+	ck_assert_int_eq(answer_code(&out), 409);
 }
 END_TEST
 
@@ -3475,14 +3488,14 @@ START_TEST(test_failsafe_regained_clears_record)
 	ck_state(&M, ELECTION_BACKOFF);
 	ck_wakeup(&M, 1, 16);
 	out = peers(&M, ELECTION_PEERS_REGAINED, SAME_MEMBERS, 0, "n3", 2);
-	ck_assert_int_eq(out.claim_answer, 200);
+	ck_assert_int_eq(answer_code(&out), 200);
 	ck_actions(out, 0);
 	ck_wakeup(&M, 2, 16);
 	out = peers(&M, ELECTION_PEERS_REGAINED, OTHER_MEMBERS, 0, "n2", 2);
-	ck_assert_int_eq(out.claim_answer, 409);
+	ck_assert_int_eq(answer_code(&out), 409);
 	ck_wakeup(&M, 2, 16);
 	out = peers(&M, ELECTION_PEERS_REGAINED, SAME_MEMBERS, 0, "n2", 2.5);
-	ck_assert_int_eq(out.claim_answer, 200);
+	ck_assert_int_eq(answer_code(&out), 200);
 	ck_log(out, LOG_LEVEL_NOTICE, "node n2 holds the lock again after failsafe: "
 	       "back in the lock queue");
 	ck_actions(out, ELECTION_DO_CONNECT);
