@@ -1306,6 +1306,7 @@ static const char *event_news(const struct election_event *ev)
 		"REFUSED" };
 	static const char *const peers[] = { "CLAIMED", "ROUND_DONE", "CHECK_DONE",
 		"STRANGER", "REGAINED" };
+	static const char *const ctl[] = { "READ", "FAILED", "ASKED" };
 
 	if (ev->type == ELECTION_LOCK || ev->type == ELECTION_FENCE)
 		return news_name((int)ev->session.news);
@@ -1313,13 +1314,15 @@ static const char *event_news(const struct election_event *ev)
 		return (unsigned)ev->command.news < 5 ? cmd[ev->command.news] : "?";
 	if (ev->type == ELECTION_PEERS)
 		return (unsigned)ev->peers.news < 5 ? peers[ev->peers.news] : "?";
+	if (ev->type == ELECTION_CONTROLS)
+		return (unsigned)ev->controls.news < 3 ? ctl[ev->controls.news] : "?";
 	return "";
 }
 
 static void event_text(const struct election_event *ev, char *buf, size_t len)
 {
 	static const char *const types[] = { "START", "TICK", "SHUTDOWN", "LOCK",
-		"FENCE", "COMMAND", "PEERS" };
+		"FENCE", "COMMAND", "PEERS", "CONTROLS" };
 	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], event_news(ev));
 
 	int status = ev->type == ELECTION_COMMAND ? ev->command.pid + ev->command.status
