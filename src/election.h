@@ -25,6 +25,7 @@
  * BACKOFF      -      exit            -     (perm)  -        -    -     -
  * STANDBY      -      release/exit    -     backoff lead     wait -     -
  * LEADER       -      stop            -     demote  -        -    ok    -
+ * FAILSAFE     -      stop            try   retry   lead     demote -   -
  * DEMOTING     -      stop            -     (perm)  -        -    -     -
  * SHUTTING_DN  -      kill            -     (perm)  -        -    -     -
  * RELEASING    -      -               -     exit    -        -    -     exit
@@ -39,7 +40,9 @@
  * away; reconnected when lost, and taken again while the command lives, in
  * every state (only tried while it is being stopped). While the command is
  * stopped without the lock: the fence lost on its own, or held elsewhere:
- * KILL now. Peers: REGAINED from the node a member agreed to ends its
+ * KILL now. The fence (election_fence.c) and failsafe's claims, check and
+ * record (election_failsafe.c) are machines of their own: only their file
+ * touches their struct. Peers: REGAINED from the node a member agreed to ends its
  * record: BACKOFF reconnects at once.
  * Controls (DESIGN 11, election_controls.c), read over the fence session by
  * LEADER and STANDBY: a leader starts nothing before a read answered since
