@@ -424,6 +424,8 @@ struct fence_machine {
 /* Failsafe's own state (DESIGN 9; election_failsafe.c): only that file
  * reads or writes these. */
 struct failsafe_machine {
+	bool enabled;                /* election_params.failsafe, and its */
+	double ttl, ping_interval, ping_timeout; /* durations */
 	/* as the leader */
 	enum fault fault;            /* why the lock was lost */
 	double next_claim_at;        /* next round; INFINITY while one runs */
@@ -431,6 +433,7 @@ struct failsafe_machine {
 	enum { CHECK_NONE, CHECK_ASKING, CHECK_CLEAR } check;
 	double check_again_at;       /* a new leader's question to the members */
 	char stranger[64];           /* failsafe is off while one is seen */
+	int agree, asked;            /* the last round's answers */
 	/* as a member */
 	double record_until;         /* another node leads in failsafe */
 	char record_node[64];        /* which */
