@@ -49,10 +49,11 @@ ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DPGLEADER_VERSION='"$(VERSION)"' \
 	$(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
 LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null) -lev -lm
-# pgleader itself loads libmicrohttpd and libcurl only when configured
-# (src/dynlib.c): they are not linked, which keeps them out of a plain
-# node's memory; the packages name them as dependencies.
-PGLEADER_LIBS := $(shell $(PKG_CONFIG) --libs libpq libsystemd inih jansson \
+# pgleader itself loads libmicrohttpd and libcurl only when configured, and
+# libsystemd only under systemd (src/dynlib.c): they are not linked, which
+# keeps them out of a plain node's memory and start; the packages name them
+# as dependencies.
+PGLEADER_LIBS := $(shell $(PKG_CONFIG) --libs libpq inih jansson \
 	2>/dev/null) -lev -lm -ldl
 JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
 MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
@@ -166,12 +167,15 @@ $(B)tests/unit/test_value: tests/unit/test_value.c src/value.c $(DEPS)
 # fence, failsafe, the operator controls.
 ELECTION_SRCS := src/election.c src/election_clock.c src/election_command.c \
 	src/election_fence.c src/election_failsafe.c src/election_controls.c
-$(B)tests/unit/test_election: tests/unit/test_election.c $(ELECTION_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(CHECK_LIBS) -lm
+# Both run on the daemon's parameters: params.c over config.c's defaults.
+DAEMON_PARAMS_SRCS := tests/unit/daemon_params.c src/params.c src/config.c \
+	src/schedule.c src/zone.c $(OPTIONS_SRCS)
+$(B)tests/unit/test_election: tests/unit/test_election.c $(ELECTION_SRCS) $(DAEMON_PARAMS_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(DAEMON_PARAMS_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
 # The operator controls' decisions, with the daemon's parameters.
 UNIT_TESTS += $(B)tests/unit/test_election_controls
-$(B)tests/unit/test_election_controls: tests/unit/test_election_controls.c $(ELECTION_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(CHECK_LIBS) -lm
+$(B)tests/unit/test_election_controls: tests/unit/test_election_controls.c $(ELECTION_SRCS) $(DAEMON_PARAMS_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(DAEMON_PARAMS_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
 # The test defines sd_journal_sendv itself, so it links no libsystemd: it
 # sees the journal fields pgleader would send without needing a journald.
 $(B)tests/unit/test_log: tests/unit/test_log.c src/log.c $(DEPS)

@@ -1,5 +1,5 @@
 /* dynlib.h: libmicrohttpd and libcurl, loaded only when the HTTP server or
- * failsafe is configured. */
+ * failsafe is configured; libsystemd only under systemd. */
 #ifndef PGLEADER_DYNLIB_H
 #define PGLEADER_DYNLIB_H
 
@@ -10,5 +10,6 @@
  * with one line in err when it is missing or lacks one. */
 bool dynlib_load_mhd(char *err, size_t errlen);
 bool dynlib_load_curl(char *err, size_t errlen);
+bool dynlib_load_systemd(char *err, size_t errlen);
 
 #endif

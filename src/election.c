@@ -42,7 +42,7 @@ void election_init(struct election *e, const struct election_params *p)
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
 	e->restart_backoff = ELECTION_RESTART_MIN;
-	fence_init(&e->fence, p->fence, p->retry_interval);
+	fence_init(&e->fence, p->retry_interval);
 	e->lost_since = INFINITY;
 	e->outage_began = INFINITY;
 	election_failsafe_init(e);
@@ -427,7 +427,7 @@ static double settle_after_outage(struct election *e, struct election_output *ou
 {
 	double not_before = -INFINITY;
 
-	if (isfinite(e->outage_began) && e->p.fence)
+	if (isfinite(e->outage_began))
 		not_before = fmin(e->back_at + ELECTION_SETTLE,
 				  e->outage_began + e->p.grace_period +
 				  ELECTION_KILL_GONE);
@@ -543,10 +543,10 @@ void election_connected(struct election *e, struct election_output *out,
 	e->back_at = now;
 	e->handing_over = false; /* a switchover's lock went with the old session */
 	election_set_state(e, out, now, ELECTION_STANDBY);
-	if (e->p.never_lead && !e->waiting_logged)
+	if (e->p.priority == 0 && !e->waiting_logged)
 		election_say(out, LOG_LEVEL_INFO, "priority 0: a standby that never "
 		    "asks for the leader lease");
-	e->waiting_logged |= e->p.never_lead;
+	e->waiting_logged |= e->p.priority == 0;
 	election_ask_for_lock(e, out, now);
 	/* a one-shot's fence, or one closed meanwhile, beside the first lock
 	 * request: ready by the time a lock is granted */

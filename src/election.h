@@ -252,22 +252,18 @@ struct election_params {
 	int ping_failures;
 	double takeover_delay;
 	int priority;             /* DESIGN 11: above 1, asks a leader of lower
-				   * priority for a switchover */
-	bool never_lead;          /* priority 0: never asks for the lock */
+				   * priority for a switchover; 0 never asks
+				   * for the lock */
 	double priority_delay;    /* healthy standby time before asking */
 	double wait_timeout;      /* < 0: wait for ever */
 	double connect_timeout;
 	enum election_restart restart;
 	int restart_limit;        /* quick failures in a row; 0: no limit */
 	int conflict_exit_code;
-	bool fence;               /* hold the fence while the command lives */
 	bool failsafe;            /* DESIGN 9 */
 	double failsafe_ttl;
 	double grace_period;      /* the command's, and so the old leader's, stop
 				   * bound: caps the settle wait (0: no wait) */
-	bool controls;            /* read the operator controls (DESIGN 11):
-				   * a new leader starts nothing before one
-				   * read answered */
 	bool pause_in_jobs;       /* the jobs act on pauses, not the election */
 	/* for the snapshot only */
 	const char *node_id;
@@ -409,7 +405,6 @@ enum election_fence {
 /* The fence's own machine (election_fence.c): only that file reads or
  * writes these; the rest of the election goes through its functions. */
 struct fence_machine {
-	bool enabled;            /* election_params.fence */
 	enum election_fence state;
 	double retry_at;         /* reopen a closed session; INFINITY */
 	double backoff;

@@ -36,7 +36,7 @@ static double read_interval(const struct election *e, double now)
 static void controls_read(struct election *e, struct election_output *out,
 			  double now)
 {
-	if (!e->p.controls || e->ctl_pending)
+	if (e->ctl_pending)
 		return;
 	e->ctl_pending = true;
 	e->ctl_sent_at = now;
@@ -49,13 +49,13 @@ static void controls_read(struct election *e, struct election_output *out,
  * priority_delay. */
 static bool asks_priority(const struct election *e, double now)
 {
-	return e->p.controls && e->p.priority > 1 && e->state == ELECTION_STANDBY &&
+	return e->p.priority > 1 && e->state == ELECTION_STANDBY &&
 	       !holding_off(e, now) && now - e->standby_since >= e->p.priority_delay;
 }
 
 static bool reads_now(const struct election *e)
 {
-	return e->p.controls && !e->ctl_pending &&
+	return !e->ctl_pending &&
 	       (e->state == ELECTION_LEADER || e->state == ELECTION_STANDBY);
 }
 
@@ -84,8 +84,6 @@ double election_controls_wakeup(const struct election *e)
  * came, nothing paused, no switchover under way. */
 bool election_controls_allow_start(const struct election *e)
 {
-	if (!e->p.controls)
-		return true;
 	return e->ctl_fresh && !e->handing_over &&
 	       (!e->paused || e->p.pause_in_jobs);
 }
@@ -308,7 +306,7 @@ void election_on_controls(struct election *e, struct election_output *out,
  * switchover asks once it is over. False: ask now. */
 bool election_controls_defer_lock(struct election *e, double now)
 {
-	if (e->p.never_lead) {
+	if (e->p.priority == 0) {
 		e->next_attempt_at = INFINITY;
 		return true;
 	}

@@ -7,9 +7,8 @@
 
 #include "election_impl.h"
 
-void fence_init(struct fence_machine *f, bool enabled, double retry_interval)
+void fence_init(struct fence_machine *f, double retry_interval)
 {
-	f->enabled = enabled;
 	f->state = ELECTION_FENCE_CLOSED;
 	f->retry_at = INFINITY;
 	f->backoff = ELECTION_RECONNECT_MIN;
@@ -25,7 +24,7 @@ void fence_init(struct fence_machine *f, bool enabled, double retry_interval)
  * new leader takes the fence in one round trip. */
 void fence_open(struct fence_machine *f, struct election_output *out)
 {
-	if (!f->enabled || f->state != ELECTION_FENCE_CLOSED)
+	if (f->state != ELECTION_FENCE_CLOSED)
 		return;
 	f->state = ELECTION_FENCE_OPENING;
 	f->retry_at = INFINITY;
@@ -40,10 +39,10 @@ void fence_close(struct fence_machine *f, struct election_output *out)
 	f->retry_at = INFINITY;
 }
 
-/* The command may start: the fence is held, or not used. */
+/* The command may start: the fence is held. */
 bool fence_ok(const struct fence_machine *f)
 {
-	return !f->enabled || f->state == ELECTION_FENCE_HELD;
+	return f->state == ELECTION_FENCE_HELD;
 }
 
 bool fence_held(const struct fence_machine *f)
@@ -57,7 +56,7 @@ bool fence_held(const struct fence_machine *f)
 static bool wanted(const struct fence_machine *f, const struct fence_inputs *in,
 		   double now)
 {
-	if (!f->enabled || in->killing)
+	if (in->killing)
 		return false;
 	return in->command || (in->leader && now >= f->not_before);
 }
@@ -65,10 +64,9 @@ static bool wanted(const struct fence_machine *f, const struct fence_inputs *in,
 /* The command is being stopped and the lock is gone, or may be: only the
  * fence keeps the next leader's command out. With the lock still held
  * (a graceful shutdown), the lock does. */
-static bool stopping_unlocked(const struct fence_machine *f,
-			      const struct fence_inputs *in)
+static bool stopping_unlocked(const struct fence_inputs *in)
 {
-	return f->enabled && in->command && !in->killing && in->unlocked;
+	return in->command && !in->killing && in->unlocked;
 }
 
 /* A node that holds, or held, the lock waits in the queue for the fence; one
@@ -80,7 +78,7 @@ void fence_take(struct fence_machine *f, const struct fence_inputs *in,
 	if (f->state != ELECTION_FENCE_READY)
 		return; /* taken once the session is ready */
 	f->state = ELECTION_FENCE_TAKING;
-	if (stopping_unlocked(f, in))
+	if (stopping_unlocked(in))
 		out->actions |= ELECTION_DO_FENCE_TRY;
 	else
 		out->actions |= ELECTION_DO_FENCE_TAKE;
@@ -119,7 +117,7 @@ void fence_stopping(struct fence_machine *f, const struct fence_inputs *in,
 		    struct fence_verdict *v)
 {
 	f->lock_lost_at = now;
-	if (!stopping_unlocked(f, in) || f->state == ELECTION_FENCE_HELD)
+	if (!stopping_unlocked(in) || f->state == ELECTION_FENCE_HELD)
 		return;
 	if (!outage && now - f->lost_at > ELECTION_SESSIONS_TOGETHER) {
 		v->kill = "the fence was lost before the lock";
@@ -137,7 +135,7 @@ static bool failed_stopping(struct fence_machine *f, const struct fence_inputs *
 			    double now, enum election_fence was,
 			    struct fence_verdict *v)
 {
-	if (!stopping_unlocked(f, in))
+	if (!stopping_unlocked(in))
 		return false;
 	if (was == ELECTION_FENCE_HELD &&
 	    now - f->lock_lost_at > ELECTION_SESSIONS_TOGETHER) {
@@ -216,7 +214,7 @@ static void busy(struct fence_machine *f, const struct fence_inputs *in,
 {
 	f->state = ELECTION_FENCE_READY;
 	if (!in->leading) {
-		if (stopping_unlocked(f, in))
+		if (stopping_unlocked(in))
 			v->kill = "the fence is held by another session";
 		/* a wait cancelled just as the fence was granted leaves it held:
 		 * give back whatever this session may hold */
@@ -236,7 +234,7 @@ void fence_news(struct fence_machine *f, const struct fence_inputs *in,
 		struct election_output *out, double now,
 		const struct election_event *ev, struct fence_verdict *v)
 {
-	if (!f->enabled || f->state == ELECTION_FENCE_CLOSED)
+	if (f->state == ELECTION_FENCE_CLOSED)
 		return; /* news from a session already closed */
 	switch (ev->session.news) {
 	case ELECTION_SESSION_CONNECTED: ready(f, in, out, now); return;

@@ -103,7 +103,7 @@ struct fence_verdict {
 	bool permanent;   /* its session ended with a permanent fault */
 };
 
-void fence_init(struct fence_machine *f, bool enabled, double retry_interval);
+void fence_init(struct fence_machine *f, double retry_interval);
 void fence_open(struct fence_machine *f, struct election_output *out);
 void fence_close(struct fence_machine *f, struct election_output *out);
 bool fence_ok(const struct fence_machine *f);

@@ -258,7 +258,12 @@ static int run(const struct config *cfg)
 		supervisor_free(sup);
 		return election_exit_for(FAULT_CONFIG);
 	}
-	notify_init(loop);
+	if (!notify_init(loop, err, sizeof(err))) {
+		fprintf(stderr, "pgleader: %s\n", err);
+		http_free(web);
+		supervisor_free(sup);
+		return election_exit_for(FAULT_CONFIG);
+	}
 	supervisor_start(sup);
 	notify_ready();
 

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "dynlib.h"
+
 static ev_timer watchdog_timer;
 
 static void watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
@@ -17,9 +19,14 @@ static void watchdog_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	sd_notify(0, "WATCHDOG=1");
 }
 
-void notify_init(struct ev_loop *loop)
+bool notify_init(struct ev_loop *loop, char *err, size_t errlen)
 {
 	uint64_t usec = 0;
+
+	/* a service manager that waits for READY=1 must hear it, or be told
+	 * why not at once rather than time out */
+	if (getenv("NOTIFY_SOCKET") && !dynlib_load_systemd(err, errlen))
+		return false;
 
 	/* Pinging at half the period leaves room for one late loop turn.  The
 	 * timer runs in the main loop on purpose: a frozen loop must starve
@@ -31,6 +38,7 @@ void notify_init(struct ev_loop *loop)
 		ev_timer_again(loop, &watchdog_timer);
 		sd_notify(0, "WATCHDOG=1");
 	}
+	return true;
 }
 
 void notify_ready(void)
@@ -96,8 +104,9 @@ void notify_publish(const struct election_snapshot *s)
 
 	if (s->state == ELECTION_INIT)
 		return;
-	notify_status_text(s, status, sizeof(status));
-	sd_notifyf(0, "STATUS=%s", status);
+	memcpy(status, "STATUS=", 7);
+	notify_status_text(s, status + 7, sizeof(status) - 7);
+	sd_notify(0, status);
 }
 
 void notify_stopping(void)

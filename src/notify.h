@@ -3,11 +3,15 @@
 #define PGLEADER_NOTIFY_H
 
 #include <ev.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "election.h"
 
-/* Starts the watchdog timer when WATCHDOG_USEC is set for this process. */
-void notify_init(struct ev_loop *loop);
+/* Loads libsystemd when a service manager listens (NOTIFY_SOCKET) and
+ * starts the watchdog timer when WATCHDOG_USEC is set for this process;
+ * false with one line in err when libsystemd cannot be loaded. */
+bool notify_init(struct ev_loop *loop, char *err, size_t errlen);
 void notify_ready(void);
 /* STATUS= for what a person reads in `systemctl status`, from the
  * election's snapshot. */

@@ -110,3 +110,25 @@ def test_journald_priority_prefixes(pg, fleet, ledger, workdir):
                    r"acquired leader lease" % b.pid, timeout=bound(10))
     assert b.stop() == 0
     assert "<6>" not in b.text()
+
+
+def mapped_libsystemd(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return "libsystemd.so" in f.read()
+
+
+def test_libsystemd_loaded_only_under_systemd(pg, fleet, ledger, workdir):
+    """A node started by hand or from a container maps no libsystemd (nor
+    libgcrypt, liblzma, ... that it pulls in); one with NOTIFY_SOCKET does."""
+    sock = NotifySocket(workdir / "n.notify")
+    try:
+        a = fleet.start("a")
+        ledger.wait_for("start", "a", timeout=bound(10))
+        assert not mapped_libsystemd(a.pid)
+        b = fleet.start("b", env={"NOTIFY_SOCKET": sock.path})
+        sock.wait_for("READY=1", 5)
+        assert mapped_libsystemd(b.pid)
+        assert a.stop() == 0
+        assert b.stop() == 0
+    finally:
+        sock.close()

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon_params.h"
 #include "election.h"
 #include "log.h"
 
@@ -15,19 +16,16 @@
  * a deadline the machine computes equals the one the test computes. */
 #define JUST 0.0009765625 /* 1/1024 */
 
-static const struct election_params defaults = {
-	.wait_in_queue = true,
-	.nonblock = false,
-	.retry_interval = 5,
-	.ping_interval = 1,
-	.ping_timeout = 2,
-	.ping_failures = 3,
-	.takeover_delay = 0,
-	.wait_timeout = -1,
-	.connect_timeout = 10,
-	.restart = ELECTION_RESTART_NO,
-	.conflict_exit_code = 75,
-};
+/* The daemon's parameters over its default configuration (daemon_cfg:
+ * retry_interval 5s, ping_interval 1s, ping_timeout 2s, ping_failures 3,
+ * grace_period 8s, restart no, restart_limit 5, acquire wait, priority 1),
+ * with connect_timeout 10s; built in main(). A test that needs another
+ * value sets it in a copy of daemon_cfg and builds its own with
+ * daemon_params(). */
+static struct election_params defaults;
+
+/* Seconds, as the configuration holds them (milliseconds). */
+#define MS(seconds) ((int64_t)llround((seconds) * 1000))
 
 static struct election M; /* the machine under test */
 
@@ -43,7 +41,7 @@ enum {
 	ELECTION_LOCK_BUSY, ELECTION_PING_OK, ELECTION_CONN_LOST, ELECTION_FATAL,
 	ELECTION_RELEASED, ELECTION_CHILD_STARTED, ELECTION_CHILD_START_FAILED,
 	ELECTION_CHILD_KILLED, ELECTION_CHILD_GONE, FENCE_CONNECTED, FENCE_ACQUIRED,
-	FENCE_BUSY, FENCE_FAILED, FENCE_RELEASED,
+	FENCE_BUSY, FENCE_FAILED, FENCE_RELEASED, CONTROLS_ANSWERED, CONTROLS_FAILED,
 };
 
 static const struct {
@@ -68,26 +66,116 @@ static const struct {
 	{ FENCE_BUSY, ELECTION_FENCE, ELECTION_SESSION_BUSY },
 	{ FENCE_FAILED, ELECTION_FENCE, ELECTION_SESSION_FAILED },
 	{ FENCE_RELEASED, ELECTION_FENCE, ELECTION_SESSION_RELEASED },
+	{ CONTROLS_ANSWERED, ELECTION_CONTROLS, ELECTION_CONTROLS_READ },
+	{ CONTROLS_FAILED, ELECTION_CONTROLS, ELECTION_CONTROLS_FAILED },
 };
+
+/* The news of an event of this type, in its payload. */
+static void set_news(struct election_event *ev, enum election_event_type type,
+		     int news)
+{
+	ev->type = type;
+	if (type == ELECTION_COMMAND)
+		ev->command.news = (enum election_command_news)news;
+	else if (type == ELECTION_CONTROLS)
+		ev->controls.news = (enum election_controls_news)news;
+	else if (type == ELECTION_PEERS)
+		ev->peers.news = (enum election_peer_news)news;
+	else
+		ev->session.news = (enum election_session_news)news;
+}
 
 static void name_event(int name, struct election_event *ev)
 {
 	ev->type = (enum election_event_type)name;
 	for (size_t i = 0; i < sizeof(event_names) / sizeof(event_names[0]); i++)
-		if (event_names[i].name == name) {
-			ev->type = event_names[i].type;
-			if (ev->type == ELECTION_COMMAND)
-				ev->command.news = (enum election_command_news)
-					event_names[i].news;
-			else
-				ev->session.news = (enum election_session_news)
-					event_names[i].news;
-		}
+		if (event_names[i].name == name)
+			set_news(ev, event_names[i].type, event_names[i].news);
 }
 
 static enum fault fatal_fault(int code)
 {
 	return code == 69 ? FAULT_AUTH : FAULT_POOLER;
+}
+
+/* The database answers the fence session and the operator controls at
+ * once, as a healthy one does: step() feeds the answer to each request
+ * back to the machine in the same instant, and adds what the answers led
+ * to (actions, lines) to the step's output. A test that plays the fence
+ * session itself turns answer_fence off; one that plays the controls,
+ * answer_controls. Both are on at the start of every test (new_case). */
+static bool answer_fence = true, answer_controls = true;
+static const struct election_controls nothing_in_force = { .readable = true };
+
+/* Adds what an answer led to to the output of the step that asked. */
+static void merge(struct election_output *out, const struct election_output *more)
+{
+	out->actions |= more->actions;
+	if (more->actions & ELECTION_DO_EXIT)
+		out->exit_code = more->exit_code;
+	out->state_changed |= more->state_changed;
+	out->stopping |= more->stopping;
+	for (int i = 0; i < more->n_logs && out->n_logs < ELECTION_MAX_LOGS; i++)
+		out->logs[out->n_logs++] = more->logs[i];
+}
+
+/* The answer to one request of `asked`, or false when the world gives
+ * none: the fence session's, the controls', a started command's pid. */
+static bool answer(unsigned asked, struct election_event *ev)
+{
+	static const struct { unsigned action; enum election_event_type type; int news; }
+	answers[] = {
+		{ ELECTION_DO_FENCE_CONNECT, ELECTION_FENCE, ELECTION_SESSION_CONNECTED },
+		{ ELECTION_DO_FENCE_TAKE, ELECTION_FENCE, ELECTION_SESSION_ACQUIRED },
+		{ ELECTION_DO_FENCE_TRY, ELECTION_FENCE, ELECTION_SESSION_ACQUIRED },
+		{ ELECTION_DO_FENCE_DROP, ELECTION_FENCE, ELECTION_SESSION_RELEASED },
+		{ ELECTION_DO_CONTROLS_READ, ELECTION_CONTROLS, ELECTION_CONTROLS_READ },
+		{ ELECTION_DO_START_CHILD, ELECTION_COMMAND, ELECTION_COMMAND_STARTED },
+	};
+
+	for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+		if (!(asked & answers[i].action) ||
+		    (answers[i].type == ELECTION_FENCE && !answer_fence) ||
+		    (answers[i].type == ELECTION_CONTROLS && !answer_controls))
+			continue;
+		*ev = (struct election_event){ .type = answers[i].type };
+		set_news(ev, answers[i].type, answers[i].news);
+		if (ev->type == ELECTION_CONTROLS)
+			ev->controls.in_force = &nothing_in_force;
+		if (ev->type == ELECTION_COMMAND)
+			ev->command.pid = 4242;
+		return true;
+	}
+	return false;
+}
+
+/* Answers the requests of out, in the order the supervisor carries them
+ * out (the fence's before the controls read, which waits behind it on
+ * the fence session), and those the answers lead to. */
+static void answer_all(struct election *e, struct election_output *out, double now)
+{
+	unsigned asked = out->actions;
+	struct election_event ev;
+
+	for (int guard = 0; guard < 20; guard++) {
+		struct election_output more;
+		unsigned one = 0;
+
+		for (size_t i = 0; i < ELECTION_ACTION_COUNT && !one; i++)
+			if ((asked & election_actions[i].action) &&
+			    answer(election_actions[i].action, &ev))
+				one = election_actions[i].action;
+		if (!one)
+			return;
+		asked &= ~one;
+		ev.wall = now + 1.7e9;
+		election_step(e, &ev, now, &more);
+		if (ev.type == ELECTION_COMMAND)
+			ck_assert_int_eq(more.actions, 0);
+		merge(out, &more);
+		asked |= more.actions;
+	}
+	ck_abort_msg("the answers go on asking");
 }
 
 static struct election_output step(struct election *e, int type, int code,
@@ -102,8 +190,11 @@ static struct election_output step(struct election *e, int type, int code,
 	if (ev.type == ELECTION_COMMAND) {
 		ev.command.status = code;
 		ev.command.pid = code;
+	} else if (ev.type == ELECTION_CONTROLS) {
+		ev.controls.in_force = &nothing_in_force; /* CONTROLS_ANSWERED */
 	}
-	if (type == ELECTION_CONNECT_FAILED || type == ELECTION_CONN_LOST)
+	if (type == ELECTION_CONNECT_FAILED || type == ELECTION_CONN_LOST ||
+	    type == FENCE_FAILED)
 		ev.session.fault = FAULT_CONNECTION;
 	else if (type == ELECTION_FATAL)
 		ev.session.fault = fatal_fault(code);
@@ -114,15 +205,7 @@ static struct election_output step(struct election *e, int type, int code,
 	}
 	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
 	election_step(e, &ev, now, &out);
-	/* the pid of a started command comes back as its own event */
-	if (out.actions & ELECTION_DO_START_CHILD) {
-		struct election_output started;
-		struct election_event sev = { .type = ELECTION_COMMAND,
-			.command = { .news = ELECTION_COMMAND_STARTED, .pid = 4242 } };
-
-		election_step(e, &sev, now, &started);
-		ck_assert_int_eq(started.actions, 0);
-	}
+	answer_all(e, &out, now);
 	return out;
 }
 
@@ -200,28 +283,56 @@ static const char *bits(unsigned a, char *buf, size_t len)
 #define ck_wakeup(e, now, want) \
 	ck_assert_double_eq_tol(election_next_wakeup((e), (now)), (want), 1e-9)
 
-/* START at t, CONNECTED at t: standby, TRY_LOCK in flight. */
+/* What the machine asks for with the lock session: START opens the fence
+ * session beside it; a standby reads the controls when it connects, and
+ * every retry_interval; a new leader takes the fence and reads the
+ * controls before its command starts (all answered at once by step()). */
+#define OPEN_BOTH (ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT)
+#define STANDBY_READ (ELECTION_DO_TRY_LOCK | ELECTION_DO_CONTROLS_READ)
+#define LEAD_FIRST (ELECTION_DO_FENCE_TAKE | ELECTION_DO_CONTROLS_READ)
+/* A leader pings both sessions and reads the controls every ping_interval. */
+#define LEADER_PING (ELECTION_DO_PING | ELECTION_DO_FENCE_PING | ELECTION_DO_CONTROLS_READ)
+
+/* From now on the world answers nothing by itself: the database went
+ * silent (the test answers the pings it wants answered); a read of the
+ * controls in flight stays in flight. */
+static void world_silent(void)
+{
+	answer_fence = answer_controls = false;
+}
+
+/* The world answers again (for the next machine a test starts). */
+static void world_answers(void)
+{
+	answer_fence = answer_controls = true;
+}
+
+/* START at t, CONNECTED at t: standby, TRY_LOCK in flight, the fence
+ * session ready and the controls read. */
 static void to_standby(struct election *e, const struct election_params *p, double t)
 {
 	struct election_output out;
 
 	election_init(e, p);
 	out = step(e, ELECTION_START, 0, NULL, t);
-	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_actions(out, OPEN_BOTH);
 	out = step(e, ELECTION_CONNECTED, 0, NULL, t);
-	ck_actions(out, ELECTION_DO_TRY_LOCK);
+	ck_actions(out, STANDBY_READ);
 	ck_state(e, ELECTION_STANDBY);
 }
 
-/* Leader from time t; the command started unless a takeover delay is set. */
+/* Leader from time t: the fence taken and the controls read, then the
+ * command started, unless a takeover delay is set. */
 static void to_leader(struct election *e, const struct election_params *p, double t)
 {
 	struct election_output out;
 
 	to_standby(e, p, t);
 	out = step(e, ELECTION_LOCK_ACQUIRED, 0, "key 42, fencing token 7", t);
-	ck_actions(out, p->takeover_delay > 0 ? 0u : (unsigned)ELECTION_DO_START_CHILD);
+	ck_actions(out, p->takeover_delay > 0 ? (unsigned)LEAD_FIRST
+		   : LEAD_FIRST | ELECTION_DO_START_CHILD);
 	ck_state(e, ELECTION_LEADER);
+	ck_assert(e->fence.state == ELECTION_FENCE_HELD && e->ctl_fresh);
 }
 
 /* A healthy leader from *t to until: a TICK at every wakeup, every ping
@@ -240,7 +351,7 @@ static int lead_until(struct election *e, double *t, double until,
 			break;
 		*t = w;
 		out = tick(e, *t);
-		ck_assert_msg(!(out.actions & ~(unsigned)(ELECTION_DO_PING |
+		ck_assert_msg(!(out.actions & ~(unsigned)(LEADER_PING |
 							  ELECTION_DO_START_CHILD)),
 			      "unexpected actions %#x at %g", out.actions, *t);
 		if (out.actions & ELECTION_DO_START_CHILD) {
@@ -274,7 +385,7 @@ START_TEST(test_start_connects)
 
 	election_init(&M, &defaults);
 	out = step(&M, ELECTION_START, 0, NULL, 100);
-	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_actions(out, OPEN_BOTH);
 	ck_state(&M, ELECTION_CONNECTING);
 	ck_assert(out.state_changed);
 	ck_no_log(out);
@@ -304,14 +415,16 @@ static const struct {
 
 START_TEST(test_connect_backoff)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0;
 	char want[128];
 
-	p.retry_interval = backoff_rows[_i].retry_interval;
+	c.retry_interval_ms = MS(backoff_rows[_i].retry_interval);
+	p = daemon_params(&c);
 	election_init(&M, &p);
-	ck_actions(step(&M, ELECTION_START, 0, NULL, t), ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_START, 0, NULL, t), OPEN_BOTH);
 	for (int k = 0; k < backoff_rows[_i].n; k++) {
 		double d = backoff_rows[_i].delays[k];
 
@@ -358,7 +471,7 @@ START_TEST(test_backoff_reset_after_connect)
 		t = election_next_wakeup(&M, t);
 		ck_actions(tick(&M, t), ELECTION_DO_CONNECT);
 	}
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t), ELECTION_DO_TRY_LOCK);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t), STANDBY_READ);
 	/* a connection that worked starts the backoff again from 0.5 s (a
 	 * lost session that looks like no restart: the lock request's answer
 	 * never came) */
@@ -376,7 +489,7 @@ START_TEST(test_connect_timeout)
 	struct election_output out;
 
 	election_init(&M, &defaults);
-	ck_actions(step(&M, ELECTION_START, 0, NULL, 0), ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_START, 0, NULL, 0), OPEN_BOTH);
 	ck_actions(tick(&M, 5), 0);
 	ck_actions(tick(&M, 10 - JUST), 0);
 	/* the connection being opened is closed, then retried after backoff */
@@ -401,18 +514,23 @@ START_TEST(test_connected_tries_lock_first)
 	struct election_output out;
 
 	for (int wait = 0; wait <= 1; wait++) {
+		struct config c = daemon_cfg;
 		struct election_params p = defaults;
 
-		p.wait_in_queue = wait;
+		c.acquire = wait ? ACQUIRE_WAIT : ACQUIRE_POLL;
+		p = daemon_params(&c);
 		election_init(&M, &p);
 		step(&M, ELECTION_START, 0, NULL, 0);
 		out = step(&M, ELECTION_CONNECTED, 0, NULL, 0.25);
-		ck_actions(out, ELECTION_DO_TRY_LOCK);
+		ck_actions(out, STANDBY_READ);
 		ck_state(&M, ELECTION_STANDBY);
 		ck_assert(out.state_changed);
 		ck_no_log(out);
-		/* retry_interval + ping_timeout for the answer */
-		ck_wakeup(&M, 0.25, 7.25);
+		/* the next controls read after retry_interval, then
+		 * retry_interval + ping_timeout for the answer */
+		ck_wakeup(&M, 0.25, 5.25);
+		ck_actions(tick(&M, 5.25), ELECTION_DO_CONTROLS_READ);
+		ck_wakeup(&M, 5.25, 7.25);
 	}
 }
 END_TEST
@@ -532,7 +650,7 @@ START_TEST(test_restart_cadence_needs_a_restart)
 	out = tick(&M, 5); /* pings due at 1, 2, 3 unanswered: lost at 5 */
 	ck_state(&M, ELECTION_DEMOTING);
 	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 5.25), ELECTION_DO_DISCONNECT |
-		   ELECTION_DO_CONNECT);
+		   ELECTION_DO_CONNECT | ELECTION_DO_FENCE_DROP);
 	out = lost(&M, FAULT_UNREACHABLE, 0, "refused", 5.5);
 	ck_log(out, LOG_LEVEL_WARNING, "refused; retrying in 0.5s");
 }
@@ -547,7 +665,8 @@ START_TEST(test_restart_cadence_leader)
 	to_leader(&M, &defaults, 0);
 	out = lost(&M, FAULT_TERMINATED, 0, "terminated", 2);
 	ck_state(&M, ELECTION_DEMOTING);
-	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 2.25), ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 2.25),
+		   ELECTION_DO_CONNECT | ELECTION_DO_FENCE_DROP);
 	out = lost(&M, FAULT_UNREACHABLE, 0, "refused", 2.5);
 	ck_log_prefix(out, LOG_LEVEL_WARNING, "refused; retrying every 0.1s");
 	ck_wakeup(&M, 2.5, 2.65);
@@ -604,15 +723,20 @@ START_TEST(test_wait_mode_busy)
 	ck_state(&M, ELECTION_STANDBY);
 	ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
 	ck_assert(out.state_changed); /* the status line changes */
-	ck_wakeup(&M, t, t + 7);
-	/* lock_timeout ends each queued wait: queue again, log nothing */
+	/* the controls read every retry_interval comes before the request
+	 * deadline */
+	ck_wakeup(&M, t, 5);
+	ck_assert_double_eq(M.request_deadline, t + 7);
+	/* lock_timeout ends each queued wait: queue again, log nothing; the
+	 * controls read due meanwhile goes with it */
 	for (int k = 0; k < 5; k++) {
 		t += 5;
 		out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
-		ck_actions(out, ELECTION_DO_WAIT_LOCK);
+		ck_actions(out, ELECTION_DO_WAIT_LOCK | ELECTION_DO_CONTROLS_READ);
 		ck_no_log(out);
 		ck_assert(!out.state_changed);
-		ck_wakeup(&M, t, t + 7);
+		ck_wakeup(&M, t, t + 5);
+		ck_assert_double_eq(M.request_deadline, t + 7);
 	}
 	/* a new standby period after a reconnect logs again, once */
 	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", t + 1);
@@ -624,30 +748,38 @@ START_TEST(test_wait_mode_busy)
 	ck_actions(out, ELECTION_DO_WAIT_LOCK);
 	ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
 	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t + 5);
-	ck_actions(out, ELECTION_DO_WAIT_LOCK);
+	ck_actions(out, ELECTION_DO_WAIT_LOCK | ELECTION_DO_CONTROLS_READ);
 	ck_no_log(out);
 }
 END_TEST
 
 START_TEST(test_poll_mode_busy)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0.25;
 
-	p.wait_in_queue = false;
+	c.acquire = ACQUIRE_POLL;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
 	ck_actions(out, 0);
 	ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
 	for (int k = 0; k < 5; k++) {
-		ck_wakeup(&M, t, t + 5);
+		/* the controls are read every retry_interval from 0, the
+		 * tries every retry_interval after each answer */
+		double read = 5.0 * (k + 1);
+
+		ck_wakeup(&M, t, read);
 		ck_actions(tick(&M, t + 2.5), 0);
+		ck_actions(tick(&M, read), ELECTION_DO_CONTROLS_READ);
+		ck_wakeup(&M, read, t + 5);
 		ck_actions(tick(&M, t + 5 - JUST), 0);
 		t += 5;
 		/* never a queued wait in poll mode */
 		ck_actions(tick(&M, t), ELECTION_DO_TRY_LOCK);
-		ck_wakeup(&M, t, t + 7);
+		ck_assert_double_eq(M.request_deadline, t + 7);
 		t += 0.25;
 		out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
 		ck_actions(out, 0);
@@ -655,7 +787,7 @@ START_TEST(test_poll_mode_busy)
 	}
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", t + 1);
 	ck_state(&M, ELECTION_LEADER);
-	ck_actions(out, ELECTION_DO_START_CHILD);
+	ck_actions(out, LEAD_FIRST | ELECTION_DO_START_CHILD);
 }
 END_TEST
 
@@ -673,15 +805,20 @@ static const struct {
 
 START_TEST(test_lock_request_deadline)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double dl = request_timeout_rows[_i].deadline;
 
-	p.wait_in_queue = request_timeout_rows[_i].wait;
+	c.acquire = request_timeout_rows[_i].wait ? ACQUIRE_WAIT : ACQUIRE_POLL;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	if (request_timeout_rows[_i].busy_first)
 		ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1), ELECTION_DO_WAIT_LOCK);
-	ck_wakeup(&M, 1, dl);
+	/* the standby reads the controls every retry_interval meanwhile */
+	ck_wakeup(&M, 1, 5);
+	ck_actions(tick(&M, 5), ELECTION_DO_CONTROLS_READ);
+	ck_wakeup(&M, 5, dl);
 	ck_actions(tick(&M, dl - JUST), 0);
 	ck_state(&M, ELECTION_STANDBY);
 	out = tick(&M, dl);
@@ -706,15 +843,17 @@ static const struct {
 
 START_TEST(test_nonblock_busy_exits)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.nonblock = true;
-	p.wait_in_queue = nonblock_rows[_i].wait;
-	p.conflict_exit_code = nonblock_rows[_i].code;
+	c.nonblock = true;
+	c.acquire = nonblock_rows[_i].wait ? ACQUIRE_WAIT : ACQUIRE_POLL;
+	c.conflict_exit_code = nonblock_rows[_i].code;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0); /* a try, even in wait mode */
 	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0.25);
-	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT);
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
 	ck_exit(out, &M, nonblock_rows[_i].code);
 	ck_log(out, LOG_LEVEL_NOTICE, "leader lease is held by another node; giving up");
 	ck_assert(out.state_changed);
@@ -723,29 +862,35 @@ END_TEST
 
 START_TEST(test_nonblock_acquires)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.nonblock = true;
+	c.nonblock = true;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 }
 END_TEST
 
 START_TEST(test_wait_timeout_standby)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.wait_timeout = 10;
+	c.wait_timeout_ms = 10000;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
 	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0.5), ELECTION_DO_WAIT_LOCK);
-	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 5.5), ELECTION_DO_WAIT_LOCK);
+	/* the controls read due at 5 goes with it */
+	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 5.5),
+		   ELECTION_DO_WAIT_LOCK | ELECTION_DO_CONTROLS_READ);
 	ck_wakeup(&M, 5.5, 10); /* before the request deadline 12.5 */
 	ck_actions(tick(&M, 10 - JUST), 0);
 	out = tick(&M, 10);
 	/* the queued wait is in flight: close, do not unlock */
-	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT);
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
 	ck_exit(out, &M, 75);
 	ck_log(out, LOG_LEVEL_NOTICE, "no leader lease after 10.0s of waiting; giving up");
 }
@@ -753,13 +898,16 @@ END_TEST
 
 START_TEST(test_wait_timeout_database_down)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0;
 
-	p.wait_timeout = 10;
-	p.conflict_exit_code = 9;
+	c.wait_timeout_ms = 10000;
+	c.conflict_exit_code = 9;
+	p = daemon_params(&c);
 	election_init(&M, &p);
+	world_silent(); /* the fence session's attempt gets no answer either */
 	step(&M, ELECTION_START, 0, NULL, t);
 	/* failures at 0.25, 1, 2.25, 4.5, 8.75: the last backs off to 13.75 */
 	for (int k = 0; k < 5; k++) {
@@ -771,32 +919,38 @@ START_TEST(test_wait_timeout_database_down)
 	}
 	ck_assert_double_eq(t, 10);
 	out = tick(&M, 10);
-	ck_actions(out, ELECTION_DO_EXIT); /* nothing open to close */
+	/* nothing open to close but the fence session's attempt */
+	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
 	ck_exit(out, &M, 69); /* never reached: not the conflict code */
 }
 END_TEST
 
 START_TEST(test_wait_timeout_not_while_leader)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double starts[4], t = 1;
 
-	p.wait_timeout = 10;
+	c.wait_timeout_ms = 10000;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	step(&M, ELECTION_CONNECTED, 0, NULL, 0.5);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", 1);
-	ck_actions(out, ELECTION_DO_START_CHILD);
+	ck_actions(out, LEAD_FIRST | ELECTION_DO_START_CHILD);
 	ck_assert_int_eq(lead_until(&M, &t, 60, starts, 4), 0);
 	ck_state(&M, ELECTION_LEADER);
 	/* nor after the lease is lost: the deadline was for becoming leader */
 	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", 61);
 	ck_actions(out, ELECTION_DO_STOP_CHILD);
-	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 62), ELECTION_DO_CONNECT);
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 62), ELECTION_DO_TRY_LOCK);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 62),
+		   ELECTION_DO_FENCE_DROP | ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 62), STANDBY_READ);
 	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 62), ELECTION_DO_WAIT_LOCK);
-	ck_wakeup(&M, 62, 69);
+	ck_wakeup(&M, 62, 67); /* the controls read */
+	ck_actions(tick(&M, 67), ELECTION_DO_CONTROLS_READ);
+	ck_wakeup(&M, 67, 69);
 }
 END_TEST
 
@@ -809,7 +963,7 @@ START_TEST(test_acquired_starts_command)
 	to_standby(&M, &defaults, 0);
 	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0.5), ELECTION_DO_WAIT_LOCK);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 42, fencing token 1234", 3.5);
-	ck_actions(out, ELECTION_DO_START_CHILD);
+	ck_actions(out, LEAD_FIRST | ELECTION_DO_START_CHILD);
 	ck_state(&M, ELECTION_LEADER);
 	ck_assert(out.state_changed);
 	ck_log(out, LOG_LEVEL_INFO, "acquired leader lease (key 42, fencing token 1234)");
@@ -822,14 +976,16 @@ static const double takeover_rows[] = { 0.5, 2.5, 3, 10 };
 
 START_TEST(test_takeover_delay)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double d = takeover_rows[_i], t = 0, starts[4];
 
-	p.takeover_delay = d;
+	c.takeover_delay_ms = MS(d);
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 42, fencing token 7", 0);
-	ck_actions(out, 0);
+	ck_actions(out, LEAD_FIRST);
 	ck_state(&M, ELECTION_LEADER);
 	ck_log(out, LOG_LEVEL_INFO, "acquired leader lease (key 42, fencing token 7)");
 	ck_assert(!M.child_running);
@@ -846,19 +1002,21 @@ END_TEST
 
 START_TEST(test_takeover_delay_pings)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.takeover_delay = 3;
+	c.takeover_delay_ms = 3000;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(tick(&M, 1), LEADER_PING);
 	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1), 0);
-	ck_actions(tick(&M, 2), ELECTION_DO_PING);
+	ck_actions(tick(&M, 2), LEADER_PING);
 	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 2.5), 0);
 	ck_wakeup(&M, 2.5, 3);
 	ck_actions(tick(&M, 3 - JUST), 0);
 	out = tick(&M, 3);
-	ck_actions(out, ELECTION_DO_PING | ELECTION_DO_START_CHILD);
+	ck_actions(out, LEADER_PING | ELECTION_DO_START_CHILD);
 	ck_assert(out.state_changed); /* status shows the pid now */
 }
 END_TEST
@@ -872,7 +1030,7 @@ START_TEST(test_ping_every_interval)
 		ck_wakeup(&M, k - 1 + 0.125, k);
 		ck_actions(tick(&M, k - JUST), 0);
 		out = tick(&M, k);
-		ck_actions(out, ELECTION_DO_PING);
+		ck_actions(out, LEADER_PING);
 		ck_no_log(out);
 		/* one ping at a time */
 		ck_actions(tick(&M, k + 0.0625), 0);
@@ -903,17 +1061,20 @@ static const struct {
 
 START_TEST(test_ping_failure_rule)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out = { 0 };
 	double sent, lost;
 	char want[160];
 
-	p.ping_interval = ping_rows[_i].interval;
-	p.ping_timeout = ping_rows[_i].timeout;
-	p.ping_failures = ping_rows[_i].failures;
+	c.ping_interval_ms = MS(ping_rows[_i].interval);
+	c.ping_timeout_ms = MS(ping_rows[_i].timeout);
+	c.ping_failures = ping_rows[_i].failures;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
+	world_silent(); /* neither the ping nor the controls read is answered */
 	sent = p.ping_interval;
-	ck_actions(tick(&M, sent), ELECTION_DO_PING);
+	ck_actions(tick(&M, sent), LEADER_PING);
 	lost = sent + p.ping_timeout + (p.ping_failures - 1) * p.ping_interval;
 	for (int k = 0; k < p.ping_failures; k++) {
 		double dl = sent + p.ping_timeout + k * p.ping_interval;
@@ -943,7 +1104,8 @@ START_TEST(test_ping_failure_defaults_message)
 	struct election_output out;
 
 	to_leader(&M, &defaults, 0);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	world_silent();
+	ck_actions(tick(&M, 1), LEADER_PING);
 	ck_wakeup(&M, 1, 3);
 	ck_actions(tick(&M, 3), 0);
 	ck_wakeup(&M, 3, 4);
@@ -963,13 +1125,14 @@ START_TEST(test_late_reply_resets)
 	struct election_output out;
 
 	to_leader(&M, &defaults, 0);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	world_silent(); /* the controls read sent at 1 stays in flight */
+	ck_actions(tick(&M, 1), LEADER_PING);
 	ck_actions(tick(&M, 3), 0); /* 1 failure */
 	ck_actions(tick(&M, 4), 0); /* 2 failures */
 	/* the answer comes before the third: all forgiven, and the next ping,
 	 * overdue, goes out at once */
 	out = step(&M, ELECTION_PING_OK, 0, NULL, 4.5);
-	ck_actions(out, ELECTION_DO_PING);
+	ck_actions(out, ELECTION_DO_PING | ELECTION_DO_FENCE_PING);
 	ck_state(&M, ELECTION_LEADER);
 	ck_wakeup(&M, 4.5, 6.5);
 	ck_actions(tick(&M, 6.5), 0);
@@ -987,7 +1150,7 @@ START_TEST(test_frozen_with_ping_out)
 	struct election_output out;
 
 	to_leader(&M, &defaults, 0);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(tick(&M, 1), LEADER_PING);
 	/* the process was stopped for 99 s; one timer fires on thaw */
 	out = tick(&M, 100);
 	ck_actions(out, ELECTION_DO_STOP_CHILD);
@@ -1007,7 +1170,7 @@ START_TEST(test_ping_answer_after_its_deadline)
 	struct election_output out;
 
 	to_leader(&M, &defaults, 0);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(tick(&M, 1), LEADER_PING);
 	/* sent at 1, failed at 3, 4 and 5 */
 	out = step(&M, ELECTION_PING_OK, 0, NULL, 100);
 	ck_actions(out, ELECTION_DO_STOP_CHILD);
@@ -1015,13 +1178,13 @@ START_TEST(test_ping_answer_after_its_deadline)
 	ck_log_prefix(out, LOG_LEVEL_WARNING, "lost leader lease: ping timed out 98 times");
 	/* at the third failure exactly: too late */
 	to_leader(&M, &defaults, 0);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(tick(&M, 1), LEADER_PING);
 	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 5), ELECTION_DO_STOP_CHILD);
 	ck_state(&M, ELECTION_DEMOTING);
 	/* just before it: counted, and the next ping, overdue, goes out */
 	to_leader(&M, &defaults, 0);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
-	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 5 - JUST), ELECTION_DO_PING);
+	ck_actions(tick(&M, 1), LEADER_PING);
+	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 5 - JUST), LEADER_PING);
 	ck_state(&M, ELECTION_LEADER);
 }
 END_TEST
@@ -1035,7 +1198,7 @@ START_TEST(test_frozen_between_pings)
 	struct election_output out;
 
 	to_leader(&M, &defaults, 0);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(tick(&M, 1), LEADER_PING);
 	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1.0625), 0);
 	out = tick(&M, 100);
 	ck_actions(out, ELECTION_DO_STOP_CHILD);
@@ -1052,11 +1215,11 @@ START_TEST(test_stalled_ping_counts_from_due_time)
 	struct election_output out;
 
 	to_leader(&M, &defaults, 0);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(tick(&M, 1), LEADER_PING);
 	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1.0625), 0);
 	/* due at 2, sent at 5.5: two failures already counted */
 	out = tick(&M, 5.5);
-	ck_actions(out, ELECTION_DO_PING);
+	ck_actions(out, LEADER_PING);
 	ck_state(&M, ELECTION_LEADER);
 	ck_wakeup(&M, 5.5, 6);
 	ck_actions(tick(&M, 6 - JUST), 0);
@@ -1068,15 +1231,18 @@ END_TEST
 
 START_TEST(test_frozen_during_takeover_delay)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.takeover_delay = 30;
+	c.takeover_delay_ms = 30000;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
-	ck_actions(tick(&M, 1), ELECTION_DO_PING);
+	ck_actions(tick(&M, 1), LEADER_PING);
 	out = tick(&M, 100);
-	/* no command yet: close at once and start over, never START_CHILD */
-	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT);
+	/* no command yet: close at once and start over, never START_CHILD;
+	 * the fence, taken with the lock, is given back */
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT | ELECTION_DO_FENCE_DROP);
 	ck_state(&M, ELECTION_CONNECTING);
 	ck_log_prefix(out, LOG_LEVEL_WARNING, "lost leader lease: ping timed out ");
 }
@@ -1084,6 +1250,7 @@ END_TEST
 
 START_TEST(test_next_wakeup_each_state)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	double t;
 
@@ -1098,31 +1265,47 @@ START_TEST(test_next_wakeup_each_state)
 	ck_wakeup(&M, 1, 1.5);
 
 	/* ... or the wait timeout when that is earlier */
-	p.wait_timeout = 4;
+	c.wait_timeout_ms = 4000;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	ck_wakeup(&M, 0, 4);
 	step(&M, ELECTION_CONNECT_FAILED, 0, "down", 3.75);
 	ck_wakeup(&M, 3.75, 4);
-	p.wait_timeout = -1;
+	c.wait_timeout_ms = -1;
+	p = daemon_params(&c);
 
-	/* standby, wait mode: the lock request deadline */
+	/* standby, wait mode: the controls read every retry_interval, and
+	 * the lock request deadline */
 	to_standby(&M, &p, 0);
-	ck_wakeup(&M, 0, 7);
-	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1);
-	ck_wakeup(&M, 1, 8);
-	/* standby, poll mode: the next try, then the request deadline */
-	p.wait_in_queue = false;
+	ck_wakeup(&M, 0, 5);
+	ck_actions(tick(&M, 5), ELECTION_DO_CONTROLS_READ);
+	ck_wakeup(&M, 5, 7);
 	to_standby(&M, &p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1);
-	ck_wakeup(&M, 1, 6);
+	ck_wakeup(&M, 1, 5);
+	tick(&M, 5);
+	ck_wakeup(&M, 5, 8);
+	/* standby, poll mode: the next try, then the request deadline (the
+	 * next read at 10 after it) */
+	c.acquire = ACQUIRE_POLL;
+	p = daemon_params(&c);
+	to_standby(&M, &p, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1);
+	ck_wakeup(&M, 1, 5);
+	tick(&M, 5);
+	ck_wakeup(&M, 5, 6);
 	tick(&M, 6);
-	ck_wakeup(&M, 6, 13);
-	p.wait_in_queue = true;
+	ck_wakeup(&M, 6, 10);
+	ck_assert_double_eq(M.request_deadline, 13);
+	c.acquire = ACQUIRE_WAIT;
+	p = daemon_params(&c);
 
-	/* leader: the next ping, then each failure deadline */
+	/* leader: the next ping, then each failure deadline (the database
+	 * silent, the controls read sent with the ping stays in flight) */
 	to_leader(&M, &p, 0);
 	ck_wakeup(&M, 0, 1);
+	world_silent();
 	tick(&M, 1);
 	ck_wakeup(&M, 1, 3);       /* 0 failures */
 	ck_wakeup(&M, 2.5, 3);
@@ -1134,20 +1317,25 @@ START_TEST(test_next_wakeup_each_state)
 	ck_wakeup(&M, 4.5, 6.5);   /* a new ping went out at 4.5 */
 
 	/* leader during the takeover delay: the earlier of ping and start */
-	p.takeover_delay = 0.5;
+	world_answers();
+	c.takeover_delay_ms = 500;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	ck_wakeup(&M, 0, 0.5);
-	p.takeover_delay = 0;
+	c.takeover_delay_ms = 0;
+	p = daemon_params(&c);
 
 	/* leader waiting to restart the command */
-	p.restart = ELECTION_RESTART_ALWAYS;
+	c.restart = RESTART_ALWAYS;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.25);
 	ck_wakeup(&M, 0.25, 1);    /* ping at 1 before restart at 1.25 */
 	tick(&M, 1);
 	step(&M, ELECTION_PING_OK, 0, NULL, 1);
 	ck_wakeup(&M, 1, 1.25);
-	p.restart = ELECTION_RESTART_NO;
+	c.restart = RESTART_NO;
+	p = daemon_params(&c);
 
 	/* demoting: only the command's end moves it on */
 	to_leader(&M, &p, 0);
@@ -1189,15 +1377,16 @@ START_TEST(test_lease_lost_waits_for_command)
 	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "x", 10), 0);
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 10), 0);
 	ck_state(&M, ELECTION_DEMOTING);
+	/* the fence goes with the command */
 	out = step(&M, ELECTION_CHILD_GONE, 143, NULL, 13);
-	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT);
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT | ELECTION_DO_FENCE_DROP);
 	ck_state(&M, ELECTION_CONNECTING);
 	ck_assert(out.state_changed);
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 13.5), ELECTION_DO_TRY_LOCK);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 13.5), STANDBY_READ);
 	ck_state(&M, ELECTION_STANDBY);
 	/* and it can lead again */
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 42, fencing token 9", 14);
-	ck_actions(out, ELECTION_DO_START_CHILD);
+	ck_actions(out, LEAD_FIRST | ELECTION_DO_START_CHILD);
 }
 END_TEST
 
@@ -1216,7 +1405,7 @@ START_TEST(test_conn_lost_while_leading)
 	ck_actions(tick(&M, 20), 0);
 	/* the connection is already gone: no DISCONNECT */
 	out = step(&M, ELECTION_CHILD_GONE, 143, NULL, 9.5);
-	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_actions(out, ELECTION_DO_CONNECT | ELECTION_DO_FENCE_DROP);
 	ck_state(&M, ELECTION_CONNECTING);
 }
 END_TEST
@@ -1229,23 +1418,27 @@ START_TEST(test_conn_lost_while_demoting)
 	ck_state(&M, ELECTION_DEMOTING);
 	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "connection closed", 6), 0);
 	ck_state(&M, ELECTION_DEMOTING);
-	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 7), ELECTION_DO_CONNECT);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 7),
+		   ELECTION_DO_CONNECT | ELECTION_DO_FENCE_DROP);
 }
 END_TEST
 
 START_TEST(test_lease_lost_without_command)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
 	/* ping timeout during the takeover delay: reconnect at once */
-	p.takeover_delay = 10;
+	c.takeover_delay_ms = 10000;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	tick(&M, 1);
 	tick(&M, 3);
 	tick(&M, 4);
 	out = tick(&M, 5);
-	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT);
+	/* the fence, taken with the lock, is given back */
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_CONNECT | ELECTION_DO_FENCE_DROP);
 	ck_state(&M, ELECTION_CONNECTING);
 	ck_log(out, LOG_LEVEL_WARNING,
 	       "lost leader lease: ping timed out 3 times (last reply 5.0s ago)");
@@ -1255,17 +1448,20 @@ START_TEST(test_lease_lost_without_command)
 	/* connection lost during the takeover delay */
 	to_leader(&M, &p, 0);
 	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", 2);
-	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_actions(out, ELECTION_DO_CONNECT | ELECTION_DO_FENCE_DROP);
 	ck_state(&M, ELECTION_CONNECTING);
 	ck_actions(tick(&M, 10), 0);
 
 	/* connection lost while waiting to restart the command */
-	p.takeover_delay = 0;
-	p.restart = ELECTION_RESTART_ALWAYS;
+	c.takeover_delay_ms = 0;
+	c.restart = RESTART_ALWAYS;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
-	ck_actions(step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.25), 0);
+	/* the fence goes with the command, and is taken again for the next */
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.25),
+		   ELECTION_DO_FENCE_DROP | ELECTION_DO_FENCE_TAKE);
 	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", 0.5);
-	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_actions(out, ELECTION_DO_CONNECT | ELECTION_DO_FENCE_DROP);
 	ck_state(&M, ELECTION_CONNECTING);
 	ck_actions(tick(&M, 1.25), 0);
 }
@@ -1283,26 +1479,28 @@ START_TEST(test_restart_no_exits_with_status)
 	to_leader(&M, &defaults, 0);
 	tick(&M, 1); /* a ping in flight changes nothing */
 	out = step(&M, ELECTION_CHILD_GONE, status, NULL, 1.5);
-	ck_actions(out, ELECTION_DO_RELEASE);
+	ck_actions(out, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP);
 	ck_state(&M, ELECTION_RELEASING);
 	ck_assert(out.state_changed);
 	ck_wakeup(&M, 1.5, 3.5); /* the release is bounded by ping_timeout */
 	ck_actions(tick(&M, 2), 0); /* no more pings */
 	out = step(&M, ELECTION_RELEASED, 0, NULL, 2);
-	ck_actions(out, ELECTION_DO_EXIT);
+	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
 	ck_exit(out, &M, status);
 }
 END_TEST
 
 START_TEST(test_restart_on_failure_success_exits)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.restart = ELECTION_RESTART_ON_FAILURE;
+	c.restart = RESTART_ON_FAILURE;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	out = step(&M, ELECTION_CHILD_GONE, 0, NULL, 0.5);
-	ck_actions(out, ELECTION_DO_RELEASE);
+	ck_actions(out, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP);
 	ck_state(&M, ELECTION_RELEASING);
 	out = step(&M, ELECTION_RELEASED, 0, NULL, 0.75);
 	ck_exit(out, &M, 0);
@@ -1313,30 +1511,34 @@ END_TEST
 static const double restart_delays[] = { 1, 2, 4, 8, 16, 30, 30, 30 };
 
 static const struct {
-	enum election_restart restart;
+	enum restart_policy restart;
 	int status;
 } restart_rows[] = {
-	{ ELECTION_RESTART_ON_FAILURE, 1 },
-	{ ELECTION_RESTART_ON_FAILURE, 137 },
-	{ ELECTION_RESTART_ALWAYS, 0 },
-	{ ELECTION_RESTART_ALWAYS, 2 },
+	{ RESTART_ON_FAILURE, 1 },
+	{ RESTART_ON_FAILURE, 137 },
+	{ RESTART_ALWAYS, 0 },
+	{ RESTART_ALWAYS, 2 },
 };
 
 START_TEST(test_restart_backoff)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0, due, starts[4];
 	char want[64];
 
-	p.restart = restart_rows[_i].restart;
+	c.restart = restart_rows[_i].restart;
+	c.restart_limit = 0; /* no limit: test_restart_limit has it */
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	for (size_t k = 0; k < sizeof(restart_delays) / sizeof(restart_delays[0]); k++) {
 		double d = restart_delays[k];
 
 		lead_until(&M, &t, t + 0.5, starts, 4);
 		out = step(&M, ELECTION_CHILD_GONE, restart_rows[_i].status, NULL, t);
-		ck_actions(out, 0);
+		/* the fence goes with the command, and is taken again for the next */
+		ck_actions(out, ELECTION_DO_FENCE_DROP | ELECTION_DO_FENCE_TAKE);
 		ck_state(&M, ELECTION_LEADER);
 		ck_assert(out.state_changed);
 		snprintf(want, sizeof(want), "restarting command in %.1fs", d);
@@ -1359,12 +1561,14 @@ static const struct {
 
 START_TEST(test_restart_backoff_reset)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0, due, starts[4];
 	char want[64];
 
-	p.restart = ELECTION_RESTART_ON_FAILURE;
+	c.restart = RESTART_ON_FAILURE;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	for (int k = 0; k < 4; k++) { /* restarts after 1, 2, 4, 8 s */
 		lead_until(&M, &t, t + 0.5, starts, 4);
@@ -1393,12 +1597,15 @@ END_TEST
 
 START_TEST(test_restart_pending_then_shutdown)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.restart = ELECTION_RESTART_ALWAYS;
+	c.restart = RESTART_ALWAYS;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
-	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 0.25), 0);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 0, NULL, 0.25),
+		   ELECTION_DO_FENCE_DROP | ELECTION_DO_FENCE_TAKE);
 	out = step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 0.5);
 	ck_actions(out, ELECTION_DO_RELEASE);
 	ck_actions(tick(&M, 1.25), 0); /* the restart is off */
@@ -1409,9 +1616,11 @@ END_TEST
 
 START_TEST(test_child_gone_without_child_ignored)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.takeover_delay = 5;
+	c.takeover_delay_ms = 5000;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	ck_actions(step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.5), 0);
 	ck_state(&M, ELECTION_LEADER);
@@ -1453,9 +1662,11 @@ static void setup_standby_queued(struct election *e)
 
 static void setup_standby_poll_idle(struct election *e)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.wait_in_queue = false;
+	c.acquire = ACQUIRE_POLL;
+	p = daemon_params(&c);
 	to_standby(e, &p, 0);
 	step(e, ELECTION_LOCK_BUSY, 0, NULL, 1);
 }
@@ -1473,9 +1684,11 @@ static void setup_leader_ping_out(struct election *e)
 
 static void setup_leader_takeover(struct election *e)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.takeover_delay = 30;
+	c.takeover_delay_ms = 30000;
+	p = daemon_params(&c);
 	to_leader(e, &p, 0);
 }
 
@@ -1504,40 +1717,44 @@ static const struct {
 	void (*setup)(struct election *e);
 	struct script_step steps[3]; /* SHUTDOWN first; then until EXIT */
 } shutdown_rows[] = {
+	/* no session open yet */
 	{ "init", setup_init, {
 		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
 	{ "connecting, request pending", setup_connecting, {
-		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT,
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_CLOSE |
+		  ELECTION_DO_EXIT,
 		  ELECTION_DONE } } },
 	{ "connecting, backing off", setup_backoff, {
-		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT, ELECTION_DONE } } },
 	{ "standby, try in flight", setup_standby_try, {
-		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT,
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_CLOSE |
+		  ELECTION_DO_EXIT,
 		  ELECTION_DONE } } },
 	{ "standby, queued for the lock", setup_standby_queued, {
-		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT,
+		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_CLOSE |
+		  ELECTION_DO_EXIT,
 		  ELECTION_DONE } } },
 	{ "standby, polling, idle", setup_standby_poll_idle, {
 		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_RELEASE, ELECTION_RELEASING },
-		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT, ELECTION_DONE } } },
 	{ "leader", setup_leader, {
 		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_STOP_CHILD, ELECTION_SHUTTING_DOWN },
-		{ ELECTION_CHILD_GONE, 143, ELECTION_DO_RELEASE, ELECTION_RELEASING },
-		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+		{ ELECTION_CHILD_GONE, 143, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP, ELECTION_RELEASING },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT, ELECTION_DONE } } },
 	{ "leader, ping in flight", setup_leader_ping_out, {
 		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_STOP_CHILD, ELECTION_SHUTTING_DOWN },
-		{ ELECTION_CHILD_GONE, 0, ELECTION_DO_RELEASE, ELECTION_RELEASING },
-		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+		{ ELECTION_CHILD_GONE, 0, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP, ELECTION_RELEASING },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT, ELECTION_DONE } } },
 	{ "leader, takeover delay", setup_leader_takeover, {
 		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_RELEASE, ELECTION_RELEASING },
-		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT, ELECTION_DONE } } },
 	{ "demoting", setup_demoting, {
 		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_STOP_CHILD, ELECTION_SHUTTING_DOWN },
-		{ ELECTION_CHILD_GONE, 1, ELECTION_DO_RELEASE, ELECTION_RELEASING },
-		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
+		{ ELECTION_CHILD_GONE, 1, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP, ELECTION_RELEASING },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT, ELECTION_DONE } } },
 	{ "demoting, connection lost", setup_demoting_conn_lost, {
 		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_STOP_CHILD, ELECTION_SHUTTING_DOWN },
-		{ ELECTION_CHILD_GONE, 1, ELECTION_DO_EXIT, ELECTION_DONE } } },
+		{ ELECTION_CHILD_GONE, 1, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT, ELECTION_DONE } } },
 };
 
 START_TEST(test_shutdown_each_state)
@@ -1593,12 +1810,13 @@ START_TEST(test_release_timeout)
 
 	to_leader(&M, &defaults, 0);
 	step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 10);
-	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 11), ELECTION_DO_RELEASE);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 143, NULL, 11),
+		   ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP);
 	ck_wakeup(&M, 11, 13);
 	ck_actions(tick(&M, 13 - JUST), 0);
 	/* no answer to the unlock: closing the session releases it */
 	out = tick(&M, 13);
-	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_EXIT);
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
 	ck_exit(out, &M, 0);
 }
 END_TEST
@@ -1610,7 +1828,7 @@ START_TEST(test_release_conn_lost)
 	to_leader(&M, &defaults, 0);
 	step(&M, ELECTION_CHILD_GONE, 4, NULL, 10);
 	out = step(&M, ELECTION_CONN_LOST, 0, "connection closed", 10.5);
-	ck_actions(out, ELECTION_DO_EXIT);
+	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
 	ck_exit(out, &M, 4);
 }
 END_TEST
@@ -1624,7 +1842,8 @@ START_TEST(test_conn_lost_while_stopping)
 	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "connection closed", 11), 0);
 	ck_state(&M, ELECTION_SHUTTING_DOWN);
 	out = step(&M, ELECTION_CHILD_GONE, 143, NULL, 12);
-	ck_actions(out, ELECTION_DO_EXIT); /* nothing left to release */
+	/* nothing left to release; the fence session is closed */
+	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
 	ck_exit(out, &M, 0);
 }
 END_TEST
@@ -1640,7 +1859,8 @@ START_TEST(test_second_shutdown_kills)
 	ck_state(&M, ELECTION_SHUTTING_DOWN);
 	ck_log(out, LOG_LEVEL_NOTICE, "received SIGINT again: killing the command now");
 	ck_actions(step(&M, ELECTION_SHUTDOWN, 0, NULL, 11.5), ELECTION_DO_KILL_CHILD);
-	ck_actions(step(&M, ELECTION_CHILD_GONE, 137, NULL, 12), ELECTION_DO_RELEASE);
+	ck_actions(step(&M, ELECTION_CHILD_GONE, 137, NULL, 12),
+		   ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP);
 	/* nothing left to kill */
 	out = step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 12.5);
 	ck_actions(out, 0);
@@ -1660,7 +1880,8 @@ START_TEST(test_fatal_while_connecting)
 	out = step(&M, ELECTION_FATAL, 69,
 		   "cannot connect: password authentication failed (28P01)", 1);
 	/* at once; closing what is open is allowed, nothing else */
-	ck_assert_uint_eq(out.actions & ~(unsigned)ELECTION_DO_DISCONNECT,
+	ck_assert_uint_eq(out.actions & ~(unsigned)(ELECTION_DO_DISCONNECT |
+						    ELECTION_DO_FENCE_CLOSE),
 			  ELECTION_DO_EXIT);
 	ck_exit(out, &M, 69);
 	ck_log(out, LOG_LEVEL_ERROR,
@@ -1668,7 +1889,7 @@ START_TEST(test_fatal_while_connecting)
 
 	setup_backoff(&M);
 	out = step(&M, ELECTION_FATAL, 69, NULL, 1.25);
-	ck_actions(out, ELECTION_DO_EXIT);
+	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
 	ck_exit(out, &M, 69);
 	ck_log(out, LOG_LEVEL_ERROR, "fatal error");
 }
@@ -1681,7 +1902,7 @@ START_TEST(test_fatal_in_standby)
 	setup_standby_poll_idle(&M);
 	out = step(&M, ELECTION_FATAL, 78, "a connection pooler is in the way", 2);
 	/* the lease closed the connection, and with it the lock: no RELEASE */
-	ck_actions(out, ELECTION_DO_EXIT);
+	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
 	ck_exit(out, &M, 78);
 }
 END_TEST
@@ -1745,9 +1966,11 @@ END_TEST
 
 START_TEST(test_done_ignores_everything)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.nonblock = true;
+	c.nonblock = true;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
 	ck_state(&M, ELECTION_DONE);
@@ -1861,22 +2084,28 @@ static bool chance(double p)
 	return rnd() < p;
 }
 
+/* A configuration's values drawn at random (the rest the defaults), and
+ * the parameters the daemon builds from it; connect_timeout, the lease's,
+ * drawn too. */
 static struct election_params random_params(void)
 {
 	static const double intervals[] = { 0.25, 0.5, 1, 2 };
-	struct election_params p = defaults;
+	struct config c = daemon_cfg;
+	struct election_params p;
+	double connect_timeout;
 
-	p.wait_in_queue = chance(0.6);
-	p.nonblock = chance(0.05);
-	p.retry_interval = 1 + (double)(rng() % 8);
-	p.ping_interval = intervals[rng() % 4];
-	p.ping_timeout = intervals[rng() % 4] * 2;
-	p.ping_failures = 1 + (int)(rng() % 4);
-	p.takeover_delay = chance(0.3) ? (double)(rng() % 4) : 0;
-	p.wait_timeout = chance(0.1) ? 5 + (double)(rng() % 60) : -1;
-	p.connect_timeout = 1 + (double)(rng() % 10);
-	p.restart = (enum election_restart)(rng() % 3);
-	p.fence = chance(0.5);
+	c.acquire = chance(0.6) ? ACQUIRE_WAIT : ACQUIRE_POLL;
+	c.nonblock = chance(0.05);
+	c.retry_interval_ms = MS(1 + (double)(rng() % 8));
+	c.ping_interval_ms = MS(intervals[rng() % 4]);
+	c.ping_timeout_ms = MS(intervals[rng() % 4] * 2);
+	c.ping_failures = 1 + (int)(rng() % 4);
+	c.takeover_delay_ms = MS(chance(0.3) ? (double)(rng() % 4) : 0);
+	c.wait_timeout_ms = chance(0.1) ? MS(5 + (double)(rng() % 60)) : -1;
+	connect_timeout = 1 + (double)(rng() % 10);
+	c.restart = (enum restart_policy)(rng() % 3);
+	p = daemon_params(&c);
+	p.connect_timeout = connect_timeout;
 	return p;
 }
 
@@ -1894,7 +2123,7 @@ static void check_invariants(const struct election *e, bool child_before,
 		return;
 	}
 	if (a & ELECTION_DO_START_CHILD) {
-		ck_assert_msg(!e->p.fence || e->fence.state == ELECTION_FENCE_HELD,
+		ck_assert_msg(e->fence.state == ELECTION_FENCE_HELD,
 			      "START_CHILD without the fence");
 		ck_assert_msg(!child_before, "START_CHILD while a command runs");
 		ck_assert_msg(e->state == ELECTION_LEADER, "START_CHILD in %s",
@@ -1991,8 +2220,11 @@ START_TEST(test_property_chaos)
 }
 END_TEST
 
-/* The world around the machine: a lease and a child that do what they are
- * told and answer only what was asked, a little later, or never. */
+/* The world around the machine: a lease, a fence session, the controls
+ * and a child that do what they are told and answer only what was asked, a
+ * little later, or never. The fence is free (no other node): a take is
+ * granted, or its queued wait ends (lock_timeout) as if an old leader's
+ * command were still stopping; a try finds it held elsewhere now and then. */
 struct world {
 	struct election_params p;
 	double now;
@@ -2001,6 +2233,12 @@ struct world {
 	bool held;         /* our session holds the advisory lock */
 	bool ping_out;
 	bool release_out;
+	int fconn;         /* the fence session: 0 closed, 1 being opened, 2 open */
+	bool ftake;        /* a take (queued) or a try of the fence in flight */
+	bool ftry;         /* that one is a try */
+	bool fheld;        /* our fence session holds the fence */
+	bool fdrop;        /* an unlock of the fence in flight */
+	bool ctl_out;      /* a controls read in flight */
 	bool child;
 	bool fatal_seen;
 	int cause;         /* the event that first started the end, or -1 */
@@ -2011,12 +2249,108 @@ struct world {
 };
 
 /* How often each state was entered and each action taken, over all runs. */
-static unsigned long entered[ELECTION_DONE + 1], taken[10];
+static unsigned long entered[ELECTION_DONE + 1], taken[ELECTION_ACTION_COUNT];
 
 static void world_close(struct world *w)
 {
 	w->conn = 0;
 	w->lock_req = w->held = w->ping_out = w->release_out = false;
+}
+
+static void fence_close(struct world *w)
+{
+	w->fconn = 0;
+	w->ftake = w->fheld = w->fdrop = false;
+}
+
+/* What the fence session and the controls already did when reporting the
+ * event. */
+static void fence_event(struct world *w, int type)
+{
+	switch (type) {
+	case FENCE_CONNECTED: w->fconn = 2; break;
+	case FENCE_FAILED: fence_close(w); break;
+	case FENCE_ACQUIRED: w->ftake = false; w->fheld = true; break;
+	case FENCE_BUSY: w->ftake = false; break;
+	case FENCE_RELEASED: w->fdrop = false; w->fheld = false; break;
+	case CONTROLS_ANSWERED: case CONTROLS_FAILED: w->ctl_out = false; break;
+	default: break;
+	}
+}
+
+/* The machine's requests to the fence session and the controls: each
+ * only when the world can take it; the fence never let go of while the
+ * command lives, unless it is being killed. */
+static void fence_actions(struct world *w, unsigned a)
+{
+	bool alive = M.child_running && !M.killing;
+
+	if (a & ELECTION_DO_FENCE_CLOSE) {
+		ck_assert_msg(w->fconn != 0, "FENCE_CLOSE of nothing");
+		ck_assert_msg(!w->fheld || !alive, "fence closed while the command lives");
+		fence_close(w);
+	}
+	if (a & ELECTION_DO_FENCE_CONNECT) {
+		ck_assert_msg(w->fconn == 0, "FENCE_CONNECT with a fence session open");
+		w->fconn = 1;
+	}
+	if (a & (ELECTION_DO_FENCE_TAKE | ELECTION_DO_FENCE_TRY)) {
+		ck_assert_msg(w->fconn == 2, "fence request without its session");
+		ck_assert_msg(!w->ftake && !w->fdrop, "second fence request in flight");
+		ck_assert_msg(!w->fheld, "fence asked for while held");
+		ck_assert(!((a & ELECTION_DO_FENCE_TAKE) && (a & ELECTION_DO_FENCE_TRY)));
+		w->ftake = true;
+		w->ftry = a & ELECTION_DO_FENCE_TRY;
+	}
+	if (a & ELECTION_DO_FENCE_DROP) {
+		ck_assert_msg(w->fconn == 2 && !w->ftake && !w->fdrop,
+			      "FENCE_DROP with no session or a request in flight");
+		ck_assert_msg(!w->fheld || !alive, "fence dropped while the command lives");
+		w->fdrop = true;
+	}
+	if (a & ELECTION_DO_FENCE_PING)
+		ck_assert_msg(w->fconn == 2 && w->fheld, "fence ping without the fence");
+	if (a & ELECTION_DO_CONTROLS_READ) {
+		ck_assert_msg(!w->ctl_out, "second controls read in flight");
+		w->ctl_out = true;
+	}
+}
+
+/* The fence session's or the controls' next answer, or ELECTION_TICK;
+ * *when may move later (a queued wait lasts up to retry_interval). */
+static int fence_answer(const struct world *w, double *when)
+{
+	double r = rnd();
+
+	if (w->fconn == 1 && r < 0.4)
+		return r < 0.37 ? FENCE_CONNECTED : FENCE_FAILED;
+	if (w->ftake && r < 0.5) {
+		if (r < (w->ftry ? 0.45 : 0.4))
+			return FENCE_ACQUIRED;
+		if (!w->ftry)
+			*when = w->now + rnd_time(w->p.retry_interval);
+		return FENCE_BUSY;
+	}
+	if (w->fdrop && r < 0.5)
+		return FENCE_RELEASED;
+	if (w->ctl_out && r < 0.5)
+		return r < 0.47 ? CONTROLS_ANSWERED : CONTROLS_FAILED;
+	if (w->fconn == 2 && r < 0.505)
+		return FENCE_FAILED; /* the fence session lost alone */
+	return ELECTION_TICK;
+}
+
+/* An answer the machine no longer waits for: a close meanwhile ended it. */
+static bool fence_answer_stale(const struct world *w, int type)
+{
+	switch (type) {
+	case FENCE_CONNECTED: return w->fconn != 1;
+	case FENCE_FAILED: return w->fconn == 0;
+	case FENCE_ACQUIRED: case FENCE_BUSY: return !w->ftake;
+	case FENCE_RELEASED: return !w->fdrop;
+	case CONTROLS_ANSWERED: case CONTROLS_FAILED: return !w->ctl_out;
+	default: return false;
+	}
 }
 
 static void world_step(struct world *w, int type, int code)
@@ -2041,7 +2375,7 @@ static void world_step(struct world *w, int type, int code)
 	case ELECTION_FATAL: world_close(w); w->fatal_seen = true; break;
 	case ELECTION_CHILD_GONE: w->child = false; break;
 	case ELECTION_RELEASED: world_close(w); break;
-	default: break;
+	default: fence_event(w, type); break;
 	}
 
 	out = step(&M, type, code, type == ELECTION_SHUTDOWN ? "SIGTERM" : "x", w->now);
@@ -2061,9 +2395,10 @@ static void world_step(struct world *w, int type, int code)
 	a = out.actions;
 	if (M.state != before)
 		entered[M.state]++;
-	for (unsigned i = 0; i < 10; i++)
+	for (unsigned i = 0; i < ELECTION_ACTION_COUNT; i++)
 		if (a & (1u << i))
 			taken[i]++;
+	fence_actions(w, a);
 	if (a & ELECTION_DO_DISCONNECT) {
 		ck_assert_msg(w->conn != 0 || w->fatal_seen, "DISCONNECT of nothing");
 		world_close(w);
@@ -2089,6 +2424,7 @@ static void world_step(struct world *w, int type, int code)
 	if (a & ELECTION_DO_START_CHILD) {
 		/* the one property that matters */
 		ck_assert_msg(w->conn == 2 && w->held, "command started without the lock");
+		ck_assert_msg(w->fheld, "command started without the fence");
 		ck_assert(!w->child);
 		w->child = true;
 		w->was_leader = true;
@@ -2158,7 +2494,8 @@ static void world_step(struct world *w, int type, int code)
 	/* never stuck: a deadline, or an answer is on its way */
 	if (M.state != ELECTION_DONE)
 		ck_assert_msg(isfinite(election_next_wakeup(&M, w->now)) || w->conn == 1 ||
-			      w->lock_req || w->ping_out || w->release_out || w->child,
+			      w->lock_req || w->ping_out || w->release_out || w->child ||
+			      w->fconn == 1 || w->ftake || w->fdrop || w->ctl_out,
 			      "stuck in %s", election_state_name(M.state));
 }
 
@@ -2172,8 +2509,9 @@ START_TEST(test_property_world)
 		memset(&w, 0, sizeof(w));
 		rng_state = 0xe1ec7000u + (uint64_t)run;
 		w.p = random_params();
-		w.p.fence = false; /* the world below does not answer for a fence */
 		w.cause = -1;
+		/* this world answers the fence session and the controls */
+		answer_fence = answer_controls = false;
 		election_init(&M, &w.p);
 		world_step(&w, ELECTION_START, 0);
 		for (int i = 0; i < 3000 && M.state != ELECTION_DONE; i++) {
@@ -2187,10 +2525,15 @@ START_TEST(test_property_world)
 				world_step(&w, ELECTION_TICK, 0);
 				continue;
 			}
-			/* the next answer from the world, a little later */
+			/* the next answer from the world, a little later: the
+			 * fence session's or the controls', else the lock
+			 * session's or the command's */
 			when = w.now + rnd_time(0.5);
 			r = rnd();
-			if (w.conn == 1 && r < 0.5) {
+			type = fence_answer(&w, &when);
+			if (type != ELECTION_TICK) {
+				/* the fence's or the controls' */
+			} else if (w.conn == 1 && r < 0.5) {
 				type = r < 0.3 ? ELECTION_CONNECTED : r < 0.497
 					? ELECTION_CONNECT_FAILED : ELECTION_FATAL;
 				code = 69;
@@ -2237,7 +2580,8 @@ START_TEST(test_property_world)
 			if ((type == ELECTION_LOCK_ACQUIRED || type == ELECTION_LOCK_BUSY) &&
 			    !w.lock_req)
 				type = ELECTION_TICK;
-			if ((type == ELECTION_PING_OK && !w.ping_out) ||
+			if (fence_answer_stale(&w, type) ||
+			    (type == ELECTION_PING_OK && !w.ping_out) ||
 			    (type == ELECTION_RELEASED && !w.release_out) ||
 			    (type == ELECTION_CHILD_GONE && !w.child) ||
 			    ((type == ELECTION_CONN_LOST || code == 78) && w.conn != 2))
@@ -2268,7 +2612,7 @@ START_TEST(test_property_world)
 		for (int i = 0; i <= ELECTION_DONE; i++)
 			fprintf(stderr, "entered %s: %lu\n",
 				election_state_name((enum election_state)i), entered[i]);
-		for (int i = 0; i < 10; i++)
+		for (int i = 0; i < ELECTION_ACTION_COUNT; i++)
 			fprintf(stderr, "%s: %lu\n", action_name(1u << i), taken[i]);
 		fprintf(stderr, "leaderships %lu steps %lu\n", leaderships, steps);
 	}
@@ -2277,9 +2621,17 @@ START_TEST(test_property_world)
 		ck_assert_msg(entered[i] >= 100 || i == ELECTION_FAILSAFE,
 			      "%s entered %lu times",
 			      election_state_name((enum election_state)i), entered[i]);
-	for (int i = 0; i < 10; i++)
-		ck_assert_msg(taken[i] >= 100, "%s taken %lu times", action_name(1u << i),
+	for (int i = 0; i < ELECTION_ACTION_COUNT; i++) {
+		unsigned bit = 1u << i;
+
+		/* no failsafe members, no switchover, no priority here */
+		if (bit & (ELECTION_DO_FAILSAFE_CLAIM | ELECTION_DO_FAILSAFE_CHECK |
+			   ELECTION_DO_FAILSAFE_REGAINED | ELECTION_DO_CONTROLS_DONE |
+			   ELECTION_DO_PRIORITY_ASK))
+			continue;
+		ck_assert_msg(taken[i] >= 100, "%s taken %lu times", action_name(bit),
 			      taken[i]);
+	}
 	ck_assert_uint_gt(leaderships, 1000);
 	ck_assert_uint_gt(steps, 50000);
 }
@@ -2347,10 +2699,12 @@ END_TEST
  * never the conflict code (75), which means "another node has it". */
 START_TEST(test_nonblock_unreachable)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.nonblock = true;
+	c.nonblock = true;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	out = db_failed(&M, FAULT_UNREACHABLE, "connection refused", 0.5);
@@ -2371,9 +2725,11 @@ END_TEST
 /* --wait-timeout: 75 only after the database said the lock is held. */
 START_TEST(test_wait_timeout_busy_is_conflict)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.wait_timeout = 3;
+	c.wait_timeout_ms = 3000;
+	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
 	ck_actions(step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0), ELECTION_DO_WAIT_LOCK);
 	ck_exit(tick(&M, 3), &M, 75);
@@ -2383,13 +2739,15 @@ END_TEST
 /* A command that cannot be executed never restarts, whatever --restart. */
 START_TEST(test_unexecutable_never_restarts)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.restart = ELECTION_RESTART_ALWAYS;
+	c.restart = RESTART_ALWAYS;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	out = step(&M, ELECTION_CHILD_GONE, 126 + _i, NULL, 0.5);
-	ck_actions(out, ELECTION_DO_RELEASE);
+	ck_actions(out, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP);
 	ck_state(&M, ELECTION_RELEASING);
 	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, 0.75), &M, 126 + _i);
 }
@@ -2403,13 +2761,22 @@ START_TEST(test_fork_failure)
 		.reason = "fork: Resource temporarily unavailable" };
 
 	to_standby(&M, &defaults, 0);
-	/* the command's start is an action; fork fails before any pid */
+	/* the command's start is an action, once the fence is held and the
+	 * controls read (answered here by hand); fork fails before any pid */
 	election_step(&M, &(struct election_event){ .type = ELECTION_LOCK,
 			.session = { .news = ELECTION_SESSION_ACQUIRED, .lock_key = 1,
 				     .fencing_token = 2 } }, 0, &out);
+	ck_actions(out, LEAD_FIRST);
+	election_step(&M, &(struct election_event){ .type = ELECTION_FENCE,
+			.session = { .news = ELECTION_SESSION_ACQUIRED } }, 0, &out);
+	ck_actions(out, 0);
+	election_step(&M, &(struct election_event){ .type = ELECTION_CONTROLS,
+			.controls = { .news = ELECTION_CONTROLS_READ,
+				      .in_force = &nothing_in_force } }, 0, &out);
 	ck_actions(out, ELECTION_DO_START_CHILD);
 	election_step(&M, &ev, 0, &out);
-	ck_actions(out, ELECTION_DO_RELEASE);
+	/* the fence goes with the command that never was */
+	ck_actions(out, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP);
 	ck_log(out, LOG_LEVEL_ERROR,
 	       "cannot start command: fork: Resource temporarily unavailable");
 	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, 0.5), &M, 126);
@@ -2452,12 +2819,14 @@ END_TEST
 START_TEST(test_snapshot_one_term)
 {
 	const struct election_snapshot *s = election_snapshot(&M);
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 10;
 
-	p.node_id = "n1";
-	p.lock_name = "reports";
+	c.node_id = "n1";
+	c.lock_name = "reports";
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	ck_assert_int_eq(s->state, ELECTION_INIT);
 	ck_assert_str_eq(s->node_id, "n1");
@@ -2546,16 +2915,17 @@ static void fenced_leader(double t)
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.fence = true;
+	answer_fence = false; /* the test plays the fence session */
 	election_init(&M, &p);
 	/* both sessions are opened at once */
 	ck_actions(step(&M, ELECTION_START, 0, NULL, t),
 		   ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT);
 	ck_actions(fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, t), 0);
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t), ELECTION_DO_TRY_LOCK);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, t), STANDBY_READ);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", t);
-	/* the fence first, the command only once it is held */
-	ck_actions(out, ELECTION_DO_FENCE_TAKE);
+	/* the fence first, the command only once it is held (the controls
+	 * read, answered by step(), does not start it alone) */
+	ck_actions(out, LEAD_FIRST);
 	ck_state(&M, ELECTION_LEADER);
 	ck_assert(!M.child_running);
 }
@@ -2572,7 +2942,8 @@ START_TEST(test_fence_before_command)
 	       "leader's command is still stopping");
 	/* the leader pings on meanwhile */
 	out = fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 1);
-	ck_actions(out, ELECTION_DO_FENCE_TAKE | ELECTION_DO_PING);
+	/* (and reads the controls; the fence not held, no fence ping) */
+	ck_actions(out, ELECTION_DO_FENCE_TAKE | ELECTION_DO_PING | ELECTION_DO_CONTROLS_READ);
 	ck_no_log(out);
 	ck_actions(step(&M, ELECTION_PING_OK, 0, NULL, 1), 0);
 	out = fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 1.5);
@@ -2697,11 +3068,13 @@ END_TEST
  * trying; the lock session's failure decides the exit. */
 START_TEST(test_fence_of_a_one_shot)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 
-	p.fence = true;
-	p.nonblock = true;
+	answer_fence = false; /* the test plays the fence session */
+	c.nonblock = true;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	ck_actions(step(&M, ELECTION_START, 0, NULL, 0),
 		   ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT);
@@ -2710,7 +3083,7 @@ START_TEST(test_fence_of_a_one_shot)
 		  election_next_wakeup(&M, 0.25) >= 10);
 	ck_actions(tick(&M, 5), 0);
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 6),
-		   ELECTION_DO_TRY_LOCK | ELECTION_DO_FENCE_CONNECT);
+		   STANDBY_READ | ELECTION_DO_FENCE_CONNECT);
 
 	/* the database down: both fail, the lock session's failure is 69 */
 	election_init(&M, &p);
@@ -2816,12 +3189,14 @@ static const struct {
 
 START_TEST(test_settle_after_outage)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double take_at = settle_rows[_i].take_at, t;
 
-	p.fence = true;
-	p.grace_period = 8;
+	answer_fence = false; /* the test plays the fence session */
+	c.grace_period_ms = 8000;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
@@ -2834,20 +3209,21 @@ START_TEST(test_settle_after_outage)
 	M.state = ELECTION_CONNECTING; /* the attempt that succeeds */
 	M.connected = true;
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, settle_rows[_i].back),
-		   ELECTION_DO_TRY_LOCK);
+		   STANDBY_READ);
 	t = settle_rows[_i].acquired;
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", t);
 	ck_state(&M, ELECTION_LEADER);
 	if (take_at <= t) {
-		ck_actions(out, ELECTION_DO_FENCE_TAKE);
+		ck_actions(out, LEAD_FIRST);
 		return;
 	}
-	ck_actions(out, 0);
+	ck_actions(out, ELECTION_DO_CONTROLS_READ); /* the fence later */
 	ck_assert_int_eq(out.n_logs, 2); /* after "acquired leader lease" */
 	ck_assert_msg(!strncmp(out.logs[1].text, "the database was away: taking the "
 			       "fence in", 40), "%s", out.logs[1].text);
 	ck_wakeup(&M, t, take_at);
-	M.next_ping_at = 100; /* pings are not the point */
+	/* pings and reads are not the point */
+	M.next_ping_at = M.next_ctl_at = 100;
 	ck_actions(tick(&M, take_at - JUST), 0);
 	ck_actions(tick(&M, take_at), ELECTION_DO_FENCE_TAKE);
 	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, take_at),
@@ -2859,10 +3235,12 @@ END_TEST
  * or the previous outage long gone, is no reason to wait. */
 START_TEST(test_no_settle_without_outage)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.fence = true;
-	p.grace_period = 8;
+	answer_fence = false; /* the test plays the fence session */
+	c.grace_period_ms = 8000;
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
@@ -2870,17 +3248,19 @@ START_TEST(test_no_settle_without_outage)
 	tick(&M, 0.5);
 	step(&M, ELECTION_CONNECTED, 0, NULL, 0.75);
 	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 1),
-		   ELECTION_DO_FENCE_TAKE);
+		   LEAD_FIRST);
 }
 END_TEST
 
 /* A leader with the fence and this grace period, its command running. */
 static void fenced_running_grace(double grace)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 
-	p.fence = true;
-	p.grace_period = grace;
+	answer_fence = false; /* the test plays the fence session */
+	c.grace_period_ms = MS(grace);
+	p = daemon_params(&c);
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
@@ -2910,16 +3290,17 @@ START_TEST(test_settle_after_later_outage)
 	step(&M, ELECTION_CONNECT_FAILED, 0, "refused", 20.5);
 	M.state = ELECTION_CONNECTING; /* the attempt that succeeds */
 	M.connected = true;
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 21), ELECTION_DO_TRY_LOCK |
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 21), STANDBY_READ |
 		   ELECTION_DO_FENCE_CONNECT);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 21);
 	/* the leader at the restart may still be stopping its command: the
 	 * settle wait, from the reconnection (the cap, 20 + 8 + 1, is later) */
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 21);
 	ck_state(&M, ELECTION_LEADER);
-	ck_actions(out, 0);
+	ck_actions(out, ELECTION_DO_CONTROLS_READ); /* the fence later */
 	ck_wakeup(&M, 21, 22);
-	M.next_ping_at = 100; /* pings are not the point */
+	/* pings and reads are not the point */
+	M.next_ping_at = M.next_ctl_at = 100;
 	ck_actions(tick(&M, 22 - JUST), 0);
 	ck_actions(tick(&M, 22), ELECTION_DO_FENCE_TAKE);
 }
@@ -2939,7 +3320,7 @@ START_TEST(test_no_settle_for_the_leader)
 	step(&M, ELECTION_CONNECTED, 0, NULL, 11);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 11);
 	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 11),
-		   ELECTION_DO_FENCE_TAKE);
+		   LEAD_FIRST);
 }
 END_TEST
 
@@ -2953,7 +3334,7 @@ START_TEST(test_settle_from_latest_loss)
 
 	fenced_running_grace(8);
 	/* the held fence is pinged with the lock: the election says so */
-	ck_actions(tick(&M, 1), ELECTION_DO_PING | ELECTION_DO_FENCE_PING);
+	ck_actions(tick(&M, 1), LEADER_PING);
 	ck_actions(tick(&M, 5), ELECTION_DO_STOP_CHILD); /* 3 failures */
 	ck_state(&M, ELECTION_DEMOTING);
 	/* the lock session ends while the command stops: a loss on record */
@@ -2965,7 +3346,8 @@ START_TEST(test_settle_from_latest_loss)
 	M.connected = true;
 	step(&M, ELECTION_CONNECTED, 0, NULL, 31);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 31);
-	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 31), 0);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 31),
+		   ELECTION_DO_CONTROLS_READ); /* the fence later */
 	ck_wakeup(&M, 31, 32);
 }
 END_TEST
@@ -3045,12 +3427,14 @@ static struct election_output fail_soon(double *t, double ran, int status)
 
 START_TEST(test_restart_limit)
 {
+	struct config c = daemon_cfg;
 	struct election_params p = defaults;
 	struct election_output out;
 	double t = 0.5;
 
-	p.restart = ELECTION_RESTART_ALWAYS;
-	p.restart_limit = 2;
+	c.restart = RESTART_ALWAYS;
+	c.restart_limit = 2;
+	p = daemon_params(&c);
 	to_leader(&M, &p, 0);
 	step(&M, ELECTION_CHILD_GONE, 3, NULL, t);          /* 1 */
 	fail_soon(&t, 0.5, 3);                               /* 2 */
@@ -3064,7 +3448,7 @@ START_TEST(test_restart_limit)
 	out = fail_soon(&t, 0.5, 3);                         /* 3: the last */
 	ck_log(out, LOG_LEVEL_ERROR, "command failed 3 times in a row within 30s "
 	       "of starting; giving up (--restart-limit 2)");
-	ck_actions(out, ELECTION_DO_RELEASE);
+	ck_actions(out, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP);
 	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, t + 0.5), &M, 3);
 }
 END_TEST
@@ -3093,13 +3477,22 @@ static int answer_code(const struct election_output *out)
 
 enum { OTHER_MEMBERS = 0, SAME_MEMBERS = 1 }; /* a claim's status */
 
+/* Failsafe on: members a (this node) and b; failsafe_ttl 15 s, the
+ * default. */
+static struct config failsafe_config(void)
+{
+	struct config c = daemon_cfg;
+
+	c.failsafe_peers = "a=127.0.0.1:8008,b=127.0.0.1:8009";
+	c.failsafe_ttl_ms = 15000;
+	return c;
+}
+
 static struct election_params failsafe_params(void)
 {
-	struct election_params p = defaults;
+	struct config c = failsafe_config();
 
-	p.failsafe = true;
-	p.failsafe_ttl = 15;
-	return p;
+	return daemon_params(&c);
 }
 
 /* A failsafe leader whose members said at acquisition nobody else runs it. */
@@ -3109,8 +3502,9 @@ static void failsafe_leader_with(const struct election_params *p, double t)
 
 	to_standby(&M, p, t);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", t);
-	/* the members first: does one of them still run the command? */
-	ck_actions(out, ELECTION_DO_FAILSAFE_CHECK);
+	/* the members first (with the fence and the controls): does one of
+	 * them still run the command? */
+	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_CHECK);
 	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, t);
 	ck_actions(out, ELECTION_DO_START_CHILD);
 	ck_assert(M.child_running);
@@ -3148,8 +3542,9 @@ START_TEST(test_failsafe_keeps_command)
 	/* back: the same command, the same term */
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1.8), ELECTION_DO_TRY_LOCK);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 1.9);
-	/* the members that agreed are told: they queue again at once */
-	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED);
+	/* the members that agreed are told: they queue again at once; the
+	 * fence is still held, the new term's controls read */
+	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED | ELECTION_DO_CONTROLS_READ);
 	ck_state(&M, ELECTION_LEADER);
 	ck_assert(M.child_running);
 	ck_assert_uint_eq(s->term, 1);
@@ -3202,7 +3597,8 @@ END_TEST
  * started again without the lock: back to the lock queue, no more claims. */
 START_TEST(test_failsafe_command_ends)
 {
-	struct election_params p = failsafe_params();
+	struct config c = failsafe_config();
+	struct election_params p = daemon_params(&c);
 	struct election_output out;
 
 	failsafe_leader(0);
@@ -3216,7 +3612,8 @@ START_TEST(test_failsafe_command_ends)
 	ck_assert(out.actions & ELECTION_DO_RELEASE);
 	ck_exit(step(&M, ELECTION_RELEASED, 0, NULL, 1.1), &M, 3);
 
-	p.restart = ELECTION_RESTART_ALWAYS;
+	c.restart = RESTART_ALWAYS;
+	p = daemon_params(&c);
 	failsafe_leader_with(&p, 0);
 	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
 	out = step(&M, ELECTION_CHILD_GONE, 0, NULL, 1);
@@ -3228,7 +3625,7 @@ START_TEST(test_failsafe_command_ends)
 	ck_state(&M, ELECTION_STANDBY);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 10", 1.2);
 	ck_state(&M, ELECTION_LEADER);
-	ck_actions(out, ELECTION_DO_FAILSAFE_CHECK);
+	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_CHECK);
 }
 END_TEST
 
@@ -3240,7 +3637,7 @@ START_TEST(test_failsafe_reconnect_times_out)
 	struct election_params p = failsafe_params();
 	struct election_output out;
 
-	p.connect_timeout = 2;
+	p.connect_timeout = 2; /* the lease's, not configured */
 	failsafe_leader_with(&p, 0);
 	ck_actions(step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5),
 		   ELECTION_DO_FAILSAFE_CLAIM | ELECTION_DO_CONNECT);
@@ -3385,18 +3782,18 @@ START_TEST(test_failsafe_new_leader_asks)
 
 	to_standby(&M, &p, 0);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0);
-	ck_actions(out, ELECTION_DO_FAILSAFE_CHECK);
+	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_CHECK);
 	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_RUNNING, 0, NULL, 0.2);
 	ck_actions(out, 0);
 	ck_log_prefix(out, LOG_LEVEL_NOTICE, "a member still runs the command");
-	ck_actions(tick(&M, 1.2), ELECTION_DO_FAILSAFE_CHECK | ELECTION_DO_PING);
+	ck_actions(tick(&M, 1.2), ELECTION_DO_FAILSAFE_CHECK | LEADER_PING);
 	step(&M, ELECTION_PING_OK, 0, NULL, 1.2);
 	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_SILENT, 0, NULL, 1.3);
 	ck_actions(out, 0);
 	ck_assert(!M.child_running);
 	ck_assert(election_next_wakeup(&M, 1.3) <= 16.3);
 	M.ping_pending = false;
-	M.next_ping_at = 100;
+	M.next_ping_at = M.next_ctl_at = 100; /* nor reads */
 	M.last_reply_at = 16;
 	ck_actions(tick(&M, 16.3 - JUST), 0);
 	ck_actions(tick(&M, 16.3), ELECTION_DO_START_CHILD);
@@ -3436,13 +3833,13 @@ START_TEST(test_failsafe_fence_kept)
 	struct election_params p = failsafe_params();
 	struct election_output out;
 
-	p.fence = true;
+	answer_fence = false; /* the test plays the fence session */
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
 	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
 	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0),
-		   ELECTION_DO_FENCE_TAKE | ELECTION_DO_FAILSAFE_CHECK);
+		   LEAD_FIRST | ELECTION_DO_FAILSAFE_CHECK);
 	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
 	ck_actions(peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, 0),
 		   ELECTION_DO_START_CHILD);
@@ -3460,7 +3857,7 @@ START_TEST(test_failsafe_fence_kept)
 	step(&M, ELECTION_CONNECTED, 0, NULL, 1.7);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 1.8);
 	ck_state(&M, ELECTION_LEADER);
-	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED);
+	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED | ELECTION_DO_CONTROLS_READ);
 	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 1.9), 0);
 	ck_assert(election_snapshot(&M)->fence_held);
 
@@ -3470,7 +3867,7 @@ START_TEST(test_failsafe_fence_kept)
 	M.fence.state = ELECTION_FENCE_READY; /* say its news crossed */
 	M.connected = true;
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 13", 3.5);
-	ck_actions(out, ELECTION_DO_FENCE_TAKE | ELECTION_DO_FAILSAFE_REGAINED);
+	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_REGAINED);
 }
 END_TEST
 
@@ -3537,12 +3934,22 @@ START_TEST(test_action_order)
 }
 END_TEST
 
+/* A test case whose every test starts with a world that answers (also
+ * with CK_FORK=no, where a test's world_silent() would outlive it). */
+static TCase *new_case(const char *name)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, world_answers, NULL);
+	return tc;
+}
+
 static Suite *election_suite(void)
 {
 	Suite *s = suite_create("election");
 	TCase *tc;
 
-	tc = tcase_create("connecting");
+	tc = new_case("connecting");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_init);
 	tcase_add_test(tc, test_action_order);
@@ -3560,7 +3967,7 @@ static Suite *election_suite(void)
 	tcase_add_loop_test(tc, test_reconnect_jitter, 0, ROWS(jitter_rows));
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("standby");
+	tc = new_case("standby");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_wait_mode_busy);
 	tcase_add_test(tc, test_poll_mode_busy);
@@ -3572,7 +3979,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_wait_timeout_not_while_leader);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("leader");
+	tc = new_case("leader");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_acquired_starts_command);
 	tcase_add_loop_test(tc, test_takeover_delay, 0, ROWS(takeover_rows));
@@ -3589,7 +3996,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_next_wakeup_each_state);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("demotion");
+	tc = new_case("demotion");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_lease_lost_waits_for_command);
 	tcase_add_test(tc, test_conn_lost_while_leading);
@@ -3597,7 +4004,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_lease_lost_without_command);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("command");
+	tc = new_case("command");
 	tcase_set_timeout(tc, 5);
 	tcase_add_loop_test(tc, test_restart_no_exits_with_status, 0, ROWS(exit_statuses));
 	tcase_add_test(tc, test_restart_on_failure_success_exits);
@@ -3607,7 +4014,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_child_gone_without_child_ignored);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("shutdown");
+	tc = new_case("shutdown");
 	tcase_set_timeout(tc, 5);
 	tcase_add_loop_test(tc, test_shutdown_each_state, 0, ROWS(shutdown_rows));
 	tcase_add_test(tc, test_shutdown_stops_pinging);
@@ -3617,7 +4024,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_second_shutdown_kills);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("fatal");
+	tc = new_case("fatal");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_fatal_while_connecting);
 	tcase_add_test(tc, test_fatal_in_standby);
@@ -3626,14 +4033,14 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fatal_during_shutdown);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("misc");
+	tc = new_case("misc");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_done_ignores_everything);
 	tcase_add_test(tc, test_events_out_of_place_ignored);
 	tcase_add_test(tc, test_state_names);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("decider");
+	tc = new_case("decider");
 	tcase_set_timeout(tc, 5);
 	tcase_add_loop_test(tc, test_exit_table, 0, ROWS(exit_rows));
 	tcase_add_loop_test(tc, test_fault_classes_while_connecting, 0, FAULT_COUNT);
@@ -3648,7 +4055,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_outcome_labels);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("fence");
+	tc = new_case("fence");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_fence_before_command);
 	tcase_add_test(tc, test_fence_lost_while_leading);
@@ -3669,7 +4076,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fence_lost_in_shutdown_with_lock);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("failsafe");
+	tc = new_case("failsafe");
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_failsafe_keeps_command);
 	tcase_add_test(tc, test_failsafe_demotes_on_dissent);
@@ -3686,7 +4093,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_regained_clears_record);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("property");
+	tc = new_case("property");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_property_chaos);
 	tcase_add_test(tc, test_property_world);
@@ -3697,9 +4104,12 @@ static Suite *election_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(election_suite());
+	SRunner *sr;
 	int failed;
 
+	daemon_config_load();
+	defaults = daemon_params(&daemon_cfg);
+	sr = srunner_create(election_suite());
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

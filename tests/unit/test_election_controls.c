@@ -8,24 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon_params.h"
 #include "election.h"
 
-static const struct election_params daemon_like = {
-	.wait_in_queue = true,
-	.retry_interval = 1,
-	.ping_interval = 0.25,
-	.ping_timeout = 0.5,
-	.ping_failures = 3,
-	.wait_timeout = -1,
-	.connect_timeout = 10,
-	.restart = ELECTION_RESTART_NO,
-	.conflict_exit_code = 75,
-	.fence = true,
-	.grace_period = 1,
-	.controls = true,
-	.priority = 1,
-	.node_id = "a",
-};
+/* The daemon's configuration (node "a") with a quicker cadence. */
+static struct config quick(void)
+{
+	struct config c = daemon_cfg;
+
+	c.retry_interval_ms = 1000;
+	c.ping_interval_ms = 250;
+	c.ping_timeout_ms = 500;
+	c.grace_period_ms = 1000;
+	return c;
+}
+
+/* quick()'s parameters, built in main() */
+static struct election_params daemon;
 
 static struct election M;
 
@@ -181,7 +180,7 @@ static struct election_output to_leader(const struct election_controls *c, doubl
 /* A leader with the daemon's parameters whose command runs, at 0. */
 static void leader_running(void)
 {
-	to_standby(&daemon_like, 0);
+	to_standby(&daemon, 0);
 	to_leader(&none, 0);
 	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
 }
@@ -190,7 +189,7 @@ START_TEST(nothing_starts_before_the_read)
 {
 	struct election_output out;
 
-	to_standby(&daemon_like, 0);
+	to_standby(&daemon, 0);
 	out = to_leader(&none, 0.5);
 	ck_assert(has(&out, ELECTION_DO_START_CHILD));
 }
@@ -258,7 +257,7 @@ START_TEST(a_paused_new_leader_starts_nothing)
 {
 	struct election_output out;
 
-	to_standby(&daemon_like, 0);
+	to_standby(&daemon, 0);
 	out = to_leader(&paused_by_alice, 0);
 	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
 	ck_assert_double_eq(election_next_wakeup(&M, 0), 0.25); /* pings, reads */
@@ -267,10 +266,12 @@ END_TEST
 
 START_TEST(jobs_act_on_pauses_themselves)
 {
-	struct election_params p = daemon_like;
+	struct config c = quick();
+	struct election_params p;
 	struct election_output out;
 
-	p.pause_in_jobs = true;
+	c.uses_ledger = true; /* jobs */
+	p = daemon_params(&c);
 	to_standby(&p, 0);
 	out = to_leader(&paused_by_alice, 0);
 	ck_assert(has(&out, ELECTION_DO_START_CHILD));
@@ -351,10 +352,12 @@ END_TEST
 START_TEST(switchover_to_another_node)
 {
 	struct election_controls to_c = asked_of_a;
-	struct election_params p = daemon_like;
+	struct config c = quick();
+	struct election_params p;
 	struct election_output out;
 
-	p.node_id = "b";
+	c.node_id = "b";
+	p = daemon_params(&c);
 	to_c.target = "c";
 	to_standby(&p, 0);
 	out = to_leader(&to_c, 0.5);
@@ -369,10 +372,12 @@ END_TEST
 /* The target (or any standby, untargeted) takes over and says so once. */
 START_TEST(switchover_answered)
 {
-	struct election_params p = daemon_like;
+	struct config c = quick();
+	struct election_params p;
 	struct election_output out;
 
-	p.node_id = "b";
+	c.node_id = "b";
+	p = daemon_params(&c);
 	to_standby(&p, 0);
 	out = to_leader(&asked_of_a, 0.5);
 	ck_assert(has(&out, ELECTION_DO_START_CHILD | ELECTION_DO_CONTROLS_DONE));
@@ -387,12 +392,13 @@ END_TEST
 
 START_TEST(priority_zero_never_asks)
 {
-	struct election_params p = daemon_like;
+	struct config c = quick();
+	struct election_params p;
 	struct election_output out;
 	double t = 0;
 
-	p.never_lead = true;
-	p.priority = 0;
+	c.priority = 0;
+	p = daemon_params(&c);
 	world = &none;
 	wait_ends = INFINITY;
 	election_init(&M, &p);
@@ -409,15 +415,17 @@ END_TEST
 /* A standby of priority 2 asks once it has been one for priority_delay. */
 START_TEST(priority_asks_after_the_delay)
 {
-	struct election_params p = daemon_like;
+	struct config c = quick();
+	struct election_params p;
 	struct election_output out;
 	struct election_event asked = { .type = ELECTION_CONTROLS,
 		.controls = { .news = ELECTION_CONTROLS_ASKED, .to_me = true,
 			      .leader = "z", .leader_priority = 1 } };
 	double t = 0;
 
-	p.priority = 2;
-	p.priority_delay = 5;
+	c.priority = 2;
+	c.priority_delay_ms = 5000;
+	p = daemon_params(&c);
 	to_standby(&p, 0);
 	ck_assert(!(advance(&t, 4.99, NULL) & ELECTION_DO_PRIORITY_ASK));
 	/* at the first read due from then on */
@@ -439,7 +447,7 @@ START_TEST(a_failed_read_does_not_block)
 		.session = { .news = ELECTION_SESSION_ACQUIRED, .lock_key = 42,
 			     .fencing_token = 7 } };
 
-	to_standby(&daemon_like, 0);
+	to_standby(&daemon, 0);
 	election_step(&M, &acq, 1, &out);
 	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 1);
 	election_step(&M, &failed, 1, &out);
@@ -454,7 +462,12 @@ int main(void)
 	Suite *s = suite_create("election_controls");
 	TCase *tc = tcase_create("controls");
 	SRunner *sr;
+	struct config c;
 	int failed;
+
+	daemon_config_load();
+	c = quick();
+	daemon = daemon_params(&c);
 
 	tcase_add_test(tc, nothing_starts_before_the_read);
 	tcase_add_test(tc, pause_stops_and_resume_starts);
