@@ -42,17 +42,10 @@ void election_init(struct election *e, const struct election_params *p)
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
 	e->restart_backoff = ELECTION_RESTART_MIN;
-	e->fence = ELECTION_FENCE_CLOSED;
-	e->fence_retry_at = INFINITY;
-	e->fence_backoff = ELECTION_RECONNECT_MIN;
-	e->fence_not_before = -INFINITY;
+	fence_init(&e->fence, p->retry_interval);
 	e->lost_since = INFINITY;
 	e->outage_began = INFINITY;
-	e->lock_lost_at = -INFINITY;
-	e->fence_lost_at = -INFINITY;
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
-	e->check_again_at = INFINITY;
+	election_failsafe_init(e);
 	e->hold_until = -INFINITY;
 	e->next_ctl_at = 0; /* a standby reads them once connected */
 	e->snap.node_id = p->node_id;
@@ -128,7 +121,7 @@ void election_about(struct election_output *out, enum fault fault)
 		out->logs[out->n_logs - 1].fault = fault;
 }
 
-bool election_is_stopping(enum election_state s)
+static bool is_stopping(enum election_state s)
 {
 	return s == ELECTION_SHUTTING_DOWN || s == ELECTION_RELEASING ||
 	       s == ELECTION_DONE;
@@ -139,7 +132,7 @@ void election_set_state(struct election *e, struct election_output *out,
 {
 	if (e->state == s)
 		return;
-	if (election_is_stopping(s) && !election_is_stopping(e->state))
+	if (is_stopping(s) && !is_stopping(e->state))
 		out->stopping = true;
 	out->state_changed = true;
 	e->state = s;
@@ -175,6 +168,98 @@ void election_disconnect(struct election *e, struct election_output *out)
 	e->connected = false;
 }
 
+/* The lock session, up until now, was lost, or the fence session while
+ * the lock session was down: the database may have gone away (see
+ * settle_after_outage). The latest loss counts: a node that lost its lock
+ * long ago and sees a restart later caps its settle wait from the
+ * restart's. */
+static void saw_outage(struct election *e, double now)
+{
+	e->lost_since = now;
+}
+
+/* ---- the fence's machine, as the election drives it ------------------- */
+
+/* A closed fence session is reopened only while the lock session is up or
+ * the command runs (and not once the command is being killed). */
+static bool fence_reopens(const struct election *e)
+{
+	switch (e->state) {
+	case ELECTION_STANDBY: case ELECTION_LEADER: case ELECTION_FAILSAFE:
+	case ELECTION_DEMOTING:
+		return true;
+	case ELECTION_SHUTTING_DOWN:
+		return e->child_running;
+	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
+	case ELECTION_RELEASING: case ELECTION_DONE: case ELECTION_STATE_COUNT:
+		break;
+	}
+	return false;
+}
+
+static struct fence_inputs fence_inputs(const struct election *e)
+{
+	struct fence_inputs in = {
+		.command = e->child_running,
+		.killing = e->killing,
+		.leader = e->state == ELECTION_LEADER,
+		.leading = e->state == ELECTION_LEADER || e->state == ELECTION_FAILSAFE,
+		.unlocked = (e->state == ELECTION_DEMOTING && !e->handing_over) ||
+			    (e->state == ELECTION_SHUTTING_DOWN && !e->connected),
+		.lock_down = !e->connected || e->state == ELECTION_CONNECTING,
+		.reopens = fence_reopens(e),
+	};
+
+	return in;
+}
+
+/* Nothing keeps another leader's command out any more: SIGKILL now rather
+ * than at the end of the grace period (DESIGN 3, the fence). */
+static void fence_verdict(struct election *e, struct election_output *out,
+			  double now, const struct fence_verdict *v)
+{
+	if (v->outage)
+		saw_outage(e, now);
+	if (!v->kill)
+		return;
+	e->killing = true;
+	election_say(out, LOG_LEVEL_WARNING, "%s: killing the command now, as another "
+	    "leader's command may start", v->kill);
+	out->actions |= ELECTION_DO_KILL_CHILD;
+}
+
+void election_fence_take(struct election *e, struct election_output *out)
+{
+	struct fence_inputs in = fence_inputs(e);
+
+	fence_take(&e->fence, &in, out);
+}
+
+/* The lock is gone while the command stops: only the fence keeps the next
+ * leader's command out; outage: the database went away. */
+void election_fence_stopping(struct election *e, struct election_output *out,
+			     double now, bool outage)
+{
+	struct fence_inputs in = fence_inputs(e);
+	struct fence_verdict v = { 0 };
+
+	fence_stopping(&e->fence, &in, out, now, outage, &v);
+	fence_verdict(e, out, now, &v);
+}
+
+static void on_fence(struct election *e, struct election_output *out,
+		     double now, const struct election_event *ev)
+{
+	struct fence_inputs in = fence_inputs(e);
+	struct fence_verdict v = { 0 };
+
+	fence_news(&e->fence, &in, out, now, ev, &v);
+	if (v.permanent)
+		election_end_on_permanent(e, out, now, ev);
+	else
+		fence_verdict(e, out, now, &v);
+}
+
 /* ---- shared transitions ---------------------------------------------- */
 
 void election_connect_now(struct election *e, struct election_output *out,
@@ -197,7 +282,7 @@ void election_exit_now(struct election *e, struct election_output *out,
 				    ELECTION_DO_RELEASE | ELECTION_DO_FENCE_CONNECT |
 				    ELECTION_DO_FENCE_TAKE | ELECTION_DO_FENCE_DROP);
 	election_disconnect(e, out);
-	election_fence_close(e, out);
+	fence_close(&e->fence, out);
 	election_request_done(e);
 	e->exit_code = code;
 	out->exit_code = code;
@@ -282,13 +367,13 @@ void election_finish(struct election *e, struct election_output *out, double now
 bool election_end_on_permanent(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
-	int code = election_exit_for(ev->fault);
+	int code = election_exit_for(ev->session.fault);
 
 	if (!code)
 		return false;
 	election_say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
-	election_about(out, ev->fault);
-	if (!election_is_stopping(e->state) || e->exit_code == 0)
+	election_about(out, ev->session.fault);
+	if (!is_stopping(e->state) || e->exit_code == 0)
 		e->exit_code = code;
 	if (e->child_running)
 		election_finish(e, out, now);
@@ -311,9 +396,9 @@ void election_lose_lease(struct election *e, struct election_output *out,
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
-	e->check = CHECK_NONE;
+	election_failsafe_no_check(e);
 	election_request_done(e);
-	if (e->p.failsafe && !e->stranger[0] && e->child_running) {
+	if (election_failsafe_keeps(e)) {
 		election_enter_failsafe(e, out, now, fault, why);
 		return;
 	}
@@ -325,7 +410,7 @@ void election_lose_lease(struct election *e, struct election_output *out,
 		out->actions |= ELECTION_DO_STOP_CHILD;
 		election_fence_stopping(e, out, now, false);
 	} else {
-		election_fence_drop(e, out, now); /* taken or being taken, no command yet */
+		fence_drop(&e->fence, out, now); /* taken or being taken, no command yet */
 		election_disconnect(e, out);
 		election_connect_now(e, out, now);
 	}
@@ -337,25 +422,28 @@ void election_lose_lease(struct election *e, struct election_output *out,
  * takes it again as soon as it reconnects. Never past the outage's start
  * plus grace_period plus ELECTION_KILL_GONE: that command is dead by then
  * (SIGKILL sent at the end of the grace period, and its group gone). */
-static void settle_after_outage(struct election *e, struct election_output *out,
-				double now)
+static double settle_after_outage(struct election *e, struct election_output *out,
+				  double now)
 {
-	e->fence_not_before = -INFINITY;
+	double not_before = -INFINITY;
+
 	if (isfinite(e->outage_began))
-		e->fence_not_before = fmin(e->back_at + ELECTION_SETTLE,
-					   e->outage_began + e->p.grace_period +
-					   ELECTION_KILL_GONE);
+		not_before = fmin(e->back_at + ELECTION_SETTLE,
+				  e->outage_began + e->p.grace_period +
+				  ELECTION_KILL_GONE);
 	e->outage_began = INFINITY;
-	if (now < e->fence_not_before)
+	if (now < not_before)
 		election_say(out, LOG_LEVEL_INFO, "the database was away: taking the fence "
 		    "in %.2fs, so that a previous leader still stopping its command "
-		    "can take it first", e->fence_not_before - now);
+		    "can take it first", not_before - now);
+	return not_before;
 }
 
 void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	struct election_counters *c = &e->snap.counters;
+	struct fence_inputs in;
 
 	election_request_done(e);
 	election_set_state(e, out, now, ELECTION_LEADER);
@@ -369,17 +457,15 @@ void election_become_leader(struct election *e, struct election_output *out,
 	c->acquisitions++;
 	observe(&c->lock_wait, now - e->standby_since);
 	e->snap.term++;
-	e->snap.fencing_token = ev->fencing_token;
-	e->snap.lock_key = ev->lock_key;
+	e->snap.fencing_token = ev->session.fencing_token;
+	e->snap.lock_key = ev->session.lock_key;
 	e->snap.leader_since_wall = now + e->wall_offset;
 	election_say(out, LOG_LEVEL_INFO, "acquired leader lease (key %lld, fencing token %llu)",
-	    (long long)ev->lock_key, (unsigned long long)ev->fencing_token);
+	    (long long)ev->session.lock_key, (unsigned long long)ev->session.fencing_token);
 	/* due now or after the delay; it starts once the fence is held */
 	e->child_start_at = now + e->p.takeover_delay;
-	e->fence_wait_logged = false;
-	settle_after_outage(e, out, now);
-	if (election_fence_wanted(e, now))
-		election_fence_take(e, out);
+	in = fence_inputs(e);
+	fence_lead(&e->fence, &in, out, now, settle_after_outage(e, out, now));
 	/* after the fence's request: on the same session, its answer comes
 	 * once the fence is held */
 	election_controls_new_term(e, out, now);
@@ -416,9 +502,10 @@ static void standby_shutdown(struct election *e, struct election_output *out,
 }
 
 static void kill_on_second_signal(struct election *e, struct election_output *out,
-				  const struct election_event *ev)
+				  double now, const struct election_event *ev)
 {
 	(void)e;
+	(void)now;
 	election_say(out, LOG_LEVEL_NOTICE, "received %s again: killing the command now",
 	    election_reason_of(ev, "signal"));
 	out->actions |= ELECTION_DO_KILL_CHILD;
@@ -426,8 +513,10 @@ static void kill_on_second_signal(struct election *e, struct election_output *ou
 
 /* ---- events shared by several states ---------------------------------- */
 
-static void start(struct election *e, struct election_output *out, double now)
+static void start(struct election *e, struct election_output *out, double now,
+		  const struct election_event *ev)
 {
+	(void)ev;
 	if (e->p.wait_timeout >= 0)
 		e->wait_deadline = now + e->p.wait_timeout;
 	election_connect_now(e, out, now);
@@ -437,7 +526,7 @@ static void start(struct election *e, struct election_output *out, double now)
 	 * session's failure decides (69), and a fence session that failed is
 	 * opened again only once the lock session connected (the fence is not
 	 * reopened while connecting; see election_connected). */
-	election_fence_open(e, out);
+	fence_open(&e->fence, out);
 }
 
 void election_connected(struct election *e, struct election_output *out,
@@ -448,7 +537,7 @@ void election_connected(struct election *e, struct election_output *out,
 	e->lock_tried = false;
 	e->waiting_logged = false;
 	e->standby_since = now;
-	e->snap.lock_key = ev->lock_key;
+	e->snap.lock_key = ev->session.lock_key;
 	e->outage_began = e->lost_since;
 	e->lost_since = INFINITY;
 	e->back_at = now;
@@ -461,7 +550,7 @@ void election_connected(struct election *e, struct election_output *out,
 	election_ask_for_lock(e, out, now);
 	/* a one-shot's fence, or one closed meanwhile, beside the first lock
 	 * request: ready by the time a lock is granted */
-	election_fence_open(e, out);
+	fence_open(&e->fence, out);
 }
 
 /* No connection, or one that cannot be trusted: retry, or end for good. */
@@ -472,16 +561,18 @@ static void connection_failed(struct election *e, struct election_output *out,
 	if (e->state == ELECTION_CONNECTING) {
 		e->snap.counters.connect_failures++;
 	} else { /* a standby's */
-		election_session_lost(e, now, ev->fault);
-		election_saw_outage(e, now);
+		election_session_lost(e, now, ev->session.fault);
+		saw_outage(e, now);
 	}
 	if (!election_end_on_permanent(e, out, now, ev))
-		election_reconnect_later(e, out, now, ev->fault,
+		election_reconnect_later(e, out, now, ev->session.fault,
 			election_reason_of(ev, "database connection failed"));
 }
 
-static void lock_busy(struct election *e, struct election_output *out, double now)
+static void lock_busy(struct election *e, struct election_output *out, double now,
+		      const struct election_event *ev)
 {
+	(void)ev;
 	election_request_done(e);
 	e->busy_seen = true;
 	if (e->p.nonblock) {
@@ -501,8 +592,11 @@ static void lock_busy(struct election *e, struct election_output *out, double no
 		e->next_attempt_at = now + e->p.retry_interval;
 }
 
-static void ping_ok(struct election *e, double now)
+static void ping_ok(struct election *e, struct election_output *out, double now,
+		    const struct election_event *ev)
 {
+	(void)out;
+	(void)ev;
 	/* An answer read once its ping had already failed ping_failures
 	 * times (a frozen pgleader thawed, the reply waiting in its socket)
 	 * is too late, whatever order the loop hands over the timer and the
@@ -517,26 +611,16 @@ static void ping_ok(struct election *e, double now)
 	e->next_ping_at = fmax(now, e->ping_sent_at + e->p.ping_interval);
 }
 
-/* The lock session, up until now, was lost, or the fence session while
- * the lock session was down: the database may have gone away (see
- * settle_after_outage). The latest loss counts: a node that lost its lock
- * long ago and sees a restart later caps its settle wait from the
- * restart's. */
-void election_saw_outage(struct election *e, double now)
-{
-	e->lost_since = now;
-}
-
 static void leader_lost(struct election *e, struct election_output *out,
 			double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
-	election_session_lost(e, now, ev->fault);
+	election_session_lost(e, now, ev->session.fault);
 	/* no settle wait for the node that led: it held the lock and the
 	 * fence until now, so no other command runs, and its own is reaped
 	 * before it asks for the lock again */
 	if (!election_end_on_permanent(e, out, now, ev))
-		election_lose_lease(e, out, now, ev->fault,
+		election_lose_lease(e, out, now, ev->session.fault,
 			   election_reason_of(ev, "connection lost"));
 }
 
@@ -548,8 +632,8 @@ static void stopping_lost(struct election *e, struct election_output *out,
 {
 	e->connected = false; /* the lease closed it */
 	e->handing_over = false; /* the lock went with the session */
-	election_session_lost(e, now, ev->fault);
-	election_saw_outage(e, now);
+	election_session_lost(e, now, ev->session.fault);
+	saw_outage(e, now);
 	if (!election_end_on_permanent(e, out, now, ev))
 		election_fence_stopping(e, out, now, false);
 }
@@ -558,7 +642,7 @@ static void released(struct election *e, struct election_output *out,
 		     double now, const struct election_event *ev)
 {
 	e->connected = false;
-	if (ev->fault == FAULT_NONE)
+	if (ev->session.fault == FAULT_NONE)
 		election_say(out, LOG_LEVEL_INFO, "released leader lease");
 	election_exit_now(e, out, now, e->exit_code);
 }
@@ -579,139 +663,146 @@ static void backoff_lost(struct election *e, struct election_output *out,
 	election_end_on_permanent(e, out, now, ev);
 }
 
-/* ---- the lock session's news, one handler per state -------------------- */
+/* ---- the states: what each does, one row each ------------------------- */
 
-static void lock_connecting(struct election *e, const struct election_event *ev,
-			    double now, struct election_output *out)
+/*
+ * One row per state: what START and SHUTDOWN do, what each piece of the
+ * lock session's news does, what the command's end does, and what its
+ * deadlines are. A NULL entry means the event is ignored in that state.
+ * Fence, peers and controls news, and the command's other news, are
+ * handled alike in every state (election_on_fence, _on_peers,
+ * _on_controls, _on_command).
+ */
+static const struct state_ops states[ELECTION_STATE_COUNT] = {
+	[ELECTION_INIT] = {
+		.start = start, .shutdown = shutdown_begins,
+	},
+	[ELECTION_CONNECTING] = {
+		.shutdown = shutdown_unanswered,
+		.lock = { .connected = election_connecting_done,
+			  .failed = connection_failed },
+		.deadlines = election_connecting_tick,
+		.wakeup = election_request_wakeup,
+	},
+	[ELECTION_BACKOFF] = {
+		.shutdown = shutdown_begins,
+		.lock = { .failed = backoff_lost },
+		.deadlines = election_backoff_tick,
+		.wakeup = election_backoff_wakeup,
+	},
+	[ELECTION_STANDBY] = {
+		.shutdown = standby_shutdown,
+		.lock = { .failed = connection_failed,
+			  .acquired = election_standby_acquired,
+			  .busy = lock_busy },
+		.deadlines = election_standby_tick,
+		.wakeup = election_request_wakeup,
+	},
+	[ELECTION_LEADER] = {
+		.shutdown = shutdown_begins,
+		.lock = { .failed = leader_lost, .ping_ok = ping_ok },
+		.command_gone = election_leader_child_gone,
+		.deadlines = election_leader_tick,
+		.wakeup = election_leader_wakeup,
+	},
+	[ELECTION_FAILSAFE] = {
+		.shutdown = shutdown_begins,
+		.lock = { .connected = election_failsafe_connected,
+			  .failed = election_failsafe_lost,
+			  .acquired = election_failsafe_regained,
+			  .busy = election_failsafe_busy },
+		.command_gone = election_failsafe_child_gone,
+		.deadlines = election_failsafe_tick,
+		.wakeup = election_failsafe_wakeup,
+	},
+	[ELECTION_DEMOTING] = {
+		.shutdown = shutdown_begins,
+		.lock = { .failed = stopping_lost },
+		.command_gone = election_demoted_child_gone,
+	},
+	[ELECTION_SHUTTING_DOWN] = {
+		.shutdown = kill_on_second_signal,
+		.lock = { .failed = stopping_lost },
+		.command_gone = election_stopped_child_gone,
+	},
+	[ELECTION_RELEASING] = {
+		.lock = { .failed = release_lost, .released = released },
+		.deadlines = election_releasing_tick,
+		.wakeup = election_releasing_wakeup,
+	},
+	[ELECTION_DONE] = { 0 }, /* nothing more happens */
+};
+
+static election_handler *lock_handler(const struct lock_ops *l,
+				      enum election_session_news news)
 {
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_CONNECTED: election_connecting_done(e, out, now, ev); return;
-	case ELECTION_SESSION_FAILED: connection_failed(e, out, now, ev); return;
-	case ELECTION_SESSION_ACQUIRED: case ELECTION_SESSION_BUSY:
-	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_RELEASED:
-		return;
+	switch (news) {
+	case ELECTION_SESSION_CONNECTED: return l->connected;
+	case ELECTION_SESSION_FAILED: return l->failed;
+	case ELECTION_SESSION_ACQUIRED: return l->acquired;
+	case ELECTION_SESSION_BUSY: return l->busy;
+	case ELECTION_SESSION_PING_OK: return l->ping_ok;
+	case ELECTION_SESSION_RELEASED: return l->released;
 	}
+	return NULL;
 }
 
-static void lock_backoff(struct election *e, const struct election_event *ev,
-			 double now, struct election_output *out)
+static election_handler *handler_for(const struct state_ops *row,
+				     const struct election_event *ev)
 {
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_FAILED: backoff_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
-	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_PING_OK:
-	case ELECTION_SESSION_RELEASED:
-		return;
+	switch (ev->type) {
+	case ELECTION_START: return row->start;
+	case ELECTION_SHUTDOWN: return row->shutdown;
+	case ELECTION_LOCK:
+		return lock_handler(&row->lock, ev->session.news);
+	case ELECTION_COMMAND:
+		return ev->command.news == ELECTION_COMMAND_GONE ? row->command_gone
+			: election_on_command;
+	case ELECTION_FENCE: return on_fence;
+	case ELECTION_PEERS: return election_on_peers;
+	case ELECTION_CONTROLS: return election_on_controls;
+	case ELECTION_TICK: return NULL; /* the deadlines run after every event */
 	}
-}
-
-static void lock_standby(struct election *e, const struct election_event *ev,
-			 double now, struct election_output *out)
-{
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_FAILED: connection_failed(e, out, now, ev); return;
-	case ELECTION_SESSION_ACQUIRED: election_standby_acquired(e, out, now, ev); return;
-	case ELECTION_SESSION_BUSY: lock_busy(e, out, now); return;
-	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_PING_OK:
-	case ELECTION_SESSION_RELEASED:
-		return;
-	}
-}
-
-static void lock_leader(struct election *e, const struct election_event *ev,
-			double now, struct election_output *out)
-{
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_FAILED: leader_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_PING_OK: ping_ok(e, now); return;
-	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
-	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_RELEASED:
-		return;
-	}
-}
-
-/* DEMOTING and SHUTTING_DOWN: the command is being stopped. */
-static void lock_stopping(struct election *e, const struct election_event *ev,
-			  double now, struct election_output *out)
-{
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_FAILED: stopping_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
-	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_PING_OK:
-	case ELECTION_SESSION_RELEASED:
-		return;
-	}
-}
-
-static void lock_releasing(struct election *e, const struct election_event *ev,
-			   double now, struct election_output *out)
-{
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_FAILED: release_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_RELEASED: released(e, out, now, ev); return;
-	case ELECTION_SESSION_CONNECTED: case ELECTION_SESSION_ACQUIRED:
-	case ELECTION_SESSION_BUSY: case ELECTION_SESSION_PING_OK:
-		return;
-	}
-}
-
-static void on_lock(struct election *e, const struct election_event *ev,
-		    double now, struct election_output *out)
-{
-	switch (e->state) {
-	case ELECTION_CONNECTING: lock_connecting(e, ev, now, out); return;
-	case ELECTION_BACKOFF: lock_backoff(e, ev, now, out); return;
-	case ELECTION_STANDBY: lock_standby(e, ev, now, out); return;
-	case ELECTION_LEADER: lock_leader(e, ev, now, out); return;
-	case ELECTION_FAILSAFE: election_lock_failsafe(e, ev, now, out); return;
-	case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
-		lock_stopping(e, ev, now, out);
-		return;
-	case ELECTION_RELEASING: lock_releasing(e, ev, now, out); return;
-	case ELECTION_INIT: case ELECTION_DONE: case ELECTION_STATE_COUNT:
-		return; /* no lock session yet, or any more */
-	}
-}
-
-/* ---- start and shutdown, one arm per state ----------------------------- */
-
-static void on_start(struct election *e, double now, struct election_output *out)
-{
-	if (e->state == ELECTION_INIT)
-		start(e, out, now);
-}
-
-static void on_shutdown(struct election *e, const struct election_event *ev,
-			double now, struct election_output *out)
-{
-	switch (e->state) {
-	case ELECTION_INIT: case ELECTION_BACKOFF: case ELECTION_LEADER:
-	case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
-		shutdown_begins(e, out, now, ev);
-		return;
-	case ELECTION_CONNECTING: shutdown_unanswered(e, out, now, ev); return;
-	case ELECTION_STANDBY: standby_shutdown(e, out, now, ev); return;
-	case ELECTION_SHUTTING_DOWN: kill_on_second_signal(e, out, ev); return;
-	case ELECTION_RELEASING: case ELECTION_DONE: case ELECTION_STATE_COUNT:
-		return; /* the command is gone already */
-	}
+	return NULL;
 }
 
 static void dispatch(struct election *e, const struct election_event *ev,
 		     double now, struct election_output *out)
 {
-	if (e->state == ELECTION_DONE)
-		return;
-	switch (ev->type) {
-	case ELECTION_START: on_start(e, now, out); return;
-	case ELECTION_TICK: return; /* check_deadlines() runs after every event */
-	case ELECTION_SHUTDOWN: on_shutdown(e, ev, now, out); return;
-	case ELECTION_LOCK: on_lock(e, ev, now, out); return;
-	case ELECTION_FENCE: election_on_fence(e, ev, now, out); return;
-	case ELECTION_COMMAND: election_on_command(e, ev, now, out); return;
-	case ELECTION_PEERS: election_on_peers(e, ev, now, out); return;
-	case ELECTION_CONTROLS: election_on_controls(e, ev, now, out); return;
-	}
+	election_handler *h;
+
+	if (e->state >= ELECTION_DONE)
+		return; /* nothing more happens, not even to the sessions' news */
+	h = handler_for(&states[e->state], ev);
+	if (h)
+		h(e, out, now, ev);
+}
+
+/* Deadlines are checked on every event, not only on TICK: a loop that was
+ * late by a second sees what it missed whatever woke it. The fence
+ * session's reopening comes last: a deadline of the state may have just
+ * closed it. */
+static void check_deadlines(struct election *e, struct election_output *out,
+			    double now)
+{
+	struct fence_inputs in;
+
+	if (e->state < ELECTION_STATE_COUNT && states[e->state].deadlines)
+		states[e->state].deadlines(e, out, now);
+	election_controls_tick(e, out, now);
+	in = fence_inputs(e);
+	fence_tick(&e->fence, &in, out, now);
+}
+
+double election_next_wakeup(const struct election *e, double now)
+{
+	struct fence_inputs in = fence_inputs(e);
+	double t = INFINITY;
+
+	if (e->state < ELECTION_STATE_COUNT && states[e->state].wakeup)
+		t = states[e->state].wakeup(e, now);
+	t = fmin(t, fence_wakeup(&e->fence, &in, now));
+	return fmin(t, election_controls_wakeup(e));
 }
 
 static void publish(struct election *e, double now)
@@ -724,8 +815,8 @@ static void publish(struct election *e, double now)
 	s->command_due = e->state == ELECTION_LEADER && !e->child_running
 		? e->child_start_at : INFINITY;
 	s->db_connected = e->connected && e->state != ELECTION_CONNECTING;
-	s->fence_held = e->fence == ELECTION_FENCE_HELD;
-	s->failsafe_record_until = now < e->record_until ? e->record_until : 0;
+	s->fence_held = fence_held(&e->fence);
+	s->failsafe_record_until = election_failsafe_record(e, now);
 	if (e->state != ELECTION_LEADER)
 		s->leader_since_wall = 0;
 	s->hold_until = now < e->hold_until ? e->hold_until : 0;
@@ -740,7 +831,7 @@ void election_step(struct election *e, const struct election_event *ev,
 		e->wall_offset = ev->wall - now;
 	e->jitter = ev->jitter >= 0 && ev->jitter < 1 ? ev->jitter : 0;
 	dispatch(e, ev, now, out);
-	election_check_deadlines(e, out, now);
+	check_deadlines(e, out, now);
 	publish(e, now);
 }
 

@@ -11,12 +11,13 @@
 #include "log.h"
 
 /*
- * States and events. Each state has one handler with a switch on the event
- * type and no default arm, and a second one for the lock session's news, so
- * that -Wswitch-enum names every pair a new state or event leaves out. The
- * fence session's news and the command's are handled alike in every state
- * (on_fence, on_command). "-" means ignored; TICK does nothing of its own:
- * the deadlines are checked after every event (check_deadlines).
+ * States and events. election.c's table (states[]) has one row per state
+ * naming what START, SHUTDOWN, each piece of the lock session's news and
+ * the command's end do there, and its deadlines: the row is the state. The
+ * fence session's news and the command's other news are handled alike in
+ * every state (election_on_fence, election_on_command). "-" means ignored;
+ * TICK does nothing of its own: the deadlines are checked after every
+ * event.
  *
  *              START  SHUTDOWN  lock: CONN  FAILED  ACQUIRED BUSY PING  RELEASED
  * INIT         conn   exit            -     -       -        -    -     -
@@ -24,6 +25,7 @@
  * BACKOFF      -      exit            -     (perm)  -        -    -     -
  * STANDBY      -      release/exit    -     backoff lead     wait -     -
  * LEADER       -      stop            -     demote  -        -    ok    -
+ * FAILSAFE     -      stop            try   retry   lead     demote -   -
  * DEMOTING     -      stop            -     (perm)  -        -    -     -
  * SHUTTING_DN  -      kill            -     (perm)  -        -    -     -
  * RELEASING    -      -               -     exit    -        -    -     exit
@@ -38,7 +40,9 @@
  * away; reconnected when lost, and taken again while the command lives, in
  * every state (only tried while it is being stopped). While the command is
  * stopped without the lock: the fence lost on its own, or held elsewhere:
- * KILL now. Peers: REGAINED from the node a member agreed to ends its
+ * KILL now. The fence (election_fence.c) and failsafe's claims, check and
+ * record (election_failsafe.c) are machines of their own: only their file
+ * touches their struct. Peers: REGAINED from the node a member agreed to ends its
  * record: BACKOFF reconnects at once.
  * Controls (DESIGN 11, election_controls.c), read over the fence session by
  * LEADER and STANDBY: a leader starts nothing before a read answered since
@@ -86,7 +90,7 @@ enum election_session_news {
 };
 
 enum election_command_news {
-	ELECTION_COMMAND_STARTED,      /* status = the command's pid */
+	ELECTION_COMMAND_STARTED,      /* pid */
 	ELECTION_COMMAND_START_FAILED, /* fork failed; reason */
 	ELECTION_COMMAND_KILLED,       /* SIGKILL sent after the grace period */
 	ELECTION_COMMAND_GONE,         /* the process group is empty; status */
@@ -96,28 +100,25 @@ enum election_command_news {
 };
 
 enum election_peer_news {
-	ELECTION_PEERS_CLAIMED,    /* a member leads in failsafe; reason = its id,
-				    * status = 1 when its member list is ours;
-				    * the answer goes in election_output */
-	ELECTION_PEERS_ROUND_DONE, /* our claim: status = members that agreed,
-				    * asked = how many were asked */
-	ELECTION_PEERS_CHECK_DONE, /* status = enum election_check */
-	ELECTION_PEERS_STRANGER,   /* reason = a node with a session for this
-				    * lock that is not a member, or NULL */
+	ELECTION_PEERS_CLAIMED,    /* a member leads in failsafe: node,
+				    * same_members; the step answers it
+				    * (election_output.answer) */
+	ELECTION_PEERS_ROUND_DONE, /* our claim: agree of asked; reason = the
+				    * refusals */
+	ELECTION_PEERS_CHECK_DONE, /* check */
+	ELECTION_PEERS_STRANGER,   /* node: one with a session for this lock
+				    * that is not a member, or NULL */
 	ELECTION_PEERS_REGAINED,   /* a member that led in failsafe holds the
-				    * lock again; reason = its id, status = 1
-				    * when its member list is ours */
+				    * lock again: node, same_members; answered
+				    * as CLAIMED */
 };
 
 enum election_controls_news {
-	ELECTION_CONTROLS_READ,     /* controls = what is in force */
-	ELECTION_CONTROLS_FAILED,   /* the read got no answer (session lost) or an
-				     * error; reason; status = 1 when it was
-				     * the session's */
-	ELECTION_CONTROLS_ASKED,    /* a priority ask was answered: status = 1
-				     * when a switchover to this node was
-				     * asked; reason = the leader ("" none),
-				     * asked = its priority */
+	ELECTION_CONTROLS_READ,     /* in_force = what is in force */
+	ELECTION_CONTROLS_FAILED,   /* the read got no answer (session_lost) or
+				     * an error; reason */
+	ELECTION_CONTROLS_ASKED,    /* a priority ask was answered: to_me,
+				     * leader, leader_priority */
 };
 
 /* The controls in force that concern the whole lock, as the last read found
@@ -141,22 +142,57 @@ enum election_check {
 	ELECTION_CHECK_SILENT,   /* one did not answer */
 };
 
+/* Each event's own payload (struct election_event's union, by type). */
+
+/* ELECTION_LOCK and ELECTION_FENCE: a session's news. */
+struct election_session_event {
+	enum election_session_news news;
+	enum fault fault;        /* FAILED, RELEASED: why it ended */
+	int64_t lock_key;        /* CONNECTED, ACQUIRED */
+	uint64_t fencing_token;  /* ACQUIRED, the lock's */
+};
+
+struct election_command_event {
+	enum election_command_news news;
+	int pid;                 /* STARTED (0 for the jobs) */
+	int status;              /* GONE: exit code or 128+N */
+	enum fault fault;        /* REFUSED */
+};
+
+struct election_peers_event {
+	enum election_peer_news news;
+	const char *node;        /* CLAIMED, REGAINED: the member that asks;
+				  * STRANGER: a node that is no member, or
+				  * NULL */
+	bool same_members;       /* CLAIMED, REGAINED: its member list is ours */
+	int agree, asked;        /* ROUND_DONE: members that agreed, asked */
+	enum election_check check; /* CHECK_DONE */
+};
+
+struct election_controls_event {
+	enum election_controls_news news;
+	const struct election_controls *in_force; /* READ */
+	bool session_lost;       /* FAILED: the session went, not an error */
+	bool to_me;              /* ASKED: a switchover to this node was asked */
+	const char *leader;      /* ASKED: the leader ("" none) */
+	int leader_priority;     /* ASKED */
+};
+
 struct election_event {
 	enum election_event_type type;
-	int news;                /* enum election_session_news, _command_news
-				  * or _peer_news */
-	enum fault fault;
-	int status;              /* GONE: exit code or 128+N; STARTED: pid */
-	int asked;               /* ROUND_DONE */
-	int64_t lock_key;
-	uint64_t fencing_token;
+	union {                  /* START, TICK, SHUTDOWN: none */
+		struct election_session_event session; /* LOCK, FENCE */
+		struct election_command_event command;
+		struct election_peers_event peers;
+		struct election_controls_event controls;
+	};
 	double wall;             /* wall-clock time of the event, for reports only */
 	double jitter;           /* a random fraction in [0, 1) the supervisor
 				  * draws for each event, which spreads the
 				  * reconnects of a fleet; 0 (tests): the
 				  * longest delay */
-	const char *reason;      /* one line for the log, or NULL */
-	const struct election_controls *controls; /* CONTROLS_READ */
+	const char *reason;      /* one line for the log, or NULL (SHUTDOWN:
+				  * the signal's name) */
 };
 
 /* What the supervisor must do: a bit each, carried out in the order of
@@ -273,13 +309,20 @@ struct election_log {
 	char text[LOG_MSG_MAX];
 };
 
+/* The step's answer to a member's claim (DESIGN 9), which goes back to it
+ * over HTTP. */
+struct election_answer {
+	bool given;               /* the event was a claim, and answered */
+	bool agreed;              /* 200; false: 409, with reason */
+	char reason[128];
+};
+
 struct election_output {
 	unsigned actions;         /* enum election_action bits */
 	int exit_code;            /* with ELECTION_DO_EXIT */
 	bool state_changed;       /* the snapshot says something new to a person */
 	bool stopping;            /* shutdown began: tell the service manager */
-	int claim_answer;         /* PEERS_CLAIMED: 200, or 409 with claim_reason */
-	char claim_reason[128];
+	struct election_answer answer; /* PEERS_CLAIMED, PEERS_REGAINED */
 	int n_logs;
 	struct election_log logs[ELECTION_MAX_LOGS];
 };
@@ -359,6 +402,38 @@ enum election_fence {
 	ELECTION_FENCE_DROPPING, /* unlocking */
 };
 
+/* The fence's own machine (election_fence.c): only that file reads or
+ * writes these; the rest of the election goes through its functions. */
+struct fence_machine {
+	enum election_fence state;
+	double retry_at;         /* reopen a closed session; INFINITY */
+	double backoff;
+	double backoff_cap;
+	bool wait_logged;
+	bool outage_logged;      /* its loss was warned about, not its return */
+	double not_before;       /* a new leader's settle wait (ELECTION_SETTLE) */
+	double lost_at;          /* held (or taking) and lost; -INFINITY: never */
+	double lock_lost_at;     /* the lock went while the command stopped */
+};
+
+/* Failsafe's own state (DESIGN 9; election_failsafe.c): only that file
+ * reads or writes these. */
+struct failsafe_machine {
+	bool enabled;                /* election_params.failsafe, and its */
+	double ttl, ping_interval, ping_timeout; /* durations */
+	/* as the leader */
+	enum fault fault;            /* why the lock was lost */
+	double next_claim_at;        /* next round; INFINITY while one runs */
+	double claim_deadline;       /* the round in flight must end by then */
+	enum { CHECK_NONE, CHECK_ASKING, CHECK_CLEAR } check;
+	double check_again_at;       /* a new leader's question to the members */
+	char stranger[64];           /* failsafe is off while one is seen */
+	int agree, asked;            /* the last round's answers */
+	/* as a member */
+	double record_until;         /* another node leads in failsafe */
+	char record_node[64];        /* which */
+};
+
 struct election {
 	struct election_params p;
 	enum election_state state;
@@ -385,25 +460,12 @@ struct election {
 	int quick_failures;      /* in a row, each within RESTART_RESET_AFTER */
 	double wall_offset;      /* wall minus monotonic, from the last event */
 	int exit_code;
-	enum election_fence fence;
-	double fence_retry_at;   /* reopen a closed fence session; INFINITY */
-	double fence_backoff;
-	bool fence_wait_logged;
-	bool fence_outage_logged; /* its loss was warned about, not its return */
-	double fence_not_before; /* a new leader's settle wait (ELECTION_SETTLE) */
+	struct fence_machine fence;
 	double lost_since;       /* the lock session was lost; INFINITY: it is up */
 	double outage_began;     /* of the outage before this connection, or INF */
 	double back_at;          /* the lock session came back */
-	double lock_lost_at;     /* while the command ran; -INFINITY: never */
-	double fence_lost_at;    /* a held (or taking) fence; -INFINITY: never */
 	bool killing;            /* SIGKILL sent: the fence no longer matters */
-	/* failsafe, as the leader */
-	enum fault failsafe_fault;   /* why the lock was lost */
-	double next_claim_at;        /* next round; INFINITY while one runs */
-	double claim_deadline;       /* the round in flight must end by then */
-	enum { CHECK_NONE, CHECK_ASKING, CHECK_CLEAR } check;
-	double check_again_at;
-	char stranger[64];           /* failsafe is off while one is seen */
+	struct failsafe_machine failsafe;
 	/* the operator controls (DESIGN 11) */
 	bool ctl_pending;            /* a read or an ask is in flight */
 	bool ctl_fresh;              /* a read answered since the lock came */
@@ -417,9 +479,6 @@ struct election {
 	bool handed_said;            /* this term answered a switchover */
 	double hold_until;           /* no lock asked for before; -INFINITY */
 	double lead_began;           /* when this term's lock came */
-	/* failsafe, as a member */
-	double record_until;         /* another node leads in failsafe */
-	char record_node[64];        /* which */
 	struct election_snapshot snap;
 };
 

@@ -72,7 +72,7 @@ static bool wait_expired(struct election *e, struct election_output *out,
 	return true;
 }
 
-static void connecting_tick(struct election *e, struct election_output *out,
+void election_connecting_tick(struct election *e, struct election_output *out,
 			    double now)
 {
 	if (wait_expired(e, out, now))
@@ -84,14 +84,14 @@ static void connecting_tick(struct election *e, struct election_output *out,
 	}
 }
 
-static void backoff_tick(struct election *e, struct election_output *out,
+void election_backoff_tick(struct election *e, struct election_output *out,
 			 double now)
 {
 	if (!wait_expired(e, out, now) && now >= e->next_attempt_at)
 		election_connect_now(e, out, now);
 }
 
-static void standby_tick(struct election *e, struct election_output *out,
+void election_standby_tick(struct election *e, struct election_output *out,
 			 double now)
 {
 	if (wait_expired(e, out, now))
@@ -135,7 +135,7 @@ bool election_ping_expired(const struct election *e, double now)
 	return ping_failures_at(e, now) >= e->p.ping_failures;
 }
 
-static void leader_tick(struct election *e, struct election_output *out,
+void election_leader_tick(struct election *e, struct election_output *out,
 			double now)
 {
 	int failures = ping_failures_at(e, now);
@@ -155,17 +155,16 @@ static void leader_tick(struct election *e, struct election_output *out,
 		e->ping_sent_at = e->next_ping_at;
 		out->actions |= ELECTION_DO_PING;
 		/* a held fence has the same server-side lease to keep */
-		if (e->fence == ELECTION_FENCE_HELD)
+		if (fence_held(&e->fence))
 			out->actions |= ELECTION_DO_FENCE_PING;
 	}
-	if (e->check == CHECK_ASKING && now >= e->check_again_at)
-		election_ask_members(e, out, now);
-	if (!e->child_running && now >= e->child_start_at && election_fence_ok(e) &&
+	election_failsafe_check_tick(e, out, now);
+	if (!e->child_running && now >= e->child_start_at && fence_ok(&e->fence) &&
 	    election_members_ok(e) && election_controls_allow_start(e))
 		election_start_child(e, out, now);
 }
 
-static void releasing_tick(struct election *e, struct election_output *out,
+void election_releasing_tick(struct election *e, struct election_output *out,
 			   double now)
 {
 	/* the unlock got no answer: closing releases the lock too */
@@ -173,94 +172,36 @@ static void releasing_tick(struct election *e, struct election_output *out,
 		election_exit_now(e, out, now, e->exit_code);
 }
 
-/* Deadlines are checked on every event, not only on TICK: a loop that was
- * late by a second sees what it missed whatever woke it. */
-static void state_deadlines(struct election *e, struct election_output *out,
-			    double now)
-{
-	switch (e->state) {
-	case ELECTION_CONNECTING: connecting_tick(e, out, now); return;
-	case ELECTION_BACKOFF: backoff_tick(e, out, now); return;
-	case ELECTION_STANDBY: standby_tick(e, out, now); return;
-	case ELECTION_LEADER: leader_tick(e, out, now); return;
-	case ELECTION_FAILSAFE: election_failsafe_tick(e, out, now); return;
-	case ELECTION_RELEASING: releasing_tick(e, out, now); return;
-	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
-	case ELECTION_DONE: case ELECTION_STATE_COUNT:
-		return;
-	}
-}
-
-/* A closed fence session is reopened only while the lock session is up or
- * the command runs, and not once the command is being killed. */
-static bool fence_reopens(const struct election *e)
-{
-	return e->fence == ELECTION_FENCE_CLOSED && !e->killing &&
-	       (e->state == ELECTION_STANDBY || e->state == ELECTION_LEADER ||
-		e->state == ELECTION_FAILSAFE || e->state == ELECTION_DEMOTING ||
-		(e->state == ELECTION_SHUTTING_DOWN && e->child_running));
-}
-
-/* The fence session's reopening comes last: a deadline of the state may
- * have just closed it. */
-void election_check_deadlines(struct election *e, struct election_output *out,
-			      double now)
-{
-	state_deadlines(e, out, now);
-	election_controls_tick(e, out, now);
-	if (fence_reopens(e) && now >= e->fence_retry_at)
-		election_fence_open(e, out);
-	/* a new leader's settle wait is over */
-	if (e->fence == ELECTION_FENCE_READY && e->state == ELECTION_LEADER &&
-	    election_fence_wanted(e, now))
-		election_fence_take(e, out);
-}
-
 /* A leader's next deadline: the next failed ping or the next ping, the
  * command when it may start, the members' answer. */
-static double leader_wakeup(const struct election *e, double now)
+double election_leader_wakeup(const struct election *e, double now)
 {
 	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
 		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
 
-	if (!e->child_running && election_fence_ok(e) && election_members_ok(e) &&
+	if (!e->child_running && fence_ok(&e->fence) && election_members_ok(e) &&
 	    election_controls_allow_start(e))
 		t = fmin(t, e->child_start_at);
-	if (e->fence == ELECTION_FENCE_READY && now < e->fence_not_before)
-		t = fmin(t, e->fence_not_before);
-	if (e->check == CHECK_ASKING)
-		t = fmin(t, e->check_again_at);
+	t = fmin(t, election_failsafe_check_wakeup(e));
 	return t;
 }
 
-static double state_wakeup(const struct election *e, double now)
+/* CONNECTING and STANDBY: the request in flight, or the next attempt. */
+double election_request_wakeup(const struct election *e, double now)
 {
-	switch (e->state) {
-	case ELECTION_CONNECTING:
-	case ELECTION_STANDBY:
-		return fmin(e->wait_deadline, isinf(e->request_deadline)
-			    ? e->next_attempt_at : e->request_deadline);
-	case ELECTION_BACKOFF:
-		return fmin(e->wait_deadline, e->next_attempt_at);
-	case ELECTION_LEADER:
-		return leader_wakeup(e, now);
-	case ELECTION_FAILSAFE:
-		return fmin(fmin(e->claim_deadline, e->next_claim_at),
-			    e->connected ? e->request_deadline : e->next_attempt_at);
-	case ELECTION_RELEASING:
-		return e->request_deadline;
-	case ELECTION_INIT: case ELECTION_DEMOTING: case ELECTION_SHUTTING_DOWN:
-	case ELECTION_DONE: case ELECTION_STATE_COUNT:
-		break;
-	}
-	return INFINITY;
+	(void)now;
+	return fmin(e->wait_deadline, isinf(e->request_deadline)
+		    ? e->next_attempt_at : e->request_deadline);
 }
 
-double election_next_wakeup(const struct election *e, double now)
+double election_backoff_wakeup(const struct election *e, double now)
 {
-	double t = state_wakeup(e, now);
+	(void)now;
+	return fmin(e->wait_deadline, e->next_attempt_at);
+}
 
-	if (fence_reopens(e))
-		t = fmin(t, e->fence_retry_at);
-	return fmin(t, election_controls_wakeup(e));
+double election_releasing_wakeup(const struct election *e, double now)
+{
+	(void)now;
+	return e->request_deadline;
 }

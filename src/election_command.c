@@ -30,13 +30,13 @@ bool election_reap(struct election *e, struct election_output *out, double now,
 {
 	if (!e->child_running)
 		return false;
-	election_fence_drop(e, out, now);
+	fence_drop(&e->fence, out, now);
 	e->child_running = false;
 	e->killing = false;
 	e->pause_stopped = false;
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;
-	e->snap.counters.command_exits[outcome_of(ev->status)]++;
+	e->snap.counters.command_exits[outcome_of(ev->command.status)]++;
 	return true;
 }
 
@@ -45,7 +45,7 @@ static void child_started(struct election *e, struct election_output *out,
 {
 	if (!e->child_running)
 		return;
-	e->snap.command_pid = ev->status;
+	e->snap.command_pid = ev->command.pid;
 	e->snap.command_active = true;
 	e->snap.counters.command_starts++;
 	out->state_changed = true; /* the status now shows the command's pid */
@@ -62,7 +62,7 @@ static void start_failed(struct election *e, struct election_output *out,
 {
 	if (!e->child_running)
 		return;
-	election_fence_drop(e, out, now);
+	fence_drop(&e->fence, out, now);
 	e->child_running = false;
 	election_say(out, LOG_LEVEL_ERROR, "cannot start command: %s",
 	    election_reason_of(ev, "fork failed"));
@@ -77,14 +77,14 @@ static void command_refused(struct election *e, struct election_output *out,
 {
 	if (!e->child_running)
 		return;
-	election_fence_drop(e, out, now);
+	fence_drop(&e->fence, out, now);
 	e->child_running = false;
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;
-	election_say(out, ev->fault == FAULT_ALREADY_RUN ? LOG_LEVEL_NOTICE
+	election_say(out, ev->command.fault == FAULT_ALREADY_RUN ? LOG_LEVEL_NOTICE
 		     : LOG_LEVEL_ERROR, "%s", election_reason_of(ev, "jobs refused"));
-	e->exit_code = ev->fault == FAULT_ALREADY_RUN ? e->p.conflict_exit_code
-		       : election_exit_for(ev->fault);
+	e->exit_code = ev->command.fault == FAULT_ALREADY_RUN ? e->p.conflict_exit_code
+		       : election_exit_for(ev->command.fault);
 	election_finish(e, out, now);
 }
 
@@ -115,7 +115,7 @@ static bool gives_up(struct election *e, struct election_output *out,
 	return true;
 }
 
-static void leader_child_gone(struct election *e, struct election_output *out,
+void election_leader_child_gone(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
 	double delay;
@@ -132,8 +132,9 @@ static void leader_child_gone(struct election *e, struct election_output *out,
 			     : "command stopped for a pause that has ended: starting it again");
 		return;
 	}
-	if (!election_restarts(e, ev->status) || gives_up(e, out, now, ev->status)) {
-		e->exit_code = ev->status;
+	if (!election_restarts(e, ev->command.status) ||
+	    gives_up(e, out, now, ev->command.status)) {
+		e->exit_code = ev->command.status;
 		election_finish(e, out, now);
 		return;
 	}
@@ -146,7 +147,7 @@ static void leader_child_gone(struct election *e, struct election_output *out,
 	election_say(out, LOG_LEVEL_NOTICE, "restarting command in %.1fs", delay);
 }
 
-static void demoted_child_gone(struct election *e, struct election_output *out,
+void election_demoted_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
 	if (!election_reap(e, out, now, ev))
@@ -155,36 +156,22 @@ static void demoted_child_gone(struct election *e, struct election_output *out,
 	election_connect_now(e, out, now);
 }
 
-static void stopped_child_gone(struct election *e, struct election_output *out,
+void election_stopped_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
 	if (election_reap(e, out, now, ev))
 		election_finish(e, out, now);
 }
 
-static void command_gone(struct election *e, struct election_output *out,
+void election_on_command(struct election *e, struct election_output *out,
 			 double now, const struct election_event *ev)
 {
-	switch (e->state) {
-	case ELECTION_LEADER: leader_child_gone(e, out, now, ev); return;
-	case ELECTION_FAILSAFE: election_failsafe_child_gone(e, out, now, ev); return;
-	case ELECTION_DEMOTING: demoted_child_gone(e, out, now, ev); return;
-	case ELECTION_SHUTTING_DOWN: stopped_child_gone(e, out, now, ev); return;
-	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
-	case ELECTION_STANDBY: case ELECTION_RELEASING: case ELECTION_DONE:
-	case ELECTION_STATE_COUNT:
-		return; /* no command runs in these states */
-	}
-}
-
-void election_on_command(struct election *e, const struct election_event *ev,
-			 double now, struct election_output *out)
-{
-	switch ((enum election_command_news)ev->news) {
+	switch (ev->command.news) {
 	case ELECTION_COMMAND_STARTED: child_started(e, out, ev); return;
 	case ELECTION_COMMAND_START_FAILED: start_failed(e, out, now, ev); return;
 	case ELECTION_COMMAND_KILLED: child_killed(e); return;
-	case ELECTION_COMMAND_GONE: command_gone(e, out, now, ev); return;
+	case ELECTION_COMMAND_GONE:
+		return; /* the state's own (election.c, the table) */
 	case ELECTION_COMMAND_REFUSED: command_refused(e, out, now, ev); return;
 	}
 }

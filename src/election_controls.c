@@ -114,7 +114,7 @@ static void give_back(struct election *e, struct election_output *out,
 		      double now)
 {
 	e->handing_over = false;
-	election_fence_drop(e, out, now);
+	fence_drop(&e->fence, out, now);
 	election_disconnect(e, out);
 	election_connect_now(e, out, now);
 }
@@ -134,7 +134,7 @@ static void hand_over(struct election *e, struct election_output *out,
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
-	e->check = CHECK_NONE;
+	election_failsafe_no_check(e);
 	election_request_done(e);
 	if (e->child_running) {
 		election_set_state(e, out, now, ELECTION_DEMOTING);
@@ -263,7 +263,7 @@ static void read_failed(struct election *e, struct election_output *out,
 	static const struct election_controls none = { .readable = false };
 
 	e->ctl_pending = false;
-	if (ev->status == 1) {
+	if (ev->controls.session_lost) {
 		e->next_ctl_at = now + e->p.ping_interval;
 		return;
 	}
@@ -280,21 +280,22 @@ static void priority_asked(struct election *e, struct election_output *out,
 {
 	e->ctl_pending = false;
 	e->next_ctl_at = now + read_interval(e, now);
-	if (ev->status != 1)
+	if (!ev->controls.to_me)
 		return;
 	election_say(out, LOG_LEVEL_NOTICE, "priority %d over leader %s's %d: asked "
 	    "for a switchover to this node", e->p.priority,
-	    election_reason_of(ev, "?"), ev->asked);
+	    ev->controls.leader ? ev->controls.leader : "?",
+	    ev->controls.leader_priority);
 }
 
-void election_on_controls(struct election *e, const struct election_event *ev,
-			  double now, struct election_output *out)
+void election_on_controls(struct election *e, struct election_output *out,
+	                  double now, const struct election_event *ev)
 {
 	static const struct election_controls none = { .readable = false };
 
-	switch ((enum election_controls_news)ev->news) {
+	switch (ev->controls.news) {
 	case ELECTION_CONTROLS_READ:
-		read_done(e, out, now, ev->controls ? ev->controls : &none);
+		read_done(e, out, now, ev->controls.in_force ? ev->controls.in_force : &none);
 		return;
 	case ELECTION_CONTROLS_FAILED: read_failed(e, out, now, ev); return;
 	case ELECTION_CONTROLS_ASKED: priority_asked(e, out, now, ev); return;

@@ -1,65 +1,277 @@
 /* election_failsafe.c: failsafe (DESIGN 9): a leader that lost the lock
  * keeps its command while every member agrees; a member that agreed stays
- * out of the lock queue; a new leader asks the members first. No I/O. */
+ * out of the lock queue; a new leader asks the members first. The machine
+ * (fs_*) owns struct failsafe_machine: the claim rounds, the new leader's
+ * check, the record of a member leading in failsafe, a stranger seen; the
+ * rest of this file is what the election's states do with it. No I/O. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "election_impl.h"
 
-/* With failsafe, the members said no one else still runs the command. */
-bool election_members_ok(const struct election *e)
+/* ---- the machine: struct failsafe_machine, and nothing else ------------- */
+
+static void fs_init(struct failsafe_machine *fs, const struct election_params *p)
 {
-	return !e->p.failsafe || e->check == CHECK_CLEAR;
+	fs->enabled = p->failsafe;
+	fs->ttl = p->failsafe_ttl;
+	fs->ping_interval = p->ping_interval;
+	fs->ping_timeout = p->ping_timeout;
+	fs->next_claim_at = INFINITY;
+	fs->claim_deadline = INFINITY;
+	fs->check_again_at = INFINITY;
 }
 
 /* A new leader asks the members whether one still runs the command; the
  * re-ask time doubles as the deadline of the question in flight. */
-void election_ask_members(struct election *e, struct election_output *out,
-			double now)
+static void fs_check_ask(struct failsafe_machine *fs, struct election_output *out,
+			 double now)
 {
-	e->check = CHECK_ASKING;
-	e->check_again_at = now + e->p.ping_timeout + e->p.ping_interval;
+	fs->check = CHECK_ASKING;
+	fs->check_again_at = now + fs->ping_timeout + fs->ping_interval;
 	out->actions |= ELECTION_DO_FAILSAFE_CHECK;
+}
+
+/* The members' answer to the check: the earliest the command may start
+ * (-INFINITY: no bound). */
+static double fs_check_done(struct failsafe_machine *fs, struct election_output *out,
+			    double now, enum election_check check)
+{
+	switch (check) {
+	case ELECTION_CHECK_CLEAR:
+		fs->check = CHECK_CLEAR;
+		break;
+	case ELECTION_CHECK_RUNNING:
+		/* that leader demotes at its next round: we now answer 409 */
+		election_say(out, LOG_LEVEL_NOTICE, "a member still runs the command in "
+		    "failsafe; asking again in %.1fs", fs->ping_interval);
+		fs->check_again_at = now + fs->ping_interval;
+		break;
+	case ELECTION_CHECK_SILENT:
+		fs->check = CHECK_CLEAR;
+		election_say(out, LOG_LEVEL_NOTICE, "a member did not answer; starting the "
+		    "command in %.1fs, when any failsafe record it holds has expired",
+		    fs->ttl);
+		return now + fs->ttl;
+	}
+	return -INFINITY;
 }
 
 /* Each member's answer is due within ping_timeout; the round must have
  * ended by one ping_interval more. */
-static void claim_round(struct election *e, struct election_output *out,
-			double now)
+static void fs_claim_round(struct failsafe_machine *fs, struct election_output *out,
+			   double now)
 {
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = now + e->p.ping_timeout + e->p.ping_interval;
+	fs->next_claim_at = INFINITY;
+	fs->claim_deadline = now + fs->ping_timeout + fs->ping_interval;
 	out->actions |= ELECTION_DO_FAILSAFE_CLAIM;
 }
+
+static void fs_claims_begin(struct failsafe_machine *fs, struct election_output *out,
+			    double now, enum fault fault)
+{
+	fs->fault = fault;
+	fs->agree = fs->asked = 0;
+	fs_claim_round(fs, out, now);
+}
+
+static void fs_claims_end(struct failsafe_machine *fs)
+{
+	fs->next_claim_at = INFINITY;
+	fs->claim_deadline = INFINITY;
+}
+
+/* The round in flight got no answer in time (true), or the next is due. */
+static bool fs_claims_tick(struct failsafe_machine *fs, struct election_output *out,
+			   double now)
+{
+	if (now >= fs->claim_deadline)
+		return true;
+	if (now >= fs->next_claim_at)
+		fs_claim_round(fs, out, now);
+	return false;
+}
+
+/* A round ended: true when every member asked agreed, and the next round
+ * is due in ping_interval; false with why in why. */
+static bool fs_round_done(struct failsafe_machine *fs, struct election_output *out,
+			  double now, const struct election_event *ev, char *why,
+			  size_t len)
+{
+	const struct election_peers_event *p = &ev->peers;
+	const char *detail = ev->reason && *ev->reason ? ev->reason : NULL;
+
+	fs->claim_deadline = INFINITY;
+	if (p->agree < p->asked) {
+		/* with each refusal's reason, as the failsafe client gave them */
+		snprintf(why, len, "%d of %d members agree%s%s%s", p->agree, p->asked,
+			 detail ? " (" : "", detail ? detail : "", detail ? ")" : "");
+		return false;
+	}
+	if (fs->agree != p->agree || fs->asked != p->asked) {
+		election_say(out, LOG_LEVEL_NOTICE, "failsafe: %d of %d members agree; "
+		    "the command keeps running", p->agree, p->asked);
+		out->state_changed = true;
+	}
+	fs->agree = p->agree;
+	fs->asked = p->asked;
+	fs->next_claim_at = now + fs->ping_interval;
+	return true;
+}
+
+/* A member leads in failsafe: its record keeps this node out of the lock
+ * queue until it expires. */
+static void fs_record(struct failsafe_machine *fs, struct election_output *out,
+		      double now, const char *node)
+{
+	if (now >= fs->record_until)
+		election_say(out, LOG_LEVEL_NOTICE, "node %s leads in failsafe: staying out "
+		    "of the lock queue", node ? node : "?");
+	fs->record_until = now + fs->ttl;
+	snprintf(fs->record_node, sizeof(fs->record_node), "%s", node ? node : "");
+}
+
+/* The member the record is about holds the lock again: true when that
+ * ended the record. */
+static bool fs_record_ends(struct failsafe_machine *fs, struct election_output *out,
+			   double now, const char *node)
+{
+	const char *id = node ? node : "";
+
+	if (now >= fs->record_until || strcmp(id, fs->record_node) != 0)
+		return false;
+	fs->record_until = 0;
+	fs->record_node[0] = '\0';
+	election_say(out, LOG_LEVEL_NOTICE, "node %s holds the lock again after "
+	    "failsafe: back in the lock queue", id);
+	return true;
+}
+
+/* A node holds a session for this lock but is not in failsafe_peers: its
+ * consent was never asked, so failsafe is off until it is gone. */
+static void fs_stranger(struct failsafe_machine *fs, struct election_output *out,
+			const char *node)
+{
+	const char *id = node ? node : "";
+
+	if (!strcmp(id, fs->stranger))
+		return;
+	if (*id)
+		election_say(out, LOG_LEVEL_ERROR, "node %s has a session for this lock but "
+		    "is not in failsafe_peers: failsafe is off until it is gone "
+		    "or the list is fixed", id);
+	else
+		election_say(out, LOG_LEVEL_NOTICE, "every node with a session for this lock "
+		    "is in failsafe_peers: failsafe is on again");
+	snprintf(fs->stranger, sizeof(fs->stranger), "%s", id);
+}
+
+static double fs_claims_wakeup(const struct failsafe_machine *fs)
+{
+	return fmin(fs->claim_deadline, fs->next_claim_at);
+}
+
+/* A round is in flight. */
+static bool fs_claiming(const struct failsafe_machine *fs)
+{
+	return isfinite(fs->claim_deadline);
+}
+
+/* A member leads in failsafe until then (past: none). */
+static double fs_record_until(const struct failsafe_machine *fs)
+{
+	return fs->record_until;
+}
+
+/* ---- what the rest of the election asks of it -------------------------- */
+
+void election_failsafe_init(struct election *e)
+{
+	fs_init(&e->failsafe, &e->p);
+}
+
+/* The lock is lost while the command runs: failsafe keeps it when every
+ * node with a session for the lock is a member. */
+bool election_failsafe_keeps(const struct election *e)
+{
+	return e->failsafe.enabled && !e->failsafe.stranger[0] && e->child_running;
+}
+
+/* Leading no more (or handing over): no question to the members. */
+void election_failsafe_no_check(struct election *e)
+{
+	e->failsafe.check = CHECK_NONE;
+}
+
+/* A member leads in failsafe until then; 0: none. */
+double election_failsafe_record(const struct election *e, double now)
+{
+	double until = fs_record_until(&e->failsafe);
+
+	return now < until ? until : 0;
+}
+
+/* With failsafe, the members said no one else still runs the command. */
+bool election_members_ok(const struct election *e)
+{
+	return !e->failsafe.enabled || e->failsafe.check == CHECK_CLEAR;
+}
+
+void election_ask_members(struct election *e, struct election_output *out,
+			  double now)
+{
+	fs_check_ask(&e->failsafe, out, now);
+}
+
+/* A new leader asks again when the answer is late, or said one still runs
+ * the command. */
+void election_failsafe_check_tick(struct election *e, struct election_output *out,
+				  double now)
+{
+	if (e->failsafe.check == CHECK_ASKING && now >= e->failsafe.check_again_at)
+		fs_check_ask(&e->failsafe, out, now);
+}
+
+double election_failsafe_check_wakeup(const struct election *e)
+{
+	return e->failsafe.check == CHECK_ASKING ? e->failsafe.check_again_at
+		: INFINITY;
+}
+
+/* ---- the FAILSAFE state, and the members' news in every state ---------- */
 
 /* A member said no, or did not answer, or the lock went to another
  * session: the command must stop, as without failsafe. */
 static void failsafe_demote(struct election *e, struct election_output *out,
 			    double now, const char *why)
 {
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
+	fs_claims_end(&e->failsafe);
 	e->next_attempt_at = INFINITY;
 	election_request_done(e);
-	e->snap.counters.losses[e->failsafe_fault]++;
+	e->snap.counters.losses[e->failsafe.fault]++;
 	election_say(out, LOG_LEVEL_WARNING, "lost leader lease: %s (failsafe)", why);
-	election_about(out, e->failsafe_fault);
+	election_about(out, e->failsafe.fault);
 	election_set_state(e, out, now, ELECTION_DEMOTING);
 	out->actions |= ELECTION_DO_STOP_CHILD;
 	/* the database is likely away: the fence is taken again once back */
 	election_fence_stopping(e, out, now, true);
 }
 
+double election_failsafe_wakeup(const struct election *e, double now)
+{
+	(void)now;
+	return fmin(fs_claims_wakeup(&e->failsafe),
+		    e->connected ? e->request_deadline : e->next_attempt_at);
+}
+
 void election_failsafe_tick(struct election *e, struct election_output *out,
 			  double now)
 {
-	if (now >= e->claim_deadline) {
+	if (fs_claims_tick(&e->failsafe, out, now)) {
 		failsafe_demote(e, out, now, "a claim round got no answer in time");
 		return;
 	}
-	if (now >= e->next_claim_at)
-		claim_round(e, out, now);
 	if (e->connected && now >= e->request_deadline) {
 		election_disconnect(e, out);
 		election_request_done(e);
@@ -77,56 +289,41 @@ void election_enter_failsafe(struct election *e, struct election_output *out,
 			   double now, enum fault fault, const char *why)
 {
 	election_disconnect(e, out);
-	e->failsafe_fault = fault;
 	e->snap.failsafe_agree = e->snap.failsafe_asked = 0;
 	election_set_state(e, out, now, ELECTION_FAILSAFE);
 	election_say(out, LOG_LEVEL_WARNING, "lost the lock (%s); keeping the command in "
 	    "failsafe while every member agrees", why);
 	election_about(out, fault);
 	e->next_attempt_at = now; /* reconnect at once, and keep trying */
-	claim_round(e, out, now);
+	fs_claims_begin(&e->failsafe, out, now, fault);
 	election_failsafe_tick(e, out, now);
 }
 
 static void failsafe_round_done(struct election *e, struct election_output *out,
 				double now, const struct election_event *ev)
 {
-	struct election_snapshot *s = &e->snap;
+	char why[LOG_MSG_MAX / 2];
 
-	if (e->state != ELECTION_FAILSAFE || isinf(e->claim_deadline))
+	if (e->state != ELECTION_FAILSAFE || !fs_claiming(&e->failsafe))
 		return;
-	e->claim_deadline = INFINITY;
-	if (ev->status < ev->asked) {
-		char why[LOG_MSG_MAX / 2];
-
-		/* with each refusal's reason, as the failsafe client gave them */
-		snprintf(why, sizeof(why), "%d of %d members agree%s%s%s", ev->status,
-			 ev->asked, ev->reason && *ev->reason ? " (" : "",
-			 ev->reason && *ev->reason ? ev->reason : "",
-			 ev->reason && *ev->reason ? ")" : "");
+	if (!fs_round_done(&e->failsafe, out, now, ev, why, sizeof(why))) {
 		failsafe_demote(e, out, now, why);
 		return;
 	}
-	if (s->failsafe_agree != ev->status || s->failsafe_asked != ev->asked) {
-		election_say(out, LOG_LEVEL_NOTICE, "failsafe: %d of %d members agree; "
-		    "the command keeps running", ev->status, ev->asked);
-		out->state_changed = true;
-	}
-	s->failsafe_agree = ev->status;
-	s->failsafe_asked = ev->asked;
-	e->next_claim_at = now + e->p.ping_interval;
+	e->snap.failsafe_agree = e->failsafe.agree;
+	e->snap.failsafe_asked = e->failsafe.asked;
 }
 
 /* Back from failsafe: the same command, the same term, and so the same
  * fencing token (the snapshot's, which a restarted command gets too); the
  * token the new lock session read goes unused. */
-static void failsafe_regained(struct election *e, struct election_output *out,
-			      double now)
+void election_failsafe_regained(struct election *e, struct election_output *out,
+				double now, const struct election_event *ev)
 {
+	(void)ev;
 	election_request_done(e);
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
-	e->check = CHECK_CLEAR;
+	fs_claims_end(&e->failsafe);
+	e->failsafe.check = CHECK_CLEAR;
 	e->snap.counters.acquisitions++;
 	election_set_state(e, out, now, ELECTION_LEADER);
 	e->ping_pending = false;
@@ -141,7 +338,7 @@ static void failsafe_regained(struct election *e, struct election_output *out,
 	out->actions |= ELECTION_DO_FAILSAFE_REGAINED;
 }
 
-static void failsafe_lost(struct election *e, struct election_output *out,
+void election_failsafe_lost(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
@@ -151,10 +348,10 @@ static void failsafe_lost(struct election *e, struct election_output *out,
 	e->next_attempt_at = now + ELECTION_RECONNECT_MIN;
 }
 
-static void failsafe_connected(struct election *e, struct election_output *out,
+void election_failsafe_connected(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
-	e->snap.lock_key = ev->lock_key;
+	e->snap.lock_key = ev->session.lock_key;
 	out->actions |= ELECTION_DO_TRY_LOCK;
 	election_request(e, now, e->p.ping_timeout);
 }
@@ -166,7 +363,7 @@ static void failsafe_connected(struct election *e, struct election_output *out,
 static const char *claim_refused(const struct election *e,
 				 const struct election_event *ev)
 {
-	if (ev->status != 1)
+	if (!ev->peers.same_members)
 		return "the member lists differ (failsafe_peers)";
 	switch (e->state) {
 	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
@@ -183,6 +380,15 @@ static const char *claim_refused(const struct election *e,
 	return NULL;
 }
 
+/* The step's answer to the member: agreed (refused NULL), or why not. */
+static void answer(struct election_output *out, const char *refused)
+{
+	out->answer.given = true;
+	out->answer.agreed = !refused;
+	snprintf(out->answer.reason, sizeof(out->answer.reason), "%s",
+		 refused ? refused : "");
+}
+
 /* Closing the connection ends a queued wait, and releases a lock granted
  * meanwhile, before anything was started with it. */
 static void stay_out(struct election *e, struct election_output *out,
@@ -191,7 +397,7 @@ static void stay_out(struct election *e, struct election_output *out,
 	election_disconnect(e, out);
 	election_request_done(e);
 	election_set_state(e, out, now, ELECTION_BACKOFF);
-	e->next_attempt_at = e->record_until;
+	e->next_attempt_at = fs_record_until(&e->failsafe);
 }
 
 static void peers_claimed(struct election *e, struct election_output *out,
@@ -200,21 +406,16 @@ static void peers_claimed(struct election *e, struct election_output *out,
 	const char *refused = claim_refused(e, ev);
 
 	if (refused) {
-		out->claim_answer = 409;
-		snprintf(out->claim_reason, sizeof(out->claim_reason), "%s", refused);
+		answer(out, refused);
 		return;
 	}
-	if (now >= e->record_until)
-		election_say(out, LOG_LEVEL_NOTICE, "node %s leads in failsafe: staying out "
-		    "of the lock queue", election_reason_of(ev, "?"));
-	e->record_until = now + e->p.failsafe_ttl;
-	snprintf(e->record_node, sizeof(e->record_node), "%s",
-		 election_reason_of(ev, ""));
-	out->claim_answer = 200;
+	fs_record(&e->failsafe, out, now, ev->peers.node);
+	answer(out, NULL);
 	if (e->state == ELECTION_STANDBY || e->state == ELECTION_CONNECTING)
 		stay_out(e, out, now);
 	else if (e->state == ELECTION_BACKOFF)
-		e->next_attempt_at = fmax(e->next_attempt_at, e->record_until);
+		e->next_attempt_at = fmax(e->next_attempt_at,
+					  fs_record_until(&e->failsafe));
 }
 
 /* The member this node agreed to holds the lock again: its record has done
@@ -224,68 +425,27 @@ static void peers_claimed(struct election *e, struct election_output *out,
 static void peers_regained(struct election *e, struct election_output *out,
 			   double now, const struct election_event *ev)
 {
-	const char *id = election_reason_of(ev, "");
-
-	if (ev->status != 1) {
-		out->claim_answer = 409;
-		snprintf(out->claim_reason, sizeof(out->claim_reason),
-			 "the member lists differ (failsafe_peers)");
+	if (!ev->peers.same_members) {
+		answer(out, "the member lists differ (failsafe_peers)");
 		return;
 	}
-	out->claim_answer = 200;
-	if (now >= e->record_until || strcmp(id, e->record_node) != 0)
-		return;
-	e->record_until = 0;
-	e->record_node[0] = '\0';
-	election_say(out, LOG_LEVEL_NOTICE, "node %s holds the lock again after "
-	    "failsafe: back in the lock queue", id);
-	if (e->state == ELECTION_BACKOFF)
+	answer(out, NULL);
+	if (fs_record_ends(&e->failsafe, out, now, ev->peers.node) &&
+	    e->state == ELECTION_BACKOFF)
 		e->next_attempt_at = now;
 }
 
 static void peers_check_done(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
-	if (e->state != ELECTION_LEADER || e->check != CHECK_ASKING)
+	if (e->state != ELECTION_LEADER || e->failsafe.check != CHECK_ASKING)
 		return;
-	switch ((enum election_check)ev->status) {
-	case ELECTION_CHECK_CLEAR:
-		e->check = CHECK_CLEAR;
-		return;
-	case ELECTION_CHECK_RUNNING:
-		/* that leader demotes at its next round: we now answer 409 */
-		election_say(out, LOG_LEVEL_NOTICE, "a member still runs the command in "
-		    "failsafe; asking again in %.1fs", e->p.ping_interval);
-		e->check_again_at = now + e->p.ping_interval;
-		return;
-	case ELECTION_CHECK_SILENT:
-		e->check = CHECK_CLEAR;
-		e->child_start_at = fmax(e->child_start_at, now + e->p.failsafe_ttl);
-		election_say(out, LOG_LEVEL_NOTICE, "a member did not answer; starting the "
-		    "command in %.1fs, when any failsafe record it holds has expired",
-		    e->p.failsafe_ttl);
-		return;
-	}
+	e->child_start_at = fmax(e->child_start_at,
+				 fs_check_done(&e->failsafe, out, now, ev->peers.check));
 }
 
 /* A node holds a session for this lock but is not in failsafe_peers: its
  * consent was never asked, so failsafe is off until it is gone. */
-static void peers_stranger(struct election *e, struct election_output *out,
-			   const struct election_event *ev)
-{
-	const char *id = ev->reason ? ev->reason : "";
-
-	if (!strcmp(id, e->stranger))
-		return;
-	if (*id)
-		election_say(out, LOG_LEVEL_ERROR, "node %s has a session for this lock but "
-		    "is not in failsafe_peers: failsafe is off until it is gone "
-		    "or the list is fixed", id);
-	else
-		election_say(out, LOG_LEVEL_NOTICE, "every node with a session for this lock "
-		    "is in failsafe_peers: failsafe is on again");
-	snprintf(e->stranger, sizeof(e->stranger), "%s", id);
-}
 
 bool election_runs_command(const struct election_snapshot *s)
 {
@@ -300,31 +460,24 @@ bool election_runs_command(const struct election_snapshot *s)
 	return s->command_active || s->command_pid != 0;
 }
 
-void election_on_peers(struct election *e, const struct election_event *ev,
-		     double now, struct election_output *out)
+void election_on_peers(struct election *e, struct election_output *out,
+	               double now, const struct election_event *ev)
 {
-	switch ((enum election_peer_news)ev->news) {
+	switch (ev->peers.news) {
 	case ELECTION_PEERS_CLAIMED: peers_claimed(e, out, now, ev); return;
 	case ELECTION_PEERS_ROUND_DONE: failsafe_round_done(e, out, now, ev); return;
 	case ELECTION_PEERS_CHECK_DONE: peers_check_done(e, out, now, ev); return;
-	case ELECTION_PEERS_STRANGER: peers_stranger(e, out, ev); return;
+	case ELECTION_PEERS_STRANGER: fs_stranger(&e->failsafe, out, ev->peers.node); return;
 	case ELECTION_PEERS_REGAINED: peers_regained(e, out, now, ev); return;
 	}
 }
 
-void election_lock_failsafe(struct election *e, const struct election_event *ev,
-			  double now, struct election_output *out)
+/* The lock went to another session while this node was away. */
+void election_failsafe_busy(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
 {
-	switch ((enum election_session_news)ev->news) {
-	case ELECTION_SESSION_CONNECTED: failsafe_connected(e, out, now, ev); return;
-	case ELECTION_SESSION_FAILED: failsafe_lost(e, out, now, ev); return;
-	case ELECTION_SESSION_ACQUIRED: failsafe_regained(e, out, now); return;
-	case ELECTION_SESSION_BUSY:
-		failsafe_demote(e, out, now, "the lock is held by another session");
-		return;
-	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_RELEASED:
-		return;
-	}
+	(void)ev;
+	failsafe_demote(e, out, now, "the lock is held by another session");
 }
 
 /* The command ended by itself while the lock was away: without the lock it
@@ -332,12 +485,11 @@ void election_lock_failsafe(struct election *e, const struct election_event *ev,
 void election_failsafe_child_gone(struct election *e, struct election_output *out,
 				double now, const struct election_event *ev)
 {
-	int status = ev->status;
+	int status = ev->command.status;
 
 	if (!election_reap(e, out, now, ev))
 		return;
-	e->next_claim_at = INFINITY;
-	e->claim_deadline = INFINITY;
+	fs_claims_end(&e->failsafe);
 	if (!election_restarts(e, status)) {
 		e->exit_code = status;
 		election_finish(e, out, now);
@@ -351,7 +503,7 @@ void election_failsafe_child_gone(struct election *e, struct election_output *ou
 void election_connecting_done(struct election *e, struct election_output *out,
 			    double now, const struct election_event *ev)
 {
-	if (now < e->record_until)
+	if (now < fs_record_until(&e->failsafe))
 		stay_out(e, out, now);
 	else
 		election_connected(e, out, now, ev);
@@ -360,7 +512,7 @@ void election_connecting_done(struct election *e, struct election_output *out,
 void election_standby_acquired(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
-	if (now < e->record_until)
+	if (now < fs_record_until(&e->failsafe))
 		stay_out(e, out, now);
 	else
 		election_become_leader(e, out, now, ev);

@@ -27,6 +27,7 @@
 struct queued_event {
 	struct election_event ev;
 	char reason[LOG_MSG_MAX];
+	char node[64];             /* the peers' node, the controls' leader */
 };
 
 struct supervisor {
@@ -48,9 +49,6 @@ struct supervisor {
 	bool draining;
 
 	unsigned short seed[3];    /* erand48: the jitter of each event */
-
-	int claim_answer;          /* of the last PEERS_CLAIMED step */
-	char claim_reason[128];
 
 	char env_node[96], env_key[48], env_token[64];
 	char *child_env[4];
@@ -83,11 +81,21 @@ static void seed_jitter(struct supervisor *s, const char *node_id)
 	s->seed[2] = (unsigned short)((uint32_t)getpid() ^ (uint32_t)ts.tv_sec);
 }
 
+/* START, TICK, SHUTDOWN: no payload. */
 static void dispatch(struct supervisor *s, enum election_event_type type,
-		     int news, int status, const char *reason)
+		     const char *reason)
+{
+	struct election_event ev = { .type = type, .reason = reason };
+
+	enqueue(s, &ev);
+}
+
+static void command_news(struct supervisor *s, enum election_command_news news,
+			 int pid, int status, const char *reason)
 {
 	struct election_event ev = {
-		.type = type, .news = news, .status = status, .reason = reason,
+		.type = ELECTION_COMMAND, .reason = reason,
+		.command = { .news = news, .pid = pid, .status = status },
 	};
 
 	enqueue(s, &ev);
@@ -112,7 +120,7 @@ static void start_jobs(struct supervisor *s)
 		.lock_pid = lease_backend_pid(s->lease),
 	};
 
-	dispatch(s, ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0, NULL);
+	command_news(s, ELECTION_COMMAND_STARTED, 0, 0, NULL);
 	jobs_start(s->jobs, &term);
 }
 
@@ -129,10 +137,10 @@ static void start_child(struct supervisor *s)
 	snprintf(s->env_token, sizeof(s->env_token), "PGLEADER_FENCING_TOKEN=%" PRIu64,
 		 term_token(s));
 	if (child_start(s->child, s->child_env, err, sizeof(err)) < 0)
-		dispatch(s, ELECTION_COMMAND, ELECTION_COMMAND_START_FAILED, 0, err);
+		command_news(s, ELECTION_COMMAND_START_FAILED, 0, 0, err);
 	else
-		dispatch(s, ELECTION_COMMAND, ELECTION_COMMAND_STARTED,
-			 (int)child_pid(s->child), NULL);
+		command_news(s, ELECTION_COMMAND_STARTED, (int)child_pid(s->child),
+			     0, NULL);
 }
 
 /* ---- the operator controls (DESIGN 11), read over the fence session ---- */
@@ -191,8 +199,8 @@ static void controls_cb(void *arg, const struct ledger_answer *a)
 	struct election_event ev = { .type = ELECTION_CONTROLS };
 
 	if (!a->ok || !a->controls) {
-		ev.news = ELECTION_CONTROLS_FAILED;
-		ev.status = a->lost;
+		ev.controls.news = ELECTION_CONTROLS_FAILED;
+		ev.controls.session_lost = a->lost;
 		ev.reason = a->error;
 		enqueue(s, &ev);
 		return;
@@ -202,8 +210,8 @@ static void controls_cb(void *arg, const struct ledger_answer *a)
 	if (s->jobs && (election_snapshot(&s->election)->state == ELECTION_LEADER ||
 			election_snapshot(&s->election)->command_active))
 		jobs_pauses(s, a->controls);
-	ev.news = ELECTION_CONTROLS_READ;
-	ev.controls = &s->ctl;
+	ev.controls.news = ELECTION_CONTROLS_READ;
+	ev.controls.in_force = &s->ctl;
 	enqueue(s, &ev);
 }
 
@@ -211,9 +219,11 @@ static void priority_cb(void *arg, const struct ledger_answer *a)
 {
 	struct supervisor *s = arg;
 	struct election_event ev = {
-		.type = ELECTION_CONTROLS, .news = ELECTION_CONTROLS_ASKED,
-		.status = a->ok && a->asked, .asked = a->leader_priority,
-		.reason = a->ok ? a->leader_node : NULL,
+		.type = ELECTION_CONTROLS,
+		.controls = { .news = ELECTION_CONTROLS_ASKED,
+			      .to_me = a->ok && a->asked,
+			      .leader = a->ok ? a->leader_node : NULL,
+			      .leader_priority = a->leader_priority },
 	};
 
 	if (!a->ok && !a->lost && !s->priority_error_said)
@@ -396,11 +406,6 @@ static void drain(struct supervisor *s)
 		q->ev.jitter = erand48(s->seed);
 		election_step(&s->election, &q->ev, clocks_monotonic(), &out);
 		s->head++;
-		if (out.claim_answer) {
-			s->claim_answer = out.claim_answer;
-			snprintf(s->claim_reason, sizeof(s->claim_reason), "%s",
-				 out.claim_reason);
-		}
 		report(s, &out);
 		run_actions(s, &out);
 	}
@@ -422,6 +427,14 @@ static void enqueue(struct supervisor *s, const struct election_event *ev)
 	if (ev->reason) {
 		snprintf(q->reason, sizeof(q->reason), "%s", ev->reason);
 		q->ev.reason = q->reason;
+	}
+	/* the payload's strings, as the reason, may not outlive the call */
+	if (ev->type == ELECTION_PEERS && ev->peers.node) {
+		snprintf(q->node, sizeof(q->node), "%s", ev->peers.node);
+		q->ev.peers.node = q->node;
+	} else if (ev->type == ELECTION_CONTROLS && ev->controls.leader) {
+		snprintf(q->node, sizeof(q->node), "%s", ev->controls.leader);
+		q->ev.controls.leader = q->node;
 	}
 	s->tail++;
 	drain(s);
@@ -447,12 +460,13 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 {
 	struct supervisor *s = arg;
 	struct election_event ev = {
-		.type = ELECTION_LOCK, .news = session_news(lev), .fault = fault,
-		.reason = reason, .lock_key = lease_key(s->lease),
+		.type = ELECTION_LOCK, .reason = reason,
+		.session = { .news = session_news(lev), .fault = fault,
+			     .lock_key = lease_key(s->lease) },
 	};
 
 	if (lev == LEASE_ACQUIRED)
-		ev.fencing_token = lease_fencing_token(s->lease);
+		ev.session.fencing_token = lease_fencing_token(s->lease);
 	/* back from failsafe the term goes on with a new lock session: the
 	 * jobs' claims must name it, or the ledger refuses every tick */
 	if (lev == LEASE_ACQUIRED && s->jobs)
@@ -463,10 +477,14 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 	/* a ping with failsafe names the nodes with a session for this lock */
 	if (lev == LEASE_PING_OK && s->failsafe && reason) {
 		char stranger[64];
+		struct election_event pev = {
+			.type = ELECTION_PEERS,
+			.peers = { .news = ELECTION_PEERS_STRANGER,
+				   .node = failsafe_stranger(s->failsafe, reason,
+							     stranger, sizeof(stranger)) },
+		};
 
-		dispatch(s, ELECTION_PEERS, ELECTION_PEERS_STRANGER, 0,
-			 failsafe_stranger(s->failsafe, reason, stranger,
-					   sizeof(stranger)));
+		enqueue(s, &pev);
 	}
 }
 
@@ -475,8 +493,9 @@ static void fence_event_cb(void *arg, enum lease_event lev, enum fault fault,
 {
 	struct supervisor *s = arg;
 	struct election_event ev = {
-		.type = ELECTION_FENCE, .news = session_news(lev), .fault = fault,
-		.reason = reason, .lock_key = lease_key(s->fence),
+		.type = ELECTION_FENCE, .reason = reason,
+		.session = { .news = session_news(lev), .fault = fault,
+			     .lock_key = lease_key(s->fence) },
 	};
 
 	enqueue(s, &ev);
@@ -487,14 +506,14 @@ static void fence_event_cb(void *arg, enum lease_event lev, enum fault fault,
 
 static void jobs_gone_cb(void *arg, int status)
 {
-	dispatch(arg, ELECTION_COMMAND, ELECTION_COMMAND_GONE, status, NULL);
+	command_news(arg, ELECTION_COMMAND_GONE, 0, status, NULL);
 }
 
 static void jobs_refused_cb(void *arg, enum fault fault, const char *reason)
 {
 	struct election_event ev = {
-		.type = ELECTION_COMMAND, .news = ELECTION_COMMAND_REFUSED,
-		.fault = fault, .reason = reason,
+		.type = ELECTION_COMMAND, .reason = reason,
+		.command = { .news = ELECTION_COMMAND_REFUSED, .fault = fault },
 	};
 
 	enqueue(arg, &ev);
@@ -502,21 +521,21 @@ static void jobs_refused_cb(void *arg, enum fault fault, const char *reason)
 
 static void child_gone_cb(void *arg, int status)
 {
-	dispatch(arg, ELECTION_COMMAND, ELECTION_COMMAND_GONE, status, NULL);
+	command_news(arg, ELECTION_COMMAND_GONE, 0, status, NULL);
 }
 
 static void child_killed_cb(void *arg)
 {
-	dispatch(arg, ELECTION_COMMAND, ELECTION_COMMAND_KILLED, 0, NULL);
+	command_news(arg, ELECTION_COMMAND_KILLED, 0, 0, NULL);
 }
 
 static void round_done_cb(void *arg, int agree, int total)
 {
 	struct supervisor *s = arg;
 	struct election_event ev = {
-		.type = ELECTION_PEERS, .news = ELECTION_PEERS_ROUND_DONE,
-		.status = agree, .asked = total,
-		.reason = failsafe_detail(s->failsafe),
+		.type = ELECTION_PEERS, .reason = failsafe_detail(s->failsafe),
+		.peers = { .news = ELECTION_PEERS_ROUND_DONE, .agree = agree,
+			   .asked = total },
 	};
 
 	enqueue(s, &ev);
@@ -524,14 +543,18 @@ static void round_done_cb(void *arg, int agree, int total)
 
 static void check_done_cb(void *arg, enum failsafe_check result)
 {
-	int check = ELECTION_CHECK_SILENT;
+	struct election_event ev = {
+		.type = ELECTION_PEERS,
+		.peers = { .news = ELECTION_PEERS_CHECK_DONE,
+			   .check = ELECTION_CHECK_SILENT },
+	};
 
 	switch (result) {
-	case FAILSAFE_CLEAR: check = ELECTION_CHECK_CLEAR; break;
-	case FAILSAFE_RUNNING: check = ELECTION_CHECK_RUNNING; break;
+	case FAILSAFE_CLEAR: ev.peers.check = ELECTION_CHECK_CLEAR; break;
+	case FAILSAFE_RUNNING: ev.peers.check = ELECTION_CHECK_RUNNING; break;
 	case FAILSAFE_SILENT: break;
 	}
-	dispatch(arg, ELECTION_PEERS, ELECTION_PEERS_CHECK_DONE, check, NULL);
+	enqueue(arg, &ev);
 }
 
 bool supervisor_authorized(void *arg, const char *authorization)
@@ -541,17 +564,35 @@ bool supervisor_authorized(void *arg, const char *authorization)
 	return s->failsafe && failsafe_authorized(s->failsafe, authorization);
 }
 
-/* A member's message, answered by the election within this step. */
-static int ask_election(struct supervisor *s, int news, const char *node_id,
-			const char *members_hash, char *reason, size_t len)
+/* A member's message: one step of the election, whose answer goes back
+ * over HTTP. It comes from the loop, never from inside a step (nothing is
+ * queued then); were it to, it goes unanswered. */
+static int ask_election(struct supervisor *s, enum election_peer_news news,
+			const char *node_id, const char *members_hash, char *reason,
+			size_t len)
 {
-	bool same_members = !strcmp(members_hash, failsafe_members_hash(s->failsafe));
+	struct election_event ev = {
+		.type = ELECTION_PEERS, .wall = clocks_wall(),
+		.jitter = erand48(s->seed),
+		.peers = { .news = news, .node = node_id,
+			   .same_members = !strcmp(members_hash,
+						   failsafe_members_hash(s->failsafe)) },
+	};
+	struct election_output out;
 
-	s->claim_answer = 409;
-	snprintf(s->claim_reason, sizeof(s->claim_reason), "not answered");
-	dispatch(s, ELECTION_PEERS, news, same_members, node_id);
-	snprintf(reason, len, "%s", s->claim_reason);
-	return s->claim_answer;
+	snprintf(reason, len, "not answered");
+	if (s->draining || s->head != s->tail)
+		return 409;
+	s->draining = true;
+	election_step(&s->election, &ev, clocks_monotonic(), &out);
+	report(s, &out);
+	run_actions(s, &out);
+	s->draining = false;
+	drain(s); /* what the actions queued; arms the wakeup */
+	if (!out.answer.given)
+		return 409;
+	snprintf(reason, len, "%s", out.answer.reason);
+	return out.answer.agreed ? 200 : 409;
 }
 
 int supervisor_claim(void *arg, const char *node_id, uint64_t fencing_token,
@@ -579,7 +620,7 @@ static void wakeup_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	dispatch(w->data, ELECTION_TICK, 0, 0, NULL);
+	dispatch(w->data, ELECTION_TICK, NULL);
 }
 
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
@@ -589,7 +630,7 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (w->signum == SIGTERM || w->signum == SIGINT) {
-		dispatch(s, ELECTION_SHUTDOWN, 0, 0,
+		dispatch(s, ELECTION_SHUTDOWN,
 			 w->signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		return;
 	}
@@ -717,7 +758,7 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 static void start_cb(int revents, void *arg)
 {
 	(void)revents;
-	dispatch(arg, ELECTION_START, 0, 0, NULL);
+	dispatch(arg, ELECTION_START, NULL);
 }
 
 /* The election starts from inside the loop: an exit decided at once (a

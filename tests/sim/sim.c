@@ -899,11 +899,27 @@ static void db_down(const char *what, double down)
 
 static void sup_enqueue(struct node *n, const struct election_event *ev);
 
-static void sup_dispatch(struct node *n, enum election_event_type type, int news,
-			 int status, const char *reason)
+/* START, TICK, SHUTDOWN: no payload. */
+static void sup_dispatch(struct node *n, enum election_event_type type,
+			 const char *reason)
 {
-	struct election_event ev = { .type = type, .news = news, .status = status,
-				     .reason = reason };
+	struct election_event ev = { .type = type, .reason = reason };
+
+	sup_enqueue(n, &ev);
+}
+
+static void sup_command(struct node *n, enum election_command_news news, int pid,
+			int status)
+{
+	struct election_event ev = { .type = ELECTION_COMMAND,
+		.command = { .news = news, .pid = pid, .status = status } };
+
+	sup_enqueue(n, &ev);
+}
+
+static void sup_peers(struct node *n, const struct election_peers_event *p)
+{
+	struct election_event ev = { .type = ELECTION_PEERS, .peers = *p };
 
 	sup_enqueue(n, &ev);
 }
@@ -965,12 +981,13 @@ static void cs_emit(struct node *n, struct csess *c, int news, enum fault fault,
 		    const char *reason, unsigned nodes)
 {
 	struct election_event ev = {
-		.type = c->skind ? ELECTION_FENCE : ELECTION_LOCK, .news = news,
-		.fault = fault, .reason = reason, .lock_key = W.p.lock_key,
+		.type = c->skind ? ELECTION_FENCE : ELECTION_LOCK, .reason = reason,
+		.session = { .news = (enum election_session_news)news, .fault = fault,
+			     .lock_key = W.p.lock_key },
 	};
 
 	if (!c->skind && news == ELECTION_SESSION_ACQUIRED)
-		ev.fencing_token = c->token;
+		ev.session.fencing_token = c->token;
 	/* supervisor.c: the jobs' claims name the lock session that holds
 	 * the lock now (back from failsafe, a new one in the same term) */
 	if (!c->skind && news == ELECTION_SESSION_ACQUIRED && n->jobs && !nofix_lock_pid)
@@ -990,7 +1007,8 @@ static void cs_emit(struct node *n, struct csess *c, int news, enum fault fault,
 				stranger = W.nodes[j].name;
 				break;
 			}
-		sup_dispatch(n, ELECTION_PEERS, ELECTION_PEERS_STRANGER, 0, stranger);
+		sup_peers(n, &(struct election_peers_event){
+			.news = ELECTION_PEERS_STRANGER, .node = stranger });
 	}
 }
 
@@ -1237,7 +1255,7 @@ static void start_child(struct node *n)
 		child_exit_at(n, ch, T + urand(0.5, 60), (int[]){ 0, 1, 2, 143 }[irand(4)]);
 	say(1u << n->i, "%s: command pid %d starts (stops in %.3fs after SIGTERM)",
 	    n->name, ch->pid, ch->stop_need);
-	sup_dispatch(n, ELECTION_COMMAND, ELECTION_COMMAND_STARTED, ch->pid, NULL);
+	sup_command(n, ELECTION_COMMAND_STARTED, ch->pid, 0);
 }
 
 /* child.c's child_stop: SIGTERM, SIGKILL after grace_period. */
@@ -1880,14 +1898,14 @@ pid_t child_pid(const struct child *c)
 
 static void jobs_gone_cb(void *arg, int status)
 {
-	sup_dispatch(arg, ELECTION_COMMAND, ELECTION_COMMAND_GONE, status, NULL);
+	sup_command(arg, ELECTION_COMMAND_GONE, 0, status);
 }
 
 static void jobs_refused_cb(void *arg, enum fault fault, const char *reason)
 {
-	struct election_event ev = { .type = ELECTION_COMMAND,
-				     .news = ELECTION_COMMAND_REFUSED, .fault = fault,
-				     .reason = reason };
+	struct election_event ev = { .type = ELECTION_COMMAND, .reason = reason,
+				     .command = { .news = ELECTION_COMMAND_REFUSED,
+						  .fault = fault } };
 
 	sup_enqueue(arg, &ev);
 }
@@ -1934,7 +1952,7 @@ static void start_jobs(struct node *n)
 		.lock_pid = n->lock.phase >= PH_READY ? n->lock.pid : 0,
 	};
 
-	sup_dispatch(n, ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0, NULL);
+	sup_command(n, ELECTION_COMMAND_STARTED, 0, 0);
 	AT_NODE(n, jobs_start(n->jobs, &term));
 }
 
@@ -1980,22 +1998,21 @@ static void peers_ask(struct node *n, int op)
  * regained claim) or check_done_cb. */
 static void peers_finish(struct node *n, struct round *r)
 {
-	int check = ELECTION_CHECK_CLEAR;
+	enum election_check check = ELECTION_CHECK_CLEAR;
 
 	r->open = false;
 	if (r->op != P_CHECK) {
-		struct election_event ev = { .type = ELECTION_PEERS,
-			.news = ELECTION_PEERS_ROUND_DONE, .status = r->agree,
-			.asked = r->asked };
-
-		sup_enqueue(n, &ev);
+		sup_peers(n, &(struct election_peers_event){
+			.news = ELECTION_PEERS_ROUND_DONE, .agree = r->agree,
+			.asked = r->asked });
 		return;
 	}
 	if (r->running)
 		check = ELECTION_CHECK_RUNNING;
 	else if (r->answered < r->asked)
 		check = ELECTION_CHECK_SILENT;
-	sup_dispatch(n, ELECTION_PEERS, ELECTION_PEERS_CHECK_DONE, check, NULL);
+	sup_peers(n, &(struct election_peers_event){
+		.news = ELECTION_PEERS_CHECK_DONE, .check = check });
 }
 
 /* A member answers: a claim goes through the election (supervisor_claim;
@@ -2010,9 +2027,10 @@ static void peer_request(struct node *m, const struct simev *e)
 		status = election_runs_command(election_snapshot(&m->el));
 	} else {
 		m->claim_answer = 409;
-		sup_dispatch(m, ELECTION_PEERS, e->op == P_CLAIM ? ELECTION_PEERS_CLAIMED
-			     : ELECTION_PEERS_REGAINED, !strcmp(asker->hash, m->hash),
-			     asker->name);
+		sup_peers(m, &(struct election_peers_event){
+			.news = e->op == P_CLAIM ? ELECTION_PEERS_CLAIMED
+				: ELECTION_PEERS_REGAINED,
+			.node = asker->name, .same_members = !strcmp(asker->hash, m->hash) });
 		status = m->claim_answer;
 	}
 	say(1u << m->i | 1u << asker->i, "%s answers %s's %s: %d", m->name,
@@ -2127,13 +2145,16 @@ static const char *event_news(const struct election_event *ev)
 		"REFUSED" };
 	static const char *const peers[] = { "CLAIMED", "ROUND_DONE", "CHECK_DONE",
 		"STRANGER", "REGAINED" };
+	static const char *const ctl[] = { "READ", "FAILED", "ASKED" };
 
 	if (ev->type == ELECTION_LOCK || ev->type == ELECTION_FENCE)
-		return news_name(ev->news);
+		return news_name((int)ev->session.news);
 	if (ev->type == ELECTION_COMMAND)
-		return ev->news >= 0 && ev->news < 5 ? cmd[ev->news] : "?";
+		return (unsigned)ev->command.news < 5 ? cmd[ev->command.news] : "?";
 	if (ev->type == ELECTION_PEERS)
-		return ev->news >= 0 && ev->news < 5 ? peers[ev->news] : "?";
+		return (unsigned)ev->peers.news < 5 ? peers[ev->peers.news] : "?";
+	if (ev->type == ELECTION_CONTROLS)
+		return (unsigned)ev->controls.news < 3 ? ctl[ev->controls.news] : "?";
 	return "";
 }
 
@@ -2143,13 +2164,19 @@ static void event_text(const struct election_event *ev, char *buf, size_t len)
 		"FENCE", "COMMAND", "PEERS", "CONTROLS" };
 	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], event_news(ev));
 
-	if (ev->status && used < len)
-		used += (size_t)snprintf(buf + used, len - used, " status=%d", ev->status);
-	if (ev->asked && used < len)
-		used += (size_t)snprintf(buf + used, len - used, " asked=%d", ev->asked);
-	if (ev->fencing_token && used < len)
-		used += (size_t)snprintf(buf + used, len - used, " token=%" PRIu64,
-					 ev->fencing_token);
+	int status = ev->type == ELECTION_COMMAND ? ev->command.pid + ev->command.status
+		: ev->type == ELECTION_PEERS ? ev->peers.agree : 0;
+	int asked = ev->type == ELECTION_PEERS ? ev->peers.asked : 0;
+	uint64_t token = ev->type == ELECTION_LOCK ? ev->session.fencing_token : 0;
+
+	if (status && used < len)
+		used += (size_t)snprintf(buf + used, len - used, " status=%d", status);
+	if (asked && used < len)
+		used += (size_t)snprintf(buf + used, len - used, " asked=%d", asked);
+	if (token && used < len)
+		used += (size_t)snprintf(buf + used, len - used, " token=%" PRIu64, token);
+	if (ev->type == ELECTION_PEERS && ev->peers.node && used < len)
+		used += (size_t)snprintf(buf + used, len - used, " node=%s", ev->peers.node);
 	if (ev->reason && used < len)
 		snprintf(buf + used, len - used, " (%s)", ev->reason);
 }
@@ -2176,15 +2203,18 @@ static void sup_drain(struct node *n)
 		event_text(&q->ev, evs, sizeof(evs));
 		actions_text(out.actions, acts, sizeof(acts));
 		if (out.actions || before != n->el.state || out.n_logs ||
-		    !(q->ev.type == ELECTION_TICK || q->ev.news == ELECTION_SESSION_PING_OK ||
-		      (q->ev.type == ELECTION_PEERS && q->ev.news == ELECTION_PEERS_STRANGER)))
+		    !(q->ev.type == ELECTION_TICK ||
+		      ((q->ev.type == ELECTION_LOCK || q->ev.type == ELECTION_FENCE) &&
+		       q->ev.session.news == ELECTION_SESSION_PING_OK) ||
+		      (q->ev.type == ELECTION_PEERS &&
+		       q->ev.peers.news == ELECTION_PEERS_STRANGER)))
 			say(1u << n->i, "%s: %s | %s -> %s |%s", n->name, evs,
 			    election_state_name(before), election_state_name(n->el.state),
 			    acts);
 		for (int k = 0; k < out.n_logs; k++)
 			say(1u << n->i, "%s:   log: %s", n->name, out.logs[k].text);
-		if (out.claim_answer)
-			n->claim_answer = out.claim_answer;
+		if (out.answer.given)
+			n->claim_answer = out.answer.agreed ? 200 : 409;
 		sup_run_actions(n, &out);
 	}
 	n->draining = false;
@@ -2254,7 +2284,7 @@ static void node_boot(struct node *n)
 	 * "otherwise" bound, with SIGKILL's time */
 	restart_otherwise(W.exempt_db_until, "a node started");
 	say(1u << n->i, "%s: pgleader starts (incarnation %" PRIu64 ")", n->name, n->inc);
-	sup_dispatch(n, ELECTION_START, 0, 0, NULL);
+	sup_dispatch(n, ELECTION_START, NULL);
 }
 
 /* The process is gone: the kernel closes its sockets; systemd starts it
@@ -2806,7 +2836,7 @@ static void fault(const struct simev *e)
 		return;
 	case F_SIGTERM:
 		if (n->up && !n->frozen)
-			sup_dispatch(n, ELECTION_SHUTDOWN, 0, 0, "SIGTERM");
+			sup_dispatch(n, ELECTION_SHUTDOWN, "SIGTERM");
 		return;
 	case F_SWITCHOVER: /* asked of the node running the command */
 		if (W.switchover && T < W.so_until)
@@ -2948,7 +2978,7 @@ static void controls_answer(struct node *n, const struct simev *e)
 {
 	static struct election_controls c;
 	struct election_event ev = { .type = ELECTION_CONTROLS,
-				     .news = ELECTION_CONTROLS_READ, .controls = &c };
+		.controls = { .news = ELECTION_CONTROLS_READ, .in_force = &c } };
 
 	/* what the ledger holds as the read reaches it */
 	c = (struct election_controls){ .readable = true, .paused = W.paused,
@@ -2962,8 +2992,8 @@ static void controls_answer(struct node *n, const struct simev *e)
 	}
 
 	if (n->fence.conn != e->gen || n->fence.phase < PH_READY || W.part_db[n->i]) {
-		ev.news = ELECTION_CONTROLS_FAILED;
-		ev.status = 1;
+		ev.controls.news = ELECTION_CONTROLS_FAILED;
+		ev.controls.session_lost = true;
 		ev.reason = "fence session lost";
 	} else if (n->jobs && (n->el.state == ELECTION_LEADER ||
 			       election_snapshot(&n->el)->command_active)) {
@@ -2985,11 +3015,11 @@ static void notify(struct node *n, const struct simev *e)
 			AT_NODE(n, ch->on_gone(ch->arg, e->status));
 		}
 	} else if (e->op == N_CHILD_GONE) {
-		sup_dispatch(n, ELECTION_COMMAND, ELECTION_COMMAND_GONE, e->status, NULL);
+		sup_command(n, ELECTION_COMMAND_GONE, 0, e->status);
 	} else if (e->op == N_GRACE && ch && ch->alive) {
 		proc_kill(n, ch, "grace period over");
 		if (!n->jobs) /* child_on_killed: the jobs do not ask */
-			sup_dispatch(n, ELECTION_COMMAND, ELECTION_COMMAND_KILLED, 0, NULL);
+			sup_command(n, ELECTION_COMMAND_KILLED, 0, 0);
 	} else if (e->op == N_CONTROLS) {
 		controls_answer(n, e);
 	}
@@ -3025,7 +3055,7 @@ static void handle_node(const struct simev *e)
 	switch ((int)e->kind) {
 	case K_WAKE:
 		if (e->gen == n->wake_gen)
-			sup_dispatch(n, ELECTION_TICK, 0, 0, NULL);
+			sup_dispatch(n, ELECTION_TICK, NULL);
 		return;
 	case K_TO_NODE: {
 		struct csess *c = e->skind ? &n->fence : &n->lock;

@@ -70,14 +70,27 @@ static const struct {
 	{ CONTROLS_FAILED, ELECTION_CONTROLS, ELECTION_CONTROLS_FAILED },
 };
 
+/* The news of an event of this type, in its payload. */
+static void set_news(struct election_event *ev, enum election_event_type type,
+		     int news)
+{
+	ev->type = type;
+	if (type == ELECTION_COMMAND)
+		ev->command.news = (enum election_command_news)news;
+	else if (type == ELECTION_CONTROLS)
+		ev->controls.news = (enum election_controls_news)news;
+	else if (type == ELECTION_PEERS)
+		ev->peers.news = (enum election_peer_news)news;
+	else
+		ev->session.news = (enum election_session_news)news;
+}
+
 static void name_event(int name, struct election_event *ev)
 {
 	ev->type = (enum election_event_type)name;
 	for (size_t i = 0; i < sizeof(event_names) / sizeof(event_names[0]); i++)
-		if (event_names[i].name == name) {
-			ev->type = event_names[i].type;
-			ev->news = event_names[i].news;
-		}
+		if (event_names[i].name == name)
+			set_news(ev, event_names[i].type, event_names[i].news);
 }
 
 static enum fault fatal_fault(int code)
@@ -125,10 +138,12 @@ static bool answer(unsigned asked, struct election_event *ev)
 		    (answers[i].type == ELECTION_FENCE && !answer_fence) ||
 		    (answers[i].type == ELECTION_CONTROLS && !answer_controls))
 			continue;
-		*ev = (struct election_event){ .type = answers[i].type,
-					       .news = answers[i].news,
-					       .controls = &nothing_in_force,
-					       .status = 4242 /* the pid */ };
+		*ev = (struct election_event){ .type = answers[i].type };
+		set_news(ev, answers[i].type, answers[i].news);
+		if (ev->type == ELECTION_CONTROLS)
+			ev->controls.in_force = &nothing_in_force;
+		if (ev->type == ELECTION_COMMAND)
+			ev->command.pid = 4242;
 		return true;
 	}
 	return false;
@@ -166,23 +181,27 @@ static void answer_all(struct election *e, struct election_output *out, double n
 static struct election_output step(struct election *e, int type, int code,
 				   const char *reason, double now)
 {
-	struct election_event ev = { .status = code, .reason = reason,
-				     .wall = now + 1.7e9 };
+	struct election_event ev = { .reason = reason, .wall = now + 1.7e9 };
 	struct election_output out;
 	long long key;
 	unsigned long long token;
 
 	name_event(type, &ev);
-	ev.controls = &nothing_in_force; /* CONTROLS_ANSWERED */
+	if (ev.type == ELECTION_COMMAND) {
+		ev.command.status = code;
+		ev.command.pid = code;
+	} else if (ev.type == ELECTION_CONTROLS) {
+		ev.controls.in_force = &nothing_in_force; /* CONTROLS_ANSWERED */
+	}
 	if (type == ELECTION_CONNECT_FAILED || type == ELECTION_CONN_LOST ||
 	    type == FENCE_FAILED)
-		ev.fault = FAULT_CONNECTION;
+		ev.session.fault = FAULT_CONNECTION;
 	else if (type == ELECTION_FATAL)
-		ev.fault = fatal_fault(code);
+		ev.session.fault = fatal_fault(code);
 	else if (type == ELECTION_LOCK_ACQUIRED && reason &&
 		 sscanf(reason, "key %lld, fencing token %llu", &key, &token) == 2) {
-		ev.lock_key = key;
-		ev.fencing_token = token;
+		ev.session.lock_key = key;
+		ev.session.fencing_token = token;
 	}
 	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
 	election_step(e, &ev, now, &out);
@@ -313,7 +332,7 @@ static void to_leader(struct election *e, const struct election_params *p, doubl
 	ck_actions(out, p->takeover_delay > 0 ? (unsigned)LEAD_FIRST
 		   : LEAD_FIRST | ELECTION_DO_START_CHILD);
 	ck_state(e, ELECTION_LEADER);
-	ck_assert(e->fence == ELECTION_FENCE_HELD && e->ctl_fresh);
+	ck_assert(e->fence.state == ELECTION_FENCE_HELD && e->ctl_fresh);
 }
 
 /* A healthy leader from *t to until: a TICK at every wakeup, every ping
@@ -540,9 +559,8 @@ static struct election_output lost(struct election *e, enum fault f,
 				   double jitter, const char *reason, double now)
 {
 	struct election_event ev = { .type = ELECTION_LOCK,
-				     .news = ELECTION_SESSION_FAILED, .fault = f,
-				     .jitter = jitter, .reason = reason,
-				     .wall = now + 1.7e9 };
+		.session = { .news = ELECTION_SESSION_FAILED, .fault = f },
+		.jitter = jitter, .reason = reason, .wall = now + 1.7e9 };
 	struct election_output out;
 
 	election_step(e, &ev, now, &out);
@@ -2105,7 +2123,7 @@ static void check_invariants(const struct election *e, bool child_before,
 		return;
 	}
 	if (a & ELECTION_DO_START_CHILD) {
-		ck_assert_msg(e->fence == ELECTION_FENCE_HELD,
+		ck_assert_msg(e->fence.state == ELECTION_FENCE_HELD,
 			      "START_CHILD without the fence");
 		ck_assert_msg(!child_before, "START_CHILD while a command runs");
 		ck_assert_msg(e->state == ELECTION_LEADER, "START_CHILD in %s",
@@ -2648,8 +2666,8 @@ static struct election_output db_failed(struct election *e, enum fault f,
 					const char *why, double now)
 {
 	struct election_event ev = { .type = ELECTION_LOCK,
-				     .news = ELECTION_SESSION_FAILED, .fault = f,
-				     .reason = why };
+		.session = { .news = ELECTION_SESSION_FAILED, .fault = f },
+		.reason = why };
 	struct election_output out;
 
 	election_step(e, &ev, now, &out);
@@ -2739,23 +2757,22 @@ START_TEST(test_fork_failure)
 {
 	struct election_output out;
 	struct election_event ev = { .type = ELECTION_COMMAND,
-				     .news = ELECTION_COMMAND_START_FAILED,
-				     .fault = FAULT_FORK,
-				     .reason = "fork: Resource temporarily unavailable" };
+		.command = { .news = ELECTION_COMMAND_START_FAILED, .fault = FAULT_FORK },
+		.reason = "fork: Resource temporarily unavailable" };
 
 	to_standby(&M, &defaults, 0);
 	/* the command's start is an action, once the fence is held and the
 	 * controls read (answered here by hand); fork fails before any pid */
 	election_step(&M, &(struct election_event){ .type = ELECTION_LOCK,
-			.news = ELECTION_SESSION_ACQUIRED, .lock_key = 1,
-			.fencing_token = 2 }, 0, &out);
+			.session = { .news = ELECTION_SESSION_ACQUIRED, .lock_key = 1,
+				     .fencing_token = 2 } }, 0, &out);
 	ck_actions(out, LEAD_FIRST);
 	election_step(&M, &(struct election_event){ .type = ELECTION_FENCE,
-			.news = ELECTION_SESSION_ACQUIRED }, 0, &out);
+			.session = { .news = ELECTION_SESSION_ACQUIRED } }, 0, &out);
 	ck_actions(out, 0);
 	election_step(&M, &(struct election_event){ .type = ELECTION_CONTROLS,
-			.news = ELECTION_CONTROLS_READ,
-			.controls = &nothing_in_force }, 0, &out);
+			.controls = { .news = ELECTION_CONTROLS_READ,
+				      .in_force = &nothing_in_force } }, 0, &out);
 	ck_actions(out, ELECTION_DO_START_CHILD);
 	election_step(&M, &ev, 0, &out);
 	/* the fence goes with the command that never was */
@@ -2883,8 +2900,9 @@ END_TEST
 static struct election_output fence_news(struct election *e, int news,
 					 enum fault f, double now)
 {
-	struct election_event ev = { .type = ELECTION_FENCE, .news = news,
-				     .fault = f, .reason = "x" };
+	struct election_event ev = { .type = ELECTION_FENCE,
+		.session = { .news = (enum election_session_news)news, .fault = f },
+		.reason = "x" };
 	struct election_output out;
 
 	election_step(e, &ev, now, &out);
@@ -2999,7 +3017,7 @@ START_TEST(test_fence_dropped_after_command)
 	out = step(&M, ELECTION_CHILD_GONE, 143, NULL, 2);
 	ck_actions(out, ELECTION_DO_FENCE_DROP | ELECTION_DO_CONNECT);
 	ck_actions(fence_news(&M, ELECTION_SESSION_RELEASED, FAULT_NONE, 2), 0);
-	ck_assert_int_eq(M.fence, ELECTION_FENCE_READY);
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_READY);
 }
 END_TEST
 
@@ -3012,7 +3030,7 @@ START_TEST(test_fence_wait_abandoned)
 	out = step(&M, ELECTION_CONN_LOST, 0, "terminated", 0.5);
 	/* closed to end the wait; reopened with the lock session */
 	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_CONNECT);
-	ck_assert_int_eq(M.fence, ELECTION_FENCE_CLOSED);
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_CLOSED);
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 0.6),
 		   ELECTION_DO_TRY_LOCK | ELECTION_DO_FENCE_CONNECT);
 	/* shutting down while waiting for the fence: no command to stop */
@@ -3033,14 +3051,14 @@ START_TEST(test_fence_busy_after_demotion)
 	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
 	step(&M, ELECTION_CONN_LOST, 0, "terminated", 0.5);
 	ck_state(&M, ELECTION_DEMOTING);
-	M.fence = ELECTION_FENCE_TAKING; /* say a take was in flight */
+	M.fence.state = ELECTION_FENCE_TAKING; /* say a take was in flight */
 	out = fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 1);
 	/* held elsewhere while the command stops: it is killed too */
 	ck_actions(out, ELECTION_DO_KILL_CHILD | ELECTION_DO_FENCE_DROP);
-	ck_assert_int_eq(M.fence, ELECTION_FENCE_DROPPING);
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_DROPPING);
 	/* given back: not taken again, the command dies now anyway */
 	ck_actions(fence_news(&M, ELECTION_SESSION_RELEASED, FAULT_NONE, 1), 0);
-	ck_assert_int_eq(M.fence, ELECTION_FENCE_READY);
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_READY);
 }
 END_TEST
 
@@ -3441,13 +3459,20 @@ END_TEST
 static struct election_output peers(struct election *e, int news, int status,
 				    int asked, const char *node, double now)
 {
-	struct election_event ev = { .type = ELECTION_PEERS, .news = news,
-				     .status = status, .asked = asked,
-				     .reason = node };
+	struct election_event ev = { .type = ELECTION_PEERS, .reason = node,
+		.peers = { .news = (enum election_peer_news)news, .node = node,
+			   .same_members = status == 1, .agree = status,
+			   .asked = asked, .check = (enum election_check)status } };
 	struct election_output out;
 
 	election_step(e, &ev, now, &out);
 	return out;
+}
+
+/* The step's answer to a claim as HTTP says it: 200, 409, or 0 for none. */
+static int answer_code(const struct election_output *out)
+{
+	return !out->answer.given ? 0 : out->answer.agreed ? 200 : 409;
 }
 
 enum { OTHER_MEMBERS = 0, SAME_MEMBERS = 1 }; /* a claim's status */
@@ -3595,7 +3620,7 @@ START_TEST(test_failsafe_command_ends)
 	ck_assert(!(out.actions & (ELECTION_DO_START_CHILD | ELECTION_DO_FAILSAFE_CLAIM)));
 	ck_assert(out.actions & ELECTION_DO_CONNECT);
 	ck_state(&M, ELECTION_CONNECTING);
-	ck_assert(isinf(M.next_claim_at) && isinf(M.claim_deadline));
+	ck_assert(isinf(M.failsafe.next_claim_at) && isinf(M.failsafe.claim_deadline));
 	step(&M, ELECTION_CONNECTED, 0, NULL, 1.1);
 	ck_state(&M, ELECTION_STANDBY);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 10", 1.2);
@@ -3639,7 +3664,7 @@ START_TEST(test_failsafe_record_holds_against_late_news)
 	struct election_output out;
 
 	to_standby(&M, &p, 0);
-	M.record_until = 20;
+	M.failsafe.record_until = 20;
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 1);
 	ck_actions(out, ELECTION_DO_DISCONNECT);
 	ck_state(&M, ELECTION_BACKOFF);
@@ -3648,7 +3673,7 @@ START_TEST(test_failsafe_record_holds_against_late_news)
 
 	election_init(&M, &p);
 	step(&M, ELECTION_START, 0, NULL, 0);
-	M.record_until = 20;
+	M.failsafe.record_until = 20;
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1), ELECTION_DO_DISCONNECT);
 	ck_state(&M, ELECTION_BACKOFF);
 }
@@ -3678,7 +3703,7 @@ START_TEST(test_failsafe_member_record)
 	to_standby(&M, &p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
 	out = peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 1);
-	ck_assert_int_eq(out.claim_answer, 200);
+	ck_assert_int_eq(answer_code(&out), 200);
 	ck_log(out, LOG_LEVEL_NOTICE, "node n2 leads in failsafe: staying out of "
 	       "the lock queue");
 	ck_actions(out, ELECTION_DO_DISCONNECT); /* leaves the queue */
@@ -3697,8 +3722,8 @@ START_TEST(test_failsafe_member_record)
 	/* a leader refuses */
 	failsafe_leader(0);
 	out = peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 1);
-	ck_assert_int_eq(out.claim_answer, 409);
-	ck_assert_str_eq(out.claim_reason, "this node runs the command");
+	ck_assert_int_eq(answer_code(&out), 409);
+	ck_assert_str_eq(out.answer.reason, "this node runs the command");
 }
 END_TEST
 
@@ -3712,15 +3737,15 @@ START_TEST(test_failsafe_claim_other_members)
 	to_standby(&M, &p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
 	out = peers(&M, ELECTION_PEERS_CLAIMED, OTHER_MEMBERS, 0, "n2", 1);
-	ck_assert_int_eq(out.claim_answer, 409);
-	ck_assert_str_eq(out.claim_reason, "the member lists differ (failsafe_peers)");
+	ck_assert_int_eq(answer_code(&out), 409);
+	ck_assert_str_eq(out.answer.reason, "the member lists differ (failsafe_peers)");
 	ck_actions(out, 0);
 	ck_no_log(out);
 	ck_state(&M, ELECTION_STANDBY);
 	ck_assert(election_snapshot(&M)->failsafe_record_until == 0);
 	/* any status but 1 is another list: a caller's zeroed event refuses */
 	out = peers(&M, ELECTION_PEERS_CLAIMED, 2, 0, "n2", 1);
-	ck_assert_int_eq(out.claim_answer, 409);
+	ck_assert_int_eq(answer_code(&out), 409);
 }
 END_TEST
 
@@ -3839,7 +3864,7 @@ START_TEST(test_failsafe_fence_kept)
 	/* the fence session ready just as the lock comes back: taken then */
 	step(&M, ELECTION_CONN_LOST, 0, "gone", 3);
 	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 3);
-	M.fence = ELECTION_FENCE_READY; /* say its news crossed */
+	M.fence.state = ELECTION_FENCE_READY; /* say its news crossed */
 	M.connected = true;
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 13", 3.5);
 	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_REGAINED);
@@ -3860,14 +3885,14 @@ START_TEST(test_failsafe_regained_clears_record)
 	ck_state(&M, ELECTION_BACKOFF);
 	ck_wakeup(&M, 1, 16);
 	out = peers(&M, ELECTION_PEERS_REGAINED, SAME_MEMBERS, 0, "n3", 2);
-	ck_assert_int_eq(out.claim_answer, 200);
+	ck_assert_int_eq(answer_code(&out), 200);
 	ck_actions(out, 0);
 	ck_wakeup(&M, 2, 16);
 	out = peers(&M, ELECTION_PEERS_REGAINED, OTHER_MEMBERS, 0, "n2", 2);
-	ck_assert_int_eq(out.claim_answer, 409);
+	ck_assert_int_eq(answer_code(&out), 409);
 	ck_wakeup(&M, 2, 16);
 	out = peers(&M, ELECTION_PEERS_REGAINED, SAME_MEMBERS, 0, "n2", 2.5);
-	ck_assert_int_eq(out.claim_answer, 200);
+	ck_assert_int_eq(answer_code(&out), 200);
 	ck_log(out, LOG_LEVEL_NOTICE, "node n2 holds the lock again after failsafe: "
 	       "back in the lock queue");
 	ck_actions(out, ELECTION_DO_CONNECT);

@@ -30,8 +30,13 @@ static struct election M;
 
 static struct election_output ev(int type, int news, double now)
 {
-	struct election_event e = { .type = type, .news = news, .wall = 1.7e9 + now };
+	struct election_event e = { .type = type, .wall = 1.7e9 + now };
 	struct election_output out;
+
+	if (type == ELECTION_COMMAND)
+		e.command.news = (enum election_command_news)news;
+	else
+		e.session.news = (enum election_session_news)news;
 
 	election_step(&M, &e, now, &out);
 	return out;
@@ -40,8 +45,8 @@ static struct election_output ev(int type, int news, double now)
 static struct election_output controls(const struct election_controls *c, double now)
 {
 	struct election_event e = { .type = ELECTION_CONTROLS,
-				    .news = ELECTION_CONTROLS_READ, .controls = c,
-				    .wall = 1.7e9 + now };
+		.controls = { .news = ELECTION_CONTROLS_READ, .in_force = c },
+		.wall = 1.7e9 + now };
 	struct election_output out;
 
 	election_step(&M, &e, now, &out);
@@ -153,8 +158,8 @@ static struct election_output to_leader(const struct election_controls *c, doubl
 {
 	struct election_output out;
 	struct election_event acq = { .type = ELECTION_LOCK,
-				      .news = ELECTION_SESSION_ACQUIRED,
-				      .lock_key = 42, .fencing_token = 7 };
+		.session = { .news = ELECTION_SESSION_ACQUIRED, .lock_key = 42,
+			     .fencing_token = 7 } };
 
 	wait_ends = INFINITY;
 	election_step(&M, &acq, t, &out);
@@ -414,8 +419,8 @@ START_TEST(priority_asks_after_the_delay)
 	struct election_params p;
 	struct election_output out;
 	struct election_event asked = { .type = ELECTION_CONTROLS,
-					.news = ELECTION_CONTROLS_ASKED, .status = 1,
-					.asked = 1, .reason = "z" };
+		.controls = { .news = ELECTION_CONTROLS_ASKED, .to_me = true,
+			      .leader = "z", .leader_priority = 1 } };
 	double t = 0;
 
 	c.priority = 2;
@@ -435,12 +440,12 @@ END_TEST
 START_TEST(a_failed_read_does_not_block)
 {
 	struct election_event failed = { .type = ELECTION_CONTROLS,
-					 .news = ELECTION_CONTROLS_FAILED,
-					 .reason = "permission denied" };
+		.controls = { .news = ELECTION_CONTROLS_FAILED },
+		.reason = "permission denied" };
 	struct election_output out;
 	struct election_event acq = { .type = ELECTION_LOCK,
-				      .news = ELECTION_SESSION_ACQUIRED,
-				      .lock_key = 42, .fencing_token = 7 };
+		.session = { .news = ELECTION_SESSION_ACQUIRED, .lock_key = 42,
+			     .fencing_token = 7 } };
 
 	to_standby(&daemon, 0);
 	election_step(&M, &acq, 1, &out);
