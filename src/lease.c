@@ -56,6 +56,7 @@ struct lease {
 	int64_t key;
 	uint64_t token;
 	char since[32];         /* when the lock was granted, "" when not held */
+	char nodes[LOG_MSG_MAX]; /* the last ping's node ids (list_nodes) */
 
 	/* lease_query: one caller's statement, sent when the session is idle
 	 * (ready or held); the lease's own requests asked for meanwhile wait
@@ -367,10 +368,12 @@ static void claim_done(struct lease *l, const struct lease_sql_answer *a)
 
 static void ping_done(struct lease *l, const struct lease_sql_answer *a)
 {
-	char nodes[LOG_MSG_MAX] = "";
 	int pid;
-	bool ok = l->o.list_nodes
-		? lease_sql_parse_ping_nodes(a, &pid, nodes, sizeof(nodes))
+	bool ok;
+
+	l->nodes[0] = '\0';
+	ok = l->o.list_nodes
+		? lease_sql_parse_ping_nodes(a, &pid, l->nodes, sizeof(l->nodes))
 		: lease_sql_parse_pid(a, &pid);
 
 	if (!ok) {
@@ -379,7 +382,7 @@ static void ping_done(struct lease *l, const struct lease_sql_answer *a)
 	}
 	if (through_pooler(l, pid, " while leading") || !held(l))
 		return;
-	emit(l, LEASE_PING_OK, FAULT_NONE, l->o.list_nodes ? nodes : NULL);
+	emit(l, LEASE_PING_OK, FAULT_NONE, NULL);
 }
 
 /* Unlocked, or the server-side lease undone: ready for the next take, or
@@ -704,6 +707,11 @@ bool lease_query(struct lease *l, const char *sql, int nparams,
 int lease_backend_pid(const struct lease *l)
 {
 	return l->phase == PHASE_CLOSED || connecting(l) ? 0 : l->srv.backend_pid;
+}
+
+const char *lease_ping_nodes(const struct lease *l)
+{
+	return l->o.list_nodes ? l->nodes : NULL;
 }
 
 int64_t lease_key(const struct lease *l)

@@ -30,7 +30,7 @@ struct lease_options {
 	 * (wire.h). */
 	bool fence;
 	/* The lock's pings also name every node with a session for this key
-	 * (LEASE_PING_OK's reason: "a,b,c"), for failsafe's member check. */
+	 * (lease_ping_nodes), for failsafe's member check. */
 	bool list_nodes;
 	int priority;           /* the lock's tags name it unless 1 (wire.h) */
 };
@@ -84,6 +84,10 @@ void lease_wait_lock(struct lease *l);
  * fence whose server-side lease is being set, that query's answer). Else
  * nothing: the caller's ping deadline tells. */
 void lease_ping(struct lease *l);
+/* With list_nodes, after LEASE_PING_OK: the node ids with a session for
+ * this key that the ping found, comma-separated ("a,b,c"); else NULL.
+ * Valid until the next ping. */
+const char *lease_ping_nodes(const struct lease *l);
 /* Unlocks and keeps the connection for the next take (one round trip
  * then); the server-side lease's idle_session_timeout goes back to the
  * session's own. LEASE_RELEASED with FAULT_NONE, at once when nothing was

@@ -471,16 +471,15 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 	 * jobs' claims must name it, or the ledger refuses every tick */
 	if (lev == LEASE_ACQUIRED && s->jobs)
 		jobs_set_lock_pid(s->jobs, lease_backend_pid(s->lease));
-	if (lev == LEASE_PING_OK)
-		ev.reason = NULL;
 	enqueue(s, &ev);
 	/* a ping with failsafe names the nodes with a session for this lock */
-	if (lev == LEASE_PING_OK && s->failsafe && reason) {
+	if (lev == LEASE_PING_OK && s->failsafe && lease_ping_nodes(s->lease)) {
 		char stranger[64];
 		struct election_event pev = {
 			.type = ELECTION_PEERS,
 			.peers = { .news = ELECTION_PEERS_STRANGER,
-				   .node = failsafe_stranger(s->failsafe, reason,
+				   .node = failsafe_stranger(s->failsafe,
+							     lease_ping_nodes(s->lease),
 							     stranger, sizeof(stranger)) },
 		};
 
