@@ -62,6 +62,7 @@ struct job {
 	bool pause_stop;            /* the run going on is stopped by a pause */
 	int64_t resumed_at;         /* the server's ms; INT64_MIN: never paused */
 	char paused_by[256], paused_at[64];
+	char resumed_by[256], resumed_at_text[64]; /* the last resume, for its line */
 	char env[ENV_COUNT][128];
 	char *envp[ENV_COUNT + 1];
 	struct jobs_view view;
@@ -781,11 +782,30 @@ static void resume_job(struct job *jb)
 	struct jobs *j = jb->owner;
 
 	jb->resumed_at = db_now(j);
-	log_notice("job %s resumed", jb->cfg->name);
+	log_notice("job %s resumed%s%s%s%s", jb->cfg->name,
+		   jb->resumed_by[0] ? " by " : "", jb->resumed_by,
+		   jb->resumed_at_text[0] ? " at " : "", jb->resumed_at_text);
 	if (j->active && j->begun && !jb->sched && j->cfg->once_per_ms == 0 &&
 	    jb->state == JOB_IDLE) {
 		jb->restart_backoff = RESTART_MIN;
 		start_run(jb, 0, 0);
+	}
+}
+
+void jobs_set_resumed(struct jobs *j, bool all, const char *const *names,
+		      const char *const *by, const char *const *at, int n,
+		      const char *all_by, const char *all_at)
+{
+	struct tickplan_pause r;
+
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+
+		/* the same lookup as a pause's: by name first, else the lock's */
+		tickplan_pause_of(jb->cfg->name, all, names, by, at, n, all_by, all_at, &r);
+		snprintf(jb->resumed_by, sizeof(jb->resumed_by), "%s", r.by ? r.by : "");
+		snprintf(jb->resumed_at_text, sizeof(jb->resumed_at_text), "%s",
+			 r.at ? r.at : "");
 	}
 }
 

@@ -105,6 +105,12 @@ void jobs_signal(struct jobs *j, int sig);
 void jobs_set_paused(struct jobs *j, bool all, const char *const *names,
 		     const char *const *by, const char *const *at, int n,
 		     const char *all_by, const char *all_at);
+/* The resumes the controls recorded (the same shape: all for the whole
+ * lock's, names[0..n) by job), for the line of a job that jobs_set_paused
+ * resumes next: who resumed it and when. */
+void jobs_set_resumed(struct jobs *j, bool all, const char *const *names,
+		      const char *const *by, const char *const *at, int n,
+		      const char *all_by, const char *all_at);
 
 size_t jobs_count(const struct jobs *j);
 void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v);

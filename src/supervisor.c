@@ -175,20 +175,36 @@ static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
 	}
 }
 
-/* The pauses of jobs by name, and of them all, for the jobs to act on. */
-static void jobs_pauses(struct supervisor *s, const struct ledger_controls *lc)
+/* The rows of jobs by name that are pauses in force (resumed false) or
+ * pauses a resume ended (resumed true): their names, who asked and when. */
+static int job_rows(const struct ledger_controls *lc, bool resumed,
+		    const char **names, const char **by, const char **at)
 {
-	const char *names[LEDGER_CONTROLS_MAX], *by[LEDGER_CONTROLS_MAX],
-		   *at[LEDGER_CONTROLS_MAX];
 	int n = 0;
 
 	for (int i = 0; i < lc->n; i++) {
-		if (!lc->c[i].pause || !lc->c[i].job[0])
+		if (!lc->c[i].job[0] ||
+		    !(resumed ? lc->c[i].resumed : lc->c[i].pause))
 			continue;
 		names[n] = lc->c[i].job;
 		by[n] = lc->c[i].asked_by;
 		at[n++] = lc->c[i].asked_at;
 	}
+	return n;
+}
+
+/* The pauses of jobs by name, and of them all, for the jobs to act on. */
+static void jobs_pauses(struct supervisor *s, const struct ledger_controls *lc)
+{
+	const char *names[LEDGER_CONTROLS_MAX], *by[LEDGER_CONTROLS_MAX],
+		   *at[LEDGER_CONTROLS_MAX];
+	int n;
+
+	/* who resumed first, so that a job resumed now says so */
+	n = job_rows(lc, true, names, by, at);
+	jobs_set_resumed(s->jobs, s->ctl.resumed_by != NULL, names, by, at, n,
+			 s->ctl.resumed_by, s->ctl.resumed_at);
+	n = job_rows(lc, false, names, by, at);
 	jobs_set_paused(s->jobs, s->ctl.paused, names, by, at, n, s->ctl.paused_by,
 			s->ctl.paused_at);
 }

@@ -34,18 +34,22 @@ def pause(pg, key, job=""):
     before the row was written (every bound below counts from it)."""
     t0 = time.monotonic()
     pg.psql("INSERT INTO pgleader.controls (lock_key, job, kind, asked_by) "
-            "VALUES (%d, '%s', 'pause', 'test')" % (key, job))
+            "VALUES (%d, '%s', 'pause', 'test') ON CONFLICT (lock_key, job, kind) "
+            "DO UPDATE SET asked_by = EXCLUDED.asked_by, asked_at = now(), until = NULL"
+            % (key, job))
     return t0
 
 
 def resume(pg, key, job=""):
-    """Deletes the pause row; returns (monotonic time before, the server's
-    time in ms as it deleted it: no node can see the resume before)."""
+    """Ends the pause as `pgleader resume` does (until now, test-resume
+    recorded as who resumed it); returns (monotonic time before, the
+    server's time in ms as it ended it: no node can see the resume before)."""
     t0 = time.monotonic()
-    got = pg.psql("WITH d AS (DELETE FROM pgleader.controls WHERE lock_key = %d AND job = '%s' "
-                  "AND kind = 'pause' RETURNING 1) SELECT count(*), (extract(epoch FROM "
-                  "clock_timestamp()) * 1000)::bigint FROM d" % (key, job))
-    assert got[0][0] == "1", "no pause row to delete: %s" % got
+    got = pg.psql("WITH d AS (UPDATE pgleader.controls SET until = now(), asked_at = now(), "
+                  "asked_by = 'test-resume' WHERE lock_key = %d AND job = '%s' "
+                  "AND kind = 'pause' AND until IS NULL RETURNING 1) SELECT count(*), "
+                  "(extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM d" % (key, job))
+    assert got[0][0] == "1", "no pause row to end: %s" % got
     return t0, int(got[0][1])
 
 
@@ -89,7 +93,7 @@ def test_pause_stops_the_run_and_resume_runs_the_next_tick(pg, fleet, ledger, lo
     assert all(r[4] is None for r in paused)
     t_resume, db_resume = resume(pg, lock_key)
     nxt = ledger.wait_for("start", "a", count=2, timeout=bound(every / 1000 + PING + MARGIN + 2))
-    a.wait_for_log(r"job default resumed", timeout=bound(1))
+    a.wait_for_log(r"job default resumed by test-resume at \S+", timeout=bound(1))
     # the first tick after the resume was seen runs: at most one tick falls
     # between the row's delete and the next read of the controls
     t = tick_ms(nxt.get("tick"))
@@ -176,7 +180,7 @@ def test_pause_by_name_leaves_other_jobs_running(pg, fleet, ledger, lock_key, wo
     assert again.time - t2 < bound(PING + MARGIN), "steady started %.2fs after the resume" % (
         again.time - t2)
     assert again.time >= stop.time
-    a.wait_for_log(r"job steady resumed", timeout=bound(1))
+    a.wait_for_log(r"job steady resumed by test-resume at \S+", timeout=bound(1))
     assert not starts_of(ledger, "often", after=t0 + bound(PING + MARGIN)), ledger.text()
 
     # often resumed: runs with its next ticks
