@@ -53,6 +53,11 @@ fresh pgleader processes and a fresh lock key for every trial:
   oneshot_libpq_floor       wall time of tests/pqfloor: one libpq connection
                             with the same DSN, one pg_try_advisory_lock, exit:
                             what any lock-based one-shot pays at least
+  oneshot_fenced_floor      wall time of tests/pqfloor --fenced -- true: two
+                            libpq connections opened at once, the lock tried
+                            on one, a fence taken on the other, `true` run,
+                            exit: what a one-shot that keeps pgleader's
+                            promise (the fence) pays at least
   job_start_baseline        Popen of the toy job -> its "start" record: the
                             interpreter start-up that every "command starts"
                             figure above includes
@@ -145,6 +150,9 @@ METRICS = [
      "one-shot `flock -n FILE true`, wall time"),
     ("oneshot_libpq_floor", "libpq floor: connect, try-lock, exit (wall time)",
      "libpq floor (`tests/pqfloor`: one connection, one `pg_try_advisory_lock`), wall time"),
+    ("oneshot_fenced_floor", "fenced floor: 2 sessions, lock, fence, true, exit (wall time)",
+     "fenced floor (`tests/pqfloor --fenced -- true`: two sessions at once, the lock, a fence, "
+     "the command), wall time"),
     ("job_start_baseline", "toy job start-up (Popen -> start record)",
      "toy job's own start-up (included in the \"command starts\" rows)"),
     ("job_start_baseline_c", "C command start-up (Popen -> start record)",
@@ -919,11 +927,13 @@ class Bench:
             return t1 - t0
 
         floor = [PQFLOOR, self.dsn, str(key)] if os.access(PQFLOOR, os.X_OK) else None
+        fenced = floor + ["--fenced", "--", "true"] if floor else None
         # one unrecorded warm-up each (page cache, dynamic loader)
         timed_wall(argv)
         timed_wall([flock, "-n", flockfile, "true"])
         if floor:
             timed_wall(floor)
+            timed_wall(fenced)
         else:
             say("  oneshot: no %s (make tests/pqfloor): no libpq floor" % PQFLOOR)
         for i in range(1, n + 1):
@@ -931,8 +941,11 @@ class Bench:
             v1 = self.record("oneshot_pgleader", i, timed_wall(argv))
             v2 = self.record("oneshot_flock", i, timed_wall([flock, "-n", flockfile, "true"]))
             v3 = self.record("oneshot_libpq_floor", i, timed_wall(floor)) if floor else 0.0
+            v4 = self.record("oneshot_fenced_floor", i, timed_wall(fenced)) if floor else 0.0
             say("  %-22s %2d/%d  pgleader %.1f ms, flock %.1f ms, libpq floor %.1f ms "
-                "(%.2fx)" % ("oneshot", i, n, v1, v2, v3, v1 / v3 if v3 else 0.0))
+                "(%.2fx), fenced floor %.1f ms (%.2fx)" % (
+                    "oneshot", i, n, v1, v2, v3, v1 / v3 if v3 else 0.0,
+                    v4, v1 / v4 if v4 else 0.0))
 
     def run_job_baseline(self, n):
         wd = os.path.join(self.base, "job-baseline")
