@@ -387,23 +387,42 @@ const char *election_reason_of(const struct election_event *ev, const char *dflt
 	return ev->reason ? ev->reason : dflt;
 }
 
+/* The lease held until then: the server ends a silent leader's session
+ * server_lease after its last ping reply; without a server lease, the
+ * shortest one the configuration would accept (the pings' detection plus
+ * grace_period): past it, a leader that had been awake would have known. */
+static double lease_end(const struct election *e)
+{
+	const struct election_params *p = &e->p;
+
+	return e->last_reply_at + (p->server_lease > 0 ? p->server_lease
+		: p->ping_interval * p->ping_failures + p->ping_timeout +
+		  p->grace_period);
+}
+
 /* The lock may be gone: stop the command but keep the connection, doing
  * nothing with it, until the command is gone. If the server still counts us
  * as the holder, nobody else gets the lock while the old command lives. */
 void election_lose_lease(struct election *e, struct election_output *out,
 			 double now, enum fault fault, const char *why)
 {
+	/* a leader frozen or stalled past its lease: the lock may have
+	 * passed, so failsafe cannot keep this term (DESIGN 9) */
+	bool lapsed = election_failsafe_keeps(e) && now > lease_end(e);
+
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
 	election_failsafe_no_check(e);
 	election_request_done(e);
-	if (election_failsafe_keeps(e)) {
+	if (election_failsafe_keeps(e) && !lapsed) {
 		election_enter_failsafe(e, out, now, fault, why);
 		return;
 	}
 	e->snap.counters.losses[fault]++;
-	election_say(out, LOG_LEVEL_WARNING, "lost leader lease: %s", why);
+	election_say(out, LOG_LEVEL_WARNING, "lost leader lease: %s%s", why,
+	    lapsed ? " (no failsafe: the lease ran out, another node may have "
+	    "led since)" : "");
 	election_about(out, fault);
 	if (e->child_running) {
 		election_set_state(e, out, now, ELECTION_DEMOTING);

@@ -262,6 +262,9 @@ struct election_params {
 	int conflict_exit_code;
 	bool failsafe;            /* DESIGN 9 */
 	double failsafe_ttl;
+	double server_lease;      /* the server ends a silent leader's session
+				   * after it (0: no server lease); failsafe
+				   * is entered only inside it */
 	double grace_period;      /* the command's, and so the old leader's, stop
 				   * bound: caps the settle wait (0: no wait) */
 	bool pause_in_jobs;       /* the jobs act on pauses, not the election */
@@ -429,6 +432,11 @@ struct failsafe_machine {
 	double check_again_at;       /* a new leader's question to the members */
 	char stranger[64];           /* failsafe is off while one is seen */
 	int agree, asked;            /* the last round's answers */
+	double round_sent_at;        /* the round in flight was sent then */
+	double agreed_at;            /* the last agreed round was sent then
+				      * (at first: failsafe was entered):
+				      * past it + ttl the members' records
+				      * may have run out */
 	/* as a member */
 	double record_until;         /* another node leads in failsafe */
 	char record_node[64];        /* which */

@@ -64,6 +64,7 @@ static void fs_claim_round(struct failsafe_machine *fs, struct election_output *
 			   double now)
 {
 	fs->next_claim_at = INFINITY;
+	fs->round_sent_at = now;
 	fs->claim_deadline = now + fs->ping_timeout + fs->ping_interval;
 	out->actions |= ELECTION_DO_FAILSAFE_CLAIM;
 }
@@ -73,6 +74,7 @@ static void fs_claims_begin(struct failsafe_machine *fs, struct election_output 
 {
 	fs->fault = fault;
 	fs->agree = fs->asked = 0;
+	fs->agreed_at = now;
 	fs_claim_round(fs, out, now);
 }
 
@@ -80,6 +82,16 @@ static void fs_claims_end(struct failsafe_machine *fs)
 {
 	fs->next_claim_at = INFINITY;
 	fs->claim_deadline = INFINITY;
+}
+
+/* The members' agreement has lapsed: a record made by the last round they
+ * all agreed to (from when it was sent, the earliest they can have heard
+ * it) may have run out, and another node may have led since. Whatever
+ * comes after that (a round's answer, a lock grant, read late after a
+ * thaw) belongs to no failsafe term. */
+static bool fs_lapsed(const struct failsafe_machine *fs, double now)
+{
+	return now >= fs->agreed_at + fs->ttl;
 }
 
 /* The round in flight got no answer in time (true), or the next is due. */
@@ -116,6 +128,7 @@ static bool fs_round_done(struct failsafe_machine *fs, struct election_output *o
 	}
 	fs->agree = p->agree;
 	fs->asked = p->asked;
+	fs->agreed_at = fs->round_sent_at;
 	fs->next_claim_at = now + fs->ping_interval;
 	return true;
 }
@@ -169,7 +182,8 @@ static void fs_stranger(struct failsafe_machine *fs, struct election_output *out
 
 static double fs_claims_wakeup(const struct failsafe_machine *fs)
 {
-	return fmin(fs->claim_deadline, fs->next_claim_at);
+	return fmin(fmin(fs->claim_deadline, fs->next_claim_at),
+		    fs->agreed_at + fs->ttl);
 }
 
 /* A round is in flight. */
@@ -265,9 +279,22 @@ double election_failsafe_wakeup(const struct election *e, double now)
 		    e->connected ? e->request_deadline : e->next_attempt_at);
 }
 
+/* The members' agreement lapsed (see fs_lapsed): demote, and say so. */
+static bool failsafe_lapsed(struct election *e, struct election_output *out,
+			    double now)
+{
+	if (!fs_lapsed(&e->failsafe, now))
+		return false;
+	failsafe_demote(e, out, now, "the members' agreement lapsed (no round "
+	    "agreed within failsafe_ttl): another node may have led since");
+	return true;
+}
+
 void election_failsafe_tick(struct election *e, struct election_output *out,
 			  double now)
 {
+	if (failsafe_lapsed(e, out, now))
+		return;
 	if (fs_claims_tick(&e->failsafe, out, now)) {
 		failsafe_demote(e, out, now, "a claim round got no answer in time");
 		return;
@@ -306,6 +333,8 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
 
 	if (e->state != ELECTION_FAILSAFE || !fs_claiming(&e->failsafe))
 		return;
+	if (failsafe_lapsed(e, out, now))
+		return;
 	if (!fs_round_done(&e->failsafe, out, now, ev, why, sizeof(why))) {
 		failsafe_demote(e, out, now, why);
 		return;
@@ -316,11 +345,15 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
 
 /* Back from failsafe: the same command, the same term, and so the same
  * fencing token (the snapshot's, which a restarted command gets too); the
- * token the new lock session read goes unused. */
+ * token the new lock session read goes unused. Not once the agreement
+ * lapsed: another term may have run meanwhile, so the command stops (the
+ * lock, held until it is gone, keeps any other out). */
 void election_failsafe_regained(struct election *e, struct election_output *out,
 				double now, const struct election_event *ev)
 {
 	(void)ev;
+	if (failsafe_lapsed(e, out, now))
+		return;
 	election_request_done(e);
 	fs_claims_end(&e->failsafe);
 	e->failsafe.check = CHECK_CLEAR;
