@@ -1,5 +1,7 @@
-/* election_clock.c: what time alone decides: each state's deadlines, checked
- * after every event, and the next wakeup they ask for, side by side. */
+/* election_clock.c: the states without the command: CONNECTING, BACKOFF,
+ * STANDBY and RELEASING, each one's handling (the lock session's news, its
+ * deadlines, its wakeup) and the reconnect cadence they share; each
+ * state's row at the end. */
 #include "election_impl.h"
 
 #include <math.h>
@@ -29,7 +31,7 @@ void election_session_lost(struct election *e, double now, enum fault f)
 	e->restart_said = false;
 }
 
-bool election_restarting(const struct election *e, double now, enum fault f)
+static bool restarting(const struct election *e, double now, enum fault f)
 {
 	return restart_like(f) && now < e->restart_until;
 }
@@ -40,16 +42,94 @@ bool election_restarting(const struct election *e, double now, enum fault f)
  * retry_interval: (0, cap], never below the fast step. The random fraction
  * comes with the event (0 in tests: the longest wait), so that a fleet's
  * nodes, and the daemons of one node, do not retry at the same instants. */
-double election_reconnect_delay(struct election *e, double now, enum fault f)
+static double reconnect_delay(struct election *e, double now, enum fault f)
 {
 	double cap = e->reconnect_backoff;
 
-	if (election_restarting(e, now, f))
+	if (restarting(e, now, f))
 		return ELECTION_RECONNECT_FAST * (1.5 - e->jitter);
 	e->reconnect_backoff = fmin(cap * 2, fmax(e->p.retry_interval,
 						   ELECTION_RECONNECT_MIN));
 	return fmax(cap * (1 - e->jitter), ELECTION_RECONNECT_FAST);
 }
+
+/* The connection is gone or useless: close it and try again after
+ * reconnect_delay: fast while the database restarts, else a
+ * backoff that doubles up to retry_interval, jittered either way.
+ * A one-shot makes one attempt: not reaching the database is 69, never the
+ * conflict code, which means "the database answered: another node has it". */
+static void reconnect_later(struct election *e, struct election_output *out,
+			    double now, enum fault fault, const char *why)
+{
+	bool fast = restarting(e, now, fault);
+	double delay;
+
+	election_disconnect(e, out);
+	election_request_done(e);
+	if (e->p.nonblock) {
+		election_say(out, LOG_LEVEL_ERROR, "%s; giving up (one attempt with --nonblock)",
+		    why);
+		election_exit_now(e, out, now, EX_UNAVAILABLE);
+		return;
+	}
+	election_set_state(e, out, now, ELECTION_BACKOFF);
+	delay = reconnect_delay(e, now, fault);
+	e->next_attempt_at = now + delay;
+	if (!fast)
+		election_say(out, LOG_LEVEL_WARNING, "%s; retrying in %.1fs", why, delay);
+	else if (!e->restart_said)
+		election_say(out, LOG_LEVEL_WARNING, "%s; retrying every %.1fs for up to "
+		    "%.0fs (the database may be restarting)", why,
+		    ELECTION_RECONNECT_FAST, e->restart_until - now);
+	else
+		election_say(out, LOG_LEVEL_DEBUG, "%s; retrying in %.2fs", why, delay);
+	e->restart_said |= fast;
+}
+
+static void ask_for_lock(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (election_controls_defer_lock(e, now))
+		return;
+	e->next_attempt_at = INFINITY;
+	/* pg_try_advisory_lock first: it answers at once, and --nonblock and
+	 * poll mode never do anything else. */
+	if (!e->lock_tried || !e->p.wait_in_queue || e->p.nonblock) {
+		out->actions |= ELECTION_DO_TRY_LOCK;
+		e->lock_tried = true;
+	} else {
+		out->actions |= ELECTION_DO_WAIT_LOCK;
+	}
+	/* The server ends a queued wait after retry_interval (lock_timeout);
+	 * past that plus ping_timeout without an answer the session is suspect. */
+	election_request(e, now, e->p.retry_interval + e->p.ping_timeout);
+}
+
+static void lock_session_up(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
+{
+	election_request_done(e);
+	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
+	e->lock_tried = false;
+	e->waiting_logged = false;
+	e->standby_since = now;
+	e->snap.lock_key = ev->session.lock_key;
+	e->outage_began = e->lost_since;
+	e->lost_since = INFINITY;
+	e->back_at = now;
+	e->handing_over = false; /* a switchover's lock went with the old session */
+	election_set_state(e, out, now, ELECTION_STANDBY);
+	if (e->p.priority == 0 && !e->waiting_logged)
+		election_say(out, LOG_LEVEL_INFO, "priority 0: a standby that never "
+		    "asks for the leader lease");
+	e->waiting_logged |= e->p.priority == 0;
+	ask_for_lock(e, out, now);
+	/* a one-shot's fence, or one closed meanwhile, beside the first lock
+	 * request: ready by the time a lock is granted */
+	fence_open(&e->fence, out);
+}
+
+/* ---- the deadlines and wakeups ---------------------------------------- */
 
 /* --wait-timeout passed: the conflict code only when the database answered
  * that another session holds the lock; never having reached it is 69. */
@@ -72,26 +152,26 @@ static bool wait_expired(struct election *e, struct election_output *out,
 	return true;
 }
 
-void election_connecting_tick(struct election *e, struct election_output *out,
+static void connecting_tick(struct election *e, struct election_output *out,
 			    double now)
 {
 	if (wait_expired(e, out, now))
 		return;
 	if (now >= e->request_deadline) {
 		e->snap.counters.connect_failures++;
-		election_reconnect_later(e, out, now, FAULT_TIMEOUT,
+		reconnect_later(e, out, now, FAULT_TIMEOUT,
 					 "connection attempt timed out");
 	}
 }
 
-void election_backoff_tick(struct election *e, struct election_output *out,
+static void backoff_tick(struct election *e, struct election_output *out,
 			 double now)
 {
 	if (!wait_expired(e, out, now) && now >= e->next_attempt_at)
 		election_connect_now(e, out, now);
 }
 
-void election_standby_tick(struct election *e, struct election_output *out,
+static void standby_tick(struct election *e, struct election_output *out,
 			 double now)
 {
 	if (wait_expired(e, out, now))
@@ -99,72 +179,15 @@ void election_standby_tick(struct election *e, struct election_output *out,
 	if (now >= e->request_deadline) {
 		/* Outcome unknown: a lock request may yet be granted, so this
 		 * connection is never reused. */
-		election_reconnect_later(e, out, now, FAULT_TIMEOUT,
+		reconnect_later(e, out, now, FAULT_TIMEOUT,
 					 "lock request got no answer in time");
 		return;
 	}
 	if (isinf(e->request_deadline) && now >= e->next_attempt_at)
-		election_ask_for_lock(e, out, now);
+		ask_for_lock(e, out, now);
 }
 
-/* Failed pings so far: the first at ping_timeout after sending, then one
- * more for every ping_interval the answer is still missing. Counting from
- * the clock, not from timer callbacks, makes a process that was frozen for
- * a minute see all of its missed pings at once. */
-static int ping_failures_at(const struct election *e, double now)
-{
-	double sent, late;
-
-	/* A ping that is due but was never sent (frozen between pings, the
-	 * usual case) counts as sent when it was due. */
-	if (e->ping_pending)
-		sent = e->ping_sent_at;
-	else if (now >= e->next_ping_at)
-		sent = e->next_ping_at;
-	else
-		return 0;
-	late = now - (sent + e->p.ping_timeout);
-	if (late < 0)
-		return 0;
-	return 1 + (int)floor(late / e->p.ping_interval);
-}
-
-/* The pings have failed often enough to end the lease. */
-bool election_ping_expired(const struct election *e, double now)
-{
-	return ping_failures_at(e, now) >= e->p.ping_failures;
-}
-
-void election_leader_tick(struct election *e, struct election_output *out,
-			double now)
-{
-	int failures = ping_failures_at(e, now);
-
-	if (failures >= e->p.ping_failures) {
-		char why[128];
-
-		snprintf(why, sizeof(why),
-			 "ping timed out %d times (last reply %.1fs ago)",
-			 failures, now - e->last_reply_at);
-		election_lose_lease(e, out, now, FAULT_PING_TIMEOUT, why);
-		return;
-	}
-	if (!e->ping_pending && now >= e->next_ping_at) {
-		e->ping_pending = true;
-		/* deadlines run from when it was due, however late the loop */
-		e->ping_sent_at = e->next_ping_at;
-		out->actions |= ELECTION_DO_PING;
-		/* a held fence has the same server-side lease to keep */
-		if (fence_held(&e->fence))
-			out->actions |= ELECTION_DO_FENCE_PING;
-	}
-	election_failsafe_check_tick(e, out, now);
-	if (!e->child_running && now >= e->child_start_at && fence_ok(&e->fence) &&
-	    election_members_ok(e) && election_controls_allow_start(e))
-		election_start_child(e, out, now);
-}
-
-void election_releasing_tick(struct election *e, struct election_output *out,
+static void releasing_tick(struct election *e, struct election_output *out,
 			   double now)
 {
 	/* the unlock got no answer: closing releases the lock too */
@@ -172,36 +195,152 @@ void election_releasing_tick(struct election *e, struct election_output *out,
 		election_exit_now(e, out, now, e->exit_code);
 }
 
-/* A leader's next deadline: the next failed ping or the next ping, the
- * command when it may start, the members' answer. */
-double election_leader_wakeup(const struct election *e, double now)
-{
-	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
-		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
-
-	if (!e->child_running && fence_ok(&e->fence) && election_members_ok(e) &&
-	    election_controls_allow_start(e))
-		t = fmin(t, e->child_start_at);
-	t = fmin(t, election_failsafe_check_wakeup(e));
-	return t;
-}
-
 /* CONNECTING and STANDBY: the request in flight, or the next attempt. */
-double election_request_wakeup(const struct election *e, double now)
+static double request_wakeup(const struct election *e, double now)
 {
 	(void)now;
 	return fmin(e->wait_deadline, isinf(e->request_deadline)
 		    ? e->next_attempt_at : e->request_deadline);
 }
 
-double election_backoff_wakeup(const struct election *e, double now)
+static double backoff_wakeup(const struct election *e, double now)
 {
 	(void)now;
 	return fmin(e->wait_deadline, e->next_attempt_at);
 }
 
-double election_releasing_wakeup(const struct election *e, double now)
+static double releasing_wakeup(const struct election *e, double now)
 {
 	(void)now;
 	return e->request_deadline;
 }
+
+/* ---- the events -------------------------------------------------------- */
+
+/* SIGTERM before any lock or connect request was answered: the lock state
+ * is unknown, so close the connection instead of unlocking. */
+static void shutdown_unanswered(struct election *e, struct election_output *out,
+				double now, const struct election_event *ev)
+{
+	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
+	    election_reason_of(ev, "signal"));
+	election_exit_now(e, out, now, 0);
+}
+
+static void standby_shutdown(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
+{
+	if (isinf(e->request_deadline))
+		election_shutdown(e, out, now, ev);
+	else
+		shutdown_unanswered(e, out, now, ev);
+}
+
+/* No connection, or one that cannot be trusted: retry, or end for good. */
+static void connection_failed(struct election *e, struct election_output *out,
+			      double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	if (e->state == ELECTION_CONNECTING) {
+		e->snap.counters.connect_failures++;
+	} else { /* a standby's */
+		election_session_lost(e, now, ev->session.fault);
+		election_saw_outage(e, now);
+	}
+	if (!election_end_on_permanent(e, out, now, ev))
+		reconnect_later(e, out, now, ev->session.fault,
+			election_reason_of(ev, "database connection failed"));
+}
+
+static void lock_busy(struct election *e, struct election_output *out, double now,
+		      const struct election_event *ev)
+{
+	(void)ev;
+	election_request_done(e);
+	e->busy_seen = true;
+	if (e->p.nonblock) {
+		election_say(out, LOG_LEVEL_NOTICE,
+		    "leader lease is held by another node; giving up");
+		election_exit_now(e, out, now, e->p.conflict_exit_code);
+		return;
+	}
+	if (!e->waiting_logged) {
+		election_say(out, LOG_LEVEL_INFO, "waiting for leader lease");
+		e->waiting_logged = true;
+		out->state_changed = true;
+	}
+	if (e->p.wait_in_queue)
+		ask_for_lock(e, out, now);
+	else
+		e->next_attempt_at = now + e->p.retry_interval;
+}
+
+static void released(struct election *e, struct election_output *out,
+		     double now, const struct election_event *ev)
+{
+	e->connected = false;
+	if (ev->session.fault == FAULT_NONE)
+		election_say(out, LOG_LEVEL_INFO, "released leader lease");
+	election_exit_now(e, out, now, e->exit_code);
+}
+
+/* The connection went while unlocking: closing it released the lock. */
+static void release_lost(struct election *e, struct election_output *out,
+			 double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	if (!election_end_on_permanent(e, out, now, ev))
+		election_exit_now(e, out, now, e->exit_code);
+}
+
+/* Nothing is open while backing off; only a permanent fault counts. */
+static void backoff_lost(struct election *e, struct election_output *out,
+			 double now, const struct election_event *ev)
+{
+	election_end_on_permanent(e, out, now, ev);
+}
+
+/* A member that holds a failsafe record takes no lock (DESIGN 9). */
+static void connecting_done(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
+{
+	if (!failsafe_stays_out(e, out, now))
+		lock_session_up(e, out, now, ev);
+}
+
+static void standby_acquired(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
+{
+	if (!failsafe_stays_out(e, out, now))
+		election_become_leader(e, out, now, ev);
+}
+
+/* ---- the rows (election.c's table) ------------------------------------- */
+
+const struct state_ops connecting_state = {
+	.shutdown = shutdown_unanswered,
+	.lock = { .connected = connecting_done, .failed = connection_failed },
+	.deadlines = connecting_tick,
+	.wakeup = request_wakeup,
+};
+
+const struct state_ops backoff_state = {
+	.shutdown = election_shutdown,
+	.lock = { .failed = backoff_lost },
+	.deadlines = backoff_tick,
+	.wakeup = backoff_wakeup,
+};
+
+const struct state_ops standby_state = {
+	.shutdown = standby_shutdown,
+	.lock = { .failed = connection_failed, .acquired = standby_acquired,
+		  .busy = lock_busy },
+	.deadlines = standby_tick,
+	.wakeup = request_wakeup,
+};
+
+const struct state_ops releasing_state = {
+	.lock = { .failed = release_lost, .released = released },
+	.deadlines = releasing_tick,
+	.wakeup = releasing_wakeup,
+};
