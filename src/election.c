@@ -275,7 +275,7 @@ static void start(struct election *e, struct election_output *out, double now,
  * lock session's news does, what the command's end does, and what its
  * deadlines are. A NULL entry means the event is ignored in that state.
  * Each row lives with its state's handlers: CONNECTING, BACKOFF, STANDBY
- * and RELEASING in election_clock.c, LEADER, DEMOTING and SHUTTING_DOWN in
+ * and RELEASING in election_standby.c, LEADER, DEMOTING and SHUTTING_DOWN in
  * election_command.c, FAILSAFE in election_failsafe.c. Fence, peers and
  * controls news, and the command's other news, are handled alike in every
  * state (fence_news, failsafe_news, election_on_controls,

@@ -1,7 +1,7 @@
 /* election_impl.h: what the parts of the election share. Each state's
  * handling lives in one file, which exports only the state's row:
  * election.c (the core: saying, requests, the shared transitions, the
- * table; INIT and DONE), election_clock.c (CONNECTING, BACKOFF, STANDBY,
+ * table; INIT and DONE), election_standby.c (CONNECTING, BACKOFF, STANDBY,
  * RELEASING), election_command.c (LEADER, DEMOTING, SHUTTING_DOWN, the
  * command's news), election_failsafe.c (FAILSAFE, and the failsafe
  * machine), election_fence.c (the fence machine), election_controls.c
@@ -32,7 +32,7 @@ struct state_ops {
 };
 
 extern const struct state_ops connecting_state, backoff_state, standby_state,
-	releasing_state;                       /* election_clock.c */
+	releasing_state;                       /* election_standby.c */
 extern const struct state_ops leader_state, demoting_state,
 	shutting_down_state;                   /* election_command.c */
 extern const struct state_ops failsafe_state; /* election_failsafe.c */
@@ -57,7 +57,7 @@ bool election_end_on_permanent(struct election *e, struct election_output *out,
 const char *election_reason_of(const struct election_event *ev, const char *dflt);
 election_handler election_shutdown;
 
-/* ---- election_clock.c ---- */
+/* ---- election_standby.c ---- */
 void election_session_lost(struct election *e, double now, enum fault f);
 
 /* ---- election_command.c ---- */

@@ -1,4 +1,4 @@
-/* election_clock.c: the states without the command: CONNECTING, BACKOFF,
+/* election_standby.c: the states without the command: CONNECTING, BACKOFF,
  * STANDBY and RELEASING, each one's handling (the lock session's news, its
  * deadlines, its wakeup) and the reconnect cadence they share; each
  * state's row at the end. */
