@@ -163,9 +163,9 @@ $(B)tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_value: tests/unit/test_value.c src/value.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
-# The election is six files: the core, its deadlines, the command, the
-# fence, failsafe, the operator controls.
-ELECTION_SRCS := src/election.c src/election_clock.c src/election_command.c \
+# The election is six files: the core, the standby states, the command's
+# states, the fence, failsafe, the operator controls.
+ELECTION_SRCS := src/election.c src/election_standby.c src/election_command.c \
 	src/election_fence.c src/election_failsafe.c src/election_controls.c
 # Both run on the daemon's parameters: params.c over config.c's defaults.
 DAEMON_PARAMS_SRCS := tests/unit/daemon_params.c src/params.c src/config.c \

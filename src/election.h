@@ -13,9 +13,10 @@
 /*
  * States and events. election.c's table (states[]) has one row per state
  * naming what START, SHUTDOWN, each piece of the lock session's news and
- * the command's end do there, and its deadlines: the row is the state. The
+ * the command's end do there, and its deadlines: the row is the state,
+ * defined with its handlers in the state's own file (election_impl.h). The
  * fence session's news and the command's other news are handled alike in
- * every state (election_on_fence, election_on_command). "-" means ignored;
+ * every state (fence_news, election_on_command). "-" means ignored;
  * TICK does nothing of its own: the deadlines are checked after every
  * event.
  *
@@ -33,7 +34,9 @@
  *
  * backoff / demote: a permanent fault (election_exit_for) ends pgleader
  * instead, after the command is stopped; (perm): only a permanent fault
- * counts. Command: STARTED records the pid; GONE restarts (LEADER), reconnects
+ * counts. LEADER's FAILED (or its pings') enters FAILSAFE only inside the
+ * lease (server_lease after the last ping reply); FAILSAFE demotes, even on
+ * ACQUIRED, once its last agreed claim is failsafe_ttl old. Command: STARTED records the pid; GONE restarts (LEADER), reconnects
  * (DEMOTING) or goes on ending (SHUTTING_DOWN); the fence is dropped with it.
  * Fence: connected at start beside the lock; taken after the lock and before
  * the command, ELECTION_SETTLE later when this standby saw the database go
@@ -262,6 +265,9 @@ struct election_params {
 	int conflict_exit_code;
 	bool failsafe;            /* DESIGN 9 */
 	double failsafe_ttl;
+	double server_lease;      /* the server ends a silent leader's session
+				   * after it (0: no server lease); failsafe
+				   * is entered only inside it */
 	double grace_period;      /* the command's, and so the old leader's, stop
 				   * bound: caps the settle wait (0: no wait) */
 	bool pause_in_jobs;       /* the jobs act on pauses, not the election */
@@ -429,6 +435,11 @@ struct failsafe_machine {
 	double check_again_at;       /* a new leader's question to the members */
 	char stranger[64];           /* failsafe is off while one is seen */
 	int agree, asked;            /* the last round's answers */
+	double round_sent_at;        /* the round in flight was sent then */
+	double agreed_at;            /* the last agreed round was sent then
+				      * (at first: failsafe was entered):
+				      * past it + ttl the members' records
+				      * may have run out */
 	/* as a member */
 	double record_until;         /* another node leads in failsafe */
 	char record_node[64];        /* which */

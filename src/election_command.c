@@ -1,12 +1,16 @@
-/* election_command.c: the command's life as the election sees it: its
- * start, its restarts and their limit, and what its end leads to in each
- * state. */
+/* election_command.c: the states with the command: LEADER (its term's
+ * start, the pings, the command's start and restarts), DEMOTING and
+ * SHUTTING_DOWN (the command stopping), each one's handling, and the
+ * command's news in every state; each state's row at the end. */
 #include "election_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 
-void election_start_child(struct election *e, struct election_output *out,
-			  double now)
+/* ---- the command ------------------------------------------------------- */
+
+static void start_child(struct election *e, struct election_output *out,
+			double now)
 {
 	e->child_start_at = INFINITY;
 	e->child_running = true;
@@ -115,7 +119,7 @@ static bool gives_up(struct election *e, struct election_output *out,
 	return true;
 }
 
-void election_leader_child_gone(struct election *e, struct election_output *out,
+static void leader_child_gone(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
 	double delay;
@@ -147,7 +151,7 @@ void election_leader_child_gone(struct election *e, struct election_output *out,
 	election_say(out, LOG_LEVEL_NOTICE, "restarting command in %.1fs", delay);
 }
 
-void election_demoted_child_gone(struct election *e, struct election_output *out,
+static void demoted_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
 	if (!election_reap(e, out, now, ev))
@@ -156,7 +160,7 @@ void election_demoted_child_gone(struct election *e, struct election_output *out
 	election_connect_now(e, out, now);
 }
 
-void election_stopped_child_gone(struct election *e, struct election_output *out,
+static void stopped_child_gone(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
 	if (election_reap(e, out, now, ev))
@@ -175,3 +179,270 @@ void election_on_command(struct election *e, struct election_output *out,
 	case ELECTION_COMMAND_REFUSED: command_refused(e, out, now, ev); return;
 	}
 }
+
+/* ---- LEADER: the term, the pings, the lease ---------------------------- */
+
+static void observe(struct election_histogram *h, double seconds)
+{
+	size_t i = 0;
+
+	while (i < ELECTION_BUCKETS && seconds > election_bucket_bounds[i])
+		i++;
+	h->counts[i]++;
+	h->count++;
+	h->sum += seconds;
+}
+
+/* A standby that saw the database go away (its session lost) and got the
+ * lock within ELECTION_SETTLE of its connection coming back leaves the
+ * fence to an old leader whose command may still be stopping: that one
+ * takes it again as soon as it reconnects. Never past the outage's start
+ * plus grace_period plus ELECTION_KILL_GONE: that command is dead by then
+ * (SIGKILL sent at the end of the grace period, and its group gone). */
+static double settle_after_outage(struct election *e, struct election_output *out,
+				  double now)
+{
+	double not_before = -INFINITY;
+
+	if (isfinite(e->outage_began))
+		not_before = fmin(e->back_at + ELECTION_SETTLE,
+				  e->outage_began + e->p.grace_period +
+				  ELECTION_KILL_GONE);
+	e->outage_began = INFINITY;
+	if (now < not_before)
+		election_say(out, LOG_LEVEL_INFO, "the database was away: taking the fence "
+		    "in %.2fs, so that a previous leader still stopping its command "
+		    "can take it first", not_before - now);
+	return not_before;
+}
+
+void election_become_leader(struct election *e, struct election_output *out,
+			  double now, const struct election_event *ev)
+{
+	struct election_counters *c = &e->snap.counters;
+
+	election_request_done(e);
+	election_set_state(e, out, now, ELECTION_LEADER);
+	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
+	e->restart_backoff = ELECTION_RESTART_MIN;
+	e->quick_failures = 0;
+	e->wait_deadline = INFINITY;
+	e->ping_pending = false;
+	e->last_reply_at = now;
+	e->next_ping_at = now + e->p.ping_interval;
+	c->acquisitions++;
+	observe(&c->lock_wait, now - e->standby_since);
+	e->snap.term++;
+	e->snap.fencing_token = ev->session.fencing_token;
+	e->snap.lock_key = ev->session.lock_key;
+	e->snap.leader_since_wall = now + e->wall_offset;
+	election_say(out, LOG_LEVEL_INFO, "acquired leader lease (key %lld, fencing token %llu)",
+	    (long long)ev->session.lock_key, (unsigned long long)ev->session.fencing_token);
+	/* due now or after the delay; it starts once the fence is held */
+	e->child_start_at = now + e->p.takeover_delay;
+	fence_lead(e, out, now, settle_after_outage(e, out, now));
+	/* after the fence's request: on the same session, its answer comes
+	 * once the fence is held */
+	election_controls_new_term(e, out, now);
+	if (e->p.failsafe)
+		failsafe_ask(e, out, now);
+}
+
+/* Failed pings so far: the first at ping_timeout after sending, then one
+ * more for every ping_interval the answer is still missing. Counting from
+ * the clock, not from timer callbacks, makes a process that was frozen for
+ * a minute see all of its missed pings at once. */
+static int ping_failures_at(const struct election *e, double now)
+{
+	double sent, late;
+
+	/* A ping that is due but was never sent (frozen between pings, the
+	 * usual case) counts as sent when it was due. */
+	if (e->ping_pending)
+		sent = e->ping_sent_at;
+	else if (now >= e->next_ping_at)
+		sent = e->next_ping_at;
+	else
+		return 0;
+	late = now - (sent + e->p.ping_timeout);
+	if (late < 0)
+		return 0;
+	return 1 + (int)floor(late / e->p.ping_interval);
+}
+
+/* The pings have failed often enough to end the lease. */
+static bool ping_expired(const struct election *e, double now)
+{
+	return ping_failures_at(e, now) >= e->p.ping_failures;
+}
+
+/* The lease held until then: the server ends a silent leader's session
+ * server_lease after its last ping reply; without a server lease, the
+ * shortest one the configuration would accept (the pings' detection plus
+ * grace_period): past it, a leader that had been awake would have known. */
+static double lease_end(const struct election *e)
+{
+	const struct election_params *p = &e->p;
+
+	return e->last_reply_at + (p->server_lease > 0 ? p->server_lease
+		: p->ping_interval * p->ping_failures + p->ping_timeout +
+		  p->grace_period);
+}
+
+/* The lock may be gone: stop the command but keep the connection, doing
+ * nothing with it, until the command is gone. If the server still counts us
+ * as the holder, nobody else gets the lock while the old command lives. */
+static void lose_lease(struct election *e, struct election_output *out,
+		       double now, enum fault fault, const char *why)
+{
+	/* a leader frozen or stalled past its lease: the lock may have
+	 * passed, so failsafe cannot keep this term (DESIGN 9) */
+	bool lapsed = failsafe_keeps(e) && now > lease_end(e);
+
+	e->ping_pending = false;
+	e->next_ping_at = INFINITY;
+	e->child_start_at = INFINITY;
+	failsafe_no_check(e);
+	election_request_done(e);
+	if (failsafe_keeps(e) && !lapsed) {
+		failsafe_enter(e, out, now, fault, why);
+		return;
+	}
+	e->snap.counters.losses[fault]++;
+	election_say(out, LOG_LEVEL_WARNING, "lost leader lease: %s%s", why,
+	    lapsed ? " (no failsafe: the lease ran out, another node may have "
+	    "led since)" : "");
+	election_about(out, fault);
+	if (e->child_running) {
+		election_set_state(e, out, now, ELECTION_DEMOTING);
+		out->actions |= ELECTION_DO_STOP_CHILD;
+		fence_stopping(e, out, now, false);
+	} else {
+		fence_drop(&e->fence, out, now); /* taken or being taken, no command yet */
+		election_disconnect(e, out);
+		election_connect_now(e, out, now);
+	}
+}
+
+static void leader_tick(struct election *e, struct election_output *out,
+			double now)
+{
+	int failures = ping_failures_at(e, now);
+
+	if (failures >= e->p.ping_failures) {
+		char why[128];
+
+		snprintf(why, sizeof(why),
+			 "ping timed out %d times (last reply %.1fs ago)",
+			 failures, now - e->last_reply_at);
+		lose_lease(e, out, now, FAULT_PING_TIMEOUT, why);
+		return;
+	}
+	if (!e->ping_pending && now >= e->next_ping_at) {
+		e->ping_pending = true;
+		/* deadlines run from when it was due, however late the loop */
+		e->ping_sent_at = e->next_ping_at;
+		out->actions |= ELECTION_DO_PING;
+		/* a held fence has the same server-side lease to keep */
+		if (fence_held(&e->fence))
+			out->actions |= ELECTION_DO_FENCE_PING;
+	}
+	failsafe_check_tick(e, out, now);
+	if (!e->child_running && now >= e->child_start_at && fence_ok(&e->fence) &&
+	    failsafe_members_ok(e) && election_controls_allow_start(e))
+		start_child(e, out, now);
+}
+
+/* A leader's next deadline: the next failed ping or the next ping, the
+ * command when it may start, the members' answer. */
+static double leader_wakeup(const struct election *e, double now)
+{
+	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
+		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
+
+	if (!e->child_running && fence_ok(&e->fence) && failsafe_members_ok(e) &&
+	    election_controls_allow_start(e))
+		t = fmin(t, e->child_start_at);
+	t = fmin(t, failsafe_check_wakeup(e));
+	return t;
+}
+
+static void ping_ok(struct election *e, struct election_output *out, double now,
+		    const struct election_event *ev)
+{
+	(void)out;
+	(void)ev;
+	/* An answer read once its ping had already failed ping_failures
+	 * times (a frozen pgleader thawed, the reply waiting in its socket)
+	 * is too late, whatever order the loop hands over the timer and the
+	 * socket in: the deadlines, checked after this event, end the lease. */
+	if (!e->ping_pending || ping_expired(e, now))
+		return;
+	e->ping_pending = false;
+	observe(&e->snap.counters.ping_duration, now - e->ping_sent_at);
+	e->last_reply_at = now;
+	e->snap.last_ping_reply = now;
+	e->snap.last_ping_reply_wall = now + e->wall_offset;
+	e->next_ping_at = fmax(now, e->ping_sent_at + e->p.ping_interval);
+}
+
+static void leader_lost(struct election *e, struct election_output *out,
+			double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	election_session_lost(e, now, ev->session.fault);
+	/* no settle wait for the node that led: it held the lock and the
+	 * fence until now, so no other command runs, and its own is reaped
+	 * before it asks for the lock again */
+	if (!election_end_on_permanent(e, out, now, ev))
+		lose_lease(e, out, now, ev->session.fault,
+			   election_reason_of(ev, "connection lost"));
+}
+
+/* ---- DEMOTING and SHUTTING_DOWN: the command stopping ------------------ */
+
+/* While the command is being stopped, the connection may go too; only a
+ * permanent fault changes what follows: its exit code, unless a signal
+ * already asked for a clean exit with another code. */
+static void stopping_lost(struct election *e, struct election_output *out,
+			  double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	e->handing_over = false; /* the lock went with the session */
+	election_session_lost(e, now, ev->session.fault);
+	election_saw_outage(e, now);
+	if (!election_end_on_permanent(e, out, now, ev))
+		fence_stopping(e, out, now, false);
+}
+
+static void kill_on_second_signal(struct election *e, struct election_output *out,
+				  double now, const struct election_event *ev)
+{
+	(void)e;
+	(void)now;
+	election_say(out, LOG_LEVEL_NOTICE, "received %s again: killing the command now",
+	    election_reason_of(ev, "signal"));
+	out->actions |= ELECTION_DO_KILL_CHILD;
+}
+
+/* ---- the rows (election.c's table) ------------------------------------- */
+
+const struct state_ops leader_state = {
+	.shutdown = election_shutdown,
+	.lock = { .failed = leader_lost, .ping_ok = ping_ok },
+	.command_gone = leader_child_gone,
+	.deadlines = leader_tick,
+	.wakeup = leader_wakeup,
+};
+
+const struct state_ops demoting_state = {
+	.shutdown = election_shutdown,
+	.lock = { .failed = stopping_lost },
+	.command_gone = demoted_child_gone,
+};
+
+const struct state_ops shutting_down_state = {
+	.shutdown = kill_on_second_signal,
+	.lock = { .failed = stopping_lost },
+	.command_gone = stopped_child_gone,
+};

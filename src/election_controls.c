@@ -134,7 +134,7 @@ static void hand_over(struct election *e, struct election_output *out,
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
-	election_failsafe_no_check(e);
+	failsafe_no_check(e);
 	election_request_done(e);
 	if (e->child_running) {
 		election_set_state(e, out, now, ELECTION_DEMOTING);

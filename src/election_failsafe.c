@@ -3,7 +3,9 @@
  * out of the lock queue; a new leader asks the members first. The machine
  * (fs_*) owns struct failsafe_machine: the claim rounds, the new leader's
  * check, the record of a member leading in failsafe, a stranger seen; the
- * rest of this file is what the election's states do with it. No I/O. */
+ * rest of this file is the FAILSAFE state (its row at the end) and what
+ * the other states ask of failsafe (the failsafe_* functions of
+ * election_impl.h). No I/O. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +66,7 @@ static void fs_claim_round(struct failsafe_machine *fs, struct election_output *
 			   double now)
 {
 	fs->next_claim_at = INFINITY;
+	fs->round_sent_at = now;
 	fs->claim_deadline = now + fs->ping_timeout + fs->ping_interval;
 	out->actions |= ELECTION_DO_FAILSAFE_CLAIM;
 }
@@ -73,6 +76,7 @@ static void fs_claims_begin(struct failsafe_machine *fs, struct election_output 
 {
 	fs->fault = fault;
 	fs->agree = fs->asked = 0;
+	fs->agreed_at = now;
 	fs_claim_round(fs, out, now);
 }
 
@@ -80,6 +84,16 @@ static void fs_claims_end(struct failsafe_machine *fs)
 {
 	fs->next_claim_at = INFINITY;
 	fs->claim_deadline = INFINITY;
+}
+
+/* The members' agreement has lapsed: a record made by the last round they
+ * all agreed to (from when it was sent, the earliest they can have heard
+ * it) may have run out, and another node may have led since. Whatever
+ * comes after that (a round's answer, a lock grant, read late after a
+ * thaw) belongs to no failsafe term. */
+static bool fs_lapsed(const struct failsafe_machine *fs, double now)
+{
+	return now >= fs->agreed_at + fs->ttl;
 }
 
 /* The round in flight got no answer in time (true), or the next is due. */
@@ -116,6 +130,7 @@ static bool fs_round_done(struct failsafe_machine *fs, struct election_output *o
 	}
 	fs->agree = p->agree;
 	fs->asked = p->asked;
+	fs->agreed_at = fs->round_sent_at;
 	fs->next_claim_at = now + fs->ping_interval;
 	return true;
 }
@@ -169,7 +184,8 @@ static void fs_stranger(struct failsafe_machine *fs, struct election_output *out
 
 static double fs_claims_wakeup(const struct failsafe_machine *fs)
 {
-	return fmin(fs->claim_deadline, fs->next_claim_at);
+	return fmin(fmin(fs->claim_deadline, fs->next_claim_at),
+		    fs->agreed_at + fs->ttl);
 }
 
 /* A round is in flight. */
@@ -186,26 +202,26 @@ static double fs_record_until(const struct failsafe_machine *fs)
 
 /* ---- what the rest of the election asks of it -------------------------- */
 
-void election_failsafe_init(struct election *e)
+void failsafe_init(struct election *e)
 {
 	fs_init(&e->failsafe, &e->p);
 }
 
 /* The lock is lost while the command runs: failsafe keeps it when every
  * node with a session for the lock is a member. */
-bool election_failsafe_keeps(const struct election *e)
+bool failsafe_keeps(const struct election *e)
 {
 	return e->failsafe.enabled && !e->failsafe.stranger[0] && e->child_running;
 }
 
 /* Leading no more (or handing over): no question to the members. */
-void election_failsafe_no_check(struct election *e)
+void failsafe_no_check(struct election *e)
 {
 	e->failsafe.check = CHECK_NONE;
 }
 
 /* A member leads in failsafe until then; 0: none. */
-double election_failsafe_record(const struct election *e, double now)
+double failsafe_record(const struct election *e, double now)
 {
 	double until = fs_record_until(&e->failsafe);
 
@@ -213,27 +229,27 @@ double election_failsafe_record(const struct election *e, double now)
 }
 
 /* With failsafe, the members said no one else still runs the command. */
-bool election_members_ok(const struct election *e)
+bool failsafe_members_ok(const struct election *e)
 {
 	return !e->failsafe.enabled || e->failsafe.check == CHECK_CLEAR;
 }
 
-void election_ask_members(struct election *e, struct election_output *out,
-			  double now)
+void failsafe_ask(struct election *e, struct election_output *out,
+		  double now)
 {
 	fs_check_ask(&e->failsafe, out, now);
 }
 
 /* A new leader asks again when the answer is late, or said one still runs
  * the command. */
-void election_failsafe_check_tick(struct election *e, struct election_output *out,
-				  double now)
+void failsafe_check_tick(struct election *e, struct election_output *out,
+			 double now)
 {
 	if (e->failsafe.check == CHECK_ASKING && now >= e->failsafe.check_again_at)
 		fs_check_ask(&e->failsafe, out, now);
 }
 
-double election_failsafe_check_wakeup(const struct election *e)
+double failsafe_check_wakeup(const struct election *e)
 {
 	return e->failsafe.check == CHECK_ASKING ? e->failsafe.check_again_at
 		: INFINITY;
@@ -255,19 +271,32 @@ static void failsafe_demote(struct election *e, struct election_output *out,
 	election_set_state(e, out, now, ELECTION_DEMOTING);
 	out->actions |= ELECTION_DO_STOP_CHILD;
 	/* the database is likely away: the fence is taken again once back */
-	election_fence_stopping(e, out, now, true);
+	fence_stopping(e, out, now, true);
 }
 
-double election_failsafe_wakeup(const struct election *e, double now)
+static double failsafe_wakeup(const struct election *e, double now)
 {
 	(void)now;
 	return fmin(fs_claims_wakeup(&e->failsafe),
 		    e->connected ? e->request_deadline : e->next_attempt_at);
 }
 
-void election_failsafe_tick(struct election *e, struct election_output *out,
+/* The members' agreement lapsed (see fs_lapsed): demote, and say so. */
+static bool failsafe_lapsed(struct election *e, struct election_output *out,
+			    double now)
+{
+	if (!fs_lapsed(&e->failsafe, now))
+		return false;
+	failsafe_demote(e, out, now, "the members' agreement lapsed (no round "
+	    "agreed within failsafe_ttl): another node may have led since");
+	return true;
+}
+
+static void failsafe_tick(struct election *e, struct election_output *out,
 			  double now)
 {
+	if (failsafe_lapsed(e, out, now))
+		return;
 	if (fs_claims_tick(&e->failsafe, out, now)) {
 		failsafe_demote(e, out, now, "a claim round got no answer in time");
 		return;
@@ -285,8 +314,8 @@ void election_failsafe_tick(struct election *e, struct election_output *out,
 	}
 }
 
-void election_enter_failsafe(struct election *e, struct election_output *out,
-			   double now, enum fault fault, const char *why)
+void failsafe_enter(struct election *e, struct election_output *out,
+		    double now, enum fault fault, const char *why)
 {
 	election_disconnect(e, out);
 	e->snap.failsafe_agree = e->snap.failsafe_asked = 0;
@@ -296,7 +325,7 @@ void election_enter_failsafe(struct election *e, struct election_output *out,
 	election_about(out, fault);
 	e->next_attempt_at = now; /* reconnect at once, and keep trying */
 	fs_claims_begin(&e->failsafe, out, now, fault);
-	election_failsafe_tick(e, out, now);
+	failsafe_tick(e, out, now);
 }
 
 static void failsafe_round_done(struct election *e, struct election_output *out,
@@ -305,6 +334,8 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
 	char why[LOG_MSG_MAX / 2];
 
 	if (e->state != ELECTION_FAILSAFE || !fs_claiming(&e->failsafe))
+		return;
+	if (failsafe_lapsed(e, out, now))
 		return;
 	if (!fs_round_done(&e->failsafe, out, now, ev, why, sizeof(why))) {
 		failsafe_demote(e, out, now, why);
@@ -316,11 +347,15 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
 
 /* Back from failsafe: the same command, the same term, and so the same
  * fencing token (the snapshot's, which a restarted command gets too); the
- * token the new lock session read goes unused. */
-void election_failsafe_regained(struct election *e, struct election_output *out,
-				double now, const struct election_event *ev)
+ * token the new lock session read goes unused. Not once the agreement
+ * lapsed: another term may have run meanwhile, so the command stops (the
+ * lock, held until it is gone, keeps any other out). */
+static void failsafe_regained(struct election *e, struct election_output *out,
+			      double now, const struct election_event *ev)
 {
 	(void)ev;
+	if (failsafe_lapsed(e, out, now))
+		return;
 	election_request_done(e);
 	fs_claims_end(&e->failsafe);
 	e->failsafe.check = CHECK_CLEAR;
@@ -333,12 +368,12 @@ void election_failsafe_regained(struct election *e, struct election_output *out,
 	election_say(out, LOG_LEVEL_INFO, "acquired leader lease again after failsafe; "
 	    "the command kept running");
 	/* as on the way into LEADER: the fence, unless taken in failsafe */
-	election_fence_take(e, out);
+	fence_take(e, out);
 	/* the members that agreed stay out of the lock queue until told */
 	out->actions |= ELECTION_DO_FAILSAFE_REGAINED;
 }
 
-void election_failsafe_lost(struct election *e, struct election_output *out,
+static void failsafe_lost(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
@@ -348,7 +383,7 @@ void election_failsafe_lost(struct election *e, struct election_output *out,
 	e->next_attempt_at = now + ELECTION_RECONNECT_MIN;
 }
 
-void election_failsafe_connected(struct election *e, struct election_output *out,
+static void failsafe_connected(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
 	e->snap.lock_key = ev->session.lock_key;
@@ -460,8 +495,8 @@ bool election_runs_command(const struct election_snapshot *s)
 	return s->command_active || s->command_pid != 0;
 }
 
-void election_on_peers(struct election *e, struct election_output *out,
-	               double now, const struct election_event *ev)
+void failsafe_news(struct election *e, struct election_output *out,
+		   double now, const struct election_event *ev)
 {
 	switch (ev->peers.news) {
 	case ELECTION_PEERS_CLAIMED: peers_claimed(e, out, now, ev); return;
@@ -473,8 +508,8 @@ void election_on_peers(struct election *e, struct election_output *out,
 }
 
 /* The lock went to another session while this node was away. */
-void election_failsafe_busy(struct election *e, struct election_output *out,
-			    double now, const struct election_event *ev)
+static void failsafe_busy(struct election *e, struct election_output *out,
+			  double now, const struct election_event *ev)
 {
 	(void)ev;
 	failsafe_demote(e, out, now, "the lock is held by another session");
@@ -482,7 +517,7 @@ void election_failsafe_busy(struct election *e, struct election_output *out,
 
 /* The command ended by itself while the lock was away: without the lock it
  * is not started again; a node that leads again restarts it. */
-void election_failsafe_child_gone(struct election *e, struct election_output *out,
+static void failsafe_child_gone(struct election *e, struct election_output *out,
 				double now, const struct election_event *ev)
 {
 	int status = ev->command.status;
@@ -499,22 +534,25 @@ void election_failsafe_child_gone(struct election *e, struct election_output *ou
 	election_connect_now(e, out, now);
 }
 
-/* A member that holds a failsafe record takes no lock (DESIGN 9). */
-void election_connecting_done(struct election *e, struct election_output *out,
-			    double now, const struct election_event *ev)
+/* A member that holds a failsafe record takes no lock (DESIGN 9): it
+ * stays out (true), a connection or a grant given back by closing. */
+bool failsafe_stays_out(struct election *e, struct election_output *out,
+			double now)
 {
-	if (now < fs_record_until(&e->failsafe))
-		stay_out(e, out, now);
-	else
-		election_connected(e, out, now, ev);
+	if (now >= fs_record_until(&e->failsafe))
+		return false;
+	stay_out(e, out, now);
+	return true;
 }
 
-void election_standby_acquired(struct election *e, struct election_output *out,
-			     double now, const struct election_event *ev)
-{
-	if (now < fs_record_until(&e->failsafe))
-		stay_out(e, out, now);
-	else
-		election_become_leader(e, out, now, ev);
-}
-
+/* The FAILSAFE state's row (election.c's table). */
+const struct state_ops failsafe_state = {
+	.shutdown = election_shutdown,
+	.lock = { .connected = failsafe_connected,
+		  .failed = failsafe_lost,
+		  .acquired = failsafe_regained,
+		  .busy = failsafe_busy },
+	.command_gone = failsafe_child_gone,
+	.deadlines = failsafe_tick,
+	.wakeup = failsafe_wakeup,
+};

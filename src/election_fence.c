@@ -1,11 +1,31 @@
 /* election_fence.c: the fence's machine: when to take and give back the
- * second lock a leader holds while its command lives (DESIGN 3). It owns
- * struct fence_machine; the election tells it what it needs to know
- * (struct fence_inputs) and hears back actions, lines and a verdict
- * (struct fence_verdict). No I/O: actions only. */
+ * second lock a leader holds while its command lives (DESIGN 3). The
+ * machine (fm_* and its helpers) owns struct fence_machine; the election's
+ * side, at the end, tells it what it needs to know (struct fence_inputs)
+ * and acts on what it hears back (struct fence_verdict); the rest of the
+ * election sees only the fence_* functions of election_impl.h. No I/O:
+ * actions only. */
 #include <math.h>
 
 #include "election_impl.h"
+
+/* What the election tells the fence, at each call. */
+struct fence_inputs {
+	bool command;   /* the command lives (started, not yet gone) */
+	bool killing;   /* SIGKILL sent: the fence no longer matters */
+	bool leader;    /* LEADER: the command is due once the fence is held */
+	bool leading;   /* LEADER or FAILSAFE: a busy fence is waited for */
+	bool unlocked;  /* the command is being stopped without the lock */
+	bool lock_down; /* no lock session is up */
+	bool reopens;   /* a closed fence session is reopened in this state */
+};
+
+/* What the fence tells the election back, beside actions and lines. */
+struct fence_verdict {
+	const char *kill; /* kill the command now, and why; NULL: no */
+	bool outage;      /* the database seems to have gone away */
+	bool permanent;   /* its session ended with a permanent fault */
+};
 
 void fence_init(struct fence_machine *f, double retry_interval)
 {
@@ -72,8 +92,8 @@ static bool stopping_unlocked(const struct fence_inputs *in)
 /* A node that holds, or held, the lock waits in the queue for the fence; one
  * whose command is being stopped without the lock only tries: held
  * elsewhere, another command may start any moment. */
-void fence_take(struct fence_machine *f, const struct fence_inputs *in,
-		struct election_output *out)
+static void fm_take(struct fence_machine *f, const struct fence_inputs *in,
+		    struct election_output *out)
 {
 	if (f->state != ELECTION_FENCE_READY)
 		return; /* taken once the session is ready */
@@ -98,13 +118,13 @@ void fence_drop(struct fence_machine *f, struct election_output *out, double now
 }
 
 /* A new term: take the fence, from not_before on (a settle wait). */
-void fence_lead(struct fence_machine *f, const struct fence_inputs *in,
-		struct election_output *out, double now, double not_before)
+static void fm_lead(struct fence_machine *f, const struct fence_inputs *in,
+		    struct election_output *out, double now, double not_before)
 {
 	f->wait_logged = false;
 	f->not_before = not_before;
 	if (wanted(f, in, now))
-		fence_take(f, in, out);
+		fm_take(f, in, out);
 }
 
 /* The lock is gone (at now) while the command stops, and the fence may be
@@ -112,9 +132,9 @@ void fence_lead(struct fence_machine *f, const struct fence_inputs *in,
  * away, and nobody else can take the fence before it is back: take it again
  * the moment it is (a standby that saw the outage waits ELECTION_SETTLE for
  * that). The fence lost on its own earlier: another leader may hold it. */
-void fence_stopping(struct fence_machine *f, const struct fence_inputs *in,
-		    struct election_output *out, double now, bool outage,
-		    struct fence_verdict *v)
+static void fm_stopping(struct fence_machine *f, const struct fence_inputs *in,
+			struct election_output *out, double now, bool outage,
+			struct fence_verdict *v)
 {
 	f->lock_lost_at = now;
 	if (!stopping_unlocked(in) || f->state == ELECTION_FENCE_HELD)
@@ -125,7 +145,7 @@ void fence_stopping(struct fence_machine *f, const struct fence_inputs *in,
 	}
 	if (f->state == ELECTION_FENCE_CLOSED)
 		f->retry_at = now;
-	fence_take(f, in, out);
+	fm_take(f, in, out);
 }
 
 /* While the command stops without the lock, a lost fence session is
@@ -192,7 +212,7 @@ static void ready(struct fence_machine *f, const struct fence_inputs *in,
 		election_say(out, LOG_LEVEL_NOTICE, "fence session: connected again");
 	f->outage_logged = false;
 	if (wanted(f, in, now))
-		fence_take(f, in, out);
+		fm_take(f, in, out);
 }
 
 static void acquired(struct fence_machine *f, const struct fence_inputs *in,
@@ -226,13 +246,13 @@ static void busy(struct fence_machine *f, const struct fence_inputs *in,
 		election_say(out, LOG_LEVEL_NOTICE, "waiting for the fence: the previous "
 		    "leader's command is still stopping");
 	f->wait_logged = true;
-	fence_take(f, in, out);
+	fm_take(f, in, out);
 }
 
 /* The fence session's news. */
-void fence_news(struct fence_machine *f, const struct fence_inputs *in,
-		struct election_output *out, double now,
-		const struct election_event *ev, struct fence_verdict *v)
+static void fm_news(struct fence_machine *f, const struct fence_inputs *in,
+		    struct election_output *out, double now,
+		    const struct election_event *ev, struct fence_verdict *v)
 {
 	if (f->state == ELECTION_FENCE_CLOSED)
 		return; /* news from a session already closed */
@@ -255,22 +275,127 @@ void fence_news(struct fence_machine *f, const struct fence_inputs *in,
 /* After the state's deadlines, which may have just closed the session: a
  * closed session is reopened when due, and a new leader's settle wait
  * ends. */
-void fence_tick(struct fence_machine *f, const struct fence_inputs *in,
-		struct election_output *out, double now)
+static void fm_tick(struct fence_machine *f, const struct fence_inputs *in,
+		    struct election_output *out, double now)
 {
 	if (f->state == ELECTION_FENCE_CLOSED && in->reopens && !in->killing &&
 	    now >= f->retry_at)
 		fence_open(f, out);
 	if (f->state == ELECTION_FENCE_READY && in->leader && wanted(f, in, now))
-		fence_take(f, in, out);
+		fm_take(f, in, out);
 }
 
-double fence_wakeup(const struct fence_machine *f, const struct fence_inputs *in,
-		    double now)
+static double fm_wakeup(const struct fence_machine *f, const struct fence_inputs *in,
+			double now)
 {
 	if (f->state == ELECTION_FENCE_CLOSED && in->reopens && !in->killing)
 		return f->retry_at;
 	if (f->state == ELECTION_FENCE_READY && in->leader && now < f->not_before)
 		return f->not_before;
 	return INFINITY;
+}
+
+/* ---- the election's side: what it tells the machine, what it hears ---- */
+
+/* A closed fence session is reopened only while the lock session is up or
+ * the command runs (and not once the command is being killed). */
+static bool fence_reopens(const struct election *e)
+{
+	switch (e->state) {
+	case ELECTION_STANDBY: case ELECTION_LEADER: case ELECTION_FAILSAFE:
+	case ELECTION_DEMOTING:
+		return true;
+	case ELECTION_SHUTTING_DOWN:
+		return e->child_running;
+	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
+	case ELECTION_RELEASING: case ELECTION_DONE: case ELECTION_STATE_COUNT:
+		break;
+	}
+	return false;
+}
+
+static struct fence_inputs fence_inputs(const struct election *e)
+{
+	struct fence_inputs in = {
+		.command = e->child_running,
+		.killing = e->killing,
+		.leader = e->state == ELECTION_LEADER,
+		.leading = e->state == ELECTION_LEADER || e->state == ELECTION_FAILSAFE,
+		.unlocked = (e->state == ELECTION_DEMOTING && !e->handing_over) ||
+			    (e->state == ELECTION_SHUTTING_DOWN && !e->connected),
+		.lock_down = !e->connected || e->state == ELECTION_CONNECTING,
+		.reopens = fence_reopens(e),
+	};
+
+	return in;
+}
+
+/* Nothing keeps another leader's command out any more: SIGKILL now rather
+ * than at the end of the grace period (DESIGN 3, the fence). */
+static void fence_verdict(struct election *e, struct election_output *out,
+			  double now, const struct fence_verdict *v)
+{
+	if (v->outage)
+		election_saw_outage(e, now);
+	if (!v->kill)
+		return;
+	e->killing = true;
+	election_say(out, LOG_LEVEL_WARNING, "%s: killing the command now, as another "
+	    "leader's command may start", v->kill);
+	out->actions |= ELECTION_DO_KILL_CHILD;
+}
+
+void fence_take(struct election *e, struct election_output *out)
+{
+	struct fence_inputs in = fence_inputs(e);
+
+	fm_take(&e->fence, &in, out);
+}
+
+/* The lock is gone while the command stops: only the fence keeps the next
+ * leader's command out; outage: the database went away. */
+void fence_stopping(struct election *e, struct election_output *out,
+		    double now, bool outage)
+{
+	struct fence_inputs in = fence_inputs(e);
+	struct fence_verdict v = { 0 };
+
+	fm_stopping(&e->fence, &in, out, now, outage, &v);
+	fence_verdict(e, out, now, &v);
+}
+
+void fence_news(struct election *e, struct election_output *out,
+		double now, const struct election_event *ev)
+{
+	struct fence_inputs in = fence_inputs(e);
+	struct fence_verdict v = { 0 };
+
+	fm_news(&e->fence, &in, out, now, ev, &v);
+	if (v.permanent)
+		election_end_on_permanent(e, out, now, ev);
+	else
+		fence_verdict(e, out, now, &v);
+}
+
+/* A new term: take the fence, from not_before on (a settle wait). */
+void fence_lead(struct election *e, struct election_output *out, double now,
+		double not_before)
+{
+	struct fence_inputs in = fence_inputs(e);
+
+	fm_lead(&e->fence, &in, out, now, not_before);
+}
+
+void fence_tick(struct election *e, struct election_output *out, double now)
+{
+	struct fence_inputs in = fence_inputs(e);
+
+	fm_tick(&e->fence, &in, out, now);
+}
+
+double fence_wakeup(const struct election *e, double now)
+{
+	struct fence_inputs in = fence_inputs(e);
+
+	return fm_wakeup(&e->fence, &in, now);
 }

@@ -3693,6 +3693,97 @@ START_TEST(test_failsafe_on_ping_timeout)
 }
 END_TEST
 
+/* Failsafe needs a lease that was still valid (finding 11): a leader that
+ * hears of its session's loss only after the server lease ran out (it was
+ * frozen: the server ended its session, and another node may have led)
+ * demotes as without failsafe, whichever it sees first after the thaw. */
+START_TEST(test_failsafe_not_after_lease)
+{
+	struct config c = failsafe_config();
+	struct election_params p;
+	struct election_output out;
+
+	/* server_lease 20 s (the default), last ping reply at 0 */
+	failsafe_leader(0);
+	out = step(&M, ELECTION_CONN_LOST, 0, "gone", 20.5);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_assert(out.actions & ELECTION_DO_STOP_CHILD);
+	ck_assert(!(out.actions & ELECTION_DO_FAILSAFE_CLAIM));
+	ck_log_prefix(out, LOG_LEVEL_WARNING, "lost leader lease: gone (no failsafe: "
+		      "the lease ran out");
+	/* the pings' timer first */
+	failsafe_leader(0);
+	out = tick(&M, 20.5);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_assert(!(out.actions & ELECTION_DO_FAILSAFE_CLAIM));
+	/* inside the lease: failsafe as before */
+	failsafe_leader(0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 19.5);
+	ck_state(&M, ELECTION_FAILSAFE);
+
+	/* no server lease: the pings' detection plus grace_period, 13 s; the
+	 * pings' own timeout, on time, still enters failsafe */
+	c.server_lease_ms = 0;
+	p = daemon_params(&c);
+	failsafe_leader_with(&p, 0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 13.5);
+	ck_state(&M, ELECTION_DEMOTING);
+	failsafe_leader_with(&p, 0);
+	tick(&M, 1);
+	ck_assert(tick(&M, 5).actions & ELECTION_DO_FAILSAFE_CLAIM);
+	ck_state(&M, ELECTION_FAILSAFE);
+}
+END_TEST
+
+/* In failsafe, an agreement that lapsed ends the term: past the last
+ * agreed round's sending + failsafe_ttl, the members' records may have run
+ * out and another node led. A lock grant or a round's answer read first
+ * after a thaw does not keep the command (finding 11). */
+START_TEST(test_failsafe_agreement_lapses)
+{
+	struct election_output out;
+
+	/* round 1 sent at 0.5, agreed: good until 15.5 */
+	failsafe_leader(0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 0.6);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 1);
+	/* frozen; the grant is the first thing read */
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 15.5);
+	ck_assert(!(out.actions & ELECTION_DO_FAILSAFE_REGAINED));
+	ck_assert(out.actions & ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	ck_log_prefix(out, LOG_LEVEL_WARNING, "lost leader lease: the members' "
+		      "agreement lapsed");
+	/* a round sent before the freeze, its answer read after the lapse */
+	failsafe_leader(0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 0.6);
+	ck_actions(tick(&M, 1.6), ELECTION_DO_FAILSAFE_CLAIM);
+	out = peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 15.5);
+	ck_assert(out.actions & ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	/* the clock alone: the wakeup asks for the lapse */
+	failsafe_leader(0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 0.6);
+	M.failsafe.next_claim_at = INFINITY; /* a round that never got sent */
+	tick(&M, 15.5 - JUST); /* the reconnection timed out: again at 16 */
+	ck_state(&M, ELECTION_FAILSAFE);
+	ck_wakeup(&M, 15.5 - JUST, 15.5);
+	ck_assert(tick(&M, 15.5).actions & ELECTION_DO_STOP_CHILD);
+	ck_state(&M, ELECTION_DEMOTING);
+	/* a late answer, inside the agreement, still counts */
+	failsafe_leader(0);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
+	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 0.6);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 1);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 15.4);
+	ck_assert(out.actions & ELECTION_DO_FAILSAFE_REGAINED);
+	ck_state(&M, ELECTION_LEADER);
+}
+END_TEST
+
 /* As a member: agree only without the command or the lock, then keep out
  * of the lock queue until the record expires. */
 START_TEST(test_failsafe_member_record)
@@ -4081,6 +4172,8 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_keeps_command);
 	tcase_add_test(tc, test_failsafe_demotes_on_dissent);
 	tcase_add_test(tc, test_failsafe_on_ping_timeout);
+	tcase_add_test(tc, test_failsafe_not_after_lease);
+	tcase_add_test(tc, test_failsafe_agreement_lapses);
 	tcase_add_test(tc, test_failsafe_member_record);
 	tcase_add_test(tc, test_failsafe_new_leader_asks);
 	tcase_add_test(tc, test_failsafe_stranger);

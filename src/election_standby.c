@@ -1,0 +1,346 @@
+/* election_standby.c: the states without the command: CONNECTING, BACKOFF,
+ * STANDBY and RELEASING, each one's handling (the lock session's news, its
+ * deadlines, its wakeup) and the reconnect cadence they share; each
+ * state's row at the end. */
+#include "election_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* ---- the reconnect cadence ------------------------------------------- */
+
+/* What a database restart, a switchover or a failover looks like to a
+ * client: the session ends (FATAL or closed), then the server refuses,
+ * says it is starting up or shutting down (57P03), or is still a read-only
+ * replica. A silent host (a timeout) is not one: each try already took
+ * connect_timeout. */
+static bool restart_like(enum fault f)
+{
+	return f == FAULT_UNREACHABLE || f == FAULT_HOT_STANDBY ||
+	       f == FAULT_TERMINATED || f == FAULT_CONNECTION;
+}
+
+/* A lock session that worked was lost: if the database seems to be
+ * restarting, retry fast for a while, so that the command runs again
+ * within a try or two of the server accepting writes. */
+void election_session_lost(struct election *e, double now, enum fault f)
+{
+	if (!restart_like(f))
+		return;
+	e->restart_until = now + ELECTION_RESTART_WINDOW;
+	e->restart_said = false;
+}
+
+static bool restarting(const struct election *e, double now, enum fault f)
+{
+	return restart_like(f) && now < e->restart_until;
+}
+
+/* The wait before the next connection attempt. Inside a restart window:
+ * ELECTION_RECONNECT_FAST, jittered to [0.5, 1.5) of it. Otherwise full
+ * jitter over a cap that doubles from ELECTION_RECONNECT_MIN up to
+ * retry_interval: (0, cap], never below the fast step. The random fraction
+ * comes with the event (0 in tests: the longest wait), so that a fleet's
+ * nodes, and the daemons of one node, do not retry at the same instants. */
+static double reconnect_delay(struct election *e, double now, enum fault f)
+{
+	double cap = e->reconnect_backoff;
+
+	if (restarting(e, now, f))
+		return ELECTION_RECONNECT_FAST * (1.5 - e->jitter);
+	e->reconnect_backoff = fmin(cap * 2, fmax(e->p.retry_interval,
+						   ELECTION_RECONNECT_MIN));
+	return fmax(cap * (1 - e->jitter), ELECTION_RECONNECT_FAST);
+}
+
+/* The connection is gone or useless: close it and try again after
+ * reconnect_delay: fast while the database restarts, else a
+ * backoff that doubles up to retry_interval, jittered either way.
+ * A one-shot makes one attempt: not reaching the database is 69, never the
+ * conflict code, which means "the database answered: another node has it". */
+static void reconnect_later(struct election *e, struct election_output *out,
+			    double now, enum fault fault, const char *why)
+{
+	bool fast = restarting(e, now, fault);
+	double delay;
+
+	election_disconnect(e, out);
+	election_request_done(e);
+	if (e->p.nonblock) {
+		election_say(out, LOG_LEVEL_ERROR, "%s; giving up (one attempt with --nonblock)",
+		    why);
+		election_exit_now(e, out, now, EX_UNAVAILABLE);
+		return;
+	}
+	election_set_state(e, out, now, ELECTION_BACKOFF);
+	delay = reconnect_delay(e, now, fault);
+	e->next_attempt_at = now + delay;
+	if (!fast)
+		election_say(out, LOG_LEVEL_WARNING, "%s; retrying in %.1fs", why, delay);
+	else if (!e->restart_said)
+		election_say(out, LOG_LEVEL_WARNING, "%s; retrying every %.1fs for up to "
+		    "%.0fs (the database may be restarting)", why,
+		    ELECTION_RECONNECT_FAST, e->restart_until - now);
+	else
+		election_say(out, LOG_LEVEL_DEBUG, "%s; retrying in %.2fs", why, delay);
+	e->restart_said |= fast;
+}
+
+static void ask_for_lock(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (election_controls_defer_lock(e, now))
+		return;
+	e->next_attempt_at = INFINITY;
+	/* pg_try_advisory_lock first: it answers at once, and --nonblock and
+	 * poll mode never do anything else. */
+	if (!e->lock_tried || !e->p.wait_in_queue || e->p.nonblock) {
+		out->actions |= ELECTION_DO_TRY_LOCK;
+		e->lock_tried = true;
+	} else {
+		out->actions |= ELECTION_DO_WAIT_LOCK;
+	}
+	/* The server ends a queued wait after retry_interval (lock_timeout);
+	 * past that plus ping_timeout without an answer the session is suspect. */
+	election_request(e, now, e->p.retry_interval + e->p.ping_timeout);
+}
+
+static void lock_session_up(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
+{
+	election_request_done(e);
+	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
+	e->lock_tried = false;
+	e->waiting_logged = false;
+	e->standby_since = now;
+	e->snap.lock_key = ev->session.lock_key;
+	e->outage_began = e->lost_since;
+	e->lost_since = INFINITY;
+	e->back_at = now;
+	e->handing_over = false; /* a switchover's lock went with the old session */
+	election_set_state(e, out, now, ELECTION_STANDBY);
+	if (e->p.priority == 0 && !e->waiting_logged)
+		election_say(out, LOG_LEVEL_INFO, "priority 0: a standby that never "
+		    "asks for the leader lease");
+	e->waiting_logged |= e->p.priority == 0;
+	ask_for_lock(e, out, now);
+	/* a one-shot's fence, or one closed meanwhile, beside the first lock
+	 * request: ready by the time a lock is granted */
+	fence_open(&e->fence, out);
+}
+
+/* ---- the deadlines and wakeups ---------------------------------------- */
+
+/* --wait-timeout passed: the conflict code only when the database answered
+ * that another session holds the lock; never having reached it is 69. */
+static bool wait_expired(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (now < e->wait_deadline)
+		return false;
+	if (e->busy_seen) {
+		election_say(out, LOG_LEVEL_NOTICE,
+		    "no leader lease after %.1fs of waiting; giving up",
+		    e->p.wait_timeout);
+		election_exit_now(e, out, now, e->p.conflict_exit_code);
+	} else {
+		election_say(out, LOG_LEVEL_ERROR,
+		    "database not reached within %.1fs; giving up",
+		    e->p.wait_timeout);
+		election_exit_now(e, out, now, EX_UNAVAILABLE);
+	}
+	return true;
+}
+
+static void connecting_tick(struct election *e, struct election_output *out,
+			    double now)
+{
+	if (wait_expired(e, out, now))
+		return;
+	if (now >= e->request_deadline) {
+		e->snap.counters.connect_failures++;
+		reconnect_later(e, out, now, FAULT_TIMEOUT,
+					 "connection attempt timed out");
+	}
+}
+
+static void backoff_tick(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (!wait_expired(e, out, now) && now >= e->next_attempt_at)
+		election_connect_now(e, out, now);
+}
+
+static void standby_tick(struct election *e, struct election_output *out,
+			 double now)
+{
+	if (wait_expired(e, out, now))
+		return;
+	if (now >= e->request_deadline) {
+		/* Outcome unknown: a lock request may yet be granted, so this
+		 * connection is never reused. */
+		reconnect_later(e, out, now, FAULT_TIMEOUT,
+					 "lock request got no answer in time");
+		return;
+	}
+	if (isinf(e->request_deadline) && now >= e->next_attempt_at)
+		ask_for_lock(e, out, now);
+}
+
+static void releasing_tick(struct election *e, struct election_output *out,
+			   double now)
+{
+	/* the unlock got no answer: closing releases the lock too */
+	if (now >= e->request_deadline)
+		election_exit_now(e, out, now, e->exit_code);
+}
+
+/* CONNECTING and STANDBY: the request in flight, or the next attempt. */
+static double request_wakeup(const struct election *e, double now)
+{
+	(void)now;
+	return fmin(e->wait_deadline, isinf(e->request_deadline)
+		    ? e->next_attempt_at : e->request_deadline);
+}
+
+static double backoff_wakeup(const struct election *e, double now)
+{
+	(void)now;
+	return fmin(e->wait_deadline, e->next_attempt_at);
+}
+
+static double releasing_wakeup(const struct election *e, double now)
+{
+	(void)now;
+	return e->request_deadline;
+}
+
+/* ---- the events -------------------------------------------------------- */
+
+/* SIGTERM before any lock or connect request was answered: the lock state
+ * is unknown, so close the connection instead of unlocking. */
+static void shutdown_unanswered(struct election *e, struct election_output *out,
+				double now, const struct election_event *ev)
+{
+	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
+	    election_reason_of(ev, "signal"));
+	election_exit_now(e, out, now, 0);
+}
+
+static void standby_shutdown(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
+{
+	if (isinf(e->request_deadline))
+		election_shutdown(e, out, now, ev);
+	else
+		shutdown_unanswered(e, out, now, ev);
+}
+
+/* No connection, or one that cannot be trusted: retry, or end for good. */
+static void connection_failed(struct election *e, struct election_output *out,
+			      double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	if (e->state == ELECTION_CONNECTING) {
+		e->snap.counters.connect_failures++;
+	} else { /* a standby's */
+		election_session_lost(e, now, ev->session.fault);
+		election_saw_outage(e, now);
+	}
+	if (!election_end_on_permanent(e, out, now, ev))
+		reconnect_later(e, out, now, ev->session.fault,
+			election_reason_of(ev, "database connection failed"));
+}
+
+static void lock_busy(struct election *e, struct election_output *out, double now,
+		      const struct election_event *ev)
+{
+	(void)ev;
+	election_request_done(e);
+	e->busy_seen = true;
+	if (e->p.nonblock) {
+		election_say(out, LOG_LEVEL_NOTICE,
+		    "leader lease is held by another node; giving up");
+		election_exit_now(e, out, now, e->p.conflict_exit_code);
+		return;
+	}
+	if (!e->waiting_logged) {
+		election_say(out, LOG_LEVEL_INFO, "waiting for leader lease");
+		e->waiting_logged = true;
+		out->state_changed = true;
+	}
+	if (e->p.wait_in_queue)
+		ask_for_lock(e, out, now);
+	else
+		e->next_attempt_at = now + e->p.retry_interval;
+}
+
+static void released(struct election *e, struct election_output *out,
+		     double now, const struct election_event *ev)
+{
+	e->connected = false;
+	if (ev->session.fault == FAULT_NONE)
+		election_say(out, LOG_LEVEL_INFO, "released leader lease");
+	election_exit_now(e, out, now, e->exit_code);
+}
+
+/* The connection went while unlocking: closing it released the lock. */
+static void release_lost(struct election *e, struct election_output *out,
+			 double now, const struct election_event *ev)
+{
+	e->connected = false; /* the lease closed it */
+	if (!election_end_on_permanent(e, out, now, ev))
+		election_exit_now(e, out, now, e->exit_code);
+}
+
+/* Nothing is open while backing off; only a permanent fault counts. */
+static void backoff_lost(struct election *e, struct election_output *out,
+			 double now, const struct election_event *ev)
+{
+	election_end_on_permanent(e, out, now, ev);
+}
+
+/* A member that holds a failsafe record takes no lock (DESIGN 9). */
+static void connecting_done(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
+{
+	if (!failsafe_stays_out(e, out, now))
+		lock_session_up(e, out, now, ev);
+}
+
+static void standby_acquired(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
+{
+	if (!failsafe_stays_out(e, out, now))
+		election_become_leader(e, out, now, ev);
+}
+
+/* ---- the rows (election.c's table) ------------------------------------- */
+
+const struct state_ops connecting_state = {
+	.shutdown = shutdown_unanswered,
+	.lock = { .connected = connecting_done, .failed = connection_failed },
+	.deadlines = connecting_tick,
+	.wakeup = request_wakeup,
+};
+
+const struct state_ops backoff_state = {
+	.shutdown = election_shutdown,
+	.lock = { .failed = backoff_lost },
+	.deadlines = backoff_tick,
+	.wakeup = backoff_wakeup,
+};
+
+const struct state_ops standby_state = {
+	.shutdown = standby_shutdown,
+	.lock = { .failed = connection_failed, .acquired = standby_acquired,
+		  .busy = lock_busy },
+	.deadlines = standby_tick,
+	.wakeup = request_wakeup,
+};
+
+const struct state_ops releasing_state = {
+	.lock = { .failed = release_lost, .released = released },
+	.deadlines = releasing_tick,
+	.wakeup = releasing_wakeup,
+};
