@@ -433,6 +433,8 @@ struct failsafe_machine {
 	double claim_deadline;       /* the round in flight must end by then */
 	enum { CHECK_NONE, CHECK_ASKING, CHECK_CLEAR } check;
 	double check_again_at;       /* a new leader's question to the members */
+	double silent_since;         /* a member first did not answer it then;
+				      * INFINITY: none has */
 	char stranger[64];           /* failsafe is off while one is seen */
 	int agree, asked;            /* the last round's answers */
 	double round_sent_at;        /* the round in flight was sent then */

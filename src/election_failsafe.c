@@ -23,6 +23,7 @@ static void fs_init(struct failsafe_machine *fs, const struct election_params *p
 	fs->next_claim_at = INFINITY;
 	fs->claim_deadline = INFINITY;
 	fs->check_again_at = INFINITY;
+	fs->silent_since = INFINITY;
 }
 
 /* A new leader asks the members whether one still runs the command; the
@@ -49,13 +50,21 @@ static double fs_check_done(struct failsafe_machine *fs, struct election_output 
 		election_say(out, LOG_LEVEL_NOTICE, "a member still runs the command in "
 		    "failsafe; asking again in %.1fs", fs->ping_interval);
 		fs->check_again_at = now + fs->ping_interval;
+		fs->silent_since = INFINITY;
 		break;
 	case ELECTION_CHECK_SILENT:
-		fs->check = CHECK_CLEAR;
-		election_say(out, LOG_LEVEL_NOTICE, "a member did not answer; starting the "
-		    "command in %.1fs, when any failsafe record it holds has expired",
-		    fs->ttl);
-		return now + fs->ttl;
+		/* Asked again: a member killed as it was asked (its socket
+		 * still accepting, the process gone) refuses the next time.
+		 * At the latest its record, if any, has run out ttl after. */
+		if (isinf(fs->silent_since)) {
+			fs->silent_since = now;
+			election_say(out, LOG_LEVEL_NOTICE, "a member did not answer; "
+			    "asking again every %.1fs, and starting the command in "
+			    "%.1fs at the latest, when any failsafe record it holds "
+			    "has expired", fs->ping_interval, fs->ttl);
+		}
+		fs->check_again_at = now + fs->ping_interval;
+		break;
 	}
 	return -INFINITY;
 }
@@ -237,6 +246,7 @@ bool failsafe_members_ok(const struct election *e)
 void failsafe_ask(struct election *e, struct election_output *out,
 		  double now)
 {
+	e->failsafe.silent_since = INFINITY;
 	fs_check_ask(&e->failsafe, out, now);
 }
 
@@ -245,14 +255,20 @@ void failsafe_ask(struct election *e, struct election_output *out,
 void failsafe_check_tick(struct election *e, struct election_output *out,
 			 double now)
 {
-	if (e->failsafe.check == CHECK_ASKING && now >= e->failsafe.check_again_at)
-		fs_check_ask(&e->failsafe, out, now);
+	struct failsafe_machine *fs = &e->failsafe;
+
+	if (fs->check == CHECK_ASKING && now >= fs->silent_since + fs->ttl)
+		fs->check = CHECK_CLEAR; /* any record of a silent member is over */
+	else if (fs->check == CHECK_ASKING && now >= fs->check_again_at)
+		fs_check_ask(fs, out, now);
 }
 
 double failsafe_check_wakeup(const struct election *e)
 {
-	return e->failsafe.check == CHECK_ASKING ? e->failsafe.check_again_at
-		: INFINITY;
+	const struct failsafe_machine *fs = &e->failsafe;
+
+	return fs->check == CHECK_ASKING
+		? fmin(fs->check_again_at, fs->silent_since + fs->ttl) : INFINITY;
 }
 
 /* ---- the FAILSAFE state, and the members' news in every state ---------- */

@@ -3864,8 +3864,9 @@ START_TEST(test_runs_command_by_state)
 }
 END_TEST
 
-/* A new leader waits while a member still runs the command in failsafe,
- * and failsafe_ttl when one does not answer. */
+/* A new leader waits while a member still runs the command in failsafe;
+ * when one does not answer it asks again every ping_interval, and starts
+ * failsafe_ttl after the first silence at the latest. */
 START_TEST(test_failsafe_new_leader_asks)
 {
 	struct election_params p = failsafe_params();
@@ -3881,13 +3882,48 @@ START_TEST(test_failsafe_new_leader_asks)
 	step(&M, ELECTION_PING_OK, 0, NULL, 1.2);
 	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_SILENT, 0, NULL, 1.3);
 	ck_actions(out, 0);
+	ck_log_prefix(out, LOG_LEVEL_NOTICE, "a member did not answer; asking again");
 	ck_assert(!M.child_running);
-	ck_assert(election_next_wakeup(&M, 1.3) <= 16.3);
 	M.ping_pending = false;
 	M.next_ping_at = M.next_ctl_at = 100; /* nor reads */
 	M.last_reply_at = 16;
-	ck_actions(tick(&M, 16.3 - JUST), 0);
+	/* silent at every question (each answered 0.25 s after it) until the
+	 * ttl is over */
+	for (double t = 1.3 + p.ping_interval; t < 16.3 - 0.5; t += p.ping_interval + 0.25) {
+		ck_assert(election_next_wakeup(&M, t - 0.25) <= t);
+		ck_actions(tick(&M, t), ELECTION_DO_FAILSAFE_CHECK);
+		out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_SILENT, 0,
+			    NULL, t + 0.25);
+		ck_actions(out, 0);
+		ck_assert_int_eq(out.n_logs, 0); /* said once */
+	}
+	ck_assert(!M.child_running);
+	ck_assert(election_next_wakeup(&M, 16.0) <= 16.3);
 	ck_actions(tick(&M, 16.3), ELECTION_DO_START_CHILD);
+}
+END_TEST
+
+/* A member killed as the new leader asked it (its socket still accepting
+ * for a moment, the process gone) is silent once, then refuses: the command
+ * starts at the next question, not failsafe_ttl later. */
+START_TEST(test_failsafe_silent_then_gone)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	to_standby(&M, &p, 0);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0);
+	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_CHECK);
+	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_SILENT, 0, NULL, 0.01);
+	ck_actions(out, 0);
+	ck_assert(!M.child_running);
+	ck_assert(election_next_wakeup(&M, 0.01) <= 0.01 + p.ping_interval);
+	M.ping_pending = false;
+	M.next_ping_at = M.next_ctl_at = 100; /* nor reads */
+	M.last_reply_at = 5;
+	ck_actions(tick(&M, 0.01 + p.ping_interval), ELECTION_DO_FAILSAFE_CHECK);
+	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, 1.05);
+	ck_actions(out, ELECTION_DO_START_CHILD);
 }
 END_TEST
 
@@ -4176,6 +4212,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_agreement_lapses);
 	tcase_add_test(tc, test_failsafe_member_record);
 	tcase_add_test(tc, test_failsafe_new_leader_asks);
+	tcase_add_test(tc, test_failsafe_silent_then_gone);
 	tcase_add_test(tc, test_failsafe_stranger);
 	tcase_add_test(tc, test_failsafe_claim_other_members);
 	tcase_add_test(tc, test_failsafe_command_ends);
