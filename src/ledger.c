@@ -15,7 +15,7 @@
 #include "log.h"
 
 enum ledger_kind { REQ_ENSURE, REQ_CREATE, REQ_CLAIM, REQ_LAST,
-		   REQ_FINISH, REQ_PRUNE, REQ_PROBE, REQ_CONTROLS,
+		   REQ_FINISH, REQ_PRUNE, REQ_SCHEMA, REQ_PROBE, REQ_CONTROLS,
 		   REQ_PRIORITY, REQ_HANDED };
 
 struct request {
@@ -27,7 +27,8 @@ struct request {
 	ledger_fn fn;
 	void *arg;
 	bool may_create;         /* ENSURE: the role may create the ledger */
-	bool there;              /* PROBE: the controls are there, readable */
+	bool there;              /* SCHEMA: the schema is there, usable;
+				  * PROBE: the controls are there, readable */
 	unsigned null_param;     /* bit i: parameter i is NULL */
 };
 
@@ -39,7 +40,8 @@ struct ledger {
 	double sent_at;
 	/* the statements, with the schema in them */
 	char *sql_ensure, *sql_create, *sql_claim, *sql_last, *sql_finish,
-	     *sql_prune, *sql_probe, *sql_controls, *sql_priority, *sql_handed;
+	     *sql_prune, *sql_schema, *sql_probe, *sql_controls, *sql_priority,
+	     *sql_handed;
 	bool controls_there;     /* the probe found the controls readable */
 	struct ledger_controls controls; /* the last read's */
 };
@@ -68,12 +70,14 @@ struct ledger *ledger_new(struct lease *session, const char *schema)
 	l->sql_last = ledger_sql_last(schema);
 	l->sql_finish = ledger_sql_finish(schema);
 	l->sql_prune = ledger_sql_prune(schema);
+	l->sql_schema = ledger_sql_schema_probe(schema);
 	l->sql_probe = ledger_sql_controls_probe(schema);
 	l->sql_controls = ledger_sql_controls_read(schema);
 	l->sql_priority = ledger_sql_priority_ask(schema);
 	l->sql_handed = ledger_sql_handed(schema);
 	if (!l->sql_ensure || !l->sql_create || !l->sql_claim || !l->sql_last ||
-	    !l->sql_finish || !l->sql_prune || !l->sql_probe || !l->sql_controls ||
+	    !l->sql_finish || !l->sql_prune || !l->sql_schema || !l->sql_probe ||
+	    !l->sql_controls ||
 	    !l->sql_priority || !l->sql_handed) {
 		ledger_free(l);
 		return NULL;
@@ -97,6 +101,7 @@ void ledger_free(struct ledger *l)
 	free(l->sql_last);
 	free(l->sql_finish);
 	free(l->sql_prune);
+	free(l->sql_schema);
 	free(l->sql_probe);
 	free(l->sql_controls);
 	free(l->sql_priority);
@@ -142,7 +147,7 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
 		out->last_success = int_of(v[2], 0);
 		out->older_running = int_of(v[3], INT64_MIN);
 		return;
-	case REQ_PROBE:
+	case REQ_SCHEMA: case REQ_PROBE:
 		r->there = bool_of(v[0]);
 		return;
 	case REQ_PRIORITY:
@@ -190,7 +195,7 @@ static bool shape_ok(const struct request *r, const struct lease_sql_answer *a, 
 {
 	const int want[] = { [REQ_ENSURE] = LEDGER_CHECK_NCOLS, [REQ_CREATE] = -1,
 		       [REQ_CLAIM] = 5, [REQ_LAST] = 5, [REQ_FINISH] = -1,
-		       [REQ_PRUNE] = -1, [REQ_PROBE] = 1,
+		       [REQ_PRUNE] = -1, [REQ_SCHEMA] = 1, [REQ_PROBE] = 1,
 		       [REQ_CONTROLS] = LEDGER_CONTROL_NCOLS, [REQ_PRIORITY] = 3,
 		       [REQ_HANDED] = -1 };
 
@@ -221,12 +226,18 @@ static bool create_instead(struct ledger *l, struct request *r,
 	return true;
 }
 
-/* A controls read: once the probe found the table, the read itself (sent
- * again at once); an error that is not the session's (the table gone, the
- * privilege revoked) probes again next time. The answer has the rows. */
+/* A controls read: once the schema's probe found it, the table's probe;
+ * once that found the table, the read itself (each sent again at once); an
+ * error that is not the session's (the table gone, the privilege revoked)
+ * probes again next time. The answer has the rows. */
 static bool controls_instead(struct ledger *l, struct request *r,
 			     struct ledger_answer *out, const struct lease_sql_answer *a)
 {
+	if (r->kind == REQ_SCHEMA && out->ok && r->there) {
+		r->kind = REQ_PROBE;
+		r->sql = l->sql_probe;
+		return true;
+	}
 	if (r->kind == REQ_PROBE && out->ok && r->there) {
 		l->controls_there = true;
 		r->kind = REQ_CONTROLS;
@@ -234,7 +245,7 @@ static bool controls_instead(struct ledger *l, struct request *r,
 		r->nparams = 1; /* the key, kept in params[0] */
 		return true;
 	}
-	if (r->kind != REQ_PROBE && r->kind != REQ_CONTROLS)
+	if (r->kind != REQ_SCHEMA && r->kind != REQ_PROBE && r->kind != REQ_CONTROLS)
 		return false;
 	l->controls.readable = false;
 	l->controls.n = 0;
@@ -490,7 +501,7 @@ void ledger_controls(struct ledger *l, int64_t lock_key, ledger_fn fn, void *arg
 {
 	struct request *r = l->controls_there
 		? request(REQ_CONTROLS, l->sql_controls, fn, arg)
-		: request(REQ_PROBE, l->sql_probe, fn, arg);
+		: request(REQ_SCHEMA, l->sql_schema, fn, arg);
 
 	if (r && r->kind == REQ_CONTROLS)
 		param(r, "%" PRId64, lock_key);

@@ -154,6 +154,7 @@ enum ledger_sql_control_col {
 	LEDGER_CONTROL_ASKED_AT, /* RFC 3339 */
 	LEDGER_CONTROL_NCOLS
 };
+char *ledger_sql_schema_probe(const char *schema);
 char *ledger_sql_controls_probe(const char *schema);
 char *ledger_sql_controls_read(const char *schema);
 char *ledger_sql_priority_ask(const char *schema);

@@ -52,7 +52,7 @@ START_TEST(refuses)
 	{
 		char *(*const daemon[])(const char *) = {
 			ledger_sql_claim, ledger_sql_last, ledger_sql_finish,
-			ledger_sql_prune, ledger_sql_controls_probe,
+			ledger_sql_prune, ledger_sql_schema_probe, ledger_sql_controls_probe,
 			ledger_sql_controls_read, ledger_sql_priority_ask,
 			ledger_sql_handed,
 		};
@@ -83,7 +83,10 @@ static const struct {
 	{ ledger_sql_finish, { "WHERE run_id = $1::bigint",
 	  "AND fencing_token = $2::bigint AND finished_at IS NULL", NULL, NULL }, 1 },
 	{ ledger_sql_prune, { "LIMIT 100", "outcome <> 'running'", NULL, NULL }, 2 },
-	/* the controls (DESIGN 11): a plain command probes the catalog first */
+	/* the controls (DESIGN 11): a plain command probes the catalog first,
+	 * the schema by name (no catalog join to plan), then the table */
+	{ ledger_sql_schema_probe, { "pg_catalog.to_regnamespace('my_ledger')",
+	  "has_schema_privilege(", "'USAGE'), false)", NULL }, 0 },
 	{ ledger_sql_controls_probe, { "n.nspname = 'my_ledger'",
 	  "a.attname = 'leader'", "has_table_privilege(c.oid, 'SELECT')", NULL }, 0 },
 	{ ledger_sql_controls_read, { "WHERE lock_key = $1::bigint",
