@@ -45,6 +45,7 @@ void election_init(struct election *e, const struct election_params *p)
 	fence_init(&e->fence, p->retry_interval);
 	e->lost_since = INFINITY;
 	e->outage_began = INFINITY;
+	e->granted_at = INFINITY;
 	failsafe_init(e);
 	e->hold_until = -INFINITY;
 	e->next_ctl_at = 0; /* a standby reads them once connected */
@@ -132,6 +133,12 @@ void election_set_state(struct election *e, struct election_output *out,
 {
 	if (e->state == s)
 		return;
+	/* a standby whose lock was granted took the fence before its claim
+	 * came back: anywhere but LEADER, it gives the fence back */
+	if (isfinite(e->granted_at) && s != ELECTION_LEADER) {
+		e->granted_at = INFINITY;
+		fence_drop(&e->fence, out, now);
+	}
 	if (is_stopping(s) && !is_stopping(e->state))
 		out->stopping = true;
 	out->state_changed = true;
@@ -310,6 +317,7 @@ static election_handler *lock_handler(const struct lock_ops *l,
 	case ELECTION_SESSION_BUSY: return l->busy;
 	case ELECTION_SESSION_PING_OK: return l->ping_ok;
 	case ELECTION_SESSION_RELEASED: return l->released;
+	case ELECTION_SESSION_GRANTED: return l->granted;
 	}
 	return NULL;
 }

@@ -39,8 +39,10 @@
  * ACQUIRED, once its last agreed claim is failsafe_ttl old. Command: STARTED records the pid; GONE restarts (LEADER), reconnects
  * (DEMOTING) or goes on ending (SHUTTING_DOWN); the fence is dropped with it.
  * Fence: connected at start beside the lock; taken after the lock and before
- * the command, ELECTION_SETTLE later when this standby saw the database go
- * away; reconnected when lost, and taken again while the command lives, in
+ * the command (a STANDBY asks at GRANTED, while the lock's claim is under
+ * way, and gives it back if it leaves STANDBY but for LEADER; the other
+ * states ignore GRANTED), ELECTION_SETTLE later when this standby saw the
+ * database go away; reconnected when lost, and taken again while the command lives, in
  * every state (only tried while it is being stopped). While the command is
  * stopped without the lock: the fence lost on its own, or held elsewhere:
  * KILL now. The fence (election_fence.c) and failsafe's claims, check and
@@ -90,6 +92,9 @@ enum election_session_news {
 	ELECTION_SESSION_BUSY,      /* held elsewhere, or the queued wait ended */
 	ELECTION_SESSION_PING_OK,
 	ELECTION_SESSION_RELEASED,  /* fault FAULT_NONE: unlocked; else closed */
+	ELECTION_SESSION_GRANTED,   /* the lock's only: granted, its claim (the
+				     * server-side lease, the token) under way:
+				     * ACQUIRED or FAILED follows */
 };
 
 enum election_command_news {
@@ -482,7 +487,7 @@ struct election {
 	/* the operator controls (DESIGN 11) */
 	bool ctl_pending;            /* a read or an ask is in flight */
 	bool ctl_fresh;              /* a read answered since the lock came */
-	double ctl_sent_at;
+	bool ctl_stale;              /* the read in flight was sent before */
 	double next_ctl_at;          /* the next read; INFINITY: none due */
 	bool ctl_failed_said;        /* a failed read was warned about */
 	bool paused;                 /* the command may not run (without jobs) */
@@ -491,7 +496,11 @@ struct election {
 				      * the lock goes; the lock is still held */
 	bool handed_said;            /* this term answered a switchover */
 	double hold_until;           /* no lock asked for before; -INFINITY */
-	double lead_began;           /* when this term's lock came */
+	double granted_at;           /* a standby's lock granted, its claim under
+				      * way (the fence and the controls are
+				      * asked for meanwhile); INFINITY: none */
+	bool ctl_clear;              /* a read since granted_at found nothing in
+				      * force: the term needs no other */
 	struct election_snapshot snap;
 };
 

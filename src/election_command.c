@@ -199,15 +199,19 @@ static void observe(struct election_histogram *h, double seconds)
  * takes it again as soon as it reconnects. Never past the outage's start
  * plus grace_period plus ELECTION_KILL_GONE: that command is dead by then
  * (SIGKILL sent at the end of the grace period, and its group gone). */
+double election_settle_until(const struct election *e)
+{
+	if (!isfinite(e->outage_began))
+		return -INFINITY;
+	return fmin(e->back_at + ELECTION_SETTLE,
+		    e->outage_began + e->p.grace_period + ELECTION_KILL_GONE);
+}
+
 static double settle_after_outage(struct election *e, struct election_output *out,
 				  double now)
 {
-	double not_before = -INFINITY;
+	double not_before = election_settle_until(e);
 
-	if (isfinite(e->outage_began))
-		not_before = fmin(e->back_at + ELECTION_SETTLE,
-				  e->outage_began + e->p.grace_period +
-				  ELECTION_KILL_GONE);
 	e->outage_began = INFINITY;
 	if (now < not_before)
 		election_say(out, LOG_LEVEL_INFO, "the database was away: taking the fence "
@@ -243,7 +247,7 @@ void election_become_leader(struct election *e, struct election_output *out,
 	fence_lead(e, out, now, settle_after_outage(e, out, now));
 	/* after the fence's request: on the same session, its answer comes
 	 * once the fence is held */
-	election_controls_new_term(e, out, now);
+	election_controls_new_term(e, out);
 	if (e->p.failsafe)
 		failsafe_ask(e, out, now);
 }

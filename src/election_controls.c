@@ -33,13 +33,31 @@ static double read_interval(const struct election *e, double now)
 	return fmax(e->p.retry_interval, e->p.ping_interval);
 }
 
-static void controls_read(struct election *e, struct election_output *out,
-			  double now)
+/* The read or ask in flight is answered: whether it counts for the term,
+ * that is, it was sent since the lock came. */
+static bool answered(struct election *e)
+{
+	bool counts = !e->ctl_stale;
+
+	e->ctl_pending = false;
+	e->ctl_stale = false;
+	return counts;
+}
+
+/* The lock came (granted, or a new term): a read in flight was sent
+ * before, and does not count. */
+static void lock_came(struct election *e)
+{
+	e->ctl_fresh = false;
+	e->ctl_clear = false;
+	e->ctl_stale = e->ctl_pending;
+}
+
+static void controls_read(struct election *e, struct election_output *out)
 {
 	if (e->ctl_pending)
 		return;
 	e->ctl_pending = true;
-	e->ctl_sent_at = now;
 	e->next_ctl_at = INFINITY;
 	out->actions |= ELECTION_DO_CONTROLS_READ;
 }
@@ -66,12 +84,11 @@ void election_controls_tick(struct election *e, struct election_output *out,
 		return;
 	if (asks_priority(e, now) && now >= e->next_ctl_at) {
 		e->ctl_pending = true;
-		e->ctl_sent_at = now;
 		out->actions |= ELECTION_DO_PRIORITY_ASK;
 		return;
 	}
 	if ((e->state == ELECTION_LEADER && !e->ctl_fresh) || now >= e->next_ctl_at)
-		controls_read(e, out, now);
+		controls_read(e, out);
 }
 
 /* The next read (or, once priority_delay passed, ask) is due. */
@@ -231,14 +248,19 @@ static void publish_controls(struct election *e, struct election_output *out,
 static void read_done(struct election *e, struct election_output *out,
 		      double now, const struct election_controls *c)
 {
-	bool first = false;
+	bool first = false, counts = answered(e);
+	bool granted = e->state == ELECTION_STANDBY && isfinite(e->granted_at);
 
-	e->ctl_pending = false;
 	e->ctl_failed_said = false;
-	if (e->state == ELECTION_LEADER && e->ctl_sent_at >= e->lead_began) {
+	if (e->state == ELECTION_LEADER && counts) {
 		first = !e->ctl_fresh;
 		e->ctl_fresh = true;
 	}
+	/* read since the grant, before the claim came back; the jobs hear
+	 * of their pauses only from a leader's read */
+	if (granted && counts)
+		e->ctl_clear = !c->paused && !c->switchover && !e->paused &&
+			       !e->p.pause_in_jobs;
 	publish_controls(e, out, c);
 	if (e->state == ELECTION_LEADER) {
 		leader_switchover(e, out, now, c, first);
@@ -252,6 +274,10 @@ static void read_done(struct election *e, struct election_output *out,
 			hold_off(e, now, c);
 	}
 	e->next_ctl_at = now + read_interval(e, now);
+	/* a standby's read, in flight when its lock was granted, held back
+	 * the grant's own: that one goes now (a leader's goes with the tick) */
+	if (granted && !counts && e->state == ELECTION_STANDBY)
+		controls_read(e, out);
 }
 
 /* The read failed: the session's loss is told by the session; an error
@@ -262,8 +288,8 @@ static void read_failed(struct election *e, struct election_output *out,
 {
 	static const struct election_controls none = { .readable = false };
 
-	e->ctl_pending = false;
 	if (ev->controls.session_lost) {
+		answered(e);
 		e->next_ctl_at = now + e->p.ping_interval;
 		return;
 	}
@@ -278,8 +304,11 @@ static void read_failed(struct election *e, struct election_output *out,
 static void priority_asked(struct election *e, struct election_output *out,
 			   double now, const struct election_event *ev)
 {
-	e->ctl_pending = false;
+	answered(e);
 	e->next_ctl_at = now + read_interval(e, now);
+	/* it held back the read of a lock just granted */
+	if (e->state == ELECTION_STANDBY && isfinite(e->granted_at))
+		controls_read(e, out);
 	if (!ev->controls.to_me)
 		return;
 	election_say(out, LOG_LEVEL_NOTICE, "priority %d over leader %s's %d: asked "
@@ -316,13 +345,29 @@ bool election_controls_defer_lock(struct election *e, double now)
 	return true;
 }
 
-/* A new term: nothing starts before the controls were read. */
-void election_controls_new_term(struct election *e, struct election_output *out,
-				double now)
+/* A standby's lock is granted, its claim under way: the controls are read
+ * now, behind the fence. A read in flight, sent before, does not count:
+ * this one goes once it answered. */
+void election_controls_granted(struct election *e, struct election_output *out)
 {
-	e->lead_began = now;
-	e->ctl_fresh = false;
+	lock_came(e);
+	controls_read(e, out);
+}
+
+/* A new term: nothing starts before the controls were read since the lock
+ * came. A read since the grant that found nothing in force is enough;
+ * anything else is read again as a leader, which acts on it. */
+void election_controls_new_term(struct election *e, struct election_output *out)
+{
+	bool clear = isfinite(e->granted_at) && e->ctl_clear;
+
+	if (!isfinite(e->granted_at))
+		lock_came(e);
+	e->ctl_fresh = clear;
+	e->ctl_clear = false;
+	e->granted_at = INFINITY;
 	e->handed_said = false;
 	e->hold_until = -INFINITY;
-	controls_read(e, out, now);
+	if (!e->ctl_fresh)
+		controls_read(e, out);
 }

@@ -13,8 +13,9 @@
 struct fence_inputs {
 	bool command;   /* the command lives (started, not yet gone) */
 	bool killing;   /* SIGKILL sent: the fence no longer matters */
-	bool leader;    /* LEADER: the command is due once the fence is held */
-	bool leading;   /* LEADER or FAILSAFE: a busy fence is waited for */
+	bool leader;    /* LEADER (or its lock granted, the claim under way):
+			 * the command is due once the fence is held */
+	bool leading;   /* the same, or FAILSAFE: a busy fence is waited for */
 	bool unlocked;  /* the command is being stopped without the lock */
 	bool lock_down; /* no lock session is up */
 	bool reopens;   /* a closed fence session is reopened in this state */
@@ -267,7 +268,7 @@ static void fm_news(struct fence_machine *f, const struct fence_inputs *in,
 		else
 			ready(f, in, out, now);
 		return;
-	case ELECTION_SESSION_PING_OK:
+	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_GRANTED:
 		return;
 	}
 }
@@ -314,13 +315,17 @@ static bool fence_reopens(const struct election *e)
 	return false;
 }
 
+/* A standby whose lock was granted leads as far as the fence is concerned:
+ * it takes the fence while its claim is under way. */
 static struct fence_inputs fence_inputs(const struct election *e)
 {
+	bool granted = e->state == ELECTION_STANDBY && isfinite(e->granted_at);
 	struct fence_inputs in = {
 		.command = e->child_running,
 		.killing = e->killing,
-		.leader = e->state == ELECTION_LEADER,
-		.leading = e->state == ELECTION_LEADER || e->state == ELECTION_FAILSAFE,
+		.leader = e->state == ELECTION_LEADER || granted,
+		.leading = e->state == ELECTION_LEADER || e->state == ELECTION_FAILSAFE ||
+			   granted,
 		.unlocked = (e->state == ELECTION_DEMOTING && !e->handing_over) ||
 			    (e->state == ELECTION_SHUTTING_DOWN && !e->connected),
 		.lock_down = !e->connected || e->state == ELECTION_CONNECTING,

@@ -18,7 +18,7 @@ typedef void election_handler(struct election *e, struct election_output *out,
 /* What each piece of the lock session's news does in one state. */
 struct lock_ops {
 	election_handler *connected, *failed, *acquired, *busy, *ping_ok,
-		*released;
+		*released, *granted;
 };
 
 struct state_ops {
@@ -61,6 +61,7 @@ election_handler election_shutdown;
 void election_session_lost(struct election *e, double now, enum fault f);
 
 /* ---- election_command.c ---- */
+double election_settle_until(const struct election *e);
 void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev);
 bool election_reap(struct election *e, struct election_output *out, double now,
@@ -91,8 +92,8 @@ void election_controls_tick(struct election *e, struct election_output *out,
 double election_controls_wakeup(const struct election *e);
 bool election_controls_allow_start(const struct election *e);
 bool election_controls_defer_lock(struct election *e, double now);
-void election_controls_new_term(struct election *e, struct election_output *out,
-				double now);
+void election_controls_granted(struct election *e, struct election_output *out);
+void election_controls_new_term(struct election *e, struct election_output *out);
 election_handler election_on_controls;
 
 /* ---- election_failsafe.c: failsafe (DESIGN 9); it owns e->failsafe ---- */

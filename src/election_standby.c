@@ -308,6 +308,23 @@ static void connecting_done(struct election *e, struct election_output *out,
 		lock_session_up(e, out, now, ev);
 }
 
+/* The lock is granted and its claim (the server-side lease, the token) is
+ * on its way. The fence and the controls need not wait for it: asked for
+ * now on the fence session, their round trips overlap the claim's. Not by
+ * a member that stays out for a failsafe leader, nor with a settle wait
+ * due: those wait for ACQUIRED, as before. Leaving STANDBY but for LEADER
+ * gives the fence back (election_set_state). */
+static void standby_granted(struct election *e, struct election_output *out,
+			    double now, const struct election_event *ev)
+{
+	(void)ev;
+	if (failsafe_record(e, now) > 0 || now < election_settle_until(e))
+		return;
+	e->granted_at = now;
+	fence_lead(e, out, now, -INFINITY);
+	election_controls_granted(e, out);
+}
+
 static void standby_acquired(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
@@ -334,7 +351,7 @@ const struct state_ops backoff_state = {
 const struct state_ops standby_state = {
 	.shutdown = standby_shutdown,
 	.lock = { .failed = connection_failed, .acquired = standby_acquired,
-		  .busy = lock_busy },
+		  .busy = lock_busy, .granted = standby_granted },
 	.deadlines = standby_tick,
 	.wakeup = request_wakeup,
 };

@@ -293,7 +293,8 @@ static void fence_granted(struct lease *l)
 }
 
 /* The lock is granted: the claim, in one round trip, sets the server-side
- * lease and reads the fencing token the command gets. */
+ * lease and reads the fencing token the command gets. Told at once, so
+ * that the fence and the controls are asked for while it is under way. */
 static void lock_granted(struct lease *l)
 {
 	char sql[LEASE_SQL_MAX];
@@ -304,7 +305,8 @@ static void lock_granted(struct lease *l)
 	clock_gettime(CLOCK_REALTIME, &now);
 	lease_sql_since(l->since, sizeof(l->since), (int64_t)now.tv_sec, now.tv_nsec);
 	warn_missing(l, lease_sql_claim(sql, sizeof(sql), &l->srv, l->o.server_lease));
-	send_sql(l, PHASE_CLAIMING, sql, 0, NULL);
+	if (send_sql(l, PHASE_CLAIMING, sql, 0, NULL))
+		emit(l, LEASE_GRANTED, FAULT_NONE, NULL);
 }
 
 /* The claim's answer (the lock's token, the backend pid) is read and the

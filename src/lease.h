@@ -39,6 +39,9 @@ enum lease_event {
 	LEASE_CONNECTED,        /* ready to ask for the lock; lease_key() valid */
 	LEASE_CONNECT_FAILED,   /* before LEASE_CONNECTED: fault, reason;
 				 * connection closed */
+	LEASE_GRANTED,          /* the lock (not a fence) is granted, its
+				 * claim sent: LEASE_ACQUIRED or LEASE_LOST
+				 * follows */
 	LEASE_ACQUIRED,         /* lease_fencing_token() valid (not for a
 				 * fence) */
 	LEASE_BUSY,             /* the lock is held elsewhere; ready again */
@@ -75,10 +78,12 @@ double lease_connect_timeout(const struct lease *l);
  * lock name's key on the server and sets lock_timeout: LEASE_CONNECTED, or
  * LEASE_CONNECT_FAILED. */
 void lease_connect(struct lease *l);
-/* On a connected lease: pg_try_advisory_lock: LEASE_ACQUIRED or LEASE_BUSY. */
+/* On a connected lease: pg_try_advisory_lock: LEASE_ACQUIRED (for a lock,
+ * after LEASE_GRANTED) or LEASE_BUSY. */
 void lease_try_lock(struct lease *l);
 /* On a connected lease: pg_advisory_lock, queued for up to retry_interval
- * (lock_timeout): LEASE_ACQUIRED, or LEASE_BUSY when the time ran out. */
+ * (lock_timeout): LEASE_ACQUIRED (for a lock, after LEASE_GRANTED), or
+ * LEASE_BUSY when the time ran out. */
 void lease_wait_lock(struct lease *l);
 /* While held: one query, the backend pid checked; LEASE_PING_OK (for a
  * fence whose server-side lease is being set, that query's answer). Else

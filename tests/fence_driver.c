@@ -41,6 +41,7 @@ static const char *event_name(enum lease_event ev)
 	switch (ev) {
 	case LEASE_CONNECTED: return "connected";
 	case LEASE_CONNECT_FAILED: return "connect_failed";
+	case LEASE_GRANTED: return "granted";
 	case LEASE_ACQUIRED: return "acquired";
 	case LEASE_BUSY: return "busy";
 	case LEASE_PING_OK: return "ping_ok";

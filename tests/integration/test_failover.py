@@ -252,3 +252,27 @@ def test_sigterm_while_waiting_in_queue(pg, fleet, ledger, lock_key):
     assert [l["application_name"] for l in pg.lock_holders(lock_key)] == ["pgleader/a"]
     assert not ledger.starts("b")
     assert a.stop() == 0
+
+
+def test_fence_taken_while_the_claim_waits(pg, fleet, ledger, lock_key):
+    """The lock granted, its claim (a durable commit) under way: the fence
+    is asked for at once, not after the claim, so that the two round trips
+    overlap; the command still waits for the claim. A synchronous standby
+    that never answers holds the claim's commit back."""
+    pg.psql("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
+    pg.psql("SELECT pg_reload_conf()")
+    h.wait_until(lambda: pg.scalar("SHOW synchronous_standby_names") == "nobody", 10,
+                 what="synchronous_standby_names")
+    a = fleet.start("a")
+    h.wait_holder(pg, lock_key, "a")
+    fence = h.wait_until(lambda: pg.fence_holders(lock_key), bound(1.0),
+                         what="a's fence while its claim waits")
+    assert [l["application_name"] for l in fence] == ["pgleader/a"]
+    time.sleep(0.3)
+    assert not ledger.starts(), "the command started before its fencing token was durable"
+    assert "acquired leader lease" not in a.text()
+    pg.psql("ALTER SYSTEM RESET synchronous_standby_names")
+    pg.psql("SELECT pg_reload_conf()")
+    ledger.wait_for("start", "a", timeout=bound(5))
+    a.wait_for_log(r"acquired leader lease")
+    assert a.stop() == 0

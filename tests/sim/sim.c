@@ -971,9 +971,9 @@ static void cs_close(struct node *n, struct csess *c)
 static const char *news_name(int news)
 {
 	static const char *const names[] = { "CONNECTED", "FAILED", "ACQUIRED",
-		"BUSY", "PING_OK", "RELEASED" };
+		"BUSY", "PING_OK", "RELEASED", "GRANTED" };
 
-	return news >= 0 && news < 6 ? names[news] : "?";
+	return news >= 0 && news < 7 ? names[news] : "?";
 }
 
 /* lease_event_cb and fence_event_cb of supervisor.c. */
@@ -1114,7 +1114,7 @@ static bool cs_held(struct node *n, struct csess *c)
 }
 
 /* lock_done: granted, the claim sets the server lease (and, for the lock,
- * reads the token); a fence is told held at once. */
+ * reads the token); a fence is told held at once, a lock granted. */
 static void cs_lock_answer(struct node *n, struct csess *c, const struct simev *e)
 {
 	if (c->phase != PH_LOCKING)
@@ -1126,8 +1126,8 @@ static void cs_lock_answer(struct node *n, struct csess *c, const struct simev *
 	}
 	c->phase = PH_CLAIMING;
 	cs_send(n, c, C_CLAIM);
-	if (c->skind)
-		cs_emit(n, c, ELECTION_SESSION_ACQUIRED, FAULT_NONE, NULL, 0);
+	cs_emit(n, c, c->skind ? ELECTION_SESSION_ACQUIRED : ELECTION_SESSION_GRANTED,
+		FAULT_NONE, NULL, 0);
 }
 
 static void cs_claim_answer(struct node *n, struct csess *c, const struct simev *e)

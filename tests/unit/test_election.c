@@ -42,6 +42,7 @@ enum {
 	ELECTION_RELEASED, ELECTION_CHILD_STARTED, ELECTION_CHILD_START_FAILED,
 	ELECTION_CHILD_KILLED, ELECTION_CHILD_GONE, FENCE_CONNECTED, FENCE_ACQUIRED,
 	FENCE_BUSY, FENCE_FAILED, FENCE_RELEASED, CONTROLS_ANSWERED, CONTROLS_FAILED,
+	ELECTION_LOCK_GRANTED,
 };
 
 static const struct {
@@ -52,6 +53,7 @@ static const struct {
 	{ ELECTION_CONNECTED, ELECTION_LOCK, ELECTION_SESSION_CONNECTED },
 	{ ELECTION_CONNECT_FAILED, ELECTION_LOCK, ELECTION_SESSION_FAILED },
 	{ ELECTION_LOCK_ACQUIRED, ELECTION_LOCK, ELECTION_SESSION_ACQUIRED },
+	{ ELECTION_LOCK_GRANTED, ELECTION_LOCK, ELECTION_SESSION_GRANTED },
 	{ ELECTION_LOCK_BUSY, ELECTION_LOCK, ELECTION_SESSION_BUSY },
 	{ ELECTION_PING_OK, ELECTION_LOCK, ELECTION_SESSION_PING_OK },
 	{ ELECTION_CONN_LOST, ELECTION_LOCK, ELECTION_SESSION_FAILED },
@@ -3231,6 +3233,43 @@ START_TEST(test_settle_after_outage)
 }
 END_TEST
 
+/* A lock granted within the settle wait: the fence is not asked for before
+ * the claim is back, and then only once the wait is over; granted after it,
+ * at once, before the claim is back. */
+START_TEST(test_granted_waits_for_settle)
+{
+	struct config c = daemon_cfg;
+	struct election_params p = defaults;
+	struct election_output out;
+	double take_at = settle_rows[_i].take_at, t = settle_rows[_i].acquired;
+
+	answer_fence = false; /* the test plays the fence session */
+	c.grace_period_ms = 8000;
+	p = daemon_params(&c);
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
+	step(&M, ELECTION_CONN_LOST, 0, "terminating connection", settle_rows[_i].lost);
+	step(&M, ELECTION_CONNECT_FAILED, 0, "refused", settle_rows[_i].lost);
+	M.state = ELECTION_CONNECTING;
+	M.connected = true;
+	step(&M, ELECTION_CONNECTED, 0, NULL, settle_rows[_i].back);
+	out = step(&M, ELECTION_LOCK_GRANTED, 0, NULL, t);
+	ck_state(&M, ELECTION_STANDBY);
+	if (take_at <= t) {
+		ck_actions(out, LEAD_FIRST);
+		return;
+	}
+	ck_actions(out, 0);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", t);
+	ck_actions(out, ELECTION_DO_CONTROLS_READ); /* the fence later */
+	M.next_ping_at = M.next_ctl_at = 100;
+	ck_actions(tick(&M, take_at), ELECTION_DO_FENCE_TAKE);
+}
+END_TEST
+
 /* Only a session that was up and lost counts: failing to connect at start,
  * or the previous outage long gone, is no reason to wait. */
 START_TEST(test_no_settle_without_outage)
@@ -4195,6 +4234,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fence_permanent_fault);
 	tcase_add_test(tc, test_fence_taken_again_while_stopping);
 	tcase_add_loop_test(tc, test_settle_after_outage, 0, ROWS(settle_rows));
+	tcase_add_loop_test(tc, test_granted_waits_for_settle, 0, ROWS(settle_rows));
 	tcase_add_test(tc, test_no_settle_without_outage);
 	tcase_add_test(tc, test_settle_after_later_outage);
 	tcase_add_test(tc, test_settle_from_latest_loss);

@@ -177,6 +177,20 @@ static struct election_output to_leader(const struct election_controls *c, doubl
 	return controls(c, t);
 }
 
+/* The claim of a lock granted earlier came back at t. */
+static struct election_output to_leader_acquired(double t)
+{
+	struct election_output out;
+	struct election_event acq = { .type = ELECTION_LOCK,
+		.session = { .news = ELECTION_SESSION_ACQUIRED, .lock_key = 42,
+			     .fencing_token = 7 } };
+
+	wait_ends = INFINITY;
+	election_step(&M, &acq, t, &out);
+	ck_assert_int_eq(M.state, ELECTION_LEADER);
+	return out;
+}
+
 /* A leader with the daemon's parameters whose command runs, at 0. */
 static void leader_running(void)
 {
@@ -192,6 +206,91 @@ START_TEST(nothing_starts_before_the_read)
 	to_standby(&daemon, 0);
 	out = to_leader(&none, 0.5);
 	ck_assert(has(&out, ELECTION_DO_START_CHILD));
+}
+END_TEST
+
+/* The lock granted, its claim under way: the fence and the read go at
+ * once, on the other session, and the command starts the moment the claim
+ * comes back (the round trips overlap). */
+START_TEST(granted_takes_fence_and_reads_during_claim)
+{
+	struct election_output out;
+
+	to_standby(&daemon, 0);
+	out = ev(ELECTION_LOCK, ELECTION_SESSION_GRANTED, 0.5);
+	ck_assert(has(&out, ELECTION_DO_FENCE_TAKE | ELECTION_DO_CONTROLS_READ));
+	ck_assert_int_eq(M.state, ELECTION_STANDBY);
+	out = ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 0.5);
+	ck_assert_uint_eq(out.actions, 0); /* held, not given back */
+	out = controls(&none, 0.5);
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+	out = to_leader_acquired(0.6);
+	ck_assert_uint_eq(out.actions, ELECTION_DO_START_CHILD);
+	ck_assert_int_eq(M.state, ELECTION_LEADER);
+}
+END_TEST
+
+/* The read since the grant found a pause: the leader reads again, and
+ * acts on it as any new leader does. */
+START_TEST(granted_read_finds_a_pause)
+{
+	struct election_output out;
+
+	to_standby(&daemon, 0);
+	ev(ELECTION_LOCK, ELECTION_SESSION_GRANTED, 0.5);
+	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 0.5);
+	controls(&paused_by_alice, 0.5);
+	out = to_leader_acquired(0.6);
+	ck_assert(has(&out, ELECTION_DO_CONTROLS_READ));
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+	out = controls(&paused_by_alice, 0.6);
+	ck_assert_str_eq(said(&out), "paused by alice at T");
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+}
+END_TEST
+
+/* A standby's read in flight when the lock is granted does not count;
+ * the grant's own goes the moment it answered. */
+START_TEST(granted_read_behind_a_standby_read)
+{
+	struct election_output out;
+	double t = 0;
+
+	to_standby(&daemon, 0);
+	/* the standby's next read, left unanswered */
+	t = M.next_ctl_at;
+	out = tick(t);
+	ck_assert(has(&out, ELECTION_DO_CONTROLS_READ));
+	out = ev(ELECTION_LOCK, ELECTION_SESSION_GRANTED, t);
+	ck_assert(has(&out, ELECTION_DO_FENCE_TAKE));
+	ck_assert(!has(&out, ELECTION_DO_CONTROLS_READ));
+	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, t);
+	out = controls(&none, t);
+	ck_assert(has(&out, ELECTION_DO_CONTROLS_READ));
+	controls(&none, t);
+	out = to_leader_acquired(t);
+	ck_assert_uint_eq(out.actions, ELECTION_DO_START_CHILD);
+}
+END_TEST
+
+/* The claim fails after the grant: the fence taken meanwhile goes back,
+ * and nothing starts. */
+START_TEST(granted_then_claim_lost_gives_fence_back)
+{
+	struct election_output out;
+	struct election_event lost = { .type = ELECTION_LOCK, .reason = "server closed",
+		.session = { .news = ELECTION_SESSION_FAILED, .fault = FAULT_CONNECTION } };
+
+	to_standby(&daemon, 0);
+	ev(ELECTION_LOCK, ELECTION_SESSION_GRANTED, 0.5);
+	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 0.5);
+	controls(&none, 0.5);
+	election_step(&M, &lost, 0.6, &out);
+	ck_assert_int_eq(M.state, ELECTION_BACKOFF);
+	ck_assert(has(&out, ELECTION_DO_FENCE_DROP));
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+	out = ev(ELECTION_FENCE, ELECTION_SESSION_RELEASED, 0.6);
+	ck_assert(!has(&out, ELECTION_DO_FENCE_TAKE));
 }
 END_TEST
 
@@ -276,6 +375,28 @@ START_TEST(jobs_act_on_pauses_themselves)
 	out = to_leader(&paused_by_alice, 0);
 	ck_assert(has(&out, ELECTION_DO_START_CHILD));
 	ck_assert(election_snapshot(&M)->paused);
+}
+END_TEST
+
+/* With jobs, a read since the grant is not enough even when it found
+ * nothing: the jobs hear of their own pauses from a leader's read. */
+START_TEST(jobs_read_again_as_leader)
+{
+	struct config c = quick();
+	struct election_params p;
+	struct election_output out;
+
+	c.uses_ledger = true; /* jobs */
+	p = daemon_params(&c);
+	to_standby(&p, 0);
+	ev(ELECTION_LOCK, ELECTION_SESSION_GRANTED, 0.5);
+	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 0.5);
+	controls(&none, 0.5);
+	out = to_leader_acquired(0.6);
+	ck_assert(has(&out, ELECTION_DO_CONTROLS_READ));
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+	out = controls(&none, 0.6);
+	ck_assert(has(&out, ELECTION_DO_START_CHILD));
 }
 END_TEST
 
@@ -470,10 +591,15 @@ int main(void)
 	daemon = daemon_params(&c);
 
 	tcase_add_test(tc, nothing_starts_before_the_read);
+	tcase_add_test(tc, granted_takes_fence_and_reads_during_claim);
+	tcase_add_test(tc, granted_read_finds_a_pause);
+	tcase_add_test(tc, granted_read_behind_a_standby_read);
+	tcase_add_test(tc, granted_then_claim_lost_gives_fence_back);
 	tcase_add_test(tc, pause_stops_and_resume_starts);
 	tcase_add_test(tc, resumed_while_stopping);
 	tcase_add_test(tc, a_paused_new_leader_starts_nothing);
 	tcase_add_test(tc, jobs_act_on_pauses_themselves);
+	tcase_add_test(tc, jobs_read_again_as_leader);
 	tcase_add_test(tc, switchover_asked_of_this_leader);
 	tcase_add_test(tc, switchover_that_lapses);
 	tcase_add_test(tc, switchover_to_another_node);
