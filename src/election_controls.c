@@ -245,6 +245,33 @@ static void publish_controls(struct election *e, struct election_output *out,
 	copy(s->switchover_at, sizeof(s->switchover_at), c->switchover ? c->asked_at : "");
 }
 
+/* A standby whose lock was granted, its claim under way: a read sent since
+ * the grant that found nothing in force serves the term (the jobs hear of
+ * their pauses only from a leader's read); one in flight before held the
+ * grant's own back, which goes now. */
+static void granted_read(struct election *e, struct election_output *out,
+			 bool counts, const struct election_controls *c)
+{
+	if (counts)
+		e->ctl_clear = !c->paused && !c->switchover && !e->paused &&
+			       !e->p.pause_in_jobs;
+	else
+		controls_read(e, out);
+}
+
+/* A standby holding off after a switchover: is it over? */
+static void standby_read(struct election *e, struct election_output *out,
+			 double now, const struct election_controls *c)
+{
+	if (!holding_off(e, now))
+		return;
+	if (!c->switchover || is_me(e, c->target) ||
+	    (!*c->target && !is_me(e, c->leader)))
+		end_hold(e, out, now);
+	else
+		hold_off(e, now, c);
+}
+
 static void read_done(struct election *e, struct election_output *out,
 		      double now, const struct election_controls *c)
 {
@@ -256,28 +283,17 @@ static void read_done(struct election *e, struct election_output *out,
 		first = !e->ctl_fresh;
 		e->ctl_fresh = true;
 	}
-	/* read since the grant, before the claim came back; the jobs hear
-	 * of their pauses only from a leader's read */
-	if (granted && counts)
-		e->ctl_clear = !c->paused && !c->switchover && !e->paused &&
-			       !e->p.pause_in_jobs;
 	publish_controls(e, out, c);
 	if (e->state == ELECTION_LEADER) {
 		leader_switchover(e, out, now, c, first);
 		if (e->state == ELECTION_LEADER)
 			leader_pause(e, out, now, c);
-	} else if (e->state == ELECTION_STANDBY && holding_off(e, now)) {
-		if (!c->switchover || is_me(e, c->target) ||
-		    (!*c->target && !is_me(e, c->leader)))
-			end_hold(e, out, now);
-		else
-			hold_off(e, now, c);
+	} else if (e->state == ELECTION_STANDBY) {
+		standby_read(e, out, now, c);
 	}
 	e->next_ctl_at = now + read_interval(e, now);
-	/* a standby's read, in flight when its lock was granted, held back
-	 * the grant's own: that one goes now (a leader's goes with the tick) */
-	if (granted && !counts && e->state == ELECTION_STANDBY)
-		controls_read(e, out);
+	if (granted && e->state == ELECTION_STANDBY)
+		granted_read(e, out, counts, c);
 }
 
 /* The read failed: the session's loss is told by the session; an error

@@ -3189,14 +3189,14 @@ static const struct {
 	{ 10, 19, 19, 19 },          /* away longer than that: at once */
 };
 
-START_TEST(test_settle_after_outage)
+/* A standby (grace_period 8 s) that lost its session at `lost` and is
+ * back at `back`; the test plays the fence session. */
+static void settle_standby(double lost, double back)
 {
 	struct config c = daemon_cfg;
-	struct election_params p = defaults;
-	struct election_output out;
-	double take_at = settle_rows[_i].take_at, t;
+	static struct election_params p;
 
-	answer_fence = false; /* the test plays the fence session */
+	answer_fence = false;
 	c.grace_period_ms = 8000;
 	p = daemon_params(&c);
 	election_init(&M, &p);
@@ -3204,14 +3204,21 @@ START_TEST(test_settle_after_outage)
 	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
 	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
-	step(&M, ELECTION_CONN_LOST, 0, "terminating connection", settle_rows[_i].lost);
+	step(&M, ELECTION_CONN_LOST, 0, "terminating connection", lost);
 	ck_state(&M, ELECTION_BACKOFF);
 	/* reconnecting fails meanwhile: the outage began at the loss */
-	step(&M, ELECTION_CONNECT_FAILED, 0, "refused", settle_rows[_i].lost);
+	step(&M, ELECTION_CONNECT_FAILED, 0, "refused", lost);
 	M.state = ELECTION_CONNECTING; /* the attempt that succeeds */
 	M.connected = true;
-	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, settle_rows[_i].back),
-		   STANDBY_READ);
+	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, back), STANDBY_READ);
+}
+
+START_TEST(test_settle_after_outage)
+{
+	struct election_output out;
+	double take_at = settle_rows[_i].take_at, t;
+
+	settle_standby(settle_rows[_i].lost, settle_rows[_i].back);
 	t = settle_rows[_i].acquired;
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", t);
 	ck_state(&M, ELECTION_LEADER);
@@ -3238,24 +3245,10 @@ END_TEST
  * at once, before the claim is back. */
 START_TEST(test_granted_waits_for_settle)
 {
-	struct config c = daemon_cfg;
-	struct election_params p = defaults;
 	struct election_output out;
 	double take_at = settle_rows[_i].take_at, t = settle_rows[_i].acquired;
 
-	answer_fence = false; /* the test plays the fence session */
-	c.grace_period_ms = 8000;
-	p = daemon_params(&c);
-	election_init(&M, &p);
-	step(&M, ELECTION_START, 0, NULL, 0);
-	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
-	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
-	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
-	step(&M, ELECTION_CONN_LOST, 0, "terminating connection", settle_rows[_i].lost);
-	step(&M, ELECTION_CONNECT_FAILED, 0, "refused", settle_rows[_i].lost);
-	M.state = ELECTION_CONNECTING;
-	M.connected = true;
-	step(&M, ELECTION_CONNECTED, 0, NULL, settle_rows[_i].back);
+	settle_standby(settle_rows[_i].lost, settle_rows[_i].back);
 	out = step(&M, ELECTION_LOCK_GRANTED, 0, NULL, t);
 	ck_state(&M, ELECTION_STANDBY);
 	if (take_at <= t) {

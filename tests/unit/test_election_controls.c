@@ -152,32 +152,7 @@ static void to_standby(const struct election_params *p, double t)
 	wait_ends = t + p->retry_interval;
 }
 
-/* The lock at t: the fence taken and the controls read before the
- * command starts; returns the step that started it. */
-static struct election_output to_leader(const struct election_controls *c, double t)
-{
-	struct election_output out;
-	struct election_event acq = { .type = ELECTION_LOCK,
-		.session = { .news = ELECTION_SESSION_ACQUIRED, .lock_key = 42,
-			     .fencing_token = 7 } };
-
-	wait_ends = INFINITY;
-	election_step(&M, &acq, t, &out);
-	ck_assert_int_eq(M.state, ELECTION_LEADER);
-	ck_assert(has(&out, ELECTION_DO_FENCE_TAKE));
-	if (!(out.actions & ELECTION_DO_CONTROLS_READ)) {
-		/* a standby's read was in flight: its answer does not count,
-		 * and a new read goes at once */
-		out = controls(c, t);
-		ck_assert(!has(&out, ELECTION_DO_START_CHILD));
-		ck_assert(has(&out, ELECTION_DO_CONTROLS_READ));
-	}
-	out = ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, t);
-	ck_assert(!has(&out, ELECTION_DO_START_CHILD)); /* not before the read */
-	return controls(c, t);
-}
-
-/* The claim of a lock granted earlier came back at t. */
+/* The lock's claim came back at t (ACQUIRED): a leader. */
 static struct election_output to_leader_acquired(double t)
 {
 	struct election_output out;
@@ -189,6 +164,25 @@ static struct election_output to_leader_acquired(double t)
 	election_step(&M, &acq, t, &out);
 	ck_assert_int_eq(M.state, ELECTION_LEADER);
 	return out;
+}
+
+/* The lock at t: the fence taken and the controls read before the
+ * command starts; returns the step that started it. */
+static struct election_output to_leader(const struct election_controls *c, double t)
+{
+	struct election_output out = to_leader_acquired(t);
+
+	ck_assert(has(&out, ELECTION_DO_FENCE_TAKE));
+	if (!(out.actions & ELECTION_DO_CONTROLS_READ)) {
+		/* a standby's read was in flight: its answer does not count,
+		 * and a new read goes at once */
+		out = controls(c, t);
+		ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+		ck_assert(has(&out, ELECTION_DO_CONTROLS_READ));
+	}
+	out = ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, t);
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD)); /* not before the read */
+	return controls(c, t);
 }
 
 /* A leader with the daemon's parameters whose command runs, at 0. */
@@ -363,15 +357,22 @@ START_TEST(a_paused_new_leader_starts_nothing)
 }
 END_TEST
 
-START_TEST(jobs_act_on_pauses_themselves)
+/* A standby at 0 with jobs (the ledger in use). */
+static void to_standby_with_jobs(void)
 {
 	struct config c = quick();
-	struct election_params p;
-	struct election_output out;
+	static struct election_params p;
 
-	c.uses_ledger = true; /* jobs */
+	c.uses_ledger = true;
 	p = daemon_params(&c);
 	to_standby(&p, 0);
+}
+
+START_TEST(jobs_act_on_pauses_themselves)
+{
+	struct election_output out;
+
+	to_standby_with_jobs();
 	out = to_leader(&paused_by_alice, 0);
 	ck_assert(has(&out, ELECTION_DO_START_CHILD));
 	ck_assert(election_snapshot(&M)->paused);
@@ -382,13 +383,9 @@ END_TEST
  * nothing: the jobs hear of their own pauses from a leader's read. */
 START_TEST(jobs_read_again_as_leader)
 {
-	struct config c = quick();
-	struct election_params p;
 	struct election_output out;
 
-	c.uses_ledger = true; /* jobs */
-	p = daemon_params(&c);
-	to_standby(&p, 0);
+	to_standby_with_jobs();
 	ev(ELECTION_LOCK, ELECTION_SESSION_GRANTED, 0.5);
 	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 0.5);
 	controls(&none, 0.5);
