@@ -42,8 +42,8 @@
  * the command (a STANDBY asks at GRANTED, while the lock's claim is under
  * way, and gives it back if it leaves STANDBY but for LEADER; the other
  * states ignore GRANTED), ELECTION_SETTLE later when this standby saw the
- * database go away; reconnected when lost, and taken again while the command lives, in
- * every state (only tried while it is being stopped). While the command is
+ * database go away; reconnected when lost, and taken again while the
+ * command lives, in every state (only tried while it is being stopped). While the command is
  * stopped without the lock: the fence lost on its own, or held elsewhere:
  * KILL now. The fence (election_fence.c) and failsafe's claims, check and
  * record (election_failsafe.c) are machines of their own: only their file
