@@ -292,7 +292,7 @@ static void read_done(struct election *e, struct election_output *out,
 		standby_read(e, out, now, c);
 	}
 	e->next_ctl_at = now + read_interval(e, now);
-	if (granted && e->state == ELECTION_STANDBY)
+	if (granted) /* still a standby: nothing above leaves STANDBY */
 		granted_read(e, out, counts, c);
 }
 
