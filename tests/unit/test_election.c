@@ -3896,6 +3896,15 @@ START_TEST(test_runs_command_by_state)
 }
 END_TEST
 
+/* A failsafe standby whose lock comes at 0: the members are asked first,
+ * with the fence and the controls. */
+static void failsafe_new_leader(const struct election_params *p)
+{
+	to_standby(&M, p, 0);
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0),
+		   LEAD_FIRST | ELECTION_DO_FAILSAFE_CHECK);
+}
+
 /* A new leader waits while a member still runs the command in failsafe;
  * when one does not answer it asks again every ping_interval, and starts
  * failsafe_ttl after the first silence at the latest. */
@@ -3904,9 +3913,7 @@ START_TEST(test_failsafe_new_leader_asks)
 	struct election_params p = failsafe_params();
 	struct election_output out;
 
-	to_standby(&M, &p, 0);
-	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0);
-	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_CHECK);
+	failsafe_new_leader(&p);
 	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_RUNNING, 0, NULL, 0.2);
 	ck_actions(out, 0);
 	ck_log_prefix(out, LOG_LEVEL_NOTICE, "a member still runs the command");
@@ -3943,9 +3950,7 @@ START_TEST(test_failsafe_silent_then_gone)
 	struct election_params p = failsafe_params();
 	struct election_output out;
 
-	to_standby(&M, &p, 0);
-	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0);
-	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_CHECK);
+	failsafe_new_leader(&p);
 	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_SILENT, 0, NULL, 0.01);
 	ck_actions(out, 0);
 	ck_assert(!M.child_running);
