@@ -300,6 +300,7 @@ lint: pgleader cppcheck shellcheck complexity metrics-lint
 	tests/check-units.sh
 	tests/check-completion.sh ./pgleader
 	tests/check-version.sh ./pgleader
+	tests/check-readme.sh
 	tests/check-builddir.sh
 
 # variableScope is suppressed: the house style declares a function's
