@@ -83,8 +83,11 @@ static int check_schedule(const char *value, char *why, size_t whylen)
 	struct schedule *parsed;
 	char reason[256];
 
+	/* "--schedule ''" is likely a "$VAR" that expanded to nothing: said,
+	 * not taken as "runs all the time". */
 	if (!*value)
-		return 0; /* unset: no schedule */
+		return value_why(why, whylen, "must not be empty (leave it out for a "
+				 "command that runs all the time)");
 	if (!(parsed = schedule_new(value, "UTC", reason, sizeof(reason))))
 		return value_why(why, whylen, "%s", reason);
 	schedule_free(parsed);

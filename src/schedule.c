@@ -19,6 +19,9 @@
 #define FIRST_DAY INT64_C(-719162)
 #define LAST_DAY INT64_C(2932896)
 #define NO_MATCH INT64_MAX
+/* The shortest @every: each tick is a row in the ledger, and a second is
+ * what a cron user expects as the finest grain. */
+#define EVERY_MIN_MS 1000
 
 struct schedule {
 	char *expr;
@@ -27,7 +30,6 @@ struct schedule {
 	uint64_t minute, hour, dom, month, dow; /* bit i: value i */
 	bool dom_star, dow_star; /* the field starts with '*' */
 	bool wild;      /* the minute or the hour field starts with '*' */
-	bool never;     /* no day matches: 0 0 30 2 * */
 };
 
 /* ---- calendar ---- */
@@ -325,20 +327,6 @@ static int parse_field(const char *text, const struct field *f, uint64_t *mask,
 	}
 }
 
-/* true when no day can ever match: the day-of-month must match (either
- * day field starts with '*') and no chosen month has a chosen day. */
-static bool never_matches(const struct schedule *s)
-{
-	static const int longest[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-
-	if (!s->dom_star && !s->dow_star)
-		return false;
-	for (int m = 1; m <= 12; m++)
-		if (s->month >> m & 1 && next_bit(s->dom, 1) <= longest[m - 1])
-			return false;
-	return true;
-}
-
 #define FIELD_MAX 64
 
 static int parse_cron(struct schedule *s, const char *expr, char *why,
@@ -357,7 +345,10 @@ static int parse_cron(struct schedule *s, const char *expr, char *why,
 			break;
 		len = strcspn(p, " \t");
 		if (n == 5)
-			return value_why(why, whylen, "more than 5 fields");
+			return value_why(why, whylen, "%s", p[len + strspn(p + len, " \t")]
+					 ? "more than 5 fields"
+					 : "6 fields, takes 5 (minute hour day-of-month "
+					   "month day-of-week): no seconds or year field");
 		if (len >= FIELD_MAX)
 			return value_why(why, whylen, "%s: too long", fields[n].name);
 		memcpy(words[n], p, len);
@@ -375,7 +366,10 @@ static int parse_cron(struct schedule *s, const char *expr, char *why,
 	s->wild = words[0][0] == '*' || words[1][0] == '*';
 	s->dom_star = words[2][0] == '*';
 	s->dow_star = words[4][0] == '*';
-	s->never = never_matches(s);
+	/* The calendar repeats every 400 years and next_match looks 401 ahead:
+	 * no match there is none ever (0 0 29 2 * is found, 0 0 30 2 * not). */
+	if (next_match(s, 0) == NO_MATCH)
+		return value_why(why, whylen, "no date matches it: it would never run");
 	return 0;
 }
 
@@ -397,15 +391,21 @@ static int parse_at(struct schedule *s, const char *expr, char *why,
 		len = strcspn(arg, " \t");
 		if (len == 0 || len >= sizeof(dur) || arg[len + strspn(arg + len, " \t")])
 			return value_why(why, whylen, "@every takes one duration "
-					 "(examples: 500ms, 5s, 2m, 1h)");
+					 "(examples: 30s, 5m, 1h)");
 		memcpy(dur, arg, len);
 		dur[len] = '\0';
 		if (value_parse_duration(dur, &s->every) < 0)
 			return value_why(why, whylen, "%s is not a duration (examples: "
-					 "500ms, 5s, 2m, 1h; at most 720h)",
+					 "30s, 5m, 1h; at most 720h)",
 					 value_quote(dur, shown, sizeof(shown)));
-		if (s->every < 1)
-			return value_why(why, whylen, "@every needs at least 1ms");
+		/* A cron user reads "@every 5" as minutes, a duration as seconds. */
+		if (dur[len - 1] >= '0' && dur[len - 1] <= '9')
+			return value_why(why, whylen, "@every needs a unit: %ss or %sm",
+					 dur, dur);
+		/* Each tick claims a row in the ledger: @every 1ms is 1,000 rows
+		 * a second, never meant. */
+		if (s->every < EVERY_MIN_MS)
+			return value_why(why, whylen, "@every needs at least 1s");
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(shorthands) / sizeof(shorthands[0]); i++)
@@ -533,8 +533,6 @@ int64_t schedule_next(const struct schedule *s, int64_t t)
 		t = FIRST_MS - 1;
 	if (s->every > 0)
 		return (floor_div(t, s->every) + 1) * s->every;
-	if (s->never)
-		return SCHEDULE_NEVER;
 	return s->wild ? wild_next(s, t) : fixed_next(s, t);
 }
 
@@ -546,8 +544,6 @@ int64_t schedule_prev(const struct schedule *s, int64_t t)
 		t = LAST_MS;
 	if (s->every > 0)
 		return floor_div(t, s->every) * s->every;
-	if (s->never)
-		return INT64_MIN;
 	return s->wild ? wild_prev(s, t) : fixed_prev(s, t);
 }
 
