@@ -542,13 +542,7 @@ static int section_cb(void *user, int line, const char *name)
 /* "lock-key" or "Max_Runtime": the key it likely meant, or NULL. */
 static const char *job_key_hint(const char *key)
 {
-	char normal[64];
-
-	options_normal_key(key, normal, sizeof(normal));
-	for (int k = 0; k < JK_COUNT; k++)
-		if (strcmp(normal, job_keys[k].key) == 0)
-			return job_keys[k].key;
-	return NULL;
+	return options_nearest(key, false, &job_keys[0].key, JK_COUNT, sizeof(job_keys[0]));
 }
 
 static int unknown_job_key(struct loader *ld, int line, const char *name,
