@@ -22,6 +22,10 @@ typedef void (*child_gone_fn)(void *arg, int status);
 struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 			double grace_period, child_gone_fn on_gone, void *arg);
 void child_free(struct child *c);
+/* The command is job's, of several: its lines name it ("job NAME: command
+ * exited with status 0"), and its start is for the owner to log, with the
+ * run and the tick, so that a start is one line. */
+void child_set_label(struct child *c, const char *job);
 /* fn(arg) is called each time the grace period runs out and the group gets
  * SIGKILL. */
 void child_on_killed(struct child *c, void (*fn)(void *arg));

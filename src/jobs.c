@@ -185,11 +185,17 @@ static void start_run(struct job *jb, int64_t tick, int64_t run_id)
 	jb->state = JOB_RUNNING;
 	jb->run_started = clocks_monotonic();
 	jb->view.pid = (int)child_pid(jb->child);
+	/* The one line of a start (the child leaves it to us): the job, and
+	 * the run and its tick for a scheduled one. */
 	if (run_id > 0) {
 		jb->view.last_tick = (double)tick / 1000;
-		log_info("job %s: started run %" PRId64 " for tick %s (pid %d)",
-			 jb->cfg->name, run_id, clocks_rfc3339(tick, when, sizeof(when)),
-			 jb->view.pid);
+		log_event(LOG_LEVEL_INFO, &(struct log_fields){ .command_pid = jb->view.pid },
+			  "job %s: started run %" PRId64 " for tick %s (pid %d)",
+			  jb->cfg->name, run_id, clocks_rfc3339(tick, when, sizeof(when)),
+			  jb->view.pid);
+	} else {
+		log_event(LOG_LEVEL_INFO, &(struct log_fields){ .command_pid = jb->view.pid },
+			  "job %s: started command (pid %d)", jb->cfg->name, jb->view.pid);
 	}
 	if (jb->cfg->max_runtime_ms > 0 && run_id > 0) {
 		ev_timer_set(&jb->limit_timer, (double)jb->cfg->max_runtime_ms / 1000, 0.);
@@ -963,6 +969,7 @@ static bool job_init(struct jobs *j, struct job *jb, const struct config_job *cf
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
+	child_set_label(jb->child, cfg->name);
 	return true;
 }
 

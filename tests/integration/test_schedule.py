@@ -4,6 +4,7 @@ twice, and a tick that falls while no node leads is recorded, not lost.
 The jobs take time to stop (they trap SIGTERM), so an overlap would show."""
 
 import os
+import re
 import signal
 import time
 
@@ -374,3 +375,29 @@ def test_single_command_never_touches_the_ledger(pg, fleet, ledger, lock_key):
     a = fleet.start("a", job={"after": 0.5, "exit_code": 0})
     assert a.wait(bound(10)) == 0
     assert pg.scalar("SELECT count(*) FROM pg_namespace WHERE nspname = 'pgleader'") == "0"
+
+
+def test_each_start_is_one_line_naming_its_job(pg, fleet, ledger, lock_key, workdir):
+    """issue 25 (10): a start was two lines ("started command (pid P)" and
+    "job often: started run ... (pid P)") and "command exited with status
+    S" named no job. One line per start, naming the job; the exit line
+    names it too, for a scheduled job and one that runs all the time."""
+    cmd = " ".join(h.job_cmd(ledger.path, after=0.2, exit_code=3))
+    conf = os.path.join(str(workdir), "jobs.conf")
+    with open(conf, "w") as f:
+        f.write("[pgleader]\ndsn = %s\nlock_key = %d\n" % (pg.dsn(), lock_key))
+        f.write("[job.often]\ncommand = %s\nschedule = @every 1s\n" % cmd)
+        f.write("[job.always]\ncommand = %s\nrestart = always\n" % cmd)
+    a = fleet.start("a", raw=["-c", conf, "--node-id", "a"] + list(h.FAST))
+    wait_rows(pg, lock_key, 2, bound(10), outcome="failed", job="often")
+    a.wait_for_log(r"job always: command exited with status 3", timeout=bound(10))
+    a.wait_for_log(r"job often: command exited with status 3", timeout=bound(10))
+    a.stop()
+    text = a.text()
+    assert a.count(r"(?<!job often: )(?<!job always: )started command") == 0, text
+    assert a.count(r"(?<!job often: )(?<!job always: )(?<!its )command exited") == 0, text
+    for job in ("often", "always"):
+        pids = re.findall(r"job %s: started .*\(pid (\d+)\)" % job, text)
+        assert pids, "no start of job %s named:\n%s" % (job, text)
+        for pid in pids:  # one line per start
+            assert a.count(r"started .*\(pid %s\)" % pid) == 1, text
