@@ -287,7 +287,8 @@ static const struct option_row rows[] = {
 	  .check = check_schedule },
 	{ .key = "timezone", .long_name = "timezone", .type = OPTION_STRING,
 	  .offset = FIELD(top.timezone), .default_value = "UTC", .metavar = "ZONE",
-	  .help = "schedule: tz database zone of the fields",
+	  .help = "schedule: tz database zone of the fields\n"
+		  "(and of --once-per's windows)",
 	  .check = check_timezone },
 	{ .key = "jitter", .long_name = "jitter", .type = OPTION_DURATION,
 	  .offset = FIELD(top.jitter_ms), .default_value = "0", .metavar = "DUR",

@@ -642,7 +642,8 @@ static void begin(struct jobs *j, int64_t now)
 		if (j->cfg->once_per_ms > 0 && jb->paused)
 			end_paused_one_shot(jb, "not run");
 		else if (j->cfg->once_per_ms > 0)
-			claim(jb, now / j->cfg->once_per_ms * j->cfg->once_per_ms, false);
+			claim(jb, schedule_window(jb->cfg->timezone, now,
+						  j->cfg->once_per_ms), false);
 		else if (jb->sched)
 			ask_last(jb, false);
 		else if (jb->paused)

@@ -559,6 +559,16 @@ int64_t schedule_interval(const struct schedule *s, int64_t t)
 	return next == SCHEDULE_NEVER ? SCHEDULE_NEVER : next - prev;
 }
 
+int64_t schedule_window(const char *zone, int64_t t, int64_t dur)
+{
+	char why[200];
+	const struct zone *z = zone_get(zone ? zone : "UTC", why, sizeof(why));
+
+	if (!z)
+		return floor_div(t, dur) * dur;
+	return zone_first_reaching(z, floor_div(zone_wall_max(z, t), dur) * dur);
+}
+
 /* FNV-1a over the bytes, little-endian for the numbers so that every
  * machine gets the same; splitmix64's finaliser then spreads FNV's weak
  * low bits. The remainder's bias is below jitter / 2^64: nothing. */

@@ -73,6 +73,18 @@ int64_t schedule_prev(const struct schedule *s, int64_t t);
  * for a schedule that never ticks. */
 int64_t schedule_interval(const struct schedule *s, int64_t t);
 
+/* The start of the --once-per window of length dur (> 0) that holds
+ * instant t, on the clock of zone (a tz database name; NULL or one that
+ * cannot be read: UTC). The windows are floor(wall / dur) of the zone's
+ * local wall time, counted from 1970-01-01 00:00 local, and a window
+ * begins at the first instant the clock shows its start: a 24h window is
+ * a local calendar day (23 or 25 hours on a DST change), a 1h window a
+ * local clock hour; a start a gap skips (spring forward) begins at the
+ * gap's end, and the clock counts as not going back (fall back: the
+ * repeated hour belongs to the window its first pass ended in). In UTC,
+ * floor(t / dur) * dur. */
+int64_t schedule_window(const char *zone, int64_t t, int64_t dur);
+
 /* The delay in [0, jitter) before a tick starts: the same on every node
  * and every version, derived from the lock key, the job name (NULL as "")
  * and the tick: FNV-1a 64 over the key (8 bytes, little-endian), the

@@ -247,6 +247,37 @@ def test_once_per_from_two_nodes(pg, fleet, ledger, lock_key):
     assert len(rows) == 1 and rows[0][3] == "succeeded" and rows[0][1] % 3600000 == 0
 
 
+def local_window_start(db_ms, zone, hours):
+    """The --once-per window holding db_ms as the man page defines it, by
+    python's zoneinfo: the zone's local day (or hours), from its first
+    instant. For the zones below, away from a DST change."""
+    from datetime import datetime, timedelta, timezone
+    from zoneinfo import ZoneInfo
+    local = datetime.fromtimestamp(db_ms / 1000, tz=ZoneInfo(zone)).replace(tzinfo=None)
+    epoch, d = datetime(1970, 1, 1), timedelta(hours=hours)
+    start = epoch + ((local - epoch) // d) * d
+    return int(start.replace(tzinfo=ZoneInfo(zone)).astimezone(timezone.utc).timestamp() * 1000)
+
+
+@pytest.mark.parametrize("zone", ["Asia/Kolkata", "America/New_York"])
+def test_once_per_window_follows_the_timezone(pg, fleet, ledger, lock_key, zone):
+    """issue 25 (10): --once-per 24h windows began at midnight UTC whatever
+    --timezone said; they are the zone's local days."""
+    job = {"after": 0.2, "exit_code": 0}
+    now = lambda: int(pg.scalar("SELECT (extract(epoch FROM now()) * 1000)::bigint"))
+    before = now()
+    a = fleet.start("a", "--nonblock", "--once-per", "24h", "--timezone", zone, job=job)
+    assert a.wait(bound(10)) == 0
+    after = now()
+    rows = runs(pg, lock_key)
+    assert len(rows) == 1 and rows[0][3] == "succeeded", rows
+    expected = {local_window_start(before, zone, 24), local_window_start(after, zone, 24)}
+    assert rows[0][1] in expected, (rows[0][1], expected)
+    assert rows[0][1] % 86400000 != 0  # not a UTC midnight
+    b = fleet.start("b", "--nonblock", "--once-per", "24h", "--timezone", zone, job=job)
+    assert b.wait(bound(10)) == 75 or local_window_start(now(), zone, 24) != rows[0][1]
+
+
 def test_role_without_create_exits_69(pg, fleet, ledger, lock_key):
     pg.psql("CREATE ROLE nocreate LOGIN")
     p = fleet.start("a", *sched(), dsn=pg.dsn(user="nocreate"))

@@ -516,6 +516,53 @@ START_TEST(interval)
 }
 END_TEST
 
+/* ---- the --once-per window ---- */
+
+/* Each checked against python's zoneinfo: the window is the local wall
+ * time's floor, begun at the first instant the clock shows it. */
+static const struct {
+	const char *zone, *t;
+	int64_t dur;
+	const char *start;
+} window_cases[] = {
+	{ NULL, "2026-11-26T15:00:00Z", 24 * 3600000, "2026-11-26T00:00:00Z" },
+	{ "UTC", "2026-11-26T15:00:00Z", 24 * 3600000, "2026-11-26T00:00:00Z" },
+	{ NULL, "2026-11-26T15:07:00Z", 90 * 60000, "2026-11-26T15:00:00Z" },
+	/* local days, not UTC ones */
+	{ "Europe/Berlin", "2026-11-26T15:00:00Z", 24 * 3600000, "2026-11-25T23:00:00Z" },
+	{ "Europe/Berlin", "2026-11-26T22:59:59.999Z", 24 * 3600000, "2026-11-25T23:00:00Z" },
+	{ "Europe/Berlin", "2026-11-26T23:30:00Z", 24 * 3600000, "2026-11-26T23:00:00Z" },
+	{ "America/New_York", "2026-11-26T03:00:00Z", 24 * 3600000, "2026-11-25T05:00:00Z" },
+	/* DST days: 25 hours (fall back), 23 hours (spring forward) */
+	{ "Europe/Berlin", "2026-10-24T21:59:00Z", 24 * 3600000, "2026-10-23T22:00:00Z" },
+	{ "Europe/Berlin", "2026-10-24T22:00:00Z", 24 * 3600000, "2026-10-24T22:00:00Z" },
+	{ "Europe/Berlin", "2026-10-25T22:30:00Z", 24 * 3600000, "2026-10-24T22:00:00Z" },
+	{ "Europe/Berlin", "2026-10-25T23:00:00Z", 24 * 3600000, "2026-10-25T23:00:00Z" },
+	{ "Europe/Berlin", "2026-03-29T21:00:00Z", 24 * 3600000, "2026-03-28T23:00:00Z" },
+	{ "Europe/Berlin", "2026-03-29T22:00:00Z", 24 * 3600000, "2026-03-29T22:00:00Z" },
+	{ "America/New_York", "2026-03-08T12:00:00Z", 24 * 3600000, "2026-03-08T05:00:00Z" },
+	/* local hours: a skipped one is no window, a repeated one is one */
+	{ "Europe/Berlin", "2026-03-29T00:59:00Z", 3600000, "2026-03-29T00:00:00Z" },
+	{ "Europe/Berlin", "2026-03-29T01:30:00Z", 3600000, "2026-03-29T01:00:00Z" },
+	{ "Europe/Berlin", "2026-10-25T00:30:00Z", 3600000, "2026-10-25T00:00:00Z" },
+	{ "Europe/Berlin", "2026-10-25T01:30:00Z", 3600000, "2026-10-25T00:00:00Z" },
+	{ "Europe/Berlin", "2026-10-25T02:10:00Z", 3600000, "2026-10-25T02:00:00Z" },
+	/* a zone half an hour off UTC: its hours, not UTC's */
+	{ "Asia/Kolkata", "2026-11-26T10:00:00Z", 3600000, "2026-11-26T09:30:00Z" },
+	{ "Nowhere/Zone", "2026-11-26T15:00:00Z", 24 * 3600000, "2026-11-26T00:00:00Z" },
+};
+
+START_TEST(window)
+{
+	char buf[40];
+	int64_t start = schedule_window(window_cases[_i].zone, ms(window_cases[_i].t),
+					window_cases[_i].dur);
+
+	ck_assert_str_eq(show(start, buf, sizeof(buf)), window_cases[_i].start);
+	ck_assert_int_eq(start % 1000, 0);
+}
+END_TEST
+
 /* ---- jitter ---- */
 
 START_TEST(jitter)
@@ -598,6 +645,7 @@ static Suite *schedule_suite(void)
 		LOOP(dst, dst_cases),
 		LOOP(year, year_cases),
 		LOOP(interval, interval_cases),
+		LOOP(window, window_cases),
 		{ "jitter", jitter, 1 },
 		{ "fast", fast, 1 },
 #undef LOOP
