@@ -738,6 +738,18 @@ bool child_running(const struct child *c)
 	return c->pid != 0;
 }
 
+bool child_exited(const struct child *c)
+{
+	siginfo_t info;
+
+	if (c->pid == 0 || c->main_reaped)
+		return true;
+	/* A look that leaves the zombie for the reaper: WNOWAIT. */
+	memset(&info, 0, sizeof(info));
+	return waitid(P_PID, (id_t)c->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       info.si_pid == c->pid;
+}
+
 pid_t child_pid(const struct child *c)
 {
 	return c->pid;

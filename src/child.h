@@ -54,6 +54,10 @@ void child_kill(struct child *c);
 void child_signal(struct child *c, int sig);
 
 bool child_running(const struct child *c); /* started and not yet gone */
+/* Whether the command's main process has ended, reaped or not yet (a
+ * zombie: pgleader was frozen, or its loop has not run the reaper yet):
+ * a stop sent now is not what ended it. */
+bool child_exited(const struct child *c);
 pid_t child_pid(const struct child *c);    /* 0 when not running */
 
 #endif

@@ -775,7 +775,7 @@ static void pause_job(struct job *jb)
 	log_notice("job %s paused%s: stopping it", jb->cfg->name, who);
 	jb->pause_stop = true;
 	if (jb->state == JOB_RUNNING) {
-		jb->interrupted = true;
+		jb->interrupted = !child_exited(jb->child);
 		jb->state = JOB_STOPPING;
 		child_stop(jb->child);
 	}
@@ -904,7 +904,10 @@ void jobs_stop(struct jobs *j)
 		ev_timer_stop(j->loop, &jb->wait_timer);
 		jb->view.next_tick = 0;
 		if (jb->state == JOB_RUNNING || jb->state == JOB_STOPPING) {
-			jb->interrupted = true;
+			/* A command that ended by itself before the stop (while
+			 * this node was frozen, say) is recorded as it ended. */
+			if (jb->state == JOB_RUNNING && !child_exited(jb->child))
+				jb->interrupted = true;
 			jb->state = JOB_STOPPING;
 			child_stop(jb->child);
 		}

@@ -432,3 +432,31 @@ def test_each_start_is_one_line_naming_its_job(pg, fleet, ledger, lock_key, work
         assert pids, "no start of job %s named:\n%s" % (job, text)
         for pid in pids:  # one line per start
             assert a.count(r"started .*\(pid %s\)" % pid) == 1, text
+
+
+def test_run_that_ended_while_its_leader_was_frozen_is_recorded_as_it_ended(
+        pg, fleet, ledger, lock_key):
+    """issue 25 (6): a run whose command exited 0 while its leader was
+    frozen past the server lease was recorded interrupted, with exit status
+    0: the next leader had presumed it cut off. The old leader, awake, saw
+    it end by itself: the row says succeeded, as it happened, and the tick
+    is not run again."""
+    job = {"after": 2.0, "exit_code": 0}
+    a = fleet.start("a", *sched(every="5s"), job=job)
+    a.wait_for_log(r"acquired leader lease", timeout=bound(10))
+    b = fleet.start("b", *sched(every="5s"), job=job)
+    h.wait_queued(pg, lock_key, "b")
+    assert ledger.wait_for("start", timeout=bound(10)).node == "a"
+    a.signal(signal.SIGSTOP)  # the command runs on, ends 2s later
+    try:
+        b.wait_for_log(r"acquired leader lease", timeout=bound(h.FAST_LEASE + 5))
+        h.wait_until(lambda: runs(pg, lock_key)[0][3] == "interrupted",
+                     bound(10), what="the next leader's presumption: interrupted")
+    finally:
+        a.signal(signal.SIGCONT)
+    h.wait_until(lambda: runs(pg, lock_key)[0][4] is not None,
+                 bound(15), what="the old leader recording the run's end")
+    first = runs(pg, lock_key)[0]
+    assert first[2] == "a" and (first[3], first[4]) == ("succeeded", 0), runs(pg, lock_key)
+    time.sleep(1)
+    assert_each_tick_once(pg, lock_key, ledger, 5000)

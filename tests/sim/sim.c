@@ -1907,6 +1907,11 @@ bool child_running(const struct child *c)
 	return c->running;
 }
 
+bool child_exited(const struct child *c)
+{
+	return !c->running || !c->alive;
+}
+
 pid_t child_pid(const struct child *c)
 {
 	return c->running ? c->pid : 0;

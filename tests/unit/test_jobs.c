@@ -113,6 +113,7 @@ void child_stop(struct child *c) { (void)c; }
 void child_kill(struct child *c) { (void)c; }
 void child_signal(struct child *c, int sig) { (void)c; (void)sig; }
 bool child_running(const struct child *c) { (void)c; return false; }
+bool child_exited(const struct child *c) { (void)c; return false; }
 pid_t child_pid(const struct child *c) { (void)c; return 1; }
 
 /* ---- the jobs ------------------------------------------------------------ */
