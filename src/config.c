@@ -1357,6 +1357,7 @@ static int load(struct loader *ld, int argc, char **argv)
 	    (result = options_load_environment(ld->op)) != CONFIG_OK ||
 	    (result = options_load_argv(ld->op)) != CONFIG_OK)
 		return result;
+	options_env_hint(ld->op, ld->cfg->env_hint, sizeof(ld->cfg->env_hint));
 	return finish(ld);
 }
 

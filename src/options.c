@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HELP_COLUMN 30
 #define WHERE_MAX 600 /* "FILE:LINE: key" */
@@ -191,6 +192,38 @@ int options_load_environment(struct options *op)
 			return result;
 	}
 	return OPTIONS_OK;
+}
+
+const char *options_env_hint(const struct options *op, char *buf, size_t len)
+{
+	const char *prefix = op->spec->env_prefix, *hint;
+	size_t plen = strlen(prefix);
+	char name[64], shown[64], normal[64];
+
+	buf[0] = '\0';
+	for (char **e = environ; prefix && *e; e++) {
+		size_t n = strcspn(*e, "=");
+
+		if (strncmp(*e, prefix, plen) != 0 || n <= plen || n - plen >= sizeof(name))
+			continue;
+		memcpy(name, *e + plen, n - plen);
+		name[n - plen] = '\0';
+		options_normal_key(name, normal, sizeof(normal));
+		if (find_key(op->spec, normal) && strcmp(normal, name) != 0 &&
+		    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") == strlen(name))
+			continue; /* PGLEADER_LOCK_KEY itself */
+		hint = options_nearest(name, false, &op->spec->rows[0].key, op->spec->nrows,
+				       sizeof(op->spec->rows[0]));
+		if (!hint)
+			continue;
+		describe(op, find_key(op->spec, hint), OPTIONS_LAYER_ENV, 0, normal,
+			 sizeof(normal));
+		snprintf(buf, len, "%s%s is not a setting and is ignored (did you mean %s?)",
+			 prefix, value_printable(name, strlen(name), shown, sizeof(shown)),
+			 normal);
+		break;
+	}
+	return buf;
 }
 
 int options_load_argv(struct options *op)

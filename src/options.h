@@ -142,6 +142,14 @@ const char *options_normal_key(const char *name, char *buf, size_t len);
 const char *options_nearest(const char *typed, bool dashes, const char *const *name,
 			    size_t n, size_t stride);
 
+/* The first variable of the environment that starts with the prefix, is
+ * no key's, and is near one (options_nearest): likely a typo, which would
+ * be ignored without a word. One line into buf ("" when none): 'PGLEADER_LOCKKEY
+ * is not a setting and is ignored (did you mean PGLEADER_LOCK_KEY?)'. Only
+ * a hint: the environment holds variables of other programs, and the
+ * command's own PGLEADER_JOB, PGLEADER_TICK, ... Returns buf. */
+const char *options_env_hint(const struct options *op, char *buf, size_t len);
+
 /* Frees the OPTION_STRING fields of target and sets them to NULL. */
 void options_release(const struct options_spec *spec, void *target);
 

@@ -2074,6 +2074,45 @@ START_TEST(uses_ledger)
 }
 END_TEST
 
+/* A PGLEADER_ variable that no key reads is ignored, as the environment
+ * holds other programs' variables and the command's own; one near a key's
+ * name is likely a typo, said in one line for the log. */
+static const struct {
+	const char *name, *hint;
+} env_hint_cases[] = {
+	{ "PGLEADER_LOCKKEY", "PGLEADER_LOCKKEY is not a setting and is ignored "
+	  "(did you mean PGLEADER_LOCK_KEY?)" },
+	{ "PGLEADER_lock_key", "PGLEADER_lock_key is not a setting and is ignored "
+	  "(did you mean PGLEADER_LOCK_KEY?)" },
+	{ "PGLEADER_RETRY_INTERVALL", "PGLEADER_RETRY_INTERVALL is not a setting and "
+	  "is ignored (did you mean PGLEADER_RETRY_INTERVAL?)" },
+	{ "PGLEADER_SCHEDUEL", "PGLEADER_SCHEDUEL is not a setting and is ignored "
+	  "(did you mean PGLEADER_SCHEDULE?)" },
+	/* what pgleader gives its command, and what its tests set */
+	{ "PGLEADER_LOCK_KEY", "" }, { "PGLEADER_NODE_ID", "" }, { "PGLEADER_JOB", "" },
+	{ "PGLEADER_TICK", "" }, { "PGLEADER_RUN_ID", "" }, { "PGLEADER_FENCING_TOKEN", "" },
+	{ "PGLEADER_COMMAND_PID", "" }, { "PGLEADER_STATE", "" }, { "PGLEADER_REASON", "" },
+	{ "PGLEADER_CONFIG", "" }, { "PGLEADER_VERSION", "" }, { "PGLEADER_CURL_SONAME", "" },
+	{ "PGLEADER_MHD_SONAME", "" }, { "PGLEADER_SYSTEMD_SONAME", "" },
+	{ "PGLEADER_BIN", "" }, { "PGLEADER_SANITIZED", "" }, { "PGLEADER_WRAPPER", "" },
+	{ "PGLEADER_CLOCKSHIFT", "" }, { "PGLEADER_FENCE_DRIVER", "" },
+	{ "PGLEADER_COMMAND", "" }, { "PGLEADER_", "" }, { "OTHER_LOCK_KEY", "" },
+};
+
+START_TEST(env_hint)
+{
+	struct config cfg;
+	char err[ERRLEN];
+
+	setenv(env_hint_cases[_i].name, strstr(env_hint_cases[_i].name, "CONFIG")
+	       ? "" : "1", 1);
+	ck_assert_msg(load(&cfg, err, "true", NULL) == CONFIG_OK, "%s", err);
+	ck_assert_str_eq(cfg.env_hint, env_hint_cases[_i].hint);
+	config_free(&cfg);
+	unsetenv(env_hint_cases[_i].name);
+}
+END_TEST
+
 START_TEST(job_defaults)
 {
 	struct config cfg;
@@ -2172,6 +2211,7 @@ static Suite *config_suite(void)
 		ONCE(switchover_options),
 		LOOP(uses_ledger, ledger_cases),
 		ONCE(job_defaults),
+		LOOP(env_hint, env_hint_cases),
 		LOOP(schema_names, schema_cases),
 #undef LOOP
 #undef ONCE
