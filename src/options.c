@@ -197,11 +197,14 @@ int options_load_environment(struct options *op)
 const char *options_env_hint(const struct options *op, char *buf, size_t len)
 {
 	const char *prefix = op->spec->env_prefix, *hint;
-	size_t plen = strlen(prefix);
+	size_t plen;
 	char name[64], shown[64], normal[64];
 
 	buf[0] = '\0';
-	for (char **e = environ; prefix && *e; e++) {
+	if (!prefix)
+		return buf;
+	plen = strlen(prefix);
+	for (char **e = environ; *e; e++) {
 		size_t n = strcspn(*e, "=");
 
 		if (strncmp(*e, prefix, plen) != 0 || n <= plen || n - plen >= sizeof(name))
