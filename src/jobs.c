@@ -906,7 +906,7 @@ void jobs_stop(struct jobs *j)
 		if (jb->state == JOB_RUNNING || jb->state == JOB_STOPPING) {
 			/* A command that ended by itself before the stop (while
 			 * this node was frozen, say) is recorded as it ended. */
-			if (jb->state == JOB_RUNNING && !child_exited(jb->child))
+			if (!child_exited(jb->child))
 				jb->interrupted = true;
 			jb->state = JOB_STOPPING;
 			child_stop(jb->child);
