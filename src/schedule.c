@@ -329,6 +329,22 @@ static int parse_field(const char *text, const struct field *f, uint64_t *mask,
 
 #define FIELD_MAX 64
 
+/* A sixth field from p on: seconds first (Quartz, Spring) or a year last
+ * (Quartz, AWS) make 6 or 7; more is something else. */
+static int too_many_fields(const char *p, char *why, size_t whylen)
+{
+	int n = 5;
+
+	for (p += strspn(p, " \t"); *p; p += strspn(p, " \t")) {
+		p += strcspn(p, " \t");
+		n++;
+	}
+	if (n > 7)
+		return value_why(why, whylen, "more than 5 fields");
+	return value_why(why, whylen, "%d fields, takes 5 (minute hour day-of-month "
+			 "month day-of-week): no seconds or year field", n);
+}
+
 static int parse_cron(struct schedule *s, const char *expr, char *why,
 		      size_t whylen)
 {
@@ -345,10 +361,7 @@ static int parse_cron(struct schedule *s, const char *expr, char *why,
 			break;
 		len = strcspn(p, " \t");
 		if (n == 5)
-			return value_why(why, whylen, "%s", p[len + strspn(p + len, " \t")]
-					 ? "more than 5 fields"
-					 : "6 fields, takes 5 (minute hour day-of-month "
-					   "month day-of-week): no seconds or year field");
+			return too_many_fields(p, why, whylen);
 		if (len >= FIELD_MAX)
 			return value_why(why, whylen, "%s: too long", fields[n].name);
 		memcpy(words[n], p, len);

@@ -90,7 +90,10 @@ static const struct {
 	{ "0 * * * * *", "invalid schedule \"0 * * * * *\": 6 fields, takes 5 "
 	  "(minute hour day-of-month month day-of-week): no seconds or year "
 	  "field" },
-	{ "0 * * * * * *", "invalid schedule \"0 * * * * * *\": more than 5 "
+	{ "0 0 12 * * ? 2026", "invalid schedule \"0 0 12 * * ? 2026\": 7 fields, "
+	  "takes 5 (minute hour day-of-month month day-of-week): no seconds or "
+	  "year field" },
+	{ "0 * * * * * * *", "invalid schedule \"0 * * * * * * *\": more than 5 "
 	  "fields" },
 	{ "0 0 30 2 *", "invalid schedule \"0 0 30 2 *\": no date matches it: it "
 	  "would never run" },
