@@ -53,6 +53,8 @@ struct child {
 	int guard_fd;		/* write end of the guard's pipe, or -1 */
 	pid_t guard_pid;	/* until reaped, else 0 */
 	ev_timer group_poll_timer;
+	char who[80];		/* "job NAME: " before each line, or "" */
+	bool owner_logs_start;	/* a labelled child: its owner says the start */
 	struct child *next;	/* in reaper.children */
 };
 
@@ -157,8 +159,8 @@ static void sweep_strays(struct child *c)
 		c->resweep = true;
 	} else if (n > 0) {
 		format_pids(list, sizeof(list), pids, (size_t)n);
-		log_info("sending %s to %ld %s outside the command's process "
-			 "group: %s", c->killing ? "SIGKILL" : "SIGTERM", n,
+		log_info("%ssending %s to %ld %s outside the command's process "
+			 "group: %s", c->who, c->killing ? "SIGKILL" : "SIGTERM", n,
 			 n == 1 ? "process" : "processes", list);
 	}
 }
@@ -198,12 +200,12 @@ static void grace_expired_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	strays = kill_all(c);
 	if (strays > 0)
-		log_warning("grace period %gs expired: sending SIGKILL to process "
-			    "group %d and %ld %s outside it", c->grace_period,
+		log_warning("%sgrace period %gs expired: sending SIGKILL to process "
+			    "group %d and %ld %s outside it", c->who, c->grace_period,
 			    (int)c->pid, strays, strays == 1 ? "process" : "processes");
 	else
-		log_warning("grace period %gs expired: sending SIGKILL to process group %d",
-			    c->grace_period, (int)c->pid);
+		log_warning("%sgrace period %gs expired: sending SIGKILL to process group %d",
+			    c->who, c->grace_period, (int)c->pid);
 	if (c->on_killed)
 		c->on_killed(c->arg);
 }
@@ -371,8 +373,8 @@ static bool strays_left(struct child *c)
 	scan_worked(c);
 	if (c->resweep && n > 0) {
 		format_pids(list, sizeof(list), pids, (size_t)n);
-		log_info("sending %s to %ld %s outside the command's process "
-			 "group: %s", sig == SIGKILL ? "SIGKILL" : "SIGTERM", n,
+		log_info("%ssending %s to %ld %s outside the command's process "
+			 "group: %s", c->who, sig == SIGKILL ? "SIGKILL" : "SIGTERM", n,
 			 n == 1 ? "process" : "processes", list);
 	}
 	c->resweep = false;
@@ -393,9 +395,9 @@ static bool settle(struct child *c)
 		return true;
 	}
 	if (!c->stopping) {
-		log_info("command (pid %d) exited but its process group still has "
+		log_info("%scommand (pid %d) exited but its process group still has "
 			 "processes: sending SIGTERM to process group %d",
-			 (int)c->pid, (int)c->pid);
+			 c->who, (int)c->pid, (int)c->pid);
 		terminate_group(c);
 	}
 	if (!ev_is_active(&c->group_poll_timer))
@@ -415,10 +417,10 @@ static void main_reaped(struct child *c, int wstatus)
 	c->main_reaped = true;
 	if (WIFSIGNALED(wstatus)) {
 		c->status = EXIT_SIGNAL_BASE + WTERMSIG(wstatus);
-		log_info("command killed by signal %d", WTERMSIG(wstatus));
+		log_info("%scommand killed by signal %d", c->who, WTERMSIG(wstatus));
 	} else {
 		c->status = WEXITSTATUS(wstatus);
-		log_info("command exited with status %d", c->status);
+		log_info("%scommand exited with status %d", c->who, c->status);
 	}
 }
 
@@ -495,6 +497,12 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 	c->next = reaper.children;
 	reaper.children = c;
 	return c;
+}
+
+void child_set_label(struct child *c, const char *job)
+{
+	snprintf(c->who, sizeof(c->who), "job %s: ", job);
+	c->owner_logs_start = true;
 }
 
 void child_free(struct child *c)
@@ -682,8 +690,9 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 	c->stopping = false;
 	c->status = 0;
 	ev_ref(c->loop); /* ev_run keeps going while the command runs */
-	log_event(LOG_LEVEL_INFO, &(struct log_fields){ .command_pid = pid },
-		  "started command (pid %d)", (int)pid);
+	if (!c->owner_logs_start)
+		log_event(LOG_LEVEL_INFO, &(struct log_fields){ .command_pid = pid },
+			  "started command (pid %d)", (int)pid);
 	return 0;
 }
 
@@ -694,8 +703,8 @@ void child_stop(struct child *c)
 	/* Already stopping the leftovers of a command that exited: the
 	 * grace period runs on, the stop now reaches the rest. */
 	if (!c->stopping) {
-		log_info("stopping command (pid %d): sending SIGTERM to process group",
-			 (int)c->pid);
+		log_info("%sstopping command (pid %d): sending SIGTERM to process group",
+			 c->who, (int)c->pid);
 		terminate_group(c);
 	}
 	sweep_strays(c);
@@ -705,8 +714,8 @@ void child_kill(struct child *c)
 {
 	if (c->pid == 0)
 		return;
-	log_warning("killing command (pid %d): sending SIGKILL to process group",
-		    (int)c->pid);
+	log_warning("%skilling command (pid %d): sending SIGKILL to process group",
+		    c->who, (int)c->pid);
 	c->stopping = true;
 	ev_timer_stop(c->loop, &c->grace_timer);
 	/* The processes outside the group: those a stop has reached, or
@@ -720,13 +729,25 @@ void child_signal(struct child *c, int sig)
 	/* Only the main process: the command decides what its children get. */
 	if (c->pid == 0 || c->main_reaped)
 		return;
-	log_debug("forwarding signal %d to command (pid %d)", sig, (int)c->pid);
+	log_debug("%sforwarding signal %d to command (pid %d)", c->who, sig, (int)c->pid);
 	kill(c->pid, sig);
 }
 
 bool child_running(const struct child *c)
 {
 	return c->pid != 0;
+}
+
+bool child_exited(const struct child *c)
+{
+	siginfo_t info;
+
+	if (c->pid == 0 || c->main_reaped)
+		return true;
+	/* A look that leaves the zombie for the reaper: WNOWAIT. */
+	memset(&info, 0, sizeof(info));
+	return waitid(P_PID, (id_t)c->pid, &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	       info.si_pid == c->pid;
 }
 
 pid_t child_pid(const struct child *c)

@@ -22,6 +22,10 @@ typedef void (*child_gone_fn)(void *arg, int status);
 struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 			double grace_period, child_gone_fn on_gone, void *arg);
 void child_free(struct child *c);
+/* The command is job's, of several: its lines name it ("job NAME: command
+ * exited with status 0"), and its start is for the owner to log, with the
+ * run and the tick, so that a start is one line. */
+void child_set_label(struct child *c, const char *job);
 /* fn(arg) is called each time the grace period runs out and the group gets
  * SIGKILL. */
 void child_on_killed(struct child *c, void (*fn)(void *arg));
@@ -50,6 +54,10 @@ void child_kill(struct child *c);
 void child_signal(struct child *c, int sig);
 
 bool child_running(const struct child *c); /* started and not yet gone */
+/* Whether the command's main process has ended, reaped or not yet (a
+ * zombie: pgleader was frozen, or its loop has not run the reaper yet):
+ * a stop sent now is not what ended it. */
+bool child_exited(const struct child *c);
 pid_t child_pid(const struct child *c);    /* 0 when not running */
 
 #endif

@@ -83,8 +83,11 @@ static int check_schedule(const char *value, char *why, size_t whylen)
 	struct schedule *parsed;
 	char reason[256];
 
+	/* "--schedule ''" is likely a "$VAR" that expanded to nothing: said,
+	 * not taken as "runs all the time". */
 	if (!*value)
-		return 0; /* unset: no schedule */
+		return value_why(why, whylen, "must not be empty (leave it out for a "
+				 "command that runs all the time)");
 	if (!(parsed = schedule_new(value, "UTC", reason, sizeof(reason))))
 		return value_why(why, whylen, "%s", reason);
 	schedule_free(parsed);
@@ -284,7 +287,8 @@ static const struct option_row rows[] = {
 	  .check = check_schedule },
 	{ .key = "timezone", .long_name = "timezone", .type = OPTION_STRING,
 	  .offset = FIELD(top.timezone), .default_value = "UTC", .metavar = "ZONE",
-	  .help = "schedule: tz database zone of the fields",
+	  .help = "schedule: tz database zone of the fields\n"
+		  "(and of --once-per's windows)",
 	  .check = check_timezone },
 	{ .key = "jitter", .long_name = "jitter", .type = OPTION_DURATION,
 	  .offset = FIELD(top.jitter_ms), .default_value = "0", .metavar = "DUR",
@@ -539,13 +543,7 @@ static int section_cb(void *user, int line, const char *name)
 /* "lock-key" or "Max_Runtime": the key it likely meant, or NULL. */
 static const char *job_key_hint(const char *key)
 {
-	char normal[64];
-
-	options_normal_key(key, normal, sizeof(normal));
-	for (int k = 0; k < JK_COUNT; k++)
-		if (strcmp(normal, job_keys[k].key) == 0)
-			return job_keys[k].key;
-	return NULL;
+	return options_nearest(key, false, &job_keys[0].key, JK_COUNT, sizeof(job_keys[0]));
 }
 
 static int unknown_job_key(struct loader *ld, int line, const char *name,
@@ -1359,6 +1357,7 @@ static int load(struct loader *ld, int argc, char **argv)
 	    (result = options_load_environment(ld->op)) != CONFIG_OK ||
 	    (result = options_load_argv(ld->op)) != CONFIG_OK)
 		return result;
+	options_env_hint(ld->op, ld->cfg->env_hint, sizeof(ld->cfg->env_hint));
 	return finish(ld);
 }
 

@@ -113,6 +113,9 @@ struct config {
 	 * jobs[] instead: a [job.NAME] section inherits only the file's
 	 * [pgleader] values, or the defaults. */
 	struct config_job top;
+	/* A PGLEADER_ variable near a key's name, ignored: one line for the
+	 * log once it is set up ("" when none; options_env_hint). */
+	char env_hint[256];
 };
 
 /* What config_load returns besides the two exit codes it passes on from

@@ -185,11 +185,17 @@ static void start_run(struct job *jb, int64_t tick, int64_t run_id)
 	jb->state = JOB_RUNNING;
 	jb->run_started = clocks_monotonic();
 	jb->view.pid = (int)child_pid(jb->child);
+	/* The one line of a start (the child leaves it to us): the job, and
+	 * the run and its tick for a scheduled one. */
 	if (run_id > 0) {
 		jb->view.last_tick = (double)tick / 1000;
-		log_info("job %s: started run %" PRId64 " for tick %s (pid %d)",
-			 jb->cfg->name, run_id, clocks_rfc3339(tick, when, sizeof(when)),
-			 jb->view.pid);
+		log_event(LOG_LEVEL_INFO, &(struct log_fields){ .command_pid = jb->view.pid },
+			  "job %s: started run %" PRId64 " for tick %s (pid %d)",
+			  jb->cfg->name, run_id, clocks_rfc3339(tick, when, sizeof(when)),
+			  jb->view.pid);
+	} else {
+		log_event(LOG_LEVEL_INFO, &(struct log_fields){ .command_pid = jb->view.pid },
+			  "job %s: started command (pid %d)", jb->cfg->name, jb->view.pid);
 	}
 	if (jb->cfg->max_runtime_ms > 0 && run_id > 0) {
 		ev_timer_set(&jb->limit_timer, (double)jb->cfg->max_runtime_ms / 1000, 0.);
@@ -636,7 +642,8 @@ static void begin(struct jobs *j, int64_t now)
 		if (j->cfg->once_per_ms > 0 && jb->paused)
 			end_paused_one_shot(jb, "not run");
 		else if (j->cfg->once_per_ms > 0)
-			claim(jb, now / j->cfg->once_per_ms * j->cfg->once_per_ms, false);
+			claim(jb, schedule_window(jb->cfg->timezone, now,
+						  j->cfg->once_per_ms), false);
 		else if (jb->sched)
 			ask_last(jb, false);
 		else if (jb->paused)
@@ -768,7 +775,7 @@ static void pause_job(struct job *jb)
 	log_notice("job %s paused%s: stopping it", jb->cfg->name, who);
 	jb->pause_stop = true;
 	if (jb->state == JOB_RUNNING) {
-		jb->interrupted = true;
+		jb->interrupted = !child_exited(jb->child);
 		jb->state = JOB_STOPPING;
 		child_stop(jb->child);
 	}
@@ -897,7 +904,10 @@ void jobs_stop(struct jobs *j)
 		ev_timer_stop(j->loop, &jb->wait_timer);
 		jb->view.next_tick = 0;
 		if (jb->state == JOB_RUNNING || jb->state == JOB_STOPPING) {
-			jb->interrupted = true;
+			/* A command that ended by itself before the stop (while
+			 * this node was frozen, say) is recorded as it ended. */
+			if (!child_exited(jb->child))
+				jb->interrupted = true;
 			jb->state = JOB_STOPPING;
 			child_stop(jb->child);
 		}
@@ -963,6 +973,7 @@ static bool job_init(struct jobs *j, struct job *jb, const struct config_job *cf
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
+	child_set_label(jb->child, cfg->name);
 	return true;
 }
 

@@ -56,6 +56,7 @@ struct lease {
 	int64_t key;
 	uint64_t token;
 	char since[32];         /* when the lock was granted, "" when not held */
+	char waiting[32];       /* when this session queued for the lock, "" */
 	char nodes[LOG_MSG_MAX]; /* the last ping's node ids (list_nodes) */
 
 	/* lease_query: one caller's statement, sent when the session is idle
@@ -113,6 +114,7 @@ static void closed(struct lease *l)
 	l->ping_wanted = false;
 	l->want_lock = WANT_NONE;
 	l->since[0] = '\0';
+	l->waiting[0] = '\0';
 	query_abandon(l, "the session closed");
 }
 
@@ -159,8 +161,14 @@ static void released(struct lease *l, enum fault fault)
 static bool send_sql(struct lease *l, enum lease_phase phase, const char *sql,
 		     int nparams, const char *const *params)
 {
-	char tagged[LEASE_QUERY_MAX + LEASE_SQL_TAG_MAX];
+	char tagged[LEASE_QUERY_MAX + LEASE_SQL_TAG_MAX], waited[LEASE_SQL_MAX + 64];
+	int n;
 
+	/* A queued wait says since when this session has been queueing. */
+	if (phase == PHASE_LOCKING && l->waiting_in_queue && l->waiting[0] &&
+	    (n = snprintf(waited, sizeof(waited), "%s" WIRE_WAITING_FMT, sql,
+			  l->waiting)) > 0 && (size_t)n < sizeof(waited))
+		sql = waited;
 	if ((!l->lock_name || l->key_known) &&
 	    lease_sql_tag(tagged, sizeof(tagged), sql, l->o.fence ? WIRE_TAG_FENCE
 			  : WIRE_TAG_LOCK, l->key, l->since,
@@ -304,6 +312,7 @@ static void lock_granted(struct lease *l)
 	 * one on says since when this node leads */
 	clock_gettime(CLOCK_REALTIME, &now);
 	lease_sql_since(l->since, sizeof(l->since), (int64_t)now.tv_sec, now.tv_nsec);
+	l->waiting[0] = '\0';
 	warn_missing(l, lease_sql_claim(sql, sizeof(sql), &l->srv, l->o.server_lease));
 	if (send_sql(l, PHASE_CLAIMING, sql, 0, NULL))
 		emit(l, LEASE_GRANTED, FAULT_NONE, NULL);
@@ -562,6 +571,18 @@ void lease_connect(struct lease *l)
 	lease_conn_start(&l->conn);
 }
 
+/* The first queued try's pg_locks.waitstart says since when the session
+ * waits; the tries after it, each ended by lock_timeout, say it in their
+ * comment (wire.h WIRE_WAITING_FMT), until the grant or the session's
+ * end. Wall clock time, for people. */
+static void note_waiting(struct lease *l)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	lease_sql_since(l->waiting, sizeof(l->waiting), (int64_t)now.tv_sec, now.tv_nsec);
+}
+
 static void send_lock(struct lease *l, bool queue)
 {
 	char sql[LEASE_SQL_MAX];
@@ -583,6 +604,8 @@ static void send_lock(struct lease *l, bool queue)
 		send_sql(l, PHASE_LOCKING, sql, 0, NULL);
 	else
 		send_lock_sql(l, PHASE_LOCKING, queue ? LEASE_SQL_WAIT : LEASE_SQL_TRY);
+	if (queue && !l->waiting[0])
+		note_waiting(l);
 }
 
 void lease_try_lock(struct lease *l)

@@ -337,8 +337,11 @@ static const char last_sql_text[] =
 	" WHERE lock_key = $1::bigint AND job = $2::text AND outcome = 'running'"
 	" AND fencing_token < $3::bigint AND NOT $4::boolean), " LEDGER_SQL_NOW;
 
+/* The run's own leader saw how it ended: that is its outcome, also over
+ * the interrupted of a later leader's presumption (last_sql_text) when
+ * the command had ended by itself (the leader frozen meanwhile, say). */
 static const char finish_sql_text[] =
-	"UPDATE @S.runs SET outcome = CASE WHEN outcome = 'running'"
+	"UPDATE @S.runs SET outcome = CASE WHEN outcome IN ('running', 'interrupted')"
 	" THEN $3::text ELSE outcome END, exit_status = $4::int,"
 	" finished_at = clock_timestamp() WHERE run_id = $1::bigint"
 	" AND fencing_token = $2::bigint AND finished_at IS NULL";

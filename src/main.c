@@ -295,6 +295,8 @@ int main(int argc, char **argv)
 	scrub_argv(argc, argv);
 	log_init((enum log_level)cfg.log_level);
 	log_set_format(cfg.log_format);
+	if (cfg.env_hint[0])
+		log_warning("%s", cfg.env_hint);
 
 	code = cfg.mode == CONFIG_MODE_RUNS ? ledger_cli_runs(&cfg)
 	       : cfg.mode == CONFIG_MODE_INIT_DB ? ledger_cli_init_db(&cfg)

@@ -7,8 +7,10 @@
 
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define HELP_COLUMN 30
 #define WHERE_MAX 600 /* "FILE:LINE: key" */
@@ -192,6 +194,41 @@ int options_load_environment(struct options *op)
 	return OPTIONS_OK;
 }
 
+const char *options_env_hint(const struct options *op, char *buf, size_t len)
+{
+	const char *prefix = op->spec->env_prefix, *hint;
+	size_t plen;
+	char name[64], shown[64], normal[64];
+
+	buf[0] = '\0';
+	if (!prefix)
+		return buf;
+	plen = strlen(prefix);
+	for (char **e = environ; *e; e++) {
+		size_t n = strcspn(*e, "=");
+
+		if (strncmp(*e, prefix, plen) != 0 || n <= plen || n - plen >= sizeof(name))
+			continue;
+		memcpy(name, *e + plen, n - plen);
+		name[n - plen] = '\0';
+		options_normal_key(name, normal, sizeof(normal));
+		if (find_key(op->spec, normal) && strcmp(normal, name) != 0 &&
+		    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_0123456789") == strlen(name))
+			continue; /* PGLEADER_LOCK_KEY itself */
+		hint = options_nearest(name, false, &op->spec->rows[0].key, op->spec->nrows,
+				       sizeof(op->spec->rows[0]));
+		if (!hint)
+			continue;
+		describe(op, find_key(op->spec, hint), OPTIONS_LAYER_ENV, 0, normal,
+			 sizeof(normal));
+		snprintf(buf, len, "%s%s is not a setting and is ignored (did you mean %s?)",
+			 prefix, value_printable(name, strlen(name), shown, sizeof(shown)),
+			 normal);
+		break;
+	}
+	return buf;
+}
+
 int options_load_argv(struct options *op)
 {
 	int result = OPTIONS_OK;
@@ -237,16 +274,47 @@ const char *options_normal_key(const char *name, char *buf, size_t len)
 	return buf;
 }
 
+static const char *name_at(const char *const *name, size_t i, size_t stride)
+{
+	return *(const char *const *)(const void *)((const char *)name + i * stride);
+}
+
+const char *options_nearest(const char *typed, bool dashes, const char *const *name,
+			    size_t n, size_t stride)
+{
+	const char *best = NULL, *known;
+	size_t best_distance = SIZE_MAX, d;
+	char normal[64];
+
+	options_normal_key(typed, normal, sizeof(normal));
+	for (char *c = normal; dashes && *c; c++)
+		*c = *c == '_' ? '-' : *c;
+	for (size_t i = 0; i < n; i++)
+		if ((known = name_at(name, i, stride)) && strcmp(normal, known) == 0)
+			return known;
+	for (size_t i = 0; i < n; i++) {
+		if (!(known = name_at(name, i, stride)) || !value_is_near(normal, known))
+			continue;
+		d = value_edit_distance(normal, known, 3);
+		if (d < best_distance) {
+			best = known;
+			best_distance = d;
+		}
+	}
+	return best;
+}
+
 static void report_unknown_key(struct options *op, const char *name)
 {
-	const struct option_row *row;
-	char normal[64], shown[64];
+	const char *hint;
+	char shown[64];
 
-	/* A hint for the likely typo: "lock-key" or "Lock_Key". */
-	row = find_key(op->spec, options_normal_key(name, normal, sizeof(normal)));
+	/* A hint for the likely typo: "lock-key", "Lock_Key" or "lcok_key". */
+	hint = options_nearest(name, false, &op->spec->rows[0].key, op->spec->nrows,
+			       sizeof(op->spec->rows[0]));
 	options_fail(op, EX_CONFIG, "%s:%d: unknown key %s%s%s%s", op->path,
 		     op->line, value_quote(name, shown, sizeof(shown)),
-		     row ? " (did you mean " : "", row ? row->key : "", row ? "?)" : "");
+		     hint ? " (did you mean " : "", hint ? hint : "", hint ? "?)" : "");
 }
 
 /* A further section's header and keys go to the caller, with the name
@@ -333,6 +401,27 @@ static size_t list_candidates(const struct options_spec *spec, const char *word,
 	return matches;
 }
 
+/* "--lock-kye": getopt_long only says '?'; the nearest long option is a
+ * likelier hint than --help. */
+static int unknown_long_option(struct options *op, const char *word, size_t len,
+			       const char *shown)
+{
+	const char *hint = NULL;
+	char typed[64];
+
+	if (strncmp(word, "--", 2) == 0 && len - 2 < sizeof(typed)) {
+		memcpy(typed, word + 2, len - 2);
+		typed[len - 2] = '\0';
+		hint = options_nearest(typed, true, &op->spec->rows[0].long_name,
+				       op->spec->nrows, sizeof(op->spec->rows[0]));
+	}
+	if (hint)
+		return options_fail(op, EX_USAGE, "unknown option %s (did you mean --%s?)",
+				    shown, hint);
+	return options_fail(op, EX_USAGE, "unknown option %s; see %s --help", shown,
+			    op->spec->program);
+}
+
 static int bad_option(struct options *op, int c, const char *word)
 {
 	const struct option_row *row = find_option(op->spec, optopt);
@@ -351,8 +440,7 @@ static int bad_option(struct options *op, int c, const char *word)
 	if (list_candidates(op->spec, word, len, candidates, sizeof(candidates)) > 1)
 		return options_fail(op, EX_USAGE, "ambiguous option %s (%s)", shown,
 				    candidates);
-	return options_fail(op, EX_USAGE, "unknown option %s; see %s --help", shown,
-			    op->spec->program);
+	return unknown_long_option(op, word, len, shown);
 }
 
 /* One option read: an action runs now, a flag is set now (it has no key,

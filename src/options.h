@@ -133,6 +133,22 @@ const char *options_path(const struct options *op);
 /* name as a key would be written, for a hint at a likely typo: "lock-key"
  * and "Lock_Key" are "lock_key". Returns buf. */
 const char *options_normal_key(const char *name, char *buf, size_t len);
+/* The known name nearest to typed for a "did you mean": the one equal to
+ * it once normalised (options_normal_key, with dashes when dashes is set),
+ * else the nearest by edit distance if near enough (value_is_near), the
+ * first of a tie; NULL when none is. The n names are in a table of
+ * entries stride bytes apart: name points at the first entry's name (a
+ * const char *, NULL for none). */
+const char *options_nearest(const char *typed, bool dashes, const char *const *name,
+			    size_t n, size_t stride);
+
+/* The first variable of the environment that starts with the prefix, is
+ * no key's, and is near one (options_nearest): likely a typo, which would
+ * be ignored without a word. One line into buf ("" when none): 'PGLEADER_LOCKKEY
+ * is not a setting and is ignored (did you mean PGLEADER_LOCK_KEY?)'. Only
+ * a hint: the environment holds variables of other programs, and the
+ * command's own PGLEADER_JOB, PGLEADER_TICK, ... Returns buf. */
+const char *options_env_hint(const struct options *op, char *buf, size_t len);
 
 /* Frees the OPTION_STRING fields of target and sets them to NULL. */
 void options_release(const struct options_spec *spec, void *target);

@@ -19,6 +19,9 @@
 #define FIRST_DAY INT64_C(-719162)
 #define LAST_DAY INT64_C(2932896)
 #define NO_MATCH INT64_MAX
+/* The shortest @every: each tick is a row in the ledger, and a second is
+ * what a cron user expects as the finest grain. */
+#define EVERY_MIN_MS 1000
 
 struct schedule {
 	char *expr;
@@ -27,7 +30,6 @@ struct schedule {
 	uint64_t minute, hour, dom, month, dow; /* bit i: value i */
 	bool dom_star, dow_star; /* the field starts with '*' */
 	bool wild;      /* the minute or the hour field starts with '*' */
-	bool never;     /* no day matches: 0 0 30 2 * */
 };
 
 /* ---- calendar ---- */
@@ -325,21 +327,23 @@ static int parse_field(const char *text, const struct field *f, uint64_t *mask,
 	}
 }
 
-/* true when no day can ever match: the day-of-month must match (either
- * day field starts with '*') and no chosen month has a chosen day. */
-static bool never_matches(const struct schedule *s)
-{
-	static const int longest[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-
-	if (!s->dom_star && !s->dow_star)
-		return false;
-	for (int m = 1; m <= 12; m++)
-		if (s->month >> m & 1 && next_bit(s->dom, 1) <= longest[m - 1])
-			return false;
-	return true;
-}
-
 #define FIELD_MAX 64
+
+/* A sixth field from p on: seconds first (Quartz, Spring) or a year last
+ * (Quartz, AWS) make 6 or 7; more is something else. */
+static int too_many_fields(const char *p, char *why, size_t whylen)
+{
+	int n = 5;
+
+	for (p += strspn(p, " \t"); *p; p += strspn(p, " \t")) {
+		p += strcspn(p, " \t");
+		n++;
+	}
+	if (n > 7)
+		return value_why(why, whylen, "more than 5 fields");
+	return value_why(why, whylen, "%d fields, takes 5 (minute hour day-of-month "
+			 "month day-of-week): no seconds or year field", n);
+}
 
 static int parse_cron(struct schedule *s, const char *expr, char *why,
 		      size_t whylen)
@@ -357,7 +361,7 @@ static int parse_cron(struct schedule *s, const char *expr, char *why,
 			break;
 		len = strcspn(p, " \t");
 		if (n == 5)
-			return value_why(why, whylen, "more than 5 fields");
+			return too_many_fields(p, why, whylen);
 		if (len >= FIELD_MAX)
 			return value_why(why, whylen, "%s: too long", fields[n].name);
 		memcpy(words[n], p, len);
@@ -375,7 +379,10 @@ static int parse_cron(struct schedule *s, const char *expr, char *why,
 	s->wild = words[0][0] == '*' || words[1][0] == '*';
 	s->dom_star = words[2][0] == '*';
 	s->dow_star = words[4][0] == '*';
-	s->never = never_matches(s);
+	/* The calendar repeats every 400 years and next_match looks 401 ahead:
+	 * no match there is none ever (0 0 29 2 * is found, 0 0 30 2 * not). */
+	if (next_match(s, 0) == NO_MATCH)
+		return value_why(why, whylen, "no date matches it: it would never run");
 	return 0;
 }
 
@@ -397,15 +404,21 @@ static int parse_at(struct schedule *s, const char *expr, char *why,
 		len = strcspn(arg, " \t");
 		if (len == 0 || len >= sizeof(dur) || arg[len + strspn(arg + len, " \t")])
 			return value_why(why, whylen, "@every takes one duration "
-					 "(examples: 500ms, 5s, 2m, 1h)");
+					 "(examples: 30s, 5m, 1h)");
 		memcpy(dur, arg, len);
 		dur[len] = '\0';
 		if (value_parse_duration(dur, &s->every) < 0)
 			return value_why(why, whylen, "%s is not a duration (examples: "
-					 "500ms, 5s, 2m, 1h; at most 720h)",
+					 "30s, 5m, 1h; at most 720h)",
 					 value_quote(dur, shown, sizeof(shown)));
-		if (s->every < 1)
-			return value_why(why, whylen, "@every needs at least 1ms");
+		/* A cron user reads "@every 5" as minutes, a duration as seconds. */
+		if (dur[len - 1] >= '0' && dur[len - 1] <= '9')
+			return value_why(why, whylen, "@every needs a unit: %ss or %sm",
+					 dur, dur);
+		/* Each tick claims a row in the ledger: @every 1ms is 1,000 rows
+		 * a second, never meant. */
+		if (s->every < EVERY_MIN_MS)
+			return value_why(why, whylen, "@every needs at least 1s");
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(shorthands) / sizeof(shorthands[0]); i++)
@@ -533,8 +546,6 @@ int64_t schedule_next(const struct schedule *s, int64_t t)
 		t = FIRST_MS - 1;
 	if (s->every > 0)
 		return (floor_div(t, s->every) + 1) * s->every;
-	if (s->never)
-		return SCHEDULE_NEVER;
 	return s->wild ? wild_next(s, t) : fixed_next(s, t);
 }
 
@@ -546,8 +557,6 @@ int64_t schedule_prev(const struct schedule *s, int64_t t)
 		t = LAST_MS;
 	if (s->every > 0)
 		return floor_div(t, s->every) * s->every;
-	if (s->never)
-		return INT64_MIN;
 	return s->wild ? wild_prev(s, t) : fixed_prev(s, t);
 }
 
@@ -561,6 +570,16 @@ int64_t schedule_interval(const struct schedule *s, int64_t t)
 		return SCHEDULE_NEVER;
 	next = schedule_next(s, prev);
 	return next == SCHEDULE_NEVER ? SCHEDULE_NEVER : next - prev;
+}
+
+int64_t schedule_window(const char *zone, int64_t t, int64_t dur)
+{
+	char why[200];
+	const struct zone *z = zone_get(zone ? zone : "UTC", why, sizeof(why));
+
+	if (!z)
+		return floor_div(t, dur) * dur;
+	return zone_first_reaching(z, floor_div(zone_wall_max(z, t), dur) * dur);
 }
 
 /* FNV-1a over the bytes, little-endian for the numbers so that every

@@ -21,17 +21,19 @@ struct schedule;
  *   from the first); S is 1 to B - A (cronie warns about a larger one and
  *   runs A alone: refused here). A-B must not go backwards, but for
  *   day-of-week A-0 or A-sun, which is A-7. Not taken: N/S, ~, L, W, #,
- *   ?, a sixth (seconds) field.
+ *   ?, a sixth (seconds or year) field.
  * - The day rule is cronie's: when the day-of-month or the day-of-week
  *   field starts with '*' (a step after it too), a day must match both; when
  *   neither does, it matches if either does ("0 0 1,15 * mon": the 1st,
- *   the 15th and every Monday). An expression no day can match (0 0 30 2
- *   *) is taken and never ticks.
+ *   the 15th and every Monday). An expression no date can match (0 0 30 2
+ *   *) is refused; a rare one (0 0 29 2 *, every 4 years) is taken.
  * - @hourly (0 * * * *), @daily and @midnight (0 0 * * *), @weekly
  *   (0 0 * * 0), @monthly (0 0 1 * *), @yearly and @annually (0 0 1 1 *),
  *   in any case.
- * - "@every DUR": DUR as config takes durations (500ms, 5s, 2m, 1h, 1.5s;
- *   one unit, at least 1ms, at most 720h). The ticks are the whole
+ * - "@every DUR": DUR as config takes durations (5s, 2m, 1h, 1.5s; one
+ *   unit, which must be written: "@every 5" is refused, as a cron user
+ *   reads minutes; at least 1s, as each tick is a row in the ledger; at
+ *   most 720h). The ticks are the whole
  *   multiples of DUR since 1970-01-01T00:00:00Z, whatever the zone, so
  *   that every node computes the same ones.
  *
@@ -61,7 +63,7 @@ struct schedule *schedule_new(const char *expr, const char *zone, char *err,
 void schedule_free(struct schedule *s);
 
 /* The first tick strictly after t; SCHEDULE_NEVER when there is none
- * (0 0 30 2 *, or none before year 10000). Microseconds: no I/O, no TZ. */
+ * (none before year 10000). Microseconds: no I/O, no TZ. */
 int64_t schedule_next(const struct schedule *s, int64_t t);
 /* The newest tick at or before t; INT64_MIN when there is none (none in
  * the 400 years before t, or t before year 1). */
@@ -70,6 +72,18 @@ int64_t schedule_prev(const struct schedule *s, int64_t t);
  * before t to the next one (the default missed window); SCHEDULE_NEVER
  * for a schedule that never ticks. */
 int64_t schedule_interval(const struct schedule *s, int64_t t);
+
+/* The start of the --once-per window of length dur (> 0) that holds
+ * instant t, on the clock of zone (a tz database name; NULL or one that
+ * cannot be read: UTC). The windows are floor(wall / dur) of the zone's
+ * local wall time, counted from 1970-01-01 00:00 local, and a window
+ * begins at the first instant the clock shows its start: a 24h window is
+ * a local calendar day (23 or 25 hours on a DST change), a 1h window a
+ * local clock hour; a start a gap skips (spring forward) begins at the
+ * gap's end, and the clock counts as not going back (fall back: the
+ * repeated hour belongs to the window its first pass ended in). In UTC,
+ * floor(t / dur) * dur. */
+int64_t schedule_window(const char *zone, int64_t t, int64_t dur);
 
 /* The delay in [0, jitter) before a tick starts: the same on every node
  * and every version, derived from the lock key, the job name (NULL as "")

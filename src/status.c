@@ -356,7 +356,9 @@ static PGconn *connect_db(const struct config *cfg, int *code, const char *fallb
  * tags, or a statement hidden from a role without pg_read_all_stats) cannot
  * say which lock it is for: it is shown as an idle standby. A session that
  * holds or awaits another advisory lock belongs to another fleet.
- * $1 the key, $2 WIRE_TAG_RE. */
+ * A queued session's wait started with its last try (each retry_interval):
+ * since when it has been queueing is its own comment (WIRE_WAITING_RE).
+ * $1 the key, $2 WIRE_TAG_RE, $3 WIRE_WAITING_RE. */
 #define SESSIONS_SQL(waitstart) \
 	"WITH k AS (SELECT (($1::bigint >> 32) & 4294967295)::oid AS k_class,\n" \
 	"                  ($1::bigint & 4294967295)::oid AS k_obj,\n" \
@@ -371,7 +373,8 @@ static PGconn *connect_db(const struct config *cfg, int *code, const char *fallb
 	"       a.pid,\n" \
 	"       to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),\n" \
 	"       l.granted,\n" \
-	"       to_char(l.waitstart AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),\n" \
+	"       CASE WHEN NOT l.granted THEN COALESCE((regexp_match(a.query, $3))[1] || 'Z',\n" \
+	"         to_char(l.waitstart AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) END,\n" \
 	"       a.state,\n" \
 	"       COALESCE(CASE l.objsubid WHEN 1 THEN 'lock' WHEN 2 THEN 'fence' END,\n" \
 	"                a.tag[1], 'lock') AS part,\n" \
@@ -445,12 +448,12 @@ static void snapshot_free(struct snapshot *snap)
 /* Looks at the lock once; false (with a message) when the query failed. */
 static bool snapshot_take(PGconn *conn, const char *key, struct snapshot *snap)
 {
-	const char *params[2] = { key, WIRE_TAG_RE };
+	const char *params[3] = { key, WIRE_TAG_RE, WIRE_WAITING_RE };
 
 	memset(snap, 0, sizeof(*snap));
 	/* pg_locks.waitstart exists from PostgreSQL 14 on. */
 	snap->res = query(conn, PQserverVersion(conn) >= 140000 ? SESSIONS_SQL("waitstart")
-			  : SESSIONS_SQL("NULL::timestamptz"), 2, params);
+			  : SESSIONS_SQL("NULL::timestamptz"), 3, params);
 	if (!snap->res)
 		return false;
 	snap->n = PQntuples(snap->res);

@@ -352,6 +352,60 @@ static size_t utf8_sequence(const unsigned char *p)
 	return 0;
 }
 
+#define EDIT_NAME_MAX 64 /* longer names are not compared */
+
+static size_t min2(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Row i of the optimal string alignment table from the two before it;
+ * returns the row's least cell. */
+static size_t edit_row(const char *a, size_t i, const char *b, size_t nb,
+		       const size_t *before, const size_t *prev, size_t *cur)
+{
+	size_t best = cur[0] = i;
+
+	for (size_t j = 1; j <= nb; j++) {
+		size_t d = min2(prev[j - 1] + (a[i - 1] != b[j - 1]),
+				min2(prev[j], cur[j - 1]) + 1);
+
+		if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+			d = min2(d, before[j - 2] + 1);
+		cur[j] = d;
+		best = min2(best, d);
+	}
+	return best;
+}
+
+size_t value_edit_distance(const char *a, const char *b, size_t limit)
+{
+	size_t rows[3][EDIT_NAME_MAX + 1], na = strlen(a), nb = strlen(b);
+	size_t *before = rows[0], *prev = rows[1], *cur = rows[2], *spare;
+
+	if (na > EDIT_NAME_MAX || nb > EDIT_NAME_MAX || (na > nb ? na - nb : nb - na) > limit)
+		return limit + 1;
+	for (size_t j = 0; j <= nb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= na; i++) {
+		/* Cells only grow from a row whose least is past limit. */
+		if (edit_row(a, i, b, nb, before, prev, cur) > limit)
+			return limit + 1;
+		spare = before;
+		before = prev;
+		prev = cur;
+		cur = spare;
+	}
+	return min2(prev[nb], limit + 1);
+}
+
+bool value_is_near(const char *typed, const char *known)
+{
+	size_t len = strlen(known), limit = len <= 4 ? 1 : len <= 8 ? 2 : 3;
+
+	return value_edit_distance(typed, known, limit) <= limit;
+}
+
 bool value_is_utf8(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;

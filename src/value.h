@@ -55,6 +55,14 @@ const char *value_path_shown(const char *path, char *buf, size_t len);
  * database, and what a lock name must be to hash the same everywhere. */
 bool value_is_utf8(const char *s);
 
+/* The edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of two neighbours, each 1: "lcok_key" is 1 from "lock_key"), or
+ * limit + 1 when it is more than limit; bytes, case-sensitive. */
+size_t value_edit_distance(const char *a, const char *b, size_t limit);
+/* Whether a typed name is near enough to a known one to suggest it: at
+ * most 1 edit for names of up to 4 bytes, 2 up to 8, 3 beyond. */
+bool value_is_near(const char *typed, const char *known);
+
 /* Writes the reason a value is refused into why; returns -1, what the
  * checks and parsers that take a why return. */
 int value_why(char *why, size_t whylen, const char *fmt, ...)

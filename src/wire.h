@@ -40,6 +40,20 @@
 #define WIRE_TAG_RE "/\\* pgleader (lock|fence) (-?[0-9]+)(?: leader since ([0-9:.TZ-]+))?" \
 	"(?: priority ([0-9]+))? \\*/"
 
+/* A session queued for its lock (pg_advisory_lock under lock_timeout,
+ * asked again each retry_interval) says from its second try on since when
+ * it has been queueing, in a comment of its own before the tag, so that
+ * `pgleader status` shows when the node began waiting, not the last try's
+ * start (pg_locks.waitstart, right for the first try only). Its own
+ * comment, not a part of the tag, so that WIRE_TAG_RE of earlier versions
+ * still finds the tag after it:
+ *   pgleader waiting since 2026-11-22T01:18:33.123Z
+ * WIRE_WAITING_RE gives the time back to the second as its group, as
+ * status shows waitstart. */
+#define WIRE_WAITING_FMT " /* pgleader waiting since %s */"
+#define WIRE_WAITING_RE "/\\* pgleader waiting since " \
+	"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(?:\\.[0-9]{1,9})?Z \\*/"
+
 /* connect_timeout when neither the DSN nor PGCONNECT_TIMEOUT sets one
  * (seconds; libpq treats values under 2 as 2). */
 #define WIRE_CONNECT_TIMEOUT_DEFAULT 10

@@ -103,6 +103,23 @@ for unit in pgleader.service pgleader@.service; do
 			;;
 		esac
 	done
+	# 64, 69 and 78 are not cured by a restart: no restart every 2s for
+	# ever after a bad configuration or a missing privilege; pgleader(1)
+	# names the same list.
+	prevent=$(sed -n 's/^RestartPreventExitStatus=//p' "$f")
+	for code in 64 69 78; do
+		case " $prevent " in
+		*" $code "*) ;;
+		*)
+			echo "check-units: $unit: RestartPreventExitStatus= lacks $code" >&2
+			status=1
+			;;
+		esac
+	done
+	if ! grep -qF "RestartPreventExitStatus Ns = Ns Li \"$prevent\"" "$top/man/pgleader.1"; then
+		echo "check-units: $unit: RestartPreventExitStatus=$prevent is not what man/pgleader.1 says" >&2
+		status=1
+	fi
 	state=$(sed -n 's/^StateDirectory=//p' "$f")
 	if ! grep -qx "WorkingDirectory=/var/lib/$state" "$f"; then
 		echo "check-units: $unit: WorkingDirectory= is not the writable StateDirectory= ($state)" >&2

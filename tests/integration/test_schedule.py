@@ -4,6 +4,7 @@ twice, and a tick that falls while no node leads is recorded, not lost.
 The jobs take time to stop (they trap SIGTERM), so an overlap would show."""
 
 import os
+import re
 import signal
 import time
 
@@ -246,6 +247,37 @@ def test_once_per_from_two_nodes(pg, fleet, ledger, lock_key):
     assert len(rows) == 1 and rows[0][3] == "succeeded" and rows[0][1] % 3600000 == 0
 
 
+def local_window_start(db_ms, zone, hours):
+    """The --once-per window holding db_ms as the man page defines it, by
+    python's zoneinfo: the zone's local day (or hours), from its first
+    instant. For the zones below, away from a DST change."""
+    from datetime import datetime, timedelta, timezone
+    from zoneinfo import ZoneInfo
+    local = datetime.fromtimestamp(db_ms / 1000, tz=ZoneInfo(zone)).replace(tzinfo=None)
+    epoch, d = datetime(1970, 1, 1), timedelta(hours=hours)
+    start = epoch + ((local - epoch) // d) * d
+    return int(start.replace(tzinfo=ZoneInfo(zone)).astimezone(timezone.utc).timestamp() * 1000)
+
+
+@pytest.mark.parametrize("zone", ["Asia/Kolkata", "America/New_York"])
+def test_once_per_window_follows_the_timezone(pg, fleet, ledger, lock_key, zone):
+    """issue 25 (10): --once-per 24h windows began at midnight UTC whatever
+    --timezone said; they are the zone's local days."""
+    job = {"after": 0.2, "exit_code": 0}
+    now = lambda: int(pg.scalar("SELECT (extract(epoch FROM now()) * 1000)::bigint"))
+    before = now()
+    a = fleet.start("a", "--nonblock", "--once-per", "24h", "--timezone", zone, job=job)
+    assert a.wait(bound(10)) == 0
+    after = now()
+    rows = runs(pg, lock_key)
+    assert len(rows) == 1 and rows[0][3] == "succeeded", rows
+    expected = {local_window_start(before, zone, 24), local_window_start(after, zone, 24)}
+    assert rows[0][1] in expected, (rows[0][1], expected)
+    assert rows[0][1] % 86400000 != 0  # not a UTC midnight
+    b = fleet.start("b", "--nonblock", "--once-per", "24h", "--timezone", zone, job=job)
+    assert b.wait(bound(10)) == 75 or local_window_start(now(), zone, 24) != rows[0][1]
+
+
 def test_role_without_create_exits_69(pg, fleet, ledger, lock_key):
     pg.psql("CREATE ROLE nocreate LOGIN")
     p = fleet.start("a", *sched(), dsn=pg.dsn(user="nocreate"))
@@ -374,3 +406,57 @@ def test_single_command_never_touches_the_ledger(pg, fleet, ledger, lock_key):
     a = fleet.start("a", job={"after": 0.5, "exit_code": 0})
     assert a.wait(bound(10)) == 0
     assert pg.scalar("SELECT count(*) FROM pg_namespace WHERE nspname = 'pgleader'") == "0"
+
+
+def test_each_start_is_one_line_naming_its_job(pg, fleet, ledger, lock_key, workdir):
+    """issue 25 (10): a start was two lines ("started command (pid P)" and
+    "job often: started run ... (pid P)") and "command exited with status
+    S" named no job. One line per start, naming the job; the exit line
+    names it too, for a scheduled job and one that runs all the time."""
+    cmd = " ".join(h.job_cmd(ledger.path, after=0.2, exit_code=3))
+    conf = os.path.join(str(workdir), "jobs.conf")
+    with open(conf, "w") as f:
+        f.write("[pgleader]\ndsn = %s\nlock_key = %d\n" % (pg.dsn(), lock_key))
+        f.write("[job.often]\ncommand = %s\nschedule = @every 1s\n" % cmd)
+        f.write("[job.always]\ncommand = %s\nrestart = always\n" % cmd)
+    a = fleet.start("a", raw=["-c", conf, "--node-id", "a"] + list(h.FAST))
+    wait_rows(pg, lock_key, 2, bound(10), outcome="failed", job="often")
+    a.wait_for_log(r"job always: command exited with status 3", timeout=bound(10))
+    a.wait_for_log(r"job often: command exited with status 3", timeout=bound(10))
+    a.stop()
+    text = a.text()
+    assert a.count(r"(?<!job often: )(?<!job always: )started command") == 0, text
+    assert a.count(r"(?<!job often: )(?<!job always: )(?<!its )command exited") == 0, text
+    for job in ("often", "always"):
+        pids = re.findall(r"job %s: started .*\(pid (\d+)\)" % job, text)
+        assert pids, "no start of job %s named:\n%s" % (job, text)
+        for pid in pids:  # one line per start
+            assert a.count(r"started .*\(pid %s\)" % pid) == 1, text
+
+
+def test_run_that_ended_while_its_leader_was_frozen_is_recorded_as_it_ended(
+        pg, fleet, ledger, lock_key):
+    """issue 25 (6): a run whose command exited 0 while its leader was
+    frozen past the server lease was recorded interrupted, with exit status
+    0: the next leader had presumed it cut off. The old leader, awake, saw
+    it end by itself: the row says succeeded, as it happened, and the tick
+    is not run again."""
+    job = {"after": 2.0, "exit_code": 0}
+    a = fleet.start("a", *sched(every="5s"), job=job)
+    a.wait_for_log(r"acquired leader lease", timeout=bound(10))
+    b = fleet.start("b", *sched(every="5s"), job=job)
+    h.wait_queued(pg, lock_key, "b")
+    assert ledger.wait_for("start", timeout=bound(10)).node == "a"
+    a.signal(signal.SIGSTOP)  # the command runs on, ends 2s later
+    try:
+        b.wait_for_log(r"acquired leader lease", timeout=bound(h.FAST_LEASE + 5))
+        h.wait_until(lambda: runs(pg, lock_key)[0][3] == "interrupted",
+                     bound(10), what="the next leader's presumption: interrupted")
+    finally:
+        a.signal(signal.SIGCONT)
+    h.wait_until(lambda: runs(pg, lock_key)[0][4] is not None,
+                 bound(15), what="the old leader recording the run's end")
+    first = runs(pg, lock_key)[0]
+    assert first[2] == "a" and (first[3], first[4]) == ("succeeded", 0), runs(pg, lock_key)
+    time.sleep(1)
+    assert_each_tick_once(pg, lock_key, ledger, 5000)

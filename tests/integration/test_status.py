@@ -541,3 +541,32 @@ def test_watch_unreachable_exits_69(workdir):
     r = run_status(workdir, "--watch", "--dsn",
                    "host=127.0.0.1 port=%d connect_timeout=5" % port)
     assert r.rc == 69 and r.out == "", r
+
+
+def test_waiting_since_is_when_the_node_began_waiting(workdir, fleet_shared, pg_shared):
+    """issue 25 (10): "waiting since" was pg_locks.waitstart, which starts
+    again with each try that lock_timeout ends (every retry_interval, 1s
+    here): it must be when the node began waiting, the same across tries."""
+    before = time.time()
+    start_leader_and_standby(fleet_shared, pg_shared, "st-wsince-a", "st-wsince-b")
+
+    def waiting_since():
+        r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(fleet_shared.key),
+                       "--json")
+        assert r.rc == 0, r
+        for s in json.loads(r.out)["standbys"]:
+            if s["node_id"] == "st-wsince-b" and s["state"] == "waiting":
+                return s["waiting_since"]
+        return None  # between two tries
+    first = h.wait_until(waiting_since, 5, interval=0.05, what="the standby waiting")
+    time.sleep(2.5)  # two tries or more ended by lock_timeout
+    later = h.wait_until(waiting_since, 5, interval=0.05, what="the standby waiting again")
+    def epoch(stamp):
+        return time.mktime(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    # the first try's waitstart (server) and the node's clock: the same
+    # second, or the next one across a boundary
+    assert abs(epoch(later) - epoch(first)) <= 1, (first, later)
+    assert before - 1 <= epoch(later) <= time.time() - 2.5, (first, later)
+    r = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(fleet_shared.key))
+    line = node_line(r.out, "standby", "st-wsince-b")
+    assert line is None or "idle" in line or later in line or first in line, r

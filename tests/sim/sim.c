@@ -1343,6 +1343,18 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	    cur_node >= 0 ? W.nodes[cur_node].name : "?", buf);
 }
 
+void log_event(enum log_level level, const struct log_fields *f, const char *fmt, ...)
+{
+	char buf[LOG_MSG_MAX];
+	va_list ap;
+
+	(void)f;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_msg(level, "%s", buf);
+}
+
 /* libev: a timer of node loop->node, on its clock. */
 void ev_timer_start(struct ev_loop *loop, ev_timer *w)
 {
@@ -1802,6 +1814,12 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 	return c;
 }
 
+void child_set_label(struct child *c, const char *job)
+{
+	(void)c;
+	(void)job;
+}
+
 void child_free(struct child *c)
 {
 	struct node *n = &W.nodes[cur_node];
@@ -1887,6 +1905,11 @@ void child_signal(struct child *c, int sig)
 bool child_running(const struct child *c)
 {
 	return c->running;
+}
+
+bool child_exited(const struct child *c)
+{
+	return !c->running || !c->alive;
 }
 
 pid_t child_pid(const struct child *c)

@@ -854,7 +854,18 @@ static const struct {
 	{ "[pg\x1b[2Jleader]\n", EX_CONFIG,
 	  "FILE:1: unknown section [pg?[2Jleader] (expected [pgleader] or [job.NAME])", NULL, NULL },
 	{ "[pgleader]\nlock\x07key = 1\n", EX_CONFIG,
-	  "FILE:2: unknown key \"lock?key\"", NULL, NULL },
+	  "FILE:2: unknown key \"lock?key\" (did you mean lock_key?)", NULL, NULL },
+	/* a typo: the nearest key by edit distance */
+	{ "[pgleader]\nlcok_key = 1\n", EX_CONFIG,
+	  "FILE:2: unknown key \"lcok_key\" (did you mean lock_key?)", NULL, NULL },
+	{ "[pgleader]\nretry_intervall = 1s\n", EX_CONFIG,
+	  "FILE:2: unknown key \"retry_intervall\" (did you mean retry_interval?)",
+	  NULL, NULL },
+	{ "[pgleader]\nping-intreval = 1s\n", EX_CONFIG,
+	  "FILE:2: unknown key \"ping-intreval\" (did you mean ping_interval?)",
+	  NULL, NULL },
+	{ "[pgleader]\ndns = host=x\n", EX_CONFIG,
+	  "FILE:2: unknown key \"dns\" (did you mean dsn?)", NULL, NULL },
 	{ "[pgleader]\nacquire = \x1b]0;owned\x07\n", EX_CONFIG,
 	  "FILE:2: acquire: invalid value \"?]0;owned?\" (expected wait, poll)", NULL, NULL },
 	/* the first error is the one reported, whoever found it */
@@ -1106,6 +1117,14 @@ static const struct {
 	{ { "-x", "true" }, EX_USAGE, "unknown option -x; see pgleader --help" },
 	{ { "-vx", "true" }, EX_USAGE, "unknown option -x; see pgleader --help" },
 	{ { "--foo", "true" }, EX_USAGE, "unknown option --foo; see pgleader --help" },
+	{ { "--lock-kye=1", "true" }, EX_USAGE,
+	  "unknown option --lock-kye (did you mean --lock-key?)" },
+	{ { "--scheduel", "@daily", "true" }, EX_USAGE,
+	  "unknown option --scheduel (did you mean --schedule?)" },
+	{ { "--once_per=1h", "true" }, EX_USAGE,
+	  "unknown option --once_per (did you mean --once-per?)" },
+	{ { "--Retry-Interval=1s", "true" }, EX_USAGE,
+	  "unknown option --Retry-Interval (did you mean --retry-interval?)" },
 	{ { "--foo=bar", "true" }, EX_USAGE, "unknown option --foo; see pgleader --help" },
 	{ { "--metrics-addr=:9187", "true" }, EX_USAGE,
 	  "unknown option --metrics-addr; see pgleader --help" },
@@ -1651,6 +1670,24 @@ static const struct {
 	  EX_CONFIG, "FILE:3: [job.a] schedule: " },
 	{ "[job.a]\ncommand = true\nschedule = @daily\ntimezone = Europe/Nowhere\n",
 	  NULL, NULL, { NULL }, EX_CONFIG, "FILE:4: [job.a] timezone: " },
+	/* never runs, far too often, a bare number, nothing: refused */
+	{ NULL, NULL, NULL, { "--schedule", "", "true" }, EX_USAGE,
+	  "--schedule: must not be empty (leave it out for a command" },
+	{ "[pgleader]\nschedule =\ncommand = true\n", NULL, NULL, { NULL },
+	  EX_CONFIG, "FILE:2: schedule: must not be empty" },
+	{ "[job.a]\ncommand = true\nschedule =\n", NULL, NULL, { NULL },
+	  EX_CONFIG, "FILE:3: [job.a] schedule: must not be empty" },
+	{ NULL, NULL, NULL, { "--schedule", "0 0 30 2 *", "true" }, EX_USAGE,
+	  "--schedule: invalid schedule \"0 0 30 2 *\": no date matches it" },
+	{ "[pgleader]\nschedule = 0 0 31 4 *\ncommand = true\n", NULL, NULL, { NULL },
+	  EX_CONFIG, "FILE:2: schedule: invalid schedule \"0 0 31 4 *\": no date" },
+	{ NULL, NULL, NULL, { "--schedule=@every 1ms", "true" }, EX_USAGE,
+	  "--schedule: invalid schedule \"@every 1ms\": @every needs at" },
+	{ "[job.a]\ncommand = true\nschedule = @every 5\n", NULL, NULL, { NULL },
+	  EX_CONFIG, "FILE:3: [job.a] schedule: invalid schedule \"@every 5\": "
+	  "@every needs a unit" },
+	{ NULL, NULL, NULL, { "--schedule=0 0 * * * *", "true" }, EX_USAGE,
+	  "--schedule: invalid schedule \"0 0 * * * *\": 6 fields, takes 5" },
 	/* the command line's mistake is usage, whatever the file holds */
 	{ "[pgleader]\ntimezone = Nowhere/City\n", NULL, NULL,
 	  { "--schedule=x", "true" }, EX_USAGE, "--schedule: " },
@@ -1751,6 +1788,8 @@ static const struct {
 	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart)" },
 	{ "a likely typo", "[job.a]\ncommand = a\nMax-Runtime = 1h\n", NULL, NULL, { NULL },
 	  EX_CONFIG, "FILE:3: unknown key \"Max-Runtime\" in [job.a] (did you mean max_runtime?)" },
+	{ "unknown key", "[job.a]\ncommand = a\nschedul = @daily\n", NULL, NULL, { NULL },
+	  EX_CONFIG, "FILE:3: unknown key \"schedul\" in [job.a] (did you mean schedule?)" },
 	{ "duplicate section", "[job.a]\ncommand = a\n[job.b]\ncommand = b\n[job.a]\n", NULL,
 	  NULL, { NULL }, EX_CONFIG, "FILE:5: [job.a] is already defined on line 1" },
 	{ "no command", "[job.a]\nschedule = @daily\n[job.b]\ncommand = b\n", NULL, NULL,
@@ -2015,7 +2054,6 @@ static const struct {
 	{ NULL, { "--schema=ops", "--keep-runs=1h", "--timezone=Europe/Paris", "true" },
 	  false },
 	{ NULL, { "--once-per=0", "--nonblock", "true" }, false },
-	{ "[pgleader]\nschedule =\ncommand = true\n", { NULL }, false },
 	{ NULL, { "--schedule=@hourly", "true" }, true },
 	{ NULL, { "--once-per=1h", "--nonblock", "true" }, true },
 	{ "[job.a]\ncommand = a\n", { NULL }, true },
@@ -2033,6 +2071,45 @@ START_TEST(uses_ledger)
 				ledger_cases[_i].args, &path) == CONFIG_OK, "%s", err);
 	ck_assert_int_eq(cfg.uses_ledger, ledger_cases[_i].ledger);
 	config_free(&cfg);
+}
+END_TEST
+
+/* A PGLEADER_ variable that no key reads is ignored, as the environment
+ * holds other programs' variables and the command's own; one near a key's
+ * name is likely a typo, said in one line for the log. */
+static const struct {
+	const char *name, *hint;
+} env_hint_cases[] = {
+	{ "PGLEADER_LOCKKEY", "PGLEADER_LOCKKEY is not a setting and is ignored "
+	  "(did you mean PGLEADER_LOCK_KEY?)" },
+	{ "PGLEADER_lock_key", "PGLEADER_lock_key is not a setting and is ignored "
+	  "(did you mean PGLEADER_LOCK_KEY?)" },
+	{ "PGLEADER_RETRY_INTERVALL", "PGLEADER_RETRY_INTERVALL is not a setting and "
+	  "is ignored (did you mean PGLEADER_RETRY_INTERVAL?)" },
+	{ "PGLEADER_SCHEDUEL", "PGLEADER_SCHEDUEL is not a setting and is ignored "
+	  "(did you mean PGLEADER_SCHEDULE?)" },
+	/* what pgleader gives its command, and what its tests set */
+	{ "PGLEADER_LOCK_KEY", "" }, { "PGLEADER_NODE_ID", "" }, { "PGLEADER_JOB", "" },
+	{ "PGLEADER_TICK", "" }, { "PGLEADER_RUN_ID", "" }, { "PGLEADER_FENCING_TOKEN", "" },
+	{ "PGLEADER_COMMAND_PID", "" }, { "PGLEADER_STATE", "" }, { "PGLEADER_REASON", "" },
+	{ "PGLEADER_CONFIG", "" }, { "PGLEADER_VERSION", "" }, { "PGLEADER_CURL_SONAME", "" },
+	{ "PGLEADER_MHD_SONAME", "" }, { "PGLEADER_SYSTEMD_SONAME", "" },
+	{ "PGLEADER_BIN", "" }, { "PGLEADER_SANITIZED", "" }, { "PGLEADER_WRAPPER", "" },
+	{ "PGLEADER_CLOCKSHIFT", "" }, { "PGLEADER_FENCE_DRIVER", "" },
+	{ "PGLEADER_COMMAND", "" }, { "PGLEADER_", "" }, { "OTHER_LOCK_KEY", "" },
+};
+
+START_TEST(env_hint)
+{
+	struct config cfg;
+	char err[ERRLEN];
+
+	setenv(env_hint_cases[_i].name, strstr(env_hint_cases[_i].name, "CONFIG")
+	       ? "" : "1", 1);
+	ck_assert_msg(load(&cfg, err, "true", NULL) == CONFIG_OK, "%s", err);
+	ck_assert_str_eq(cfg.env_hint, env_hint_cases[_i].hint);
+	config_free(&cfg);
+	unsetenv(env_hint_cases[_i].name);
 }
 END_TEST
 
@@ -2134,6 +2211,7 @@ static Suite *config_suite(void)
 		ONCE(switchover_options),
 		LOOP(uses_ledger, ledger_cases),
 		ONCE(job_defaults),
+		LOOP(env_hint, env_hint_cases),
 		LOOP(schema_names, schema_cases),
 #undef LOOP
 #undef ONCE

@@ -100,6 +100,7 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 }
 
 void child_free(struct child *c) { (void)c; }
+void child_set_label(struct child *c, const char *job) { (void)c; (void)job; }
 int child_start(struct child *c, char *const *env, char *err, size_t len)
 {
 	(void)env;
@@ -112,6 +113,7 @@ void child_stop(struct child *c) { (void)c; }
 void child_kill(struct child *c) { (void)c; }
 void child_signal(struct child *c, int sig) { (void)c; (void)sig; }
 bool child_running(const struct child *c) { (void)c; return false; }
+bool child_exited(const struct child *c) { (void)c; return false; }
 pid_t child_pid(const struct child *c) { (void)c; return 1; }
 
 /* ---- the jobs ------------------------------------------------------------ */

@@ -65,9 +65,9 @@ static const char *const good_cases[] = {
 	"0 9 * jan-mar MON-fri", "0 9 * Jan,JUL,dec sun,Sat", "0 0 * * fri-sun",
 	"0 0 * * 5-0", "*/59 */23 */30 */11 */7", "0 0 1-31/30 * *",
 	"@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly",
-	"@annually", "@HOURLY", " @daily ", "@every 1ms", "@every 500ms",
+	"@annually", "@HOURLY", " @daily ", "@every 1s", "@every 1000ms",
 	"@every 5s", "@every 2m", "@every 1h", "@every 1.5s", "@every 720h",
-	"@every   90m  ", "@EVERY 7s", "0 0 30 2 *",
+	"@every   90m  ", "@EVERY 7s", "0 0 29 2 *", "0 0 29 2 */7",
 };
 
 START_TEST(parse_good)
@@ -87,7 +87,28 @@ static const struct {
 	  "month day-of-week)" },
 	{ "* * * *", "invalid schedule \"* * * *\": 4 fields, needs 5 (minute "
 	  "hour day-of-month month day-of-week)" },
-	{ "0 * * * * *", "invalid schedule \"0 * * * * *\": more than 5 fields" },
+	{ "0 * * * * *", "invalid schedule \"0 * * * * *\": 6 fields, takes 5 "
+	  "(minute hour day-of-month month day-of-week): no seconds or year "
+	  "field" },
+	{ "0 0 12 * * ? 2026", "invalid schedule \"0 0 12 * * ? 2026\": 7 fields, "
+	  "takes 5 (minute hour day-of-month month day-of-week): no seconds or "
+	  "year field" },
+	{ "0 * * * * * * *", "invalid schedule \"0 * * * * * * *\": more than 5 "
+	  "fields" },
+	{ "0 0 30 2 *", "invalid schedule \"0 0 30 2 *\": no date matches it: it "
+	  "would never run" },
+	{ "0 0 31 4,6,9,11 *", "invalid schedule \"0 0 31 4,6,9,11 *\": no date "
+	  "matches it: it would never run" },
+	{ "0 0 30,31 feb */2", "invalid schedule \"0 0 30,31 feb */2\": no date "
+	  "matches it: it would never run" },
+	{ "@every 5", "invalid schedule \"@every 5\": @every needs a unit: 5s "
+	  "or 5m" },
+	{ "@every 1.5", "invalid schedule \"@every 1.5\": @every needs a unit: "
+	  "1.5s or 1.5m" },
+	{ "@every 1ms", "invalid schedule \"@every 1ms\": @every needs at least "
+	  "1s" },
+	{ "@every 999ms", "invalid schedule \"@every 999ms\": @every needs at "
+	  "least 1s" },
 	{ "60 * * * *", "invalid schedule \"60 * * * *\": minute: 60 is out of "
 	  "range (0-59)" },
 	{ "* 24 * * *", "invalid schedule \"* 24 * * *\": hour: 24 is out of "
@@ -133,16 +154,16 @@ static const struct {
 	{ "@daily 5", "invalid schedule \"@daily 5\": @daily takes nothing after "
 	  "it" },
 	{ "@every", "invalid schedule \"@every\": @every takes one duration "
-	  "(examples: 500ms, 5s, 2m, 1h)" },
+	  "(examples: 30s, 5m, 1h)" },
 	{ "@every 5s 5s", "invalid schedule \"@every 5s 5s\": @every takes one "
-	  "duration (examples: 500ms, 5s, 2m, 1h)" },
-	{ "@every 0", "invalid schedule \"@every 0\": @every needs at least 1ms" },
+	  "duration (examples: 30s, 5m, 1h)" },
+	{ "@every 0s", "invalid schedule \"@every 0s\": @every needs at least 1s" },
 	{ "@every 1h30m", "invalid schedule \"@every 1h30m\": \"1h30m\" is not a "
-	  "duration (examples: 500ms, 5s, 2m, 1h; at most 720h)" },
+	  "duration (examples: 30s, 5m, 1h; at most 720h)" },
 	{ "@every 721h", "invalid schedule \"@every 721h\": \"721h\" is not a "
-	  "duration (examples: 500ms, 5s, 2m, 1h; at most 720h)" },
+	  "duration (examples: 30s, 5m, 1h; at most 720h)" },
 	{ "@every -5s", "invalid schedule \"@every -5s\": \"-5s\" is not a "
-	  "duration (examples: 500ms, 5s, 2m, 1h; at most 720h)" },
+	  "duration (examples: 30s, 5m, 1h; at most 720h)" },
 	{ "0 0 * * *\x1b[2J", "invalid schedule \"0 0 * * *?[2J\": day-of-week: "
 	  "unexpected \"?[2J\"" },
 	{ "0 0 1 1 1 0 0 1 1 1 0 0 1 1 1 0 0 1 1 1 0 0 1 1 1 0",
@@ -292,8 +313,9 @@ static const struct tick_case tick_cases[] = {
 	  "2096-02-29T00:00:00Z" },
 	{ "0 0 29 feb *", NULL, "2000-02-28T00:00:00Z", "2000-02-29T00:00:00Z",
 	  "1996-02-29T00:00:00Z" },
-	{ "0 0 30 2 *", NULL, "2026-01-01T00:00:00Z", NEVER, NONE },
-	{ "0 0 31 4,6,9,11 *", NULL, "2026-01-01T00:00:00Z", NEVER, NONE },
+	/* rare but real: Feb 29 on a Sunday, 2032 then 2060 */
+	{ "0 0 29 2 */7", NULL, "2032-03-01T00:00:00Z", "2060-02-29T00:00:00Z",
+	  "2032-02-29T00:00:00Z" },
 	{ "0 0 31 4,6,9,11 1", NULL, "2026-11-24T00:00:00Z", "2026-11-30T00:00:00Z",
 	  "2026-11-23T00:00:00Z" },
 	{ "59 23 31 12 *", NULL, "2026-12-31T23:59:00Z", "2027-12-31T23:59:00Z",
@@ -337,8 +359,8 @@ static const struct tick_case tick_cases[] = {
 	  "1969-12-31T23:59:53Z" },
 	{ "@every 90m", "America/New_York", "2026-11-24T10:00:00Z",
 	  "2026-11-24T10:30:00Z", "2026-11-24T09:00:00Z" },
-	{ "@every 1ms", NULL, "2026-11-24T10:00:00.005Z", "2026-11-24T10:00:00.006Z",
-	  "2026-11-24T10:00:00.005Z" },
+	{ "@every 1s", NULL, "2026-11-24T10:00:00.005Z", "2026-11-24T10:00:01Z",
+	  "2026-11-24T10:00:00Z" },
 	{ "@every 1.5s", NULL, "2026-11-24T10:00:00.700Z", "2026-11-24T10:00:01.500Z",
 	  "2026-11-24T10:00:00Z" },
 	{ "@every 720h", NULL, "2026-11-24T10:00:00Z", "2026-12-03T00:00:00Z",
@@ -481,7 +503,7 @@ static const struct {
 } interval_cases[] = {
 	{ "*/15 * * * *", NULL, "2026-11-24T10:07:00Z", 900000 },
 	{ "@every 7s", NULL, "2026-11-24T10:07:00Z", 7000 },
-	{ "0 0 30 2 *", NULL, "2026-11-24T10:07:00Z", SCHEDULE_NEVER },
+	{ "0 0 29 2 *", NULL, "2026-11-24T10:07:00Z", INT64_C(1461) * 86400000 },
 	{ "0 2 * * *", "Europe/Berlin", "2026-03-29T01:00:00Z", 23 * 3600000 },
 	{ "0 2 * * *", "Europe/Berlin", "2026-10-25T01:30:00Z", 25 * 3600000 },
 	{ "0 0 1 * *", NULL, "2026-02-15T00:00:00Z", INT64_C(28) * 86400000 },
@@ -494,6 +516,53 @@ START_TEST(interval)
 	ck_assert_int_eq(schedule_interval(s, ms(interval_cases[_i].t)),
 			 interval_cases[_i].interval);
 	schedule_free(s);
+}
+END_TEST
+
+/* ---- the --once-per window ---- */
+
+/* Each checked against python's zoneinfo: the window is the local wall
+ * time's floor, begun at the first instant the clock shows it. */
+static const struct {
+	const char *zone, *t;
+	int64_t dur;
+	const char *start;
+} window_cases[] = {
+	{ NULL, "2026-11-26T15:00:00Z", 24 * 3600000, "2026-11-26T00:00:00Z" },
+	{ "UTC", "2026-11-26T15:00:00Z", 24 * 3600000, "2026-11-26T00:00:00Z" },
+	{ NULL, "2026-11-26T15:07:00Z", 90 * 60000, "2026-11-26T15:00:00Z" },
+	/* local days, not UTC ones */
+	{ "Europe/Berlin", "2026-11-26T15:00:00Z", 24 * 3600000, "2026-11-25T23:00:00Z" },
+	{ "Europe/Berlin", "2026-11-26T22:59:59.999Z", 24 * 3600000, "2026-11-25T23:00:00Z" },
+	{ "Europe/Berlin", "2026-11-26T23:30:00Z", 24 * 3600000, "2026-11-26T23:00:00Z" },
+	{ "America/New_York", "2026-11-26T03:00:00Z", 24 * 3600000, "2026-11-25T05:00:00Z" },
+	/* DST days: 25 hours (fall back), 23 hours (spring forward) */
+	{ "Europe/Berlin", "2026-10-24T21:59:00Z", 24 * 3600000, "2026-10-23T22:00:00Z" },
+	{ "Europe/Berlin", "2026-10-24T22:00:00Z", 24 * 3600000, "2026-10-24T22:00:00Z" },
+	{ "Europe/Berlin", "2026-10-25T22:30:00Z", 24 * 3600000, "2026-10-24T22:00:00Z" },
+	{ "Europe/Berlin", "2026-10-25T23:00:00Z", 24 * 3600000, "2026-10-25T23:00:00Z" },
+	{ "Europe/Berlin", "2026-03-29T21:00:00Z", 24 * 3600000, "2026-03-28T23:00:00Z" },
+	{ "Europe/Berlin", "2026-03-29T22:00:00Z", 24 * 3600000, "2026-03-29T22:00:00Z" },
+	{ "America/New_York", "2026-03-08T12:00:00Z", 24 * 3600000, "2026-03-08T05:00:00Z" },
+	/* local hours: a skipped one is no window, a repeated one is one */
+	{ "Europe/Berlin", "2026-03-29T00:59:00Z", 3600000, "2026-03-29T00:00:00Z" },
+	{ "Europe/Berlin", "2026-03-29T01:30:00Z", 3600000, "2026-03-29T01:00:00Z" },
+	{ "Europe/Berlin", "2026-10-25T00:30:00Z", 3600000, "2026-10-25T00:00:00Z" },
+	{ "Europe/Berlin", "2026-10-25T01:30:00Z", 3600000, "2026-10-25T00:00:00Z" },
+	{ "Europe/Berlin", "2026-10-25T02:10:00Z", 3600000, "2026-10-25T02:00:00Z" },
+	/* a zone half an hour off UTC: its hours, not UTC's */
+	{ "Asia/Kolkata", "2026-11-26T10:00:00Z", 3600000, "2026-11-26T09:30:00Z" },
+	{ "Nowhere/Zone", "2026-11-26T15:00:00Z", 24 * 3600000, "2026-11-26T00:00:00Z" },
+};
+
+START_TEST(window)
+{
+	char buf[40];
+	int64_t start = schedule_window(window_cases[_i].zone, ms(window_cases[_i].t),
+					window_cases[_i].dur);
+
+	ck_assert_str_eq(show(start, buf, sizeof(buf)), window_cases[_i].start);
+	ck_assert_int_eq(start % 1000, 0);
 }
 END_TEST
 
@@ -579,6 +648,7 @@ static Suite *schedule_suite(void)
 		LOOP(dst, dst_cases),
 		LOOP(year, year_cases),
 		LOOP(interval, interval_cases),
+		LOOP(window, window_cases),
 		{ "jitter", jitter, 1 },
 		{ "fast", fast, 1 },
 #undef LOOP

@@ -396,6 +396,38 @@ START_TEST(utf8)
 }
 END_TEST
 
+/* The "did you mean" of an unknown key or option: edits, swaps included. */
+static const struct {
+	const char *a, *b;
+	size_t limit, distance;
+	bool near; /* value_is_near(a, b) */
+} edit_cases[] = {
+	{ "lock_key", "lock_key", 3, 0, true },
+	{ "lcok_key", "lock_key", 3, 1, true },   /* a swap is one edit */
+	{ "lock_ky", "lock_key", 3, 1, true },
+	{ "lockkey", "lock_key", 3, 1, true },
+	{ "lock_kye", "lock_key", 3, 1, true },
+	{ "lock_name", "lock_key", 3, 4, false }, /* limit + 1 */
+	{ "retry_intervall", "retry_interval", 3, 1, true },
+	{ "ping_intreval", "ping_interval", 3, 1, true },
+	{ "grace", "grace_period", 3, 4, false },
+	{ "dns", "dsn", 3, 1, true },
+	{ "xyz", "dsn", 3, 3, false },
+	{ "", "dsn", 3, 3, false },
+	{ "abc", "", 2, 3, false },               /* limit + 1 */
+	{ "schedul", "schedule", 0, 1, true },    /* limit 0: 1 means more */
+	{ "Lock_Key", "lock_key", 3, 2, true },   /* bytes, case-sensitive */
+};
+
+START_TEST(edit_distance)
+{
+	ck_assert_uint_eq(value_edit_distance(edit_cases[_i].a, edit_cases[_i].b,
+					      edit_cases[_i].limit), edit_cases[_i].distance);
+	ck_assert_int_eq(value_is_near(edit_cases[_i].a, edit_cases[_i].b),
+			 edit_cases[_i].near);
+}
+END_TEST
+
 static Suite *value_suite(void)
 {
 	Suite *s = suite_create("value");
@@ -416,6 +448,7 @@ static Suite *value_suite(void)
 		{ "host_name_length", host_name_length, 1 },
 		LOOP(printable, printable_cases),
 		LOOP(utf8, utf8_cases),
+		LOOP(edit_distance, edit_cases),
 #undef LOOP
 	};
 
