@@ -265,6 +265,13 @@ static const struct {
 	{ ELECTION_LEADER, true, "GET", "/nope", 404 },
 	{ ELECTION_LEADER, true, "GET", "/", 404 },
 	{ ELECTION_LEADER, true, "GET", "/leader/", 404 },
+	{ ELECTION_LEADER, true, "GET", "/leader%00", 404 },
+	{ ELECTION_LEADER, true, "GET", "/leader%00x", 404 },
+	{ ELECTION_LEADER, true, "GET", "/metrics%00.txt", 404 },
+	{ ELECTION_LEADER, true, "GET", "/leader%20", 404 },
+	{ ELECTION_LEADER, true, "GET", "/leader%0a", 404 },
+	{ ELECTION_LEADER, true, "GET", "/%6ceader", 200 },
+	{ ELECTION_STANDBY, true, "GET", "/replica%00", 404 },
 	{ ELECTION_LEADER, true, "HEAD", "/nope", 404 },
 };
 
