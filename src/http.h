@@ -54,6 +54,15 @@ struct http_failsafe {
 #define HTTP_FAILSAFE_BODY_MAX 4096
 void http_set_failsafe(struct http *h, const struct http_failsafe *fs);
 
+/* Keeps HTTP connections for the failsafe members at hosts[n] (names or
+ * addresses, looked up now; one that cannot be is logged and skipped):
+ * when every general connection, or an address's share of them, is taken,
+ * a connection from a member's address gets a reserved one, for one
+ * /failsafe request with the secret. Call after http_set_failsafe;
+ * n = 0: none kept. Blocks while names are looked up: call it before the
+ * loop runs. */
+void http_keep_for_members(struct http *h, const char *const *hosts, size_t n);
+
 /* The port listened on. */
 int http_port(const struct http *h);
 

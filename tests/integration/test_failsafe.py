@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import time
 
 import pytest
@@ -239,6 +240,54 @@ def test_database_down_longer_than_server_lease(pg, members, ledger, lock_key, w
         stop_all([c, b, a])
     finally:
         notify.close()
+
+
+def closed_at_once(port, src):
+    """A request from src is closed unanswered within a second (every slot
+    it may have is taken)."""
+    with socket.socket() as s:
+        s.settimeout(bound(2))
+        s.bind((src, 0))
+        try:
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /leader HTTP/1.0\r\n\r\n")
+            return s.recv(4096) == b""
+        except socket.timeout:
+            return False
+        except OSError:
+            return True
+
+
+def test_flood_keeps_failsafe(pg, members, ledger, lock_key):
+    """Issue 25 item 4: slow clients from four addresses (8 each) take every
+    general HTTP slot of every member, reconnecting the moment one is cut.
+    The members' claims and checks still get through (the slots kept for
+    the members' addresses): through a database outage the leader keeps its
+    command and nobody else starts one; back up, it leads again."""
+    m = members()
+    nodes, sa = lead_with_standbys(pg, m, ledger, lock_key)
+    a, b, c = nodes
+    floods = [h.SlowHttpClients(p.http_port, 32) for p in nodes]
+    try:
+        time.sleep(1)
+        # the flood holds every general slot: another address is closed
+        closed = sum(closed_at_once(b.http_port, "127.0.0.6") for _ in range(10))
+        assert closed >= 8, "only %d of 10 clients from another address were refused" % closed
+        mark = a.mark()
+        t0 = time.monotonic()
+        pg.stop()
+        a.wait_for_log(r"keeping the command in failsafe",
+                       after=mark, timeout=bound(5))
+        assert_runs_on(ledger, sa, t0 + 4.0)
+        assert "lost leader lease" not in b.text() + c.text()
+        assert not re.search(r"[01] of 2 members agree", a.text()[mark:]), a.text()[mark:]
+        pg.start()
+        h.wait_holder(pg, lock_key, "a", timeout=10)
+        assert_runs_on(ledger, sa, time.monotonic() + 0.5)
+    finally:
+        for f in floods:
+            f.close()
+    stop_all([c, b, a])
 
 
 @pytest.mark.slow
