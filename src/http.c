@@ -373,6 +373,12 @@ static enum MHD_Result failsafe_begin(struct http *h, struct MHD_Connection *c,
 	if (!post && has_body(c))
 		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "a request body is not accepted",
 			      NULL, NULL);
+	/* the asker compares the member list with its own (a new leader's
+	 * settle wait ends early only when they are the same) */
+	if (!post && h->fs.members_hash)
+		return reply_json(c, MHD_HTTP_OK, json_pack("{s:b, s:s}", "running",
+							    h->fs.running(h->fs.arg),
+							    "members", h->fs.members_hash));
 	if (!post)
 		return reply_json(c, MHD_HTTP_OK, json_pack("{s:b}", "running",
 							    h->fs.running(h->fs.arg)));

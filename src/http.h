@@ -42,11 +42,14 @@ struct http_failsafe {
 	 * after failsafe; returns 200 or 409 as claim does (NULL: claim) */
 	int (*regained)(void *arg, const char *node_id, const char *members_hash,
 			char *reason, size_t len);
+	/* this node's member list hash, named in the answer to GET (NULL:
+	 * not named); must outlive the server */
+	const char *members_hash;
 };
 
 /* Serves GET and POST /failsafe through fs (copied; NULL: 404 again).
  * Both need the secret: 401 with "WWW-Authenticate: Bearer" otherwise.
- * GET answers 200 {"running": BOOL}. POST takes a JSON body of at most
+ * GET answers 200 {"running": BOOL, "members": HASH}. POST takes a JSON body of at most
  * HTTP_FAILSAFE_BODY_MAX bytes, {"node_id": S, "fencing_token": "DECIMAL",
  * "members": S} (and "regained": true after failsafe), and answers 200 {"ok": true} or 409 {"ok": false,
  * "reason": S}; a body announced bigger is 413, one that grows bigger while

@@ -204,7 +204,7 @@ static bool start_http(struct ev_loop *loop, const struct config *cfg,
 
 		http_set_failsafe(*web, &(struct http_failsafe){
 			supervisor_authorized, supervisor_claim, supervisor_running, sup,
-			supervisor_regained });
+			supervisor_regained, supervisor_members_hash(sup) });
 		for (size_t i = 0; i < cfg->n_peers; i++)
 			hosts[i] = cfg->peers[i].host;
 		http_keep_for_members(*web, hosts, cfg->n_peers);

@@ -831,7 +831,7 @@ static void keep_for_local_member(void)
 	const char *hosts[] = { "127.0.0.1" };
 
 	http_set_failsafe(srv, &(struct http_failsafe){ fs_authorized, fs_claim,
-							fs_running, NULL, NULL });
+							fs_running, NULL, NULL, NULL });
 	http_keep_for_members(srv, hosts, N(hosts));
 }
 
