@@ -154,7 +154,7 @@ static void copy_reason(char *out, size_t outlen, const char *reason)
 
 /* A check's answer names the member's list (its hash; an older pgleader
  * names none): counted as this node's or another. */
-static void same_list(struct round *r, const char *members)
+static void count_list(struct round *r, const char *members)
 {
 	if (members && !strcmp(members, r->f->hash))
 		r->same_list++;
@@ -183,7 +183,7 @@ static enum answer parse_answer(struct request *q, long code, char *why, size_t 
 		if (code == 200 && json_is_boolean(v))
 			a = json_is_true(v) ? ANSWER_RUNNING : ANSWER_NOT_RUNNING;
 		if (a != ANSWER_NONE)
-			same_list(q->round, json_string_value(json_object_get(doc, "members")));
+			count_list(q->round, json_string_value(json_object_get(doc, "members")));
 	}
 	if (a == ANSWER_RUNNING)
 		snprintf(why, len, "running");

@@ -646,10 +646,7 @@ static enum MHD_Result request_cb(void *cls, struct MHD_Connection *c,
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
-/* libmicrohttpd's own decoding turns "/leader%00" into "/leader" followed
- * by a NUL, which a path comparison takes for "/leader". This one decodes
- * %XX as it does but leaves "%00" as it stands, so that such a path is
- * 404: a request path never holds a NUL. Returns the decoded length. */
+/* A hexadecimal digit's value, or -1. */
 static int hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
@@ -661,6 +658,10 @@ static int hex_digit(char c)
 	return -1;
 }
 
+/* libmicrohttpd's own decoding turns "/leader%00" into "/leader" followed
+ * by a NUL, which a path comparison takes for "/leader". This one decodes
+ * %XX as it does but leaves "%00" as it stands, so that such a path is
+ * 404: a request path never holds a NUL. Returns the decoded length. */
 static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
 {
 	char *out = s;
