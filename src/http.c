@@ -1,6 +1,7 @@
 /* http.c: the health, status and metrics endpoints, libmicrohttpd on the libev loop. */
 #include "http.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -47,6 +48,8 @@
 #define HTTP_MEMBER_SHARE 4u
 #define HTTP_MEMBER_REQUEST_S 1.0
 #define HTTP_MEMBER_ADDRESSES 32
+/* A connection closed for want of a slot is logged at most this often. */
+#define HTTP_FULL_QUIET_S 60.0
 /* A failsafe refusal is logged once per client address and reason, and
  * again after REFUSAL_QUIET_S: a member with a wrong secret asks every
  * ping_interval. */
@@ -89,6 +92,8 @@ struct http {
 	bool failsafe;          /* http_set_failsafe was given callbacks */
 	struct conn *conns;     /* every open connection */
 	enum slot admitted;     /* accept_cb's decision, for connection_cb */
+	bool full_logged;
+	double full_logged_at;  /* CLOCK_MONOTONIC seconds */
 	struct member_address {
 		struct address at;
 		unsigned share;    /* slots it may hold */
@@ -490,6 +495,27 @@ static enum slot admit(const struct http *h, const struct address *a)
 	return SLOT_NONE;
 }
 
+/* A flood is worth a line, but not one a connection. */
+static void log_full(struct http *h, const struct address *a)
+{
+	double now = clocks_monotonic();
+	char who[INET6_ADDRSTRLEN] = "?";
+	unsigned open = 0;
+
+	if (h->full_logged && now - h->full_logged_at < HTTP_FULL_QUIET_S)
+		return;
+	h->full_logged = true;
+	h->full_logged_at = now;
+	for (const struct conn *k = h->conns; k; k = k->next)
+		open++;
+	if (a->family)
+		inet_ntop(a->family, a->bytes, who, sizeof(who));
+	log_warning("http: closed a connection from %s at once: every connection it may "
+		    "have is taken (%u open; at most %u, %u from one address, and %u "
+		    "kept for failsafe members); said at most once a minute", who, open,
+		    HTTP_CONNECTIONS, HTTP_PER_ADDRESS, HTTP_MEMBER_SLOTS);
+}
+
 /* Full: the new connection is closed at once, instead of waiting in the
  * listen backlog for a slot. The decision is kept for connection_cb,
  * which libmicrohttpd calls next for the same connection. */
@@ -499,6 +525,8 @@ static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr, socklen
 	struct address a = address_of(len ? addr : NULL);
 
 	h->admitted = admit(h, &a);
+	if (h->admitted == SLOT_NONE)
+		log_full(h, &a);
 	return h->admitted != SLOT_NONE ? MHD_YES : MHD_NO;
 }
 

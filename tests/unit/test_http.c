@@ -21,6 +21,7 @@
 
 #include "election.h"
 #include "http.h"
+#include "log_stub.h"
 #include "metrics.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -893,6 +894,7 @@ static struct flood flood_run(void)
 
 	memset(&f, 0, sizeof(f));
 	keep_for_local_member();
+	log_stub_reset();
 	run_client(flood_clients, &f);
 	for (size_t i = 0; i < N(f.held); i++)
 		ck_assert_int_ge(f.held[i], 0);
@@ -924,6 +926,12 @@ START_TEST(test_flood_bounded)
 		      f.extra.head, f.extra.seconds);
 	ck_assert_msg(f.other.len == 0 && !f.other.timed_out && f.other.seconds < 1,
 		      "another address: %s", f.other.head);
+	/* two closed at once, one line */
+	ck_assert_uint_eq(log_stub_count("http: closed a connection from 127.0.0.2 at "
+					 "once: every connection it may have is taken "
+					 "(32 open; at most 32, 8 from one address, and "
+					 "16 kept for failsafe members)"), 1);
+	ck_assert_uint_eq(log_stub_count("http: closed a connection"), 1);
 	ck_assert_msg(!strncmp(f.wrong.head, "HTTP/1.1 401", 12), "wrong secret: %s",
 		      f.wrong.head);
 	ck_assert_msg(!strncmp(f.probe.head, "HTTP/1.0 503", 12) ||
