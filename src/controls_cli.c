@@ -351,8 +351,9 @@ static bool look(PGconn *conn, const char *key, const struct config *cfg,
 	return true;
 }
 
-/* SIGINT or SIGTERM while a switchover waits: withdraw it, rather than
- * leave the others stepping aside until it lapses. */
+/* SIGINT, SIGTERM or SIGHUP (the terminal went away) while a switchover
+ * waits: withdraw it, rather than leave the others stepping aside until it
+ * lapses. */
 static volatile sig_atomic_t interrupted;
 
 static void interrupt_cb(int sig)
@@ -370,6 +371,7 @@ static void catch_interrupt(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 /* Polls until another node leads or --wait passed; the exit code. */

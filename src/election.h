@@ -172,7 +172,9 @@ struct election_peers_event {
 	const char *node;        /* CLAIMED, REGAINED: the member that asks;
 				  * STRANGER: a node that is no member, or
 				  * NULL */
-	bool same_members;       /* CLAIMED, REGAINED: its member list is ours */
+	bool same_members;       /* CLAIMED, REGAINED: its member list is ours;
+				  * CHECK_DONE: a member answered, and every
+				  * answer named our list */
 	int agree, asked;        /* ROUND_DONE: members that agreed, asked */
 	enum election_check check; /* CHECK_DONE */
 };

@@ -493,6 +493,13 @@ static void peers_check_done(struct election *e, struct election_output *out,
 		return;
 	e->child_start_at = fmax(e->child_start_at,
 				 fs_check_done(&e->failsafe, out, now, ev->peers.check));
+	/* Every member answered that it runs nothing: no old leader is left
+	 * whose command still stops, so no settle wait. Only when the members
+	 * that answered name this node's list (a node missing from it was
+	 * never asked) and no node outside it was seen. */
+	if (ev->peers.check == ELECTION_CHECK_CLEAR && ev->peers.same_members &&
+	    !e->failsafe.stranger[0])
+		fence_settled(e, out, now);
 }
 
 /* A node holds a session for this lock but is not in failsafe_peers: its

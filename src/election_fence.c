@@ -128,6 +128,22 @@ static void fm_lead(struct fence_machine *f, const struct fence_inputs *in,
 		fm_take(f, in, out);
 }
 
+/* The settle wait is for an old leader whose command still stops; the
+ * failsafe members, each asked after this node took the lock, answered
+ * that none runs the command (or refused the connection): nobody is left
+ * to take the fence first, so it is taken now. */
+static void fm_settled(struct fence_machine *f, const struct fence_inputs *in,
+		       struct election_output *out, double now)
+{
+	if (now >= f->not_before)
+		return;
+	election_say(out, LOG_LEVEL_INFO, "every failsafe member runs nothing: taking "
+	    "the fence now, %.2fs before the settle wait would end", f->not_before - now);
+	f->not_before = now;
+	if (wanted(f, in, now))
+		fm_take(f, in, out);
+}
+
 /* The lock is gone (at now) while the command stops, and the fence may be
  * gone too. Both sessions lost together, or in failsafe: the database went
  * away, and nobody else can take the fence before it is back: take it again
@@ -389,6 +405,13 @@ void fence_lead(struct election *e, struct election_output *out, double now,
 	struct fence_inputs in = fence_inputs(e);
 
 	fm_lead(&e->fence, &in, out, now, not_before);
+}
+
+void fence_settled(struct election *e, struct election_output *out, double now)
+{
+	struct fence_inputs in = fence_inputs(e);
+
+	fm_settled(&e->fence, &in, out, now);
 }
 
 void fence_tick(struct election *e, struct election_output *out, double now)

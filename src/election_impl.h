@@ -82,6 +82,9 @@ void fence_lead(struct election *e, struct election_output *out, double now,
 		double not_before);
 void fence_stopping(struct election *e, struct election_output *out,
 		    double now, bool outage);
+/* The members answered that none runs the command (issue 25 item 12):
+ * a settle wait still running ends now. */
+void fence_settled(struct election *e, struct election_output *out, double now);
 election_handler fence_news;
 void fence_tick(struct election *e, struct election_output *out, double now);
 double fence_wakeup(const struct election *e, double now);

@@ -56,6 +56,8 @@ struct round {
 	bool regained;          /* a claim that says "regained": true */
 	int agree;
 	bool running, silent;
+	/* check: answers that named this node's member list, and another */
+	unsigned same_list, other_list;
 	char detail[FAILSAFE_DETAIL_MAX];
 	char logged[FAILSAFE_DETAIL_MAX]; /* the last detail logged */
 };
@@ -150,6 +152,16 @@ static void copy_reason(char *out, size_t outlen, const char *reason)
 	out[i] = '\0';
 }
 
+/* A check's answer names the member's list (its hash; an older pgleader
+ * names none): counted as this node's or another. */
+static void count_list(struct round *r, const char *members)
+{
+	if (members && !strcmp(members, r->f->hash))
+		r->same_list++;
+	else
+		r->other_list++;
+}
+
 /* A complete HTTP answer: 200 {"ok": true} agrees to a claim, 200
  * {"running": false} is "not running"; anything else is no answer. */
 static enum answer parse_answer(struct request *q, long code, char *why, size_t len)
@@ -170,6 +182,8 @@ static enum answer parse_answer(struct request *q, long code, char *why, size_t 
 		v = json_object_get(doc, "running");
 		if (code == 200 && json_is_boolean(v))
 			a = json_is_true(v) ? ANSWER_RUNNING : ANSWER_NOT_RUNNING;
+		if (a != ANSWER_NONE)
+			count_list(q->round, json_string_value(json_object_get(doc, "members")));
 	}
 	if (a == ANSWER_RUNNING)
 		snprintf(why, len, "running");
@@ -344,6 +358,7 @@ static void round_start(struct round *r, const char *body)
 	round_cancel(r);
 	r->agree = 0;
 	r->running = r->silent = false;
+	r->same_list = r->other_list = 0;
 	r->detail[0] = '\0';
 	r->active = true;
 	r->pending = 1; /* held until every request is out */
@@ -402,7 +417,8 @@ static void deliver_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		f->cb.round_done(f->cb.arg, r->agree, (int)f->n_peers);
 	else
 		f->cb.check_done(f->cb.arg, r->running ? FAILSAFE_RUNNING :
-				 r->silent ? FAILSAFE_SILENT : FAILSAFE_CLEAR);
+				 r->silent ? FAILSAFE_SILENT : FAILSAFE_CLEAR,
+				 r->same_list > 0 && r->other_list == 0);
 }
 
 static char *claim_body(const struct failsafe *f, uint64_t fencing_token,

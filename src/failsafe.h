@@ -25,8 +25,10 @@ struct failsafe_callbacks {
 	/* A check ended: CLEAR when every other member answered "not running"
 	 * or refused the connection; RUNNING when one answered "running";
 	 * SILENT when one gave no usable answer in time (a timeout, a reset,
-	 * a 401, garbage) and none said running. */
-	void (*check_done)(void *arg, enum failsafe_check result);
+	 * a 401, garbage) and none said running. same_members: at least one
+	 * member answered, and every answer named this node's member list
+	 * (refused connections aside). */
+	void (*check_done)(void *arg, enum failsafe_check result, bool same_members);
 	void *arg;
 };
 

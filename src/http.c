@@ -1,6 +1,7 @@
 /* http.c: the health, status and metrics endpoints, libmicrohttpd on the libev loop. */
 #include "http.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -25,15 +26,30 @@
  * sends a byte now and then after HTTP_REQUEST_S: a request must be read
  * and answered within that time of its connection being accepted (or of
  * the previous answer on a kept-alive connection). A request's headers must
- * fit in the per-connection memory. One address may hold half of the
+ * fit in the per-connection memory. One address may hold a quarter of the
  * connections, so that a misbehaving client leaves room for others; when
  * every slot is taken a new connection is closed at once, not left waiting
  * in the listen backlog. */
 #define HTTP_CONNECTIONS 32u
-#define HTTP_PER_ADDRESS 16u
+#define HTTP_PER_ADDRESS 8u
 #define HTTP_TIMEOUT_S 5u
-#define HTTP_REQUEST_S 5.0
+#define HTTP_REQUEST_S 2.0
 #define HTTP_MEMORY ((size_t)16 * 1024)
+/* Kept for the failsafe members (issue 25 item 4): when every general
+ * slot is taken, or its address's share of them, a connection from a
+ * member's address gets one of these, up to HTTP_MEMBER_SHARE for each
+ * member listed at that address. Such a connection serves one
+ * authenticated /failsafe request and nothing else (anything else is 503
+ * and closed, a wrong secret 401 and closed), and must be read within
+ * HTTP_MEMBER_REQUEST_S: a flood from other addresses never reaches these
+ * slots, and a client without the secret at a member's address holds one
+ * for at most that long. */
+#define HTTP_MEMBER_SLOTS 16u
+#define HTTP_MEMBER_SHARE 4u
+#define HTTP_MEMBER_REQUEST_S 1.0
+#define HTTP_MEMBER_ADDRESSES 32
+/* A connection closed for want of a slot is logged at most this often. */
+#define HTTP_FULL_QUIET_S 60.0
 /* A failsafe refusal is logged once per client address and reason, and
  * again after REFUSAL_QUIET_S: a member with a wrong secret asks every
  * ping_interval. */
@@ -43,10 +59,21 @@
  * the timer is re-armed after every run. */
 #define HTTP_IDLE_PERIOD 3600.0
 
+/* A client's address as compared: IPv4 also when it came mapped into
+ * IPv6 (a listener on "::"). */
+struct address {
+	int family;             /* AF_INET, AF_INET6; 0: unknown */
+	unsigned char bytes[16];
+};
+
+enum slot { SLOT_NONE, SLOT_GENERAL, SLOT_MEMBER };
+
 /* An open connection and the time by which its request must be answered. */
 struct conn {
 	struct MHD_Connection *c;
 	double deadline;        /* CLOCK_MONOTONIC seconds */
+	struct address from;
+	enum slot slot;
 	struct conn *prev, *next;
 };
 
@@ -64,7 +91,14 @@ struct http {
 	struct http_failsafe fs;
 	bool failsafe;          /* http_set_failsafe was given callbacks */
 	struct conn *conns;     /* every open connection */
-	unsigned n_conns;
+	enum slot admitted;     /* accept_cb's decision, for connection_cb */
+	bool full_logged;
+	double full_logged_at;  /* CLOCK_MONOTONIC seconds */
+	struct member_address {
+		struct address at;
+		unsigned share;    /* slots it may hold */
+	} members[HTTP_MEMBER_ADDRESSES];
+	size_t n_members;
 	struct refusal {
 		char who[NI_MAXHOST];
 		char why[160];
@@ -344,6 +378,12 @@ static enum MHD_Result failsafe_begin(struct http *h, struct MHD_Connection *c,
 	if (!post && has_body(c))
 		return refuse(c, MHD_HTTP_CONTENT_TOO_LARGE, "a request body is not accepted",
 			      NULL, NULL);
+	/* the asker compares the member list with its own (a new leader's
+	 * settle wait ends early only when they are the same) */
+	if (!post && h->fs.members_hash)
+		return reply_json(c, MHD_HTTP_OK, json_pack("{s:b, s:s}", "running",
+							    h->fs.running(h->fs.arg),
+							    "members", h->fs.members_hash));
 	if (!post)
 		return reply_json(c, MHD_HTTP_OK, json_pack("{s:b}", "running",
 							    h->fs.running(h->fs.arg)));
@@ -395,25 +435,125 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **req_cls,
 	*req_cls = NULL;
 }
 
+/* ---- admission: general slots and the members' (issue 25 item 4) ------ */
+
+static struct address address_of(const struct sockaddr *sa)
+{
+	static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	struct address a = { 0 };
+
+	if (sa && sa->sa_family == AF_INET) {
+		a.family = AF_INET;
+		memcpy(a.bytes, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const unsigned char *b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+		bool v4 = !memcmp(b, mapped, sizeof(mapped));
+
+		a.family = v4 ? AF_INET : AF_INET6;
+		memcpy(a.bytes, v4 ? b + 12 : b, v4 ? 4 : 16);
+	}
+	return a;
+}
+
+static bool same_address(const struct address *a, const struct address *b)
+{
+	return a->family && a->family == b->family && !memcmp(a->bytes, b->bytes, 16);
+}
+
+/* The reserved slots connections from a may hold: 0 unless a is a
+ * member's address. */
+static unsigned member_share(const struct http *h, const struct address *a)
+{
+	for (size_t i = 0; i < h->n_members; i++)
+		if (same_address(&h->members[i].at, a))
+			return h->members[i].share;
+	return 0;
+}
+
+/* Where a new connection from a goes: a general slot while there is one
+ * and a's share of them is not taken, else a member's slot when a is a
+ * member's address and its share of those is not taken, else nowhere. */
+static enum slot admit(const struct http *h, const struct address *a)
+{
+	unsigned general = 0, general_here = 0, member = 0, member_here = 0;
+
+	for (const struct conn *k = h->conns; k; k = k->next) {
+		bool here = same_address(&k->from, a);
+
+		if (k->slot == SLOT_MEMBER) {
+			member++;
+			member_here += here;
+		} else {
+			general++;
+			general_here += here;
+		}
+	}
+	if (general < HTTP_CONNECTIONS && general_here < HTTP_PER_ADDRESS)
+		return SLOT_GENERAL;
+	if (member < HTTP_MEMBER_SLOTS && member_here < member_share(h, a))
+		return SLOT_MEMBER;
+	return SLOT_NONE;
+}
+
+/* A flood is worth a line, but not one a connection. */
+static void log_full(struct http *h, const struct address *a)
+{
+	double now = clocks_monotonic();
+	char who[INET6_ADDRSTRLEN] = "?";
+	unsigned open = 0;
+
+	if (h->full_logged && now - h->full_logged_at < HTTP_FULL_QUIET_S)
+		return;
+	h->full_logged = true;
+	h->full_logged_at = now;
+	for (const struct conn *k = h->conns; k; k = k->next)
+		open++;
+	if (a->family)
+		inet_ntop(a->family, a->bytes, who, sizeof(who));
+	log_warning("http: closed a connection from %s at once: every connection it may "
+		    "have is taken (%u open; at most %u, %u from one address, and %u "
+		    "kept for failsafe members); said at most once a minute", who, open,
+		    HTTP_CONNECTIONS, HTTP_PER_ADDRESS, HTTP_MEMBER_SLOTS);
+}
+
+/* Full: the new connection is closed at once, instead of waiting in the
+ * listen backlog for a slot. The decision is kept for connection_cb,
+ * which libmicrohttpd calls next for the same connection. */
+static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	struct http *h = cls;
+	struct address a = address_of(len ? addr : NULL);
+
+	h->admitted = admit(h, &a);
+	if (h->admitted == SLOT_NONE)
+		log_full(h, &a);
+	return h->admitted != SLOT_NONE ? MHD_YES : MHD_NO;
+}
+
 /* Every connection is known from its accept to its close, with its
- * deadline. */
+ * address, its slot and its deadline. */
 static void connection_cb(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
 	struct http *h = cls;
 	struct conn *k = *socket_context;
+	const union MHD_ConnectionInfo *ci;
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		k = calloc(1, sizeof(*k));
 		if (!k)
 			return; /* not tracked: it gets the idle timeout only */
+		ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		k->c = c;
-		k->deadline = clocks_monotonic() + HTTP_REQUEST_S;
+		k->from = address_of(ci ? ci->client_addr : NULL);
+		k->slot = h->admitted == SLOT_MEMBER ? SLOT_MEMBER : SLOT_GENERAL;
+		k->deadline = clocks_monotonic() + (k->slot == SLOT_MEMBER
+						    ? HTTP_MEMBER_REQUEST_S : HTTP_REQUEST_S);
+		h->admitted = SLOT_NONE;
 		k->next = h->conns;
 		if (h->conns)
 			h->conns->prev = k;
 		h->conns = k;
-		h->n_conns++;
 		*socket_context = k;
 		return;
 	}
@@ -425,20 +565,52 @@ static void connection_cb(void *cls, struct MHD_Connection *c, void **socket_con
 		h->conns = k->next;
 	if (k->next)
 		k->next->prev = k->prev;
-	h->n_conns--;
 	free(k);
 	*socket_context = NULL;
 }
 
-/* Full: the new connection is closed at once, instead of waiting in the
- * listen backlog for a slot. */
-static enum MHD_Result accept_cb(void *cls, const struct sockaddr *addr, socklen_t len)
+/* Whether c holds a member's slot. */
+static bool in_member_slot(struct MHD_Connection *c)
 {
-	const struct http *h = cls;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const struct conn *k = ci ? ci->socket_context : NULL;
 
-	(void)addr;
-	(void)len;
-	return h->n_conns < HTTP_CONNECTIONS ? MHD_YES : MHD_NO;
+	return k && k->slot == SLOT_MEMBER;
+}
+
+static void add_member_address(struct http *h, const struct sockaddr *sa)
+{
+	struct address a = address_of(sa);
+
+	for (size_t i = 0; i < h->n_members; i++)
+		if (same_address(&h->members[i].at, &a)) {
+			h->members[i].share += HTTP_MEMBER_SHARE;
+			return;
+		}
+	if (a.family && h->n_members < HTTP_MEMBER_ADDRESSES)
+		h->members[h->n_members++] = (struct member_address){ a, HTTP_MEMBER_SHARE };
+}
+
+void http_keep_for_members(struct http *h, const char *const *hosts, size_t n)
+{
+	const struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+
+	h->n_members = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct addrinfo *res;
+		int e = getaddrinfo(hosts[i], NULL, &hints, &res);
+
+		if (e) {
+			log_warning("failsafe: cannot resolve member host %s (%s): its "
+				    "requests get no reserved http connection",
+				    hosts[i], gai_strerror(e));
+			continue;
+		}
+		for (const struct addrinfo *ai = res; ai; ai = ai->ai_next)
+			add_member_address(h, ai->ai_addr);
+		freeaddrinfo(res);
+	}
 }
 
 /* Ends the connections past their deadline: shut down, their socket reads
@@ -478,6 +650,10 @@ static enum MHD_Result request_cb(void *cls, struct MHD_Connection *c,
 	struct http *h = cls;
 
 	(void)version;
+	/* A member's slot serves a member's claim or check, nothing else. */
+	if (in_member_slot(c) && !(h->failsafe && !strcmp(url, "/failsafe")))
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "busy: the free "
+				  "connections are kept for failsafe members\n");
 	if (h->failsafe && !strcmp(url, "/failsafe"))
 		return serve_failsafe(h, c, method, upload_data, upload_data_size, req_cls);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
@@ -496,6 +672,43 @@ static enum MHD_Result request_cb(void *cls, struct MHD_Connection *c,
 		if (!strcmp(url, routes[i].path))
 			return serve(h, c, &routes[i]);
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* A hexadecimal digit's value, or -1. */
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* libmicrohttpd's own decoding turns "/leader%00" into "/leader" followed
+ * by a NUL, which a path comparison takes for "/leader". This one decodes
+ * %XX as it does but leaves "%00" as it stands, so that such a path is
+ * 404: a request path never holds a NUL. Returns the decoded length. */
+static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *out = s;
+
+	(void)cls;
+	(void)c;
+	for (const char *in = s; *in; out++) {
+		int hi = in[0] == '%' ? hex_digit(in[1]) : -1;
+		int lo = hi >= 0 ? hex_digit(in[2]) : -1;
+
+		if (lo >= 0 && (hi | lo)) {
+			*out = (char)(hi * 16 + lo);
+			in += 3;
+		} else {
+			*out = *in++;
+		}
+	}
+	*out = '\0';
+	return (size_t)(out - s);
 }
 
 /* ---- the loop ----------------------------------------------------------- */
@@ -656,15 +869,18 @@ static struct MHD_Daemon *start_daemon(struct http *h, int fd)
 	/* No MHD_USE_INTERNAL_POLLING_THREAD: the caller's loop runs it. No
 	 * MHD_USE_ERROR_LOG: libmicrohttpd would write to stderr on its own. */
 	/* libmicrohttpd's own limit is one above ours, which accept_cb keeps:
-	 * at its own limit it would stop accepting, and leave clients waiting. */
+	 * at its own limit it would stop accepting, and leave clients waiting.
+	 * Its per-address limit is not used: accept_cb counts per address and
+	 * slot. */
 	return MHD_start_daemon(MHD_USE_EPOLL, 0, accept_cb, h, request_cb, h,
 				MHD_OPTION_LISTEN_SOCKET, fd,
-				MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTIONS + 1,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_PER_ADDRESS,
+				MHD_OPTION_CONNECTION_LIMIT,
+				HTTP_CONNECTIONS + HTTP_MEMBER_SLOTS + 1,
 				MHD_OPTION_CONNECTION_TIMEOUT, HTTP_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_MEMORY,
 				MHD_OPTION_NOTIFY_COMPLETED, completed_cb, NULL,
 				MHD_OPTION_NOTIFY_CONNECTION, connection_cb, h,
+				MHD_OPTION_UNESCAPE_CALLBACK, unescape_cb, NULL,
 				MHD_OPTION_END);
 }
 

@@ -42,17 +42,29 @@ struct http_failsafe {
 	 * after failsafe; returns 200 or 409 as claim does (NULL: claim) */
 	int (*regained)(void *arg, const char *node_id, const char *members_hash,
 			char *reason, size_t len);
+	/* this node's member list hash, named in the answer to GET (NULL:
+	 * not named); must outlive the server */
+	const char *members_hash;
 };
 
 /* Serves GET and POST /failsafe through fs (copied; NULL: 404 again).
  * Both need the secret: 401 with "WWW-Authenticate: Bearer" otherwise.
- * GET answers 200 {"running": BOOL}. POST takes a JSON body of at most
+ * GET answers 200 {"running": BOOL, "members": HASH}. POST takes a JSON body of at most
  * HTTP_FAILSAFE_BODY_MAX bytes, {"node_id": S, "fencing_token": "DECIMAL",
  * "members": S} (and "regained": true after failsafe), and answers 200 {"ok": true} or 409 {"ok": false,
  * "reason": S}; a body announced bigger is 413, one that grows bigger while
  * it is read closes the connection, a body that is not that object is 400. */
 #define HTTP_FAILSAFE_BODY_MAX 4096
 void http_set_failsafe(struct http *h, const struct http_failsafe *fs);
+
+/* Keeps HTTP connections for the failsafe members at hosts[n] (names or
+ * addresses, looked up now; one that cannot be is logged and skipped):
+ * when every general connection, or an address's share of them, is taken,
+ * a connection from a member's address gets a reserved one, for one
+ * /failsafe request with the secret. Call after http_set_failsafe;
+ * n = 0: none kept. Blocks while names are looked up: call it before the
+ * loop runs. */
+void http_keep_for_members(struct http *h, const char *const *hosts, size_t n);
 
 /* The port listened on. */
 int http_port(const struct http *h);

@@ -199,10 +199,16 @@ static bool start_http(struct ev_loop *loop, const struct config *cfg,
 		metrics_set_jobs(&(struct metrics_jobs){ jobs_count_cb, jobs_view_cb,
 							 supervisor_jobs(sup) });
 	*web = http_new(loop, cfg->http_addr, &versions, snapshot_cb, sup, err, errlen);
-	if (*web && supervisor_failsafe(sup))
+	if (*web && supervisor_failsafe(sup)) {
+		const char *hosts[cfg->n_peers + 1];
+
 		http_set_failsafe(*web, &(struct http_failsafe){
 			supervisor_authorized, supervisor_claim, supervisor_running, sup,
-			supervisor_regained });
+			supervisor_regained, supervisor_members_hash(sup) });
+		for (size_t i = 0; i < cfg->n_peers; i++)
+			hosts[i] = cfg->peers[i].host;
+		http_keep_for_members(*web, hosts, cfg->n_peers);
+	}
 	return *web != NULL;
 }
 

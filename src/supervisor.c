@@ -557,12 +557,12 @@ static void round_done_cb(void *arg, int agree, int total)
 	enqueue(s, &ev);
 }
 
-static void check_done_cb(void *arg, enum failsafe_check result)
+static void check_done_cb(void *arg, enum failsafe_check result, bool same_members)
 {
 	struct election_event ev = {
 		.type = ELECTION_PEERS,
 		.peers = { .news = ELECTION_PEERS_CHECK_DONE,
-			   .check = ELECTION_CHECK_SILENT },
+			   .check = ELECTION_CHECK_SILENT, .same_members = same_members },
 	};
 
 	switch (result) {
@@ -799,6 +799,11 @@ int supervisor_exit_code(struct supervisor *s)
 bool supervisor_failsafe(const struct supervisor *s)
 {
 	return s->failsafe != NULL;
+}
+
+const char *supervisor_members_hash(const struct supervisor *s)
+{
+	return s->failsafe ? failsafe_members_hash(s->failsafe) : NULL;
 }
 
 struct jobs *supervisor_jobs(const struct supervisor *s)

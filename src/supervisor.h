@@ -30,6 +30,9 @@ int supervisor_regained(void *arg, const char *node_id, const char *members_hash
 			char *reason, size_t len);
 /* Whether failsafe is on. */
 bool supervisor_failsafe(const struct supervisor *s);
+/* The failsafe member list's hash (failsafe_members_hash); NULL without
+ * failsafe. */
+const char *supervisor_members_hash(const struct supervisor *s);
 
 /* The jobs (DESIGN 10), for /metrics and /status; NULL without them. */
 struct jobs *supervisor_jobs(const struct supervisor *s);

@@ -1084,12 +1084,12 @@ class Fleet:
 
 class SlowHttpClients:
     """count connections that each send a byte every half second and never finish a
-    request, from 127.0.0.2 and on (16 an address, below the server's
-    per-address limit); one that is closed is opened again, so that the
-    server's descriptors stay taken."""
+    request, from 127.0.0.2 and on (per_address an address: the server's
+    per-address limit is 8); one that the server closes is opened again at
+    once, so that the server's slots stay taken."""
 
-    def __init__(self, port, count):
-        self.port, self.count = port, count
+    def __init__(self, port, count, per_address=8):
+        self.port, self.count, self.per_address = port, count, per_address
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -1097,25 +1097,45 @@ class SlowHttpClients:
     def _connect(self, i):
         s = socket.socket()
         s.setblocking(False)
-        s.bind(("127.0.0.%d" % (2 + i // 16), 0))
+        s.bind(("127.0.0.%d" % (2 + i // self.per_address), 0))
         try:
             s.connect(("127.0.0.1", self.port))
         except BlockingIOError:
             pass
         return s
 
+    def _closed(self, s):
+        """Whether the server closed s (it never answers a request that
+        does not end)."""
+        try:
+            return s.recv(4096) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+
     def _run(self):
         socks = [self._connect(i) for i in range(self.count)]
+        next_byte = time.monotonic() + 0.5
         try:
-            while not self.stop.wait(0.5):
-                for i, s in enumerate(socks):
-                    try:
-                        s.send(b"G")
-                    except BlockingIOError:
-                        pass
-                    except OSError:
+            while not self.stop.is_set():
+                ready, _, _ = select.select(socks, [], [],
+                                            max(0.0, next_byte - time.monotonic()))
+                for s in ready:
+                    if self._closed(s):
+                        i = socks.index(s)
                         s.close()
                         socks[i] = self._connect(i)
+                if ready:
+                    time.sleep(0.01)  # a refused one is not retried in a tight loop
+                if time.monotonic() < next_byte:
+                    continue
+                next_byte += 0.5
+                for s in socks:
+                    try:
+                        s.send(b"G")
+                    except OSError:
+                        pass  # closed: select reports it
         finally:
             for s in socks:
                 s.close()

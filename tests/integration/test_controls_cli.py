@@ -326,9 +326,12 @@ def test_switchover_wait_lapses(workdir, fleet_shared, pg_shared):
     assert rows(pg_shared, key) == []
 
 
-def test_switchover_interrupted_withdraws(workdir, fleet_shared, pg_shared):
-    """SIGTERM while a switchover waits: it withdraws its row at once (the
-    others stop stepping aside) and exits 3 with one line."""
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP],
+                         ids=["term", "int", "hup"])
+def test_switchover_interrupted_withdraws(workdir, fleet_shared, pg_shared, sig):
+    """SIGTERM, SIGINT or SIGHUP (its terminal closed) while a switchover
+    waits: it withdraws its row at once (the others stop stepping aside)
+    and exits 3 with one line."""
     key = fleet_shared.key
     a = fleet_shared.start("ctl-in-a", timing=h.timing(grace_period="20s", server_lease="30s"),
                            command=h.job_cmd(fleet_shared.ledger.path, ignore_term=True))
@@ -344,7 +347,7 @@ def test_switchover_interrupted_withdraws(workdir, fleet_shared, pg_shared):
         h.wait_until(lambda: rows(pg_shared, key) or p.poll() is not None, 10, what="the row")
         assert p.poll() is None, p.communicate()
         t0 = time.monotonic()
-        p.send_signal(signal.SIGTERM)
+        p.send_signal(sig)
         out, err = p.communicate(timeout=h.bound(10))
         assert time.monotonic() - t0 < h.bound(1.0)
     finally:

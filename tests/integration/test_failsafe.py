@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import time
 
 import pytest
@@ -241,6 +242,101 @@ def test_database_down_longer_than_server_lease(pg, members, ledger, lock_key, w
         notify.close()
 
 
+def closed_at_once(port, src):
+    """A request from src is closed unanswered within a second (every slot
+    it may have is taken)."""
+    with socket.socket() as s:
+        s.settimeout(bound(2))
+        s.bind((src, 0))
+        try:
+            s.connect(("127.0.0.1", port))
+            s.sendall(b"GET /leader HTTP/1.0\r\n\r\n")
+            return s.recv(4096) == b""
+        except socket.timeout:
+            return False
+        except OSError:
+            return True
+
+
+def test_flood_keeps_failsafe(pg, members, ledger, lock_key):
+    """Issue 25 item 4: slow clients from four addresses (8 each) take every
+    general HTTP slot of every member, reconnecting the moment one is cut.
+    The members' claims and checks still get through (the slots kept for
+    the members' addresses): through a database outage the leader keeps its
+    command and nobody else starts one; back up, it leads again."""
+    m = members()
+    nodes, sa = lead_with_standbys(pg, m, ledger, lock_key)
+    a, b, c = nodes
+    floods = [h.SlowHttpClients(p.http_port, 32) for p in nodes]
+    try:
+        time.sleep(1)
+        # the flood holds every general slot: another address is closed
+        closed = sum(closed_at_once(b.http_port, "127.0.0.6") for _ in range(10))
+        assert closed >= 6, "only %d of 10 clients from another address were refused" % closed
+        mark = a.mark()
+        t0 = time.monotonic()
+        pg.stop()
+        a.wait_for_log(r"keeping the command in failsafe",
+                       after=mark, timeout=bound(5))
+        assert_runs_on(ledger, sa, t0 + 4.0)
+        assert "lost leader lease" not in b.text() + c.text()
+        assert not re.search(r"[01] of 2 members agree", a.text()[mark:]), a.text()[mark:]
+        pg.start()
+        h.wait_holder(pg, lock_key, "a", timeout=10)
+        assert_runs_on(ledger, sa, time.monotonic() + 0.5)
+    finally:
+        for f in floods:
+            f.close()
+    stop_all([c, b, a])
+
+
+@pytest.mark.parametrize("stop,early", [(0.4, True), (2.5, False)],
+                         ids=["quick-stop", "slow-stop"])
+def test_restart_settle_ended_by_members(pg, members, ledger, lock_key, stop, early):
+    """Issue 25 item 12: the leader is stopping a command that takes `stop`
+    seconds (SIGTERM) when the database restarts. The standby that gets the
+    lock asks the members: every one answers that it runs nothing (the old
+    leader, once its command is gone, refuses the connection) and names the
+    same member list, so it takes the fence and starts at once instead of
+    waiting out its settle wait; and never while the old command lives."""
+    grace = "5s"  # the settle wait's cap (the outage + grace + 1 s) out of the way
+    timing = h.timing(grace_period=grace, server_lease="8s")
+    m = members()
+    a = m.start("a", timing=timing, ttl="7s", command=h.job_cmd(ledger.path, term_delay=stop))
+    sa = ledger.wait_for("start", "a", timeout=bound(10))
+    h.wait_holder(pg, lock_key, "a")
+    b = m.start("b", timing=timing, ttl="7s")
+    c = m.start("c", timing=timing, ttl="7s")
+    for n in ("b", "c"):
+        h.wait_queued(pg, lock_key, n)
+    marks = {p.name: p.mark() for p in (b, c)}
+    a.signal(signal.SIGTERM)
+    ledger.wait_for("term", "a", timeout=bound(3))
+    pg.restart("fast")
+    new = ledger.wait_for("start", count=2, timeout=bound(15))
+    assert new.node in ("b", "c"), ledger.text()
+    leader = b if new.node == "b" else c
+    stopped = ledger.wait_for("stop", "a", timeout=bound(10))
+    # never while the old command lived
+    assert new.time > stopped.time, ledger.text()
+    assert not h.pid_alive(sa.pid)
+    text = leader.text()[marks[leader.name]:]
+    waited = re.search(r"the database was away: taking the fence in ([0-9.]+)s", text)
+    assert waited, text
+    if early:
+        # the old command was gone well before the settle wait would end
+        # (the restart takes longer than it takes to stop): the members'
+        # answers ended the wait
+        ended = re.search(r"every failsafe member runs nothing: taking the fence now, "
+                          r"([0-9.]+)s before the settle wait would end", text)
+        assert ended, text
+        assert float(ended.group(1)) >= 0.3, ended.group(0)
+        print("settle wait %ss, ended %ss early; old command stopped %.3fs before the new one"
+              " started" % (waited.group(1), ended.group(1), new.time - stopped.time))
+    assert a.wait(bound(10)) == 0
+    stop_all([c, b])
+
+
 @pytest.mark.slow
 def test_primary_failover(pg, members, ledger, lock_key, request):
     """A multi-host DSN; the primary crashes and its replica is promoted: the
@@ -448,7 +544,11 @@ def test_secret_required(pg, members, ledger, lock_key):
             assert headers.get("WWW-Authenticate") == "Bearer"
             assert SECRET not in text
     status, _, text = request(a.http_port, secret=SECRET)
-    assert (status, json.loads(text)) == (200, {"running": True})
+    doc = json.loads(text)
+    assert (status, doc["running"]) == (200, True), text
+    # the member list's hash, the same on every member
+    assert re.fullmatch(r"[0-9a-f]{16}", doc["members"]), text
+    assert json.loads(request(b.http_port, secret=SECRET)[2])["members"] == doc["members"]
     # a leads: a claim to it is refused with a reason
     status, _, text = request(a.http_port, method="POST", secret=SECRET, body=claim)
     assert status == 409 and json.loads(text)["ok"] is False and json.loads(text)["reason"]

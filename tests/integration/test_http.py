@@ -120,6 +120,9 @@ def test_one_leader_one_replica(pg, fleet, ledger, lock_key):
     assert get(a.http_port, "/leader", method="HEAD")[0] == 200
     assert get(a.http_port, "/leader", method="POST")[0] == 405
     assert get(a.http_port, "/nope")[0] == 404
+    # a known path with junk after it is unknown, an encoded NUL too
+    for path in ("/leader%00", "/leader%00x", "/leader/", "/primary%00"):
+        assert get(a.http_port, path)[0] == 404, path
 
     da, db = status_doc(a), status_doc(b)
     assert (da["state"], db["state"]) == ("leader", "standby")

@@ -305,6 +305,7 @@ struct round {
 	uint64_t id;
 	int op;                  /* P_CLAIM, P_REGAINED or P_CHECK */
 	int asked, answered, agree, running, silent;
+	int same_list, other_list; /* check answers naming the asker's list, another */
 };
 
 struct node {
@@ -2035,7 +2036,8 @@ static void peers_finish(struct node *n, struct round *r)
 	else if (r->answered < r->asked)
 		check = ELECTION_CHECK_SILENT;
 	sup_peers(n, &(struct election_peers_event){
-		.news = ELECTION_PEERS_CHECK_DONE, .check = check });
+		.news = ELECTION_PEERS_CHECK_DONE, .check = check,
+		.same_members = r->same_list > 0 && r->other_list == 0 });
 }
 
 /* A member answers: a claim goes through the election (supervisor_claim;
@@ -2072,9 +2074,14 @@ static void peer_answer(struct node *n, const struct simev *e)
 	if (!r->open || r->id != e->gen)
 		return;
 	r->answered++;
-	if (e->op == P_CHECK)
+	if (e->op == P_CHECK) {
 		r->running |= e->status == 1;
-	else
+		/* http.c names the member's list in its answer */
+		if (!strcmp(W.nodes[e->from].hash, n->hash))
+			r->same_list++;
+		else
+			r->other_list++;
+	} else
 		r->agree += e->status == 200;
 	/* failsafe.c's claim_lost: a claim ends with its first refusal; the
 	 * regained claim runs to its end */

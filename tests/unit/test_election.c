@@ -3190,13 +3190,18 @@ static const struct {
 };
 
 /* A standby (grace_period 8 s) that lost its session at `lost` and is
- * back at `back`; the test plays the fence session. */
-static void settle_standby(double lost, double back)
+ * back at `back`; the test plays the fence session. With failsafe:
+ * members a and b, failsafe_ttl 15 s. */
+static void settle_standby_with(double lost, double back, bool failsafe)
 {
 	struct config c = daemon_cfg;
 	static struct election_params p;
 
 	answer_fence = false;
+	if (failsafe) {
+		c.failsafe_peers = "a=127.0.0.1:8008,b=127.0.0.1:8009";
+		c.failsafe_ttl_ms = 15000;
+	}
 	c.grace_period_ms = 8000;
 	p = daemon_params(&c);
 	election_init(&M, &p);
@@ -3211,6 +3216,11 @@ static void settle_standby(double lost, double back)
 	M.state = ELECTION_CONNECTING; /* the attempt that succeeds */
 	M.connected = true;
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, back), STANDBY_READ);
+}
+
+static void settle_standby(double lost, double back)
+{
+	settle_standby_with(lost, back, false);
 }
 
 START_TEST(test_settle_after_outage)
@@ -3965,6 +3975,102 @@ START_TEST(test_failsafe_silent_then_gone)
 END_TEST
 
 
+/* The members' answer to a new leader's check; same_members: a member
+ * answered and every answer named this node's list. */
+static struct election_output check_done(enum election_check check, bool same_members,
+					 double now)
+{
+	struct election_event ev = { .type = ELECTION_PEERS,
+		.peers = { .news = ELECTION_PEERS_CHECK_DONE, .check = check,
+			   .same_members = same_members } };
+	struct election_output out;
+
+	election_step(&M, &ev, now, &out);
+	return out;
+}
+
+/* Issue 25, 12: with failsafe members, the settle wait ends the moment
+ * every member answers that it runs nothing (a refused connection counts
+ * as that): no old leader is left whose command still stops. An answer
+ * "running" or no answer keeps the wait; so do answers that name another
+ * member list, or none at all (a node missing from this node's list was
+ * never asked), and a node outside the list seen with a session for the
+ * lock. */
+enum settle_answer {
+	SETTLE_CLEAR, SETTLE_RUNNING, SETTLE_SILENT, SETTLE_STRANGER, SETTLE_OTHER_LIST
+};
+
+static const struct {
+	enum settle_answer answer;
+	bool ends;
+} settle_answer_rows[] = {
+	{ SETTLE_CLEAR, true },
+	{ SETTLE_RUNNING, false },
+	{ SETTLE_SILENT, false },
+	{ SETTLE_STRANGER, false },
+	{ SETTLE_OTHER_LIST, false },
+};
+
+START_TEST(test_settle_ended_by_members)
+{
+	static const enum election_check checks[] = {
+		[SETTLE_CLEAR] = ELECTION_CHECK_CLEAR,
+		[SETTLE_RUNNING] = ELECTION_CHECK_RUNNING,
+		[SETTLE_SILENT] = ELECTION_CHECK_SILENT,
+		[SETTLE_STRANGER] = ELECTION_CHECK_CLEAR,
+		[SETTLE_OTHER_LIST] = ELECTION_CHECK_CLEAR,
+	};
+	enum settle_answer a = settle_answer_rows[_i].answer;
+	struct election_output out;
+
+	/* lost at 10, back at 10.5, the lock at 10.75: the fence at 11.5 */
+	settle_standby_with(10, 10.5, true);
+	if (a == SETTLE_STRANGER)
+		peers(&M, ELECTION_PEERS_STRANGER, 0, 0, "stranger", 10.6);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 10.75);
+	ck_state(&M, ELECTION_LEADER);
+	ck_actions(out, ELECTION_DO_CONTROLS_READ | ELECTION_DO_FAILSAFE_CHECK);
+	ck_assert_msg(!strncmp(out.logs[1].text, "the database was away: taking the "
+			       "fence in 0.75s", 46), "%s", out.logs[1].text);
+	M.next_ping_at = M.next_ctl_at = 100; /* pings and reads are not the point */
+	out = check_done(checks[a], a != SETTLE_OTHER_LIST, 10.8);
+	if (settle_answer_rows[_i].ends) {
+		ck_actions(out, ELECTION_DO_FENCE_TAKE);
+		ck_log(out, LOG_LEVEL_INFO, "every failsafe member runs nothing: taking "
+		       "the fence now, 0.70s before the settle wait would end");
+		ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 10.85),
+			   ELECTION_DO_START_CHILD);
+		return;
+	}
+	ck_actions(out, 0);
+	ck_assert(election_next_wakeup(&M, 10.8) <= 11.5);
+	ck_actions(tick(&M, 11.5 - JUST), 0);
+	out = tick(&M, 11.5);
+	ck_assert_msg(out.actions & ELECTION_DO_FENCE_TAKE, "no fence at the wait's end");
+	ck_assert(!M.child_running);
+}
+END_TEST
+
+/* The members' answer after the settle wait is over changes nothing, and
+ * without a settle wait there is nothing to end. */
+START_TEST(test_settle_members_after_the_wait)
+{
+	struct election_output out;
+
+	settle_standby_with(10, 10.5, true);
+	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 3", 10.75);
+	M.next_ping_at = M.next_ctl_at = 100;
+	M.failsafe.check_again_at = 100;
+	M.last_reply_at = 11.5;
+	ck_actions(tick(&M, 11.5), ELECTION_DO_FENCE_TAKE);
+	out = check_done(ELECTION_CHECK_CLEAR, true, 11.6);
+	ck_actions(out, 0);
+	ck_no_log(out);
+	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 11.7),
+		   ELECTION_DO_START_CHILD);
+}
+END_TEST
+
 /* A node with a session for this lock outside the member list: failsafe
  * off (one error line), until it is gone (one notice). */
 START_TEST(test_failsafe_stranger)
@@ -4234,6 +4340,8 @@ static Suite *election_suite(void)
 	tcase_add_loop_test(tc, test_settle_after_outage, 0, ROWS(settle_rows));
 	tcase_add_loop_test(tc, test_granted_waits_for_settle, 0, ROWS(settle_rows));
 	tcase_add_test(tc, test_no_settle_without_outage);
+	tcase_add_loop_test(tc, test_settle_ended_by_members, 0, ROWS(settle_answer_rows));
+	tcase_add_test(tc, test_settle_members_after_the_wait);
 	tcase_add_test(tc, test_settle_after_later_outage);
 	tcase_add_test(tc, test_settle_from_latest_loss);
 	tcase_add_test(tc, test_no_settle_for_the_leader);

@@ -78,6 +78,7 @@ static void make_config(struct fleet_config *fc, const int *ports, size_t n,
 static struct {
 	int rounds, agree, total, checks;
 	enum failsafe_check check;
+	bool same_members;
 	double at;
 	char detail[512];
 	struct failsafe **free_in_callback;
@@ -102,12 +103,13 @@ static void round_done(void *arg, int agree, int total)
 	ev_break(loop, EVBREAK_ALL);
 }
 
-static void check_done(void *arg, enum failsafe_check result)
+static void check_done(void *arg, enum failsafe_check result, bool same_members)
 {
 	struct failsafe *f = *(struct failsafe **)arg;
 
 	got.checks++;
 	got.check = result;
+	got.same_members = same_members;
 	got.at = mono();
 	snprintf(got.detail, sizeof(got.detail), "%s", failsafe_detail(f));
 	ev_break(loop, EVBREAK_ALL);
@@ -215,7 +217,7 @@ static const struct election_snapshot *no_snapshot(void *arg)
 
 static void start_member(struct member *m)
 {
-	struct http_failsafe fs = { m_authorized, m_claim, m_running, m, m_regained };
+	struct http_failsafe fs = { m_authorized, m_claim, m_running, m, m_regained, NULL };
 	char err[256];
 
 	memset(m, 0, sizeof(*m));
@@ -412,6 +414,57 @@ START_TEST(test_check_running)
 	for (int i = 0; i < MEMBERS; i++)
 		ck_assert_int_eq(members[i].claims, 0);
 	failsafe_free(f);
+}
+END_TEST
+
+/* Issue 25, 12: a member's answer to a check names its member list; the
+ * client says whether every answer named its own (and at least one
+ * answered): a new leader's settle wait ends early only then. */
+static char list_of[MEMBERS][32];
+
+static void name_lists(const char *const hashes[MEMBERS])
+{
+	for (int i = 0; i < MEMBERS; i++) {
+		struct member *m = &members[i];
+
+		snprintf(list_of[i], sizeof(list_of[i]), "%s", hashes[i] ? hashes[i] : "");
+		http_set_failsafe(m->h, &(struct http_failsafe){
+			m_authorized, m_claim, m_running, m, m_regained,
+			hashes[i] ? list_of[i] : NULL });
+	}
+}
+
+START_TEST(test_check_names_lists)
+{
+	struct failsafe *f = client_of(member_ports, MEMBERS, secret_file, 2000);
+	const char *ours = failsafe_members_hash(f);
+	int ports[] = { refused_port(), refused_port() };
+	struct failsafe *alone;
+
+	name_lists((const char *[MEMBERS]){ ours, ours, ours });
+	failsafe_check(f);
+	run_for(5);
+	ck_assert_int_eq(got.check, FAILSAFE_CLEAR);
+	ck_assert(got.same_members);
+	name_lists((const char *[MEMBERS]){ ours, "0123456789abcdef", ours });
+	failsafe_check(f);
+	run_for(5);
+	ck_assert_int_eq(got.check, FAILSAFE_CLEAR);
+	ck_assert(!got.same_members);
+	/* an older pgleader names no list */
+	name_lists((const char *[MEMBERS]){ ours, NULL, ours });
+	failsafe_check(f);
+	run_for(5);
+	ck_assert_int_eq(got.check, FAILSAFE_CLEAR);
+	ck_assert(!got.same_members);
+	failsafe_free(f);
+	/* every member refused: "not running", but no list was named */
+	alone = client_of(ports, N(ports), secret_file, 2000);
+	failsafe_check(alone);
+	run_for(5);
+	ck_assert_int_eq(got.check, FAILSAFE_CLEAR);
+	ck_assert(!got.same_members);
+	failsafe_free(alone);
 }
 END_TEST
 
@@ -1168,6 +1221,7 @@ static Suite *failsafe_suite(void)
 	tcase_add_test(tc, test_one_conflict);
 	tcase_add_test(tc, test_refused);
 	tcase_add_test(tc, test_check_running);
+	tcase_add_test(tc, test_check_names_lists);
 	tcase_add_test(tc, test_silent_claim);
 	tcase_add_test(tc, test_silent_check);
 	tcase_add_loop_test(tc, test_refusal_ends_claim, 0, 2);
