@@ -186,6 +186,7 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("rerun_interrupted", cfg->n_jobs ? cfg->jobs[0].rerun_interrupted : -99);
 	INT("once_per", cfg->once_per_ms);
 	STR("schema", cfg->schema);
+	STR("ledger_owner", cfg->ledger_owner);
 	INT("keep_runs", cfg->keep_runs_ms);
 #undef INT
 #undef STR
@@ -283,6 +284,8 @@ static const struct key_case {
 	  "invalid schema name \"PgLeader\" (1 to 63 of a-z 0-9 _, not starting with a digit)" },
 	{ "keep_runs", "keep-runs", false, "24h", "86400000", "721h",
 	  "invalid duration \"721h\" (examples: 250ms, 5s, 2m)" },
+	{ "ledger_owner", "ledger-owner", false, "Ops DBA", "Ops DBA", "a\tb",
+	  "invalid role name \"a?b\" (1 to 63 bytes of UTF-8, no control characters)" },
 };
 
 #define NKEYS (int)(sizeof(key_cases) / sizeof(key_cases[0]))
