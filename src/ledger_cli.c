@@ -139,11 +139,16 @@ static const char *cell(const PGresult *res, int row, int col)
 }
 
 /* A ledger this role does not trust (DESIGN 10): one line, whatever the
- * caller's quiet, naming the owner and the fix. */
+ * caller's quiet, naming the owner and the fix; once (status checks the
+ * ledger for the controls and for the jobs). */
 static void fail_untrusted(const char *what, const char *schema)
 {
+	static bool said;
 	char line[LOG_MSG_MAX];
 
+	if (said)
+		return;
+	said = true;
 	ledger_sql_untrusted_line(line, sizeof(line), what, schema);
 	status_fail("cannot use the ledger", line);
 }
