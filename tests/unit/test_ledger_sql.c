@@ -266,6 +266,29 @@ START_TEST(owner_literal)
 }
 END_TEST
 
+/* init-db --grant-to: what the check calls writable and the controls,
+ * to the role as a quoted identifier; without one, comments naming ROLE. */
+START_TEST(grants_sql)
+{
+	char *to = ledger_sql_grants("ops", "app \"x\"");
+	char *none = ledger_sql_grants("ops", NULL);
+
+	ck_assert_ptr_nonnull(to);
+	ck_assert_ptr_nonnull(none);
+	ck_assert_str_eq(to, "GRANT USAGE ON SCHEMA \"ops\" TO \"app \"\"x\"\"\";\n"
+			 "GRANT SELECT, INSERT, UPDATE, DELETE ON \"ops\".runs, \"ops\".terms,"
+			 " \"ops\".controls TO \"app \"\"x\"\"\";\n"
+			 "GRANT SELECT ON \"ops\".meta TO \"app \"\"x\"\"\";\n");
+	for (const char *line = none; *line; line = strchr(line, '\n') + 1)
+		ck_assert_msg(!strncmp(line, "-- ", 3), "not a comment: %s", line);
+	ck_assert_ptr_nonnull(strstr(none, "-- GRANT USAGE ON SCHEMA \"ops\" TO ROLE;\n"));
+	ck_assert_ptr_null(ledger_sql_grants("Bad", "app"));
+	ck_assert_ptr_null(ledger_sql_grants("ops", ""));
+	free(to);
+	free(none);
+}
+END_TEST
+
 static const struct {
 	const char *v[LEDGER_CHECK_NCOLS];
 	enum ledger_state state;
@@ -379,6 +402,7 @@ static Suite *ledger_sql_suite(void)
 		{ "check_sql", check_sql, NROWS(init_schemas) },
 		{ "parse_check", parse_check, NROWS(parse_cases) },
 		{ "owner_literal", owner_literal, 1 },
+		{ "grants_sql", grants_sql, 1 },
 		{ "runs_sql", runs_sql, NROWS(runs_cases) },
 		{ "summary_sql", summary_sql, 1 },
 		{ "same_columns", same_columns, 1 },
