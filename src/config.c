@@ -30,7 +30,7 @@
 
 enum action {
 	ACT_CONFIG = 1, ACT_VERBOSE, ACT_QUIET, ACT_HELP, ACT_VERSION, ACT_JOB,
-	ACT_SINCE, ACT_TO, ACT_WAIT,
+	ACT_SINCE, ACT_TO, ACT_WAIT, ACT_GRANT_TO,
 };
 
 /* The server hashes the name as text: bytes that are not UTF-8 are an
@@ -125,6 +125,22 @@ static int check_schema(const char *value, char *why, size_t whylen)
 		return value_why(why, whylen,
 				"invalid schema name %s (pg_ names are reserved by PostgreSQL)",
 				value_quote(value, shown, sizeof(shown)));
+	return 0;
+}
+
+/* A role's name as the server takes it: 1 to 63 bytes of UTF-8 without
+ * control characters (it is sent as a literal, never as SQL). */
+static int check_role(const char *value, char *why, size_t whylen)
+{
+	char shown[80];
+	bool ok = *value && strlen(value) <= SCHEMA_MAX && value_is_utf8(value);
+
+	for (const char *p = value; ok && *p; p++)
+		ok = (unsigned char)*p >= ' ' && *p != 0x7f;
+	if (!ok)
+		return value_why(why, whylen, "invalid role name %s (1 to %d bytes of"
+				" UTF-8, no control characters)",
+				value_quote(value, shown, sizeof(shown)), SCHEMA_MAX);
 	return 0;
 }
 
@@ -316,6 +332,10 @@ static const struct option_row rows[] = {
 	{ .key = "schema", .long_name = "schema", .type = OPTION_STRING,
 	  .offset = FIELD(schema), .default_value = "pgleader", .metavar = "NAME",
 	  .help = "the run ledger's schema", .check = check_schema },
+	{ .key = "ledger_owner", .long_name = "ledger-owner", .type = OPTION_STRING,
+	  .offset = FIELD(ledger_owner), .default_shown = "none", .metavar = "ROLE",
+	  .help = "trust a ledger this role owns (besides this\n"
+		  "role, its roles and superusers)", .check = check_role },
 	{ .key = "keep_runs", .long_name = "keep-runs", .type = OPTION_DURATION,
 	  .offset = FIELD(keep_runs_ms), .default_value = MAX_DURATION,
 	  .metavar = "DUR", .help = "delete ledger rows older than this", .min = 1 },
@@ -343,6 +363,9 @@ static const struct option_row rows[] = {
 	  .help = "runs: only the ticks of the last DUR" },
 	{ .long_name = "print-sql", .type = OPTION_FLAG, .offset = FIELD(print_sql),
 	  .help = "init-db: print the SQL instead of running it" },
+	{ .long_name = "grant-to", .type = OPTION_ACTION, .action = ACT_GRANT_TO,
+	  .metavar = "ROLE", .default_shown = "none",
+	  .help = "init-db: let ROLE's nodes use the ledger" },
 	{ .long_name = "to", .type = OPTION_ACTION, .action = ACT_TO,
 	  .metavar = "NODE", .default_shown = "any standby",
 	  .help = "switchover: the node that takes over" },
@@ -460,17 +483,27 @@ static int take_runs_option(struct loader *ld, int action, const char *value)
 	return CONFIG_OK;
 }
 
-/* switchover --to NODE, --wait DUR: read at once, a mistake is usage. */
+/* switchover --to NODE, --wait DUR, init-db --grant-to ROLE: read at
+ * once, a mistake is usage. */
 static int take_switchover_option(struct loader *ld, int action, const char *value)
 {
 	struct config *cfg = ld->cfg;
 	char why[128], shown[64];
 	int64_t ms;
 
+	if (action == ACT_GRANT_TO) {
+		if (check_role(value, why, sizeof(why)) < 0)
+			return options_fail(ld->op, EX_USAGE, "--grant-to: %s", why);
+		free(cfg->grant_to);
+		if (!(cfg->grant_to = strdup(value)))
+			return options_fail(ld->op, EX_CONFIG, "out of memory");
+		return CONFIG_OK;
+	}
 	if (action == ACT_TO) {
 		if (check_node_id(value, why, sizeof(why)) < 0)
 			return options_fail(ld->op, EX_USAGE, "--to: %s", why);
 		free(cfg->switchover_to);
+	free(cfg->grant_to);
 		if (!(cfg->switchover_to = strdup(value)))
 			return options_fail(ld->op, EX_CONFIG, "out of memory");
 		return CONFIG_OK;
@@ -509,6 +542,7 @@ static int action_cb(void *user, int action, const char *value)
 		return take_runs_option(ld, action, value);
 	case ACT_TO:
 	case ACT_WAIT:
+	case ACT_GRANT_TO:
 		return take_switchover_option(ld, action, value);
 	}
 	return CONFIG_OK;
@@ -675,12 +709,14 @@ static int check_subcommand_options(struct loader *ld)
 		  "'pgleader runs', 'pgleader pause' or 'pgleader resume'" },
 		{ "since", MODE_BIT(CONFIG_MODE_RUNS), "'pgleader runs'" },
 		{ "print-sql", MODE_BIT(CONFIG_MODE_INIT_DB), "'pgleader init-db'" },
+		{ "grant-to", MODE_BIT(CONFIG_MODE_INIT_DB), "'pgleader init-db'" },
 		{ "to", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
 		{ "wait", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
 	};
 	const struct config *cfg = ld->cfg;
 	const bool given[] = { cfg->json, cfg->watch, cfg->runs_job != NULL,
-			       ld->since_given, cfg->print_sql, cfg->switchover_to != NULL,
+			       ld->since_given, cfg->print_sql, cfg->grant_to != NULL,
+			       cfg->switchover_to != NULL,
 			       ld->wait_given };
 
 	for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
@@ -1392,6 +1428,7 @@ void config_free(struct config *cfg)
 	free(cfg->jobs);
 	free(cfg->runs_job);
 	free(cfg->switchover_to);
+	free(cfg->grant_to);
 	options_release(&spec, cfg);
 	free_peers(cfg->peers, cfg->n_peers);
 	free(cfg->config_file);
@@ -1405,7 +1442,7 @@ void config_usage(FILE *out)
 	      "       pgleader [OPTION]... -c FILE   (jobs from [job.NAME] sections)\n"
 	      "       pgleader status [OPTION]... [--json] [--watch]\n"
 	      "       pgleader runs [--job NAME] [--since DUR] [--json] [OPTION]...\n"
-	      "       pgleader init-db [--print-sql] [OPTION]...\n"
+	      "       pgleader init-db [--print-sql] [--grant-to ROLE] [OPTION]...\n"
 	      "       pgleader pause | resume [--job NAME] [OPTION]...\n"
 	      "       pgleader switchover [--to NODE] [--wait DUR] [OPTION]...\n"
 	      "       pgleader --help | --version\n"

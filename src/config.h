@@ -98,6 +98,9 @@ struct config {
 	bool job_sections;       /* the file had [job.NAME] sections */
 	int64_t once_per_ms;     /* --once-per; 0: off */
 	char *schema;            /* the ledger's schema, default "pgleader" */
+	char *ledger_owner;      /* --ledger-owner ROLE: a role trusted to own
+				  * the ledger besides this one's own; NULL: none */
+	char *grant_to;          /* init-db --grant-to ROLE; NULL: no grants */
 	int64_t keep_runs_ms;    /* default 720h */
 	char *runs_job;          /* runs, pause, resume --job NAME; NULL: every job */
 	int64_t runs_since_ms;   /* runs --since DUR; -1: all */

@@ -165,10 +165,13 @@ static int resume_lock(PGconn *conn, const struct config *cfg, const char *key)
 	struct ledger_sql_query q;
 	char lock[128];
 	PGresult *res;
+	int present;
 
 	lock_text(cfg, key, lock, sizeof(lock));
 	/* No ledger, nothing paused: resume creates nothing. */
-	if (!ledger_cli_present(conn, cfg)) {
+	if ((present = ledger_cli_usable(conn, cfg)) != 1) {
+		if (present < 0 && PQstatus(conn) == CONNECTION_OK)
+			return EX_UNAVAILABLE; /* refused: said */
 		if (PQstatus(conn) != CONNECTION_OK) {
 			status_fail("cannot resume", PQerrorMessage(conn));
 			return EX_UNAVAILABLE;

@@ -127,6 +127,8 @@ enum election_controls_news {
 				     * an error; reason */
 	ELECTION_CONTROLS_ASKED,    /* a priority ask was answered: to_me,
 				     * leader, leader_priority */
+	ELECTION_CONTROLS_REFUSED,  /* the ledger is owned by a role this node
+				     * does not trust (DESIGN 10): reason */
 };
 
 /* The controls in force that concern the whole lock, as the last read found

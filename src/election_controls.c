@@ -333,6 +333,19 @@ static void priority_asked(struct election *e, struct election_output *out,
 	    ev->controls.leader_priority);
 }
 
+/* The ledger is not one this node trusts: never read, and the node does
+ * not go on as if there were none (a pause would be ignored): one error
+ * line, the command stopped, exit 69. */
+static void refused(struct election *e, struct election_output *out,
+		    double now, const struct election_event *ev)
+{
+	struct election_event permanent = { .type = ev->type, .reason = ev->reason };
+
+	answered(e);
+	permanent.session.fault = FAULT_LEDGER;
+	election_end_on_permanent(e, out, now, &permanent);
+}
+
 void election_on_controls(struct election *e, struct election_output *out,
 	                  double now, const struct election_event *ev)
 {
@@ -344,6 +357,7 @@ void election_on_controls(struct election *e, struct election_output *out,
 		return;
 	case ELECTION_CONTROLS_FAILED: read_failed(e, out, now, ev); return;
 	case ELECTION_CONTROLS_ASKED: priority_asked(e, out, now, ev); return;
+	case ELECTION_CONTROLS_REFUSED: refused(e, out, now, ev); return;
 	}
 }
 

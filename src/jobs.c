@@ -308,6 +308,7 @@ static void limit_cb(struct ev_loop *loop, ev_timer *w, int revents)
 /* ---- claims ---- */
 
 static void claim(struct job *jb, int64_t tick, bool rerun);
+static void remake(struct job *jb);
 
 /* A --once-per one-shot whose window was not claimed ends: with the
  * conflict code when it ran already, else as a ledger that cannot be used
@@ -381,7 +382,10 @@ static void drop_paused_claim(struct job *jb, int64_t run_id, const char *when)
 /* The answer to a claim of this term: the tick runs, or why not. */
 static void claimed(struct job *jb, const struct ledger_answer *a, const char *when)
 {
-	if (!a->ok) {
+	if (!a->ok && a->missing) {
+		jb->state = JOB_CLAIMING; /* claimed again once it is back */
+		remake(jb);
+	} else if (!a->ok) {
 		log_error("job %s: cannot claim tick %s: %s", jb->cfg->name, when, a->error);
 	} else if (a->early) {
 		/* our reading of the server's clock ran ahead: the same tick
@@ -577,6 +581,10 @@ static void last_cb(void *arg, const struct ledger_answer *a)
 
 	if (jb->claim_gen != j->gen || !j->active)
 		return;
+	if (!a->ok && a->missing) {
+		remake(jb);
+		return;
+	}
 	if (!a->ok) {
 		if (!a->lost)
 			log_error("job %s: cannot read the ledger: %s", jb->cfg->name,
@@ -653,10 +661,39 @@ static void begin(struct jobs *j, int64_t now)
 	}
 }
 
+/* The ledger cannot be used (DESIGN 10): one line, and nothing runs; the
+ * election gives up the lead. */
+static void refuse_ledger(struct jobs *j, const struct ledger_answer *a)
+{
+	char why[LOG_MSG_MAX];
+
+	if (a->untrusted)
+		snprintf(why, sizeof(why), "%s", a->error);
+	else if (a->denied)
+		snprintf(why, sizeof(why), "the ledger in schema %s is there, but "
+			 "this role may not read and write its runs and terms: "
+			 "grant USAGE on the schema and SELECT, INSERT, UPDATE, "
+			 "DELETE on %s.runs and %s.terms (pgleader init-db "
+			 "--print-sql --grant-to ROLE shows them)", j->cfg->schema,
+			 j->cfg->schema, j->cfg->schema);
+	else
+		snprintf(why, sizeof(why), "%s%s%s: run pgleader init-db as a role "
+			 "that may create it (or --print-sql for a DBA)",
+			 a->ok ? "the ledger is missing (schema " : "cannot use the ledger: ",
+			 a->ok ? j->cfg->schema : a->error, a->ok ? ") and this role "
+			 "may not create it" : "");
+	j->active = false;
+	j->cb.refused(j->cb.arg, FAULT_LEDGER, why);
+}
+
+static bool unusable(const struct ledger_answer *a)
+{
+	return !a->ok || a->missing || a->denied || a->untrusted;
+}
+
 static void ensure_cb(void *arg, const struct ledger_answer *a)
 {
 	struct jobs *j = arg;
-	char why[LOG_MSG_MAX];
 
 	if (!j->active)
 		return;
@@ -664,26 +701,49 @@ static void ensure_cb(void *arg, const struct ledger_answer *a)
 		ensure(j);
 		return;
 	}
-	if (!a->ok || a->missing || a->denied) {
-		if (a->denied)
-			snprintf(why, sizeof(why), "the ledger in schema %s is there, but "
-				 "this role may not read and write its runs and terms: "
-				 "grant USAGE on the schema and SELECT, INSERT, UPDATE, "
-				 "DELETE on %s.runs and %s.terms (pgleader init-db "
-				 "--print-sql shows them)", j->cfg->schema, j->cfg->schema,
-				 j->cfg->schema);
-		else
-			snprintf(why, sizeof(why), "%s%s%s: run pgleader init-db as a role "
-				 "that may create it (or --print-sql for a DBA)",
-				 a->ok ? "the ledger is missing (schema " : "cannot use the ledger: ",
-				 a->ok ? j->cfg->schema : a->error, a->ok ? ") and this role "
-				 "may not create it" : "");
-		j->active = false;
-		j->cb.refused(j->cb.arg, FAULT_LEDGER, why);
+	if (unusable(a)) {
+		refuse_ledger(j, a);
 		return;
 	}
 	sync_clock(j, a);
 	begin(j, a->db_now);
+}
+
+/* The ledger was dropped under a job's claim or read: made again when the
+ * role may, then the job asks again; else the lead is given up. */
+static void remade_cb(void *arg, const struct ledger_answer *a)
+{
+	struct job *jb = arg;
+	struct jobs *j = jb->owner;
+
+	if (jb->claim_gen != j->gen || !j->active) {
+		/* the term ended meanwhile: the claim it waited for is off */
+		if (jb->state == JOB_CLAIMING)
+			jb->state = JOB_IDLE;
+		check_gone(j);
+		return;
+	}
+	if (a->lost) {
+		remake(jb);
+		return;
+	}
+	if (unusable(a)) {
+		refuse_ledger(j, a);
+		return;
+	}
+	sync_clock(j, a);
+	if (jb->state == JOB_CLAIMING)
+		claim(jb, jb->claim_tick, jb->claim_rerun);
+	else
+		ask_last(jb, jb->cutting);
+}
+
+static void remake(struct job *jb)
+{
+	log_warning("job %s: the ledger (schema %s) is gone; making it again",
+		    jb->cfg->name, jb->owner->cfg->schema);
+	jb->claim_gen = jb->owner->gen;
+	ledger_ensure(jb->owner->ledger, remade_cb, jb);
 }
 
 static void ensure(struct jobs *j)

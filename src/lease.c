@@ -511,7 +511,8 @@ static void conn_ready(void *arg)
 	struct lease *l = arg;
 	char sql[LEASE_SQL_SETUP_MAX];
 
-	lease_sql_setup(sql, sizeof(sql), l->lock_name != NULL, l->o.retry_interval);
+	lease_sql_setup(sql, sizeof(sql), l->lock_name != NULL, l->o.retry_interval,
+			l->o.statement_timeout);
 	send_sql(l, PHASE_SETUP, sql, l->lock_name ? 1 : 0,
 		 (const char *const *)&l->lock_name);
 }

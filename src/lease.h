@@ -18,6 +18,8 @@ struct lease_options {
 	int64_t lock_key;
 	const char *lock_name;  /* non-NULL: key = hashtextextended(name, 0) */
 	double retry_interval;  /* lock_timeout of a queued wait, seconds */
+	double statement_timeout; /* every statement's bound, seconds, past
+				   * retry_interval (DESIGN 10) */
 	double server_lease;    /* seconds, 0 = off */
 	/* The fence (DESIGN 3): the two-int4 form of the same 64 bits,
 	 * pg_advisory_lock(key >> 32, key & 0xffffffff) with each half a

@@ -25,22 +25,29 @@
 	"has_database_privilege(current_database(), 'TEMP'), " \
 	"coalesce(pg_catalog.has_function_privilege(coalesce(" \
 	EMIT_MESSAGE ")'), " EMIT_MESSAGE ", boolean)')), 'EXECUTE'), false)"
-/* Its five columns, the name's key when given, and the three settings. */
-#define SETUP_NCOLS (5 + 3)
+/* Its five columns, the name's key when given, and the five settings. */
+#define SETUP_NCOLS (5 + 5)
 
-void lease_sql_setup(char *buf, size_t len, bool with_name, double retry_interval)
+void lease_sql_setup(char *buf, size_t len, bool with_name, double lock_timeout,
+		     double statement_timeout)
 {
 	/* The settings ride in the same statement, set for the session
 	 * (set_config's false), so that a session is ready after one round
-	 * trip: a queued wait ends after retry_interval so the standby sees a
-	 * broken session within that time; a role's statement_timeout must
-	 * not cut it short, nor its default_transaction_read_only refuse the
-	 * claim's WAL. */
+	 * trip: a queued wait ends after lock_timeout so the standby sees a
+	 * broken session within that time; every statement ends within
+	 * statement_timeout, whatever waits behind it (a role's own setting
+	 * must not cut a queued wait short: it is set past lock_timeout);
+	 * a role's default_transaction_read_only must not refuse the claim's
+	 * WAL. Nothing of anyone else's runs here (DESIGN 10): no row-level
+	 * security policy (a query it would touch fails instead), and no name
+	 * found outside pg_catalog (every relation is written qualified). */
 	snprintf(buf, len, "%s%s, pg_catalog.set_config('lock_timeout', '%.0f', false), "
-		 "pg_catalog.set_config('statement_timeout', '0', false), "
-		 "pg_catalog.set_config('default_transaction_read_only', 'off', false)",
+		 "pg_catalog.set_config('statement_timeout', '%.0f', false), "
+		 "pg_catalog.set_config('default_transaction_read_only', 'off', false), "
+		 "pg_catalog.set_config('row_security', 'off', false), "
+		 "pg_catalog.set_config('search_path', 'pg_catalog', false)",
 		 SETUP_COLUMNS, with_name ? ", " WIRE_KEY_OF_NAME("$1") : "",
-		 retry_interval * 1000);
+		 lock_timeout * 1000, statement_timeout * 1000);
 }
 
 void lease_sql_fence_halves(int64_t key, int32_t *hi, int32_t *lo)

@@ -85,11 +85,13 @@ struct lease_sql_server {
 	int64_t key;          /* the lock name's key, when one was given */
 };
 
-/* The setup query, which also sets the session's timeouts (lock_timeout
- * = retry_interval for a queued wait); with a lock name it takes the name
- * as $1. */
+/* The setup query, which also sets the session's timeouts (seconds:
+ * lock_timeout for a queued wait, statement_timeout for every statement)
+ * and row_security off, search_path pg_catalog; with a lock name it takes
+ * the name as $1. */
 #define LEASE_SQL_SETUP_MAX 1024
-void lease_sql_setup(char *buf, size_t len, bool with_name, double retry_interval);
+void lease_sql_setup(char *buf, size_t len, bool with_name, double lock_timeout,
+		     double statement_timeout);
 /* False when the answer is not the one row the setup query returns. */
 bool lease_sql_parse_setup(const struct lease_sql_answer *a, bool with_name,
 			   struct lease_sql_server *out);

@@ -14,6 +14,9 @@
 #include "ledger_sql.h"
 #include "log.h"
 
+#define SQLSTATE_UNDEFINED_TABLE "42P01"
+#define SQLSTATE_INVALID_SCHEMA "3F000"
+
 enum ledger_kind { REQ_ENSURE, REQ_CREATE, REQ_CLAIM, REQ_LAST,
 		   REQ_FINISH, REQ_PRUNE, REQ_SCHEMA, REQ_PROBE, REQ_CONTROLS,
 		   REQ_PRIORITY, REQ_HANDED };
@@ -27,9 +30,13 @@ struct request {
 	ledger_fn fn;
 	void *arg;
 	bool may_create;         /* ENSURE: the role may create the ledger */
+	enum ledger_kind then;   /* ENSURE: what the ledger was ensured for
+				  * (REQ_ENSURE: itself) */
+	int then_nparams;
 	bool there;              /* SCHEMA: the schema is there, usable;
 				  * PROBE: the controls are there, readable */
 	unsigned null_param;     /* bit i: parameter i is NULL */
+	const char *schema;      /* the ledger's, for its lines */
 };
 
 struct ledger {
@@ -43,6 +50,7 @@ struct ledger {
 	     *sql_prune, *sql_schema, *sql_probe, *sql_controls, *sql_priority,
 	     *sql_handed;
 	bool controls_there;     /* the probe found the controls readable */
+	bool ensured;            /* the check found the ledger there, trusted */
 	struct ledger_controls controls; /* the last read's */
 };
 
@@ -56,7 +64,7 @@ _Static_assert(CLAIM_BATCH * 5 <= LEASE_ANSWER_MAX, "a batch's answer fits");
 
 
 
-struct ledger *ledger_new(struct lease *session, const char *schema)
+struct ledger *ledger_new(struct lease *session, const char *schema, const char *owner)
 {
 	struct ledger *l = calloc(1, sizeof(*l));
 
@@ -64,14 +72,14 @@ struct ledger *ledger_new(struct lease *session, const char *schema)
 		return NULL;
 	l->session = session;
 	snprintf(l->schema, sizeof(l->schema), "%s", schema);
-	l->sql_ensure = ledger_sql_check(schema);
+	l->sql_ensure = ledger_sql_check(schema, owner);
 	l->sql_create = ledger_sql_init(schema);
 	l->sql_claim = ledger_sql_claim(schema);
 	l->sql_last = ledger_sql_last(schema);
 	l->sql_finish = ledger_sql_finish(schema);
 	l->sql_prune = ledger_sql_prune(schema);
 	l->sql_schema = ledger_sql_schema_probe(schema);
-	l->sql_probe = ledger_sql_controls_probe(schema);
+	l->sql_probe = ledger_sql_controls_probe(schema, owner);
 	l->sql_controls = ledger_sql_controls_read(schema);
 	l->sql_priority = ledger_sql_priority_ask(schema);
 	l->sql_handed = ledger_sql_handed(schema);
@@ -121,20 +129,35 @@ static bool bool_of(const char *v)
 	return v && v[0] == 't';
 }
 
+/* A ledger owned by a role not trusted (what: the check's line about it,
+ * or NULL when none is): refused, the line in the answer's error. */
+static void refused_if(const struct request *r, const char *what,
+		       struct ledger_answer *out)
+{
+	out->untrusted = what != NULL;
+	if (what)
+		ledger_sql_untrusted_line(out->error, sizeof(out->error), what, r->schema);
+}
+
+static void parse_check(struct request *r, const char *const *v, struct ledger_answer *out)
+{
+	enum ledger_state st = ledger_sql_parse_check(v);
+
+	out->missing = st == LEDGER_MISSING;
+	out->denied = st == LEDGER_NO_ACCESS || st == LEDGER_READ_ONLY;
+	r->may_create = bool_of(v[LEDGER_CHECK_MAY_CREATE]);
+	refused_if(r, st == LEDGER_UNTRUSTED ? v[LEDGER_CHECK_UNTRUSTED] : NULL, out);
+}
+
 /* One row of an answer, by kind: v its ncols values. */
 static void parse_row(struct request *r, const char *const *v, int ncols,
 		      struct ledger_answer *out)
 {
 	out->db_now = int_of(v[ncols - 1], 0);
 	switch (r->kind) {
-	case REQ_ENSURE: {
-		enum ledger_state st = ledger_sql_parse_check(v);
-
-		out->missing = st == LEDGER_MISSING;
-		out->denied = st == LEDGER_NO_ACCESS || st == LEDGER_READ_ONLY;
-		r->may_create = bool_of(v[LEDGER_CHECK_MAY_CREATE]);
+	case REQ_ENSURE:
+		parse_check(r, v, out);
 		return;
-	}
 	case REQ_CLAIM:
 		out->run_id = int_of(v[0], 0);
 		out->holder = bool_of(v[1]);
@@ -147,8 +170,12 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
 		out->last_success = int_of(v[2], 0);
 		out->older_running = int_of(v[3], INT64_MIN);
 		return;
-	case REQ_SCHEMA: case REQ_PROBE:
+	case REQ_SCHEMA:
 		r->there = bool_of(v[0]);
+		return;
+	case REQ_PROBE:
+		r->there = bool_of(v[0]);
+		refused_if(r, v[1], out);
 		return;
 	case REQ_PRIORITY:
 		snprintf(out->leader_node, sizeof(out->leader_node), "%s", v[0] ? v[0] : "");
@@ -159,6 +186,13 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
 	case REQ_HANDED:
 		return;
 	}
+}
+
+/* An error that says the ledger's schema or a table of it is not there. */
+static bool gone(const char *sqlstate)
+{
+	return sqlstate && (!strcmp(sqlstate, SQLSTATE_UNDEFINED_TABLE) ||
+			    !strcmp(sqlstate, SQLSTATE_INVALID_SCHEMA));
 }
 
 static void copy(char *dst, size_t len, const char *v)
@@ -195,7 +229,7 @@ static bool shape_ok(const struct request *r, const struct lease_sql_answer *a, 
 {
 	const int want[] = { [REQ_ENSURE] = LEDGER_CHECK_NCOLS, [REQ_CREATE] = -1,
 		       [REQ_CLAIM] = 5, [REQ_LAST] = 5, [REQ_FINISH] = -1,
-		       [REQ_PRUNE] = -1, [REQ_SCHEMA] = 1, [REQ_PROBE] = 1,
+		       [REQ_PRUNE] = -1, [REQ_SCHEMA] = 1, [REQ_PROBE] = 2,
 		       [REQ_CONTROLS] = LEDGER_CONTROL_NCOLS, [REQ_PRIORITY] = 3,
 		       [REQ_HANDED] = -1 };
 
@@ -216,6 +250,16 @@ static bool create_instead(struct ledger *l, struct request *r,
 		r->sql = l->sql_ensure;
 		r->may_create = false;
 		return true;
+	}
+	if (r->kind == REQ_ENSURE && out->ok && !out->missing && !out->denied &&
+	    !out->untrusted) {
+		l->ensured = true;
+		if (r->then != REQ_ENSURE) { /* ensured for it: now it goes */
+			r->kind = r->then;
+			r->sql = r->then == REQ_PRIORITY ? l->sql_priority : r->sql;
+			r->nparams = r->then_nparams;
+			return true;
+		}
 	}
 	if (r->kind != REQ_ENSURE || !out->ok || !out->missing || !r->may_create)
 		return false;
@@ -238,6 +282,8 @@ static bool controls_instead(struct ledger *l, struct request *r,
 		r->sql = l->sql_probe;
 		return true;
 	}
+	if (r->kind == REQ_PROBE && out->untrusted)
+		out->ok = r->there = false; /* refused, never read */
 	if (r->kind == REQ_PROBE && out->ok && r->there) {
 		l->controls_there = true;
 		r->kind = REQ_CONTROLS;
@@ -269,6 +315,10 @@ static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int 
 
 	if (error) {
 		out.lost = sqlstate == NULL;
+		/* dropped while in use (DESIGN 10): ensured again before the
+		 * next priority ask; the asker may make it again */
+		out.missing = gone(sqlstate);
+		l->ensured &= !out.missing;
 		snprintf(out.error, sizeof(out.error), "%s", error);
 	} else {
 		out.ok = true;
@@ -416,6 +466,7 @@ static struct request *request(enum ledger_kind kind, const char *sql,
 		return NULL;
 	}
 	r->kind = kind;
+	r->then = REQ_ENSURE;
 	r->sql = sql;
 	r->fn = fn;
 	r->arg = arg;
@@ -428,6 +479,7 @@ static void submit(struct ledger *l, struct request *r)
 {
 	if (!r)
 		return;
+	r->schema = l->schema;
 	if (l->tail)
 		l->tail->next = r;
 	else
@@ -519,6 +571,15 @@ void ledger_priority_ask(struct ledger *l, int64_t lock_key, const char *node_id
 	param(r, "%s", node_id);
 	param(r, "%d", priority);
 	param(r, "%" PRId64, wait_ms);
+	/* it writes the controls: the ledger is checked (its owner too), and
+	 * made when missing and the role may, first */
+	if (r && !l->ensured) {
+		r->then = REQ_PRIORITY;
+		r->then_nparams = r->nparams;
+		r->nparams = 0;
+		r->kind = REQ_ENSURE;
+		r->sql = l->sql_ensure;
+	}
 	submit(l, r);
 }
 

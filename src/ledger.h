@@ -10,6 +10,12 @@
 
 struct ledger;
 
+/* The fence session's bounds (seconds), which its ledger statements serve:
+ * a wait for a lock at most LEDGER_LOCK_TIMEOUT (or retry_interval when
+ * shorter), any statement that much and LEDGER_STATEMENT_SLACK more. */
+#define LEDGER_LOCK_TIMEOUT 3.0
+#define LEDGER_STATEMENT_SLACK 1.0
+
 /* Who claims: the current term of this node, as the lock gave it. */
 struct ledger_term {
 	int64_t lock_key;
@@ -42,9 +48,14 @@ struct ledger_controls {
 struct ledger_answer {
 	bool ok;                 /* answered without error */
 	bool lost;               /* the session closed or was not there */
-	bool missing;            /* ENSURE: no ledger, and it may not be made */
+	bool missing;            /* ENSURE: no ledger, and it may not be made;
+				  * any other, with an error: the ledger's
+				  * schema or table is gone (dropped) */
 	bool denied;             /* ENSURE: there, but this role may not read
 				  * and write its runs and terms */
+	bool untrusted;          /* ENSURE, CONTROLS, PRIORITY_ASK: the ledger
+				  * is owned by a role not trusted (DESIGN 10):
+				  * refused, never read; error says it */
 	char error[256];         /* one line unless ok */
 	int64_t db_now;          /* clock_timestamp() while answering */
 	double rtt;              /* seconds from send to answer */
@@ -70,8 +81,10 @@ struct ledger_answer {
 
 typedef void (*ledger_fn)(void *arg, const struct ledger_answer *a);
 
-/* schema is a plain identifier (config checked it). */
-struct ledger *ledger_new(struct lease *session, const char *schema);
+/* schema is a plain identifier (config checked it); owner: the role of
+ * --ledger-owner, trusted to own the ledger besides this role, its roles
+ * and superusers, or NULL. */
+struct ledger *ledger_new(struct lease *session, const char *schema, const char *owner);
 void ledger_free(struct ledger *l);
 
 /* The session is connected: what waits is sent. */

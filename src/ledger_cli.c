@@ -99,13 +99,16 @@ static PGresult *exec_bounded(PGconn *conn, const char *what, const char *sql,
 	return NULL;
 }
 
-/* The session's own bounds, so that the server gives up too. */
+/* The session's own bounds, so that the server gives up too; and nothing
+ * of anyone else's runs here (DESIGN 10): no row-level security policy
+ * (an error instead), no name found outside pg_catalog. */
 static bool set_timeouts(PGconn *conn, bool quiet)
 {
 	PGresult *res = exec_bounded(conn, "cannot query",
 				     "SET statement_timeout = " STR(LEDGER_CLI_TIMEOUT_MS) ";"
-				     " SET lock_timeout = " STR(LEDGER_CLI_TIMEOUT_MS), -1, NULL,
-				     quiet);
+				     " SET lock_timeout = " STR(LEDGER_CLI_TIMEOUT_MS) ";"
+				     " SET row_security = off; SET search_path = pg_catalog",
+				     -1, NULL, quiet);
 	bool ok = res && PQresultStatus(res) == PGRES_COMMAND_OK;
 
 	if (res && !ok && !quiet)
@@ -135,12 +138,28 @@ static const char *cell(const PGresult *res, int row, int col)
 	return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
 }
 
+/* A ledger this role does not trust (DESIGN 10): one line, whatever the
+ * caller's quiet, naming the owner and the fix; once (status checks the
+ * ledger for the controls and for the jobs). */
+static void fail_untrusted(const char *what, const char *schema)
+{
+	static bool said;
+	char line[LOG_MSG_MAX];
+
+	if (said)
+		return;
+	said = true;
+	ledger_sql_untrusted_line(line, sizeof(line), what, schema);
+	status_fail("cannot use the ledger", line);
+}
+
 /* What the check query says; false (with a line unless quiet) when it
  * could not be asked. */
-static bool check_ledger(PGconn *conn, const char *schema, enum ledger_state *state,
+static bool check_ledger(PGconn *conn, const struct config *cfg, enum ledger_state *state,
 			 bool quiet)
 {
-	char *sql = ledger_sql_check(schema);
+	const char *schema = schema_of(cfg);
+	char *sql = ledger_sql_check(schema, cfg->ledger_owner);
 	const char *values[LEDGER_CHECK_NCOLS];
 	PGresult *res = sql ? select_rows(conn, sql, 0, NULL, quiet) : NULL;
 
@@ -154,8 +173,10 @@ static bool check_ledger(PGconn *conn, const char *schema, enum ledger_state *st
 	for (int i = 0; i < LEDGER_CHECK_NCOLS; i++)
 		values[i] = cell(res, 0, i);
 	*state = ledger_sql_parse_check(values);
+	if (*state == LEDGER_UNTRUSTED)
+		fail_untrusted(values[LEDGER_CHECK_UNTRUSTED], schema);
 	PQclear(res);
-	return true;
+	return *state != LEDGER_UNTRUSTED;
 }
 
 /* The creation's "already exists, skipping" notices are no news. */
@@ -247,29 +268,64 @@ static void fail_access(const char *schema, enum ledger_state state)
 	status_fail("cannot use the ledger", line);
 }
 
+/* init-db --print-sql: the creation in one transaction, and the grants
+ * for the nodes' role in it (as comments without --grant-to). */
+static int print_sql(const struct config *cfg)
+{
+	char *sql = ledger_sql_init_script(schema_of(cfg));
+	char *grants = ledger_sql_grants(schema_of(cfg), cfg->grant_to);
+	size_t body = sql ? strlen(sql) - strlen("COMMIT;\n") : 0;
+
+	if (!sql || !grants) {
+		free(sql);
+		free(grants);
+		status_fail("cannot print the ledger's SQL", "invalid schema or out of memory");
+		return EX_CONFIG;
+	}
+	printf("%.*s%sCOMMIT;\n", (int)body, sql, grants);
+	free(sql);
+	free(grants);
+	return fflush(stdout) == 0 ? EX_OK : EX_UNAVAILABLE;
+}
+
+/* init-db --grant-to ROLE: the grants, by the ledger's owner. */
+static int grant(PGconn *conn, const struct config *cfg)
+{
+	char *sql = ledger_sql_grants(schema_of(cfg), cfg->grant_to);
+	PGresult *res;
+	int rc = EX_OK;
+
+	if (!sql) {
+		status_fail("cannot grant", "out of memory");
+		return EX_UNAVAILABLE;
+	}
+	res = exec_bounded(conn, "cannot grant", sql, -1, NULL, false);
+	free(sql);
+	if (!res)
+		return EX_UNAVAILABLE;
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		status_fail("cannot grant", PQresultErrorMessage(res));
+		rc = EX_UNAVAILABLE;
+	}
+	PQclear(res);
+	return rc;
+}
+
 int ledger_cli_init_db(const struct config *cfg)
 {
 	enum ledger_state state;
 	PGconn *conn;
-	char *sql;
 	int rc;
 
-	if (cfg->print_sql) {
-		if (!(sql = ledger_sql_init_script(schema_of(cfg)))) {
-			status_fail("cannot print the ledger's SQL", "invalid schema or out of memory");
-			return EX_CONFIG;
-		}
-		fputs(sql, stdout);
-		free(sql);
-		return fflush(stdout) == 0 ? EX_OK : EX_UNAVAILABLE;
-	}
+	if (cfg->print_sql)
+		return print_sql(cfg);
 	if (!(conn = open_session(cfg, NULL, &rc)))
 		return rc;
 	rc = EX_OK;
 	/* Already there and usable: nothing to create, and nothing that needs
 	 * CREATE on the database (CREATE SCHEMA IF NOT EXISTS checks it even
 	 * when the schema exists). */
-	if (!check_ledger(conn, schema_of(cfg), &state, false))
+	if (!check_ledger(conn, cfg, &state, false))
 		rc = EX_UNAVAILABLE;
 	else if (state == LEDGER_MISSING)
 		rc = create(conn, schema_of(cfg));
@@ -277,8 +333,12 @@ int ledger_cli_init_db(const struct config *cfg)
 		fail_access(schema_of(cfg), state);
 		rc = EX_UNAVAILABLE;
 	}
+	if (rc == EX_OK && cfg->grant_to)
+		rc = grant(conn, cfg);
 	if (rc == EX_OK)
-		printf("ledger ready in schema \"%s\"\n", schema_of(cfg));
+		printf("ledger ready in schema \"%s\"%s%s\n", schema_of(cfg),
+		       cfg->grant_to ? "; granted to role " : "",
+		       cfg->grant_to ? cfg->grant_to : "");
 	PQfinish(conn);
 	return rc;
 }
@@ -393,12 +453,13 @@ static void print_runs(const struct config *cfg, const PGresult *res)
 }
 
 /* The ledger is readable, or one line and false. */
-static bool readable(PGconn *conn, const char *schema)
+static bool readable(PGconn *conn, const struct config *cfg)
 {
+	const char *schema = schema_of(cfg);
 	enum ledger_state state;
 	char line[256];
 
-	if (!check_ledger(conn, schema, &state, false))
+	if (!check_ledger(conn, cfg, &state, false))
 		return false;
 	if (state == LEDGER_MISSING) {
 		snprintf(line, sizeof(line), "no ledger in schema \"%s\"; create it with"
@@ -425,7 +486,7 @@ int ledger_cli_runs(const struct config *cfg)
 		return rc;
 	rc = EX_UNAVAILABLE;
 	/* One row past the limit says the list was cut. */
-	if (readable(conn, schema_of(cfg)) && resolve_key(conn, cfg, &key) &&
+	if (readable(conn, cfg) && resolve_key(conn, cfg, &key) &&
 	    ledger_sql_runs(&q, schema_of(cfg), key, cfg->runs_job, cfg->runs_since_ms,
 			    LEDGER_CLI_RUNS_LIMIT + 1) &&
 	    (res = select_rows(conn, q.sql, q.nparams, q.params, false)) != NULL) {
@@ -492,7 +553,7 @@ struct ledger_cli_jobs *ledger_cli_jobs_read(PGconn *conn, const struct config *
 	 * run one command and have none. */
 	if (!ledger_sql_summary(&q, schema_of(cfg), strtoll(key, NULL, 10), JOBS_LIMIT) ||
 	    !set_timeouts(conn, true) ||
-	    !check_ledger(conn, schema_of(cfg), &state, true) ||
+	    !check_ledger(conn, cfg, &state, true) ||
 	    state == LEDGER_MISSING || state == LEDGER_NO_ACCESS ||
 	    !(res = select_rows(conn, q.sql, q.nparams, q.params, true)))
 		return NULL;
@@ -592,15 +653,21 @@ int ledger_cli_ensure(PGconn *conn, const struct config *cfg)
 {
 	enum ledger_state state;
 
-	if (!check_ledger(conn, schema_of(cfg), &state, false))
+	if (!check_ledger(conn, cfg, &state, false))
 		return EX_UNAVAILABLE;
 	return state == LEDGER_MISSING ? create(conn, schema_of(cfg)) : EX_OK;
 }
 
-bool ledger_cli_present(PGconn *conn, const struct config *cfg)
+int ledger_cli_usable(PGconn *conn, const struct config *cfg)
 {
 	enum ledger_state state;
 
-	return set_timeouts(conn, true) && check_ledger(conn, schema_of(cfg), &state, true) &&
-	       state != LEDGER_MISSING;
+	if (!set_timeouts(conn, true) || !check_ledger(conn, cfg, &state, true))
+		return -1;
+	return state != LEDGER_MISSING;
+}
+
+bool ledger_cli_present(PGconn *conn, const struct config *cfg)
+{
+	return ledger_cli_usable(conn, cfg) == 1;
 }

@@ -50,7 +50,11 @@ PGresult *ledger_cli_exec(PGconn *conn, const char *what, const char *sql, int n
  * with one line (naming pgleader init-db when the role may not create). */
 int ledger_cli_ensure(PGconn *conn, const struct config *cfg);
 /* The ledger's tables are there (the session bounded first); false when
- * not, or no answer; never a line, never creates anything. */
+ * not, or no answer; never a line (but for a ledger refused as not
+ * trusted), never creates anything. */
 bool ledger_cli_present(PGconn *conn, const struct config *cfg);
+/* The same, told apart: 1 there, 0 missing, -1 refused (not trusted: one
+ * line said) or no answer. */
+int ledger_cli_usable(PGconn *conn, const struct config *cfg);
 
 #endif

@@ -89,12 +89,24 @@ static const char init_sql[] =
 	"GRANT USAGE ON SCHEMA @S TO PUBLIC;\n"
 	"GRANT SELECT ON @S.controls TO PUBLIC;\n";
 
+/* Who may own the ledger (DESIGN 10): this role, a role it is a member
+ * of (pg_has_role's MEMBER is true for a superuser too), a superuser, or
+ * the role of --ledger-owner (@O, NULL when none). What fails this is
+ * "<schema or table> is owned by role <name>". */
+#define UNTRUSTED_FROM \
+	"(SELECT x.what || ' is owned by role ' || pg_catalog.pg_get_userbyid(x.owner) FROM ("
+#define UNTRUSTED_WHERE \
+	") AS x (what, owner) WHERE NOT (pg_catalog.pg_has_role(x.owner, 'MEMBER') OR" \
+	" EXISTS (SELECT FROM pg_catalog.pg_roles w WHERE w.oid = x.owner" \
+	" AND (w.rolsuper OR w.rolname = @O))) LIMIT 1)"
+
 /* Privilege functions on a missing object give NULL: every column is a
  * plain boolean. Catalog lookups, never to_regclass: on a schema without
  * USAGE that raises an error instead of answering. */
 static const char check_sql[] =
-	"WITH n AS (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = @L),\n"
-	"     t AS (SELECT c.oid, c.relname FROM pg_catalog.pg_class c JOIN n ON c.relnamespace = n.oid\n"
+	"WITH n AS (SELECT oid, nspowner FROM pg_catalog.pg_namespace WHERE nspname = @L),\n"
+	"     t AS (SELECT c.oid, c.relname, c.relowner FROM pg_catalog.pg_class c\n"
+	"            JOIN n ON c.relnamespace = n.oid\n"
 	"            WHERE c.relkind IN ('r', 'p')\n"
 	"              AND c.relname IN ('meta', 'terms', 'runs', 'controls'))\n"
 	"SELECT EXISTS (SELECT FROM n),\n"
@@ -111,6 +123,9 @@ static const char check_sql[] =
 	"                    AND pg_catalog.has_table_privilege(oid, 'DELETE'))\n"
 	"                   FROM t WHERE relname IN ('runs', 'terms')), false),\n"
 	"       pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE'),\n"
+	"       " UNTRUSTED_FROM "SELECT 'schema ' || @L, nspowner FROM n\n"
+	"           UNION ALL SELECT 'table ' || @L || '.' || relname, relowner FROM t\n"
+	"       " UNTRUSTED_WHERE ",\n"
 	"       (extract(epoch FROM pg_catalog.clock_timestamp()) * 1000)::bigint";
 
 /* $1 key, $2 job or NULL, $3 since in ms or NULL, $4 limit. */
@@ -156,8 +171,33 @@ bool ledger_sql_schema_ok(const char *schema)
 	return n == strlen(schema) && n <= 63;
 }
 
-/* tmpl with @S and @L put in; false (buf "") when it does not fit. */
-static bool expand(char *buf, size_t len, const char *tmpl, const char *schema)
+/* The role as an escape string literal (E'', its quotes and backslashes
+ * doubled: safe whatever standard_conforming_strings says), or NULL. */
+static int owner_literal(char *buf, size_t len, const char *owner)
+{
+	size_t at = 0;
+
+	if (!owner)
+		return snprintf(buf, len, "NULL");
+	if (len < 4)
+		return -1;
+	buf[at++] = 'E';
+	buf[at++] = '\'';
+	for (const char *p = owner; *p; p++) {
+		if (at + 4 >= len)
+			return -1;
+		if (*p == '\'' || *p == '\\')
+			buf[at++] = *p;
+		buf[at++] = *p;
+	}
+	buf[at++] = '\'';
+	buf[at] = '\0';
+	return (int)at;
+}
+
+/* tmpl with @S, @L and @O put in; false (buf "") when it does not fit. */
+static bool expand_owner(char *buf, size_t len, const char *tmpl, const char *schema,
+			 const char *owner)
 {
 	size_t at = 0;
 	int n;
@@ -168,7 +208,10 @@ static bool expand(char *buf, size_t len, const char *tmpl, const char *schema)
 	if (!ledger_sql_schema_ok(schema))
 		return false;
 	for (const char *p = tmpl; *p; p++) {
-		if (p[0] == '@' && (p[1] == 'S' || p[1] == 'L')) {
+		if (p[0] == '@' && p[1] == 'O') {
+			n = owner_literal(buf + at, len - at, owner);
+			p++;
+		} else if (p[0] == '@' && (p[1] == 'S' || p[1] == 'L')) {
 			n = snprintf(buf + at, len - at, p[1] == 'S' ? "\"%s\"" : "'%s'", schema);
 			p++;
 		} else {
@@ -183,27 +226,41 @@ static bool expand(char *buf, size_t len, const char *tmpl, const char *schema)
 	return true;
 }
 
-/* tmpl with @S and @L put in, between head and tail; NULL for a bad
+static bool expand(char *buf, size_t len, const char *tmpl, const char *schema)
+{
+	return expand_owner(buf, len, tmpl, schema, NULL);
+}
+
+/* tmpl with @S, @L and @O put in, between head and tail; NULL for a bad
  * schema or out of memory. */
-static char *expand_new(const char *head, const char *tmpl, const char *tail,
-			const char *schema)
+static char *expand_new_owner(const char *head, const char *tmpl, const char *tail,
+			      const char *schema, const char *owner)
 {
 	size_t len = strlen(head) + strlen(tmpl) + strlen(tail) + 1;
+	size_t grow = schema ? strlen(schema) : 0;
 	char *buf;
 
-	/* Each @ grows by at most the name and its quotes less the two
-	 * characters it replaces. */
+	/* Each @ grows by at most the name and its quotes, or the owner's
+	 * literal, less the two characters it replaces. */
+	if (owner && 2 * strlen(owner) + 1 > grow)
+		grow = 2 * strlen(owner) + 1;
 	for (const char *p = tmpl; (p = strchr(p, '@')); p++)
-		len += schema ? strlen(schema) : 0;
+		len += grow + 2;
 	if (!(buf = malloc(len)))
 		return NULL;
 	strcpy(buf, head);
-	if (!expand(buf + strlen(head), len - strlen(head), tmpl, schema)) {
+	if (!expand_owner(buf + strlen(head), len - strlen(head), tmpl, schema, owner)) {
 		free(buf);
 		return NULL;
 	}
 	strcat(buf, tail);
 	return buf;
+}
+
+static char *expand_new(const char *head, const char *tmpl, const char *tail,
+			const char *schema)
+{
+	return expand_new_owner(head, tmpl, tail, schema, NULL);
 }
 
 bool ledger_sql_expand(char *buf, size_t len, const char *tmpl, const char *schema)
@@ -221,9 +278,47 @@ char *ledger_sql_init_script(const char *schema)
 	return expand_new("BEGIN;\n", init_sql, "COMMIT;\n", schema);
 }
 
-char *ledger_sql_check(const char *schema)
+/* role as a quoted identifier, its double quotes doubled. */
+static void quote_ident(char *buf, size_t len, const char *role)
 {
-	return expand_new("", check_sql, "", schema);
+	size_t at = 0;
+
+	buf[at++] = '"';
+	for (const char *p = role; *p && at + 3 < len; p++) {
+		if (*p == '"')
+			buf[at++] = '"';
+		buf[at++] = *p;
+	}
+	buf[at++] = '"';
+	buf[at] = '\0';
+}
+
+char *ledger_sql_grants(const char *schema, const char *role)
+{
+	char ident[2 * 63 + 3], *out;
+	const char *c = role ? "" : "-- "; /* without a role: comments, for ROLE */
+	int n;
+
+	if (!ledger_sql_schema_ok(schema) || (role && (!*role || strlen(role) > 63)))
+		return NULL;
+	if (role)
+		quote_ident(ident, sizeof(ident), role);
+	else
+		snprintf(ident, sizeof(ident), "ROLE");
+	n = asprintf(&out, "%s"
+		     "%sGRANT USAGE ON SCHEMA \"%s\" TO %s;\n"
+		     "%sGRANT SELECT, INSERT, UPDATE, DELETE ON \"%s\".runs, \"%s\".terms,"
+		     " \"%s\".controls TO %s;\n"
+		     "%sGRANT SELECT ON \"%s\".meta TO %s;\n",
+		     role ? "" : "-- The nodes' role needs these; 'pgleader init-db"
+		     " --print-sql --grant-to ROLE'\n-- writes them for ROLE:\n",
+		     c, schema, ident, c, schema, schema, schema, ident, c, schema, ident);
+	return n < 0 ? NULL : out;
+}
+
+char *ledger_sql_check(const char *schema, const char *owner)
+{
+	return expand_new_owner("", check_sql, "", schema, owner);
 }
 
 static bool yes(const char *v)
@@ -231,8 +326,19 @@ static bool yes(const char *v)
 	return v && strcmp(v, "t") == 0;
 }
 
+void ledger_sql_untrusted_line(char *buf, size_t len, const char *what, const char *schema)
+{
+	snprintf(buf, len, "refusing the ledger: %s, which is neither this role, one"
+		 " of its roles, nor a superuser; if that role is your DBA's, name it"
+		 " with --ledger-owner (key ledger_owner), else drop schema %s and run"
+		 " 'pgleader init-db'", what ? what : "it", schema);
+}
+
 enum ledger_state ledger_sql_parse_check(const char *const values[LEDGER_CHECK_NCOLS])
 {
+	/* never read, never made: not even its missing tables */
+	if (values[LEDGER_CHECK_UNTRUSTED])
+		return LEDGER_UNTRUSTED;
 	if (!yes(values[LEDGER_CHECK_SCHEMA]) || !yes(values[LEDGER_CHECK_TABLES]))
 		return LEDGER_MISSING;
 	if (!yes(values[LEDGER_CHECK_USAGE]) || !yes(values[LEDGER_CHECK_READABLE]))
@@ -391,7 +497,12 @@ static const char controls_probe_text[] =
 	" AND a.attname = 'leader' AND NOT a.attisdropped)"
 	" FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class c"
 	" ON c.relnamespace = n.oid WHERE n.nspname = @L AND c.relname = 'controls'"
-	" AND c.relkind IN ('r', 'p')), false)";
+	" AND c.relkind IN ('r', 'p')), false),"
+	" " UNTRUSTED_FROM "SELECT 'schema ' || @L, n.nspowner"
+	" FROM pg_catalog.pg_namespace n WHERE n.nspname = @L UNION ALL"
+	" SELECT 'table ' || @L || '.controls', c.relowner FROM pg_catalog.pg_namespace n"
+	" JOIN pg_catalog.pg_class c ON c.relnamespace = n.oid WHERE n.nspname = @L"
+	" AND c.relname = 'controls'" UNTRUSTED_WHERE;
 
 /* $1 key: the controls in force, pauses first; a lapsed switchover is no
  * longer in force; a pause whose until passed was resumed (pgleader
@@ -447,9 +558,9 @@ char *ledger_sql_schema_probe(const char *schema)
 	return expand_new("", schema_probe_text, "", schema);
 }
 
-char *ledger_sql_controls_probe(const char *schema)
+char *ledger_sql_controls_probe(const char *schema, const char *owner)
 {
-	return expand_new("", controls_probe_text, "", schema);
+	return expand_new_owner("", controls_probe_text, "", schema, owner);
 }
 
 char *ledger_sql_controls_read(const char *schema)

@@ -48,6 +48,12 @@ char *ledger_sql_init(const char *schema);
  * statements one by one): what init-db --print-sql prints. */
 char *ledger_sql_init_script(const char *schema);
 
+/* The grants the nodes' role needs (USAGE on the schema; SELECT, INSERT,
+ * UPDATE, DELETE on runs, terms and controls; SELECT on meta), to role
+ * (quoted as an identifier), or, without a role, as SQL comments that
+ * name ROLE; malloc'd, NULL for a bad schema or role or out of memory. */
+char *ledger_sql_grants(const char *schema, const char *role);
+
 /* Is the ledger there and usable: one row, in this order, of booleans
  * ('t'/'f', never NULL) and then the server's clock. */
 enum ledger_sql_check_col {
@@ -58,18 +64,28 @@ enum ledger_sql_check_col {
 	LEDGER_CHECK_READABLE,   /* SELECT on runs */
 	LEDGER_CHECK_WRITABLE,   /* SELECT, INSERT, UPDATE, DELETE on runs and terms */
 	LEDGER_CHECK_MAY_CREATE, /* CREATE on the database: may run the creation */
+	LEDGER_CHECK_UNTRUSTED,  /* NULL, or "schema s is owned by role r" (or
+				  * table s.t): the first of the schema and its
+				  * tables whose owner is not trusted */
 	LEDGER_CHECK_DB_NOW_MS,  /* clock_timestamp(), ms since the epoch */
 	LEDGER_CHECK_NCOLS
 };
-char *ledger_sql_check(const char *schema);
+/* owner: --ledger-owner, NULL for none (DESIGN 10 "Who may own the
+ * ledger"). */
+char *ledger_sql_check(const char *schema, const char *owner);
 
 /* What the check found. */
 enum ledger_state {
+	LEDGER_UNTRUSTED,    /* owned by a role not trusted: never read */
 	LEDGER_MISSING,      /* no schema, or some table missing */
 	LEDGER_NO_ACCESS,    /* there, but this role may not read runs */
 	LEDGER_READ_ONLY,    /* may read runs, not write runs and terms */
 	LEDGER_READY,        /* may read and write */
 };
+/* The one line for a ledger refused (LEDGER_UNTRUSTED): what (the
+ * check's LEDGER_CHECK_UNTRUSTED), and the fix. */
+void ledger_sql_untrusted_line(char *buf, size_t len, const char *what, const char *schema);
+
 /* The check's one row as text (NULL for SQL NULL). */
 enum ledger_state ledger_sql_parse_check(const char *const values[LEDGER_CHECK_NCOLS]);
 
@@ -132,8 +148,9 @@ char *ledger_sql_finish(const char *schema);
 char *ledger_sql_prune(const char *schema);
 /* The controls (DESIGN 11), read by every node, a plain single command's
  * too (malloc'd, NULL for a bad schema or out of memory):
- * probe: one boolean: the controls table is there, of this version, and
- *   this role may read it.
+ * probe: a boolean: the controls table is there, of this version, and
+ *   this role may read it; then NULL, or what of the schema and the table
+ *   is owned by a role not trusted (as LEDGER_CHECK_UNTRUSTED): never read.
  * read: $1 lock key; the controls in force, at most LEDGER_SQL_CONTROLS_ROWS,
  *   enum ledger_sql_control_col each.
  * priority_ask: $1 lock key, $2 node id, $3 its priority, $4 how long the
@@ -155,7 +172,7 @@ enum ledger_sql_control_col {
 	LEDGER_CONTROL_NCOLS
 };
 char *ledger_sql_schema_probe(const char *schema);
-char *ledger_sql_controls_probe(const char *schema);
+char *ledger_sql_controls_probe(const char *schema, const char *owner);
 char *ledger_sql_controls_read(const char *schema);
 char *ledger_sql_priority_ask(const char *schema);
 char *ledger_sql_handed(const char *schema);

@@ -278,7 +278,11 @@ static bool session_ready(PGconn *conn)
 		fail("cannot connect", PQerrorMessage(conn));
 		return false;
 	}
-	res = query(conn, "SELECT set_config('statement_timeout', $1, false)", 1, params);
+	/* nothing of anyone else's runs here (DESIGN 10): no row-level
+	 * security policy, no name found outside pg_catalog */
+	res = query(conn, "SELECT pg_catalog.set_config('statement_timeout', $1, false),"
+		    " pg_catalog.set_config('row_security', 'off', false),"
+		    " pg_catalog.set_config('search_path', 'pg_catalog', false)", 1, params);
 	PQclear(res);
 	return res != NULL;
 }
@@ -294,7 +298,7 @@ static bool name_not_a_node(PGconn *conn, const char *fallback)
 
 	if (!name || strncmp(name, WIRE_APP_PREFIX, strlen(WIRE_APP_PREFIX)) != 0)
 		return true;
-	res = query(conn, "SELECT set_config('application_name', $1, false)", 1, params);
+	res = query(conn, "SELECT pg_catalog.set_config('application_name', $1, false)", 1, params);
 	PQclear(res);
 	return res != NULL;
 }
@@ -362,11 +366,11 @@ static PGconn *connect_db(const struct config *cfg, int *code, const char *fallb
 #define SESSIONS_SQL(waitstart) \
 	"WITH k AS (SELECT (($1::bigint >> 32) & 4294967295)::oid AS k_class,\n" \
 	"                  ($1::bigint & 4294967295)::oid AS k_obj,\n" \
-	"                  (SELECT oid FROM pg_database WHERE datname = current_database()) AS k_db),\n" \
-	"     l AS (SELECT pid, granted, objsubid, " waitstart " AS waitstart FROM pg_locks, k\n" \
+	"                  (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) AS k_db),\n" \
+	"     l AS (SELECT pid, granted, objsubid, " waitstart " AS waitstart FROM pg_catalog.pg_locks, k\n" \
 	"            WHERE locktype = 'advisory' AND database = k_db\n" \
 	"              AND classid = k_class AND objid = k_obj AND objsubid IN (1, 2)),\n" \
-	"     a AS (SELECT *, regexp_match(query, $2) AS tag FROM pg_stat_activity\n" \
+	"     a AS (SELECT *, regexp_match(query, $2) AS tag FROM pg_catalog.pg_stat_activity\n" \
 	"            WHERE pid <> pg_backend_pid())\n" \
 	"SELECT a.application_name,\n" \
 	"       CASE WHEN a.client_port = -1 THEN 'local' ELSE host(a.client_addr) END,\n" \
@@ -385,7 +389,7 @@ static PGconn *connect_db(const struct config *cfg, int *code, const char *fallb
 	"    OR (a.application_name LIKE '" WIRE_APP_PREFIX "%'\n" \
 	"        AND a.datid = (SELECT k_db FROM k)\n" \
 	"        AND (a.tag IS NULL OR a.tag[2] = $1::bigint::text)\n" \
-	"        AND NOT EXISTS (SELECT 1 FROM pg_locks o\n" \
+	"        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks o\n" \
 	"                         WHERE o.pid = a.pid AND o.locktype = 'advisory'))\n" \
 	" ORDER BY COALESCE(l.objsubid = 2, a.tag[1] = 'fence', false), l.granted DESC NULLS LAST, l.waitstart NULLS LAST,\n" \
 	"          a.backend_start, a.pid"

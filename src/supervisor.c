@@ -57,6 +57,7 @@ struct supervisor {
 	 * whole-lock controls, which the event points into */
 	char node_id[64];
 	int priority;
+	char schema[64];           /* the ledger's, for its lines */
 	int64_t switchover_ms;     /* a priority switchover lapses after this */
 	bool priority_error_said;  /* a priority ask failed: warned once */
 	struct election_controls ctl;
@@ -214,6 +215,12 @@ static void controls_cb(void *arg, const struct ledger_answer *a)
 	struct supervisor *s = arg;
 	struct election_event ev = { .type = ELECTION_CONTROLS };
 
+	if (a->untrusted) {
+		ev.controls.news = ELECTION_CONTROLS_REFUSED;
+		ev.reason = a->error;
+		enqueue(s, &ev);
+		return;
+	}
 	if (!a->ok || !a->controls) {
 		ev.controls.news = ELECTION_CONTROLS_FAILED;
 		ev.controls.session_lost = a->lost;
@@ -242,9 +249,20 @@ static void priority_cb(void *arg, const struct ledger_answer *a)
 			      .leader_priority = a->leader_priority },
 	};
 
-	if (!a->ok && !a->lost && !s->priority_error_said)
+	if (a->untrusted) {
+		ev.controls.news = ELECTION_CONTROLS_REFUSED;
+		ev.reason = a->error;
+	} else if (a->ok && (a->missing || a->denied) && !s->priority_error_said) {
+		log_error("priority: the ledger %s (schema %s): run 'pgleader init-db'"
+			  " as a role that may, or let a DBA apply 'pgleader init-db"
+			  " --print-sql --grant-to ROLE'; this node never asks for a"
+			  " switchover until then", a->missing ? "is missing and this role"
+			  " may not create it" : "is there but this role may not write its"
+			  " controls", s->schema);
+	} else if (!a->ok && !a->lost && !s->priority_error_said) {
 		log_warning("priority: cannot ask for a switchover: %s", a->error);
-	s->priority_error_said |= !a->ok && !a->lost;
+	}
+	s->priority_error_said |= (!a->ok && !a->lost) || a->missing || a->denied;
 	enqueue(s, &ev);
 }
 
@@ -667,7 +685,7 @@ static bool open_command(struct supervisor *s, const struct config *cfg,
 	const struct jobs_callbacks jcb = { jobs_gone_cb, jobs_refused_cb, s };
 
 	/* every node reads the controls; only jobs write runs */
-	s->ledger = ledger_new(s->fence, cfg->schema);
+	s->ledger = ledger_new(s->fence, cfg->schema, cfg->ledger_owner);
 	if (!s->ledger) {
 		snprintf(err, errlen, "out of memory");
 		return false;
@@ -699,6 +717,10 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		.lock_key = cfg->lock_key,
 		.lock_name = cfg->lock_name,
 		.retry_interval = cfg->retry_interval_ms / 1000.0,
+		/* the lock session's longest statement is a queued wait, which
+		 * the election gives retry_interval + ping_timeout (a ping its
+		 * ping_timeout, client-side) */
+		.statement_timeout = (cfg->retry_interval_ms + cfg->ping_timeout_ms) / 1000.0,
 		.server_lease = cfg->server_lease_ms / 1000.0,
 		.list_nodes = cfg->failsafe_peers != NULL,
 		.priority = cfg->priority,
@@ -710,8 +732,14 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		snprintf(err, errlen, "invalid dsn: %s", why);
 		return false;
 	}
+	/* The fence session carries the ledger (claims, the controls): each of
+	 * its statements, a queued wait for the fence too, ends within a few
+	 * seconds whatever lock or table of anyone else's it meets (DESIGN
+	 * 10); a fence not granted by then is waited for again. */
 	lo.fence = true;
 	lo.list_nodes = false;
+	lo.retry_interval = fmin(lo.retry_interval, LEDGER_LOCK_TIMEOUT);
+	lo.statement_timeout = lo.retry_interval + LEDGER_STATEMENT_SLACK;
 	s->fence = lease_new(s->loop, &lo, fence_event_cb, s, why, sizeof(why));
 	if (!s->fence) {
 		snprintf(err, errlen, "invalid dsn: %s", why);
@@ -755,6 +783,7 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 	snprintf(s->env_node, sizeof(s->env_node), "PGLEADER_NODE_ID=%s", cfg->node_id);
 	snprintf(s->node_id, sizeof(s->node_id), "%s", cfg->node_id);
 	s->priority = cfg->priority;
+	snprintf(s->schema, sizeof(s->schema), "%s", cfg->schema);
 	/* the leader's stop, and the pings that tell a standby it is gone */
 	s->switchover_ms = cfg->grace_period_ms + cfg->ping_interval_ms *
 			   cfg->ping_failures + cfg->ping_timeout_ms + 5000;

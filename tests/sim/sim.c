@@ -1497,7 +1497,7 @@ static enum qkind qkind_of(const char *sql)
 	static char *texts[Q_OTHER];
 
 	if (!texts[0]) {
-		texts[Q_ENSURE] = ledger_sql_check("pgleader");
+		texts[Q_ENSURE] = ledger_sql_check("pgleader", NULL);
 		texts[Q_CLAIM] = ledger_sql_claim("pgleader");
 		texts[Q_LAST] = ledger_sql_last("pgleader");
 		texts[Q_FINISH] = ledger_sql_finish("pgleader");
@@ -1708,8 +1708,8 @@ static void db_query(int sid, const struct simev *e)
 	switch (q->kind) {
 	case Q_ENSURE:
 		sq_answer(q, 1, LEDGER_CHECK_NCOLS);
-		for (int c = 0; c < LEDGER_CHECK_DB_NOW_MS; c++)
-			put(q, 0, c, false, "t");
+		for (int c = 0; c < LEDGER_CHECK_DB_NOW_MS; c++) /* trusted: NULL */
+			put(q, 0, c, c == LEDGER_CHECK_UNTRUSTED, "t");
 		put(q, 0, LEDGER_CHECK_DB_NOW_MS, false, "%" PRId64, db_ms());
 		break;
 	case Q_CLAIM: db_claim(q); break;
@@ -1943,7 +1943,7 @@ static void jobs_open(struct node *n)
 	n->n_procs = 0;
 	n->n_tm = 0;
 	n->loop.node = n->fence_h.node = n->i;
-	AT_NODE(n, n->ledger = ledger_new(&n->fence_h, n->cfg.schema));
+	AT_NODE(n, n->ledger = ledger_new(&n->fence_h, n->cfg.schema, NULL));
 	AT_NODE(n, n->jobs = jobs_new(&n->loop, &n->cfg, n->ledger, &cb, err, sizeof(err)));
 	if (!n->ledger || !n->jobs) {
 		fprintf(stderr, "sim: jobs_new: %s\n", err);

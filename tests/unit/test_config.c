@@ -186,6 +186,7 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("rerun_interrupted", cfg->n_jobs ? cfg->jobs[0].rerun_interrupted : -99);
 	INT("once_per", cfg->once_per_ms);
 	STR("schema", cfg->schema);
+	STR("ledger_owner", cfg->ledger_owner);
 	INT("keep_runs", cfg->keep_runs_ms);
 #undef INT
 #undef STR
@@ -283,6 +284,8 @@ static const struct key_case {
 	  "invalid schema name \"PgLeader\" (1 to 63 of a-z 0-9 _, not starting with a digit)" },
 	{ "keep_runs", "keep-runs", false, "24h", "86400000", "721h",
 	  "invalid duration \"721h\" (examples: 250ms, 5s, 2m)" },
+	{ "ledger_owner", "ledger-owner", false, "Ops DBA", "Ops DBA", "a\tb",
+	  "invalid role name \"a?b\" (1 to 63 bytes of UTF-8, no control characters)" },
 };
 
 #define NKEYS (int)(sizeof(key_cases) / sizeof(key_cases[0]))
@@ -1931,6 +1934,8 @@ static const struct {
 	{ NULL, { "init-db" }, CONFIG_OK, CONFIG_MODE_INIT_DB, "0 (null) -1 0" },
 	{ NULL, { "init-db", "--print-sql", "--schema", "ops" }, CONFIG_OK,
 	  CONFIG_MODE_INIT_DB, "0 (null) -1 1" },
+	{ NULL, { "init-db", "--print-sql", "--grant-to", "app" }, CONFIG_OK,
+	  CONFIG_MODE_INIT_DB, "0 (null) -1 1" },
 	{ NULL, { "status", "--json" }, CONFIG_OK, CONFIG_MODE_STATUS, "1 (null) -1 0" },
 	{ NULL, { "--", "runs" }, CONFIG_OK, CONFIG_MODE_DAEMON, "0 (null) -1 0" },
 	{ NULL, { "init-db", "--" }, CONFIG_OK, CONFIG_MODE_INIT_DB, "0 (null) -1 0" },
@@ -1982,6 +1987,10 @@ static const struct {
 	  "--print-sql is only valid with 'pgleader init-db'" },
 	{ NULL, { "runs", "--print-sql" }, EX_USAGE, 0,
 	  "--print-sql is only valid with 'pgleader init-db'" },
+	{ NULL, { "runs", "--grant-to", "app" }, EX_USAGE, 0,
+	  "--grant-to is only valid with 'pgleader init-db'" },
+	{ NULL, { "init-db", "--grant-to", "" }, EX_USAGE, 0,
+	  "--grant-to: invalid role name \"\" (1 to 63 bytes of UTF-8, no control characters)" },
 	{ NULL, { "runs", "--since", "soon" }, EX_USAGE, 0,
 	  "--since: invalid duration \"soon\" (examples: 30m, 24h, 720h)" },
 	{ NULL, { "runs", "--job", "a b" }, EX_USAGE, 0,

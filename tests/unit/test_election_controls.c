@@ -575,6 +575,40 @@ START_TEST(a_failed_read_does_not_block)
 }
 END_TEST
 
+/* DESIGN 10: a ledger owned by a role this node does not trust is never
+ * read, nor taken for none: one error line, then as any permanent fault,
+ * exit 69 (a standby at once, a leader once its command stopped). */
+static const struct election_event refused = { .type = ELECTION_CONTROLS,
+	.controls = { .news = ELECTION_CONTROLS_REFUSED },
+	.reason = "refusing the ledger: schema pgleader is owned by role mallory" };
+
+START_TEST(an_untrusted_ledger_ends_a_standby)
+{
+	struct election_output out;
+
+	to_standby(&daemon, 0);
+	election_step(&M, &refused, 0.5, &out);
+	ck_assert(has(&out, ELECTION_DO_EXIT));
+	ck_assert_int_eq(out.exit_code, 69);
+	ck_assert_int_eq(out.n_logs, 1);
+	ck_assert_int_eq(out.logs[0].level, LOG_LEVEL_ERROR);
+	ck_assert_str_eq(out.logs[0].text, refused.reason);
+}
+END_TEST
+
+START_TEST(an_untrusted_ledger_stops_the_leaders_command)
+{
+	struct election_output out;
+
+	leader_running();
+	election_step(&M, &refused, 0.5, &out);
+	ck_assert(has(&out, ELECTION_DO_STOP_CHILD));
+	ck_assert(!has(&out, ELECTION_DO_EXIT));
+	ck_assert_str_eq(said(&out), refused.reason);
+	ck_assert_int_eq(M.exit_code, 69);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("election_controls");
@@ -604,6 +638,8 @@ int main(void)
 	tcase_add_test(tc, priority_zero_never_asks);
 	tcase_add_test(tc, priority_asks_after_the_delay);
 	tcase_add_test(tc, a_failed_read_does_not_block);
+	tcase_add_test(tc, an_untrusted_ledger_ends_a_standby);
+	tcase_add_test(tc, an_untrusted_ledger_stops_the_leaders_command);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -233,15 +233,19 @@ START_TEST(setup_sql)
 {
 	char plain[LEASE_SQL_SETUP_MAX], named[LEASE_SQL_SETUP_MAX];
 
-	lease_sql_setup(plain, sizeof(plain), false, 5.0);
-	lease_sql_setup(named, sizeof(named), true, 0.25);
+	lease_sql_setup(plain, sizeof(plain), false, 5.0, 7.0);
+	lease_sql_setup(named, sizeof(named), true, 0.25, 1.25);
 	ck_assert_ptr_null(strstr(plain, "$1"));
 	ck_assert_ptr_nonnull(strstr(named, ", " WIRE_KEY_OF_NAME("$1") ", "));
-	/* the settings ride along, after the columns the parser reads */
+	/* the settings ride along, after the columns the parser reads:
+	 * every statement bounded, nothing of anyone else's run (DESIGN 10) */
 	ck_assert_ptr_nonnull(strstr(plain, "), pg_catalog.set_config('lock_timeout', '5000', false), "
-				     "pg_catalog.set_config('statement_timeout', '0', false), "
+				     "pg_catalog.set_config('statement_timeout', '7000', false), "
 				     "pg_catalog.set_config('default_transaction_read_only', "
-				     "'off', false)"));
+				     "'off', false), "
+				     "pg_catalog.set_config('row_security', 'off', false), "
+				     "pg_catalog.set_config('search_path', 'pg_catalog', false)"));
+	ck_assert_ptr_nonnull(strstr(named, "set_config('statement_timeout', '1250', false)"));
 	ck_assert_ptr_nonnull(strstr(named, "set_config('lock_timeout', '250', false)"));
 	/* room for the tag within what send_sql sends */
 	ck_assert_uint_lt(strlen(named) + LEASE_SQL_TAG_MAX, LEASE_SQL_SETUP_MAX);
@@ -249,52 +253,71 @@ START_TEST(setup_sql)
 END_TEST
 static const struct {
 	int nrows, ncols;
-	const char *v[9];
+	const char *v[11];
 	bool with_name, ok;
 	int pid, version;
 	bool recovery, temp;
 	int64_t key;
 } setup_cases[] = {
-	{ 1, 8, { "4242", "f", "150004", "t", "f", "5000", "0", "off" },
+	{ 1, 10, { "4242", "f", "150004", "t", "f", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, true, 4242, 150004, false, true, 0 },
-	{ 1, 8, { "4242", "f", "150004", "t", "t", "5000", "0", "off" },
+	{ 1, 10, { "4242", "f", "150004", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, true, 4242, 150004, false, true, 0 },
-	{ 1, 8, { "1", "t", "110000", "f", "t", "5000", "0", "off" },
+	{ 1, 10, { "1", "t", "110000", "f", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, true, 1, 110000, true, false, 0 },
-	{ 1, 9, { "7", "f", "170000", "t", "t", "-9223372036854775808", "5000", "0", "off" },
+	{ 1, 11, { "7", "f", "170000", "t", "t", "-9223372036854775808", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  true, true, 7, 170000,
 	  false, true, INT64_MIN },
-	{ 1, 9, { "7", "f", "170000", "t", "t", "9223372036854775807", "5000", "0", "off" },
+	{ 1, 11, { "7", "f", "170000", "t", "t", "9223372036854775807", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  true, true, 7, 170000,
 	  false, true, INT64_MAX },
-	{ 1, 9, { "7", "f", "170000", "t", "t", "9223372036854775808", "5000", "0", "off" },
+	{ 1, 11, { "7", "f", "170000", "t", "t", "9223372036854775808", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  true, false, 0, 0, false, false, 0 },
-	{ 1, 8, { "7", "f", "170000", "t", "t", "5000", "0", "off" },
+	{ 1, 10, { "7", "f", "170000", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  true, false, 0, 0, false, false, 0 },
-	{ 1, 9, { "7", "f", "170000", "t", "t", "1", "5000", "0", "off" },
+	{ 1, 11, { "7", "f", "170000", "t", "t", "1", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 0, 8, { NULL }, false, false, 0, 0, false, false, 0 },
-	{ 2, 8, { "1", "f", "150000", "t", "t", "5000", "0", "off" },
+	{ 0, 10, { NULL }, false, false, 0, 0, false, false, 0 },
+	{ 2, 10, { "1", "f", "150000", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 1, 8, { "0", "f", "150000", "t", "t", "5000", "0", "off" },
+	{ 1, 10, { "0", "f", "150000", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 1, 8, { "-5", "f", "150000", "t", "t", "5000", "0", "off" },
+	{ 1, 10, { "-5", "f", "150000", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 1, 8, { "12x", "f", "150000", "t", "t", "5000", "0", "off" },
+	{ 1, 10, { "12x", "f", "150000", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 1, 8, { "", "f", "150000", "t", "t", "5000", "0", "off" },
+	{ 1, 10, { "", "f", "150000", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 1, 8, { NULL, "f", "150000", "t", "t", "5000", "0", "off" },
+	{ 1, 10, { NULL, "f", "150000", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 1, 8, { "1", "true", "150000", "t", "t", "5000", "0", "off" },
+	{ 1, 10, { "1", "true", "150000", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 1, 8, { "1", "f", "15.4", "t", "t", "5000", "0", "off" },
+	{ 1, 10, { "1", "f", "15.4", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 1, 8, { "1", "f", "150000", NULL, "t", "5000", "0", "off" },
+	{ 1, 10, { "1", "f", "150000", NULL, "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 1, 8, { "99999999999", "f", "150000", "t", "t", "5000", "0", "off" },
+	{ 1, 10, { "99999999999", "f", "150000", "t", "t", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
-	{ 1, 8, { "1", "f", "150000", "t", "yes", "5000", "0", "off" },
+	{ 1, 10, { "1", "f", "150000", "t", "yes", "5000", "0", "off",
+	      "off", "pg_catalog" },
 	  false, false, 0, 0, false, false, 0 },
 };
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lease_sql.h"
+#include "ledger_sql.h"
 
 /* ---- the fake session: lease_query keeps the one statement sent ------- */
 
@@ -16,14 +17,16 @@ static struct {
 	lease_query_fn fn;
 	void *arg;
 	char outcomes[64];       /* the last claim's outcomes array */
+	char sql[8192];          /* the last statement */
 } fq;
 static int heard, heard_lost;
+static struct ledger_answer last; /* what the asker heard last */
 
 bool lease_query(struct lease *l, const char *sql, int nparams,
 		 const char *const *params, lease_query_fn fn, void *arg)
 {
 	(void)l;
-	(void)sql;
+	snprintf(fq.sql, sizeof(fq.sql), "%s", sql);
 	fq.sent++;
 	fq.fn = fn;
 	fq.arg = arg;
@@ -46,6 +49,21 @@ static void asker(void *arg, const struct ledger_answer *a)
 	(void)arg;
 	heard++;
 	heard_lost += a->lost;
+	last = *a;
+}
+
+/* The statement in flight answered with one row of text values (NULL: SQL
+ * NULL), or with an error of that SQLSTATE. */
+static void answer_row(int ncols, const char *const *v)
+{
+	struct lease_sql_answer a = { 1, ncols, v };
+
+	fq.fn(fq.arg, &a, NULL, NULL);
+}
+
+static void answer_error(const char *sqlstate, const char *msg)
+{
+	fq.fn(fq.arg, NULL, sqlstate, msg);
 }
 
 static const struct ledger_term term = { .lock_key = 42, .fencing_token = 7,
@@ -54,7 +72,7 @@ static const struct ledger_term term = { .lock_key = 42, .fencing_token = 7,
 static struct ledger *fresh(void)
 {
 	static int session; /* the lease pointer is only handed back */
-	struct ledger *l = ledger_new((struct lease *)&session, "pgleader");
+	struct ledger *l = ledger_new((struct lease *)&session, "pgleader", NULL);
 
 	memset(&fq, 0, sizeof(fq));
 	heard = heard_lost = 0;
@@ -111,6 +129,72 @@ START_TEST(test_finish_kept_when_lost)
 }
 END_TEST
 
+/* DESIGN 10: a ledger dropped while in use is told as missing, so that
+ * the jobs make it again (or give up the lead). */
+START_TEST(test_dropped_ledger_is_missing)
+{
+	struct ledger *l = fresh();
+
+	ledger_claim(l, &term, "j", 1800000000000, "running", false, asker, NULL);
+	answer_error("3F000", "ERROR: schema \"pgleader\" does not exist");
+	ck_assert_int_eq(heard, 1);
+	ck_assert(!last.ok && last.missing && !last.lost);
+	ledger_last(l, &term, "j", false, asker, NULL);
+	answer_error("40001", "ERROR: could not serialize access");
+	ck_assert(!last.ok && !last.missing);
+	ledger_free(l);
+}
+END_TEST
+
+/* A priority ask writes the controls: the ledger is checked first, its
+ * owner too (issue 25 item 8); a trusted, ready ledger: the ask goes. */
+START_TEST(test_priority_ask_checks_the_ledger_first)
+{
+	struct ledger *l = fresh();
+	const char *ready[LEDGER_CHECK_NCOLS] = { "t", "t", "t", "t", "t", "f", NULL, "1" };
+	const char *asked[3] = { "a", "1", "t" };
+
+	ledger_priority_ask(l, 42, "n1", 2, 30000, asker, NULL);
+	ck_assert_ptr_nonnull(strstr(fq.sql, "has_database_privilege"));
+	answer_row(LEDGER_CHECK_NCOLS, ready);
+	ck_assert_int_eq(heard, 0);
+	ck_assert_ptr_nonnull(strstr(fq.sql, "INSERT INTO \"pgleader\".controls"));
+	answer_row(3, asked);
+	ck_assert(heard == 1 && last.ok && last.asked);
+	/* checked once: the next ask goes at once */
+	ledger_priority_ask(l, 42, "n1", 2, 30000, asker, NULL);
+	ck_assert_ptr_nonnull(strstr(fq.sql, "INSERT INTO \"pgleader\".controls"));
+	ledger_free(l);
+}
+END_TEST
+
+/* A ledger owned by a role not trusted: refused with the line, the ask
+ * and the controls never sent (DESIGN 10). */
+START_TEST(test_untrusted_ledger_is_never_read)
+{
+	struct ledger *l = fresh();
+	const char *hostile[LEDGER_CHECK_NCOLS] = { "t", "t", "t", "t", "t", "t",
+		"schema pgleader is owned by role mallory", "1" };
+	const char *yes[1] = { "t" };
+	const char *probe[2] = { "t", "table pgleader.controls is owned by role mallory" };
+
+	ledger_priority_ask(l, 42, "n1", 2, 30000, asker, NULL);
+	answer_row(LEDGER_CHECK_NCOLS, hostile);
+	ck_assert(heard == 1 && last.untrusted && !last.asked);
+	ck_assert_ptr_nonnull(strstr(last.error, "owned by role mallory"));
+	ck_assert_ptr_nonnull(strstr(last.error, "--ledger-owner"));
+	ck_assert_int_eq(fq.sent, 1);
+
+	ledger_controls(l, 42, asker, NULL);
+	answer_row(1, yes);      /* the schema's probe */
+	answer_row(2, probe);    /* the table's: owned by mallory */
+	ck_assert(heard == 2 && !last.ok && last.untrusted);
+	ck_assert_ptr_nonnull(strstr(last.error, "table pgleader.controls is owned by role mallory"));
+	ck_assert_int_eq(fq.sent, 3); /* never the read */
+	ledger_free(l);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ledger");
@@ -121,6 +205,9 @@ int main(void)
 	tcase_add_test(tc, test_record_kept_when_lost);
 	tcase_add_test(tc, test_run_claim_told_when_lost);
 	tcase_add_test(tc, test_finish_kept_when_lost);
+	tcase_add_test(tc, test_dropped_ledger_is_missing);
+	tcase_add_test(tc, test_priority_ask_checks_the_ledger_first);
+	tcase_add_test(tc, test_untrusted_ledger_is_never_read);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -32,13 +32,19 @@ START_TEST(schema_ok)
 }
 END_TEST
 
+/* The controls' probe without --ledger-owner, as the other builders. */
+static char *controls_probe(const char *schema)
+{
+	return ledger_sql_controls_probe(schema, NULL);
+}
+
 /* A bad schema: NULL, never a statement with it in. */
 START_TEST(refuses)
 {
 	struct ledger_sql_query q;
 	const char *schema = schema_cases[_i].schema;
 	char *init = ledger_sql_init(schema), *script = ledger_sql_init_script(schema);
-	char *check = ledger_sql_check(schema);
+	char *check = ledger_sql_check(schema, NULL);
 
 	ck_assert_int_eq(init != NULL, schema_cases[_i].ok);
 	ck_assert_int_eq(script != NULL, schema_cases[_i].ok);
@@ -52,7 +58,7 @@ START_TEST(refuses)
 	{
 		char *(*const daemon[])(const char *) = {
 			ledger_sql_claim, ledger_sql_last, ledger_sql_finish,
-			ledger_sql_prune, ledger_sql_schema_probe, ledger_sql_controls_probe,
+			ledger_sql_prune, ledger_sql_schema_probe, controls_probe,
 			ledger_sql_controls_read, ledger_sql_priority_ask,
 			ledger_sql_handed,
 		};
@@ -87,8 +93,9 @@ static const struct {
 	 * the schema by name (no catalog join to plan), then the table */
 	{ ledger_sql_schema_probe, { "pg_catalog.to_regnamespace('my_ledger')",
 	  "has_schema_privilege(", "'USAGE'), false)", NULL }, 0 },
-	{ ledger_sql_controls_probe, { "n.nspname = 'my_ledger'",
-	  "a.attname = 'leader'", "has_table_privilege(c.oid, 'SELECT')", NULL }, 0 },
+	{ controls_probe, { "n.nspname = 'my_ledger'",
+	  "a.attname = 'leader'", "has_table_privilege(c.oid, 'SELECT')",
+	  "WHERE NOT (pg_catalog.pg_has_role(x.owner, 'MEMBER')" }, 0 },
 	{ ledger_sql_controls_read, { "WHERE lock_key = $1::bigint",
 	  "(until IS NULL OR until > now() OR kind = 'pause')",
 	  "WHEN until <= now() AND kind = 'pause' THEN 'resumed'",
@@ -223,7 +230,7 @@ START_TEST(check_sql)
 {
 	char want[128];
 	const char *schema = init_schemas[_i];
-	char *buf = ledger_sql_check(schema);
+	char *buf = ledger_sql_check(schema, NULL);
 
 	ck_assert_ptr_nonnull(buf);
 	snprintf(want, sizeof(want), "WHERE nspname = '%s'", schema);
@@ -232,10 +239,53 @@ START_TEST(check_sql)
 	/* Nothing that errors instead of answering on a missing object. */
 	ck_assert_ptr_null(strstr(buf, "regclass"));
 	ck_assert_ptr_null(strstr(buf, "FROM \""));
-	/* the last two columns: may create, the server's clock */
+	/* the last three columns: may create, what is owned by a role not
+	 * trusted (none given by --ledger-owner), the server's clock */
 	ck_assert(strstr(buf, "has_database_privilege(pg_catalog.current_database(), 'CREATE'),\n"
+			 "       (SELECT x.what || ' is owned by role '"));
+	ck_assert(strstr(buf, "w.rolsuper OR w.rolname = NULL"));
+	ck_assert(strstr(buf, "LIMIT 1),\n"
 			 "       (extract(epoch FROM pg_catalog.clock_timestamp()) * 1000)::bigint"));
 	free(buf);
+}
+END_TEST
+
+/* --ledger-owner goes in as an escape string literal: quotes and
+ * backslashes doubled, whatever standard_conforming_strings says. */
+START_TEST(owner_literal)
+{
+	char *check = ledger_sql_check("pgleader", "dba'; DROP \\x");
+	char *probe = ledger_sql_controls_probe("pgleader", "ops");
+
+	ck_assert_ptr_nonnull(check);
+	ck_assert_ptr_nonnull(probe);
+	ck_assert_msg(strstr(check, "w.rolname = E'dba''; DROP \\\\x'"), "%s", check);
+	ck_assert_msg(strstr(probe, "w.rolname = E'ops'"), "%s", probe);
+	free(check);
+	free(probe);
+}
+END_TEST
+
+/* init-db --grant-to: what the check calls writable and the controls,
+ * to the role as a quoted identifier; without one, comments naming ROLE. */
+START_TEST(grants_sql)
+{
+	char *to = ledger_sql_grants("ops", "app \"x\"");
+	char *none = ledger_sql_grants("ops", NULL);
+
+	ck_assert_ptr_nonnull(to);
+	ck_assert_ptr_nonnull(none);
+	ck_assert_str_eq(to, "GRANT USAGE ON SCHEMA \"ops\" TO \"app \"\"x\"\"\";\n"
+			 "GRANT SELECT, INSERT, UPDATE, DELETE ON \"ops\".runs, \"ops\".terms,"
+			 " \"ops\".controls TO \"app \"\"x\"\"\";\n"
+			 "GRANT SELECT ON \"ops\".meta TO \"app \"\"x\"\"\";\n");
+	for (const char *line = none; *line; line = strchr(line, '\n') + 1)
+		ck_assert_msg(!strncmp(line, "-- ", 3), "not a comment: %s", line);
+	ck_assert_ptr_nonnull(strstr(none, "-- GRANT USAGE ON SCHEMA \"ops\" TO ROLE;\n"));
+	ck_assert_ptr_null(ledger_sql_grants("Bad", "app"));
+	ck_assert_ptr_null(ledger_sql_grants("ops", ""));
+	free(to);
+	free(none);
 }
 END_TEST
 
@@ -243,16 +293,21 @@ static const struct {
 	const char *v[LEDGER_CHECK_NCOLS];
 	enum ledger_state state;
 } parse_cases[] = {
-	{ { "t", "t", "t", "t", "t", "f", "1" }, LEDGER_READY },
-	{ { "t", "t", "t", "t", "f", "t", "1" }, LEDGER_READ_ONLY },
-	{ { "t", "t", "t", "f", "t", "t", NULL }, LEDGER_NO_ACCESS },
-	{ { "t", "t", "f", "t", "t", "f", "0" }, LEDGER_NO_ACCESS },
-	{ { "t", "f", "t", "t", "t", "t", "1" }, LEDGER_MISSING },
-	{ { "f", "f", "f", "f", "f", "f", "1" }, LEDGER_MISSING },
-	{ { "f", "t", "t", "t", "t", "t", "1" }, LEDGER_MISSING },
-	{ { NULL, NULL, NULL, NULL, NULL, NULL, NULL }, LEDGER_MISSING },
-	{ { "t", "t", "t", "t", NULL, "t", "1" }, LEDGER_READ_ONLY },
-	{ { "t", "t", "true", "t", "t", "t", "1" }, LEDGER_NO_ACCESS },
+	{ { "t", "t", "t", "t", "t", "f", NULL, "1" }, LEDGER_READY },
+	{ { "t", "t", "t", "t", "f", "t", NULL, "1" }, LEDGER_READ_ONLY },
+	{ { "t", "t", "t", "f", "t", "t", NULL, NULL }, LEDGER_NO_ACCESS },
+	{ { "t", "t", "f", "t", "t", "f", NULL, "0" }, LEDGER_NO_ACCESS },
+	{ { "t", "f", "t", "t", "t", "t", NULL, "1" }, LEDGER_MISSING },
+	{ { "f", "f", "f", "f", "f", "f", NULL, "1" }, LEDGER_MISSING },
+	{ { "f", "t", "t", "t", "t", "t", NULL, "1" }, LEDGER_MISSING },
+	{ { NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL }, LEDGER_MISSING },
+	{ { "t", "t", "t", "t", NULL, "t", NULL, "1" }, LEDGER_READ_ONLY },
+	{ { "t", "t", "true", "t", "t", "t", NULL, "1" }, LEDGER_NO_ACCESS },
+	/* whatever else it says, a ledger not trusted is never used */
+	{ { "t", "t", "t", "t", "t", "t", "schema s is owned by role r", "1" },
+	  LEDGER_UNTRUSTED },
+	{ { "t", "f", "f", "f", "f", "t", "schema s is owned by role r", "1" },
+	  LEDGER_UNTRUSTED },
 };
 
 START_TEST(parse_check)
@@ -346,6 +401,8 @@ static Suite *ledger_sql_suite(void)
 		{ "init_sql", init_sql, NROWS(init_schemas) },
 		{ "check_sql", check_sql, NROWS(init_schemas) },
 		{ "parse_check", parse_check, NROWS(parse_cases) },
+		{ "owner_literal", owner_literal, 1 },
+		{ "grants_sql", grants_sql, 1 },
 		{ "runs_sql", runs_sql, NROWS(runs_cases) },
 		{ "summary_sql", summary_sql, 1 },
 		{ "same_columns", same_columns, 1 },
