@@ -20,9 +20,12 @@
  * pg_proc, which costs a fresh backend 0.6 ms more. */
 #define EMIT_MESSAGE "pg_catalog.to_regprocedure('pg_catalog.pg_logical_emit_message(" \
 	"boolean, text, text"
-#define SETUP_COLUMNS "SELECT pg_backend_pid(), pg_is_in_recovery(), " \
-	"current_setting('server_version_num')::int, " \
-	"has_database_privilege(current_database(), 'TEMP'), " \
+/* The setup runs before its own search_path is in force: every function it
+ * calls is qualified, so that no overload in a schema the role searches
+ * (a better-matching one in public, CVE-2018-1058) runs in its place. */
+#define SETUP_COLUMNS "SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), " \
+	"pg_catalog.current_setting('server_version_num')::int, " \
+	"pg_catalog.has_database_privilege(pg_catalog.current_database(), 'TEMP'), " \
 	"coalesce(pg_catalog.has_function_privilege(coalesce(" \
 	EMIT_MESSAGE ")'), " EMIT_MESSAGE ", boolean)')), 'EXECUTE'), false)"
 /* Its five columns, the name's key when given, and the five settings. */

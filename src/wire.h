@@ -11,7 +11,7 @@
 
 /* A lock name becomes its key on the server, the same way on every node:
  * the SQL expression, with the name as the parameter given. */
-#define WIRE_KEY_OF_NAME(param) "hashtextextended(" param "::text, 0)"
+#define WIRE_KEY_OF_NAME(param) "pg_catalog.hashtextextended(" param "::text, 0)"
 
 /* Every statement of a lock or fence session ends with a tag, an SQL
  * comment naming its part, its key and, while the node leads, since when
