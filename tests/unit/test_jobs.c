@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "child.h"
+#include "log_stub.h"
 
 #define S 1000
 #define T0 INT64_C(1800000000000) /* 2027-01-15T08:00:00Z */
@@ -151,6 +152,7 @@ static void start(int pid, int64_t last)
 	char err[256];
 
 	n_reqs = 0;
+	log_stub_reset();
 	loop = ev_loop_new(0);
 	jobs = jobs_new(loop, &cfg, (struct ledger *)&cfg, &cb, err, sizeof(err));
 	ck_assert_ptr_nonnull(jobs);
@@ -260,6 +262,63 @@ START_TEST(test_slow_answer_keeps_clock)
 }
 END_TEST
 
+/* A tick whose claim failed (a statement timeout behind a lock) is told
+ * by name and planned again with the next tick: recorded missed, not
+ * lost without a row (DESIGN 10). */
+START_TEST(test_unclaimed_tick_counts_missed)
+{
+	struct ledger_answer failed = { .ok = false, .db_now = T0 + 20,
+		.error = "ERROR: canceling statement due to statement timeout" };
+	bool missed = false, next = false;
+
+	start(111, T0 - S);
+	ck_assert_int_eq(reqs[2].tick, T0);
+	reqs[2].fn(reqs[2].arg, &failed);
+	ck_assert_uint_eq(log_stub_count("tick 2027-01-15T08:00:00Z not claimed: ERROR: "
+					 "canceling statement"), 1);
+	ev_run(loop, EVRUN_ONCE);       /* the next tick's timer, ~1 s */
+	for (int k = 3; k < n_reqs; k++) {
+		missed |= reqs[k].tick == T0 && !strcmp(reqs[k].outcome, "missed");
+		next |= reqs[k].tick == T0 + S && !strcmp(reqs[k].outcome, "running");
+	}
+	ck_assert_msg(missed, "the unclaimed tick was not recorded missed");
+	ck_assert(next);
+	stop();
+}
+END_TEST
+
+/* A tick that fires while the previous tick's claim waits (on a row
+ * lock) is skipped, told as what it is: no run was going (0.4.0 named
+ * the run before, which had ended). */
+START_TEST(test_tick_while_claiming)
+{
+	start(111, T0 - S);
+	ck_assert_int_eq(reqs[2].tick, T0);
+	ev_run(loop, EVRUN_ONCE);       /* T0 + 1 s fires, the claim unanswered */
+	ck_assert_int_eq(reqs[n_reqs - 1].tick, T0 + S);
+	ck_assert_str_eq(reqs[n_reqs - 1].outcome, "skipped");
+	ck_assert_uint_eq(log_stub_count("tick 2027-01-15T08:00:01Z skipped: the claim of "
+					 "tick 2027-01-15T08:00:00Z is still waiting"), 1);
+	ck_assert_uint_eq(log_stub_count("still going"), 0);
+	stop();
+}
+END_TEST
+
+/* The term ended while the claim waited; its answer is told, whatever it
+ * is: a row claimed (recorded interrupted), or the lock found gone. */
+START_TEST(test_stale_claim_told)
+{
+	struct ledger_answer gone_lock = { .ok = true, .db_now = T0 + 20, .newest = true };
+
+	start(111, T0 - S);
+	jobs_stop(jobs);
+	reqs[2].fn(reqs[2].arg, &gone_lock);
+	ck_assert_uint_eq(log_stub_count("tick 2027-01-15T08:00:00Z not run: this node's "
+					 "lock session no longer holds the lock"), 1);
+	stop();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs");
@@ -271,6 +330,9 @@ int main(void)
 	tcase_add_test(tc, test_regained_plans_again);
 	tcase_add_test(tc, test_early_missed_sent_again);
 	tcase_add_test(tc, test_slow_answer_keeps_clock);
+	tcase_add_test(tc, test_unclaimed_tick_counts_missed);
+	tcase_add_test(tc, test_tick_while_claiming);
+	tcase_add_test(tc, test_stale_claim_told);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
