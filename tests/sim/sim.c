@@ -156,6 +156,7 @@ enum kind {
 	K_HEAL,          /* a partition or a freeze ends, the database is back */
 	K_BOOT,          /* systemd starts pgleader (again) */
 	K_EVTIMER,       /* a libev timer of the job layer */
+	K_DB_RESUME,     /* a claim that waited on the terms row goes on */
 };
 
 enum op {
@@ -368,6 +369,7 @@ struct lrow {
 	int64_t finished_ms;
 	int64_t run_id;
 	int starts;              /* commands started for it (the invariant's) */
+	uint64_t server;         /* the server it began on (W.server) */
 };
 
 #define MAXS (1 << 17)
@@ -419,6 +421,12 @@ struct world {
 	struct lrow *rows;
 	size_t n_rows, cap_rows;
 	uint64_t term_token;     /* terms: the newest token recorded */
+	/* the lock's row of terms held by another session (an operator's
+	 * SELECT ... FOR UPDATE) until then: claims wait for it */
+	double terms_held_until;
+	/* the server's identity (system identifier, timeline, postmaster
+	 * start): a new one at each restart and failover */
+	uint64_t server;
 	int64_t next_run_id;
 	int next_spid;
 	uint64_t next_tstamp;
@@ -882,6 +890,8 @@ static void db_down(const char *what, double down)
 	unsigned ended = 0, lock_ended = 0;
 
 	W.db_up = false;
+	W.server++;
+	W.terms_held_until = 0;
 	say(0, "db: %s, away for %.3fs", what, down);
 	for (int k = 0; k < W.n_s; k++) {
 		if (W.s[k].alive)
@@ -1459,6 +1469,7 @@ static struct lrow *row_by_id(int64_t run_id)
 enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE, Q_OTHER };
 struct squery {
 	enum qkind kind;
+	bool started;            /* a claim that waited: the lock held at its start */
 	int nparams;
 	char *p[LEASE_QUERY_PARAMS];
 	int nrows, ncols;
@@ -1597,21 +1608,50 @@ static int64_t claim_one(const char *job, int64_t tick, const char *node,
 	r->exit_status = -1;
 	r->finished = strcmp(outcome, "running") != 0;
 	r->finished_ms = r->finished ? db_ms() : 0;
+	r->server = W.server;
 	return r->run_id;
 }
 
-/* ledger_sql.c's claim: the term's upsert, then each tick's row. */
-static void db_claim(struct squery *q)
+/* Whether ledger_sql.c's claim checks the lock again once it has the
+ * terms row (the upsert's RETURNING, DESIGN 10): the model runs what the
+ * text says, so a build whose claim lost the check (the mutant
+ * claim-no-recheck) writes runs for a lock checked only at the start. */
+static bool claim_rechecks(void)
+{
+	static int known = -1;
+
+	if (known < 0) {
+		char *sql = ledger_sql_claim("pgleader");
+
+		known = sql && strstr(sql, "RETURNING EXISTS (SELECT FROM pg_catalog.pg_locks")
+			&& strstr(sql, "WHERE term.held AND");
+		free(sql);
+	}
+	return known;
+}
+
+static bool lock_held_by(int pid)
+{
+	return W.holder[0] >= 0 && W.s[W.holder[0]].pid == pid;
+}
+
+/* ledger_sql.c's claim: the term's upsert, then each tick's row; started:
+ * whether the lock was held when the statement began (it waited on the
+ * terms row since), the lock's holder now otherwise. */
+static void db_claim(struct squery *q, bool started)
 {
 	int64_t now = db_ms();
 	uint64_t token = strtoull(q->p[4], NULL, 10);
-	int n = array_len(q->p[1]), pid = atoi(q->p[5]);
-	bool holder = W.holder[0] >= 0 && W.s[W.holder[0]].pid == pid;
-	bool term = holder && W.term_token <= token;
+	int n = array_len(q->p[1]), pid = atoi(q->p[5]), node = node_of_name(q->p[3]);
+	bool held = lock_held_by(pid);
+	bool term = started && W.term_token <= token;
+	/* what the run's insert goes by: the check after the row lock, or
+	 * only the one at the start */
+	bool holder = claim_rechecks() ? started && held : started;
 
 	if (term)
 		W.term_token = token;
-	say(node_of_name(q->p[3]) >= 0 ? 1u << node_of_name(q->p[3]) : 0, "db: claim of %d tick%s "
+	say(node >= 0 ? 1u << node : 0, "db: claim of %d tick%s "
 	    "(%s...) by %s token %" PRIu64 ": %s", n, n == 1 ? "" : "s", q->p[6],
 	    q->p[3], token, !holder ? "refused, not the holder" : !term
 	    ? "refused, a newer token is recorded" : "taken");
@@ -1625,8 +1665,12 @@ static void db_claim(struct squery *q)
 		array_elem(q->p[6], i, outcome, sizeof(outcome));
 		array_elem(q->p[7], i, rerun, sizeof(rerun));
 		at = strtoll(tick, NULL, 10);
-		if (term && at <= now)
+		if (term && holder && at <= now)
 			id = claim_one(job, at, q->p[3], token, outcome, rerun[0] == 't');
+		if (id > 0 && !held)
+			fail_at(node >= 0 ? 1u << node : 0, "a claim wrote the row of tick "
+				"%" PRId64 " after %s's lock session lost the lock (DESIGN 10: "
+				"the lock is checked again after any wait)", at, q->p[3]);
 		put(q, i, 0, id == 0, "%" PRId64, id);
 		put(q, i, 1, false, "%s", holder ? "t" : "f");
 		put(q, i, 2, false, "%s", term ? "t" : "f");
@@ -1649,15 +1693,17 @@ static void db_last(struct squery *q)
 	for (size_t k = 0; k < W.n_rows; k++) {
 		struct lrow *r = &W.rows[k];
 		bool old_running = !strcmp(r->outcome, "running") && r->token < token;
+		/* begun on this server, which never restarted since: over */
+		bool same = r->server == W.server;
 
 		if (job_index(r->job) != j)
 			continue;
 		last = r->tick > last ? r->tick : last;
 		if (!strcmp(r->outcome, "succeeded") && r->finished_ms > success)
 			success = r->finished_ms;
-		if (old_running && !cut && r->tick > older)
+		if (old_running && !cut && !same && r->tick > older)
 			older = r->tick;
-		if (old_running && cut) {
+		if (old_running && (cut || same)) {
 			snprintf(r->outcome, sizeof(r->outcome), "interrupted");
 			cut_max = r->tick > cut_max ? r->tick : cut_max;
 		}
@@ -1699,7 +1745,18 @@ static void db_query(int sid, const struct simev *e)
 			put(q, 0, c, false, "t");
 		put(q, 0, LEDGER_CHECK_DB_NOW_MS, false, "%" PRId64, db_ms());
 		break;
-	case Q_CLAIM: db_claim(q); break;
+	case Q_CLAIM:
+		if (T < W.terms_held_until) {
+			/* waits for the row: no answer, not idle, until then */
+			q->started = lock_held_by(atoi(q->p[5]));
+			W.s[sid].stamp = ++stamps;
+			push((struct simev){ .t = W.terms_held_until, .kind = K_DB_RESUME,
+					     .node = NOBODY, .status = sid,
+					     .conn = W.s[sid].conn, .gen = e->gen });
+			return;
+		}
+		db_claim(q, lock_held_by(atoi(q->p[5])));
+		break;
 	case Q_LAST: db_last(q); break;
 	case Q_FINISH: db_finish(q); break;
 	case Q_PRUNE: sq_answer(q, 0, 0); break; /* nothing is 30 days old */
@@ -1708,6 +1765,20 @@ static void db_query(int sid, const struct simev *e)
 		sq_answer(q, 0, 0);
 		break;
 	}
+	db_reply(sid, S_ANSWER, e->gen, 0, 0);
+	db_done(sid);
+}
+
+/* The terms row is free: a claim that waited on it goes on, unless its
+ * session ended meanwhile (its statement went with it). */
+static void db_resume(const struct simev *e)
+{
+	int sid = e->status;
+	struct squery *q = &sq[e->gen - 1];
+
+	if (sid >= W.n_s || !W.s[sid].alive || W.s[sid].conn != e->conn)
+		return;
+	db_claim(q, q->started);
 	db_reply(sid, S_ANSWER, e->gen, 0, 0);
 	db_done(sid);
 }
@@ -2794,6 +2865,26 @@ static void terminate(int i, bool lock, bool fence)
 		db_end(fs, true, "pg_terminate_backend");
 }
 
+/* With jobs, half of the lock sessions' ends come while another session
+ * holds the lock's row of terms (SELECT ... FOR UPDATE) for 1 to 5 s, so
+ * that a claim waits on it, and the end comes within that wait (DESIGN
+ * 10: the claim checks the lock again after it). The draws come from the
+ * fault's time, not the seed's generator: the seeds' other draws stay. */
+static bool terms_row_first(const struct simev *e)
+{
+	double h = e->t * 7919.0 - floor(e->t * 7919.0);
+	double hold = 1 + 4 * (e->t * 104729.0 - floor(e->t * 104729.0));
+
+	if (!with_jobs || e->mask || h >= 0.5 || !W.db_up)
+		return false;
+	W.terms_held_until = fmax(W.terms_held_until, T + hold);
+	say(0, "db: another session holds the terms row for %.3fs", hold);
+	push((struct simev){ .t = T + hold * (0.3 + h), .kind = K_FAULT, .node = e->node,
+			     .op = F_TERM_LOCK, .arg = e->arg, .from = e->from,
+			     .gen = e->gen, .mask = 1 });
+	return true;
+}
+
 static void fault(const struct simev *e)
 {
 	int i = e->node;
@@ -2801,6 +2892,8 @@ static void fault(const struct simev *e)
 
 	say(1u << i, "FAULT %s on %s for %.3fs", fault_names[e->op], n->name, e->arg);
 	unsteady();
+	if (e->op == F_TERM_LOCK && terms_row_first(e))
+		return;
 	if (e->op <= F_TERM_BOTH) { /* pg_terminate_backend */
 		terminate(i, e->op != F_TERM_FENCE, e->op != F_TERM_LOCK);
 		return;
@@ -3033,8 +3126,10 @@ static void fault_now(const struct simev *e)
 		faults_end();
 		return;
 	}
-	f.node = f.gen ? current_leader() : f.from;
-	f.from = (f.node + 1 + irand(W.n - 1)) % W.n;
+	if (!f.mask) { /* not the second half of terms_row_first's */
+		f.node = f.gen ? current_leader() : f.from;
+		f.from = (f.node + 1 + irand(W.n - 1)) % W.n;
+	}
 	fault(&f);
 }
 
@@ -3091,6 +3186,7 @@ static void handle(const struct simev *e)
 	case K_TO_DB: db_receive(e); return;
 	case K_LOCK_TIMEOUT: db_lock_timeout(e); return;
 	case K_IDLE: db_idle(e); return;
+	case K_DB_RESUME: db_resume(e); return;
 	case K_CHILD_EXIT: child_exit(e); return;
 	case K_HEAL: heal(e); return;
 	case K_BOOT:
