@@ -342,6 +342,9 @@ struct node {
 	struct { ev_timer *w; uint64_t stamp; } tm[MAXT];
 	int n_tm;
 	double steady_since;     /* leads with its jobs planned: see check_ticks */
+	/* the controls as its last read answered found them (DESIGN 11) */
+	bool ctl_read;           /* one was answered, ever */
+	bool ctl_paused;         /* ... and found the lock paused */
 };
 
 struct ssess {
@@ -413,6 +416,9 @@ struct world {
 	double led_after_heal;
 	/* the operator controls (DESIGN 11), as the ledger holds them */
 	bool paused;
+	/* the controls table locked by an ALTER TABLE until then: a read
+	 * waits for it up to lock_timeout (retry_interval), then fails */
+	double ctl_locked_from, ctl_locked_until;
 	bool switchover;
 	int so_leader, so_target;     /* the target NOBODY: any standby */
 	double so_until;
@@ -1255,6 +1261,12 @@ static void start_child(struct node *n)
 		return;
 	}
 	check_token(n);
+	/* controls fail closed (DESIGN 11): a command starts only under the
+	 * last read answered, which found no pause */
+	if (!n->ctl_read || n->ctl_paused)
+		fail_at(1u << n->i, "%s: the command starts %s", n->name, !n->ctl_read
+			? "before any read of the controls was answered"
+			: "while the last read of the controls found the lock paused");
 	/* supervisor.c's term_token: the snapshot's, the term's token */
 	*ch = (struct child){ .alive = true, .id = ++W.next_child, .pid = ++W.next_pid,
 			      .token = election_snapshot(&n->el)->fencing_token };
@@ -2348,6 +2360,7 @@ static void node_boot(struct node *n)
 	p.connect_timeout = W.p.connect_timeout;
 	election_init(&n->el, &p);
 	n->steady_since = INFINITY;
+	n->ctl_read = n->ctl_paused = false; /* a new process read nothing */
 	jobs_close(n);
 	if (W.n_jobs)
 		jobs_open(n);
@@ -2885,6 +2898,23 @@ static bool terms_row_first(const struct simev *e)
 	return true;
 }
 
+/* With the controls, half of the pauses are followed by an ALTER TABLE
+ * of the controls (DESIGN 11: reads fail with lock_timeout while it
+ * holds its lock): from 0 to 4 s after the pause, for 2 to 12 s. Drawn
+ * from the fault's time, so the seeds' other draws stay. */
+static void controls_locked_after(const struct simev *e)
+{
+	double h = e->t * 6007.0 - floor(e->t * 6007.0);
+	double from = T + 4 * (e->t * 3001.0 - floor(e->t * 3001.0));
+	double hold = 2 + 10 * (e->t * 12289.0 - floor(e->t * 12289.0));
+
+	if (h >= 0.5)
+		return;
+	say(0, "db: an ALTER TABLE locks the controls from %.3f for %.3fs", from, hold);
+	W.ctl_locked_from = from;
+	W.ctl_locked_until = from + hold;
+}
+
 static void fault(const struct simev *e)
 {
 	int i = e->node;
@@ -2941,6 +2971,7 @@ static void fault(const struct simev *e)
 		return;
 	case F_PAUSE:
 		W.paused = true;
+		controls_locked_after(e);
 		push((struct simev){ .t = T + e->arg, .kind = K_HEAL, .node = i, .op = 4 });
 		return;
 	default:
@@ -2983,6 +3014,7 @@ static void heal(const struct simev *e)
 static void faults_end(void)
 {
 	say(0, "faults end: everything heals");
+	W.ctl_locked_until = fmin(W.ctl_locked_until, T);
 	heal(&(struct simev){ .op = 0 });
 	heal(&(struct simev){ .op = 4 });
 	W.switchover = false;
@@ -3062,9 +3094,16 @@ static void child_exit(const struct simev *e)
 static void controls_read(struct node *n)
 {
 	double there = net_delay(n->i, 0) - T, back = net_delay(n->i, 1) - T;
+	double at = T + there;
+	double locked = at >= W.ctl_locked_from ? W.ctl_locked_until : -INFINITY;
+	/* behind the ALTER TABLE's lock: answered when it ends, or an error
+	 * at lock_timeout */
+	bool fails = at < locked && locked > at + W.retry;
 
-	push((struct simev){ .t = T + there + back, .kind = K_NOTIFY, .node = n->i,
-			     .op = N_CONTROLS, .gen = n->fence.conn });
+	if (at < locked)
+		at = fails ? at + W.retry : locked;
+	push((struct simev){ .t = at + back, .kind = K_NOTIFY, .node = n->i,
+			     .op = N_CONTROLS, .gen = n->fence.conn, .status = fails });
 }
 
 static void controls_answer(struct node *n, const struct simev *e)
@@ -3088,11 +3127,18 @@ static void controls_answer(struct node *n, const struct simev *e)
 		ev.controls.news = ELECTION_CONTROLS_FAILED;
 		ev.controls.session_lost = true;
 		ev.reason = "fence session lost";
+	} else if (e->status) {
+		ev.controls.news = ELECTION_CONTROLS_FAILED;
+		ev.reason = "canceling statement due to lock timeout";
 	} else if (n->jobs && (n->el.state == ELECTION_LEADER ||
 			       election_snapshot(&n->el)->command_active)) {
 		/* supervisor.c's jobs_pauses: the whole lock's pause */
 		AT_NODE(n, jobs_set_paused(n->jobs, c.paused, NULL, NULL, NULL, 0,
 					   "sim", "T"));
+	}
+	if (ev.controls.news == ELECTION_CONTROLS_READ) {
+		n->ctl_read = true;
+		n->ctl_paused = c.paused;
 	}
 	sup_enqueue(n, &ev);
 }
