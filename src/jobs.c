@@ -626,12 +626,15 @@ static void last_cb(void *arg, const struct ledger_answer *a)
 	if (a->older_running != INT64_MIN) {
 		/* DESIGN 3 and issue 17: the old leader's command may still be
 		 * stopping (a database restart ended both its sessions, so no
-		 * fence keeps this node out): its run's end, or the bound */
+		 * fence keeps this node out): its run's end, or the bound. The
+		 * ledger tells only a run of another server (or of none
+		 * recorded); one of this server is over, and was cut. */
 		bool wait = clocks_monotonic() < j->started_at + older_run_bound(j, jb);
 
 		if (wait && !jb->older_logged)
 			log_notice("job %s: the run for tick %s of an older term is still "
-				   "recorded running; waiting up to %.1fs for its end",
+				   "recorded running, begun before a database restart or failover; "
+				   "waiting up to %.1fs for its end",
 				   jb->cfg->name, clocks_rfc3339(a->older_running, when, sizeof(when)),
 				   older_run_bound(j, jb));
 		jb->older_logged = true;
