@@ -83,3 +83,31 @@ def test_running_leader_keeps_its_command_while_controls_are_locked(pg, fleet, l
     a.wait_for_log(r"the operator controls are read again", timeout=bound(5))
     pause(pg, lock_key)
     ledger.wait_for("stop", "a", pid=first.pid, timeout=bound(5))
+
+
+def test_paused_jobs_starting_behind_an_alter_table_run_no_tick(pg, fleet, ledger, lock_key,
+                                                                workdir):
+    """The same with a schedule: no tick runs while the pause cannot be
+    read (0.4.0 ran them); once read, the ticks are recorded paused; on
+    resume they run."""
+    from test_schedule import runs
+    init(workdir, pg)
+    pause(pg, lock_key)
+    alter = lock_controls(pg, workdir)
+    try:
+        a = fleet.start("a", "--schedule", "@every 1s", job=SLOW)
+        a.wait_for_log(r"cannot read the operator controls: .*; starting nothing until "
+                       r"they are read again", timeout=bound(10))
+        time.sleep(HOLD)
+        assert ledger.starts() == [], "a tick ran while the controls were unreadable " \
+            "and paused:\n" + a.text()
+    finally:
+        alter.send("ROLLBACK;")
+        time.sleep(0.2)
+        alter.close()
+    a.wait_for_log(r"the operator controls are read again", timeout=bound(5))
+    h.wait_until(lambda: [r for r in runs(pg, lock_key) if r[3] == "paused"], bound(5),
+                 interval=0.1, what="a tick recorded paused")
+    assert ledger.starts() == [], a.text()
+    resume(pg, lock_key)
+    ledger.wait_for("start", "a", timeout=bound(5))
