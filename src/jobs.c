@@ -451,11 +451,24 @@ static void record_cb(void *arg, const struct ledger_answer *a)
 {
 	struct job *jb = arg;
 	struct jobs *j = jb->owner;
+	char when[40];
 
-	if (jb->record_gen != j->gen || !j->active)
+	if (!j->active)
+		return;
+	if (!a->ok && !a->lost) {
+		/* no row for it (one lost with the session is kept and sent
+		 * again): planned again with the next tick, as a claim is */
+		log_warning("job %s: tick %s not recorded: %s; it counts as missed",
+			    jb->cfg->name, clocks_rfc3339(a->tick, when, sizeof(when)),
+			    a->error);
+		if (jb->last_handled >= a->tick)
+			jb->last_handled = a->tick - 1;
+		return;
+	}
+	if (jb->record_gen != j->gen)
 		return;
 	sync_clock(j, a);
-	if (!a->ok || !a->early)
+	if (!a->ok || !a->early || a->tick != jb->record_tick)
 		return;
 	jb->view.runs[jb->record_outcome]--; /* counted when sent again */
 	jb->next_tick = jb->record_tick;
@@ -476,7 +489,7 @@ static void record(struct job *jb, int64_t tick, enum jobs_outcome o, bool fired
 		jb->record_gen = j->gen;
 	}
 	ledger_claim(j->ledger, &j->term, jb->cfg->name, tick, jobs_outcome_name(o),
-		     false, fired ? record_cb : NULL, fired ? jb : NULL);
+		     false, record_cb, jb);
 }
 
 static void run_tick(struct job *jb, int64_t tick, bool rerun)

@@ -219,7 +219,8 @@ END_TEST
  * early, it is planned again once due, and then runs (it was dropped). */
 START_TEST(test_early_missed_sent_again)
 {
-	struct ledger_answer early = { .ok = true, .early = true, .db_now = T0 - 5 };
+	struct ledger_answer early = { .ok = true, .early = true, .db_now = T0 - 5,
+				       .tick = T0 };
 	int k;
 
 	job.missed = MISSED_SKIP;
@@ -319,6 +320,30 @@ START_TEST(test_stale_claim_told)
 }
 END_TEST
 
+/* A missed tick whose record failed is told by name and recorded again
+ * with the next tick: not a hole under the rows after it. */
+START_TEST(test_failed_record_told_and_again)
+{
+	struct ledger_answer failed = { .ok = false, .db_now = T0 + 20, .tick = T0 - 2 * S,
+		.error = "ERROR: canceling statement due to statement timeout" };
+	int before, again = 0;
+
+	start(111, T0 - 3 * S);
+	ck_assert_int_eq(reqs[2].tick, T0 - 2 * S);
+	ck_assert_str_eq(reqs[2].outcome, "missed");
+	ck_assert_ptr_nonnull(reqs[2].fn);
+	reqs[2].fn(reqs[2].arg, &failed);
+	ck_assert_uint_eq(log_stub_count("tick 2027-01-15T07:59:58Z not recorded: ERROR: "
+					 "canceling statement"), 1);
+	before = n_reqs;
+	ev_run(loop, EVRUN_ONCE);       /* the next tick's timer */
+	for (int k = before; k < n_reqs; k++)
+		again += reqs[k].tick == T0 - 2 * S && !strcmp(reqs[k].outcome, "missed");
+	ck_assert_int_eq(again, 1);
+	stop();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs");
@@ -333,6 +358,7 @@ int main(void)
 	tcase_add_test(tc, test_unclaimed_tick_counts_missed);
 	tcase_add_test(tc, test_tick_while_claiming);
 	tcase_add_test(tc, test_stale_claim_told);
+	tcase_add_test(tc, test_failed_record_told_and_again);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
