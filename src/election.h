@@ -136,6 +136,7 @@ enum election_controls_news {
 struct election_controls {
 	bool readable;           /* false: no controls (no ledger): none in force */
 	bool paused;             /* the command, or every job */
+	bool jobs_paused;        /* some job by name (the jobs act on it) */
 	const char *paused_by, *paused_at;
 	const char *resumed_by, *resumed_at; /* the last resume, or NULL */
 	bool switchover;         /* one stands, not lapsed */
@@ -493,7 +494,11 @@ struct election {
 	bool ctl_fresh;              /* a read answered since the lock came */
 	bool ctl_stale;              /* the read in flight was sent before */
 	double next_ctl_at;          /* the next read; INFINITY: none due */
-	bool ctl_failed_said;        /* a failed read was warned about */
+	bool ctl_failed_said;        /* reads fail: warned once, until one is
+				      * answered again */
+	bool ctl_read_once;          /* a read was answered, ever */
+	bool ctl_last_clear;         /* the last read answered found nothing
+				      * in force (no pause, no switchover) */
 	bool paused;                 /* the command may not run (without jobs) */
 	bool pause_stopped;          /* the command is stopping for a pause */
 	bool handing_over;           /* a switchover: the command stops, then

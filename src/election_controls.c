@@ -87,7 +87,10 @@ void election_controls_tick(struct election *e, struct election_output *out,
 		out->actions |= ELECTION_DO_PRIORITY_ASK;
 		return;
 	}
-	if ((e->state == ELECTION_LEADER && !e->ctl_fresh) || now >= e->next_ctl_at)
+	/* a new leader reads at once, but while reads fail (an error
+	 * answers at once) at its cadence */
+	if ((e->state == ELECTION_LEADER && !e->ctl_fresh && !e->ctl_failed_said) ||
+	    now >= e->next_ctl_at)
 		controls_read(e, out);
 }
 
@@ -272,13 +275,14 @@ static void standby_read(struct election *e, struct election_output *out,
 		hold_off(e, now, c);
 }
 
-static void read_done(struct election *e, struct election_output *out,
-		      double now, const struct election_controls *c)
+/* What a read found (c), or, while reads fail, what the last one found
+ * if nothing was in force; counts: it was sent since the lock came. */
+static void read_apply(struct election *e, struct election_output *out,
+		       double now, const struct election_controls *c, bool counts)
 {
-	bool first = false, counts = answered(e);
+	bool first = false;
 	bool granted = e->state == ELECTION_STANDBY && isfinite(e->granted_at);
 
-	e->ctl_failed_said = false;
 	if (e->state == ELECTION_LEADER && counts) {
 		first = !e->ctl_fresh;
 		e->ctl_fresh = true;
@@ -296,25 +300,56 @@ static void read_done(struct election *e, struct election_output *out,
 		granted_read(e, out, counts, c);
 }
 
-/* The read failed: the session's loss is told by the session; an error
- * (a privilege revoked, the table dropped) once, and nothing counts as in
- * force, so that a broken ledger does not keep the command from running. */
+static void read_done(struct election *e, struct election_output *out,
+		      double now, const struct election_controls *c)
+{
+	bool counts = answered(e);
+
+	if (e->ctl_failed_said)
+		election_say(out, LOG_LEVEL_NOTICE, "the operator controls are read again");
+	e->ctl_failed_said = false;
+	e->ctl_read_once = true;
+	e->ctl_last_clear = !c->paused && !c->jobs_paused && !c->switchover;
+	read_apply(e, out, now, c, counts);
+}
+
+/* The read failed: the session's loss is told by the session. An error
+ * (a lock timeout behind an ALTER TABLE, a privilege revoked) fails
+ * closed (DESIGN 11): the node goes by the last read answered when it
+ * found nothing in force; otherwise, or with none answered yet, nothing
+ * starts that has not started (a new term waits for a read; a leader
+ * keeps what runs). Said once until a read is answered again. */
 static void read_failed(struct election *e, struct election_output *out,
 			double now, const struct election_event *ev)
 {
 	static const struct election_controls none = { .readable = false };
+	bool counts, by_last;
 
 	if (ev->controls.session_lost) {
 		answered(e);
 		e->next_ctl_at = now + e->p.ping_interval;
 		return;
 	}
+	counts = answered(e);
+	by_last = e->ctl_read_once && e->ctl_last_clear;
 	if (!e->ctl_failed_said)
 		election_say(out, LOG_LEVEL_WARNING, "cannot read the operator controls: "
-		    "%s; acting as if none were in force",
-		    election_reason_of(ev, "error"));
+		    "%s; %s until they are read again", election_reason_of(ev, "error"),
+		    by_last ? "going by the last read, which found none in force"
+		    : !e->ctl_read_once ? "starting nothing"
+		    : "going by the last read, which found one in force: starting nothing");
 	e->ctl_failed_said = true;
-	read_done(e, out, now, &none);
+	if (by_last) {
+		read_apply(e, out, now, &none, counts);
+		return;
+	}
+	e->next_ctl_at = now + read_interval(e, now);
+	if (e->state == ELECTION_STANDBY && isfinite(e->granted_at)) {
+		if (counts)
+			e->ctl_clear = false;
+		else
+			controls_read(e, out);
+	}
 }
 
 static void priority_asked(struct election *e, struct election_output *out,

@@ -337,6 +337,27 @@ static void once_per_not_run(struct jobs *j, const struct ledger_answer *a,
 
 static void claimed(struct job *jb, const struct ledger_answer *a, const char *when);
 
+/* The answer to a claim of a term that ended while it waited (for the
+ * session, for a row lock): a row claimed is recorded interrupted, never
+ * run; either way the tick is told, and the next leader plans it from the
+ * ledger's newest row (run, or recorded missed). */
+static void stale_claim(struct job *jb, const struct ledger_answer *a, const char *when)
+{
+	struct jobs *j = jb->owner;
+
+	if (a->run_id > 0) {
+		log_warning("job %s: tick %s was claimed as this node stopped leading: "
+			    "recorded interrupted, not run", jb->cfg->name, when);
+		ledger_finish(j->ledger, j->term.fencing_token, a->run_id,
+			      "interrupted", -1);
+	} else if (a->ok && !a->holder) {
+		log_warning("job %s: tick %s not run: this node's lock session no "
+			    "longer holds the lock", jb->cfg->name, when);
+	} else if (!a->ok) {
+		log_warning("job %s: tick %s not claimed: %s", jb->cfg->name, when, a->error);
+	}
+}
+
 static void claim_cb(void *arg, const struct ledger_answer *a)
 {
 	struct job *jb = arg;
@@ -346,10 +367,8 @@ static void claim_cb(void *arg, const struct ledger_answer *a)
 	clocks_rfc3339(jb->claim_tick, when, sizeof(when));
 	if (jb->claim_gen != j->gen || !j->active) {
 		/* the term ended while the claim was on its way */
-		if (a->run_id > 0)
-			ledger_finish(j->ledger, j->term.fencing_token, a->run_id,
-				      "interrupted", -1);
 		jb->state = JOB_IDLE;
+		stale_claim(jb, a, when);
 		check_gone(j);
 		return;
 	}
@@ -364,6 +383,17 @@ static void claim_cb(void *arg, const struct ledger_answer *a)
 		return;
 	}
 	claimed(jb, a, when);
+}
+
+/* A tick that was not claimed (an error, a timeout, the lock gone) is
+ * planned again with the next: recorded missed, or run as the newest
+ * missed tick, never silently lost (DESIGN 10). A leader that lost the
+ * lock records nothing more, and the next one plans from the ledger's
+ * newest row, below this tick. */
+static void unclaimed(struct job *jb)
+{
+	if (jb->last_handled >= jb->claim_tick)
+		jb->last_handled = jb->claim_tick - 1;
 }
 
 /* The pause came while the tick's claim was on its way: the tick is
@@ -386,7 +416,9 @@ static void claimed(struct job *jb, const struct ledger_answer *a, const char *w
 		jb->state = JOB_CLAIMING; /* claimed again once it is back */
 		remake(jb);
 	} else if (!a->ok) {
-		log_error("job %s: cannot claim tick %s: %s", jb->cfg->name, when, a->error);
+		log_warning("job %s: tick %s not claimed: %s; it counts as missed",
+			    jb->cfg->name, when, a->error);
+		unclaimed(jb);
 	} else if (a->early) {
 		/* our reading of the server's clock ran ahead: the same tick
 		 * again once the server reaches it, still due when planned */
@@ -396,6 +428,7 @@ static void claimed(struct job *jb, const struct ledger_answer *a, const char *w
 	} else if (!a->holder) {
 		log_warning("job %s: tick %s not run: this node's lock session no "
 			    "longer holds the lock", jb->cfg->name, when);
+		unclaimed(jb);
 	} else if (!a->newest) {
 		log_error("job %s: tick %s not run: a newer term's fencing token "
 			  "is recorded for this lock", jb->cfg->name, when);
@@ -428,11 +461,24 @@ static void record_cb(void *arg, const struct ledger_answer *a)
 {
 	struct job *jb = arg;
 	struct jobs *j = jb->owner;
+	char when[40];
 
-	if (jb->record_gen != j->gen || !j->active)
+	if (!j->active)
+		return;
+	if (!a->ok && !a->lost) {
+		/* no row for it (one lost with the session is kept and sent
+		 * again): planned again with the next tick, as a claim is */
+		log_warning("job %s: tick %s not recorded: %s; it counts as missed",
+			    jb->cfg->name, clocks_rfc3339(a->tick, when, sizeof(when)),
+			    a->error);
+		if (jb->last_handled >= a->tick)
+			jb->last_handled = a->tick - 1;
+		return;
+	}
+	if (jb->record_gen != j->gen)
 		return;
 	sync_clock(j, a);
-	if (!a->ok || !a->early)
+	if (!a->ok || !a->early || a->tick != jb->record_tick)
 		return;
 	jb->view.runs[jb->record_outcome]--; /* counted when sent again */
 	jb->next_tick = jb->record_tick;
@@ -453,7 +499,7 @@ static void record(struct job *jb, int64_t tick, enum jobs_outcome o, bool fired
 		jb->record_gen = j->gen;
 	}
 	ledger_claim(j->ledger, &j->term, jb->cfg->name, tick, jobs_outcome_name(o),
-		     false, fired ? record_cb : NULL, fired ? jb : NULL);
+		     false, record_cb, jb);
 }
 
 static void run_tick(struct job *jb, int64_t tick, bool rerun)
@@ -470,6 +516,17 @@ static void run_tick(struct job *jb, int64_t tick, bool rerun)
 	}
 	if (jb->state == JOB_IDLE) {
 		claim(jb, tick, rerun);
+		return;
+	}
+	if (jb->state == JOB_CLAIMING) {
+		/* recorded after the claim (one statement at a time, in
+		 * order): refused too if that claim finds the lock gone, and
+		 * a claim that fails is planned again (unclaimed) */
+		log_notice("job %s: tick %s skipped: the claim of tick %s is still "
+			   "waiting for the ledger", jb->cfg->name,
+			   clocks_rfc3339(tick, when, sizeof(when)),
+			   clocks_rfc3339(jb->claim_tick, prev, sizeof(prev)));
+		record(jb, tick, JOBS_SKIPPED, true);
 		return;
 	}
 	log_notice("job %s: tick %s skipped: the run for %s is still going",
@@ -596,12 +653,15 @@ static void last_cb(void *arg, const struct ledger_answer *a)
 	if (a->older_running != INT64_MIN) {
 		/* DESIGN 3 and issue 17: the old leader's command may still be
 		 * stopping (a database restart ended both its sessions, so no
-		 * fence keeps this node out): its run's end, or the bound */
+		 * fence keeps this node out): its run's end, or the bound. The
+		 * ledger tells only a run of another server (or of none
+		 * recorded); one of this server is over, and was cut. */
 		bool wait = clocks_monotonic() < j->started_at + older_run_bound(j, jb);
 
 		if (wait && !jb->older_logged)
 			log_notice("job %s: the run for tick %s of an older term is still "
-				   "recorded running; waiting up to %.1fs for its end",
+				   "recorded running, begun before a database restart or failover; "
+				   "waiting up to %.1fs for its end",
 				   jb->cfg->name, clocks_rfc3339(a->older_running, when, sizeof(when)),
 				   older_run_bound(j, jb));
 		jb->older_logged = true;

@@ -303,15 +303,26 @@ static bool controls_instead(struct ledger *l, struct request *r,
 	return false;
 }
 
+/* An answer to r with nothing in it yet; a claim's names its tick (an
+ * error answers each claim of a batch). */
+static struct ledger_answer blank_answer(const struct request *r, double rtt)
+{
+	struct ledger_answer out = { .last_tick = INT64_MIN,
+				     .interrupted = INT64_MIN,
+				     .older_running = INT64_MIN, .rtt = rtt };
+
+	if (r->kind == REQ_CLAIM)
+		out.tick = strtoll(r->params[2], NULL, 10);
+	return out;
+}
+
 /* The request at the head, answered by row i of a (or by the error): off
  * the queue before its asker hears, since the asker may ask again. */
 static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int i,
 			const char *sqlstate, const char *error, double rtt)
 {
 	struct request *r = l->head;
-	struct ledger_answer out = { .last_tick = INT64_MIN,
-				     .interrupted = INT64_MIN,
-				     .older_running = INT64_MIN, .rtt = rtt };
+	struct ledger_answer out = blank_answer(r, rtt);
 
 	if (error) {
 		out.lost = sqlstate == NULL;

@@ -60,6 +60,7 @@ struct ledger_answer {
 	int64_t db_now;          /* clock_timestamp() while answering */
 	double rtt;              /* seconds from send to answer */
 	/* CLAIM */
+	int64_t tick;            /* the tick asked about (server's ms) */
 	int64_t run_id;          /* 0: not claimed */
 	bool holder;             /* the term's lock session holds the lock */
 	bool newest;             /* no newer fencing token is recorded */

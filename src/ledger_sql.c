@@ -26,7 +26,7 @@ static const char init_sql[] =
 	"CREATE SCHEMA IF NOT EXISTS @S;\n"
 	"COMMENT ON SCHEMA @S IS 'pgleader''s ledger: run records and operator controls (pgleader init-db)';\n"
 	"CREATE TABLE IF NOT EXISTS @S.meta (version integer NOT NULL);\n"
-	"INSERT INTO @S.meta (version) SELECT 2 WHERE NOT EXISTS (SELECT FROM @S.meta);\n"
+	"INSERT INTO @S.meta (version) SELECT 3 WHERE NOT EXISTS (SELECT FROM @S.meta);\n"
 	"COMMENT ON TABLE @S.meta IS 'one row: the version of the ledger''s layout';\n"
 	"CREATE TABLE IF NOT EXISTS @S.terms (\n"
 	"    lock_key bigint PRIMARY KEY,\n"
@@ -84,6 +84,15 @@ static const char init_sql[] =
 	"ALTER TABLE @S.controls ADD COLUMN IF NOT EXISTS leader text;\n"
 	"COMMENT ON COLUMN @S.controls.leader IS 'switchover: the leader asked to hand over';\n"
 	"UPDATE @S.meta SET version = 2 WHERE version < 2;\n"
+	"-- version 3 (pgleader 0.5): the server each run began on, so that a\n"
+	"-- new leader waits for an older term's run only across a restart\n"
+	"ALTER TABLE @S.runs ADD COLUMN IF NOT EXISTS system_identifier bigint,\n"
+	"    ADD COLUMN IF NOT EXISTS timeline_id integer,\n"
+	"    ADD COLUMN IF NOT EXISTS postmaster_start timestamptz;\n"
+	"COMMENT ON COLUMN @S.runs.system_identifier IS 'the server the run began on: pg_control_system().system_identifier';\n"
+	"COMMENT ON COLUMN @S.runs.timeline_id IS 'the server the run began on: pg_control_checkpoint().timeline_id';\n"
+	"COMMENT ON COLUMN @S.runs.postmaster_start IS 'the server the run began on: pg_postmaster_start_time()';\n"
+	"UPDATE @S.meta SET version = 3 WHERE version < 3;\n"
 	"-- Every node reads the controls, a plain single command's too, which\n"
 	"-- needs no other privilege; who may write them is the DBA's choice.\n"
 	"GRANT USAGE ON SCHEMA @S TO PUBLIC;\n"
@@ -110,9 +119,10 @@ static const char check_sql[] =
 	"            WHERE c.relkind IN ('r', 'p')\n"
 	"              AND c.relname IN ('meta', 'terms', 'runs', 'controls'))\n"
 	"SELECT EXISTS (SELECT FROM n),\n"
-	"       (SELECT count(*) = 4 FROM t) AND EXISTS (\n"
-	"           SELECT FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
-	"            WHERE t.relname = 'controls' AND a.attname = 'leader' AND NOT a.attisdropped),\n"
+	"       (SELECT count(*) = 4 FROM t) AND (\n"
+	"           SELECT count(*) = 2 FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
+	"            WHERE NOT a.attisdropped AND ((t.relname = 'controls' AND a.attname = 'leader')\n"
+	"               OR (t.relname = 'runs' AND a.attname = 'postmaster_start'))),\n"
 	"       COALESCE((SELECT pg_catalog.has_schema_privilege(oid, 'USAGE') FROM n), false),\n"
 	"       COALESCE((SELECT pg_catalog.has_table_privilege(oid, 'SELECT') FROM t\n"
 	"                  WHERE relname = 'runs'), false),\n"
@@ -385,63 +395,98 @@ bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t 
 /* The server's clock in Unix milliseconds: the time of ticks (DESIGN 10). */
 #define LEDGER_SQL_NOW "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 
-/* The lock is the bigint form: objsubid 1, classid and objid its halves
- * (lease_sql.h). The claim's parts see one snapshot; the term's upsert
- * locks the lock's row in terms, so two claims for one lock (a frozen old
- * leader that woke up, the new one) are taken one at a time, and the older
- * token loses. The ticks come as arrays ($2 jobs, $3 ticks, $7 outcomes,
- * $8 reruns): the claims that wait together, jobs that share a tick, are
- * one statement and one commit; an answer row each, in their order. */
+/* The lock, held by the lock session $6: the bigint form, objsubid 1,
+ * classid and objid its halves (lease_sql.h). */
+#define HELD_BY_LOCK_SESSION \
+	"SELECT FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND granted" \
+	" AND pid = $6::int AND objsubid = 1" \
+	" AND classid::bigint = ($1::bigint >> 32) & 4294967295" \
+	" AND objid::bigint = $1::bigint & 4294967295" \
+	" AND database = (SELECT oid FROM pg_catalog.pg_database" \
+	" WHERE datname = pg_catalog.current_database())"
+
+/* The server a run begins on (DESIGN 10): the same three values mean it
+ * never restarted since. */
+#define SERVER_NOW \
+	"SELECT c.system_identifier AS sysid, (SELECT timeline_id FROM" \
+	" pg_catalog.pg_control_checkpoint()) AS tli," \
+	" pg_catalog.pg_postmaster_start_time() AS started" \
+	" FROM pg_catalog.pg_control_system() c"
+
+/* The claim's parts see one snapshot; the term's upsert locks the lock's
+ * row in terms, so two claims for one lock (a frozen old leader that woke
+ * up, the new one) are taken one at a time, and the older token loses.
+ * The lock is checked when the statement starts and again in the upsert's
+ * RETURNING, after the row lock is taken (DESIGN 10): a claim that waited
+ * on the row (another claim, anyone's SELECT ... FOR UPDATE) while its
+ * lock session ended writes no run. The check is correlated to the row
+ * (t.lock_key), so it is a subplan run per row, never hoisted before the
+ * wait. The ticks come as arrays ($2 jobs, $3 ticks, $7 outcomes, $8
+ * reruns): the claims that wait together, jobs that share a tick, are one
+ * statement and one commit; an answer row each, in their order. */
 static const char claim_sql_text[] =
-	"WITH holder AS (SELECT true FROM pg_catalog.pg_locks"
-	" WHERE locktype = 'advisory' AND granted AND pid = $6::int AND objsubid = 1"
-	" AND classid::bigint = ($1::bigint >> 32) & 4294967295"
-	" AND objid::bigint = $1::bigint & 4294967295"
-	" AND database = (SELECT oid FROM pg_catalog.pg_database"
-	" WHERE datname = pg_catalog.current_database())),"
+	"WITH holder AS (" HELD_BY_LOCK_SESSION "),"
 	" term AS (INSERT INTO @S.terms AS t (lock_key, fencing_token, node_id)"
 	" SELECT $1::bigint, $5::bigint, $4::text FROM holder"
 	" ON CONFLICT (lock_key) DO UPDATE SET fencing_token = EXCLUDED.fencing_token,"
 	" node_id = EXCLUDED.node_id, since = CASE WHEN t.fencing_token <"
 	" EXCLUDED.fencing_token THEN now() ELSE t.since END"
-	" WHERE t.fencing_token <= EXCLUDED.fencing_token RETURNING true),"
+	" WHERE t.fencing_token <= EXCLUDED.fencing_token"
+	" RETURNING EXISTS (" HELD_BY_LOCK_SESSION " AND t.lock_key = $1::bigint) AS held),"
+	" server AS (" SERVER_NOW "),"
 	" req AS (SELECT q.job, to_timestamp(q.tick / 1000.0) AS at, q.outcome,"
 	" q.rerun, q.ord FROM unnest($2::text[], $3::bigint[], $7::text[],"
 	" $8::boolean[]) WITH ORDINALITY AS q (job, tick, outcome, rerun, ord)),"
 	" run AS (INSERT INTO @S.runs AS r (lock_key, job, tick, node_id,"
-	" fencing_token, outcome, started_at, finished_at)"
+	" fencing_token, outcome, started_at, finished_at, system_identifier,"
+	" timeline_id, postmaster_start)"
 	" SELECT $1::bigint, q.job, q.at, $4::text, $5::bigint, q.outcome,"
 	" CASE WHEN q.outcome = 'running' THEN clock_timestamp() END,"
-	" CASE WHEN q.outcome <> 'running' THEN clock_timestamp() END"
-	" FROM req q, term WHERE q.at <= clock_timestamp()"
+	" CASE WHEN q.outcome <> 'running' THEN clock_timestamp() END,"
+	" s.sysid, s.tli, s.started"
+	" FROM req q, term, server s WHERE term.held AND q.at <= clock_timestamp()"
 	" ON CONFLICT (lock_key, job, tick) DO UPDATE SET node_id = EXCLUDED.node_id,"
 	" fencing_token = EXCLUDED.fencing_token, outcome = EXCLUDED.outcome,"
 	" started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at,"
-	" exit_status = NULL WHERE r.outcome = 'interrupted'"
+	" exit_status = NULL, system_identifier = EXCLUDED.system_identifier,"
+	" timeline_id = EXCLUDED.timeline_id,"
+	" postmaster_start = EXCLUDED.postmaster_start WHERE r.outcome = 'interrupted'"
 	" AND r.fencing_token < EXCLUDED.fencing_token AND EXISTS (SELECT FROM req q"
 	" WHERE q.job = EXCLUDED.job AND q.at = EXCLUDED.tick AND q.rerun)"
 	" RETURNING run_id, job, tick)"
-	" SELECT r.run_id, EXISTS (SELECT FROM holder), EXISTS (SELECT FROM term),"
-	" q.at > clock_timestamp(), " LEDGER_SQL_NOW
+	" SELECT r.run_id, COALESCE((SELECT held FROM term), EXISTS (SELECT FROM holder)),"
+	" EXISTS (SELECT FROM term), q.at > clock_timestamp(), " LEDGER_SQL_NOW
 	" FROM req q LEFT JOIN run r ON r.job = q.job AND r.tick = q.at ORDER BY q.ord";
 
 /* Runs an older term left running were cut off with their leader, whose
  * command may still be stopping: with cut ($4) they are recorded
  * interrupted (their leader, if alive, still records their end and exit
- * status: finished_at stays for it); without, the newest is only told. */
+ * status: finished_at stays for it); without, the newest is only told.
+ * A run that began on this very server, which never restarted since, is
+ * over (the fence: this node holds it, so the old leader's command is
+ * gone, DESIGN 3) and is cut at once; one of another server (a restart or
+ * a failover ended both of its leader's sessions) or of unknown server (a
+ * row of pgleader 0.4) is waited for. */
+#define SAME_SERVER(r) \
+	"COALESCE(" r ".system_identifier = s.sysid AND " r ".timeline_id = s.tli" \
+	" AND " r ".postmaster_start = s.started, false)"
+
 static const char last_sql_text[] =
-	"WITH cut AS (UPDATE @S.runs SET outcome = 'interrupted'"
-	" WHERE lock_key = $1::bigint AND job = $2::text AND outcome = 'running'"
-	" AND fencing_token < $3::bigint AND $4::boolean RETURNING tick)"
+	"WITH server AS (" SERVER_NOW "),"
+	" cut AS (UPDATE @S.runs r SET outcome = 'interrupted' FROM server s"
+	" WHERE r.lock_key = $1::bigint AND r.job = $2::text AND r.outcome = 'running'"
+	" AND r.fencing_token < $3::bigint AND ($4::boolean OR " SAME_SERVER("r") ")"
+	" RETURNING r.tick)"
 	" SELECT (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint"
 	" FROM @S.runs WHERE lock_key = $1::bigint AND job = $2::text),"
 	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM cut),"
 	" (SELECT (extract(epoch FROM max(finished_at)) * 1000)::bigint"
 	" FROM @S.runs WHERE lock_key = $1::bigint AND job = $2::text"
 	" AND outcome = 'succeeded'),"
-	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM @S.runs"
-	" WHERE lock_key = $1::bigint AND job = $2::text AND outcome = 'running'"
-	" AND fencing_token < $3::bigint AND NOT $4::boolean), " LEDGER_SQL_NOW;
+	" (SELECT (extract(epoch FROM max(r.tick)) * 1000)::bigint FROM @S.runs r, server s"
+	" WHERE r.lock_key = $1::bigint AND r.job = $2::text AND r.outcome = 'running'"
+	" AND r.fencing_token < $3::bigint AND NOT $4::boolean AND NOT " SAME_SERVER("r") "), "
+	LEDGER_SQL_NOW;
 
 /* The run's own leader saw how it ended: that is its outcome, also over
  * the interrupted of a later leader's presumption (last_sql_text) when

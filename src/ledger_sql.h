@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define LEDGER_SQL_SCHEMA_DEFAULT "pgleader"
-#define LEDGER_SQL_VERSION 2
+#define LEDGER_SQL_VERSION 3
 
 /* The creation takes this transaction-scoped advisory lock first, so that
  * two processes creating the ledger at once (two daemons starting

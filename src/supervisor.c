@@ -156,8 +156,10 @@ static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
 	for (int i = 0; i < lc->n; i++) {
 		const struct ledger_control *k = &lc->c[i];
 
-		if (k->job[0])
-			continue; /* a job's: the jobs' business */
+		if (k->job[0]) { /* a job's: the jobs' business */
+			c->jobs_paused |= k->pause;
+			continue;
+		}
 		if (k->resumed) {
 			c->resumed_by = k->asked_by;
 			c->resumed_at = k->asked_at;

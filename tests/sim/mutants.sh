@@ -2,7 +2,7 @@
 # tests/sim/mutants.sh BUILDDIR SEEDS CC FLAGS... (SIM_ELECTION, SIM_OTHERS
 # and SIM_LIBS in the environment, from the Makefile): each patch in
 # tests/sim/mutants/ is applied to a copy of the decider's sources (and of
-# src/jobs.c) in
+# src/jobs.c and src/ledger_sql.c, whose claim the database model runs) in
 # BUILDDIR/sim-mutants/NAME (never to the tree), the simulator is built with
 # that copy, and it must fail on the default seeds (a controls-* patch: on
 # the seeds with switchovers and pauses, sim --controls; a jobs-* patch: on
@@ -21,7 +21,7 @@ for patch in "$here"/mutants/*.patch; do
 	dir=$build/sim-mutants/$name
 	rm -rf "$dir"
 	mkdir -p "$dir/src"
-	for f in $elect election.h election_impl.h jobs.c; do
+	for f in $elect election.h election_impl.h jobs.c ledger_sql.c; do
 		cp "src/$f" "$dir/src/$f"
 	done
 	if ! patch -s -p1 -F0 --no-backup-if-mismatch -d "$dir" <"$patch"; then
@@ -32,10 +32,11 @@ for patch in "$here"/mutants/*.patch; do
 	for f in $elect; do
 		srcs="$srcs $dir/src/$f"
 	done
-	# the job layer's jobs.c from the copy too (a jobs-* patch)
+	# the job layer's jobs.c and the ledger's SQL from the copy too (a
+	# jobs-* patch)
 	rest=""
 	for f in $others; do
-		case $f in src/jobs.c) f=$dir/src/jobs.c ;; esac
+		case $f in src/jobs.c | src/ledger_sql.c) f=$dir/$f ;; esac
 		rest="$rest $f"
 	done
 	# shellcheck disable=SC2086 # word lists on purpose

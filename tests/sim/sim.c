@@ -156,6 +156,7 @@ enum kind {
 	K_HEAL,          /* a partition or a freeze ends, the database is back */
 	K_BOOT,          /* systemd starts pgleader (again) */
 	K_EVTIMER,       /* a libev timer of the job layer */
+	K_DB_RESUME,     /* a claim that waited on the terms row goes on */
 };
 
 enum op {
@@ -342,6 +343,9 @@ struct node {
 	struct { ev_timer *w; uint64_t stamp; } tm[MAXT];
 	int n_tm;
 	double steady_since;     /* leads with its jobs planned: see check_ticks */
+	/* the controls as its last read answered found them (DESIGN 11) */
+	bool ctl_read;           /* one was answered, ever */
+	bool ctl_paused;         /* ... and found the lock paused */
 };
 
 struct ssess {
@@ -369,6 +373,7 @@ struct lrow {
 	int64_t finished_ms;
 	int64_t run_id;
 	int starts;              /* commands started for it (the invariant's) */
+	uint64_t server;         /* the server it began on (W.server) */
 };
 
 #define MAXS (1 << 17)
@@ -412,6 +417,9 @@ struct world {
 	double led_after_heal;
 	/* the operator controls (DESIGN 11), as the ledger holds them */
 	bool paused;
+	/* the controls table locked by an ALTER TABLE until then: a read
+	 * waits for it up to lock_timeout (retry_interval), then fails */
+	double ctl_locked_from, ctl_locked_until;
 	bool switchover;
 	int so_leader, so_target;     /* the target NOBODY: any standby */
 	double so_until;
@@ -420,6 +428,12 @@ struct world {
 	struct lrow *rows;
 	size_t n_rows, cap_rows;
 	uint64_t term_token;     /* terms: the newest token recorded */
+	/* the lock's row of terms held by another session (an operator's
+	 * SELECT ... FOR UPDATE) until then: claims wait for it */
+	double terms_held_until;
+	/* the server's identity (system identifier, timeline, postmaster
+	 * start): a new one at each restart and failover */
+	uint64_t server;
 	int64_t next_run_id;
 	int next_spid;
 	uint64_t next_tstamp;
@@ -883,6 +897,8 @@ static void db_down(const char *what, double down)
 	unsigned ended = 0, lock_ended = 0;
 
 	W.db_up = false;
+	W.server++;
+	W.terms_held_until = 0;
 	say(0, "db: %s, away for %.3fs", what, down);
 	for (int k = 0; k < W.n_s; k++) {
 		if (W.s[k].alive)
@@ -1246,6 +1262,12 @@ static void start_child(struct node *n)
 		return;
 	}
 	check_token(n);
+	/* controls fail closed (DESIGN 11): a command starts only under the
+	 * last read answered, which found no pause */
+	if (!n->ctl_read || n->ctl_paused)
+		fail_at(1u << n->i, "%s: the command starts %s", n->name, !n->ctl_read
+			? "before any read of the controls was answered"
+			: "while the last read of the controls found the lock paused");
 	/* supervisor.c's term_token: the snapshot's, the term's token */
 	*ch = (struct child){ .alive = true, .id = ++W.next_child, .pid = ++W.next_pid,
 			      .token = election_snapshot(&n->el)->fencing_token };
@@ -1472,6 +1494,7 @@ static struct lrow *row_by_id(int64_t run_id)
 enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE, Q_OTHER };
 struct squery {
 	enum qkind kind;
+	bool started;            /* a claim that waited: the lock held at its start */
 	int nparams;
 	char *p[LEASE_QUERY_PARAMS];
 	int nrows, ncols;
@@ -1610,21 +1633,50 @@ static int64_t claim_one(const char *job, int64_t tick, const char *node,
 	r->exit_status = -1;
 	r->finished = strcmp(outcome, "running") != 0;
 	r->finished_ms = r->finished ? db_ms() : 0;
+	r->server = W.server;
 	return r->run_id;
 }
 
-/* ledger_sql.c's claim: the term's upsert, then each tick's row. */
-static void db_claim(struct squery *q)
+/* Whether ledger_sql.c's claim checks the lock again once it has the
+ * terms row (the upsert's RETURNING, DESIGN 10): the model runs what the
+ * text says, so a build whose claim lost the check (the mutant
+ * claim-no-recheck) writes runs for a lock checked only at the start. */
+static bool claim_rechecks(void)
+{
+	static int known = -1;
+
+	if (known < 0) {
+		char *sql = ledger_sql_claim("pgleader");
+
+		known = sql && strstr(sql, "RETURNING EXISTS (SELECT FROM pg_catalog.pg_locks")
+			&& strstr(sql, "WHERE term.held AND");
+		free(sql);
+	}
+	return known;
+}
+
+static bool lock_held_by(int pid)
+{
+	return W.holder[0] >= 0 && W.s[W.holder[0]].pid == pid;
+}
+
+/* ledger_sql.c's claim: the term's upsert, then each tick's row; started:
+ * whether the lock was held when the statement began (it waited on the
+ * terms row since), the lock's holder now otherwise. */
+static void db_claim(struct squery *q, bool started)
 {
 	int64_t now = db_ms();
 	uint64_t token = strtoull(q->p[4], NULL, 10);
-	int n = array_len(q->p[1]), pid = atoi(q->p[5]);
-	bool holder = W.holder[0] >= 0 && W.s[W.holder[0]].pid == pid;
-	bool term = holder && W.term_token <= token;
+	int n = array_len(q->p[1]), pid = atoi(q->p[5]), node = node_of_name(q->p[3]);
+	bool held = lock_held_by(pid);
+	bool term = started && W.term_token <= token;
+	/* what the run's insert goes by: the check after the row lock, or
+	 * only the one at the start */
+	bool holder = claim_rechecks() ? started && held : started;
 
 	if (term)
 		W.term_token = token;
-	say(node_of_name(q->p[3]) >= 0 ? 1u << node_of_name(q->p[3]) : 0, "db: claim of %d tick%s "
+	say(node >= 0 ? 1u << node : 0, "db: claim of %d tick%s "
 	    "(%s...) by %s token %" PRIu64 ": %s", n, n == 1 ? "" : "s", q->p[6],
 	    q->p[3], token, !holder ? "refused, not the holder" : !term
 	    ? "refused, a newer token is recorded" : "taken");
@@ -1638,8 +1690,12 @@ static void db_claim(struct squery *q)
 		array_elem(q->p[6], i, outcome, sizeof(outcome));
 		array_elem(q->p[7], i, rerun, sizeof(rerun));
 		at = strtoll(tick, NULL, 10);
-		if (term && at <= now)
+		if (term && holder && at <= now)
 			id = claim_one(job, at, q->p[3], token, outcome, rerun[0] == 't');
+		if (id > 0 && !held)
+			fail_at(node >= 0 ? 1u << node : 0, "a claim wrote the row of tick "
+				"%" PRId64 " after %s's lock session lost the lock (DESIGN 10: "
+				"the lock is checked again after any wait)", at, q->p[3]);
 		put(q, i, 0, id == 0, "%" PRId64, id);
 		put(q, i, 1, false, "%s", holder ? "t" : "f");
 		put(q, i, 2, false, "%s", term ? "t" : "f");
@@ -1662,15 +1718,17 @@ static void db_last(struct squery *q)
 	for (size_t k = 0; k < W.n_rows; k++) {
 		struct lrow *r = &W.rows[k];
 		bool old_running = !strcmp(r->outcome, "running") && r->token < token;
+		/* begun on this server, which never restarted since: over */
+		bool same = r->server == W.server;
 
 		if (job_index(r->job) != j)
 			continue;
 		last = r->tick > last ? r->tick : last;
 		if (!strcmp(r->outcome, "succeeded") && r->finished_ms > success)
 			success = r->finished_ms;
-		if (old_running && !cut && r->tick > older)
+		if (old_running && !cut && !same && r->tick > older)
 			older = r->tick;
-		if (old_running && cut) {
+		if (old_running && (cut || same)) {
 			snprintf(r->outcome, sizeof(r->outcome), "interrupted");
 			cut_max = r->tick > cut_max ? r->tick : cut_max;
 		}
@@ -1712,7 +1770,18 @@ static void db_query(int sid, const struct simev *e)
 			put(q, 0, c, c == LEDGER_CHECK_UNTRUSTED, "t");
 		put(q, 0, LEDGER_CHECK_DB_NOW_MS, false, "%" PRId64, db_ms());
 		break;
-	case Q_CLAIM: db_claim(q); break;
+	case Q_CLAIM:
+		if (T < W.terms_held_until) {
+			/* waits for the row: no answer, not idle, until then */
+			q->started = lock_held_by(atoi(q->p[5]));
+			W.s[sid].stamp = ++stamps;
+			push((struct simev){ .t = W.terms_held_until, .kind = K_DB_RESUME,
+					     .node = NOBODY, .status = sid,
+					     .conn = W.s[sid].conn, .gen = e->gen });
+			return;
+		}
+		db_claim(q, lock_held_by(atoi(q->p[5])));
+		break;
 	case Q_LAST: db_last(q); break;
 	case Q_FINISH: db_finish(q); break;
 	case Q_PRUNE: sq_answer(q, 0, 0); break; /* nothing is 30 days old */
@@ -1721,6 +1790,20 @@ static void db_query(int sid, const struct simev *e)
 		sq_answer(q, 0, 0);
 		break;
 	}
+	db_reply(sid, S_ANSWER, e->gen, 0, 0);
+	db_done(sid);
+}
+
+/* The terms row is free: a claim that waited on it goes on, unless its
+ * session ended meanwhile (its statement went with it). */
+static void db_resume(const struct simev *e)
+{
+	int sid = e->status;
+	struct squery *q = &sq[e->gen - 1];
+
+	if (sid >= W.n_s || !W.s[sid].alive || W.s[sid].conn != e->conn)
+		return;
+	db_claim(q, q->started);
 	db_reply(sid, S_ANSWER, e->gen, 0, 0);
 	db_done(sid);
 }
@@ -2307,6 +2390,7 @@ static void node_boot(struct node *n)
 	p.connect_timeout = W.p.connect_timeout;
 	election_init(&n->el, &p);
 	n->steady_since = INFINITY;
+	n->ctl_read = n->ctl_paused = false; /* a new process read nothing */
 	jobs_close(n);
 	if (W.n_jobs)
 		jobs_open(n);
@@ -2824,6 +2908,43 @@ static void terminate(int i, bool lock, bool fence)
 		db_end(fs, true, "pg_terminate_backend");
 }
 
+/* With jobs, half of the lock sessions' ends come while another session
+ * holds the lock's row of terms (SELECT ... FOR UPDATE) for 1 to 5 s, so
+ * that a claim waits on it, and the end comes within that wait (DESIGN
+ * 10: the claim checks the lock again after it). The draws come from the
+ * fault's time, not the seed's generator: the seeds' other draws stay. */
+static bool terms_row_first(const struct simev *e)
+{
+	double h = e->t * 7919.0 - floor(e->t * 7919.0);
+	double hold = 1 + 4 * (e->t * 104729.0 - floor(e->t * 104729.0));
+
+	if (!with_jobs || e->mask || h >= 0.5 || !W.db_up)
+		return false;
+	W.terms_held_until = fmax(W.terms_held_until, T + hold);
+	say(0, "db: another session holds the terms row for %.3fs", hold);
+	push((struct simev){ .t = T + hold * (0.3 + h), .kind = K_FAULT, .node = e->node,
+			     .op = F_TERM_LOCK, .arg = e->arg, .from = e->from,
+			     .gen = e->gen, .mask = 1 });
+	return true;
+}
+
+/* With the controls, half of the pauses are followed by an ALTER TABLE
+ * of the controls (DESIGN 11: reads fail with lock_timeout while it
+ * holds its lock): from 0 to 4 s after the pause, for 2 to 12 s. Drawn
+ * from the fault's time, so the seeds' other draws stay. */
+static void controls_locked_after(const struct simev *e)
+{
+	double h = e->t * 6007.0 - floor(e->t * 6007.0);
+	double from = T + 4 * (e->t * 3001.0 - floor(e->t * 3001.0));
+	double hold = 2 + 10 * (e->t * 12289.0 - floor(e->t * 12289.0));
+
+	if (h >= 0.5)
+		return;
+	say(0, "db: an ALTER TABLE locks the controls from %.3f for %.3fs", from, hold);
+	W.ctl_locked_from = from;
+	W.ctl_locked_until = from + hold;
+}
+
 static void fault(const struct simev *e)
 {
 	int i = e->node;
@@ -2831,6 +2952,8 @@ static void fault(const struct simev *e)
 
 	say(1u << i, "FAULT %s on %s for %.3fs", fault_names[e->op], n->name, e->arg);
 	unsteady();
+	if (e->op == F_TERM_LOCK && terms_row_first(e))
+		return;
 	if (e->op <= F_TERM_BOTH) { /* pg_terminate_backend */
 		terminate(i, e->op != F_TERM_FENCE, e->op != F_TERM_LOCK);
 		return;
@@ -2878,6 +3001,7 @@ static void fault(const struct simev *e)
 		return;
 	case F_PAUSE:
 		W.paused = true;
+		controls_locked_after(e);
 		push((struct simev){ .t = T + e->arg, .kind = K_HEAL, .node = i, .op = 4 });
 		return;
 	default:
@@ -2920,6 +3044,7 @@ static void heal(const struct simev *e)
 static void faults_end(void)
 {
 	say(0, "faults end: everything heals");
+	W.ctl_locked_until = fmin(W.ctl_locked_until, T);
 	heal(&(struct simev){ .op = 0 });
 	heal(&(struct simev){ .op = 4 });
 	W.switchover = false;
@@ -2999,9 +3124,16 @@ static void child_exit(const struct simev *e)
 static void controls_read(struct node *n)
 {
 	double there = net_delay(n->i, 0) - T, back = net_delay(n->i, 1) - T;
+	double at = T + there;
+	double locked = at >= W.ctl_locked_from ? W.ctl_locked_until : -INFINITY;
+	/* behind the ALTER TABLE's lock: answered when it ends, or an error
+	 * at lock_timeout */
+	bool fails = at < locked && locked > at + W.retry;
 
-	push((struct simev){ .t = T + there + back, .kind = K_NOTIFY, .node = n->i,
-			     .op = N_CONTROLS, .gen = n->fence.conn });
+	if (at < locked)
+		at = fails ? at + W.retry : locked;
+	push((struct simev){ .t = at + back, .kind = K_NOTIFY, .node = n->i,
+			     .op = N_CONTROLS, .gen = n->fence.conn, .status = fails });
 }
 
 static void controls_answer(struct node *n, const struct simev *e)
@@ -3025,11 +3157,18 @@ static void controls_answer(struct node *n, const struct simev *e)
 		ev.controls.news = ELECTION_CONTROLS_FAILED;
 		ev.controls.session_lost = true;
 		ev.reason = "fence session lost";
+	} else if (e->status) {
+		ev.controls.news = ELECTION_CONTROLS_FAILED;
+		ev.reason = "canceling statement due to lock timeout";
 	} else if (n->jobs && (n->el.state == ELECTION_LEADER ||
 			       election_snapshot(&n->el)->command_active)) {
 		/* supervisor.c's jobs_pauses: the whole lock's pause */
 		AT_NODE(n, jobs_set_paused(n->jobs, c.paused, NULL, NULL, NULL, 0,
 					   "sim", "T"));
+	}
+	if (ev.controls.news == ELECTION_CONTROLS_READ) {
+		n->ctl_read = true;
+		n->ctl_paused = c.paused;
 	}
 	sup_enqueue(n, &ev);
 }
@@ -3063,8 +3202,10 @@ static void fault_now(const struct simev *e)
 		faults_end();
 		return;
 	}
-	f.node = f.gen ? current_leader() : f.from;
-	f.from = (f.node + 1 + irand(W.n - 1)) % W.n;
+	if (!f.mask) { /* not the second half of terms_row_first's */
+		f.node = f.gen ? current_leader() : f.from;
+		f.from = (f.node + 1 + irand(W.n - 1)) % W.n;
+	}
 	fault(&f);
 }
 
@@ -3121,6 +3262,7 @@ static void handle(const struct simev *e)
 	case K_TO_DB: db_receive(e); return;
 	case K_LOCK_TIMEOUT: db_lock_timeout(e); return;
 	case K_IDLE: db_idle(e); return;
+	case K_DB_RESUME: db_resume(e); return;
 	case K_CHILD_EXIT: child_exit(e); return;
 	case K_HEAL: heal(e); return;
 	case K_BOOT:

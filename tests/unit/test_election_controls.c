@@ -68,9 +68,24 @@ static const struct election_controls paused_by_alice = {
  * *world. advance() steps it to until, and returns every action asked
  * and whether any line said `want`. */
 static const struct election_controls *world = &none;
+static bool world_fails;   /* reads fail with an error instead */
+static int warned;         /* "cannot read the operator controls" lines */
 static double wait_ends = INFINITY;
 static bool heard;
 static unsigned seen;
+
+/* A read that fails with an error: the controls table locked by an ALTER
+ * TABLE (lock_timeout). */
+static struct election_output failed_read(double now)
+{
+	struct election_event e = { .type = ELECTION_CONTROLS,
+		.controls = { .news = ELECTION_CONTROLS_FAILED },
+		.reason = "canceling statement due to lock timeout", .wall = 1.7e9 + now };
+	struct election_output out;
+
+	election_step(&M, &e, now, &out);
+	return out;
+}
 
 static void react(const struct election_output *o, double t, const char *want)
 {
@@ -81,6 +96,8 @@ static void react(const struct election_output *o, double t, const char *want)
 		fprintf(stderr, "%.2f %s\n", t, o->logs[i].text); /* TRACE=1: what it says */
 	for (int i = 0; want && i < o->n_logs; i++)
 		heard |= strcmp(o->logs[i].text, want) == 0;
+	for (int i = 0; i < o->n_logs; i++)
+		warned += strstr(o->logs[i].text, "cannot read the operator controls") != NULL;
 	if (o->actions & ELECTION_DO_WAIT_LOCK)
 		wait_ends = t + M.p.retry_interval;
 	if (o->actions & ELECTION_DO_TRY_LOCK) {
@@ -92,7 +109,7 @@ static void react(const struct election_output *o, double t, const char *want)
 		react(&next, t, want);
 	}
 	if (o->actions & ELECTION_DO_CONTROLS_READ) {
-		next = controls(world, t);
+		next = world_fails ? failed_read(t) : controls(world, t);
 		react(&next, t, want);
 	}
 }
@@ -138,6 +155,8 @@ static void to_standby(const struct election_params *p, double t)
 	struct election_output out;
 
 	world = &none;
+	world_fails = false;
+	warned = 0;
 	wait_ends = INFINITY;
 	election_init(&M, p);
 	out = ev(ELECTION_START, 0, t);
@@ -554,7 +573,8 @@ START_TEST(priority_asks_after_the_delay)
 }
 END_TEST
 
-/* A read that fails with an error counts as nothing in force, said once. */
+/* A read that fails with an error, after one that found nothing in
+ * force: the node goes by that one (DESIGN 11), said once. */
 START_TEST(a_failed_read_does_not_block)
 {
 	struct election_event failed = { .type = ELECTION_CONTROLS,
@@ -571,7 +591,112 @@ START_TEST(a_failed_read_does_not_block)
 	election_step(&M, &failed, 1, &out);
 	ck_assert(has(&out, ELECTION_DO_START_CHILD));
 	ck_assert_str_eq(out.logs[0].text, "cannot read the operator controls: "
-			 "permission denied; acting as if none were in force");
+			 "permission denied; going by the last read, which found none "
+			 "in force until they are read again");
+}
+END_TEST
+
+/* A node that never read the controls (the table locked by an ALTER
+ * TABLE as it starts) starts nothing until a read is answered; it says
+ * so once, however many reads fail, and once more when one is answered
+ * (issue 25 item 2: it ran a paused command, the warning every 5 s). */
+START_TEST(never_read_starts_nothing)
+{
+	struct election_output out;
+	double t = 0;
+
+	election_init(&M, &daemon);
+	world = &paused_by_alice;
+	world_fails = true;
+	warned = 0;
+	wait_ends = INFINITY;
+	ev(ELECTION_START, 0, 0);
+	ev(ELECTION_FENCE, ELECTION_SESSION_CONNECTED, 0);
+	out = ev(ELECTION_LOCK, ELECTION_SESSION_CONNECTED, 0);
+	ck_assert(has(&out, ELECTION_DO_CONTROLS_READ | ELECTION_DO_TRY_LOCK));
+	out = failed_read(0);
+	ck_assert_str_eq(said(&out), "cannot read the operator controls: canceling "
+			 "statement due to lock timeout; starting nothing until they are "
+			 "read again");
+	ev(ELECTION_LOCK, ELECTION_SESSION_BUSY, 0);
+	to_leader_acquired(0.5);
+	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 0.5);
+	out = failed_read(0.5);
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+	ck_assert_uint_eq(out.n_logs, 0);
+	t = 0.5;
+	ck_assert(!(advance(&t, 20, NULL) & ELECTION_DO_START_CHILD));
+	ck_assert_int_eq(M.state, ELECTION_LEADER);
+	ck_assert_int_eq(warned, 0); /* the first was before advance() counted */
+	/* readable again: the pause read, still nothing starts */
+	world_fails = false;
+	ck_assert(!(advance(&t, 21, "the operator controls are read again") &
+		    ELECTION_DO_START_CHILD));
+	ck_assert(heard);
+	ck_assert(election_snapshot(&M)->paused);
+	/* resumed: it starts */
+	world = &none;
+	ck_assert(advance(&t, 22, NULL) & ELECTION_DO_START_CHILD);
+}
+END_TEST
+
+/* The last read found a pause; the new leader's read fails: it goes by
+ * that pause and starts nothing. */
+START_TEST(last_read_paused_fails_closed)
+{
+	struct election_output out;
+	double t = 0.5;
+
+	to_standby(&daemon, 0);
+	controls(&paused_by_alice, 0);
+	world = &paused_by_alice;
+	world_fails = true;
+	to_leader_acquired(0.5);
+	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 0.5);
+	out = failed_read(0.5);
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+	ck_assert_str_eq(said(&out), "cannot read the operator controls: canceling "
+			 "statement due to lock timeout; going by the last read, which "
+			 "found one in force: starting nothing until they are read again");
+	ck_assert(!(advance(&t, 20, NULL) & ELECTION_DO_START_CHILD));
+}
+END_TEST
+
+/* With jobs, a job paused by name in the last read: the jobs, which hear
+ * of their pauses only from a leader's read, do not start. */
+START_TEST(last_read_job_paused_fails_closed)
+{
+	static const struct election_controls job_paused = { .readable = true,
+		.jobs_paused = true };
+	struct election_output out;
+	double t = 0.5;
+
+	to_standby_with_jobs();
+	controls(&job_paused, 0);
+	world_fails = true;
+	to_leader_acquired(0.5);
+	ev(ELECTION_FENCE, ELECTION_SESSION_ACQUIRED, 0.5);
+	out = failed_read(0.5);
+	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
+	ck_assert(!(advance(&t, 20, NULL) & ELECTION_DO_START_CHILD));
+	world_fails = false;
+	world = &none;
+	ck_assert(advance(&t, 21, NULL) & ELECTION_DO_START_CHILD);
+}
+END_TEST
+
+/* A leader already running keeps what runs while reads fail, and says so
+ * once. */
+START_TEST(running_leader_keeps_running)
+{
+	double t = 0;
+
+	leader_running();
+	world_fails = true;
+	warned = 0;
+	ck_assert(!(advance(&t, 30, NULL) & ELECTION_DO_STOP_CHILD));
+	ck_assert_int_eq(warned, 1);
+	ck_assert_int_eq(M.state, ELECTION_LEADER);
 }
 END_TEST
 
@@ -640,6 +765,10 @@ int main(void)
 	tcase_add_test(tc, a_failed_read_does_not_block);
 	tcase_add_test(tc, an_untrusted_ledger_ends_a_standby);
 	tcase_add_test(tc, an_untrusted_ledger_stops_the_leaders_command);
+	tcase_add_test(tc, never_read_starts_nothing);
+	tcase_add_test(tc, last_read_paused_fails_closed);
+	tcase_add_test(tc, last_read_job_paused_fails_closed);
+	tcase_add_test(tc, running_leader_keeps_running);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "child.h"
+#include "log_stub.h"
 
 #define S 1000
 #define T0 INT64_C(1800000000000) /* 2027-01-15T08:00:00Z */
@@ -153,6 +154,7 @@ static void start(int pid, int64_t last)
 	char err[256];
 
 	n_reqs = 0;
+	log_stub_reset();
 	loop = ev_loop_new(0);
 	jobs = jobs_new(loop, &cfg, (struct ledger *)&cfg, &cb, err, sizeof(err));
 	ck_assert_ptr_nonnull(jobs);
@@ -219,7 +221,8 @@ END_TEST
  * early, it is planned again once due, and then runs (it was dropped). */
 START_TEST(test_early_missed_sent_again)
 {
-	struct ledger_answer early = { .ok = true, .early = true, .db_now = T0 - 5 };
+	struct ledger_answer early = { .ok = true, .early = true, .db_now = T0 - 5,
+				       .tick = T0 };
 	int k;
 
 	job.missed = MISSED_SKIP;
@@ -262,6 +265,87 @@ START_TEST(test_slow_answer_keeps_clock)
 }
 END_TEST
 
+/* A tick whose claim failed (a statement timeout behind a lock) is told
+ * by name and planned again with the next tick: recorded missed, not
+ * lost without a row (DESIGN 10). */
+START_TEST(test_unclaimed_tick_counts_missed)
+{
+	struct ledger_answer failed = { .ok = false, .db_now = T0 + 20,
+		.error = "ERROR: canceling statement due to statement timeout" };
+	bool missed = false, next = false;
+
+	start(111, T0 - S);
+	ck_assert_int_eq(reqs[2].tick, T0);
+	reqs[2].fn(reqs[2].arg, &failed);
+	ck_assert_uint_eq(log_stub_count("tick 2027-01-15T08:00:00Z not claimed: ERROR: "
+					 "canceling statement"), 1);
+	ev_run(loop, EVRUN_ONCE);       /* the next tick's timer, ~1 s */
+	for (int k = 3; k < n_reqs; k++) {
+		missed |= reqs[k].tick == T0 && !strcmp(reqs[k].outcome, "missed");
+		next |= reqs[k].tick == T0 + S && !strcmp(reqs[k].outcome, "running");
+	}
+	ck_assert_msg(missed, "the unclaimed tick was not recorded missed");
+	ck_assert(next);
+	stop();
+}
+END_TEST
+
+/* A tick that fires while the previous tick's claim waits (on a row
+ * lock) is skipped, told as what it is: no run was going (0.4.0 named
+ * the run before, which had ended). */
+START_TEST(test_tick_while_claiming)
+{
+	start(111, T0 - S);
+	ck_assert_int_eq(reqs[2].tick, T0);
+	ev_run(loop, EVRUN_ONCE);       /* T0 + 1 s fires, the claim unanswered */
+	ck_assert_int_eq(reqs[n_reqs - 1].tick, T0 + S);
+	ck_assert_str_eq(reqs[n_reqs - 1].outcome, "skipped");
+	ck_assert_uint_eq(log_stub_count("tick 2027-01-15T08:00:01Z skipped: the claim of "
+					 "tick 2027-01-15T08:00:00Z is still waiting"), 1);
+	ck_assert_uint_eq(log_stub_count("still going"), 0);
+	stop();
+}
+END_TEST
+
+/* The term ended while the claim waited; its answer is told, whatever it
+ * is: a row claimed (recorded interrupted), or the lock found gone. */
+START_TEST(test_stale_claim_told)
+{
+	struct ledger_answer gone_lock = { .ok = true, .db_now = T0 + 20, .newest = true };
+
+	start(111, T0 - S);
+	jobs_stop(jobs);
+	reqs[2].fn(reqs[2].arg, &gone_lock);
+	ck_assert_uint_eq(log_stub_count("tick 2027-01-15T08:00:00Z not run: this node's "
+					 "lock session no longer holds the lock"), 1);
+	stop();
+}
+END_TEST
+
+/* A missed tick whose record failed is told by name and recorded again
+ * with the next tick: not a hole under the rows after it. */
+START_TEST(test_failed_record_told_and_again)
+{
+	struct ledger_answer failed = { .ok = false, .db_now = T0 + 20, .tick = T0 - 2 * S,
+		.error = "ERROR: canceling statement due to statement timeout" };
+	int before, again = 0;
+
+	start(111, T0 - 3 * S);
+	ck_assert_int_eq(reqs[2].tick, T0 - 2 * S);
+	ck_assert_str_eq(reqs[2].outcome, "missed");
+	ck_assert_ptr_nonnull(reqs[2].fn);
+	reqs[2].fn(reqs[2].arg, &failed);
+	ck_assert_uint_eq(log_stub_count("tick 2027-01-15T07:59:58Z not recorded: ERROR: "
+					 "canceling statement"), 1);
+	before = n_reqs;
+	ev_run(loop, EVRUN_ONCE);       /* the next tick's timer */
+	for (int k = before; k < n_reqs; k++)
+		again += reqs[k].tick == T0 - 2 * S && !strcmp(reqs[k].outcome, "missed");
+	ck_assert_int_eq(again, 1);
+	stop();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs");
@@ -273,6 +357,10 @@ int main(void)
 	tcase_add_test(tc, test_regained_plans_again);
 	tcase_add_test(tc, test_early_missed_sent_again);
 	tcase_add_test(tc, test_slow_answer_keeps_clock);
+	tcase_add_test(tc, test_unclaimed_tick_counts_missed);
+	tcase_add_test(tc, test_tick_while_claiming);
+	tcase_add_test(tc, test_stale_claim_told);
+	tcase_add_test(tc, test_failed_record_told_and_again);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
