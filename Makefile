@@ -195,10 +195,11 @@ $(B)tests/unit/test_ledger_sql: tests/unit/test_ledger_sql.c src/ledger_sql.c $(
 UNIT_TESTS += $(B)tests/unit/test_ledger
 $(B)tests/unit/test_ledger: tests/unit/test_ledger.c src/ledger.c src/ledger_sql.c tests/unit/log_stub.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger.c src/ledger_sql.c tests/unit/log_stub.c $(CHECK_LIBS)
-# jobs.c's planning over a fake ledger and fake commands.
+# jobs.c's planning over a fake ledger and fake commands, on a monotonic
+# clock the test moves (test_clock_gettime).
 UNIT_TESTS += $(B)tests/unit/test_jobs
 $(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/jobs.c $(TICKPLAN_SRCS) tests/unit/log_stub.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/jobs.c $(TICKPLAN_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Isrc -Itests/unit -o $@ $< src/jobs.c $(TICKPLAN_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
 # The controls' SQL text (the SQL is run by test_controls_cli.py).
 UNIT_TESTS += $(B)tests/unit/test_controls_sql
 $(B)tests/unit/test_controls_sql: tests/unit/test_controls_sql.c src/controls_sql.c src/ledger_sql.c $(DEPS)

@@ -6,8 +6,32 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "child.h"
+#include "log_stub.h"
+
+/* jobs.c's monotonic clock (clocks.h) is ours: the Makefile builds this
+ * test with -Dclock_gettime=test_clock_gettime. The real clock plus
+ * mono_offset, which a test moves to make a run long. */
+static double mono_offset;
+#undef clock_gettime
+int clock_gettime(clockid_t id, struct timespec *ts);
+int test_clock_gettime(clockid_t id, struct timespec *ts);
+int test_clock_gettime(clockid_t id, struct timespec *ts)
+{
+	int r = clock_gettime(id, ts);
+
+	if (r == 0 && id == CLOCK_MONOTONIC) {
+		ts->tv_sec += (time_t)mono_offset;
+		ts->tv_nsec += (long)((mono_offset - (double)(time_t)mono_offset) * 1e9);
+		if (ts->tv_nsec >= 1000000000L) {
+			ts->tv_sec++;
+			ts->tv_nsec -= 1000000000L;
+		}
+	}
+	return r;
+}
 
 #define S 1000
 #define T0 INT64_C(1800000000000) /* 2027-01-15T08:00:00Z */
@@ -84,7 +108,11 @@ bool ledger_idle(const struct ledger *l)
 
 /* ---- the fake commands -------------------------------------------------- */
 
-struct child { int started; };
+struct child {
+	int started;
+	child_gone_fn on_gone; /* to end a run as the command would */
+	void *arg;
+};
 static struct child the_child;
 
 struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
@@ -94,8 +122,8 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 	(void)argv;
 	(void)shell;
 	(void)grace;
-	(void)on_gone;
-	(void)arg;
+	the_child.on_gone = on_gone;
+	the_child.arg = arg;
 	return &the_child;
 }
 
@@ -260,6 +288,45 @@ START_TEST(test_slow_answer_keeps_clock)
 }
 END_TEST
 
+/* A job without a schedule, restart = always: each quick failure doubles
+ * the delay before its next start; a run as long as the longest delay
+ * (30 s) starts it over at 1 s. */
+START_TEST(test_restart_backoff_reset_after_long_run)
+{
+	const struct jobs_callbacks cb = { gone, refused, NULL };
+	const struct ledger_term term = { .lock_key = 42, .fencing_token = 7, .lock_pid = 111 };
+	struct ledger_answer ok = { .ok = true, .db_now = T0 + 10, .last_tick = INT64_MIN,
+				    .interrupted = INT64_MIN, .older_running = INT64_MIN };
+	char err[256];
+
+	job.schedule = NULL;
+	job.restart = RESTART_ALWAYS;
+	n_reqs = 0;
+	the_child.started = 0;
+	log_stub_reset();
+	loop = ev_loop_new(0);
+	jobs = jobs_new(loop, &cfg, (struct ledger *)&cfg, &cb, err, sizeof(err));
+	ck_assert_ptr_nonnull(jobs);
+	jobs_start(jobs, &term);
+	ck_assert_int_eq(reqs[0].kind, R_ENSURE);
+	reqs[0].fn(reqs[0].arg, &ok);
+	ck_assert_int_eq(the_child.started, 1);
+	/* a quick failure: 1 s, and the next one would be 2 s */
+	the_child.on_gone(the_child.arg, 1);
+	ck_assert_uint_eq(log_stub_count("restarting in 1.0s"), 1);
+	ev_run(loop, EVRUN_ONCE); /* the 1 s delay */
+	ck_assert_int_eq(the_child.started, 2);
+	/* a run of 31 s: 1 s again, not 2 */
+	mono_offset += 31;
+	the_child.on_gone(the_child.arg, 1);
+	ck_assert_uint_eq(log_stub_count("restarting in 2.0s"), 0);
+	ck_assert_uint_eq(log_stub_count("restarting in 1.0s"), 2);
+	stop();
+	job.schedule = "@every 1s";
+	job.restart = RESTART_NO;
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs");
@@ -271,6 +338,7 @@ int main(void)
 	tcase_add_test(tc, test_regained_plans_again);
 	tcase_add_test(tc, test_early_missed_sent_again);
 	tcase_add_test(tc, test_slow_answer_keeps_clock);
+	tcase_add_test(tc, test_restart_backoff_reset_after_long_run);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
