@@ -289,8 +289,8 @@ START_TEST(test_slow_answer_keeps_clock)
 END_TEST
 
 /* A job without a schedule, restart = always: each quick failure doubles
- * the delay before its next start; a run as long as the longest delay
- * (30 s) starts it over at 1 s. */
+ * the delay before its next start (1 s, 2 s); a run as long as the longest
+ * delay (30 s) starts it over at 1 s. */
 START_TEST(test_restart_backoff_reset_after_long_run)
 {
 	const struct jobs_callbacks cb = { gone, refused, NULL };
@@ -316,10 +316,15 @@ START_TEST(test_restart_backoff_reset_after_long_run)
 	ck_assert_uint_eq(log_stub_count("restarting in 1.0s"), 1);
 	ev_run(loop, EVRUN_ONCE); /* the 1 s delay */
 	ck_assert_int_eq(the_child.started, 2);
-	/* a run of 31 s: 1 s again, not 2 */
+	/* another: 2 s */
+	the_child.on_gone(the_child.arg, 1);
+	ck_assert_uint_eq(log_stub_count("restarting in 2.0s"), 1);
+	ev_run(loop, EVRUN_ONCE);
+	ck_assert_int_eq(the_child.started, 3);
+	/* a run of 31 s: 1 s again, not 4 */
 	mono_offset += 31;
 	the_child.on_gone(the_child.arg, 1);
-	ck_assert_uint_eq(log_stub_count("restarting in 2.0s"), 0);
+	ck_assert_uint_eq(log_stub_count("restarting in 4.0s"), 0);
 	ck_assert_uint_eq(log_stub_count("restarting in 1.0s"), 2);
 	stop();
 	job.schedule = "@every 1s";

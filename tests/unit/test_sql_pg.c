@@ -224,6 +224,27 @@ START_TEST(claim_without_the_lock_inserts_nothing)
 	long long tick = now_ms(x.fence) - 1000;
 	struct claim c;
 
+	PGconn *waiter = pgtemp_connect(NULL);
+	char wpid[16];
+	const char *wp[1] = { wpid };
+
+	/* a session that waits for the lock does not hold it */
+	ck_assert(PQsendQuery(waiter, "SELECT pg_advisory_lock(" KEY_TEXT ")"));
+	snprintf(wpid, sizeof(wpid), "%d", PQbackendPID(waiter));
+	for (int i = 0;; i++) {
+		PGresult *w = run(x.fence, "SELECT count(*) FROM pg_catalog.pg_locks WHERE"
+				  " locktype = 'advisory' AND NOT granted AND pid = $1::int", 1, wp);
+		bool waiting = !strcmp(PQgetvalue(w, 0, 0), "1");
+
+		PQclear(w);
+		if (waiting)
+			break;
+		ck_assert_msg(i < 500, "the waiter never waited");
+		usleep(10000);
+	}
+	c = claim_as(x.fence, s, "backup", tick, 100, PQbackendPID(waiter), "running", false);
+	ck_assert(!c.claimed && !c.holder);
+	PQfinish(waiter);
 	exec_ok(x.lock, "SELECT pg_advisory_unlock(" KEY_TEXT ")");
 	c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false);
 	ck_assert(!c.claimed && !c.holder && !c.newest);
@@ -266,6 +287,9 @@ START_TEST(claim_rerun_of_interrupted)
 
 	ck_assert(c.claimed);
 	exec_ok(x.fence, "UPDATE claim_rerun.runs SET outcome = 'interrupted'");
+	/* not by the term that ran it, nor without asking */
+	c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", true);
+	ck_assert(!c.claimed);
 	c = claim_as(x.fence, s, "backup", tick, 150, x.lock_pid, "running", false);
 	ck_assert(!c.claimed);
 	c = claim_as(x.fence, s, "backup", tick, 150, x.lock_pid, "running", true);
@@ -753,6 +777,9 @@ START_TEST(lease_setup_claim_and_token)
 	ck_assert(srv.can_emit_message && srv.can_create_temp);
 	v = value(c, "SHOW lock_timeout");
 	ck_assert_str_eq(v, "2500ms");
+	free(v);
+	v = value(c, "SHOW statement_timeout"); /* a role's would cut a queued wait */
+	ck_assert_str_eq(v, "0");
 	free(v);
 	ck_assert_uint_eq(lease_sql_claim(sql, sizeof(sql), &srv, 10), 0);
 	r = last_result(c, sql);
