@@ -755,18 +755,20 @@ struct escapee_case {
 	const char *before, *after;
 	bool orphaned; /* its parent exits at once: it becomes ours */
 	bool table_full; /* no descriptor left while it stops (issue 17 6.2) */
+	bool stopped; /* SIGSTOPped before the stop: SIGCONT must follow SIGTERM */
 };
 
 static const struct escapee_case escapee_cases[] = {
-	{ "", " & wait", false, false },
+	{ "", " & wait", false, false, false },
 	/* a command that traps SIGTERM and takes a second: its escapee is
 	 * still its child, not yet ours, at the stop's first sweep, which must
 	 * reach it then (a sweep of our direct children only would reach it
 	 * after the command exits, and then only with the SIGKILL) */
-	{ "trap 'sleep 1; trap - TERM; kill -TERM $$' TERM; ", " & wait", false, false },
-	{ "(", " &); exec sleep 30", true, false },
-	{ "", " & wait", false, true },
-	{ "(", " &); exec sleep 30", true, true },
+	{ "trap 'sleep 1; trap - TERM; kill -TERM $$' TERM; ", " & wait", false, false, false },
+	{ "", " & wait", false, false, true },
+	{ "(", " &); exec sleep 30", true, false, false },
+	{ "", " & wait", false, true, false },
+	{ "(", " &); exec sleep 30", true, true, false },
 };
 
 /* Opens /dev/null into fds until none is left (at most max); how many. */
@@ -860,6 +862,14 @@ START_TEST(test_setsid_descendant_is_stopped_with_the_group)
 		expect_int_eq(process_parent(escapee), getpid());
 	}
 
+	if (ec->stopped) {
+		double deadline = now() + 5.0;
+
+		kill(escapee, SIGSTOP);
+		while (process_state(escapee) != 'T' && now() < deadline)
+			run_loop_for(0.01);
+		expect_int_eq(process_state(escapee), 'T');
+	}
 	if (ec->table_full) {
 		struct rlimit rl;
 
