@@ -9,6 +9,10 @@
 #   make deb, rpm     dist/pgleader_VERSION-1_ARCH.deb, dist/pgleader-VERSION-1.ARCH.rpm
 #   make package-check  build, lint, install, run and purge the packages (root)
 #
+#   make unit-pg      the ledger, lease and controls statements against a
+#                     throwaway PostgreSQL (part of check, not of unit)
+#   tests/mutants/run.sh  how many one-line mutants the tests catch (slow)
+#
 #   make sanitize     ASan+UBSan build in build/asan/, valgrind on ./pgleader
 #   make coverage     gcov build in build/cov/, unit and integration tests
 #
