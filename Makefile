@@ -440,6 +440,6 @@ package-check:
 	tests/check-package.sh $(DISTDIR)
 
 clean:
-	rm -f pgleader $(HELPERS) src/*.o $(UNIT_TESTS) tests/sim/sim \
+	rm -f pgleader $(HELPERS) src/*.o $(UNIT_TESTS) $(B)tests/unit/test_sql_pg tests/sim/sim \
 		src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno .build-flags
 	rm -rf build
