@@ -83,14 +83,18 @@ void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,
 	keep(R_LAST, 0, "", t->lock_pid, fn, arg);
 }
 
+/* the last run's end recorded */
+static char finished_outcome[16];
+static int finished_status = -1;
+
 void ledger_finish(struct ledger *l, uint64_t token, int64_t run_id,
 		   const char *outcome, int exit_status)
 {
 	(void)l;
 	(void)token;
 	(void)run_id;
-	(void)outcome;
-	(void)exit_status;
+	snprintf(finished_outcome, sizeof(finished_outcome), "%s", outcome);
+	finished_status = exit_status;
 }
 
 void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms)
@@ -288,6 +292,30 @@ START_TEST(test_slow_answer_keeps_clock)
 }
 END_TEST
 
+/* A run's end is recorded as its exit status says: 0 succeeded, any other
+ * failed (1 included), with the status. */
+START_TEST(test_run_outcome_of_exit_status)
+{
+	static const int statuses[] = { 0, 1, 2, 143 };
+	static const char *const outcomes[] = { "succeeded", "failed", "failed", "failed" };
+	struct ledger_answer claimed = { .ok = true, .db_now = T0 + 20, .run_id = 1,
+					 .holder = true, .newest = true };
+
+	for (int i = 0; i < 4; i++) {
+		start(111, T0 - S);
+		ck_assert_int_eq(reqs[2].kind, R_CLAIM);
+		ck_assert_int_eq(reqs[2].tick, T0);
+		reqs[2].fn(reqs[2].arg, &claimed);
+		finished_outcome[0] = '\0';
+		the_child.on_gone(the_child.arg, statuses[i]);
+		ck_assert_str_eq(finished_outcome, outcomes[i]);
+		ck_assert_int_eq(finished_status, statuses[i]);
+		stop();
+	}
+	the_child.started = 0;
+}
+END_TEST
+
 /* A job without a schedule, restart = always: each quick failure doubles
  * the delay before its next start (1 s, 2 s); a run as long as the longest
  * delay (30 s) starts it over at 1 s. */
@@ -343,6 +371,7 @@ int main(void)
 	tcase_add_test(tc, test_regained_plans_again);
 	tcase_add_test(tc, test_early_missed_sent_again);
 	tcase_add_test(tc, test_slow_answer_keeps_clock);
+	tcase_add_test(tc, test_run_outcome_of_exit_status);
 	tcase_add_test(tc, test_restart_backoff_reset_after_long_run);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
