@@ -115,8 +115,9 @@ static struct claim claim_answer(PGresult *r)
 {
 	struct claim out;
 
+	/* the columns ledger_sql.h names, in its order (more may follow) */
 	ck_assert_int_eq(PQntuples(r), 1);
-	ck_assert_int_eq(PQnfields(r), 5);
+	ck_assert_int_ge(PQnfields(r), 5);
 	out.claimed = !PQgetisnull(r, 0, 0);
 	out.run_id = out.claimed ? atoll(PQgetvalue(r, 0, 0)) : 0;
 	out.holder = !strcmp(PQgetvalue(r, 0, 1), "t");
