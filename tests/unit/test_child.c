@@ -975,9 +975,15 @@ START_TEST(test_setsid_descendant_dies_with_pgleader)
 	track_pid(escapee);
 	expect(getsid(escapee) == escapee);
 
-	/* The guard killed it. */
+	/* The guard killed it, and not the bystander: the guard signals both
+	 * in one look, then looks for 0.2 s at most; a SIGKILL takes a moment
+	 * to end its process, so the bystander is looked at well after that
+	 * (it was seen alive once a guard that killed it too had not yet
+	 * ended it). */
 	expect_killed_with_supervisor(supervisor, escapee);
+	nanosleep(&(struct timespec){ 0, 500 * 1000 * 1000 }, NULL);
 	expect(kill(bystander, 0) == 0);
+	expect(process_state(bystander) != 'Z');
 	expect(waitpid(bystander, &wstatus, WNOHANG) == 0);
 }
 END_TEST
