@@ -9,6 +9,10 @@
 #   make deb, rpm     dist/pgleader_VERSION-1_ARCH.deb, dist/pgleader-VERSION-1.ARCH.rpm
 #   make package-check  build, lint, install, run and purge the packages (root)
 #
+#   make unit-pg      the ledger, lease and controls statements against a
+#                     throwaway PostgreSQL (part of check, not of unit)
+#   tests/mutants/run.sh  how many one-line mutants the tests catch (slow)
+#
 #   make sanitize     ASan+UBSan build in build/asan/, valgrind on ./pgleader
 #   make coverage     gcov build in build/cov/, unit and integration tests
 #
@@ -56,6 +60,7 @@ LIBS := $(shell $(PKG_CONFIG) --libs $(LIB_PKGS) 2>/dev/null) -lev -lm
 PGLEADER_LIBS := $(shell $(PKG_CONFIG) --libs libpq inih jansson \
 	2>/dev/null) -lev -lm -ldl
 JANSSON_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null)
+PQ_LIBS := $(shell $(PKG_CONFIG) --libs libpq 2>/dev/null)
 MHD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd 2>/dev/null)
 CURL_LIBS := $(shell $(PKG_CONFIG) --libs libcurl 2>/dev/null)
 CHECK_LIBS := $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
@@ -101,7 +106,7 @@ DEPS := $(HDRS) Makefile $(BUILD_FLAGS)
 
 .PHONY: all check unit integration deps demo bench install uninstall clean \
 	lint sanitize coverage cppcheck shellcheck complexity metrics-lint dist deb rpm \
-	package-check schedule-diff
+	package-check schedule-diff unit-pg
 
 # Test helpers, built beside pgleader: two for the integration tests, which
 # find them through PGLEADER_FENCE_DRIVER and PGLEADER_CLOCKSHIFT, or in the
@@ -194,14 +199,21 @@ $(B)tests/unit/test_ledger_sql: tests/unit/test_ledger_sql.c src/ledger_sql.c $(
 UNIT_TESTS += $(B)tests/unit/test_ledger
 $(B)tests/unit/test_ledger: tests/unit/test_ledger.c src/ledger.c src/ledger_sql.c tests/unit/log_stub.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger.c src/ledger_sql.c tests/unit/log_stub.c $(CHECK_LIBS)
-# jobs.c's planning over a fake ledger and fake commands.
+# jobs.c's planning over a fake ledger and fake commands, on a monotonic
+# clock the test moves (test_clock_gettime).
 UNIT_TESTS += $(B)tests/unit/test_jobs
 $(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/jobs.c $(TICKPLAN_SRCS) tests/unit/log_stub.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/jobs.c $(TICKPLAN_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Isrc -Itests/unit -o $@ $< src/jobs.c $(TICKPLAN_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
 # The controls' SQL text (the SQL is run by test_controls_cli.py).
 UNIT_TESTS += $(B)tests/unit/test_controls_sql
 $(B)tests/unit/test_controls_sql: tests/unit/test_controls_sql.c src/controls_sql.c src/ledger_sql.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/controls_sql.c src/ledger_sql.c $(CHECK_LIBS)
+# Every statement of ledger_sql.c, lease_sql.c and controls_sql.c run
+# against a throwaway PostgreSQL (pgtemp.c, one per run): make unit-pg, by
+# make check, not by make unit (the package builds have no server).
+SQL_PG_SRCS := tests/unit/pgtemp.c src/ledger_sql.c src/lease_sql.c src/controls_sql.c
+$(B)tests/unit/test_sql_pg: tests/unit/test_sql_pg.c $(SQL_PG_SRCS) tests/unit/pgtemp.h $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -Itests/unit -o $@ $< $(SQL_PG_SRCS) $(PQ_LIBS) $(CHECK_LIBS) -lm
 # A switchover's plan: controls_cli.c links what status links.
 CONTROLS_CLI_SRCS := src/controls_cli.c src/controls_sql.c src/status.c src/ledger_cli.c \
 	src/ledger_sql.c src/lease_sql.c src/log.c $(ELECTION_SRCS) $(SCHEDULE_SRCS)
@@ -289,6 +301,9 @@ schedule-diff: $(B)tests/schedule_oracle
 unit: $(UNIT_TESTS)
 	@set -e; for t in $(UNIT_TESTS); do echo "== $$t"; CK_FORK=yes $(if $(filter /%,$(B)),,./)$$t; done
 
+unit-pg: $(B)tests/unit/test_sql_pg
+	CK_FORK=yes $(if $(filter /%,$(B)),,./)$(B)tests/unit/test_sql_pg
+
 # The integration suite drives real pgleader processes against a real
 # PostgreSQL; PGLEADER_WRAPPER runs each one under valgrind or a sanitizer build.
 integration: $(B)pgleader $(HELPERS)
@@ -330,7 +345,7 @@ complexity:
 # No make clean: the tree stays usable while check runs, and the flags file
 # rebuilds whatever was built with other flags.
 check: deps
-	$(MAKE) WERROR=1 all unit schedule-diff sim sim-mutants lint
+	$(MAKE) WERROR=1 all unit unit-pg schedule-diff sim sim-mutants lint
 	$(MAKE) WERROR=1 integration
 	$(MAKE) sanitize
 
@@ -426,6 +441,6 @@ package-check:
 	tests/check-package.sh $(DISTDIR)
 
 clean:
-	rm -f pgleader $(HELPERS) src/*.o $(UNIT_TESTS) tests/sim/sim \
+	rm -f pgleader $(HELPERS) src/*.o $(UNIT_TESTS) $(B)tests/unit/test_sql_pg tests/sim/sim \
 		src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno .build-flags
 	rm -rf build

@@ -2,7 +2,10 @@
 a transaction pooler in the way."""
 
 import signal
+import socket
+import struct
 import subprocess
+import threading
 import time
 
 import pytest
@@ -228,11 +231,137 @@ def test_timing_rule(pg_shared, fleet_shared, ledger, opts, refused):
 
 @pytest.mark.pooler
 def test_transaction_pooler_detected(pg, pgbouncer, fleet, ledger, lock_key):
+    """PgBouncer answers the startup with a backend key of its own: the
+    setup query sees it (libpq's pid is not the server's) before any lock
+    is taken, so no lease is acquired and no command starts."""
     p = fleet.start("a", dsn=pgbouncer.dsn())
     rc = p.wait(15)
     assert rc == 78, "exit %s through a transaction pooler:\n%s" % (rc, p.text())
-    line = p.wait_for_log(r"(?i).*pool.*", timeout=0).group(0)
-    assert "pooler" in line.lower(), line
-    for st in ledger.starts():
-        assert not h.pid_alive(st.pid), "the command survived the pooler error"
-    assert not p.count(r"acquired leader lease") or p.count(r"stopping command")
+    line = p.wait_for_log(r".*the lock connection goes through a connection pooler"
+                          r" \(libpq sees backend pid -?\d+, the server says \d+\).*",
+                          timeout=0).group(0)
+    assert "connect pgleader directly to PostgreSQL" in line, line
+    assert not p.count(r"acquired leader lease"), p.text()
+    assert not p.count(r"started command"), p.text()
+    assert not ledger.starts(), p.text()
+
+
+class SwitchingPooler:
+    """A pooler that the setup cannot see: each connection goes through to
+    PostgreSQL as it is (the same backend, its pid the one libpq saw) until
+    switch(); from then on each connection's queries go to a second server
+    session of its own, the first kept open with its locks, as a
+    transaction pooler that hands the client another server connection.
+    Trust authentication, no TLS (sslmode=disable in its dsn)."""
+
+    def __init__(self, pg):
+        self.upstream = ("127.0.0.1", pg.port)
+        self.lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.lsock.bind(("127.0.0.1", 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        self.switched = False
+        self.socks = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def dsn(self):
+        return ("host=127.0.0.1 port=%d dbname=postgres user=postgres sslmode=disable"
+                " gssencmode=disable" % self.port)
+
+    def switch(self):
+        self.switched = True
+
+    def stop(self):
+        for sock in [self.lsock] + self.socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    @staticmethod
+    def _read(sock, n):
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise OSError("closed")
+            data += chunk
+        return data
+
+    def _pump(self, src, dst):
+        try:
+            while True:
+                data = src.recv(65536)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+
+    def _upstream(self, startup):
+        up = socket.create_connection(self.upstream, timeout=5)
+        up.settimeout(None)
+        self.socks.append(up)
+        up.sendall(startup)
+        return up
+
+    def _second(self, startup):
+        """A new server session, its startup answered here."""
+        up = self._upstream(startup)
+        while True:
+            kind = self._read(up, 1)
+            body = self._read(up, struct.unpack("!i", self._read(up, 4))[0] - 4)
+            assert kind != b"R" or body[:4] == b"\0\0\0\0", "not trust authentication"
+            if kind == b"Z":
+                return up
+
+    def _serve(self, c):
+        try:
+            startup = self._read(c, 4)
+            startup += self._read(c, struct.unpack("!i", startup)[0] - 4)
+            up = self._upstream(startup)
+            threading.Thread(target=self._pump, args=(up, c), daemon=True).start()
+            moved = False
+            while True:
+                data = c.recv(65536)
+                if not data:
+                    break
+                if self.switched and not moved:
+                    up = self._second(startup)
+                    threading.Thread(target=self._pump, args=(up, c), daemon=True).start()
+                    moved = True
+                up.sendall(data)
+        except OSError:
+            pass
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.lsock.accept()
+            except OSError:
+                return
+            self.socks.append(c)
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+
+@pytest.mark.pooler
+def test_pooler_seen_while_leading(pg, fleet, ledger, lock_key):
+    """A pooler that appears while a node leads (its pings answered by
+    another server session than the one holding the lock) ends the lease:
+    the command is stopped and pgleader exits 78, the ping's check."""
+    pooler = SwitchingPooler(pg)
+    try:
+        p = fleet.start("a", dsn=pooler.dsn(), command=["sleep", "600"])
+        p.wait_for_log(r"acquired leader lease")
+        p.wait_for_log(r"started command")
+        pooler.switch()
+        rc = p.wait(bound(10))
+        assert rc == 78, "exit %s with a pooler seen while leading:\n%s" % (rc, p.text())
+        line = p.wait_for_log(r".*backend pid changed from \d+ to \d+ while leading: a"
+                              r" connection pooler is between pgleader and PostgreSQL.*",
+                              timeout=0).group(0)
+        assert "\n" not in line
+        assert p.count(r"stopping command"), p.text()
+    finally:
+        pooler.stop()

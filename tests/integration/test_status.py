@@ -96,6 +96,20 @@ def test_no_leader_exits_3(workdir, pg_shared, lock_key):
     assert doc["leader"] is None, doc
 
 
+def test_failed_query_exits_69_not_3(workdir, pg, lock_key):
+    """A sessions query the server answers with an error (here: a role that
+    may not read pg_stat_activity, a DBA's REVOKE) is no answer, not "no
+    leader": 69, one line, nothing on stdout."""
+    pg.psql("CREATE ROLE status_noread LOGIN;"
+            " REVOKE SELECT ON pg_catalog.pg_stat_activity FROM PUBLIC")
+    for json_out in (False, True):
+        r = run_status(workdir, "--dsn", pg.dsn(user="status_noread"), "--lock-key",
+                       str(lock_key), *(["--json"] if json_out else []))
+        assert r.rc == 69, r
+        assert r.out == "", r
+        assert "permission denied" in r.err and len(r.err.splitlines()) == 1, r
+
+
 @pytest.mark.valgrind
 def test_leader_and_standby_text(workdir, fleet_shared, pg_shared):
     start_leader_and_standby(fleet_shared, pg_shared, "st-text-a", "st-text-b")

@@ -1,13 +1,15 @@
 #!/bin/sh
 # tests/sim/mutants.sh BUILDDIR SEEDS CC FLAGS... (SIM_ELECTION, SIM_OTHERS
 # and SIM_LIBS in the environment, from the Makefile): each patch in
-# tests/sim/mutants/ is applied to a copy of the decider's sources (and of
-# src/jobs.c and src/ledger_sql.c, whose claim the database model runs) in
+# tests/sim/mutants/ is applied to a copy of src/ (every source the
+# simulator links: the decider, and outside it jobs.c, ledger.c,
+# ledger_sql.c, tickplan.c, schedule.c, params.c ...) in
 # BUILDDIR/sim-mutants/NAME (never to the tree), the simulator is built with
 # that copy, and it must fail on the default seeds (a controls-* patch: on
 # the seeds with switchovers and pauses, sim --controls; a jobs-* patch: on
 # the seeds with jobs, sim --jobs). A patch that no longer
-# applies, or a mutant that survives, fails the target.
+# applies, or a mutant that survives, fails the target. NAMES (in the
+# environment, space separated) runs only those.
 set -eu
 build=${1%/} default_seeds=$2 cc=$3
 shift 3
@@ -18,12 +20,13 @@ others=$SIM_OTHERS
 survived=""
 for patch in "$here"/mutants/*.patch; do
 	name=$(basename "$patch" .patch)
+	if [ -n "${NAMES:-}" ]; then
+		case " $NAMES " in *" $name "*) ;; *) continue ;; esac
+	fi
 	dir=$build/sim-mutants/$name
 	rm -rf "$dir"
 	mkdir -p "$dir/src"
-	for f in $elect election.h election_impl.h jobs.c ledger_sql.c; do
-		cp "src/$f" "$dir/src/$f"
-	done
+	cp src/*.c src/*.h "$dir/src/"
 	if ! patch -s -p1 -F0 --no-backup-if-mismatch -d "$dir" <"$patch"; then
 		echo "sim-mutants: $patch no longer applies to src/: update it" >&2
 		exit 1
@@ -32,15 +35,13 @@ for patch in "$here"/mutants/*.patch; do
 	for f in $elect; do
 		srcs="$srcs $dir/src/$f"
 	done
-	# the job layer's jobs.c and the ledger's SQL from the copy too (a
-	# jobs-* patch)
+	# the rest from the copy too: a patch may change any of them
 	rest=""
 	for f in $others; do
-		case $f in src/jobs.c | src/ledger_sql.c) f=$dir/$f ;; esac
-		rest="$rest $f"
+		rest="$rest $dir/src/${f#src/}"
 	done
 	# shellcheck disable=SC2086 # word lists on purpose
-	"$cc" "$@" -I"$dir/src" -Isrc -o "$dir/sim" tests/sim/sim.c $srcs $rest \
+	"$cc" "$@" -I"$dir/src" -o "$dir/sim" tests/sim/sim.c $srcs $rest \
 		$SIM_LIBS
 	# a mutant of the operator controls runs the controls' seeds
 	extra=""

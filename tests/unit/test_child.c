@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "child.h"
+#include "proctree.h"
 #include "stdfd.h"
 
 #define TEST_TIMEOUT 20
@@ -753,13 +755,20 @@ struct escapee_case {
 	const char *before, *after;
 	bool orphaned; /* its parent exits at once: it becomes ours */
 	bool table_full; /* no descriptor left while it stops (issue 17 6.2) */
+	bool stopped; /* SIGSTOPped before the stop: SIGCONT must follow SIGTERM */
 };
 
 static const struct escapee_case escapee_cases[] = {
-	{ "", " & wait", false, false },
-	{ "(", " &); exec sleep 30", true, false },
-	{ "", " & wait", false, true },
-	{ "(", " &); exec sleep 30", true, true },
+	{ "", " & wait", false, false, false },
+	/* a command that traps SIGTERM and takes a second: its escapee is
+	 * still its child, not yet ours, at the stop's first sweep, which must
+	 * reach it then (a sweep of our direct children only would reach it
+	 * after the command exits, and then only with the SIGKILL) */
+	{ "trap 'sleep 1; trap - TERM; kill -TERM $$' TERM; ", " & wait", false, false, false },
+	{ "", " & wait", false, false, true },
+	{ "(", " &); exec sleep 30", true, false, false },
+	{ "", " & wait", false, true, false },
+	{ "(", " &); exec sleep 30", true, true, false },
 };
 
 /* Opens /dev/null into fds until none is left (at most max); how many. */
@@ -771,6 +780,56 @@ static size_t fill_descriptor_table(int *fds, size_t max)
 		n++;
 	return n;
 }
+
+/* proctree_below finds every generation below us, however their parents
+ * left the group and session: a group (skipped) whose member leaves with
+ * setsid, and that one's child. */
+START_TEST(test_proctree_finds_every_generation)
+{
+	int ready[2];
+	pid_t group, out[8];
+	struct proctree *t;
+	size_t n;
+	char buf[2];
+
+	expect(pipe(ready) == 0);
+	group = fork();
+	expect(group >= 0);
+	/* each dies with its parent: a failed test ends the top (tracked) */
+	if (group == 0) {
+		setpgid(0, 0);
+		if (fork() == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			setsid();
+			if (fork() == 0) {
+				prctl(PR_SET_PDEATHSIG, SIGKILL);
+				(void)!write(ready[1], "x", 1);
+				pause();
+			}
+			pause();
+		}
+		pause();
+	}
+	track_pid(group);
+	expect(read(ready[0], buf, 1) == 1);
+	t = proctree_read();
+	expect(t != NULL);
+	n = proctree_below(t, getpid(), NULL, 0, group, out, 8);
+	expect_int_eq(n, 2);
+	for (size_t i = 0; i < n && i < 8; i++) {
+		expect(getpgid(out[i]) != group);
+		expect(process_parent(out[i]) != getpid());
+	}
+	/* pruned: the subtree under the group's top is left out */
+	expect_int_eq(proctree_below(t, getpid(), &group, 1, 0, out, 8), 0);
+	proctree_free(t);
+	kill(-group, SIGKILL);
+	for (size_t i = 0; i < n && i < 8; i++)
+		kill(out[i], SIGKILL);
+	close(ready[0]);
+	close(ready[1]);
+}
+END_TEST
 
 START_TEST(test_setsid_descendant_is_stopped_with_the_group)
 {
@@ -803,6 +862,14 @@ START_TEST(test_setsid_descendant_is_stopped_with_the_group)
 		expect_int_eq(process_parent(escapee), getpid());
 	}
 
+	if (ec->stopped) {
+		double deadline = now() + 5.0;
+
+		kill(escapee, SIGSTOP);
+		while (process_state(escapee) != 'T' && now() < deadline)
+			run_loop_for(0.01);
+		expect_int_eq(process_state(escapee), 'T');
+	}
 	if (ec->table_full) {
 		struct rlimit rl;
 
@@ -908,9 +975,15 @@ START_TEST(test_setsid_descendant_dies_with_pgleader)
 	track_pid(escapee);
 	expect(getsid(escapee) == escapee);
 
-	/* The guard killed it. */
+	/* The guard killed it, and not the bystander: the guard signals both
+	 * in one look, then looks for 0.2 s at most; a SIGKILL takes a moment
+	 * to end its process, so the bystander is looked at well after that
+	 * (it was seen alive once a guard that killed it too had not yet
+	 * ended it). */
 	expect_killed_with_supervisor(supervisor, escapee);
+	nanosleep(&(struct timespec){ 0, 500 * 1000 * 1000 }, NULL);
 	expect(kill(bystander, 0) == 0);
+	expect(process_state(bystander) != 'Z');
 	expect(waitpid(bystander, &wstatus, WNOHANG) == 0);
 }
 END_TEST
@@ -1263,6 +1336,7 @@ static Suite *child_suite(void)
 	tcase_add_test(stopping, test_gone_waits_for_leftover_ignoring_sigterm);
 	tcase_add_test(stopping, test_escaped_orphan_does_not_delay_gone_and_is_reaped);
 	tcase_add_test(stopping, test_member_reaped_by_an_escaped_parent);
+	tcase_add_test(stopping, test_proctree_finds_every_generation);
 	tcase_add_loop_test(stopping, test_setsid_descendant_is_stopped_with_the_group, 0,
 			    sizeof(escapee_cases) / sizeof(*escapee_cases));
 	tcase_add_loop_test(stopping, test_setsid_descendant_ignoring_sigterm_is_killed, 0,

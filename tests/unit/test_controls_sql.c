@@ -2,7 +2,7 @@
  * statement for a schema, its parameters, what makes it right (last pause
  * wins, one switchover at a time, a lapsed one ignored, only our own row
  * deleted), and a bad schema refused. (That the SQL runs is
- * tests/integration/test_controls_cli.py's.) */
+ * test_sql_pg.c's, against a real server.) */
 #include "controls_sql.h"
 
 #include <check.h>

@@ -905,7 +905,7 @@ END_TEST
 /* ---- hostile members --------------------------------------------------- */
 
 enum hostile_kind { HOSTILE_BIG_LENGTH, HOSTILE_ENDLESS_BODY, HOSTILE_ENDLESS_HEADERS,
-		    HOSTILE_GARBAGE };
+		    HOSTILE_GARBAGE, HOSTILE_CANNED };
 
 /* A member that answers every connection with a prefix and then the same
  * filler for ever (or 64 KiB of garbage), on the test's loop. */
@@ -947,7 +947,8 @@ static void hostile_write_cb(struct ev_loop *l, ev_io *w, int revents)
 		x->prefix_sent += (size_t)n;
 	else if (n > 0)
 		x->sent += (size_t)n;
-	if (x->kind == HOSTILE_GARBAGE && x->sent >= sizeof(x->filler))
+	if ((x->kind == HOSTILE_GARBAGE && x->sent >= sizeof(x->filler)) ||
+	    (x->kind == HOSTILE_CANNED && x->prefix_sent >= plen))
 		hostile_close(x);
 }
 
@@ -974,6 +975,7 @@ static void hostile_start(struct hostile *x, enum hostile_kind kind)
 		[HOSTILE_ENDLESS_BODY] = "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n",
 		[HOSTILE_ENDLESS_HEADERS] = "HTTP/1.1 200 OK\r\n",
 		[HOSTILE_GARBAGE] = "",
+		[HOSTILE_CANNED] = "", /* the test's */
 	};
 
 	memset(x, 0, sizeof(*x));
@@ -1035,6 +1037,54 @@ START_TEST(test_hostile_member)
 	run_for(5);
 	ck_assert_int_eq(got.check, FAILSAFE_SILENT);
 	ck_assert_msg(got.at - t0 < 2.0, "%s: the check took too long", hostile_names[_i]);
+	failsafe_free(f);
+	hostile_stop(&x);
+}
+END_TEST
+
+/* A member whose answer is well formed but is no agreement (a claim) or
+ * no "not running" (a check): each is told as the member's answer, never
+ * counted as agreement. (pgleader's own server refuses with a 409: only
+ * another implementation, or a proxy, answers these.) */
+static const struct {
+	const char *body;
+	int code;
+	bool claim_agrees;
+	enum failsafe_check check;
+	const char *detail;
+} canned[] = {
+	{ "{\"ok\": false, \"reason\": \"no\"}", 200, false, FAILSAFE_SILENT, "b: 200 no" },
+	{ "{\"ok\": \"true\"}", 200, false, FAILSAFE_SILENT, "b: 200 unexpected answer" },
+	{ "{\"ok\": 1, \"running\": 0}", 200, false, FAILSAFE_SILENT, NULL },
+	{ "{\"ok\": true, \"running\": false}", 500, false, FAILSAFE_SILENT, NULL },
+	{ "{}", 200, false, FAILSAFE_SILENT, "b: 200 unexpected answer" },
+	/* the control: these are an agreement and a "not running" */
+	{ "{\"ok\": true, \"running\": false}", 200, true, FAILSAFE_CLEAR, NULL },
+	{ "{\"running\": true}", 200, false, FAILSAFE_RUNNING, NULL },
+};
+
+START_TEST(test_canned_answer)
+{
+	static struct hostile x;
+	static char answer[512];
+	struct failsafe *f;
+
+	snprintf(answer, sizeof(answer), "HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+		 "Content-Length: %zu\r\nConnection: close\r\n\r\n%s", canned[_i].code,
+		 strlen(canned[_i].body), canned[_i].body);
+	hostile_start(&x, HOSTILE_CANNED);
+	x.prefix = answer;
+	f = client_of(&x.port, 1, secret_file, 2000);
+	failsafe_claim(f, 11);
+	run_for(5);
+	ck_assert_int_eq(got.rounds, 1);
+	ck_assert_int_eq(got.agree, (canned[_i].claim_agrees ? 1 : 0));
+	if (!canned[_i].claim_agrees && canned[_i].detail)
+		ck_assert_str_eq(got.detail, canned[_i].detail);
+	failsafe_check(f);
+	run_for(5);
+	ck_assert_int_eq(got.checks, 1);
+	ck_assert_int_eq(got.check, canned[_i].check);
 	failsafe_free(f);
 	hostile_stop(&x);
 }
@@ -1235,6 +1285,7 @@ static Suite *failsafe_suite(void)
 	tcase_add_test(tc, test_claim_and_check);
 	tcase_add_test(tc, test_alone);
 	tcase_add_loop_test(tc, test_hostile_member, 0, N(hostile_names));
+	tcase_add_loop_test(tc, test_canned_answer, 0, N(canned));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("secret");

@@ -6,9 +6,32 @@
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "child.h"
 #include "log_stub.h"
+
+/* jobs.c's monotonic clock (clocks.h) is ours: the Makefile builds this
+ * test with -Dclock_gettime=test_clock_gettime. The real clock plus
+ * mono_offset, which a test moves to make a run long. */
+static double mono_offset;
+#undef clock_gettime
+int clock_gettime(clockid_t id, struct timespec *ts);
+int test_clock_gettime(clockid_t id, struct timespec *ts);
+int test_clock_gettime(clockid_t id, struct timespec *ts)
+{
+	int r = clock_gettime(id, ts);
+
+	if (r == 0 && id == CLOCK_MONOTONIC) {
+		ts->tv_sec += (time_t)mono_offset;
+		ts->tv_nsec += (long)((mono_offset - (double)(time_t)mono_offset) * 1e9);
+		if (ts->tv_nsec >= 1000000000L) {
+			ts->tv_sec++;
+			ts->tv_nsec -= 1000000000L;
+		}
+	}
+	return r;
+}
 
 #define S 1000
 #define T0 INT64_C(1800000000000) /* 2027-01-15T08:00:00Z */
@@ -60,14 +83,18 @@ void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,
 	keep(R_LAST, 0, "", t->lock_pid, fn, arg);
 }
 
+/* the last run's end recorded */
+static char finished_outcome[16];
+static int finished_status = -1;
+
 void ledger_finish(struct ledger *l, uint64_t token, int64_t run_id,
 		   const char *outcome, int exit_status)
 {
 	(void)l;
 	(void)token;
 	(void)run_id;
-	(void)outcome;
-	(void)exit_status;
+	snprintf(finished_outcome, sizeof(finished_outcome), "%s", outcome);
+	finished_status = exit_status;
 }
 
 void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms)
@@ -85,7 +112,11 @@ bool ledger_idle(const struct ledger *l)
 
 /* ---- the fake commands -------------------------------------------------- */
 
-struct child { int started; };
+struct child {
+	int started;
+	child_gone_fn on_gone; /* to end a run as the command would */
+	void *arg;
+};
 static struct child the_child;
 
 struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
@@ -95,8 +126,8 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 	(void)argv;
 	(void)shell;
 	(void)grace;
-	(void)on_gone;
-	(void)arg;
+	the_child.on_gone = on_gone;
+	the_child.arg = arg;
 	return &the_child;
 }
 
@@ -346,6 +377,74 @@ START_TEST(test_failed_record_told_and_again)
 }
 END_TEST
 
+/* A run's end is recorded as its exit status says: 0 succeeded, any other
+ * failed (1 included), with the status. */
+START_TEST(test_run_outcome_of_exit_status)
+{
+	static const int statuses[] = { 0, 1, 2, 143 };
+	static const char *const outcomes[] = { "succeeded", "failed", "failed", "failed" };
+	struct ledger_answer claimed = { .ok = true, .db_now = T0 + 20, .run_id = 1,
+					 .holder = true, .newest = true };
+
+	for (int i = 0; i < 4; i++) {
+		start(111, T0 - S);
+		ck_assert_int_eq(reqs[2].kind, R_CLAIM);
+		ck_assert_int_eq(reqs[2].tick, T0);
+		reqs[2].fn(reqs[2].arg, &claimed);
+		finished_outcome[0] = '\0';
+		the_child.on_gone(the_child.arg, statuses[i]);
+		ck_assert_str_eq(finished_outcome, outcomes[i]);
+		ck_assert_int_eq(finished_status, statuses[i]);
+		stop();
+	}
+	the_child.started = 0;
+}
+END_TEST
+
+/* A job without a schedule, restart = always: each quick failure doubles
+ * the delay before its next start (1 s, 2 s); a run as long as the longest
+ * delay (30 s) starts it over at 1 s. */
+START_TEST(test_restart_backoff_reset_after_long_run)
+{
+	const struct jobs_callbacks cb = { gone, refused, NULL };
+	const struct ledger_term term = { .lock_key = 42, .fencing_token = 7, .lock_pid = 111 };
+	struct ledger_answer ok = { .ok = true, .db_now = T0 + 10, .last_tick = INT64_MIN,
+				    .interrupted = INT64_MIN, .older_running = INT64_MIN };
+	char err[256];
+
+	job.schedule = NULL;
+	job.restart = RESTART_ALWAYS;
+	n_reqs = 0;
+	the_child.started = 0;
+	log_stub_reset();
+	loop = ev_loop_new(0);
+	jobs = jobs_new(loop, &cfg, (struct ledger *)&cfg, &cb, err, sizeof(err));
+	ck_assert_ptr_nonnull(jobs);
+	jobs_start(jobs, &term);
+	ck_assert_int_eq(reqs[0].kind, R_ENSURE);
+	reqs[0].fn(reqs[0].arg, &ok);
+	ck_assert_int_eq(the_child.started, 1);
+	/* a quick failure: 1 s, and the next one would be 2 s */
+	the_child.on_gone(the_child.arg, 1);
+	ck_assert_uint_eq(log_stub_count("restarting in 1.0s"), 1);
+	ev_run(loop, EVRUN_ONCE); /* the 1 s delay */
+	ck_assert_int_eq(the_child.started, 2);
+	/* another: 2 s */
+	the_child.on_gone(the_child.arg, 1);
+	ck_assert_uint_eq(log_stub_count("restarting in 2.0s"), 1);
+	ev_run(loop, EVRUN_ONCE);
+	ck_assert_int_eq(the_child.started, 3);
+	/* a run of 31 s: 1 s again, not 4 */
+	mono_offset += 31;
+	the_child.on_gone(the_child.arg, 1);
+	ck_assert_uint_eq(log_stub_count("restarting in 4.0s"), 0);
+	ck_assert_uint_eq(log_stub_count("restarting in 1.0s"), 2);
+	stop();
+	job.schedule = "@every 1s";
+	job.restart = RESTART_NO;
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs");
@@ -361,6 +460,8 @@ int main(void)
 	tcase_add_test(tc, test_tick_while_claiming);
 	tcase_add_test(tc, test_stale_claim_told);
 	tcase_add_test(tc, test_failed_record_told_and_again);
+	tcase_add_test(tc, test_run_outcome_of_exit_status);
+	tcase_add_test(tc, test_restart_backoff_reset_after_long_run);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

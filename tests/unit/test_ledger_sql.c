@@ -1,6 +1,6 @@
 /* test_ledger_sql.c: the ledger's SQL text: schema names, the creation, the
  * check and its answer, the run listing and the summary with their
- * parameters. (That the SQL runs is tests/integration/test_ledger_cli.py's.) */
+ * parameters. (That the SQL runs: test_sql_pg.c, against a real server.) */
 #include "ledger_sql.h"
 
 #include <check.h>

@@ -1,0 +1,1009 @@
+/* test_sql_pg.c: every statement of ledger_sql.c, lease_sql.c and
+ * controls_sql.c run against a real PostgreSQL (pgtemp.h), for what the
+ * text tests cannot see: a stale fencing token's claim inserts nothing, a
+ * lost lock's claim inserts nothing, a claim that waited on the locked terms
+ * row while a newer term was recorded inserts nothing, a run is finished
+ * only by its own token, the controls are written and read back. Each test
+ * makes its ledger in a schema of its own. Not in make unit (the package
+ * builds have no server): make unit-pg, run by make check. */
+#include "controls_sql.h"
+#include "lease_sql.h"
+#include "ledger_sql.h"
+#include "pgtemp.h"
+#include "wire.h"
+
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEY 4242
+#define KEY_TEXT "4242"
+
+static PGresult *run(PGconn *c, const char *sql, int n, const char *const *params)
+{
+	PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+	ExecStatusType s = PQresultStatus(r);
+
+	ck_assert_msg(s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK, "%s in: %.200s",
+		      PQresultErrorMessage(r), sql);
+	return r;
+}
+
+/* A simple query, which may hold several statements (as the creation). */
+static void exec_ok(PGconn *c, const char *sql)
+{
+	PGresult *r = PQexec(c, sql);
+	ExecStatusType s = PQresultStatus(r);
+
+	ck_assert_msg(s == PGRES_TUPLES_OK || s == PGRES_COMMAND_OK, "%s in: %.200s",
+		      PQresultErrorMessage(r), sql);
+	PQclear(r);
+}
+
+/* One value of a one-row query, malloc'd ("" for NULL: callers ask
+ * IS NULL themselves). */
+static char *value(PGconn *c, const char *sql)
+{
+	PGresult *r = run(c, sql, 0, NULL);
+	char *v;
+
+	ck_assert_int_eq(PQntuples(r), 1);
+	v = strdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return v;
+}
+
+static long long number(PGconn *c, const char *sql)
+{
+	char *v = value(c, sql);
+	long long n = atoll(v);
+
+	free(v);
+	return n;
+}
+
+static PGresult *run_q(PGconn *c, const struct ledger_sql_query *q)
+{
+	return run(c, q->sql, q->nparams, q->params);
+}
+
+/* The ledger in schema s, made by its own creation statement. */
+static void make_ledger(PGconn *c, const char *s)
+{
+	char *init = ledger_sql_init(s);
+
+	ck_assert_ptr_nonnull(init);
+	exec_ok(c, init);
+	free(init);
+}
+
+static long long rows(PGconn *c, const char *s, const char *where)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM \"%s\".runs WHERE %s", s, where);
+	return number(c, sql);
+}
+
+/* ---- the claim ---------------------------------------------------------- */
+
+struct claim {
+	bool claimed;   /* a run_id came back */
+	long long run_id;
+	bool holder, newest, early;
+};
+
+static void claim_params(char p[8][64], const char *job, long long tick_ms,
+			 const char *node, long long token, int pid,
+			 const char *outcome, bool rerun)
+{
+	snprintf(p[0], 64, "%d", KEY);
+	snprintf(p[1], 64, "{\"%s\"}", job);
+	snprintf(p[2], 64, "{%lld}", tick_ms);
+	snprintf(p[3], 64, "%s", node);
+	snprintf(p[4], 64, "%lld", token);
+	snprintf(p[5], 64, "%d", pid);
+	snprintf(p[6], 64, "{%s}", outcome);
+	snprintf(p[7], 64, "{%s}", rerun ? "t" : "f");
+}
+
+static struct claim claim_answer(PGresult *r)
+{
+	struct claim out;
+
+	/* the columns ledger_sql.h names, in its order (more may follow) */
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_int_ge(PQnfields(r), 5);
+	out.claimed = !PQgetisnull(r, 0, 0);
+	out.run_id = out.claimed ? atoll(PQgetvalue(r, 0, 0)) : 0;
+	out.holder = !strcmp(PQgetvalue(r, 0, 1), "t");
+	out.newest = !strcmp(PQgetvalue(r, 0, 2), "t");
+	out.early = !strcmp(PQgetvalue(r, 0, 3), "t");
+	ck_assert(!PQgetisnull(r, 0, 4));
+	return out;
+}
+
+static struct claim claim_as(PGconn *c, const char *s, const char *job, long long tick_ms,
+			     long long token, int pid, const char *outcome, bool rerun)
+{
+	char p[8][64];
+	const char *params[8];
+	char *sql = ledger_sql_claim(s);
+	struct claim out;
+	PGresult *r;
+
+	claim_params(p, job, tick_ms, "n1", token, pid, outcome, rerun);
+	for (int i = 0; i < 8; i++)
+		params[i] = p[i];
+	r = run(c, sql, 8, params);
+	out = claim_answer(r);
+	PQclear(r);
+	free(sql);
+	return out;
+}
+
+static long long now_ms(PGconn *c)
+{
+	return number(c, LEDGER_SQL_CLOCK);
+}
+
+/* The lock session (L) holds KEY; claims go over the fence session (F). */
+struct sessions {
+	PGconn *lock, *fence;
+	int lock_pid;
+};
+
+static struct sessions leader(const char *s)
+{
+	struct sessions x = { pgtemp_connect("pgleader/n1"), pgtemp_connect("pgleader/n1"), 0 };
+
+	make_ledger(x.fence, s);
+	exec_ok(x.lock, "SELECT pg_advisory_lock(" KEY_TEXT ")");
+	x.lock_pid = PQbackendPID(x.lock);
+	return x;
+}
+
+static void done(struct sessions *x)
+{
+	PQfinish(x->lock);
+	PQfinish(x->fence);
+}
+
+START_TEST(claim_current_token_inserts_one_row)
+{
+	const char *s = "claim_current";
+	struct sessions x = leader(s);
+	long long tick = now_ms(x.fence) - 1000;
+	struct claim c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false);
+
+	ck_assert(c.claimed && c.holder && c.newest && !c.early);
+	ck_assert_int_eq(rows(x.fence, s, "job = 'backup' AND outcome = 'running'"
+			      " AND fencing_token = 100 AND started_at IS NOT NULL"), 1);
+	ck_assert_int_eq(number(x.fence, "SELECT fencing_token FROM claim_current.terms"
+			      " WHERE lock_key = " KEY_TEXT), 100);
+	/* the same tick again: it has a row, so it never runs again */
+	c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false);
+	ck_assert(!c.claimed && c.holder && c.newest);
+	ck_assert_int_eq(rows(x.fence, s, "true"), 1);
+	done(&x);
+}
+END_TEST
+
+/* A term recorded a newer token: an older term's claim (a frozen leader that
+ * woke up, still holding its lock session) inserts nothing. */
+START_TEST(claim_stale_token_inserts_nothing)
+{
+	const char *s = "claim_stale";
+	struct sessions x = leader(s);
+	long long tick = now_ms(x.fence) - 1000;
+	struct claim c = claim_as(x.fence, s, "backup", tick - 1000, 200, x.lock_pid,
+				  "running", false);
+
+	ck_assert(c.claimed);
+	c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false);
+	ck_assert(!c.claimed);
+	ck_assert(c.holder);
+	ck_assert(!c.newest);
+	c = claim_as(x.fence, s, "report", tick, 100, x.lock_pid, "missed", false);
+	ck_assert(!c.claimed);
+	ck_assert_int_eq(rows(x.fence, s, "true"), 1);
+	ck_assert_int_eq(rows(x.fence, s, "fencing_token = 100"), 0);
+	ck_assert_int_eq(number(x.fence, "SELECT fencing_token FROM claim_stale.terms"), 200);
+	done(&x);
+}
+END_TEST
+
+/* The lock session's lock is gone (unlocked, or another pid): nothing. */
+START_TEST(claim_without_the_lock_inserts_nothing)
+{
+	const char *s = "claim_lost";
+	struct sessions x = leader(s);
+	long long tick = now_ms(x.fence) - 1000;
+	struct claim c;
+
+	PGconn *waiter = pgtemp_connect(NULL);
+	char wpid[16];
+	const char *wp[1] = { wpid };
+
+	/* a session that waits for the lock does not hold it */
+	ck_assert(PQsendQuery(waiter, "SELECT pg_advisory_lock(" KEY_TEXT ")"));
+	snprintf(wpid, sizeof(wpid), "%d", PQbackendPID(waiter));
+	for (int i = 0;; i++) {
+		PGresult *w = run(x.fence, "SELECT count(*) FROM pg_catalog.pg_locks WHERE"
+				  " locktype = 'advisory' AND NOT granted AND pid = $1::int", 1, wp);
+		bool waiting = !strcmp(PQgetvalue(w, 0, 0), "1");
+
+		PQclear(w);
+		if (waiting)
+			break;
+		ck_assert_msg(i < 500, "the waiter never waited");
+		usleep(10000);
+	}
+	c = claim_as(x.fence, s, "backup", tick, 100, PQbackendPID(waiter), "running", false);
+	ck_assert(!c.claimed && !c.holder);
+	PQfinish(waiter);
+	exec_ok(x.lock, "SELECT pg_advisory_unlock(" KEY_TEXT ")");
+	c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false);
+	ck_assert(!c.claimed && !c.holder && !c.newest);
+	/* a session holding another key, or the fence form of this key */
+	exec_ok(x.lock, "SELECT pg_advisory_lock(" KEY_TEXT " + 1)");
+	exec_ok(x.lock, "SELECT pg_advisory_lock(0, " KEY_TEXT ")");
+	c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false);
+	ck_assert(!c.claimed && !c.holder);
+	/* the lock held by another session than the one named */
+	c = claim_as(x.fence, s, "backup", tick, 100, PQbackendPID(x.fence), "running", false);
+	ck_assert(!c.claimed && !c.holder);
+	ck_assert_int_eq(rows(x.fence, s, "true"), 0);
+	ck_assert_int_eq(number(x.fence, "SELECT count(*) FROM claim_lost.terms"), 0);
+	done(&x);
+}
+END_TEST
+
+/* A tick still in the server's future is early: no row. */
+START_TEST(claim_early_tick_inserts_nothing)
+{
+	const char *s = "claim_early";
+	struct sessions x = leader(s);
+	struct claim c = claim_as(x.fence, s, "backup", now_ms(x.fence) + 60000, 100,
+				  x.lock_pid, "running", false);
+
+	ck_assert(!c.claimed && c.early && c.holder);
+	ck_assert_int_eq(rows(x.fence, s, "true"), 0);
+	done(&x);
+}
+END_TEST
+
+/* An interrupted run is taken again only by a newer term that asks to
+ * (rerun), and a record (missed) is finished at once. */
+START_TEST(claim_rerun_of_interrupted)
+{
+	const char *s = "claim_rerun";
+	struct sessions x = leader(s);
+	long long tick = now_ms(x.fence) - 1000;
+	struct claim c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false);
+
+	ck_assert(c.claimed);
+	exec_ok(x.fence, "UPDATE claim_rerun.runs SET outcome = 'interrupted'");
+	/* not by the term that ran it, nor without asking */
+	c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", true);
+	ck_assert(!c.claimed);
+	c = claim_as(x.fence, s, "backup", tick, 150, x.lock_pid, "running", false);
+	ck_assert(!c.claimed);
+	c = claim_as(x.fence, s, "backup", tick, 150, x.lock_pid, "running", true);
+	ck_assert(c.claimed);
+	ck_assert_int_eq(rows(x.fence, s, "outcome = 'running' AND fencing_token = 150"), 1);
+	c = claim_as(x.fence, s, "report", tick, 150, x.lock_pid, "missed", false);
+	ck_assert(c.claimed);
+	ck_assert_int_eq(rows(x.fence, s, "job = 'report' AND outcome = 'missed'"
+			      " AND finished_at IS NOT NULL AND started_at IS NULL"), 1);
+	done(&x);
+}
+END_TEST
+
+/* Waiting for the terms row that another claim holds locked: that claim
+ * records a newer token and commits, and the waiting (older) claim inserts
+ * nothing once it goes on. */
+START_TEST(claim_after_locked_row_newer_term_inserts_nothing)
+{
+	const char *s = "claim_locked";
+	struct sessions x = leader(s);
+	PGconn *other = pgtemp_connect("pgleader/n2");
+	long long tick = now_ms(x.fence) - 1000;
+	char p[8][64], pid[16];
+	const char *params[8];
+	char *sql = ledger_sql_claim(s);
+	struct claim c = claim_as(x.fence, s, "backup", tick - 1000, 100, x.lock_pid,
+				  "running", false);
+	PGresult *r;
+
+	ck_assert(c.claimed);
+	exec_ok(other, "BEGIN");
+	exec_ok(other, "UPDATE claim_locked.terms SET fencing_token = 300, node_id = 'n2'");
+	claim_params(p, "backup", tick, "n1", 200, x.lock_pid, "running", false);
+	for (int i = 0; i < 8; i++)
+		params[i] = p[i];
+	ck_assert(PQsendQueryParams(x.fence, sql, 8, NULL, params, NULL, NULL, 0));
+	snprintf(pid, sizeof(pid), "%d", PQbackendPID(x.fence));
+	/* until the claim waits for the row */
+	for (int i = 0;; i++) {
+		PGresult *w;
+		const char *wp[1] = { pid };
+
+		ck_assert_msg(i < 500, "the claim never waited on the terms row");
+		w = run(other, "SELECT count(*) FROM pg_catalog.pg_stat_activity"
+			" WHERE pid = $1::int AND wait_event_type = 'Lock'", 1, wp);
+		if (!strcmp(PQgetvalue(w, 0, 0), "1")) {
+			PQclear(w);
+			break;
+		}
+		PQclear(w);
+		usleep(10000);
+	}
+	exec_ok(other, "COMMIT");
+	r = PQgetResult(x.fence);
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	c = claim_answer(r);
+	PQclear(r);
+	while ((r = PQgetResult(x.fence)))
+		PQclear(r);
+	ck_assert(!c.claimed);
+	ck_assert_int_eq(rows(x.fence, s, "true"), 1);
+	ck_assert_int_eq(number(x.fence, "SELECT fencing_token FROM claim_locked.terms"), 300);
+	free(sql);
+	PQfinish(other);
+	done(&x);
+}
+END_TEST
+
+/* ---- last, finish, prune ---------------------------------------------- */
+
+static PGresult *last(PGconn *c, const char *s, const char *job, long long token, bool cut)
+{
+	char tok[24], *sql = ledger_sql_last(s);
+	const char *params[4] = { KEY_TEXT, job, tok, cut ? "t" : "f" };
+	PGresult *r;
+
+	snprintf(tok, sizeof(tok), "%lld", token);
+	r = run(c, sql, 4, params);
+	free(sql);
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_int_eq(PQnfields(r), 5);
+	return r;
+}
+
+START_TEST(last_cuts_older_running)
+{
+	const char *s = "last_cut";
+	struct sessions x = leader(s);
+	long long tick = now_ms(x.fence) / 1000 * 1000 - 2000;
+	char want[24];
+	PGresult *r;
+
+	ck_assert(claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false).claimed);
+	snprintf(want, sizeof(want), "%lld", tick);
+	/* begun on this same server, never restarted since: its term is over
+	 * for sure, so a newer term cuts it even without cut */
+	r = last(x.fence, s, "backup", 150, false);
+	ck_assert_str_eq(PQgetvalue(r, 0, 1), want);
+	ck_assert(PQgetisnull(r, 0, 3));
+	PQclear(r);
+	ck_assert_int_eq(rows(x.fence, s, "outcome = 'interrupted'"), 1);
+	exec_ok(x.fence, "DELETE FROM last_cut.runs");
+	/* a run with no server recorded (a 0.4 ledger's): maybe of another
+	 * server, which a restart could have left running */
+	ck_assert(claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false).claimed);
+	exec_ok(x.fence, "UPDATE last_cut.runs SET system_identifier = NULL");
+	/* a newer term without cut: told, nothing changed */
+	r = last(x.fence, s, "backup", 150, false);
+	ck_assert_str_eq(PQgetvalue(r, 0, 0), want);
+	ck_assert(PQgetisnull(r, 0, 1));
+	ck_assert_str_eq(PQgetvalue(r, 0, 3), want);
+	PQclear(r);
+	ck_assert_int_eq(rows(x.fence, s, "outcome = 'running'"), 1);
+	/* its own term: its run is not cut */
+	r = last(x.fence, s, "backup", 100, true);
+	ck_assert(PQgetisnull(r, 0, 1));
+	PQclear(r);
+	ck_assert_int_eq(rows(x.fence, s, "outcome = 'running'"), 1);
+	/* a newer term with cut: interrupted */
+	r = last(x.fence, s, "backup", 150, true);
+	ck_assert_str_eq(PQgetvalue(r, 0, 1), want);
+	ck_assert(PQgetisnull(r, 0, 3));
+	ck_assert(PQgetisnull(r, 0, 2));
+	PQclear(r);
+	ck_assert_int_eq(rows(x.fence, s, "outcome = 'interrupted'"), 1);
+	/* another job's rows are not this one's */
+	r = last(x.fence, s, "report", 150, true);
+	ck_assert(PQgetisnull(r, 0, 0));
+	PQclear(r);
+	done(&x);
+}
+END_TEST
+
+static int finish(PGconn *c, const char *s, long long run_id, const char *token,
+		  const char *outcome, const char *exit_status)
+{
+	char id[24], *sql = ledger_sql_finish(s);
+	const char *params[4] = { id, token, outcome, exit_status };
+	PGresult *r;
+	int n;
+
+	snprintf(id, sizeof(id), "%lld", run_id);
+	r = run(c, sql, 4, params);
+	n = atoi(PQcmdTuples(r));
+	PQclear(r);
+	free(sql);
+	return n;
+}
+
+START_TEST(finish_by_its_token_once)
+{
+	const char *s = "finish_once";
+	struct sessions x = leader(s);
+	long long tick = now_ms(x.fence) - 1000;
+	struct claim c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false);
+	PGresult *r;
+
+	ck_assert(c.claimed);
+	ck_assert_int_eq(finish(x.fence, s, c.run_id, "99", "failed", "1"), 0);
+	ck_assert_int_eq(finish(x.fence, s, c.run_id + 1, "100", "failed", "1"), 0);
+	ck_assert_int_eq(finish(x.fence, s, c.run_id, "100", "succeeded", "0"), 1);
+	ck_assert_int_eq(finish(x.fence, s, c.run_id, "100", "failed", "1"), 0);
+	ck_assert_int_eq(rows(x.fence, s, "outcome = 'succeeded' AND exit_status = 0"
+			      " AND finished_at IS NOT NULL"), 1);
+	/* a run a newer term took for cut whose own leader then saw it end
+	 * (frozen meanwhile, say) is recorded as it ended */
+	c = claim_as(x.fence, s, "report", tick, 100, x.lock_pid, "running", false);
+	PQclear(last(x.fence, s, "report", 150, true));
+	ck_assert_int_eq(rows(x.fence, s, "job = 'report' AND outcome = 'interrupted'"), 1);
+	ck_assert_int_eq(finish(x.fence, s, c.run_id, "100", "succeeded", "0"), 1);
+	ck_assert_int_eq(rows(x.fence, s, "job = 'report' AND outcome = 'succeeded'"
+			      " AND exit_status = 0 AND finished_at IS NOT NULL"), 1);
+	/* the last success is told */
+	r = last(x.fence, s, "backup", 100, false);
+	ck_assert(!PQgetisnull(r, 0, 2));
+	PQclear(r);
+	done(&x);
+}
+END_TEST
+
+START_TEST(prune_keeps_running_and_recent)
+{
+	const char *s = "prune";
+	struct sessions x = leader(s);
+	long long now = now_ms(x.fence);
+	char *sql = ledger_sql_prune(s);
+	const char *params[2] = { KEY_TEXT, "60000" };
+	PGresult *r;
+
+	ck_assert(claim_as(x.fence, s, "a", now - 3600000, 100, x.lock_pid, "missed", false).claimed);
+	ck_assert(claim_as(x.fence, s, "b", now - 3600000, 100, x.lock_pid, "running", false).claimed);
+	ck_assert(claim_as(x.fence, s, "c", now - 1000, 100, x.lock_pid, "missed", false).claimed);
+	exec_ok(x.fence, "INSERT INTO prune.runs (lock_key, job, tick, node_id, fencing_token,"
+		" outcome) VALUES (" KEY_TEXT " + 1, 'a', now() - interval '1 day', 'x', 1, 'missed')");
+	r = run(x.fence, sql, 2, params);
+	ck_assert_str_eq(PQcmdTuples(r), "1");
+	PQclear(r);
+	ck_assert_int_eq(rows(x.fence, s, "job = 'a' AND lock_key = " KEY_TEXT), 0);
+	ck_assert_int_eq(rows(x.fence, s, "true"), 3);
+	free(sql);
+	done(&x);
+}
+END_TEST
+
+/* ---- the creation, the check, the listing ------------------------------ */
+
+static enum ledger_state check_as(PGconn *c, const char *s)
+{
+	char *sql = ledger_sql_check(s, NULL);
+	PGresult *r = run(c, sql, 0, NULL);
+	const char *v[LEDGER_CHECK_NCOLS];
+	enum ledger_state st;
+
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_int_eq(PQnfields(r), LEDGER_CHECK_NCOLS);
+	for (int i = 0; i < LEDGER_CHECK_NCOLS; i++) {
+		/* only the owner's complaint is NULL: a ledger it trusts */
+		ck_assert(i == LEDGER_CHECK_UNTRUSTED || !PQgetisnull(r, 0, i));
+		v[i] = PQgetisnull(r, 0, i) ? NULL : PQgetvalue(r, 0, i);
+	}
+	st = ledger_sql_parse_check(v);
+	PQclear(r);
+	free(sql);
+	return st;
+}
+
+START_TEST(init_check_and_privileges)
+{
+	PGconn *c = pgtemp_connect(NULL), *u;
+	char *script = ledger_sql_init_script("check_priv");
+
+	ck_assert_int_eq(check_as(c, "check_priv"), LEDGER_MISSING);
+	make_ledger(c, "check_priv");
+	make_ledger(c, "check_priv"); /* idempotent */
+	exec_ok(c, script);           /* and its psql script too */
+	free(script);
+	ck_assert_int_eq(number(c, "SELECT version FROM check_priv.meta"), LEDGER_SQL_VERSION);
+	ck_assert_int_eq(number(c, "SELECT count(*) FROM check_priv.meta"), 1);
+	ck_assert_int_eq(check_as(c, "check_priv"), LEDGER_READY);
+	exec_ok(c, "DROP ROLE IF EXISTS check_u; CREATE ROLE check_u LOGIN");
+	u = pgtemp_connect_as("check_u", NULL);
+	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_NO_ACCESS);
+	exec_ok(c, "GRANT SELECT ON check_priv.runs TO check_u");
+	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_READ_ONLY);
+	exec_ok(c, "GRANT SELECT, INSERT, UPDATE, DELETE ON check_priv.runs, check_priv.terms"
+		" TO check_u");
+	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_READY);
+	exec_ok(c, "REVOKE USAGE ON SCHEMA check_priv FROM PUBLIC");
+	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_NO_ACCESS);
+	exec_ok(c, "DROP TABLE check_priv.meta");
+	ck_assert_int_eq(check_as(c, "check_priv"), LEDGER_MISSING);
+	PQfinish(u);
+	PQfinish(c);
+}
+END_TEST
+
+START_TEST(runs_and_summary)
+{
+	const char *s = "listing";
+	struct sessions x = leader(s);
+	long long now = now_ms(x.fence);
+	struct ledger_sql_query q;
+	PGresult *r;
+
+	ck_assert(claim_as(x.fence, s, "a", now - 3000, 100, x.lock_pid, "running", false).claimed);
+	ck_assert(claim_as(x.fence, s, "a", now - 2000, 100, x.lock_pid, "missed", false).claimed);
+	ck_assert(claim_as(x.fence, s, "b", now - 1000, 100, x.lock_pid, "skipped", false).claimed);
+	ck_assert(ledger_sql_runs(&q, s, KEY, NULL, -1, 10));
+	r = run_q(x.fence, &q);
+	ck_assert_int_eq(PQntuples(r), 3);
+	ck_assert_int_eq(PQnfields(r), LEDGER_RUN_NCOLS);
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_RUN_JOB), "b");
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_RUN_OUTCOME), "skipped");
+	ck_assert_str_eq(PQgetvalue(r, 2, LEDGER_RUN_TOKEN), "100");
+	PQclear(r);
+	ck_assert(ledger_sql_runs(&q, s, KEY, "a", -1, 1));
+	r = run_q(x.fence, &q);
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_RUN_OUTCOME), "missed");
+	PQclear(r);
+	ck_assert(ledger_sql_runs(&q, s, KEY + 1, NULL, -1, 10));
+	r = run_q(x.fence, &q);
+	ck_assert_int_eq(PQntuples(r), 0);
+	PQclear(r);
+	ck_assert(ledger_sql_summary(&q, s, KEY, 10));
+	r = run_q(x.fence, &q);
+	ck_assert_int_eq(PQntuples(r), 2);
+	ck_assert_int_eq(PQnfields(r), LEDGER_SUMMARY_NCOLS);
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_RUN_JOB), "a");
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_RUN_OUTCOME), "missed");
+	ck_assert_str_eq(PQgetvalue(r, 1, LEDGER_RUN_JOB), "b");
+	PQclear(r);
+	done(&x);
+}
+END_TEST
+
+/* ---- the controls ------------------------------------------------------ */
+
+/* The controls' probe with no --ledger-owner, as the schema's. */
+static char *controls_probe(const char *s)
+{
+	return ledger_sql_controls_probe(s, NULL);
+}
+
+static bool probe(PGconn *c, char *(*build)(const char *), const char *s)
+{
+	char *sql = build(s), *v = value(c, sql);
+	bool yes = !strcmp(v, "t");
+
+	free(v);
+	free(sql);
+	return yes;
+}
+
+START_TEST(controls_written_and_read)
+{
+	PGconn *c = pgtemp_connect("pgleader-pause");
+	const char *s = "controls";
+	struct ledger_sql_query q;
+	char *read = ledger_sql_controls_read(s), stamp[64];
+	const char *key[1] = { KEY_TEXT };
+	PGresult *r;
+
+	ck_assert(!probe(c, ledger_sql_schema_probe, s));
+	ck_assert(!probe(c, controls_probe, s));
+	make_ledger(c, s);
+	ck_assert(probe(c, ledger_sql_schema_probe, s));
+	ck_assert(probe(c, controls_probe, s));
+	/* pause a job, then the whole lock; a second pause is one row */
+	ck_assert(controls_sql_pause(&q, s, KEY, "nightly"));
+	PQclear(run_q(c, &q));
+	ck_assert(controls_sql_pause(&q, s, KEY, NULL));
+	r = run_q(c, &q);
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_ptr_nonnull(strstr(PQgetvalue(r, 0, CONTROLS_PAUSE_BY), "pgleader-pause"));
+	PQclear(r);
+	PQclear(run_q(c, &q));
+	ck_assert(controls_sql_read(&q, s, KEY));
+	r = run_q(c, &q);
+	ck_assert_int_eq(PQntuples(r), 2);
+	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_READ_JOB), "");
+	ck_assert_str_eq(PQgetvalue(r, 1, CONTROLS_READ_JOB), "nightly");
+	PQclear(r);
+	r = run(c, read, 1, key);
+	ck_assert_int_eq(PQntuples(r), 2);
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_CONTROL_KIND), "pause");
+	ck_assert(PQgetisnull(r, 0, LEDGER_CONTROL_LEFT_MS));
+	PQclear(r);
+	/* resume one job: the whole lock stays paused */
+	ck_assert(controls_sql_resume(&q, s, KEY, "nightly"));
+	r = run_q(c, &q);
+	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_RESUME_COUNT), "1");
+	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_RESUME_ALL_STAYS), "t");
+	PQclear(r);
+	ck_assert(controls_sql_resume(&q, s, KEY, NULL));
+	r = run_q(c, &q);
+	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_RESUME_COUNT), "1");
+	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_RESUME_ALL), "t");
+	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_RESUME_ALL_STAYS), "f");
+	PQclear(r);
+	/* one switchover at a time; done deletes only its own row */
+	ck_assert(controls_sql_switchover(&q, s, KEY, "db2", 30000, "db1"));
+	r = run_q(c, &q);
+	ck_assert_int_eq(PQntuples(r), 1);
+	snprintf(stamp, sizeof(stamp), "%s", PQgetvalue(r, 0, CONTROLS_ASK_STAMP));
+	PQclear(r);
+	ck_assert(controls_sql_switchover(&q, s, KEY, NULL, 30000, "db1"));
+	r = run_q(c, &q);
+	ck_assert_int_eq(PQntuples(r), 0);
+	PQclear(r);
+	ck_assert(controls_sql_standing(&q, s, KEY));
+	r = run_q(c, &q);
+	ck_assert_int_eq(PQntuples(r), 1);
+	PQclear(r);
+	/* the resumed pauses are told as such, then the switchover */
+	r = run(c, read, 1, key);
+	ck_assert_int_eq(PQntuples(r), 3);
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_CONTROL_KIND), "resumed");
+	ck_assert_str_eq(PQgetvalue(r, 2, LEDGER_CONTROL_KIND), "switchover");
+	ck_assert_str_eq(PQgetvalue(r, 2, LEDGER_CONTROL_TARGET), "db2");
+	ck_assert_str_eq(PQgetvalue(r, 2, LEDGER_CONTROL_LEADER), "db1");
+	ck_assert_int_gt(atoll(PQgetvalue(r, 2, LEDGER_CONTROL_LEFT_MS)), 20000);
+	PQclear(r);
+	ck_assert(controls_sql_switchover_done(&q, s, KEY, "2000-01-01 00:00:00+00"));
+	r = run_q(c, &q);
+	ck_assert_str_eq(PQcmdTuples(r), "0");
+	PQclear(r);
+	ck_assert(controls_sql_switchover_done(&q, s, KEY, stamp));
+	r = run_q(c, &q);
+	ck_assert_str_eq(PQcmdTuples(r), "1");
+	PQclear(r);
+	/* a lapsed switchover is not in force, and lapsed deletes it */
+	ck_assert(controls_sql_switchover(&q, s, KEY, "db2", -1000, "db1"));
+	PQclear(run_q(c, &q));
+	r = run(c, read, 1, key);
+	ck_assert_int_eq(PQntuples(r), 2);
+	ck_assert_str_eq(PQgetvalue(r, 1, LEDGER_CONTROL_KIND), "resumed");
+	PQclear(r);
+	ck_assert(controls_sql_lapsed(&q, s, KEY));
+	r = run_q(c, &q);
+	ck_assert_str_eq(PQcmdTuples(r), "1");
+	PQclear(r);
+	free(read);
+	PQfinish(c);
+}
+END_TEST
+
+/* A standby of higher priority asks for a switchover to itself; the leader's
+ * priority is read from its lock session's tag; handed deletes it. */
+START_TEST(priority_ask_and_handed)
+{
+	const char *s = "priority";
+	PGconn *lock = pgtemp_connect("pgleader/db1"), *c = pgtemp_connect("pgleader/db2");
+	char *ask = ledger_sql_priority_ask(s), *handed = ledger_sql_handed(s);
+	char sql[LEASE_SQL_MAX + LEASE_SQL_TAG_MAX];
+	const char *hi[4] = { KEY_TEXT, "db2", "5", "30000" }, *lo[4] = { KEY_TEXT, "db3", "1", "30000" };
+	const char *h[2] = { KEY_TEXT, "db2" };
+	PGresult *r;
+
+	make_ledger(c, s);
+	r = run(c, ask, 4, hi);
+	ck_assert(PQgetisnull(r, 0, 0)); /* no leader */
+	ck_assert_str_eq(PQgetvalue(r, 0, 2), "f");
+	PQclear(r);
+	ck_assert(lease_sql_tag(sql, sizeof(sql), "SELECT pg_advisory_lock(" KEY_TEXT ")",
+				WIRE_TAG_LOCK, KEY, "2026-11-22T01:18:33.123Z", 3));
+	exec_ok(lock, sql);
+	r = run(c, ask, 4, lo);
+	ck_assert_str_eq(PQgetvalue(r, 0, 0), "db1");
+	ck_assert_str_eq(PQgetvalue(r, 0, 1), "3");
+	ck_assert_str_eq(PQgetvalue(r, 0, 2), "f"); /* 1 is not above 3 */
+	PQclear(r);
+	r = run(c, ask, 4, hi);
+	ck_assert_str_eq(PQgetvalue(r, 0, 2), "t");
+	PQclear(r);
+	r = run(c, ask, 4, hi); /* one stands */
+	ck_assert_str_eq(PQgetvalue(r, 0, 2), "f");
+	PQclear(r);
+	ck_assert_int_eq(number(c, "SELECT count(*) FROM priority.controls WHERE kind = 'switchover'"
+			       " AND target = 'db2' AND leader = 'db1'"), 1);
+	r = run(c, handed, 2, h);
+	ck_assert_str_eq(PQcmdTuples(r), "1");
+	PQclear(r);
+	free(ask);
+	free(handed);
+	PQfinish(lock);
+	PQfinish(c);
+}
+END_TEST
+
+/* ---- the lease's statements ------------------------------------------- */
+
+static struct lease_sql_server setup(PGconn *c, bool with_name)
+{
+	char sql[LEASE_SQL_SETUP_MAX];
+	const char *name[1] = { "my-lock" };
+	struct lease_sql_server srv = { 0 };
+	const char *v[16];
+	struct lease_sql_answer a;
+	PGresult *r;
+
+	lease_sql_setup(sql, sizeof(sql), with_name, 2.5, 4.5);
+	r = run(c, sql, with_name ? 1 : 0, with_name ? name : NULL);
+	for (int i = 0; i < PQnfields(r) && i < 16; i++)
+		v[i] = PQgetisnull(r, 0, i) ? NULL : PQgetvalue(r, 0, i);
+	a = (struct lease_sql_answer){ PQntuples(r), PQnfields(r), v };
+	ck_assert(lease_sql_parse_setup(&a, with_name, &srv));
+	PQclear(r);
+	ck_assert_int_eq(srv.backend_pid, PQbackendPID(c));
+	return srv;
+}
+
+/* The last result of a simple query of several statements. */
+static PGresult *last_result(PGconn *c, const char *sql)
+{
+	PGresult *r, *keep = NULL;
+
+	ck_assert(PQsendQuery(c, sql));
+	while ((r = PQgetResult(c))) {
+		PQclear(keep);
+		keep = r;
+	}
+	return keep;
+}
+
+static struct lease_sql_answer answer(PGresult *r, const char **v, int room)
+{
+	for (int i = 0; i < PQnfields(r) && i < room; i++)
+		v[i] = PQgetisnull(r, 0, i) ? NULL : PQgetvalue(r, 0, i);
+	return (struct lease_sql_answer){ PQntuples(r), PQnfields(r), v };
+}
+
+START_TEST(lease_setup_claim_and_token)
+{
+	PGconn *c = pgtemp_connect("pgleader/n1");
+	struct lease_sql_server srv = setup(c, true);
+	char sql[LEASE_SQL_MAX], *v;
+	const char *vals[4];
+	uint64_t t1, t2;
+	int pid;
+	PGresult *r;
+	struct lease_sql_answer a;
+
+	ck_assert_int_eq(srv.key, number(c, "SELECT hashtextextended('my-lock', 0)"));
+	ck_assert(!srv.in_recovery);
+	ck_assert(srv.can_emit_message && srv.can_create_temp);
+	v = value(c, "SHOW lock_timeout");
+	ck_assert_str_eq(v, "2500ms");
+	free(v);
+	/* past lock_timeout: a role's own would cut a queued wait short */
+	v = value(c, "SHOW statement_timeout");
+	ck_assert_str_eq(v, "4500ms");
+	free(v);
+	v = value(c, "SHOW row_security");
+	ck_assert_str_eq(v, "off");
+	free(v);
+	v = value(c, "SHOW search_path");
+	ck_assert_str_eq(v, "pg_catalog");
+	free(v);
+	ck_assert_uint_eq(lease_sql_claim(sql, sizeof(sql), &srv, 10), 0);
+	r = last_result(c, sql);
+	a = answer(r, vals, 4);
+	ck_assert(lease_sql_parse_claim(&a, &t1, &pid));
+	ck_assert_int_eq(pid, srv.backend_pid);
+	PQclear(r);
+	v = value(c, "SHOW idle_session_timeout");
+	ck_assert_str_eq(v, "10s");
+	free(v);
+	/* the temporary table's way, and every claim a newer token */
+	srv.can_emit_message = false;
+	lease_sql_claim(sql, sizeof(sql), &srv, 10);
+	r = last_result(c, sql);
+	a = answer(r, vals, 4);
+	ck_assert(lease_sql_parse_claim(&a, &t2, &pid));
+	ck_assert_uint_gt(t2, t1);
+	PQclear(r);
+	ck_assert(lease_sql_unclaim(sql, sizeof(sql), &srv, 10));
+	exec_ok(c, sql);
+	v = value(c, "SHOW idle_session_timeout");
+	ck_assert_str_eq(v, "0");
+	free(v);
+	PQfinish(c);
+}
+END_TEST
+
+static bool granted(PGconn *c, const struct lease_sql_lock *l)
+{
+	const char *p[2] = { l->params[0], l->params[1] };
+	PGresult *r = run(c, l->sql, l->nparams, p);
+	const char *v[2];
+	struct lease_sql_answer a = answer(r, v, 2);
+	bool g = false;
+
+	ck_assert(lease_sql_parse_granted(&a, &g));
+	PQclear(r);
+	return g;
+}
+
+/* An unlock; the lock's answers true (it was held), the fence's
+ * unlock_all nothing. */
+static void unlock(PGconn *c, const struct lease_sql_lock *l)
+{
+	const char *p[2] = { l->params[0], l->params[1] };
+	PGresult *r = run(c, l->sql, l->nparams, p);
+
+	ck_assert_str_eq(PQgetvalue(r, 0, 0), l->nparams ? "t" : "");
+	PQclear(r);
+}
+
+/* The lock and the fence are two lock spaces: each one holder. */
+START_TEST(lease_lock_and_fence)
+{
+	PGconn *a = pgtemp_connect(NULL), *b = pgtemp_connect(NULL);
+	struct lease_sql_lock l;
+	int64_t keys[] = { KEY, -1, INT64_MIN, INT64_MAX, (int64_t)1 << 32 };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		lease_sql_lock(&l, LEASE_SQL_TRY, false, keys[i]);
+		ck_assert(granted(a, &l));
+		ck_assert(!granted(b, &l));
+		lease_sql_lock(&l, LEASE_SQL_TRY, true, keys[i]);
+		ck_assert(granted(b, &l)); /* the fence is not the lock */
+		ck_assert(!granted(a, &l));
+		ck_assert_int_eq(number(a, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+				       " AND granted"), 2);
+		lease_sql_lock(&l, LEASE_SQL_UNLOCK, false, keys[i]);
+		unlock(a, &l);
+		lease_sql_lock(&l, LEASE_SQL_UNLOCK, true, keys[i]);
+		unlock(b, &l);
+		ck_assert_int_eq(number(a, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"), 0);
+	}
+	PQfinish(a);
+	PQfinish(b);
+}
+END_TEST
+
+/* The fence's wait-and-claim: ends by lock_timeout while another holds the
+ * fence (55P03, nothing set), answers its pid once free. */
+START_TEST(lease_fence_wait_claim)
+{
+	PGconn *a = pgtemp_connect(NULL), *b = pgtemp_connect(NULL);
+	struct lease_sql_server srv = setup(a, false);
+	struct lease_sql_lock l;
+	char sql[LEASE_SQL_MAX], *v;
+	const char *vals[2], *p[2];
+	PGresult *r;
+	struct lease_sql_answer ans;
+	int pid;
+
+	exec_ok(a, "SET lock_timeout = '100ms'");
+	lease_sql_lock(&l, LEASE_SQL_WAIT, true, KEY);
+	p[0] = l.params[0], p[1] = l.params[1];
+	PQclear(run(b, l.sql, 2, p));
+	ck_assert(lease_sql_fence_wait_claim(sql, sizeof(sql), &srv, 10, KEY));
+	r = last_result(a, sql);
+	ck_assert_int_eq(PQresultStatus(r), PGRES_FATAL_ERROR);
+	ck_assert_str_eq(PQresultErrorField(r, PG_DIAG_SQLSTATE), LEASE_SQL_LOCK_TIMEOUT);
+	PQclear(r);
+	v = value(a, "SHOW idle_session_timeout");
+	ck_assert_str_eq(v, "0"); /* undone with the wait */
+	free(v);
+	exec_ok(b, "SELECT pg_advisory_unlock_all()");
+	r = last_result(a, sql);
+	ans = answer(r, vals, 2);
+	ck_assert(lease_sql_parse_pid(&ans, &pid));
+	ck_assert_int_eq(pid, PQbackendPID(a));
+	PQclear(r);
+	v = value(a, "SHOW idle_session_timeout");
+	ck_assert_str_eq(v, "10s");
+	free(v);
+	lease_sql_lock(&l, LEASE_SQL_TRY, true, KEY);
+	ck_assert(!granted(b, &l));
+	ck_assert(lease_sql_fence_claim(sql, sizeof(sql), &srv, 5));
+	r = last_result(a, sql);
+	ans = answer(r, vals, 2);
+	ck_assert(lease_sql_parse_pid(&ans, &pid));
+	PQclear(r);
+	PQfinish(a);
+	PQfinish(b);
+}
+END_TEST
+
+/* The ping names every node with a session tagged for the key. */
+START_TEST(lease_ping_nodes)
+{
+	PGconn *n1 = pgtemp_connect("pgleader/n1"), *n2 = pgtemp_connect("pgleader/n2"),
+	       *other = pgtemp_connect("pgleader/n9");
+	char sql[LEASE_SQL_MAX + LEASE_SQL_TAG_MAX], nodes[128];
+	const char *key[1] = { KEY_TEXT }, *vals[2];
+	struct lease_sql_answer a;
+	PGresult *r;
+	int pid;
+
+	ck_assert(lease_sql_tag(sql, sizeof(sql), "SELECT 1", WIRE_TAG_LOCK, KEY, "", 1));
+	exec_ok(n1, sql);
+	ck_assert(lease_sql_tag(sql, sizeof(sql), "SELECT 1", WIRE_TAG_FENCE, KEY, "", 1));
+	exec_ok(n2, sql);
+	ck_assert(lease_sql_tag(sql, sizeof(sql), "SELECT 1", WIRE_TAG_LOCK, KEY * 10, "", 1));
+	exec_ok(other, sql); /* another key, whose text begins with this one's */
+	/* the leader's ping, tagged as each statement of its lock session */
+	ck_assert(lease_sql_tag(sql, sizeof(sql), LEASE_SQL_PING_NODES, WIRE_TAG_LOCK, KEY,
+				"2026-11-22T01:18:33.123Z", 1));
+	r = run(n1, sql, 1, key);
+	a = answer(r, vals, 2);
+	ck_assert(lease_sql_parse_ping_nodes(&a, &pid, nodes, sizeof(nodes)));
+	ck_assert_int_eq(pid, PQbackendPID(n1));
+	PQclear(r);
+	ck_assert_str_eq(nodes, "n1,n2");
+	r = run(n1, LEASE_SQL_PING, 0, NULL);
+	a = answer(r, vals, 2);
+	ck_assert(lease_sql_parse_pid(&a, &pid));
+	PQclear(r);
+	PQfinish(n1);
+	PQfinish(n2);
+	PQfinish(other);
+}
+END_TEST
+
+static Suite *sql_pg_suite(void)
+{
+	Suite *s = suite_create("sql_pg");
+	TCase *t = tcase_create("statements");
+
+	tcase_set_timeout(t, 30);
+	tcase_add_test(t, claim_current_token_inserts_one_row);
+	tcase_add_test(t, claim_stale_token_inserts_nothing);
+	tcase_add_test(t, claim_without_the_lock_inserts_nothing);
+	tcase_add_test(t, claim_early_tick_inserts_nothing);
+	tcase_add_test(t, claim_rerun_of_interrupted);
+	tcase_add_test(t, claim_after_locked_row_newer_term_inserts_nothing);
+	tcase_add_test(t, last_cuts_older_running);
+	tcase_add_test(t, finish_by_its_token_once);
+	tcase_add_test(t, prune_keeps_running_and_recent);
+	tcase_add_test(t, init_check_and_privileges);
+	tcase_add_test(t, runs_and_summary);
+	tcase_add_test(t, controls_written_and_read);
+	tcase_add_test(t, priority_ask_and_handed);
+	tcase_add_test(t, lease_setup_claim_and_token);
+	tcase_add_test(t, lease_lock_and_fence);
+	tcase_add_test(t, lease_fence_wait_claim);
+	tcase_add_test(t, lease_ping_nodes);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *runner = srunner_create(sql_pg_suite());
+	int failed;
+
+	pgtemp_start();
+	srunner_run_all(runner, CK_NORMAL);
+	failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
