@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,7 +42,9 @@ void lease_sql_setup(char *buf, size_t len, bool with_name, double lock_timeout,
 	 * statement_timeout, whatever waits behind it (a role's own setting
 	 * must not cut a queued wait short: it is set past lock_timeout);
 	 * a role's default_transaction_read_only must not refuse the claim's
-	 * WAL. Nothing of anyone else's runs here (DESIGN 10): no row-level
+	 * WAL. Both are at most INT_MAX ms, PostgreSQL's bound (a retry_interval
+ * at that bound plus ping_timeout would be refused, every try). Nothing of
+ * anyone else's runs here (DESIGN 10): no row-level
 	 * security policy (a query it would touch fails instead), and no name
 	 * found outside pg_catalog (every relation is written qualified). */
 	snprintf(buf, len, "%s%s, pg_catalog.set_config('lock_timeout', '%.0f', false), "
@@ -50,7 +53,7 @@ void lease_sql_setup(char *buf, size_t len, bool with_name, double lock_timeout,
 		 "pg_catalog.set_config('row_security', 'off', false), "
 		 "pg_catalog.set_config('search_path', 'pg_catalog', false)",
 		 SETUP_COLUMNS, with_name ? ", " WIRE_KEY_OF_NAME("$1") : "",
-		 lock_timeout * 1000, statement_timeout * 1000);
+		 fmin(lock_timeout * 1000, INT_MAX), fmin(statement_timeout * 1000, INT_MAX));
 }
 
 void lease_sql_fence_halves(int64_t key, int32_t *hi, int32_t *lo)

@@ -247,6 +247,10 @@ START_TEST(setup_sql)
 				     "pg_catalog.set_config('search_path', 'pg_catalog', false)"));
 	ck_assert_ptr_nonnull(strstr(named, "set_config('statement_timeout', '1250', false)"));
 	ck_assert_ptr_nonnull(strstr(named, "set_config('lock_timeout', '250', false)"));
+	/* at PostgreSQL's bound, INT_MAX ms, not past it (refused) */
+	lease_sql_setup(plain, sizeof(plain), false, 2147483.647, 2147483.647 + 2.0);
+	ck_assert_ptr_nonnull(strstr(plain, "set_config('lock_timeout', '2147483647', false)"));
+	ck_assert_ptr_nonnull(strstr(plain, "set_config('statement_timeout', '2147483647', false)"));
 	/* room for the tag within what send_sql sends */
 	ck_assert_uint_lt(strlen(named) + LEASE_SQL_TAG_MAX, LEASE_SQL_SETUP_MAX);
 }
