@@ -158,6 +158,10 @@ struct election_session_event {
 	enum fault fault;        /* FAILED, RELEASED: why it ended */
 	int64_t lock_key;        /* CONNECTED, ACQUIRED */
 	uint64_t fencing_token;  /* ACQUIRED, the lock's */
+	int queue_ahead;         /* BUSY after a try (DESIGN 15): the standbys
+				  * waiting in the lock's queue or ranked
+				  * before this one (priority, then arrival);
+				  * -1 after a queued wait ended: not known */
 };
 
 struct election_command_event {
@@ -253,6 +257,8 @@ enum election_restart { ELECTION_RESTART_NO, ELECTION_RESTART_ON_FAILURE,
 /* All durations in seconds. */
 struct election_params {
 	bool wait_in_queue;       /* --acquire=wait */
+	int queue_depth;          /* at most this many standbys wait in the
+				   * lock's queue; the others poll (DESIGN 15) */
 	bool nonblock;
 	double retry_interval;
 	double ping_interval;
@@ -462,7 +468,8 @@ struct election {
 	double restart_until;    /* a working session was lost: fast retries */
 	bool restart_said;       /* the fast retries were announced */
 	double jitter;           /* of the event being handled */
-	bool lock_tried;         /* this standby period made its first try */
+	bool queue_next;         /* the next lock request waits in the queue
+				  * (the last try found room); else a try */
 	bool waiting_logged;
 	bool busy_seen;          /* the database said another session has it */
 	double wait_deadline;    /* --wait-timeout, absolute */

@@ -92,14 +92,14 @@ static void ask_for_lock(struct election *e, struct election_output *out,
 	if (election_controls_defer_lock(e, now))
 		return;
 	e->next_attempt_at = INFINITY;
-	/* pg_try_advisory_lock first: it answers at once, and --nonblock and
-	 * poll mode never do anything else. */
-	if (!e->lock_tried || !e->p.wait_in_queue || e->p.nonblock) {
-		out->actions |= ELECTION_DO_TRY_LOCK;
-		e->lock_tried = true;
-	} else {
+	/* pg_try_advisory_lock unless the last one found room in the queue:
+	 * it answers at once, says where this standby stands, and --nonblock
+	 * and poll mode never do anything else. */
+	if (e->queue_next && e->p.wait_in_queue && !e->p.nonblock)
 		out->actions |= ELECTION_DO_WAIT_LOCK;
-	}
+	else
+		out->actions |= ELECTION_DO_TRY_LOCK;
+	e->queue_next = false;
 	/* The server ends a queued wait after retry_interval (lock_timeout);
 	 * past that plus ping_timeout without an answer the session is suspect. */
 	election_request(e, now, e->p.retry_interval + e->p.ping_timeout);
@@ -110,7 +110,7 @@ static void lock_session_up(struct election *e, struct election_output *out,
 {
 	election_request_done(e);
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
-	e->lock_tried = false;
+	e->queue_next = false;
 	e->waiting_logged = false;
 	e->standby_since = now;
 	e->snap.lock_key = ev->session.lock_key;
@@ -252,10 +252,27 @@ static void connection_failed(struct election *e, struct election_output *out,
 			election_reason_of(ev, "database connection failed"));
 }
 
+/* DESIGN 15: at most queue_depth standbys wait in the lock's queue, where
+ * each wait past deadlock_timeout costs the server a deadlock check over the
+ * whole queue; the others poll every retry_interval. A try that found fewer
+ * than queue_depth standbys queued or ranked before this one (priority,
+ * then arrival) queues it at once; a queued wait that ended (lock_timeout:
+ * ahead unknown) tries at once, which says whether it still belongs there;
+ * else the next try is a retry_interval away. */
+static void queue_or_poll(struct election *e, struct election_output *out,
+			  double now, int ahead)
+{
+	if (!e->p.wait_in_queue || ahead >= e->p.queue_depth) {
+		e->next_attempt_at = now + e->p.retry_interval;
+		return;
+	}
+	e->queue_next = ahead >= 0;
+	ask_for_lock(e, out, now);
+}
+
 static void lock_busy(struct election *e, struct election_output *out, double now,
 		      const struct election_event *ev)
 {
-	(void)ev;
 	election_request_done(e);
 	e->busy_seen = true;
 	if (e->p.nonblock) {
@@ -269,10 +286,7 @@ static void lock_busy(struct election *e, struct election_output *out, double no
 		e->waiting_logged = true;
 		out->state_changed = true;
 	}
-	if (e->p.wait_in_queue)
-		ask_for_lock(e, out, now);
-	else
-		e->next_attempt_at = now + e->p.retry_interval;
+	queue_or_poll(e, out, now, ev->session.queue_ahead);
 }
 
 static void released(struct election *e, struct election_output *out,

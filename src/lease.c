@@ -48,6 +48,8 @@ struct lease {
 	enum lease_then then;
 	bool waiting_in_queue;  /* the lock request is a pg_advisory_lock */
 	bool claim_with_lock;   /* ... with the fence's claim after it */
+	bool try_ranked;        /* the try is LEASE_SQL_TRY_QUEUE */
+	int queue_ahead;        /* its count; -1: not known */
 	bool ping_wanted;       /* a ping asked for during a fence's claim */
 	struct lease_sql_server srv;
 	bool warned_old_server;
@@ -336,8 +338,11 @@ static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 {
 	/* pg_advisory_lock returns only once the lock is ours */
 	bool granted = l->waiting_in_queue;
+	bool ok = granted || (l->try_ranked
+		? lease_sql_parse_try_queue(a, &granted, &l->queue_ahead)
+		: lease_sql_parse_granted(a, &granted));
 
-	if (!granted && !lease_sql_parse_granted(a, &granted)) {
+	if (!ok) {
 		fail(l, FAULT_PROTOCOL, "unexpected answer to the lock request");
 		return;
 	}
@@ -415,6 +420,7 @@ static void query_failed(struct lease *l, const char *sqlstate, const char *msg)
 	if (l->phase == PHASE_LOCKING && l->waiting_in_queue && sqlstate &&
 	    !strcmp(sqlstate, LEASE_SQL_LOCK_TIMEOUT)) {
 		l->phase = PHASE_READY;
+		l->queue_ahead = -1;
 		emit(l, LEASE_BUSY, FAULT_NONE, NULL);
 	} else if (l->phase == PHASE_UNLOCKING || l->phase == PHASE_UNCLAIMING) {
 		released(l, FAULT_CONNECTION);
@@ -534,6 +540,7 @@ struct lease *lease_new(struct ev_loop *loop, const struct lease_options *o,
 	}
 	l->o.dsn = l->o.node_id = l->o.lock_name = NULL; /* the caller's */
 	l->key = o->lock_key;
+	l->queue_ahead = -1;
 	l->fn = fn;
 	l->arg = arg;
 	return l;
@@ -562,6 +569,21 @@ void lease_connect(struct lease *l)
 	lease_conn_start(&l->conn);
 }
 
+/* A standby's try that also says where it stands (DESIGN 15). */
+static void send_try_ranked(struct lease *l)
+{
+	char key[24], priority[16], depth[16];
+	const char *params[LEASE_SQL_TRY_QUEUE_PARAMS] = {
+		key, priority, depth, WIRE_TAG_RE
+	};
+
+	snprintf(key, sizeof(key), "%" PRId64, l->key);
+	snprintf(priority, sizeof(priority), "%d", l->o.priority);
+	snprintf(depth, sizeof(depth), "%d", l->o.queue_depth);
+	send_sql(l, PHASE_LOCKING, LEASE_SQL_TRY_QUEUE, LEASE_SQL_TRY_QUEUE_PARAMS,
+		 params);
+}
+
 static void send_lock(struct lease *l, bool queue)
 {
 	char sql[LEASE_SQL_MAX];
@@ -576,6 +598,12 @@ static void send_lock(struct lease *l, bool queue)
 		return;
 	}
 	l->waiting_in_queue = queue;
+	l->queue_ahead = -1;
+	l->try_ranked = !queue && !l->o.fence && l->o.queue_depth > 0;
+	if (l->try_ranked) {
+		send_try_ranked(l);
+		return;
+	}
 	l->claim_with_lock = queue && l->o.fence &&
 		lease_sql_fence_wait_claim(sql, sizeof(sql), &l->srv,
 					   l->o.server_lease, l->key);
@@ -714,6 +742,11 @@ int lease_backend_pid(const struct lease *l)
 const char *lease_ping_nodes(const struct lease *l)
 {
 	return l->o.list_nodes ? l->nodes : NULL;
+}
+
+int lease_queue_ahead(const struct lease *l)
+{
+	return l->queue_ahead;
 }
 
 int64_t lease_key(const struct lease *l)

@@ -484,6 +484,8 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 
 	if (lev == LEASE_ACQUIRED)
 		ev.session.fencing_token = lease_fencing_token(s->lease);
+	if (lev == LEASE_BUSY)
+		ev.session.queue_ahead = lease_queue_ahead(s->lease);
 	/* back from failsafe the term goes on with a new lock session: the
 	 * jobs' claims must name it, or the ledger refuses every tick */
 	if (lev == LEASE_ACQUIRED && s->jobs)
@@ -702,6 +704,9 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		.server_lease = cfg->server_lease_ms / 1000.0,
 		.list_nodes = cfg->failsafe_peers != NULL,
 		.priority = cfg->priority,
+		/* a standby that may queue asks where it stands (DESIGN 15) */
+		.queue_depth = cfg->acquire == ACQUIRE_WAIT && !cfg->nonblock &&
+			       cfg->wait_timeout_ms != 0 ? cfg->queue_depth : 0,
 	};
 	const struct failsafe_callbacks fcb = { round_done_cb, check_done_cb, s };
 

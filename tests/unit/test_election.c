@@ -793,6 +793,98 @@ START_TEST(test_poll_mode_busy)
 }
 END_TEST
 
+/* BUSY from the lock session, with where its try found this standby
+ * (DESIGN 15): queue_ahead standbys queued or ranked before it; -1 after a
+ * queued wait ran out. */
+static struct election_output busy(struct election *e, int ahead, double now)
+{
+	struct election_event ev = {
+		.type = ELECTION_LOCK, .wall = now + 1.7e9,
+		.session = { .news = ELECTION_SESSION_BUSY, .queue_ahead = ahead },
+	};
+	struct election_output out;
+
+	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
+	election_step(e, &ev, now, &out);
+	answer_all(e, &out, now);
+	return out;
+}
+
+/* Queue or poll (DESIGN 15): a try that found fewer than queue_depth
+ * standbys queued or ranked before this one queues it at once; one that
+ * found as many or more polls a retry_interval later; a queued wait that
+ * ran out tries at once, to learn whether it still belongs in the queue.
+ * Poll mode never queues. */
+static const struct {
+	bool wait;       /* --acquire=wait */
+	int depth;
+	int ahead;
+	unsigned now;    /* the request sent at once, or 0 */
+} queue_rows[] = {
+	{ true, 3, 0, ELECTION_DO_WAIT_LOCK },
+	{ true, 3, 2, ELECTION_DO_WAIT_LOCK },
+	{ true, 3, 3, 0 },
+	{ true, 3, 999, 0 },
+	{ true, 1, 0, ELECTION_DO_WAIT_LOCK },
+	{ true, 1, 1, 0 },
+	{ true, 3, -1, ELECTION_DO_TRY_LOCK },
+	{ false, 3, 0, 0 },
+};
+
+START_TEST(test_queue_or_poll)
+{
+	struct config c = daemon_cfg;
+	struct election_params p;
+	struct election_output out;
+	double t = 0.25;
+
+	c.acquire = queue_rows[_i].wait ? ACQUIRE_WAIT : ACQUIRE_POLL;
+	c.queue_depth = queue_rows[_i].depth;
+	p = daemon_params(&c);
+	to_standby(&M, &p, 0);
+	out = busy(&M, queue_rows[_i].ahead, t);
+	ck_actions(out, queue_rows[_i].now);
+	ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
+	if (queue_rows[_i].now) {
+		ck_assert_double_eq(M.request_deadline, t + 7);
+		return;
+	}
+	/* polling: the next try a retry_interval after the answer (the
+	 * controls read at 5 comes first), a plain try */
+	ck_actions(tick(&M, 5), ELECTION_DO_CONTROLS_READ);
+	ck_actions(tick(&M, t + 5 - JUST), 0);
+	ck_actions(tick(&M, t + 5), ELECTION_DO_TRY_LOCK);
+	/* the queue has room now: in wait mode, queue at once */
+	out = busy(&M, 0, t + 5.25);
+	ck_actions(out, queue_rows[_i].wait ? ELECTION_DO_WAIT_LOCK : 0);
+	ck_no_log(out);
+}
+END_TEST
+
+/* A queued standby stays queued across lock_timeout only while its try
+ * says it belongs there: wait, ran out, try, wait; then a try that finds
+ * the queue full of standbys ranked before it polls. */
+START_TEST(test_queued_standby_rechecks)
+{
+	struct election_output out;
+	double t = 0.25;
+
+	to_standby(&M, &defaults, 0);
+	ck_actions(busy(&M, 0, t), ELECTION_DO_WAIT_LOCK);
+	t += 5; /* lock_timeout; the controls read due at 5 goes with it */
+	out = busy(&M, -1, t);
+	ck_actions(out, ELECTION_DO_TRY_LOCK | ELECTION_DO_CONTROLS_READ);
+	ck_no_log(out);
+	ck_actions(busy(&M, 2, t), ELECTION_DO_WAIT_LOCK);
+	t += 5;
+	ck_actions(busy(&M, -1, t), ELECTION_DO_TRY_LOCK | ELECTION_DO_CONTROLS_READ);
+	ck_actions(busy(&M, 3, t), 0);
+	ck_wakeup(&M, t, t + 5); /* the poll, with the controls read */
+	ck_actions(tick(&M, t + 5 - JUST), 0);
+	ck_actions(tick(&M, t + 5), ELECTION_DO_TRY_LOCK | ELECTION_DO_CONTROLS_READ);
+}
+END_TEST
+
 /* A lock request unanswered for retry_interval + ping_timeout: the
  * connection is closed (never reused) and a new one opened after backoff. */
 static const struct {
@@ -4135,6 +4227,8 @@ static Suite *election_suite(void)
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_wait_mode_busy);
 	tcase_add_test(tc, test_poll_mode_busy);
+	tcase_add_loop_test(tc, test_queue_or_poll, 0, ROWS(queue_rows));
+	tcase_add_test(tc, test_queued_standby_rechecks);
 	tcase_add_loop_test(tc, test_lock_request_deadline, 0, ROWS(request_timeout_rows));
 	tcase_add_loop_test(tc, test_nonblock_busy_exits, 0, ROWS(nonblock_rows));
 	tcase_add_test(tc, test_nonblock_acquires);
