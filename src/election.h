@@ -234,13 +234,17 @@ enum election_action {
 					       * if the leader's priority is lower */
 	ELECTION_DO_FENCE_PING = 1 << 21,     /* ping the held fence, or its own
 					       * server-side lease ends it */
+	/* a polling standby has no fence session (DESIGN 15): its controls
+	 * read and priority ask go over the lock session, between tries */
+	ELECTION_DO_LOCK_CONTROLS_READ = 1 << 22,
+	ELECTION_DO_LOCK_PRIORITY_ASK = 1 << 23,
 };
 
 /* Every action once, in the order the supervisor (and the simulator)
  * carries out one step's: sessions closed before others are opened, then
  * the requests, the pings, the command, what follows the command, the exit
  * last; with its name, for traces and tests. */
-#define ELECTION_ACTION_COUNT 22
+#define ELECTION_ACTION_COUNT 24
 struct election_action_info {
 	enum election_action action;
 	const char *name;
@@ -470,6 +474,9 @@ struct election {
 	double jitter;           /* of the event being handled */
 	bool queue_next;         /* the next lock request waits in the queue
 				  * (the last try found room); else a try */
+	bool polling;            /* a standby that polls (DESIGN 15): its fence
+				  * session closed, the controls read over
+				  * the lock session */
 	bool waiting_logged;
 	bool busy_seen;          /* the database said another session has it */
 	double wait_deadline;    /* --wait-timeout, absolute */

@@ -125,8 +125,9 @@ static void lock_session_up(struct election *e, struct election_output *out,
 	e->waiting_logged |= e->p.priority == 0;
 	ask_for_lock(e, out, now);
 	/* a one-shot's fence, or one closed meanwhile, beside the first lock
-	 * request: ready by the time a lock is granted */
-	fence_open(&e->fence, out);
+	 * request: ready by the time a lock is granted; not while polling */
+	if (!e->polling)
+		fence_open(&e->fence, out);
 }
 
 /* ---- the deadlines and wakeups ---------------------------------------- */
@@ -171,11 +172,14 @@ static void backoff_tick(struct election *e, struct election_output *out,
 		election_connect_now(e, out, now);
 }
 
+static void polling_closes_fence(struct election *e, struct election_output *out);
+
 static void standby_tick(struct election *e, struct election_output *out,
 			 double now)
 {
 	if (wait_expired(e, out, now))
 		return;
+	polling_closes_fence(e, out);
 	if (now >= e->request_deadline) {
 		/* Outcome unknown: a lock request may yet be granted, so this
 		 * connection is never reused. */
@@ -252,6 +256,32 @@ static void connection_failed(struct election *e, struct election_output *out,
 			election_reason_of(ev, "database connection failed"));
 }
 
+/* DESIGN 15: a polling standby holds one session, the lock's: its fence
+ * session closes (once no controls read is in flight on it), and its
+ * controls are read over the lock session between tries. A standby that
+ * queues, or whose lock is granted, opens it again: ready, or nearly, by
+ * the time the fence is asked for. */
+static void start_polling(struct election *e)
+{
+	e->polling = true;
+}
+
+/* After every event (standby_tick): the fence session of a polling
+ * standby closes once no controls read is in flight on it. */
+static void polling_closes_fence(struct election *e, struct election_output *out)
+{
+	if (e->polling && !e->ctl_pending && !e->child_running)
+		fence_close(&e->fence, out);
+}
+
+static void stop_polling(struct election *e, struct election_output *out)
+{
+	if (!e->polling)
+		return;
+	e->polling = false;
+	fence_open(&e->fence, out);
+}
+
 /* DESIGN 15: at most queue_depth standbys wait in the lock's queue, where
  * each wait past deadlock_timeout costs the server a deadlock check over the
  * whole queue; the others poll every retry_interval. A try that found fewer
@@ -263,9 +293,11 @@ static void queue_or_poll(struct election *e, struct election_output *out,
 			  double now, int ahead)
 {
 	if (!e->p.wait_in_queue || ahead >= e->p.queue_depth) {
+		start_polling(e);
 		e->next_attempt_at = now + e->p.retry_interval;
 		return;
 	}
+	stop_polling(e, out);
 	e->queue_next = ahead >= 0;
 	ask_for_lock(e, out, now);
 }
@@ -332,6 +364,7 @@ static void standby_granted(struct election *e, struct election_output *out,
 			    double now, const struct election_event *ev)
 {
 	(void)ev;
+	stop_polling(e, out);
 	if (failsafe_record(e, now) > 0 || now < election_settle_until(e))
 		return;
 	e->granted_at = now;
@@ -342,6 +375,7 @@ static void standby_granted(struct election *e, struct election_output *out,
 static void standby_acquired(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
+	stop_polling(e, out);
 	if (!failsafe_stays_out(e, out, now))
 		election_become_leader(e, out, now, ev);
 }

@@ -37,6 +37,14 @@ def watch_queue(pg, key, seconds, until=None):
     return most, last
 
 
+def sessions_per_node(pg):
+    out = {}
+    for a in pg.activity():
+        if a["application_name"].startswith("pgleader/"):
+            out[a["application_name"]] = out.get(a["application_name"], 0) + 1
+    return out
+
+
 def kill9_all(nodes):
     t0 = time.monotonic()
     for p in nodes:
@@ -66,9 +74,14 @@ def test_queue_depth_and_kill9(pg, fleet, ledger, lock_key):
     most, last = watch_queue(pg, lock_key, bound(3 * h.FAST_RETRY + 2))
     assert most <= DEPTH, "%d standbys in the queue (queue_depth %d)" % (most, DEPTH)
     assert len(last) == DEPTH, last
-    # every node still shows in pg_stat_activity
-    apps = {a["application_name"] for a in pg.activity()}
-    assert {h.app_name(n) for n in nodes} <= apps
+    # a polling standby holds one session, the lock's; the leader and the
+    # queued standbys two (the fence's beside it); every node shows in
+    # pg_stat_activity
+    want = {h.app_name(n): 1 for n in nodes}
+    for n in ["n00"] + [a.split("/", 1)[1] for a in last]:
+        want[h.app_name(n)] = 2
+    h.wait_until(lambda: sessions_per_node(pg) == want, bound(2 * h.FAST_RETRY + 2),
+                 what="one session per polling standby, two per leader or queued")
 
     # kill -9 of the leader: a queued standby takes over in milliseconds
     queued = [a.split("/", 1)[1] for a in last]

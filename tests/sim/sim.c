@@ -2090,6 +2090,7 @@ static void peer_answer(struct node *n, const struct simev *e)
 
 static void node_exit(struct node *n, const char *why);
 static void controls_read(struct node *n);
+static void lock_controls_read(struct node *n);
 
 static void sup_disconnect(struct node *n) { cs_close(n, &n->lock); }
 static void sup_fence_close(struct node *n) { cs_close(n, &n->fence); }
@@ -2139,6 +2140,8 @@ static const struct {
 	{ ELECTION_DO_CONTROLS_READ, controls_read },
 	{ ELECTION_DO_CONTROLS_DONE, sup_controls_done },
 	{ ELECTION_DO_PRIORITY_ASK, sup_nothing },
+	{ ELECTION_DO_LOCK_CONTROLS_READ, lock_controls_read },
+	{ ELECTION_DO_LOCK_PRIORITY_ASK, sup_nothing },
 	{ ELECTION_DO_EXIT, sup_exit },
 };
 _Static_assert(sizeof(sup_fns) / sizeof(sup_fns[0]) == ELECTION_ACTION_COUNT,
@@ -2737,9 +2740,18 @@ static void check_queue(void)
 	if (n_waiting > W.p.queue_depth)
 		fail_at(waiting, "%d standbys wait in the lock's queue (queue_depth %d)",
 			n_waiting, W.p.queue_depth);
-	for (int i = 0; i < W.n; i++)
-		if (could_queue(&W.nodes[i]))
+	for (int i = 0; i < W.n; i++) {
+		const struct node *n = &W.nodes[i];
+
+		if (could_queue(n))
 			standbys |= 1u << i;
+		/* a polling standby holds one session, the lock's */
+		if (n->up && n->el.state == ELECTION_STANDBY && n->el.polling &&
+		    !n->el.ctl_pending && !n->el.child_running &&
+		    n->fence.phase != PH_CLOSED)
+			fail_at(1u << i, "%s: polls with its fence session open",
+				n->name);
+	}
 	if (!W.p.wait_in_queue || waiting || !standbys || W.holder[0] < 0 ||
 	    !W.db_up || T < W.faults_end) {
 		queue_empty_since = INFINITY;
@@ -3044,12 +3056,26 @@ static void child_exit(const struct simev *e)
 /* The operator controls (DESIGN 11): none is ever in force here; a read
  * answers after a round trip on the fence session that asked, or fails as
  * ledger.c's does when that session is gone. */
-static void controls_read(struct node *n)
+/* A controls read over the fence session (skind 1) or, a polling
+ * standby's (DESIGN 15), over the lock session (skind 0). DIFFERS: the
+ * read does not hold up the lock session's next try, as lease.c's
+ * statements do. */
+static void controls_read_on(struct node *n, const struct csess *c)
 {
 	double there = net_delay(n->i, 0) - T, back = net_delay(n->i, 1) - T;
 
 	push((struct simev){ .t = T + there + back, .kind = K_NOTIFY, .node = n->i,
-			     .op = N_CONTROLS, .gen = n->fence.conn });
+			     .op = N_CONTROLS, .skind = c->skind, .gen = c->conn });
+}
+
+static void controls_read(struct node *n)
+{
+	controls_read_on(n, &n->fence);
+}
+
+static void lock_controls_read(struct node *n)
+{
+	controls_read_on(n, &n->lock);
 }
 
 static void controls_answer(struct node *n, const struct simev *e)
@@ -3057,6 +3083,7 @@ static void controls_answer(struct node *n, const struct simev *e)
 	static struct election_controls c;
 	struct election_event ev = { .type = ELECTION_CONTROLS,
 		.controls = { .news = ELECTION_CONTROLS_READ, .in_force = &c } };
+	const struct csess *sess = e->skind ? &n->fence : &n->lock;
 
 	/* what the ledger holds as the read reaches it */
 	c = (struct election_controls){ .readable = true, .paused = W.paused,
@@ -3069,10 +3096,10 @@ static void controls_answer(struct node *n, const struct simev *e)
 		c.left = W.so_until - T;
 	}
 
-	if (n->fence.conn != e->gen || n->fence.phase < PH_READY || W.part_db[n->i]) {
+	if (sess->conn != e->gen || sess->phase < PH_READY || W.part_db[n->i]) {
 		ev.controls.news = ELECTION_CONTROLS_FAILED;
 		ev.controls.session_lost = true;
-		ev.reason = "fence session lost";
+		ev.reason = e->skind ? "fence session lost" : "lock session lost";
 	} else if (n->jobs && (n->el.state == ELECTION_LEADER ||
 			       election_snapshot(&n->el)->command_active)) {
 		/* supervisor.c's jobs_pauses: the whole lock's pause */
