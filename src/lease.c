@@ -22,6 +22,8 @@ enum lease_phase {
 	PHASE_SETUP,        /* pid, recovery, version, key; the timeouts */
 	PHASE_READY,        /* idle, no lock */
 	PHASE_LOCKING,      /* try or queued wait in flight */
+	PHASE_RANKING,      /* a try found room in the queue: where this
+			     * standby ranks (LEASE_SQL_QUEUE_RANK) */
 	PHASE_CLAIMING,     /* lock held: server-side lease (, fencing token) */
 	PHASE_HELD,         /* idle, lock held */
 	PHASE_PINGING,
@@ -334,6 +336,30 @@ static void fence_claimed(struct lease *l, const struct lease_sql_answer *a)
 		acquired(l);
 }
 
+/* The queue has room: where does this standby rank? Only then is
+ * pg_stat_activity read, so that a fleet whose queue is full costs the
+ * server a pg_locks scan a try. */
+static void send_rank(struct lease *l)
+{
+	char key[24], priority[16];
+	const char *params[LEASE_SQL_QUEUE_RANK_PARAMS] = { key, priority, WIRE_TAG_RE };
+
+	snprintf(key, sizeof(key), "%" PRId64, l->key);
+	snprintf(priority, sizeof(priority), "%d", l->o.priority);
+	send_sql(l, PHASE_RANKING, LEASE_SQL_QUEUE_RANK, LEASE_SQL_QUEUE_RANK_PARAMS,
+		 params);
+}
+
+static void rank_done(struct lease *l, const struct lease_sql_answer *a)
+{
+	if (!lease_sql_parse_count(a, &l->queue_ahead)) {
+		fail(l, FAULT_PROTOCOL, "unexpected answer to the queue's count");
+		return;
+	}
+	l->phase = PHASE_READY;
+	emit(l, LEASE_BUSY, FAULT_NONE, NULL);
+}
+
 static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 {
 	/* pg_advisory_lock returns only once the lock is ours */
@@ -344,6 +370,10 @@ static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 
 	if (!ok) {
 		fail(l, FAULT_PROTOCOL, "unexpected answer to the lock request");
+		return;
+	}
+	if (!granted && l->try_ranked && l->queue_ahead < l->o.queue_depth) {
+		send_rank(l);
 		return;
 	}
 	if (granted) {
@@ -481,6 +511,9 @@ static void answer_phase(struct lease *l, const struct lease_sql_answer *a)
 	case PHASE_LOCKING:
 		lock_done(l, a);
 		return;
+	case PHASE_RANKING:
+		rank_done(l, a);
+		return;
 	case PHASE_CLAIMING:
 		claim_done(l, a);
 		return;
@@ -569,19 +602,14 @@ void lease_connect(struct lease *l)
 	lease_conn_start(&l->conn);
 }
 
-/* A standby's try that also says where it stands (DESIGN 15). */
+/* A standby's try that also counts the queue (DESIGN 15). */
 static void send_try_ranked(struct lease *l)
 {
-	char key[24], priority[16], depth[16];
-	const char *params[LEASE_SQL_TRY_QUEUE_PARAMS] = {
-		key, priority, depth, WIRE_TAG_RE
-	};
+	char key[24];
+	const char *param = key;
 
 	snprintf(key, sizeof(key), "%" PRId64, l->key);
-	snprintf(priority, sizeof(priority), "%d", l->o.priority);
-	snprintf(depth, sizeof(depth), "%d", l->o.queue_depth);
-	send_sql(l, PHASE_LOCKING, LEASE_SQL_TRY_QUEUE, LEASE_SQL_TRY_QUEUE_PARAMS,
-		 params);
+	send_sql(l, PHASE_LOCKING, LEASE_SQL_TRY_QUEUE, 1, &param);
 }
 
 static void send_lock(struct lease *l, bool queue)
@@ -669,6 +697,7 @@ static bool unlock_when_held(struct lease *l, enum lease_then then)
 	case PHASE_SETUP:
 	case PHASE_READY:
 	case PHASE_LOCKING:
+	case PHASE_RANKING:
 	case PHASE_UNCLAIMING:
 		return false;
 	}

@@ -27,31 +27,37 @@
 	"pg_catalog.pg_stat_activity WHERE application_name LIKE '" \
 	WIRE_APP_PREFIX "%' AND query ~ ('/\\* pgleader (lock|fence) ' || " \
 	"$1::text || '[ *]'))"
-/* A standby's try of the lock (DESIGN 15), which also says where it
- * stands: how many standbys wait in the lock's queue (pg_locks: the
- * bigint form, objsubid 1, classid and objid its halves) or, while fewer
- * than $3 do, how many wait or rank before it (a pgleader lock session of
- * this key that does not lead, by its tag's priority, then by arrival:
- * backend_start, pid). pg_stat_activity is read only when the queue has
- * room, so a fleet whose queue is full costs the server a pg_locks scan a
- * try. $1 the key, $2 the node's priority, $3 queue_depth, $4 WIRE_TAG_RE.
- * One row: granted, the count. */
+/* A standby's try of the lock (DESIGN 15), which also counts the
+ * standbys waiting in the lock's queue (pg_locks: the bigint form,
+ * objsubid 1, classid and objid its halves). $1 the key. One row:
+ * granted, the count. Cheap to plan: a fleet of polling standbys sends
+ * one each retry_interval. */
 #define LEASE_SQL_TRY_QUEUE \
-	"WITH w AS (SELECT pid FROM pg_catalog.pg_locks WHERE locktype = 'advisory'" \
-	" AND NOT granted AND objsubid = 1 AND classid::bigint = ($1::bigint >> 32)" \
-	" & 4294967295 AND objid::bigint = $1::bigint & 4294967295 AND database =" \
-	" (SELECT oid FROM pg_catalog.pg_database WHERE datname =" \
-	" pg_catalog.current_database()) AND pid <> pg_catalog.pg_backend_pid())," \
-	" n AS (SELECT count(*) AS n FROM w)" \
-	" SELECT pg_catalog.pg_try_advisory_lock($1::bigint), CASE WHEN n >= $3::int" \
-	" THEN n ELSE (SELECT count(*) FROM (SELECT pid FROM w UNION SELECT a.pid" \
-	" FROM pg_catalog.pg_stat_activity a, pg_catalog.pg_stat_activity m," \
-	" pg_catalog.regexp_match(a.query, $4::text) t WHERE m.pid =" \
-	" pg_catalog.pg_backend_pid() AND a.pid <> m.pid AND a.application_name" \
-	" LIKE '" WIRE_APP_PREFIX "%' AND t[1] = 'lock' AND t[2] = $1::text AND" \
-	" t[3] IS NULL AND (COALESCE(t[4]::int, 1), m.backend_start, m.pid) >" \
-	" ($2::int, a.backend_start, a.pid)) r) END FROM n"
-#define LEASE_SQL_TRY_QUEUE_PARAMS 4
+	"SELECT pg_catalog.pg_try_advisory_lock($1::bigint), (SELECT count(*)" \
+	" FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted" \
+	" AND objsubid = 1 AND classid::bigint = ($1::bigint >> 32) & 4294967295" \
+	" AND objid::bigint = $1::bigint & 4294967295 AND database = (SELECT oid" \
+	" FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())" \
+	" AND pid <> pg_catalog.pg_backend_pid())"
+/* Sent only after a try that found fewer waiters than queue_depth: the
+ * standbys that wait or rank before this session (a pgleader lock
+ * session of this key that does not lead, by its tag's priority, then by
+ * arrival: backend_start, pid). $1 the key, $2 the node's priority, $3
+ * WIRE_TAG_RE. One row: the count. */
+#define LEASE_SQL_QUEUE_RANK \
+	"SELECT count(*) FROM (SELECT pid FROM pg_catalog.pg_locks WHERE" \
+	" locktype = 'advisory' AND NOT granted AND objsubid = 1 AND" \
+	" classid::bigint = ($1::bigint >> 32) & 4294967295 AND objid::bigint =" \
+	" $1::bigint & 4294967295 AND database = (SELECT oid FROM" \
+	" pg_catalog.pg_database WHERE datname = pg_catalog.current_database())" \
+	" AND pid <> pg_catalog.pg_backend_pid() UNION SELECT a.pid FROM" \
+	" pg_catalog.pg_stat_get_activity(NULL) a," \
+	" pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) m," \
+	" pg_catalog.regexp_match(a.query, $3::text) t WHERE a.pid <> m.pid AND" \
+	" a.application_name LIKE '" WIRE_APP_PREFIX "%' AND t[1] = 'lock' AND" \
+	" t[2] = $1::text AND t[3] IS NULL AND (COALESCE(t[4]::int, 1)," \
+	" m.backend_start, m.pid) > ($2::int, a.backend_start, a.pid)) r"
+#define LEASE_SQL_QUEUE_RANK_PARAMS 3
 /* lock_not_available: a queued pg_advisory_lock ran into lock_timeout */
 #define LEASE_SQL_LOCK_TIMEOUT "55P03"
 
@@ -151,6 +157,8 @@ bool lease_sql_parse_claim(const struct lease_sql_answer *a, uint64_t *token,
 /* The answer of LEASE_SQL_TRY_QUEUE: granted or not, and the count. */
 bool lease_sql_parse_try_queue(const struct lease_sql_answer *a, bool *granted,
 			       int *ahead);
+/* The answer of LEASE_SQL_QUEUE_RANK: the count. */
+bool lease_sql_parse_count(const struct lease_sql_answer *a, int *count);
 /* The answer of pg_try_advisory_lock: granted or not. */
 bool lease_sql_parse_granted(const struct lease_sql_answer *a, bool *granted);
 /* The answer of the ping: the backend pid. */

@@ -562,6 +562,29 @@ START_TEST(parse_try_queue)
 }
 END_TEST
 
+/* LEASE_SQL_QUEUE_RANK's answer: one count, 0 or more. */
+static const struct {
+	int ncols;
+	const char *value;
+	bool ok;
+	int want;
+} queue_count_cases[] = {
+	{ 1, "0", true, 0 }, { 1, "17", true, 17 }, { 2, "1", false, 0 },
+	{ 1, NULL, false, 0 }, { 1, "-1", false, 0 }, { 1, "1.5", false, 0 },
+};
+
+START_TEST(parse_queue_count)
+{
+	const char *v[2] = { queue_count_cases[_i].value, "1" };
+	struct lease_sql_answer a = { 1, queue_count_cases[_i].ncols, v };
+	int count = -7;
+
+	ck_assert_int_eq(lease_sql_parse_count(&a, &count), queue_count_cases[_i].ok);
+	if (queue_count_cases[_i].ok)
+		ck_assert_int_eq(count, queue_count_cases[_i].want);
+}
+END_TEST
+
 /* ---- the fence: the key as two int4 ---- */
 
 static const struct {
@@ -895,6 +918,7 @@ static Suite *lease_sql_suite(void)
 		{ "parse_one_value", parse_one_value, NROWS(one_value_cases) },
 		{ "parse_ping_nodes", parse_ping_nodes, NROWS(ping_nodes_cases) },
 		{ "parse_try_queue", parse_try_queue, NROWS(try_queue_cases) },
+		{ "parse_queue_count", parse_queue_count, NROWS(queue_count_cases) },
 		{ "fence_halves", fence_halves, NROWS(halves_cases) },
 		{ "lock_sql", lock_sql, NROWS(lock_cases) },
 		{ "tag", tag, NROWS(tag_cases) },
