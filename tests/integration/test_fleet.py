@@ -48,6 +48,7 @@ def sessions_per_node(pg):
 def kill9_all(nodes):
     t0 = time.monotonic()
     for p in nodes:
+        assert p.running(), "%s exited by itself:\n%s" % (p.name, h.tail(p.text(), 20))
         p.remember_descendants()
         os.kill(p.pid, signal.SIGKILL)
     for p in nodes:
@@ -120,8 +121,11 @@ def test_priorities_choose_the_queue(pg, fleet, ledger, lock_key):
                              until=lambda w: len(w) == DEPTH)
     assert len(last) == DEPTH and set(last) <= {h.app_name(n) for n in low}
     # two standbys of higher priority arrive last: they take the queue
+    # once the queued standbys' waits end (lock_timeout, retry_interval)
     high = ["hi1", "hi2"]
-    start_fleet(fleet, high, "--priority", "5")
+    # no priority switchover asked (the leader outranks them anyway): a long
+    # statement's tag is cut from pg_stat_activity's query (1 kB)
+    start_fleet(fleet, high, "--priority", "5", "--priority-delay", "1h")
     want = sorted(h.app_name(n) for n in high)
     m, last = watch_queue(pg, lock_key, bound(4 * h.FAST_RETRY + 2),
                           until=lambda w: w == want)
