@@ -341,11 +341,14 @@ static void fence_claimed(struct lease *l, const struct lease_sql_answer *a)
  * server a pg_locks scan a try. */
 static void send_rank(struct lease *l)
 {
-	char key[24], priority[16];
-	const char *params[LEASE_SQL_QUEUE_RANK_PARAMS] = { key, priority, WIRE_TAG_RE };
+	char key[24], priority[16], depth[16];
+	const char *params[LEASE_SQL_QUEUE_RANK_PARAMS] = {
+		key, priority, WIRE_TAG_RE, depth
+	};
 
 	snprintf(key, sizeof(key), "%" PRId64, l->key);
 	snprintf(priority, sizeof(priority), "%d", l->o.priority);
+	snprintf(depth, sizeof(depth), "%d", l->o.queue_depth);
 	send_sql(l, PHASE_RANKING, LEASE_SQL_QUEUE_RANK, LEASE_SQL_QUEUE_RANK_PARAMS,
 		 params);
 }
