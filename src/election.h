@@ -292,6 +292,12 @@ struct election_params {
 	int64_t lock_key;
 };
 
+/* A queued standby whose wait ran out waits again at once, without a try
+ * (while it is out, the polling standbys see room and rank themselves, a
+ * cost to the server); every ELECTION_QUEUE_RECHECK-th time it tries
+ * instead, to learn whether it still belongs in the queue (DESIGN 15). */
+#define ELECTION_QUEUE_RECHECK 6
+
 /* Reconnect backoff and command restart backoff (seconds). */
 #define ELECTION_RECONNECT_MIN 0.5
 /* A database restart: once a working session was lost, a refused or
@@ -474,6 +480,8 @@ struct election {
 	double jitter;           /* of the event being handled */
 	bool queue_next;         /* the next lock request waits in the queue
 				  * (the last try found room); else a try */
+	int waits_unchecked;     /* queued waits that ran out since the last
+				  * try said this standby belongs there */
 	bool polling;            /* a standby that polls (DESIGN 15): its fence
 				  * session closed, the controls read over
 				  * the lock session */

@@ -111,6 +111,7 @@ static void lock_session_up(struct election *e, struct election_output *out,
 	election_request_done(e);
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
 	e->queue_next = false;
+	e->waits_unchecked = 0;
 	e->waiting_logged = false;
 	e->standby_since = now;
 	e->snap.lock_key = ev->session.lock_key;
@@ -287,8 +288,9 @@ static void stop_polling(struct election *e, struct election_output *out)
  * whole queue; the others poll every retry_interval. A try that found fewer
  * than queue_depth standbys queued or ranked before this one (priority,
  * then arrival) queues it at once; a queued wait that ended (lock_timeout:
- * ahead unknown) tries at once, which says whether it still belongs there;
- * else the next try is a retry_interval away. */
+ * ahead unknown) waits again at once, or every ELECTION_QUEUE_RECHECK-th
+ * time tries, which says whether it still belongs there; else the next try
+ * is a retry_interval away. */
 static void queue_or_poll(struct election *e, struct election_output *out,
 			  double now, int ahead)
 {
@@ -298,7 +300,11 @@ static void queue_or_poll(struct election *e, struct election_output *out,
 		return;
 	}
 	stop_polling(e, out);
-	e->queue_next = ahead >= 0;
+	if (ahead >= 0)
+		e->waits_unchecked = 0;
+	else
+		e->waits_unchecked++;
+	e->queue_next = ahead >= 0 || e->waits_unchecked % ELECTION_QUEUE_RECHECK;
 	ask_for_lock(e, out, now);
 }
 

@@ -12,6 +12,7 @@ from pgharness import bound
 
 FLEET = 30
 DEPTH = 2
+QUEUE_RECHECK = 6  # ELECTION_QUEUE_RECHECK (src/election.h)
 
 
 def waiter_names(pg, key):
@@ -121,13 +122,15 @@ def test_priorities_choose_the_queue(pg, fleet, ledger, lock_key):
                              until=lambda w: len(w) == DEPTH)
     assert len(last) == DEPTH and set(last) <= {h.app_name(n) for n in low}
     # two standbys of higher priority arrive last: they take the queue
-    # once the queued standbys' waits end (lock_timeout, retry_interval)
+    # once the queued standbys try again (every ELECTION_QUEUE_RECHECK-th
+    # end of a wait, each lock_timeout = retry_interval)
     high = ["hi1", "hi2"]
     # no priority switchover asked (the leader outranks them anyway): a long
     # statement's tag is cut from pg_stat_activity's query (1 kB)
     start_fleet(fleet, high, "--priority", "5", "--priority-delay", "1h")
     want = sorted(h.app_name(n) for n in high)
-    m, last = watch_queue(pg, lock_key, bound(4 * h.FAST_RETRY + 2),
+    m, last = watch_queue(pg, lock_key, bound(QUEUE_RECHECK * h.FAST_RETRY +
+                                              3 * h.FAST_RETRY + 2),
                           until=lambda w: w == want)
     assert last == want, "queue %s, want %s" % (last, want)
     assert max(most, m) <= DEPTH

@@ -832,7 +832,7 @@ static const struct {
 	{ true, 3, 999, 0 },
 	{ true, 1, 0, ELECTION_DO_WAIT_LOCK },
 	{ true, 1, 1, 0 },
-	{ true, 3, -1, ELECTION_DO_TRY_LOCK },
+	{ true, 3, -1, ELECTION_DO_WAIT_LOCK }, /* a queued wait ran out */
 	{ false, 3, 0, 0 },
 };
 
@@ -872,23 +872,27 @@ START_TEST(test_queue_or_poll)
 }
 END_TEST
 
-/* A queued standby stays queued across lock_timeout only while its try
- * says it belongs there: wait, ran out, try, wait; then a try that finds
- * the queue full of standbys ranked before it polls. */
+/* A queued standby whose wait ran out waits again at once; every
+ * ELECTION_QUEUE_RECHECK-th time it tries instead, and stays queued only
+ * while its try says it belongs there; a try that finds the queue full of
+ * standbys ranked before it polls. */
 START_TEST(test_queued_standby_rechecks)
 {
-	struct election_output out;
 	double t = 0.25;
 
 	to_standby(&M, &defaults, 0);
 	ck_actions(busy(&M, 0, t), ELECTION_DO_WAIT_LOCK);
-	t += 5; /* lock_timeout; the controls read due at 5 goes with it */
-	out = busy(&M, -1, t);
-	ck_actions(out, ELECTION_DO_TRY_LOCK | ELECTION_DO_CONTROLS_READ);
-	ck_no_log(out);
-	ck_actions(busy(&M, 2, t), ELECTION_DO_WAIT_LOCK);
-	t += 5;
-	ck_actions(busy(&M, -1, t), ELECTION_DO_TRY_LOCK | ELECTION_DO_CONTROLS_READ);
+	for (int round = 0; round < 2; round++) {
+		for (int k = 1; k < ELECTION_QUEUE_RECHECK; k++) {
+			t += 5; /* lock_timeout; the controls read due goes with it */
+			ck_actions(busy(&M, -1, t), ELECTION_DO_WAIT_LOCK |
+				   ELECTION_DO_CONTROLS_READ);
+		}
+		t += 5;
+		ck_actions(busy(&M, -1, t), ELECTION_DO_TRY_LOCK | ELECTION_DO_CONTROLS_READ);
+		if (round == 0)
+			ck_actions(busy(&M, 2, t), ELECTION_DO_WAIT_LOCK);
+	}
 	ck_actions(busy(&M, 3, t), ELECTION_DO_FENCE_CLOSE);
 	ck_wakeup(&M, t, t + 5); /* the poll, with the controls read */
 	ck_actions(tick(&M, t + 5 - JUST), 0);
