@@ -3,7 +3,7 @@
 #   make              build ./pgleader
 #   make check        install missing packages (as root), run every test
 #   make demo         two nodes, kill the leader, watch the other take over
-#   make bench        failover and schedule benchmarks (not part of check)
+#   make bench        failover, schedule, controls and fleet benchmarks (not part of check)
 #   make install      PREFIX=/usr/local DESTDIR=
 #   make dist         dist/pgleader-VERSION.tar.gz, reproducible
 #   make deb, rpm     dist/pgleader_VERSION-1_ARCH.deb, dist/pgleader-VERSION-1.ARCH.rpm
@@ -380,6 +380,7 @@ bench: deps
 	$(PYTHON) tests/bench.py $(BENCH_ARGS)
 	$(PYTHON) tests/bench_ticks.py $(BENCH_TICKS_ARGS)
 	$(PYTHON) tests/bench_controls.py $(BENCH_CONTROLS_ARGS)
+	$(PYTHON) tests/bench_fleet.py $(BENCH_FLEET_ARGS)
 
 install: pgleader
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \

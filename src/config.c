@@ -218,6 +218,10 @@ static const struct option_row rows[] = {
 	  .offset = FIELD(acquire), .default_value = "wait", .metavar = "MODE",
 	  .help = "standby: wait (lock queue) or poll",
 	  .choices = acquire_modes },
+	{ .key = "queue_depth", .long_name = "queue-depth", .type = OPTION_INT,
+	  .offset = FIELD(queue_depth), .default_value = "3", .metavar = "N",
+	  .help = "standby: at most N wait in the lock queue,\n"
+		  "the others poll", .min = 1, .max = 1000 },
 	{ .key = "retry_interval", .long_name = "retry-interval",
 	  .type = OPTION_DURATION, .offset = FIELD(retry_interval_ms),
 	  .default_value = "5s", .metavar = "DUR",

@@ -59,6 +59,7 @@ struct config {
 	int64_t lock_key;
 	char *lock_name;        /* non-NULL: key = hashtextextended(name, 0) */
 	enum acquire_mode acquire;
+	int queue_depth;
 	int64_t retry_interval_ms;
 	int64_t ping_interval_ms;
 	int64_t ping_timeout_ms;

@@ -161,6 +161,10 @@ struct election_session_event {
 	enum fault fault;        /* FAILED, RELEASED: why it ended */
 	int64_t lock_key;        /* CONNECTED, ACQUIRED */
 	uint64_t fencing_token;  /* ACQUIRED, the lock's */
+	int queue_ahead;         /* BUSY after a try (DESIGN 15): the standbys
+				  * waiting in the lock's queue or ranked
+				  * before this one (priority, then arrival);
+				  * -1 after a queued wait ended: not known */
 };
 
 struct election_command_event {
@@ -235,13 +239,17 @@ enum election_action {
 					       * if the leader's priority is lower */
 	ELECTION_DO_FENCE_PING = 1 << 21,     /* ping the held fence, or its own
 					       * server-side lease ends it */
+	/* a polling standby has no fence session (DESIGN 15): its controls
+	 * read and priority ask go over the lock session, between tries */
+	ELECTION_DO_LOCK_CONTROLS_READ = 1 << 22,
+	ELECTION_DO_LOCK_PRIORITY_ASK = 1 << 23,
 };
 
 /* Every action once, in the order the supervisor (and the simulator)
  * carries out one step's: sessions closed before others are opened, then
  * the requests, the pings, the command, what follows the command, the exit
  * last; with its name, for traces and tests. */
-#define ELECTION_ACTION_COUNT 22
+#define ELECTION_ACTION_COUNT 24
 struct election_action_info {
 	enum election_action action;
 	const char *name;
@@ -258,6 +266,8 @@ enum election_restart { ELECTION_RESTART_NO, ELECTION_RESTART_ON_FAILURE,
 /* All durations in seconds. */
 struct election_params {
 	bool wait_in_queue;       /* --acquire=wait */
+	int queue_depth;          /* at most this many standbys wait in the
+				   * lock's queue; the others poll (DESIGN 15) */
 	bool nonblock;
 	double retry_interval;
 	double ping_interval;
@@ -286,6 +296,12 @@ struct election_params {
 	const char *lock_name;    /* NULL: lock_key as configured */
 	int64_t lock_key;
 };
+
+/* A queued standby whose wait ran out waits again at once, without a try
+ * (while it is out, the polling standbys see room and rank themselves, a
+ * cost to the server); every ELECTION_QUEUE_RECHECK-th time it tries
+ * instead, to learn whether it still belongs in the queue (DESIGN 15). */
+#define ELECTION_QUEUE_RECHECK 6
 
 /* Reconnect backoff and command restart backoff (seconds). */
 #define ELECTION_RECONNECT_MIN 0.5
@@ -467,7 +483,13 @@ struct election {
 	double restart_until;    /* a working session was lost: fast retries */
 	bool restart_said;       /* the fast retries were announced */
 	double jitter;           /* of the event being handled */
-	bool lock_tried;         /* this standby period made its first try */
+	bool queue_next;         /* the next lock request waits in the queue
+				  * (the last try found room); else a try */
+	int waits_unchecked;     /* queued waits that ran out since the last
+				  * try said this standby belongs there */
+	bool polling;            /* a standby that polls (DESIGN 15): its fence
+				  * session closed, the controls read over
+				  * the lock session */
 	bool waiting_logged;
 	bool busy_seen;          /* the database said another session has it */
 	double wait_deadline;    /* --wait-timeout, absolute */

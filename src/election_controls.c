@@ -59,7 +59,9 @@ static void controls_read(struct election *e, struct election_output *out)
 		return;
 	e->ctl_pending = true;
 	e->next_ctl_at = INFINITY;
-	out->actions |= ELECTION_DO_CONTROLS_READ;
+	/* a polling standby's over its only session, the lock's */
+	out->actions |= e->polling ? ELECTION_DO_LOCK_CONTROLS_READ
+				   : ELECTION_DO_CONTROLS_READ;
 }
 
 /* A standby of higher priority than any leader can be (1 is the lowest
@@ -84,7 +86,8 @@ void election_controls_tick(struct election *e, struct election_output *out,
 		return;
 	if (asks_priority(e, now) && now >= e->next_ctl_at) {
 		e->ctl_pending = true;
-		out->actions |= ELECTION_DO_PRIORITY_ASK;
+		out->actions |= e->polling ? ELECTION_DO_LOCK_PRIORITY_ASK
+					   : ELECTION_DO_PRIORITY_ASK;
 		return;
 	}
 	/* a new leader reads at once, but while reads fail (an error

@@ -319,8 +319,9 @@ static double fm_wakeup(const struct fence_machine *f, const struct fence_inputs
 static bool fence_reopens(const struct election *e)
 {
 	switch (e->state) {
-	case ELECTION_STANDBY: case ELECTION_LEADER: case ELECTION_FAILSAFE:
-	case ELECTION_DEMOTING:
+	case ELECTION_STANDBY:
+		return !e->polling; /* DESIGN 15: one session while polling */
+	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
 		return true;
 	case ELECTION_SHUTTING_DOWN:
 		return e->child_running;

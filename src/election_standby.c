@@ -92,14 +92,14 @@ static void ask_for_lock(struct election *e, struct election_output *out,
 	if (election_controls_defer_lock(e, now))
 		return;
 	e->next_attempt_at = INFINITY;
-	/* pg_try_advisory_lock first: it answers at once, and --nonblock and
-	 * poll mode never do anything else. */
-	if (!e->lock_tried || !e->p.wait_in_queue || e->p.nonblock) {
-		out->actions |= ELECTION_DO_TRY_LOCK;
-		e->lock_tried = true;
-	} else {
+	/* pg_try_advisory_lock unless the last one found room in the queue:
+	 * it answers at once, says where this standby stands, and --nonblock
+	 * and poll mode never do anything else. */
+	if (e->queue_next && e->p.wait_in_queue && !e->p.nonblock)
 		out->actions |= ELECTION_DO_WAIT_LOCK;
-	}
+	else
+		out->actions |= ELECTION_DO_TRY_LOCK;
+	e->queue_next = false;
 	/* The server ends a queued wait after retry_interval (lock_timeout);
 	 * past that plus ping_timeout without an answer the session is suspect. */
 	election_request(e, now, e->p.retry_interval + e->p.ping_timeout);
@@ -110,7 +110,8 @@ static void lock_session_up(struct election *e, struct election_output *out,
 {
 	election_request_done(e);
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
-	e->lock_tried = false;
+	e->queue_next = false;
+	e->waits_unchecked = 0;
 	e->waiting_logged = false;
 	e->standby_since = now;
 	e->snap.lock_key = ev->session.lock_key;
@@ -125,8 +126,9 @@ static void lock_session_up(struct election *e, struct election_output *out,
 	e->waiting_logged |= e->p.priority == 0;
 	ask_for_lock(e, out, now);
 	/* a one-shot's fence, or one closed meanwhile, beside the first lock
-	 * request: ready by the time a lock is granted */
-	fence_open(&e->fence, out);
+	 * request: ready by the time a lock is granted; not while polling */
+	if (!e->polling)
+		fence_open(&e->fence, out);
 }
 
 /* ---- the deadlines and wakeups ---------------------------------------- */
@@ -171,11 +173,14 @@ static void backoff_tick(struct election *e, struct election_output *out,
 		election_connect_now(e, out, now);
 }
 
+static void polling_closes_fence(struct election *e, struct election_output *out);
+
 static void standby_tick(struct election *e, struct election_output *out,
 			 double now)
 {
 	if (wait_expired(e, out, now))
 		return;
+	polling_closes_fence(e, out);
 	if (now >= e->request_deadline) {
 		/* Outcome unknown: a lock request may yet be granted, so this
 		 * connection is never reused. */
@@ -252,10 +257,60 @@ static void connection_failed(struct election *e, struct election_output *out,
 			election_reason_of(ev, "database connection failed"));
 }
 
+/* DESIGN 15: a polling standby holds one session, the lock's: its fence
+ * session closes (once no controls read is in flight on it), and its
+ * controls are read over the lock session between tries. A standby that
+ * queues, or whose lock is granted, opens it again: ready, or nearly, by
+ * the time the fence is asked for. */
+static void start_polling(struct election *e)
+{
+	e->polling = true;
+}
+
+/* After every event (standby_tick): the fence session of a polling
+ * standby closes once no controls read is in flight on it. */
+static void polling_closes_fence(struct election *e, struct election_output *out)
+{
+	if (e->polling && !e->ctl_pending && !e->child_running)
+		fence_close(&e->fence, out);
+}
+
+static void stop_polling(struct election *e, struct election_output *out)
+{
+	if (!e->polling)
+		return;
+	e->polling = false;
+	fence_open(&e->fence, out);
+}
+
+/* DESIGN 15: at most queue_depth standbys wait in the lock's queue, where
+ * each wait past deadlock_timeout costs the server a deadlock check over the
+ * whole queue; the others poll every retry_interval. A try that found fewer
+ * than queue_depth standbys queued or ranked before this one (priority,
+ * then arrival) queues it at once; a queued wait that ended (lock_timeout:
+ * ahead unknown) waits again at once, or every ELECTION_QUEUE_RECHECK-th
+ * time tries, which says whether it still belongs there; else the next try
+ * is a retry_interval away. */
+static void queue_or_poll(struct election *e, struct election_output *out,
+			  double now, int ahead)
+{
+	if (!e->p.wait_in_queue || ahead >= e->p.queue_depth) {
+		start_polling(e);
+		e->next_attempt_at = now + e->p.retry_interval;
+		return;
+	}
+	stop_polling(e, out);
+	if (ahead >= 0)
+		e->waits_unchecked = 0;
+	else
+		e->waits_unchecked++;
+	e->queue_next = ahead >= 0 || e->waits_unchecked % ELECTION_QUEUE_RECHECK;
+	ask_for_lock(e, out, now);
+}
+
 static void lock_busy(struct election *e, struct election_output *out, double now,
 		      const struct election_event *ev)
 {
-	(void)ev;
 	election_request_done(e);
 	e->busy_seen = true;
 	if (e->p.nonblock) {
@@ -269,10 +324,7 @@ static void lock_busy(struct election *e, struct election_output *out, double no
 		e->waiting_logged = true;
 		out->state_changed = true;
 	}
-	if (e->p.wait_in_queue)
-		ask_for_lock(e, out, now);
-	else
-		e->next_attempt_at = now + e->p.retry_interval;
+	queue_or_poll(e, out, now, ev->session.queue_ahead);
 }
 
 static void released(struct election *e, struct election_output *out,
@@ -318,6 +370,7 @@ static void standby_granted(struct election *e, struct election_output *out,
 			    double now, const struct election_event *ev)
 {
 	(void)ev;
+	stop_polling(e, out);
 	if (failsafe_record(e, now) > 0 || now < election_settle_until(e))
 		return;
 	e->granted_at = now;
@@ -328,6 +381,7 @@ static void standby_granted(struct election *e, struct election_output *out,
 static void standby_acquired(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
+	stop_polling(e, out);
 	if (!failsafe_stays_out(e, out, now))
 		election_become_leader(e, out, now, ev);
 }

@@ -22,6 +22,8 @@ enum lease_phase {
 	PHASE_SETUP,        /* pid, recovery, version, key; the timeouts */
 	PHASE_READY,        /* idle, no lock */
 	PHASE_LOCKING,      /* try or queued wait in flight */
+	PHASE_RANKING,      /* a try found room in the queue: where this
+			     * standby ranks (LEASE_SQL_QUEUE_RANK) */
 	PHASE_CLAIMING,     /* lock held: server-side lease (, fencing token) */
 	PHASE_HELD,         /* idle, lock held */
 	PHASE_PINGING,
@@ -48,6 +50,8 @@ struct lease {
 	enum lease_then then;
 	bool waiting_in_queue;  /* the lock request is a pg_advisory_lock */
 	bool claim_with_lock;   /* ... with the fence's claim after it */
+	bool try_ranked;        /* the try is LEASE_SQL_TRY_QUEUE */
+	int queue_ahead;        /* its count; -1: not known */
 	bool ping_wanted;       /* a ping asked for during a fence's claim */
 	struct lease_sql_server srv;
 	bool warned_old_server;
@@ -341,13 +345,47 @@ static void fence_claimed(struct lease *l, const struct lease_sql_answer *a)
 		acquired(l);
 }
 
+/* The queue has room: where does this standby rank? Only then is
+ * pg_stat_activity read, so that a fleet whose queue is full costs the
+ * server a pg_locks scan a try. */
+static void send_rank(struct lease *l)
+{
+	char key[24], priority[16], depth[16];
+	const char *params[LEASE_SQL_QUEUE_RANK_PARAMS] = {
+		key, priority, WIRE_TAG_RE, depth
+	};
+
+	snprintf(key, sizeof(key), "%" PRId64, l->key);
+	snprintf(priority, sizeof(priority), "%d", l->o.priority);
+	snprintf(depth, sizeof(depth), "%d", l->o.queue_depth);
+	send_sql(l, PHASE_RANKING, LEASE_SQL_QUEUE_RANK, LEASE_SQL_QUEUE_RANK_PARAMS,
+		 params);
+}
+
+static void rank_done(struct lease *l, const struct lease_sql_answer *a)
+{
+	if (!lease_sql_parse_count(a, &l->queue_ahead)) {
+		fail(l, FAULT_PROTOCOL, "unexpected answer to the queue's count");
+		return;
+	}
+	l->phase = PHASE_READY;
+	emit(l, LEASE_BUSY, FAULT_NONE, NULL);
+}
+
 static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 {
 	/* pg_advisory_lock returns only once the lock is ours */
 	bool granted = l->waiting_in_queue;
+	bool ok = granted || (l->try_ranked
+		? lease_sql_parse_try_queue(a, &granted, &l->queue_ahead)
+		: lease_sql_parse_granted(a, &granted));
 
-	if (!granted && !lease_sql_parse_granted(a, &granted)) {
+	if (!ok) {
 		fail(l, FAULT_PROTOCOL, "unexpected answer to the lock request");
+		return;
+	}
+	if (!granted && l->try_ranked && l->queue_ahead < l->o.queue_depth) {
+		send_rank(l);
 		return;
 	}
 	if (granted) {
@@ -424,6 +462,7 @@ static void query_failed(struct lease *l, const char *sqlstate, const char *msg)
 	if (l->phase == PHASE_LOCKING && l->waiting_in_queue && sqlstate &&
 	    !strcmp(sqlstate, LEASE_SQL_LOCK_TIMEOUT)) {
 		l->phase = PHASE_READY;
+		l->queue_ahead = -1;
 		emit(l, LEASE_BUSY, FAULT_NONE, NULL);
 	} else if (l->phase == PHASE_UNLOCKING || l->phase == PHASE_UNCLAIMING) {
 		released(l, FAULT_CONNECTION);
@@ -483,6 +522,9 @@ static void answer_phase(struct lease *l, const struct lease_sql_answer *a)
 		return;
 	case PHASE_LOCKING:
 		lock_done(l, a);
+		return;
+	case PHASE_RANKING:
+		rank_done(l, a);
 		return;
 	case PHASE_CLAIMING:
 		claim_done(l, a);
@@ -544,6 +586,7 @@ struct lease *lease_new(struct ev_loop *loop, const struct lease_options *o,
 	}
 	l->o.dsn = l->o.node_id = l->o.lock_name = NULL; /* the caller's */
 	l->key = o->lock_key;
+	l->queue_ahead = -1;
 	l->fn = fn;
 	l->arg = arg;
 	return l;
@@ -584,6 +627,16 @@ static void note_waiting(struct lease *l)
 	lease_sql_since(l->waiting, sizeof(l->waiting), (int64_t)now.tv_sec, now.tv_nsec);
 }
 
+/* A standby's try that also counts the queue (DESIGN 15). */
+static void send_try_ranked(struct lease *l)
+{
+	char key[24];
+	const char *param = key;
+
+	snprintf(key, sizeof(key), "%" PRId64, l->key);
+	send_sql(l, PHASE_LOCKING, LEASE_SQL_TRY_QUEUE, 1, &param);
+}
+
 static void send_lock(struct lease *l, bool queue)
 {
 	char sql[LEASE_SQL_MAX];
@@ -598,6 +651,12 @@ static void send_lock(struct lease *l, bool queue)
 		return;
 	}
 	l->waiting_in_queue = queue;
+	l->queue_ahead = -1;
+	l->try_ranked = !queue && !l->o.fence && l->o.queue_depth > 0;
+	if (l->try_ranked) {
+		send_try_ranked(l);
+		return;
+	}
 	l->claim_with_lock = queue && l->o.fence &&
 		lease_sql_fence_wait_claim(sql, sizeof(sql), &l->srv,
 					   l->o.server_lease, l->key);
@@ -665,6 +724,7 @@ static bool unlock_when_held(struct lease *l, enum lease_then then)
 	case PHASE_SETUP:
 	case PHASE_READY:
 	case PHASE_LOCKING:
+	case PHASE_RANKING:
 	case PHASE_UNCLAIMING:
 		return false;
 	}
@@ -738,6 +798,11 @@ int lease_backend_pid(const struct lease *l)
 const char *lease_ping_nodes(const struct lease *l)
 {
 	return l->o.list_nodes ? l->nodes : NULL;
+}
+
+int lease_queue_ahead(const struct lease *l)
+{
+	return l->queue_ahead;
 }
 
 int64_t lease_key(const struct lease *l)

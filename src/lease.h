@@ -35,6 +35,10 @@ struct lease_options {
 	 * (lease_ping_nodes), for failsafe's member check. */
 	bool list_nodes;
 	int priority;           /* the lock's tags name it unless 1 (wire.h) */
+	/* The lock's try says where the standby stands in the queue
+	 * (LEASE_SQL_TRY_QUEUE, lease_queue_ahead), ranking the standbys only
+	 * while fewer than this many wait; 0: a plain try. */
+	int queue_depth;
 };
 
 enum lease_event {
@@ -125,6 +129,12 @@ bool lease_query(struct lease *l, const char *sql, int nparams,
 
 /* The server's pid of this session once connected; 0 before. */
 int lease_backend_pid(const struct lease *l);
+
+/* With queue_depth, after a LEASE_BUSY: the standbys that wait in the
+ * lock's queue or rank before this one, as the try found them (the count
+ * stops at queue_depth waiting); -1 after a queued wait ran out, or
+ * without queue_depth. */
+int lease_queue_ahead(const struct lease *l);
 
 int64_t lease_key(const struct lease *l); /* valid once connected */
 uint64_t lease_fencing_token(const struct lease *l); /* 0 before */

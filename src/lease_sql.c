@@ -347,6 +347,28 @@ bool lease_sql_parse_granted(const struct lease_sql_answer *a, bool *granted)
 	return one_row(a, 1) && parse_bool(a->values[0], granted);
 }
 
+bool lease_sql_parse_try_queue(const struct lease_sql_answer *a, bool *granted,
+			       int *ahead)
+{
+	long long v;
+
+	if (!one_row(a, 2) || !parse_bool(a->values[0], granted) ||
+	    !parse_ll(a->values[1], 0, INT32_MAX, &v))
+		return false;
+	*ahead = (int)v;
+	return true;
+}
+
+bool lease_sql_parse_count(const struct lease_sql_answer *a, int *count)
+{
+	long long v;
+
+	if (!one_row(a, 1) || !parse_ll(a->values[0], 0, INT32_MAX, &v))
+		return false;
+	*count = (int)v;
+	return true;
+}
+
 bool lease_sql_parse_pid(const struct lease_sql_answer *a, int *pid)
 {
 	return one_row(a, 1) && parse_pid(a->values[0], pid);

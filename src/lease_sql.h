@@ -27,6 +27,44 @@
 	"pg_catalog.pg_stat_activity WHERE application_name LIKE '" \
 	WIRE_APP_PREFIX "%' AND query ~ ('/\\* pgleader (lock|fence) ' || " \
 	"$1::text || '[ *]'))"
+/* A standby's try of the lock (DESIGN 15), which also counts the
+ * standbys waiting in the lock's queue (pg_locks: the bigint form,
+ * objsubid 1, classid and objid its halves). $1 the key. One row:
+ * granted, the count. Cheap to plan: a fleet of polling standbys sends
+ * one each retry_interval. */
+#define LEASE_SQL_TRY_QUEUE \
+	"SELECT pg_catalog.pg_try_advisory_lock($1::bigint), (SELECT count(*)" \
+	" FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted" \
+	" AND objsubid = 1 AND classid::bigint = ($1::bigint >> 32) & 4294967295" \
+	" AND objid::bigint = $1::bigint & 4294967295 AND database = (SELECT oid" \
+	" FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())" \
+	" AND pid <> pg_catalog.pg_backend_pid())"
+/* Sent only after a try that found fewer waiters than queue_depth: the
+ * standbys that wait, then those that rank before this session (a
+ * pgleader lock session of this key that neither leads nor waits for a
+ * lock, by its tag's priority, then by arrival: backend_start, pid),
+ * counted up to $4 (queue_depth) only: all that matters is whether there
+ * are as many. The tags are matched only on the sessions whose statement
+ * names the key (LIKE before the regular expression), and only until $4
+ * are found: at a thousand nodes a full ranking costs the server tens of
+ * milliseconds. $1 the key, $2 the node's priority, $3 WIRE_TAG_RE, $4
+ * queue_depth. One row: the count. */
+#define LEASE_SQL_QUEUE_RANK \
+	"SELECT count(*) FROM (SELECT pid FROM pg_catalog.pg_locks WHERE" \
+	" locktype = 'advisory' AND NOT granted AND objsubid = 1 AND" \
+	" classid::bigint = ($1::bigint >> 32) & 4294967295 AND objid::bigint =" \
+	" $1::bigint & 4294967295 AND database = (SELECT oid FROM" \
+	" pg_catalog.pg_database WHERE datname = pg_catalog.current_database())" \
+	" AND pid <> pg_catalog.pg_backend_pid() UNION ALL SELECT a.pid FROM" \
+	" pg_catalog.pg_stat_get_activity(NULL) a," \
+	" pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) m," \
+	" pg_catalog.regexp_match(a.query, $3::text) t WHERE a.pid <> m.pid AND" \
+	" a.application_name LIKE '" WIRE_APP_PREFIX "%' AND a.query LIKE" \
+	" '%pgleader lock ' || $1::text || '%' AND a.wait_event_type IS" \
+	" DISTINCT FROM 'Lock' AND t[1] = 'lock' AND t[2] = $1::text AND" \
+	" t[3] IS NULL AND (COALESCE(t[4]::int, 1), m.backend_start, m.pid) >" \
+	" ($2::int, a.backend_start, a.pid) LIMIT $4::int) r"
+#define LEASE_SQL_QUEUE_RANK_PARAMS 4
 /* lock_not_available: a queued pg_advisory_lock ran into lock_timeout */
 #define LEASE_SQL_LOCK_TIMEOUT "55P03"
 
@@ -125,6 +163,11 @@ bool lease_sql_unclaim(char *buf, size_t len, const struct lease_sql_server *srv
 /* The claim's answer: fencing token and backend pid. */
 bool lease_sql_parse_claim(const struct lease_sql_answer *a, uint64_t *token,
 			   int *pid);
+/* The answer of LEASE_SQL_TRY_QUEUE: granted or not, and the count. */
+bool lease_sql_parse_try_queue(const struct lease_sql_answer *a, bool *granted,
+			       int *ahead);
+/* The answer of LEASE_SQL_QUEUE_RANK: the count. */
+bool lease_sql_parse_count(const struct lease_sql_answer *a, int *count);
 /* The answer of pg_try_advisory_lock: granted or not. */
 bool lease_sql_parse_granted(const struct lease_sql_answer *a, bool *granted);
 /* The answer of the ping: the backend pid. */

@@ -37,6 +37,9 @@ struct supervisor {
 	struct lease *fence;       /* the fence session (DESIGN 3) */
 	struct child *child;       /* the command; NULL with jobs */
 	struct ledger *ledger;     /* NULL unless the config uses it */
+	struct ledger *lock_ledger; /* the controls of a polling standby, which
+				     * has no fence session, over the lock
+				     * session (DESIGN 15) */
 	struct jobs *jobs;         /* schedules, job sections, --once-per */
 	struct failsafe *failsafe; /* NULL unless failsafe_peers */
 	ev_timer wakeup;
@@ -320,6 +323,17 @@ static void do_controls_read(struct supervisor *s)
 	ledger_controls(s->ledger, lease_key(s->lease), controls_cb, s);
 }
 
+static void do_lock_controls_read(struct supervisor *s)
+{
+	ledger_controls(s->lock_ledger, lease_key(s->lease), controls_cb, s);
+}
+
+static void do_lock_priority_ask(struct supervisor *s)
+{
+	ledger_priority_ask(s->lock_ledger, lease_key(s->lease), s->node_id,
+			    s->priority, s->switchover_ms, priority_cb, s);
+}
+
 static void do_controls_done(struct supervisor *s)
 {
 	ledger_handed(s->ledger, lease_key(s->lease), s->node_id);
@@ -356,6 +370,8 @@ static const struct {
 	{ ELECTION_DO_CONTROLS_READ, do_controls_read },
 	{ ELECTION_DO_CONTROLS_DONE, do_controls_done },
 	{ ELECTION_DO_PRIORITY_ASK, do_priority_ask },
+	{ ELECTION_DO_LOCK_CONTROLS_READ, do_lock_controls_read },
+	{ ELECTION_DO_LOCK_PRIORITY_ASK, do_lock_priority_ask },
 	{ ELECTION_DO_EXIT, do_exit },
 };
 _Static_assert(sizeof(action_fns) / sizeof(action_fns[0]) == ELECTION_ACTION_COUNT,
@@ -504,11 +520,15 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 
 	if (lev == LEASE_ACQUIRED)
 		ev.session.fencing_token = lease_fencing_token(s->lease);
+	if (lev == LEASE_BUSY)
+		ev.session.queue_ahead = lease_queue_ahead(s->lease);
 	/* back from failsafe the term goes on with a new lock session: the
 	 * jobs' claims must name it, or the ledger refuses every tick */
 	if (lev == LEASE_ACQUIRED && s->jobs)
 		jobs_set_lock_pid(s->jobs, lease_backend_pid(s->lease));
 	enqueue(s, &ev);
+	/* a polling standby's controls read waits for the session */
+	ledger_session_ready(s->lock_ledger);
 	/* a ping with failsafe names the nodes with a session for this lock */
 	if (lev == LEASE_PING_OK && s->failsafe && lease_ping_nodes(s->lease)) {
 		char stranger[64];
@@ -688,7 +708,8 @@ static bool open_command(struct supervisor *s, const struct config *cfg,
 
 	/* every node reads the controls; only jobs write runs */
 	s->ledger = ledger_new(s->fence, cfg->schema, cfg->ledger_owner);
-	if (!s->ledger) {
+	s->lock_ledger = ledger_new(s->lease, cfg->schema, cfg->ledger_owner);
+	if (!s->ledger || !s->lock_ledger) {
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
@@ -726,6 +747,9 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		.server_lease = cfg->server_lease_ms / 1000.0,
 		.list_nodes = cfg->failsafe_peers != NULL,
 		.priority = cfg->priority,
+		/* a standby that may queue asks where it stands (DESIGN 15) */
+		.queue_depth = cfg->acquire == ACQUIRE_WAIT && !cfg->nonblock &&
+			       cfg->wait_timeout_ms != 0 ? cfg->queue_depth : 0,
 	};
 	const struct failsafe_callbacks fcb = { round_done_cb, check_done_cb, s };
 
@@ -857,6 +881,7 @@ void supervisor_free(struct supervisor *s)
 	failsafe_free(s->failsafe);
 	jobs_free(s->jobs);
 	ledger_free(s->ledger);
+	ledger_free(s->lock_ledger);
 	if (s->child)
 		child_free(s->child);
 	if (s->fence)

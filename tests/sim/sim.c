@@ -266,6 +266,8 @@ struct csess {
 	lease_query_fn q_fn;
 	void *q_arg;
 	int want_lock;           /* 0 none, 1 try, 2 wait */
+	int ahead;               /* the last try's queue count (DESIGN 15);
+				  * -1 after a queued wait ran out */
 };
 
 /* A command's process group: the single command's (struct node's ch), or
@@ -691,9 +693,31 @@ static void db_connect(const struct simev *e)
 	db_done(sid);
 }
 
+/* LEASE_SQL_TRY_QUEUE (DESIGN 15): the lock's waiters in pg_locks and,
+ * while fewer than queue_depth wait, the standbys ranked before this
+ * session: the lock sessions that neither lead nor wait, all of one
+ * priority in the model, so by arrival (the backend pid). */
+static int db_queue_ahead(int sid)
+{
+	int n = 0;
+
+	for (int k = 0; k < W.n_s; k++)
+		if (k != sid && W.s[k].alive && !W.s[k].skind && W.s[k].waiting)
+			n++;
+	if (n >= W.p.queue_depth)
+		return n;
+	for (int k = 0; k < W.n_s; k++)
+		if (k != sid && W.s[k].alive && !W.s[k].skind && !W.s[k].waiting &&
+		    W.holder[0] != k && W.s[k].pid < W.s[sid].pid)
+			n++;
+	return n;
+}
+
 static void db_lock(int sid, bool wait)
 {
 	int key = W.s[sid].skind;
+	/* a lock's try says where the standby stands (the reply's token) */
+	uint64_t ahead = !wait && !key ? (uint64_t)db_queue_ahead(sid) : 0;
 
 	if (W.holder[key] < 0 && W.n_queue[key] == 0) {
 		W.holder[key] = sid;
@@ -702,7 +726,7 @@ static void db_lock(int sid, bool wait)
 		return;
 	}
 	if (!wait || W.holder[key] == sid) {
-		db_reply(sid, S_LOCK, 0, 0, W.holder[key] == sid);
+		db_reply(sid, S_LOCK, ahead, 0, W.holder[key] == sid);
 		db_done(sid);
 		return;
 	}
@@ -1005,6 +1029,8 @@ static void cs_emit(struct node *n, struct csess *c, int news, enum fault fault,
 
 	if (!c->skind && news == ELECTION_SESSION_ACQUIRED)
 		ev.session.fencing_token = c->token;
+	if (news == ELECTION_SESSION_BUSY)
+		ev.session.queue_ahead = c->ahead;
 	/* supervisor.c: the jobs' claims name the lock session that holds
 	 * the lock now (back from failsafe, a new one in the same term) */
 	if (!c->skind && news == ELECTION_SESSION_ACQUIRED && n->jobs && !nofix_lock_pid)
@@ -1138,6 +1164,7 @@ static void cs_lock_answer(struct node *n, struct csess *c, const struct simev *
 		return;
 	if (e->op == S_LOCK_TIMEOUT || !e->status) {
 		c->phase = PH_READY;
+		c->ahead = e->op == S_LOCK_TIMEOUT || c->in_queue ? -1 : (int)e->token;
 		cs_emit(n, c, ELECTION_SESSION_BUSY, FAULT_NONE, NULL, 0);
 		return;
 	}
@@ -2176,6 +2203,7 @@ static void peer_answer(struct node *n, const struct simev *e)
 
 static void node_exit(struct node *n, const char *why);
 static void controls_read(struct node *n);
+static void lock_controls_read(struct node *n);
 
 static void sup_disconnect(struct node *n) { cs_close(n, &n->lock); }
 static void sup_fence_close(struct node *n) { cs_close(n, &n->fence); }
@@ -2225,6 +2253,8 @@ static const struct {
 	{ ELECTION_DO_CONTROLS_READ, controls_read },
 	{ ELECTION_DO_CONTROLS_DONE, sup_controls_done },
 	{ ELECTION_DO_PRIORITY_ASK, sup_nothing },
+	{ ELECTION_DO_LOCK_CONTROLS_READ, lock_controls_read },
+	{ ELECTION_DO_LOCK_PRIORITY_ASK, sup_nothing },
 	{ ELECTION_DO_EXIT, sup_exit },
 };
 _Static_assert(sizeof(sup_fns) / sizeof(sup_fns[0]) == ELECTION_ACTION_COUNT,
@@ -2790,6 +2820,65 @@ static unsigned alive_of(int j)
 	return m;
 }
 
+/* DESIGN 15: never more than queue_depth standbys in the lock's queue
+ * (pg_locks' waiters: the sessions the model has waiting for the lock);
+ * and, once the faults are over, the queue is not left empty while the
+ * lock is held and a standby could wait in it (connected, asking, not
+ * holding off after a switchover): a kill -9 of the leader must find a
+ * queued standby. A standby that polls sees room within retry_interval
+ * and queues within a round trip; one whose wait ran out tries and waits
+ * again within two: QUEUE_EMPTY_BOUND covers either with the network's
+ * slowest trips. */
+#define QUEUE_EMPTY_BOUND (W.retry + 4 * net_slack + 0.5)
+
+static bool could_queue(const struct node *n)
+{
+	return n->up && !n->frozen && n->el.state == ELECTION_STANDBY &&
+	       n->lock.phase != PH_CLOSED && n->lock.phase != PH_CONNECTING &&
+	       n->el.hold_until <= n->el.snap.now && n->el.p.priority > 0;
+}
+
+static double queue_empty_since; /* INFINITY: not empty, or no matter */
+
+static void check_queue(void)
+{
+	double empty_since = queue_empty_since;
+	unsigned waiting = 0, standbys = 0;
+	int n_waiting = 0;
+
+	for (int k = 0; k < W.n_s; k++)
+		if (W.s[k].alive && !W.s[k].skind && W.s[k].waiting) {
+			waiting |= 1u << W.s[k].node;
+			n_waiting++;
+		}
+	if (n_waiting > W.p.queue_depth)
+		fail_at(waiting, "%d standbys wait in the lock's queue (queue_depth %d)",
+			n_waiting, W.p.queue_depth);
+	for (int i = 0; i < W.n; i++) {
+		const struct node *n = &W.nodes[i];
+
+		if (could_queue(n))
+			standbys |= 1u << i;
+		/* a polling standby holds one session, the lock's */
+		if (n->up && n->el.state == ELECTION_STANDBY && n->el.polling &&
+		    !n->el.ctl_pending && !n->el.child_running &&
+		    n->fence.phase != PH_CLOSED)
+			fail_at(1u << i, "%s: polls with its fence session open",
+				n->name);
+	}
+	if (!W.p.wait_in_queue || waiting || !standbys || W.holder[0] < 0 ||
+	    !W.db_up || T < W.faults_end) {
+		queue_empty_since = INFINITY;
+		return;
+	}
+	if (isinf(empty_since))
+		queue_empty_since = empty_since = T;
+	if (T - empty_since > QUEUE_EMPTY_BOUND)
+		fail_at(standbys, "the lock's queue stayed empty for %.1fs while "
+			"standbys could wait in it (bound %.1fs)", T - empty_since,
+			QUEUE_EMPTY_BOUND);
+}
+
 static void check_invariants(void)
 {
 	unsigned alive = 0, over = 0;
@@ -2833,6 +2922,7 @@ static void check_invariants(void)
 	measure_overlap(over);
 	note_leader();
 	check_ticks();
+	check_queue();
 }
 
 /* A leader within the bound after the last fault: the server lease (a
@@ -3121,7 +3211,11 @@ static void child_exit(const struct simev *e)
 /* The operator controls (DESIGN 11): none is ever in force here; a read
  * answers after a round trip on the fence session that asked, or fails as
  * ledger.c's does when that session is gone. */
-static void controls_read(struct node *n)
+/* A controls read over the fence session (skind 1) or, a polling
+ * standby's (DESIGN 15), over the lock session (skind 0). DIFFERS: the
+ * read does not hold up the lock session's next try, as lease.c's
+ * statements do. */
+static void controls_read_on(struct node *n, const struct csess *c)
 {
 	double there = net_delay(n->i, 0) - T, back = net_delay(n->i, 1) - T;
 	double at = T + there;
@@ -3133,7 +3227,17 @@ static void controls_read(struct node *n)
 	if (at < locked)
 		at = fails ? at + W.retry : locked;
 	push((struct simev){ .t = at + back, .kind = K_NOTIFY, .node = n->i,
-			     .op = N_CONTROLS, .gen = n->fence.conn, .status = fails });
+			     .op = N_CONTROLS, .skind = c->skind, .gen = c->conn, .status = fails });
+}
+
+static void controls_read(struct node *n)
+{
+	controls_read_on(n, &n->fence);
+}
+
+static void lock_controls_read(struct node *n)
+{
+	controls_read_on(n, &n->lock);
 }
 
 static void controls_answer(struct node *n, const struct simev *e)
@@ -3141,6 +3245,7 @@ static void controls_answer(struct node *n, const struct simev *e)
 	static struct election_controls c;
 	struct election_event ev = { .type = ELECTION_CONTROLS,
 		.controls = { .news = ELECTION_CONTROLS_READ, .in_force = &c } };
+	const struct csess *sess = e->skind ? &n->fence : &n->lock;
 
 	/* what the ledger holds as the read reaches it */
 	c = (struct election_controls){ .readable = true, .paused = W.paused,
@@ -3153,10 +3258,10 @@ static void controls_answer(struct node *n, const struct simev *e)
 		c.left = W.so_until - T;
 	}
 
-	if (n->fence.conn != e->gen || n->fence.phase < PH_READY || W.part_db[n->i]) {
+	if (sess->conn != e->gen || sess->phase < PH_READY || W.part_db[n->i]) {
 		ev.controls.news = ELECTION_CONTROLS_FAILED;
 		ev.controls.session_lost = true;
-		ev.reason = "fence session lost";
+		ev.reason = e->skind ? "fence session lost" : "lock session lost";
 	} else if (e->status) {
 		ev.controls.news = ELECTION_CONTROLS_FAILED;
 		ev.reason = "canceling statement due to lock timeout";
@@ -3281,6 +3386,7 @@ struct knobs {
 	const char *acquire, *restart;
 	double retry, ping_interval, ping_timeout, grace, lease, ttl, takeover;
 	int failures;
+	int queue_depth;          /* DESIGN 15 */
 	bool failsafe, mismatch;
 	/* the jobs of DESIGN 10, in [job.NAME] sections; n_jobs 0: a command */
 	int n_jobs;
@@ -3383,6 +3489,7 @@ static void node_config(struct node *n, const struct knobs *k)
 	snprintf(d[5], 32, "%gs", k->grace);
 	snprintf(d[6], 32, "%gs", k->ttl);
 	snprintf(d[7], 32, "%gs", k->takeover);
+	snprintf(d[8], 32, "%d", k->queue_depth);
 	snprintf(http, sizeof(http), "127.0.0.1:%d", 8100 + n->i);
 	argv[c++] = "pgleader";
 	argv[c++] = "--dsn"; argv[c++] = "host=sim dbname=sim";
@@ -3396,6 +3503,7 @@ static void node_config(struct node *n, const struct knobs *k)
 	argv[c++] = "--server-lease"; argv[c++] = d[4];
 	argv[c++] = "--grace-period"; argv[c++] = d[5];
 	argv[c++] = "--takeover-delay"; argv[c++] = d[7];
+	argv[c++] = "--queue-depth"; argv[c++] = d[8];
 	if (k->failsafe) {
 		/* with mismatch, the first and the last node do not list each
 		 * other; the others list everyone: three different lists */
@@ -3490,6 +3598,9 @@ static void setup(uint64_t seed)
 	T = 0;
 	rng_state = seed * 0x2545f4914f6cdd1dULL + 1;
 	pick_knobs(&k);
+	queue_empty_since = INFINITY;
+	/* from the seed, not the random stream: 1 to 3 (DESIGN 15) */
+	k.queue_depth = 1 + (int)(seed / 2 % 3);
 	W.n = k.n;
 	W.db_up = true;
 	W.xid = 700 + (uint64_t)irand(1000);
@@ -3520,10 +3631,10 @@ static void setup(uint64_t seed)
 	W.mismatch = k.mismatch;
 	W.faults_end = urand(60, 240);
 	W.end = W.faults_end + liveness_bound() + 1;
-	say(0, "seed %" PRIu64 ": %d nodes, acquire %s, restart %s, retry %gs, ping %gs/%gs x%d, "
+	say(0, "seed %" PRIu64 ": %d nodes, acquire %s (queue_depth %d), restart %s, retry %gs, ping %gs/%gs x%d, "
 	    "grace %gs, server_lease %gs, takeover %gs, failsafe %s%s (ttl %gs), faults until "
 	    "%.1fs, liveness bound %.1fs, after SIGCONT %s first%s%s", seed, k.n, k.acquire,
-	    k.restart, k.retry, k.ping_interval, k.ping_timeout, k.failures, k.grace, k.lease,
+	    k.queue_depth, k.restart, k.retry, k.ping_interval, k.ping_timeout, k.failures, k.grace, k.lease,
 	    k.takeover, k.failsafe ? "on" : "off",
 	    k.mismatch ? " with member lists that differ" : "", k.ttl, W.faults_end,
 	    liveness_bound(), io_first ? "sockets" : "timers",

@@ -158,6 +158,7 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("ping_interval", cfg->ping_interval_ms);
 	INT("ping_timeout", cfg->ping_timeout_ms);
 	INT("ping_failures", cfg->ping_failures);
+	INT("queue_depth", cfg->queue_depth);
 	INT("server_lease", cfg->server_lease_ms);
 	INT("grace_period", cfg->grace_period_ms);
 	INT("takeover_delay", cfg->takeover_delay_ms);
@@ -227,6 +228,8 @@ static const struct key_case {
 	{ "ping_timeout", "ping-timeout", false, "3s", "3000", "0",
 	  "must be greater than 0" },
 	{ "ping_failures", "ping-failures", false, "5", "5", "0",
+	  "0 is out of range (1 to 1000)" },
+	{ "queue_depth", "queue-depth", false, "2", "2", "0",
 	  "0 is out of range (1 to 1000)" },
 	{ "server_lease", "server-lease", false, "0", "0", "forever",
 	  "invalid duration \"forever\" (examples: 250ms, 5s, 2m)" },

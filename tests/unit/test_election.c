@@ -132,6 +132,7 @@ static bool answer(unsigned asked, struct election_event *ev)
 		{ ELECTION_DO_FENCE_TRY, ELECTION_FENCE, ELECTION_SESSION_ACQUIRED },
 		{ ELECTION_DO_FENCE_DROP, ELECTION_FENCE, ELECTION_SESSION_RELEASED },
 		{ ELECTION_DO_CONTROLS_READ, ELECTION_CONTROLS, ELECTION_CONTROLS_READ },
+		{ ELECTION_DO_LOCK_CONTROLS_READ, ELECTION_CONTROLS, ELECTION_CONTROLS_READ },
 		{ ELECTION_DO_START_CHILD, ELECTION_COMMAND, ELECTION_COMMAND_STARTED },
 	};
 
@@ -765,17 +766,20 @@ START_TEST(test_poll_mode_busy)
 	c.acquire = ACQUIRE_POLL;
 	p = daemon_params(&c);
 	to_standby(&M, &p, 0);
+	/* a polling standby holds one session (DESIGN 15): the fence's
+	 * closes */
 	out = step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
-	ck_actions(out, 0);
+	ck_actions(out, ELECTION_DO_FENCE_CLOSE);
 	ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
 	for (int k = 0; k < 5; k++) {
-		/* the controls are read every retry_interval from 0, the
-		 * tries every retry_interval after each answer */
+		/* the controls are read every retry_interval from 0, over
+		 * the lock session; the tries every retry_interval after
+		 * each answer */
 		double read = 5.0 * (k + 1);
 
 		ck_wakeup(&M, t, read);
 		ck_actions(tick(&M, t + 2.5), 0);
-		ck_actions(tick(&M, read), ELECTION_DO_CONTROLS_READ);
+		ck_actions(tick(&M, read), ELECTION_DO_LOCK_CONTROLS_READ);
 		ck_wakeup(&M, read, t + 5);
 		ck_actions(tick(&M, t + 5 - JUST), 0);
 		t += 5;
@@ -787,9 +791,136 @@ START_TEST(test_poll_mode_busy)
 		ck_actions(out, 0);
 		ck_no_log(out);
 	}
+	/* the lock came: the fence session opens again, and is taken */
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", t + 1);
 	ck_state(&M, ELECTION_LEADER);
-	ck_actions(out, LEAD_FIRST | ELECTION_DO_START_CHILD);
+	ck_actions(out, ELECTION_DO_FENCE_CONNECT | LEAD_FIRST | ELECTION_DO_START_CHILD);
+}
+END_TEST
+
+/* BUSY from the lock session, with where its try found this standby
+ * (DESIGN 15): queue_ahead standbys queued or ranked before it; -1 after a
+ * queued wait ran out. */
+static struct election_output busy(struct election *e, int ahead, double now)
+{
+	struct election_event ev = {
+		.type = ELECTION_LOCK, .wall = now + 1.7e9,
+		.session = { .news = ELECTION_SESSION_BUSY, .queue_ahead = ahead },
+	};
+	struct election_output out;
+
+	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
+	election_step(e, &ev, now, &out);
+	answer_all(e, &out, now);
+	return out;
+}
+
+/* Queue or poll (DESIGN 15): a try that found fewer than queue_depth
+ * standbys queued or ranked before this one queues it at once; one that
+ * found as many or more polls a retry_interval later; a queued wait that
+ * ran out tries at once, to learn whether it still belongs in the queue.
+ * Poll mode never queues. */
+static const struct {
+	bool wait;       /* --acquire=wait */
+	int depth;
+	int ahead;
+	unsigned now;    /* the request sent at once, or 0 */
+} queue_rows[] = {
+	{ true, 3, 0, ELECTION_DO_WAIT_LOCK },
+	{ true, 3, 2, ELECTION_DO_WAIT_LOCK },
+	{ true, 3, 3, 0 },
+	{ true, 3, 999, 0 },
+	{ true, 1, 0, ELECTION_DO_WAIT_LOCK },
+	{ true, 1, 1, 0 },
+	{ true, 3, -1, ELECTION_DO_WAIT_LOCK }, /* a queued wait ran out */
+	{ false, 3, 0, 0 },
+};
+
+START_TEST(test_queue_or_poll)
+{
+	struct config c = daemon_cfg;
+	struct election_params p;
+	struct election_output out;
+	double t = 0.25;
+
+	c.acquire = queue_rows[_i].wait ? ACQUIRE_WAIT : ACQUIRE_POLL;
+	c.queue_depth = queue_rows[_i].depth;
+	p = daemon_params(&c);
+	to_standby(&M, &p, 0);
+	out = busy(&M, queue_rows[_i].ahead, t);
+	/* a standby that polls holds one session: the fence's closes */
+	ck_actions(out, queue_rows[_i].now ? queue_rows[_i].now : ELECTION_DO_FENCE_CLOSE);
+	ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
+	if (queue_rows[_i].now) {
+		ck_assert_double_eq(M.request_deadline, t + 7);
+		return;
+	}
+	/* polling: the next try a retry_interval after the answer (the
+	 * controls read at 5 comes first, over the lock session), a plain
+	 * try */
+	ck_actions(tick(&M, 5), ELECTION_DO_LOCK_CONTROLS_READ);
+	ck_actions(tick(&M, t + 5 - JUST), 0);
+	ck_actions(tick(&M, t + 5), ELECTION_DO_TRY_LOCK);
+	/* the queue has room now: in wait mode, queue at once, with the
+	 * fence session open again */
+	out = busy(&M, 0, t + 5.25);
+	ck_actions(out, queue_rows[_i].wait
+		   ? ELECTION_DO_WAIT_LOCK | ELECTION_DO_FENCE_CONNECT : 0);
+	ck_no_log(out);
+	if (queue_rows[_i].wait)
+		ck_actions(tick(&M, 10), ELECTION_DO_CONTROLS_READ);
+}
+END_TEST
+
+/* A queued standby whose wait ran out waits again at once; every
+ * ELECTION_QUEUE_RECHECK-th time it tries instead, and stays queued only
+ * while its try says it belongs there; a try that finds the queue full of
+ * standbys ranked before it polls. */
+START_TEST(test_queued_standby_rechecks)
+{
+	double t = 0.25;
+
+	to_standby(&M, &defaults, 0);
+	ck_actions(busy(&M, 0, t), ELECTION_DO_WAIT_LOCK);
+	for (int round = 0; round < 2; round++) {
+		for (int k = 1; k < ELECTION_QUEUE_RECHECK; k++) {
+			t += 5; /* lock_timeout; the controls read due goes with it */
+			ck_actions(busy(&M, -1, t), ELECTION_DO_WAIT_LOCK |
+				   ELECTION_DO_CONTROLS_READ);
+		}
+		t += 5;
+		ck_actions(busy(&M, -1, t), ELECTION_DO_TRY_LOCK | ELECTION_DO_CONTROLS_READ);
+		if (round == 0)
+			ck_actions(busy(&M, 2, t), ELECTION_DO_WAIT_LOCK);
+	}
+	ck_actions(busy(&M, 3, t), ELECTION_DO_FENCE_CLOSE);
+	ck_wakeup(&M, t, t + 5); /* the poll, with the controls read */
+	ck_actions(tick(&M, t + 5 - JUST), 0);
+	ck_actions(tick(&M, t + 5), ELECTION_DO_TRY_LOCK | ELECTION_DO_LOCK_CONTROLS_READ);
+}
+END_TEST
+
+/* DESIGN 15: a polling standby holds one session. Its fence session
+ * closes once no controls read is in flight on it; the next read goes
+ * over the lock session; a try that finds room opens the fence session
+ * again, beside the queued wait. */
+START_TEST(test_polling_closes_fence_after_read)
+{
+	struct election_output out;
+
+	to_standby(&M, &defaults, 0);
+	answer_controls = false;
+	ck_actions(tick(&M, 5), ELECTION_DO_CONTROLS_READ);
+	ck_actions(busy(&M, 3, 5.25), 0); /* the read is on the fence session */
+	ck_assert(M.polling);
+	out = step(&M, CONTROLS_ANSWERED, 0, NULL, 5.5);
+	ck_actions(out, ELECTION_DO_FENCE_CLOSE);
+	ck_actions(tick(&M, 10.25), ELECTION_DO_TRY_LOCK);
+	ck_actions(tick(&M, 10.5), ELECTION_DO_LOCK_CONTROLS_READ);
+	ck_actions(step(&M, CONTROLS_ANSWERED, 0, NULL, 10.5), 0);
+	ck_actions(busy(&M, 1, 10.75), ELECTION_DO_WAIT_LOCK | ELECTION_DO_FENCE_CONNECT);
+	ck_assert(!M.polling);
+	ck_actions(tick(&M, 15.5), ELECTION_DO_CONTROLS_READ);
 }
 END_TEST
 
@@ -1736,9 +1867,10 @@ static const struct {
 		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_CLOSE |
 		  ELECTION_DO_EXIT,
 		  ELECTION_DONE } } },
+	/* a polling standby's fence session is closed already (DESIGN 15) */
 	{ "standby, polling, idle", setup_standby_poll_idle, {
 		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_RELEASE, ELECTION_RELEASING },
-		{ ELECTION_RELEASED, 0, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT, ELECTION_DONE } } },
+		{ ELECTION_RELEASED, 0, ELECTION_DO_EXIT, ELECTION_DONE } } },
 	{ "leader", setup_leader, {
 		{ ELECTION_SHUTDOWN, 0, ELECTION_DO_STOP_CHILD, ELECTION_SHUTTING_DOWN },
 		{ ELECTION_CHILD_GONE, 143, ELECTION_DO_RELEASE | ELECTION_DO_FENCE_DROP, ELECTION_RELEASING },
@@ -1903,8 +2035,9 @@ START_TEST(test_fatal_in_standby)
 
 	setup_standby_poll_idle(&M);
 	out = step(&M, ELECTION_FATAL, 78, "a connection pooler is in the way", 2);
-	/* the lease closed the connection, and with it the lock: no RELEASE */
-	ck_actions(out, ELECTION_DO_FENCE_CLOSE | ELECTION_DO_EXIT);
+	/* the lease closed the connection, and with it the lock: no RELEASE;
+	 * a polling standby's fence session is closed already (DESIGN 15) */
+	ck_actions(out, ELECTION_DO_EXIT);
 	ck_exit(out, &M, 78);
 }
 END_TEST
@@ -2312,8 +2445,14 @@ static void fence_actions(struct world *w, unsigned a)
 	}
 	if (a & ELECTION_DO_FENCE_PING)
 		ck_assert_msg(w->fconn == 2 && w->fheld, "fence ping without the fence");
-	if (a & ELECTION_DO_CONTROLS_READ) {
+	if (a & (ELECTION_DO_CONTROLS_READ | ELECTION_DO_LOCK_CONTROLS_READ)) {
 		ck_assert_msg(!w->ctl_out, "second controls read in flight");
+		ck_assert_msg(!(a & ELECTION_DO_CONTROLS_READ) ||
+			      !(a & ELECTION_DO_LOCK_CONTROLS_READ),
+			      "a controls read over both sessions");
+		/* a polling standby's read goes over its lock session */
+		ck_assert_msg(!(a & ELECTION_DO_LOCK_CONTROLS_READ) || w->conn == 2,
+			      "LOCK_CONTROLS_READ without a lock session");
 		w->ctl_out = true;
 	}
 }
@@ -2505,7 +2644,10 @@ START_TEST(test_property_world)
 {
 	unsigned long leaderships = 0, steps = 0;
 
-	for (int run = 0; run < 500; run++) {
+	/* 600 worlds: enough that every state is entered at least 100 times
+	 * (below); 500 fell to 98 shutdowns of a running command once the
+	 * short queue and the controls' failing closed changed the paths */
+	for (int run = 0; run < 600; run++) {
 		struct world w;
 
 		memset(&w, 0, sizeof(w));
@@ -2629,7 +2771,7 @@ START_TEST(test_property_world)
 		/* no failsafe members, no switchover, no priority here */
 		if (bit & (ELECTION_DO_FAILSAFE_CLAIM | ELECTION_DO_FAILSAFE_CHECK |
 			   ELECTION_DO_FAILSAFE_REGAINED | ELECTION_DO_CONTROLS_DONE |
-			   ELECTION_DO_PRIORITY_ASK))
+			   ELECTION_DO_PRIORITY_ASK | ELECTION_DO_LOCK_PRIORITY_ASK))
 			continue;
 		ck_assert_msg(taken[i] >= 100, "%s taken %lu times", action_name(bit),
 			      taken[i]);
@@ -4241,6 +4383,9 @@ static Suite *election_suite(void)
 	tcase_set_timeout(tc, 5);
 	tcase_add_test(tc, test_wait_mode_busy);
 	tcase_add_test(tc, test_poll_mode_busy);
+	tcase_add_loop_test(tc, test_queue_or_poll, 0, ROWS(queue_rows));
+	tcase_add_test(tc, test_queued_standby_rechecks);
+	tcase_add_test(tc, test_polling_closes_fence_after_read);
 	tcase_add_loop_test(tc, test_lock_request_deadline, 0, ROWS(request_timeout_rows));
 	tcase_add_loop_test(tc, test_nonblock_busy_exits, 0, ROWS(nonblock_rows));
 	tcase_add_test(tc, test_nonblock_acquires);

@@ -559,6 +559,59 @@ START_TEST(parse_ping_nodes)
 }
 END_TEST
 
+/* A standby's try with where it stands (DESIGN 15): granted and the
+ * count of standbys queued or ranked before it, a count of 0 or more. */
+static const struct {
+	int ncols;
+	const char *granted, *ahead;
+	bool ok;
+	int want;
+} try_queue_cases[] = {
+	{ 2, "f", "3", true, 3 }, { 2, "t", "0", true, 0 }, { 2, "f", "998", true, 998 },
+	{ 1, "f", "3", false, 0 }, { 2, "f", NULL, false, 0 }, { 2, "f", "-1", false, 0 },
+	{ 2, "f", "3x", false, 0 }, { 2, "x", "3", false, 0 },
+	{ 2, "f", "99999999999", false, 0 },
+};
+
+START_TEST(parse_try_queue)
+{
+	const char *v[2] = { try_queue_cases[_i].granted, try_queue_cases[_i].ahead };
+	struct lease_sql_answer a = { 1, try_queue_cases[_i].ncols, v };
+	bool granted = false;
+	int ahead = -7;
+
+	ck_assert_int_eq(lease_sql_parse_try_queue(&a, &granted, &ahead),
+			 try_queue_cases[_i].ok);
+	if (try_queue_cases[_i].ok) {
+		ck_assert_int_eq(granted, !strcmp(try_queue_cases[_i].granted, "t"));
+		ck_assert_int_eq(ahead, try_queue_cases[_i].want);
+	}
+}
+END_TEST
+
+/* LEASE_SQL_QUEUE_RANK's answer: one count, 0 or more. */
+static const struct {
+	int ncols;
+	const char *value;
+	bool ok;
+	int want;
+} queue_count_cases[] = {
+	{ 1, "0", true, 0 }, { 1, "17", true, 17 }, { 2, "1", false, 0 },
+	{ 1, NULL, false, 0 }, { 1, "-1", false, 0 }, { 1, "1.5", false, 0 },
+};
+
+START_TEST(parse_queue_count)
+{
+	const char *v[2] = { queue_count_cases[_i].value, "1" };
+	struct lease_sql_answer a = { 1, queue_count_cases[_i].ncols, v };
+	int count = -7;
+
+	ck_assert_int_eq(lease_sql_parse_count(&a, &count), queue_count_cases[_i].ok);
+	if (queue_count_cases[_i].ok)
+		ck_assert_int_eq(count, queue_count_cases[_i].want);
+}
+END_TEST
+
 /* ---- the fence: the key as two int4 ---- */
 
 static const struct {
@@ -891,6 +944,8 @@ static Suite *lease_sql_suite(void)
 		{ "parse_claim", parse_claim, NROWS(claim_answer_cases) },
 		{ "parse_one_value", parse_one_value, NROWS(one_value_cases) },
 		{ "parse_ping_nodes", parse_ping_nodes, NROWS(ping_nodes_cases) },
+		{ "parse_try_queue", parse_try_queue, NROWS(try_queue_cases) },
+		{ "parse_queue_count", parse_queue_count, NROWS(queue_count_cases) },
 		{ "fence_halves", fence_halves, NROWS(halves_cases) },
 		{ "lock_sql", lock_sql, NROWS(lock_cases) },
 		{ "tag", tag, NROWS(tag_cases) },

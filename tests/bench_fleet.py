@@ -1,0 +1,238 @@
+#!/usr/bin/python3
+"""pgleader's fleet benchmark (DESIGN 15; `make bench`, not part of `make
+check`): what N pgleader nodes on one lock cost one PostgreSQL.
+
+For each fleet size N (--sizes, default 100,300,1000), against a private
+PostgreSQL 15 with default settings but max_connections (2 N + 50):
+N nodes with the same configuration (default timings, queue_depth 3,
+tests/stampjob as the command) are started, 50 every half second; once
+every node has a session and their number is steady, over --seconds:
+
+  backends      pgleader's sessions in pg_stat_activity (at the end)
+  waiters       the lock's queue in pg_locks, the most seen (sampled)
+  server CPU    the PostgreSQL processes' user + system time, in % of one
+                core
+  server PSS    their proportional memory (smaps_rollup), MiB
+  statements/s  pg_stat_database's xact_commit + xact_rollback: every
+                pgleader statement is one transaction (autocommit)
+  pgleader CPU  the N pgleader processes' time, % of one core
+  (--queue-depth 1000: every standby queues, the fleet as it was before)
+
+then --kills times: kill -9 of the leader (a node started in its place,
+so the fleet stays N) -> the next command's start stamp: p50, p99, max.
+
+The machine may be shared: the load average is printed with the figures.
+Without poll_dsn only: a pooler for the polling standbys is not built yet.
+
+    /usr/bin/python3 tests/bench_fleet.py [--sizes 100,300] [--seconds 30]
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "integration"))
+
+import pgharness as h  # noqa: E402
+from bench_ticks import line  # noqa: E402
+
+STAMPJOB = os.environ.get("PGLEADER_STAMPJOB") or os.path.join(h.REPO, "tests", "stampjob")
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def starts(path):
+    """[(node, mono)] of stampjob's start lines."""
+    out = []
+    for ln in h.read_text(path).splitlines():
+        p = ln.split()
+        if len(p) >= 5 and p[0] == "start" and p[-1] == ".":
+            out.append((p[1], float(p[3][2:])))
+    return out
+
+
+def cpu_ticks(pids):
+    total = 0
+    for pid in pids:
+        st = h.read_text("/proc/%d/stat" % pid)
+        if st:
+            f = st.rsplit(")", 1)[1].split()
+            total += int(f[11]) + int(f[12])  # utime, stime
+    return total
+
+
+def pss_kb(pids):
+    total = 0
+    for pid in pids:
+        for ln in h.read_text("/proc/%d/smaps_rollup" % pid).splitlines():
+            if ln.startswith("Pss:"):
+                total += int(ln.split()[1])
+    return total
+
+
+class Fleet:
+    def __init__(self, opts, n):
+        self.opts = opts
+        self.n = n
+        self.work = h.make_tempdir("pgleader-bench-fleet")
+        settings = {"max_connections": str(2 * n + 50), "log_connections": "off",
+                    "log_disconnections": "off"}
+        if opts.top:
+            settings["shared_preload_libraries"] = "'pg_stat_statements'"
+        self.cluster = h.PgCluster("fleet", settings=settings)
+        self.stamps = os.path.join(self.work, "stamps")
+        self.nodes = {}
+        self.next_id = 0
+
+    def start_node(self):
+        name = "n%04d" % self.next_id
+        self.next_id += 1
+        self.nodes[name] = h.Pgleader(
+            ["--dsn", self.cluster.dsn(), "--lock-name", "bench-fleet", "--node-id", name] +
+            (["--queue-depth", str(self.opts.queue_depth)] if self.opts.queue_depth else []) +
+            ["--", STAMPJOB, self.stamps], self.work, name=name, use_wrapper=False)
+        return name
+
+    def scalar(self, sql):
+        return int(self.cluster.scalar(sql) or 0)
+
+    def backends(self):
+        return self.scalar("SELECT count(*) FROM pg_stat_activity "
+                           "WHERE application_name LIKE 'pgleader/%'")
+
+    def waiters(self):
+        return self.scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
+                           "AND objsubid = 1 AND NOT granted")
+
+    def statements(self):
+        return self.scalar("SELECT xact_commit + xact_rollback FROM pg_stat_database "
+                           "WHERE datname = 'postgres'")
+
+    def leader(self):
+        rows = self.cluster.psql("SELECT a.application_name FROM pg_locks l JOIN "
+                                 "pg_stat_activity a USING (pid) WHERE l.locktype = "
+                                 "'advisory' AND l.objsubid = 1 AND l.granted")
+        return rows[0][0].split("/", 1)[1] if rows else None
+
+    def settle(self):
+        """Every node connected, tried and settled: a backend for each node
+        at least, and their number steady."""
+        h.wait_until(lambda: starts(self.stamps), 60, interval=0.1, what="a leader")
+        last, steady = -1, 0
+        deadline = time.monotonic() + 180
+        while (steady < 3 or last < self.n) and time.monotonic() < deadline:
+            time.sleep(2)
+            b = self.backends()
+            steady = steady + 1 if b == last else 0
+            last = b
+        if last < self.n:
+            raise AssertionError("%d backends for %d nodes after 180 s" % (last, self.n))
+
+    def measure(self):
+        if self.opts.top:
+            self.cluster.psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; "
+                              "SELECT pg_stat_statements_reset()")
+        server = self.cluster.server_pids()
+        nodes = [p.pid for p in self.nodes.values()]
+        t0, s0 = time.monotonic(), self.statements()
+        c0, n0 = cpu_ticks(server), cpu_ticks(nodes)
+        most = 0
+        while time.monotonic() - t0 < self.opts.seconds:
+            most = max(most, self.waiters())
+            time.sleep(0.5)
+        dt = time.monotonic() - t0
+        c1, n1, s1 = cpu_ticks(server), cpu_ticks(nodes), self.statements()
+        if self.opts.top:
+            for r in self.cluster.psql(
+                    "SELECT calls, round(total_exec_time::numeric, 1), "
+                    "round(mean_exec_time::numeric, 3), left(regexp_replace(query, "
+                    "'\\s+', ' ', 'g'), 90) FROM pg_stat_statements ORDER BY "
+                    "total_exec_time DESC LIMIT %d" % self.opts.top):
+                print("  top: calls %s total %s ms mean %s ms: %s" % tuple(r))
+        return dict(backends=self.backends(), waiters=most,
+                    server_cpu=100.0 * (c1 - c0) / HZ / dt,
+                    server_pss_mib=pss_kb(server) / 1024.0,
+                    statements=(s1 - s0) / dt,
+                    pgleader_cpu=100.0 * (n1 - n0) / HZ / dt)
+
+    def kills(self):
+        ms = []
+        for _ in range(self.opts.kills):
+            leader = self.leader()
+            if leader is None or leader not in self.nodes:
+                time.sleep(1)
+                continue
+            before = len(starts(self.stamps))
+            t0 = time.monotonic()
+            p = self.nodes.pop(leader)
+            os.kill(p.pid, signal.SIGKILL)
+            h.wait_until(lambda: len(starts(self.stamps)) > before, 30, interval=0.002,
+                         what="the next leader's command")
+            ms.append((starts(self.stamps)[before][1] - t0) * 1000)
+            p.wait(10)
+            self.start_node()
+            time.sleep(3)  # the queue full again
+        return ms
+
+    def run(self):
+        self.cluster.start()
+        # 50 at a time: a thousand processes started in one go would
+        # measure the machine's run queue, not the fleet
+        for k in range(self.n):
+            self.start_node()
+            if k % 50 == 49:
+                time.sleep(0.5)
+        self.settle()
+        m = self.measure()
+        ms = self.kills()
+        return m, ms
+
+    def cleanup(self):
+        for p in self.nodes.values():
+            p.cleanup()
+        self.cluster.destroy()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description="pgleader fleet benchmark")
+    ap.add_argument("--sizes", default="100,300,1000", help="fleet sizes (100,300,1000)")
+    ap.add_argument("--seconds", type=float, default=30, help="measuring window (30)")
+    ap.add_argument("--kills", type=int, default=10, help="kill -9 failovers per size (10)")
+    ap.add_argument("--queue-depth", type=int, default=0,
+                    help="the nodes' queue_depth (default: pgleader's, 3); 1000: every "
+                    "standby queues, as before DESIGN 15")
+    ap.add_argument("--top", type=int, default=0,
+                    help="with pg_stat_statements: the N statements that took the "
+                    "server's time")
+    opts = ap.parse_args(argv)
+    print("pgleader fleet benchmark: %s; queue_depth %s; %d cores; load average %s" % (
+        h.pgleader_bin(), opts.queue_depth or "3 (default)", os.cpu_count(),
+        open("/proc/loadavg").read().split()[:3]))
+    print("%6s %9s %8s %11s %12s %13s %13s" % ("nodes", "backends", "waiters", "server CPU",
+                                                 "server PSS", "statements/s", "pgleader CPU"))
+    failed = False
+    for n in (int(x) for x in opts.sizes.split(",")):
+        f = Fleet(opts, n)
+        try:
+            m, ms = f.run()
+        except AssertionError as e:
+            print("%6d FAILED: %s" % (n, e))
+            failed = True
+            continue
+        finally:
+            f.cleanup()
+        print("%6d %9d %8d %10.1f%% %8.0f MiB %13.0f %12.1f%%" % (
+            n, m["backends"], m["waiters"], m["server_cpu"], m["server_pss_mib"],
+            m["statements"], m["pgleader_cpu"]))
+        if ms:
+            print(line("  kill9 (%d)" % n, ms))
+        print("  load average %s" % open("/proc/loadavg").read().split()[:3])
+    print("without poll_dsn only (not built yet)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

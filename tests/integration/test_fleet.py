@@ -1,0 +1,142 @@
+"""A fleet on one lock (DESIGN 15): at most queue_depth standbys wait in the
+lock's queue, the others poll; a kill -9 of the leader still fails over in
+milliseconds while a queued standby lives, within retry_interval when the
+queued ones die with it; priorities choose who queues."""
+
+import os
+import signal
+import time
+
+import pgharness as h
+from pgharness import bound
+
+FLEET = 30
+DEPTH = 2
+QUEUE_RECHECK = 6  # ELECTION_QUEUE_RECHECK (src/election.h)
+
+
+def waiter_names(pg, key):
+    return sorted(w["application_name"] for w in pg.lock_waiters(key))
+
+
+def start_fleet(fleet, names, *extra):
+    """Starts every node at once (Popen does not wait): the fleet's start is
+    as parallel as the machine allows."""
+    return {n: fleet.start(n, "--queue-depth", str(DEPTH), *extra) for n in names}
+
+
+def watch_queue(pg, key, seconds, until=None):
+    """Samples the lock's queue in pg_locks for that long (or until until()
+    holds); returns the largest queue seen and the last one."""
+    most, last = 0, []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        last = waiter_names(pg, key)
+        most = max(most, len(last))
+        if until and until(last):
+            break
+    return most, last
+
+
+def sessions_per_node(pg):
+    out = {}
+    for a in pg.activity():
+        if a["application_name"].startswith("pgleader/"):
+            out[a["application_name"]] = out.get(a["application_name"], 0) + 1
+    return out
+
+
+def kill9_all(nodes):
+    t0 = time.monotonic()
+    for p in nodes:
+        assert p.running(), "%s exited by itself:\n%s" % (p.name, h.tail(p.text(), 20))
+        p.remember_descendants()
+        os.kill(p.pid, signal.SIGKILL)
+    for p in nodes:
+        assert p.wait(10) == -signal.SIGKILL
+    return t0
+
+
+def started_after(ledger, nodes, t0, timeout):
+    """The first command start on one of nodes after t0."""
+    def first():
+        later = [e for e in ledger.events("start") if e.time > t0 and e.node in nodes]
+        return min(later, key=lambda e: e.time) if later else None
+    return h.wait_until(first, bound(timeout), what="a new leader's command")
+
+
+def test_queue_depth_and_kill9(pg, fleet, ledger, lock_key):
+    leader = fleet.start("n00", "--queue-depth", str(DEPTH))
+    ledger.wait_for("start", "n00", timeout=bound(10))
+    names = ["n%02d" % i for i in range(1, FLEET)]
+    nodes = start_fleet(fleet, names)
+    nodes["n00"] = leader
+    # every standby has tried (and polls or waits) within a retry_interval
+    # or two of its start; the queue fills to queue_depth and no further
+    most, last = watch_queue(pg, lock_key, bound(3 * h.FAST_RETRY + 2))
+    assert most <= DEPTH, "%d standbys in the queue (queue_depth %d)" % (most, DEPTH)
+    assert len(last) == DEPTH, last
+    # a polling standby holds one session, the lock's; the leader and the
+    # queued standbys two (the fence's beside it); every node shows in
+    # pg_stat_activity
+    want = {h.app_name(n): 1 for n in nodes}
+    for n in ["n00"] + [a.split("/", 1)[1] for a in last]:
+        want[h.app_name(n)] = 2
+    h.wait_until(lambda: sessions_per_node(pg) == want, bound(2 * h.FAST_RETRY + 2),
+                 what="one session per polling standby, two per leader or queued")
+
+    # kill -9 of the leader: a queued standby takes over in milliseconds
+    queued = [a.split("/", 1)[1] for a in last]
+    t0 = kill9_all([leader])
+    s = started_after(ledger, set(names), t0, h.FAST_RETRY + 3)
+    assert s.node in queued
+    assert s.time - t0 < bound(1.0), "started %.3fs after kill -9" % (s.time - t0)
+    new_leader = s.node
+
+    # the queue refills to queue_depth, never beyond
+    most, last = watch_queue(pg, lock_key, bound(3 * h.FAST_RETRY + 2),
+                             until=lambda w: len(w) == DEPTH)
+    assert most <= DEPTH and len(last) == DEPTH, last
+
+    # kill -9 of the leader and every queued standby at once: a polling
+    # standby takes over within retry_interval
+    queued = [a.split("/", 1)[1] for a in last]
+    dead = {new_leader, *queued}
+    t0 = kill9_all([nodes[n] for n in dead])
+    s = started_after(ledger, set(names) - dead, t0, h.FAST_RETRY + 5)
+    took = s.time - t0
+    assert took < bound(h.FAST_RETRY + 1.0), "started %.3fs after kill -9 (retry_interval %.1fs)" % (
+        took, h.FAST_RETRY)
+    most, last = watch_queue(pg, lock_key, bound(2 * h.FAST_RETRY + 1))
+    assert most <= DEPTH, "%d standbys in the queue (queue_depth %d)" % (most, DEPTH)
+    assert len(ledger.starts()) == 3
+
+
+def test_priorities_choose_the_queue(pg, fleet, ledger, lock_key):
+    # the leader outranks everyone: no standby asks it for a switchover
+    leader = fleet.start("n00", "--queue-depth", str(DEPTH), "--priority", "9")
+    ledger.wait_for("start", "n00", timeout=bound(10))
+    low = ["n%02d" % i for i in range(1, FLEET - DEPTH)]
+    start_fleet(fleet, low)
+    most, last = watch_queue(pg, lock_key, bound(3 * h.FAST_RETRY + 2),
+                             until=lambda w: len(w) == DEPTH)
+    assert len(last) == DEPTH and set(last) <= {h.app_name(n) for n in low}
+    # two standbys of higher priority arrive last: they take the queue
+    # once the queued standbys try again (every ELECTION_QUEUE_RECHECK-th
+    # end of a wait, each lock_timeout = retry_interval)
+    high = ["hi1", "hi2"]
+    # no priority switchover asked (the leader outranks them anyway): a long
+    # statement's tag is cut from pg_stat_activity's query (1 kB)
+    start_fleet(fleet, high, "--priority", "5", "--priority-delay", "1h")
+    want = sorted(h.app_name(n) for n in high)
+    m, last = watch_queue(pg, lock_key, bound(QUEUE_RECHECK * h.FAST_RETRY +
+                                              3 * h.FAST_RETRY + 2),
+                          until=lambda w: w == want)
+    assert last == want, "queue %s, want %s" % (last, want)
+    assert max(most, m) <= DEPTH
+    # and stay there
+    m, last = watch_queue(pg, lock_key, bound(2 * h.FAST_RETRY + 0.5))
+    assert m <= DEPTH and last == want, last
+    t0 = kill9_all([leader])
+    s = started_after(ledger, set(high), t0, h.FAST_RETRY + 3)
+    assert s.time - t0 < bound(1.0), "started %.3fs after kill -9" % (s.time - t0)
