@@ -172,16 +172,13 @@ static struct config cfg = {
 static struct ev_loop *loop;
 static struct jobs *jobs;
 
-/* jobs_start for lock session pid, the ledger there, the server's clock
- * at T0 plus a little, and the job's newest row at last. */
-static void start(int pid, int64_t last)
+/* jobs_start for lock session pid, the ledger there, and the server's
+ * clock at T0 plus a little: ok, which begin answers the ensure with. */
+static void begin(int pid, const struct ledger_answer *ok)
 {
 	const struct jobs_callbacks cb = { gone, refused, NULL };
 	const struct ledger_term term = { .lock_key = 42, .fencing_token = 7,
 					  .lock_pid = pid };
-	struct ledger_answer ok = { .ok = true, .db_now = T0 + 10,
-				    .last_tick = last, .interrupted = INT64_MIN,
-				    .older_running = INT64_MIN };
 	char err[256];
 
 	n_reqs = 0;
@@ -191,7 +188,17 @@ static void start(int pid, int64_t last)
 	ck_assert_ptr_nonnull(jobs);
 	jobs_start(jobs, &term);
 	ck_assert_int_eq(reqs[0].kind, R_ENSURE);
-	reqs[0].fn(reqs[0].arg, &ok);
+	reqs[0].fn(reqs[0].arg, ok);
+}
+
+/* begin, and the job's newest row at last. */
+static void start(int pid, int64_t last)
+{
+	struct ledger_answer ok = { .ok = true, .db_now = T0 + 10,
+				    .last_tick = last, .interrupted = INT64_MIN,
+				    .older_running = INT64_MIN };
+
+	begin(pid, &ok);
 	ck_assert_int_eq(reqs[1].kind, R_LAST);
 	reqs[1].fn(reqs[1].arg, &ok);
 }
@@ -406,23 +413,13 @@ END_TEST
  * delay (30 s) starts it over at 1 s. */
 START_TEST(test_restart_backoff_reset_after_long_run)
 {
-	const struct jobs_callbacks cb = { gone, refused, NULL };
-	const struct ledger_term term = { .lock_key = 42, .fencing_token = 7, .lock_pid = 111 };
 	struct ledger_answer ok = { .ok = true, .db_now = T0 + 10, .last_tick = INT64_MIN,
 				    .interrupted = INT64_MIN, .older_running = INT64_MIN };
-	char err[256];
 
 	job.schedule = NULL;
 	job.restart = RESTART_ALWAYS;
-	n_reqs = 0;
 	the_child.started = 0;
-	log_stub_reset();
-	loop = ev_loop_new(0);
-	jobs = jobs_new(loop, &cfg, (struct ledger *)&cfg, &cb, err, sizeof(err));
-	ck_assert_ptr_nonnull(jobs);
-	jobs_start(jobs, &term);
-	ck_assert_int_eq(reqs[0].kind, R_ENSURE);
-	reqs[0].fn(reqs[0].arg, &ok);
+	begin(111, &ok);
 	ck_assert_int_eq(the_child.started, 1);
 	/* a quick failure: 1 s, and the next one would be 2 s */
 	the_child.on_gone(the_child.arg, 1);
