@@ -212,6 +212,19 @@ def kill_quietly(pid, sig=signal.SIGKILL):
         pass
 
 
+def pump(src, dst):
+    """Bytes from socket src to socket dst until src ends or either fails:
+    one direction of a test's TCP proxy, run in a thread of its own."""
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                return
+            dst.sendall(data)
+    except OSError:
+        return
+
+
 def killpg_quietly(pgid, sig=signal.SIGKILL):
     if pgid <= 1 or pgid == os.getpgid(0):
         return

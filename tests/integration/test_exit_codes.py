@@ -289,16 +289,6 @@ class SwitchingPooler:
             data += chunk
         return data
 
-    def _pump(self, src, dst):
-        try:
-            while True:
-                data = src.recv(65536)
-                if not data:
-                    break
-                dst.sendall(data)
-        except OSError:
-            pass
-
     def _upstream(self, startup):
         up = socket.create_connection(self.upstream, timeout=5)
         up.settimeout(None)
@@ -321,7 +311,7 @@ class SwitchingPooler:
             startup = self._read(c, 4)
             startup += self._read(c, struct.unpack("!i", startup)[0] - 4)
             up = self._upstream(startup)
-            threading.Thread(target=self._pump, args=(up, c), daemon=True).start()
+            threading.Thread(target=h.pump, args=(up, c), daemon=True).start()
             moved = False
             while True:
                 data = c.recv(65536)
@@ -329,7 +319,7 @@ class SwitchingPooler:
                     break
                 if self.switched and not moved:
                     up = self._second(startup)
-                    threading.Thread(target=self._pump, args=(up, c), daemon=True).start()
+                    threading.Thread(target=h.pump, args=(up, c), daemon=True).start()
                     moved = True
                 up.sendall(data)
         except OSError:

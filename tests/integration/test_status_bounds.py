@@ -44,18 +44,7 @@ class StallingProxy:
             s.settimeout(None)
             self.socks += [c, s]
             threading.Thread(target=self._client_to_server, args=(c, s), daemon=True).start()
-            threading.Thread(target=self._pump, args=(s, c), daemon=True).start()
-
-    @staticmethod
-    def _pump(a, b):
-        try:
-            while True:
-                data = a.recv(65536)
-                if not data:
-                    return
-                b.sendall(data)
-        except OSError:
-            return
+            threading.Thread(target=h.pump, args=(s, c), daemon=True).start()
 
     @staticmethod
     def _client_to_server(c, s):
