@@ -531,14 +531,16 @@ char *ledger_sql_prune(const char *schema)
  * plans a catalog join (1 ms more), so it is asked only where the schema
  * is. Catalog lookups, as in the check: to_regclass raises an error on a
  * schema without USAGE. */
+/* Whether the schema, then the controls table, is there: not whether this
+ * role may read it. A table this role may not read (a privilege revoked)
+ * is there, and its read fails: the controls fail closed (DESIGN 11), they
+ * are not taken for none. */
 static const char schema_probe_text[] =
-	"SELECT COALESCE(pg_catalog.has_schema_privilege("
-	"pg_catalog.to_regnamespace(@L), 'USAGE'), false)";
+	"SELECT pg_catalog.to_regnamespace(@L) IS NOT NULL";
 
 static const char controls_probe_text[] =
-	"SELECT COALESCE((SELECT pg_catalog.has_schema_privilege(n.oid, 'USAGE')"
-	" AND pg_catalog.has_table_privilege(c.oid, 'SELECT')"
-	" AND EXISTS (SELECT FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid"
+	"SELECT COALESCE((SELECT EXISTS (SELECT FROM pg_catalog.pg_attribute a"
+	" WHERE a.attrelid = c.oid"
 	" AND a.attname = 'leader' AND NOT a.attisdropped)"
 	" FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_class c"
 	" ON c.relnamespace = n.oid WHERE n.nspname = @L AND c.relname = 'controls'"

@@ -111,3 +111,30 @@ def test_paused_jobs_starting_behind_an_alter_table_run_no_tick(pg, fleet, ledge
     assert ledger.starts() == [], a.text()
     resume(pg, lock_key)
     ledger.wait_for("start", "a", timeout=bound(5))
+
+
+def test_paused_node_whose_read_is_revoked_runs_nothing(pg, fleet, ledger, lock_key, workdir):
+    """The other way a table is there but cannot be read (DESIGN 11): its
+    SELECT revoked from the node's role, with a pause in force. The node
+    leads and runs nothing, says so once, and starts the command once the
+    grant is back and the pause resumed (0.5.0's first probe asked for the
+    privilege, took the unreadable table for no table, and ran the paused
+    command)."""
+    init(workdir, pg)
+    pg.psql("CREATE ROLE app LOGIN; GRANT CREATE ON DATABASE postgres TO app")
+    pause(pg, lock_key)
+    pg.psql("REVOKE SELECT ON pgleader.controls FROM PUBLIC")
+    a = fleet.start("a", job=SLOW, dsn=pg.dsn(user="app"))
+    a.wait_for_log(r"acquired leader lease", timeout=bound(10))
+    a.wait_for_log(r"cannot read the operator controls: .*permission denied.*; starting "
+                   r"nothing until they are read again", timeout=bound(5))
+    time.sleep(3.0)     # three reads at retry_interval 1 s
+    assert ledger.starts() == [], "a command ran while the controls were " \
+        "unreadable and paused:\n" + a.text()
+    assert a.count(r"cannot read the operator controls") == 1, a.text()
+    mark = a.mark()
+    pg.psql("GRANT SELECT ON pgleader.controls TO PUBLIC")
+    a.wait_for_log(r"the operator controls are read again", after=mark, timeout=bound(5))
+    assert ledger.starts() == [], a.text()
+    resume(pg, lock_key)
+    ledger.wait_for("start", "a", timeout=bound(5))

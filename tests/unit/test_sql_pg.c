@@ -693,6 +693,17 @@ START_TEST(controls_written_and_read)
 	r = run_q(c, &q);
 	ck_assert_str_eq(PQcmdTuples(r), "1");
 	PQclear(r);
+	/* a role that may not read them: the probes still find them there,
+	 * so its read fails (and the controls fail closed), not "no table" */
+	exec_ok(c, "CREATE ROLE controls_blind; REVOKE SELECT ON controls.controls FROM PUBLIC;"
+		" REVOKE USAGE ON SCHEMA controls FROM PUBLIC; SET ROLE controls_blind");
+	ck_assert(probe(c, ledger_sql_schema_probe, s));
+	ck_assert(probe(c, controls_probe, s));
+	r = PQexecParams(c, read, 1, NULL, key, NULL, NULL, 0);
+	ck_assert_int_eq(PQresultStatus(r), PGRES_FATAL_ERROR);
+	ck_assert_str_eq(PQresultErrorField(r, PG_DIAG_SQLSTATE), "42501");
+	PQclear(r);
+	exec_ok(c, "RESET ROLE; DROP OWNED BY controls_blind; DROP ROLE controls_blind");
 	free(read);
 	PQfinish(c);
 }
