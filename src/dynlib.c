@@ -59,6 +59,7 @@ static struct {
 	__typeof__(MHD_add_response_header) *add_response_header;
 	__typeof__(MHD_queue_response) *queue_response;
 	__typeof__(MHD_destroy_response) *destroy_response;
+	__typeof__(MHD_http_unescape) *http_unescape;
 } mhd;
 
 static struct {
@@ -121,7 +122,7 @@ bool dynlib_load_mhd(char *err, size_t errlen)
 		SYM(mhd, get_version), SYM(mhd, lookup_connection_value),
 		SYM(mhd, create_response_from_buffer),
 		SYM(mhd, add_response_header), SYM(mhd, queue_response),
-		SYM(mhd, destroy_response),
+		SYM(mhd, destroy_response), SYM(mhd, http_unescape),
 	};
 
 	if (!mhd.loaded)
@@ -254,6 +255,11 @@ enum MHD_Result MHD_queue_response(struct MHD_Connection *connection,
 void MHD_destroy_response(struct MHD_Response *response)
 {
 	mhd.destroy_response(response);
+}
+
+size_t MHD_http_unescape(char *val)
+{
+	return mhd.http_unescape(val);
 }
 
 /* ---- libcurl ------------------------------------------------------------ */

@@ -674,41 +674,18 @@ static enum MHD_Result request_cb(void *cls, struct MHD_Connection *c,
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
-/* A hexadecimal digit's value, or -1. */
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* libmicrohttpd's own decoding turns "/leader%00" into "/leader" followed
- * by a NUL, which a path comparison takes for "/leader". This one decodes
- * %XX as it does but leaves "%00" as it stands, so that such a path is
- * 404: a request path never holds a NUL. Returns the decoded length. */
+ * by a NUL, which a path comparison takes for "/leader". A string with an
+ * encoded NUL is left as it came, so that such a path is 404 (a request
+ * path never holds a NUL); any other is decoded by libmicrohttpd. Returns
+ * the decoded length. */
 static size_t unescape_cb(void *cls, struct MHD_Connection *c, char *s)
 {
-	char *out = s;
-
 	(void)cls;
 	(void)c;
-	for (const char *in = s; *in; out++) {
-		int hi = in[0] == '%' ? hex_digit(in[1]) : -1;
-		int lo = hi >= 0 ? hex_digit(in[2]) : -1;
-
-		if (lo >= 0 && (hi | lo)) {
-			*out = (char)(hi * 16 + lo);
-			in += 3;
-		} else {
-			*out = *in++;
-		}
-	}
-	*out = '\0';
-	return (size_t)(out - s);
+	if (strstr(s, "%00"))
+		return strlen(s);
+	return MHD_http_unescape(s);
 }
 
 /* ---- the loop ----------------------------------------------------------- */
