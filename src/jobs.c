@@ -385,15 +385,15 @@ static void claim_cb(void *arg, const struct ledger_answer *a)
 	claimed(jb, a, when);
 }
 
-/* A tick that was not claimed (an error, a timeout, the lock gone) is
- * planned again with the next: recorded missed, or run as the newest
- * missed tick, never silently lost (DESIGN 10). A leader that lost the
- * lock records nothing more, and the next one plans from the ledger's
+/* A tick that was not claimed or recorded (an error, a timeout, the lock
+ * gone) is planned again with the next: recorded missed, or run as the
+ * newest missed tick, never silently lost (DESIGN 10). A leader that lost
+ * the lock records nothing more, and the next one plans from the ledger's
  * newest row, below this tick. */
-static void unclaimed(struct job *jb)
+static void unclaimed(struct job *jb, int64_t tick)
 {
-	if (jb->last_handled >= jb->claim_tick)
-		jb->last_handled = jb->claim_tick - 1;
+	if (jb->last_handled >= tick)
+		jb->last_handled = tick - 1;
 }
 
 /* The pause came while the tick's claim was on its way: the tick is
@@ -418,7 +418,7 @@ static void claimed(struct job *jb, const struct ledger_answer *a, const char *w
 	} else if (!a->ok) {
 		log_warning("job %s: tick %s not claimed: %s; it counts as missed",
 			    jb->cfg->name, when, a->error);
-		unclaimed(jb);
+		unclaimed(jb, jb->claim_tick);
 	} else if (a->early) {
 		/* our reading of the server's clock ran ahead: the same tick
 		 * again once the server reaches it, still due when planned */
@@ -428,7 +428,7 @@ static void claimed(struct job *jb, const struct ledger_answer *a, const char *w
 	} else if (!a->holder) {
 		log_warning("job %s: tick %s not run: this node's lock session no "
 			    "longer holds the lock", jb->cfg->name, when);
-		unclaimed(jb);
+		unclaimed(jb, jb->claim_tick);
 	} else if (!a->newest) {
 		log_error("job %s: tick %s not run: a newer term's fencing token "
 			  "is recorded for this lock", jb->cfg->name, when);
@@ -471,8 +471,7 @@ static void record_cb(void *arg, const struct ledger_answer *a)
 		log_warning("job %s: tick %s not recorded: %s; it counts as missed",
 			    jb->cfg->name, clocks_rfc3339(a->tick, when, sizeof(when)),
 			    a->error);
-		if (jb->last_handled >= a->tick)
-			jb->last_handled = a->tick - 1;
+		unclaimed(jb, a->tick);
 		return;
 	}
 	if (jb->record_gen != j->gen)
