@@ -288,13 +288,22 @@ def test_role_without_create_exits_69(pg, fleet, ledger, lock_key):
     assert pg.scalar("SELECT count(*) FROM pg_namespace WHERE nspname = 'pgleader'") == "0"
 
 
-def test_three_jobs_on_two_nodes_use_two_sessions_each(pg, fleet, ledger, lock_key, workdir):
-    cmd = " ".join(h.job_cmd(ledger.path, after=0.2, exit_code=0))
+def jobs_conf(workdir, pg, lock_key, jobs):
+    """A daemon's file with jobs, (NAME, {key: value}) each: its path."""
     conf = os.path.join(str(workdir), "jobs.conf")
     with open(conf, "w") as f:
         f.write("[pgleader]\ndsn = %s\nlock_key = %d\n" % (pg.dsn(), lock_key))
-        for name, every in (("one", "1s"), ("two", "2s"), ("three", "3s")):
-            f.write("[job.%s]\ncommand = %s\nschedule = @every %s\n" % (name, cmd, every))
+        for name, keys in jobs:
+            f.write("[job.%s]\n" % name)
+            f.write("".join("%s = %s\n" % kv for kv in keys.items()))
+    return conf
+
+
+def test_three_jobs_on_two_nodes_use_two_sessions_each(pg, fleet, ledger, lock_key, workdir):
+    cmd = " ".join(h.job_cmd(ledger.path, after=0.2, exit_code=0))
+    conf = jobs_conf(workdir, pg, lock_key,
+                     [(name, {"command": cmd, "schedule": "@every " + every})
+                      for name, every in (("one", "1s"), ("two", "2s"), ("three", "3s"))])
     for n in ("a", "b"):
         fleet.start(n, raw=["-c", conf, "--node-id", n] + list(h.FAST))
     wait_rows(pg, lock_key, 2, bound(15), outcome="succeeded", job="three")
@@ -380,11 +389,9 @@ def test_status_shows_each_jobs_last_run_and_next_tick(pg, fleet, ledger, lock_k
     import json
     from test_status import run_status
     cmd = " ".join(h.job_cmd(ledger.path, after=0.1, exit_code=0))
-    conf = os.path.join(str(workdir), "jobs.conf")
-    with open(conf, "w") as f:
-        f.write("[pgleader]\ndsn = %s\nlock_key = %d\n" % (pg.dsn(), lock_key))
-        f.write("[job.often]\ncommand = %s\nschedule = @every 1s\n" % cmd)
-        f.write("[job.hourly]\ncommand = %s\nschedule = 0 * * * *\n" % cmd)
+    conf = jobs_conf(workdir, pg, lock_key, [
+        ("often", {"command": cmd, "schedule": "@every 1s"}),
+        ("hourly", {"command": cmd, "schedule": "0 * * * *"})])
     fleet.start("a", raw=["-c", conf, "--node-id", "a"] + list(h.FAST))
     wait_rows(pg, lock_key, 1, bound(10), outcome="succeeded", job="often")
     r = run_status(workdir, "-c", conf, "--json")
@@ -414,11 +421,9 @@ def test_each_start_is_one_line_naming_its_job(pg, fleet, ledger, lock_key, work
     S" named no job. One line per start, naming the job; the exit line
     names it too, for a scheduled job and one that runs all the time."""
     cmd = " ".join(h.job_cmd(ledger.path, after=0.2, exit_code=3))
-    conf = os.path.join(str(workdir), "jobs.conf")
-    with open(conf, "w") as f:
-        f.write("[pgleader]\ndsn = %s\nlock_key = %d\n" % (pg.dsn(), lock_key))
-        f.write("[job.often]\ncommand = %s\nschedule = @every 1s\n" % cmd)
-        f.write("[job.always]\ncommand = %s\nrestart = always\n" % cmd)
+    conf = jobs_conf(workdir, pg, lock_key, [
+        ("often", {"command": cmd, "schedule": "@every 1s"}),
+        ("always", {"command": cmd, "restart": "always"})])
     a = fleet.start("a", raw=["-c", conf, "--node-id", "a"] + list(h.FAST))
     wait_rows(pg, lock_key, 2, bound(10), outcome="failed", job="often")
     a.wait_for_log(r"job always: command exited with status 3", timeout=bound(10))
