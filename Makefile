@@ -214,8 +214,9 @@ $(B)tests/unit/test_controls_sql: tests/unit/test_controls_sql.c src/controls_sq
 SQL_PG_SRCS := tests/unit/pgtemp.c src/ledger_sql.c src/lease_sql.c src/controls_sql.c
 $(B)tests/unit/test_sql_pg: tests/unit/test_sql_pg.c $(SQL_PG_SRCS) tests/unit/pgtemp.h $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -Itests/unit -o $@ $< $(SQL_PG_SRCS) $(PQ_LIBS) $(CHECK_LIBS) -lm
-# A switchover's plan: controls_cli.c links what status links.
-CONTROLS_CLI_SRCS := src/controls_cli.c src/controls_sql.c src/status.c src/ledger_cli.c \
+# A switchover's plan: controls_cli.c links the shared CLI modules.
+CONTROLS_CLI_SRCS := src/controls_cli.c src/controls_sql.c src/cli.c src/cli_ledger.c \
+	src/cli_sessions.c \
 	src/ledger_sql.c src/lease_sql.c src/log.c $(ELECTION_SRCS) $(SCHEDULE_SRCS)
 UNIT_TESTS += $(B)tests/unit/test_controls_cli
 $(B)tests/unit/test_controls_cli: tests/unit/test_controls_cli.c $(CONTROLS_CLI_SRCS) $(DEPS)

@@ -1,6 +1,7 @@
 /* controls_cli.c: "pgleader pause", "resume" and "switchover" (DESIGN 11),
  * and the controls "pgleader status" shows: blocking libpq over the
- * ledger's session (ledger_cli.c), the nodes as status reads them. */
+ * ledger's session (cli_ledger.c), the nodes as status reads them
+ * (cli_sessions.c). */
 #include "controls_cli.h"
 
 #include <signal.h>
@@ -10,27 +11,19 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
+#include "cli_ledger.h"
 #include "controls_sql.h"
 #include "exit_codes.h"
-#include "ledger_cli.h"
 #include "ledger_sql.h"
 #include "log.h"
 #include "value.h"
+#include "wire.h"
 
 #define SQLSTATE_NO_PRIVILEGE "42501" /* insufficient_privilege */
 
 /* How often a switchover looks whether a standby took over. */
 #define POLL_MS 100
-
-static const char *schema_of(const struct config *cfg)
-{
-	return cfg->schema ? cfg->schema : LEDGER_SQL_SCHEMA_DEFAULT;
-}
-
-static const char *cell(const PGresult *res, int row, int col)
-{
-	return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
-}
 
 /* "lock "NAME"" or "lock KEY", for the lines below. */
 static void lock_text(const struct config *cfg, const char *key, char *buf, size_t len)
@@ -54,7 +47,7 @@ static double now_mono(void)
 static PGresult *run_query(PGconn *conn, const struct config *cfg, const char *what,
 			   const struct ledger_sql_query *q)
 {
-	PGresult *res = ledger_cli_exec(conn, what, q->sql, q->nparams, q->params, false);
+	PGresult *res = cli_ledger_exec(conn, what, q->sql, q->nparams, q->params, false);
 	const char *state;
 	char line[LOG_MSG_MAX];
 
@@ -66,10 +59,10 @@ static PGresult *run_query(PGconn *conn, const struct config *cfg, const char *w
 		snprintf(line, sizeof(line), "%s; the role needs INSERT, UPDATE and DELETE"
 			 " on %s.controls (GRANT ... ON %s.controls TO ...)",
 			 PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY),
-			 schema_of(cfg), schema_of(cfg));
-		status_fail(what, line);
+			 cli_ledger_schema(cfg), cli_ledger_schema(cfg));
+		cli_fail(what, line);
 	} else {
-		status_fail(what, PQresultErrorMessage(res));
+		cli_fail(what, PQresultErrorMessage(res));
 	}
 	PQclear(res);
 	return NULL;
@@ -79,9 +72,9 @@ static PGresult *run_query(PGconn *conn, const struct config *cfg, const char *w
 static PGconn *open_lock(const struct config *cfg, const char *name, char *key,
 			 size_t keylen, int *rc)
 {
-	PGconn *conn = ledger_cli_open(cfg, name, rc);
+	PGconn *conn = cli_ledger_open(cfg, name, rc);
 
-	if (conn && !status_resolve_key(conn, cfg, key, keylen)) {
+	if (conn && !cli_resolve_key(conn, cfg, key, keylen)) {
 		PQfinish(conn);
 		*rc = EX_UNAVAILABLE;
 		return NULL;
@@ -99,9 +92,9 @@ static int pause_lock(PGconn *conn, const struct config *cfg, const char *key)
 	PGresult *res;
 	int rc;
 
-	if ((rc = ledger_cli_ensure(conn, cfg)) != EX_OK)
+	if ((rc = cli_ledger_ensure(conn, cfg)) != EX_OK)
 		return rc;
-	if (!controls_sql_pause(&q, schema_of(cfg), strtoll(key, NULL, 10), job) ||
+	if (!controls_sql_pause(&q, cli_ledger_schema(cfg), strtoll(key, NULL, 10), job) ||
 	    !(res = run_query(conn, cfg, "cannot pause", &q)))
 		return EX_UNAVAILABLE;
 	lock_text(cfg, key, lock, sizeof(lock));
@@ -109,13 +102,13 @@ static int pause_lock(PGconn *conn, const struct config *cfg, const char *key)
 	value_format_duration(cfg->ping_interval_ms + cfg->grace_period_ms, bound,
 			      sizeof(bound));
 	fputs(job ? "paused job " : "paused ", stdout);
-	status_put_text(job, 0);
+	cli_put_text(job, 0);
 	fputs(job ? " of " : "", stdout);
-	status_put_text(lock, 0);
+	cli_put_text(lock, 0);
 	fputs(job ? " as asked by " : " (every job) as asked by ", stdout);
-	status_put_text(cell(res, 0, CONTROLS_PAUSE_BY), 0);
+	cli_put_text(cli_cell(res, 0, CONTROLS_PAUSE_BY), 0);
 	fputs(" at ", stdout);
-	status_put_text(cell(res, 0, CONTROLS_PAUSE_AT), 0);
+	cli_put_text(cli_cell(res, 0, CONTROLS_PAUSE_AT), 0);
 	printf("; the leader stops %s within %s\n", job ? "it" : "the command", bound);
 	PQclear(res);
 	return EX_OK;
@@ -126,10 +119,10 @@ static void print_not_paused(const struct config *cfg, const char *lock)
 {
 	if (cfg->runs_job) {
 		fputs("job ", stdout);
-		status_put_text(cfg->runs_job, 0);
+		cli_put_text(cfg->runs_job, 0);
 		fputs(" of ", stdout);
 	}
-	status_put_text(lock, 0);
+	cli_put_text(lock, 0);
 	fputs(" was not paused", stdout);
 }
 
@@ -138,22 +131,22 @@ static void print_not_paused(const struct config *cfg, const char *lock)
  * or that nothing was paused. */
 static void print_resumed(const struct config *cfg, const char *lock, const PGresult *res)
 {
-	const char *jobs = cell(res, 0, CONTROLS_RESUME_JOBS);
-	bool all = strcmp(cell(res, 0, CONTROLS_RESUME_ALL), "t") == 0;
-	bool stays = strcmp(cell(res, 0, CONTROLS_RESUME_ALL_STAYS), "t") == 0;
+	const char *jobs = cli_cell(res, 0, CONTROLS_RESUME_JOBS);
+	bool all = strcmp(cli_cell(res, 0, CONTROLS_RESUME_ALL), "t") == 0;
+	bool stays = strcmp(cli_cell(res, 0, CONTROLS_RESUME_ALL_STAYS), "t") == 0;
 
 	if (!all && !jobs) {
 		print_not_paused(cfg, lock);
 	} else if (!all) {
 		fputs("resumed job ", stdout);
-		status_put_text(jobs, 0);
+		cli_put_text(jobs, 0);
 		fputs(" of ", stdout);
-		status_put_text(lock, 0);
+		cli_put_text(lock, 0);
 	} else {
 		fputs("resumed ", stdout);
-		status_put_text(lock, 0);
+		cli_put_text(lock, 0);
 		fputs(jobs ? " (every job) and job " : " (every job)", stdout);
-		status_put_text(jobs, 0);
+		cli_put_text(jobs, 0);
 	}
 	if (stays)
 		fputs("; the whole lock stays paused (pgleader resume without --job)", stdout);
@@ -169,18 +162,18 @@ static int resume_lock(PGconn *conn, const struct config *cfg, const char *key)
 
 	lock_text(cfg, key, lock, sizeof(lock));
 	/* No ledger, nothing paused: resume creates nothing. */
-	if ((present = ledger_cli_usable(conn, cfg)) != 1) {
+	if ((present = cli_ledger_usable(conn, cfg)) != 1) {
 		if (present < 0 && PQstatus(conn) == CONNECTION_OK)
 			return EX_UNAVAILABLE; /* refused: said */
 		if (PQstatus(conn) != CONNECTION_OK) {
-			status_fail("cannot resume", PQerrorMessage(conn));
+			cli_fail("cannot resume", PQerrorMessage(conn));
 			return EX_UNAVAILABLE;
 		}
 		print_not_paused(cfg, lock);
 		puts(" (no ledger)");
 		return EX_OK;
 	}
-	if (!controls_sql_resume(&q, schema_of(cfg), strtoll(key, NULL, 10), cfg->runs_job) ||
+	if (!controls_sql_resume(&q, cli_ledger_schema(cfg), strtoll(key, NULL, 10), cfg->runs_job) ||
 	    !(res = run_query(conn, cfg, "cannot resume", &q)))
 		return EX_UNAVAILABLE;
 	print_resumed(cfg, lock, res);
@@ -190,15 +183,15 @@ static int resume_lock(PGconn *conn, const struct config *cfg, const char *key)
 
 /* ---- switchover ---------------------------------------------------------- */
 
-static bool may_take_over(const struct status_node *node)
+static bool may_take_over(const struct cli_node *node)
 {
 	return node->standby && !node->leader && node->priority >= 1;
 }
 
-enum controls_cli_plan controls_cli_plan(const struct status_node *nodes, int n,
-					 const char *target, const struct status_node **leader)
+enum controls_cli_plan controls_cli_plan(const struct cli_node *nodes, int n,
+					 const char *target, const struct cli_node **leader)
 {
-	const struct status_node *named = NULL;
+	const struct cli_node *named = NULL;
 	bool any = false;
 
 	*leader = NULL;
@@ -221,7 +214,7 @@ enum controls_cli_plan controls_cli_plan(const struct status_node *nodes, int n,
 }
 
 /* "a, b" the standbys that could take over, or "none". */
-static void candidates(const struct status_node *nodes, int n, char *buf, size_t len)
+static void candidates(const struct cli_node *nodes, int n, char *buf, size_t len)
 {
 	size_t at = 0;
 
@@ -236,7 +229,7 @@ static void candidates(const struct status_node *nodes, int n, char *buf, size_t
 
 /* The refusal of a plan, one line; the exit code. */
 static int refuse(const struct config *cfg, const char *lock, enum controls_cli_plan plan,
-		  const struct status_node *nodes, int n, const struct status_node *leader)
+		  const struct cli_node *nodes, int n, const struct cli_node *leader)
 {
 	char could[512], line[LOG_MSG_MAX];
 	const char *to = cfg->switchover_to;
@@ -246,7 +239,7 @@ static int refuse(const struct config *cfg, const char *lock, enum controls_cli_
 	case CONTROLS_PLAN_GO:
 		return EX_OK;
 	case CONTROLS_PLAN_LEADS:
-		status_put_text(to, 0);
+		cli_put_text(to, 0);
 		printf(" leads %s already\n", lock);
 		return EX_OK;
 	case CONTROLS_PLAN_NO_LEADER:
@@ -265,7 +258,7 @@ static int refuse(const struct config *cfg, const char *lock, enum controls_cli_
 			 " (none connected with priority 1 or more)", lock, leader->node_id);
 		break;
 	}
-	status_fail("switchover refused", line);
+	cli_fail("switchover refused", line);
 	return EXIT_NO_LEADER;
 }
 
@@ -277,15 +270,15 @@ static void refuse_standing(PGconn *conn, const struct config *cfg, const char *
 	char line[LOG_MSG_MAX];
 	PGresult *res = NULL;
 
-	if (controls_sql_standing(&q, schema_of(cfg), strtoll(key, NULL, 10)))
+	if (controls_sql_standing(&q, cli_ledger_schema(cfg), strtoll(key, NULL, 10)))
 		res = run_query(conn, cfg, "switchover refused", &q);
 	if (res && PQntuples(res) == 1)
 		snprintf(line, sizeof(line), "a switchover of %s stands already: asked by %s"
-			 " at %s, lapses at %s", lock, cell(res, 0, 0), cell(res, 0, 1),
-			 cell(res, 0, 2));
+			 " at %s, lapses at %s", lock, cli_cell(res, 0, 0), cli_cell(res, 0, 1),
+			 cli_cell(res, 0, 2));
 	else
 		snprintf(line, sizeof(line), "a switchover of %s stands already", lock);
-	status_fail("switchover refused", line);
+	cli_fail("switchover refused", line);
 	PQclear(res);
 }
 
@@ -299,13 +292,13 @@ static int ask(PGconn *conn, const struct config *cfg, const char *key, const ch
 	PGresult *res;
 	int rc;
 
-	if ((rc = ledger_cli_ensure(conn, cfg)) != EX_OK)
+	if ((rc = cli_ledger_ensure(conn, cfg)) != EX_OK)
 		return rc;
-	if (!controls_sql_lapsed(&q, schema_of(cfg), k) ||
+	if (!controls_sql_lapsed(&q, cli_ledger_schema(cfg), k) ||
 	    !(res = run_query(conn, cfg, "cannot ask for a switchover", &q)))
 		return EX_UNAVAILABLE;
 	PQclear(res);
-	if (!controls_sql_switchover(&q, schema_of(cfg), k, cfg->switchover_to,
+	if (!controls_sql_switchover(&q, cli_ledger_schema(cfg), k, cfg->switchover_to,
 				     cfg->switchover_wait_ms, leader) ||
 	    !(res = run_query(conn, cfg, "cannot ask for a switchover", &q)))
 		return EX_UNAVAILABLE;
@@ -314,7 +307,7 @@ static int ask(PGconn *conn, const struct config *cfg, const char *key, const ch
 		refuse_standing(conn, cfg, key, lock);
 		return EXIT_NO_LEADER;
 	}
-	snprintf(stamp, len, "%s", cell(res, 0, CONTROLS_ASK_STAMP));
+	snprintf(stamp, len, "%s", cli_cell(res, 0, CONTROLS_ASK_STAMP));
 	PQclear(res);
 	return EX_OK;
 }
@@ -326,7 +319,7 @@ static bool withdraw(PGconn *conn, const struct config *cfg, const char *key,
 	struct ledger_sql_query q;
 	PGresult *res = NULL;
 
-	if (controls_sql_switchover_done(&q, schema_of(cfg), strtoll(key, NULL, 10), stamp))
+	if (controls_sql_switchover_done(&q, cli_ledger_schema(cfg), strtoll(key, NULL, 10), stamp))
 		res = run_query(conn, cfg, "cannot withdraw the switchover", &q);
 	PQclear(res);
 	return res != NULL;
@@ -337,11 +330,11 @@ static bool withdraw(PGconn *conn, const struct config *cfg, const char *key,
 static bool look(PGconn *conn, const char *key, const struct config *cfg,
 		 const char *old, char *now, size_t len)
 {
-	struct status_node *nodes;
+	struct cli_node *nodes;
 	int n;
 
 	now[0] = '\0';
-	if (!status_nodes_read(conn, key, &nodes, &n))
+	if (!cli_sessions_nodes(conn, key, &nodes, &n))
 		return false;
 	for (int i = 0; i < n; i++)
 		if (nodes[i].leader)
@@ -384,15 +377,15 @@ static int await_handover(PGconn *conn, const struct config *cfg, const char *ke
 	const struct timespec pause = { 0, POLL_MS * 1000000L };
 	double deadline = now_mono() + (double)cfg->switchover_wait_ms / 1000.0;
 	char now[WIRE_APP_NAME_MAX + 2], wait[32];
-	struct status_node *nodes;
-	const struct status_node *leader;
+	struct cli_node *nodes;
+	const struct cli_node *leader;
 	int n;
 
 	for (;;) {
 		if (interrupted) {
 			if (!withdraw(conn, cfg, key, stamp))
 				return EX_UNAVAILABLE;
-			status_fail("switchover withdrawn", "interrupted");
+			cli_fail("switchover withdrawn", "interrupted");
 			return EXIT_NO_LEADER;
 		}
 		if (!look(conn, key, cfg, old, now, sizeof(now)))
@@ -407,7 +400,7 @@ static int await_handover(PGconn *conn, const struct config *cfg, const char *ke
 			break;
 		nanosleep(&pause, NULL);
 	}
-	if (!withdraw(conn, cfg, key, stamp) || !status_nodes_read(conn, key, &nodes, &n))
+	if (!withdraw(conn, cfg, key, stamp) || !cli_sessions_nodes(conn, key, &nodes, &n))
 		return EX_UNAVAILABLE;
 	controls_cli_plan(nodes, n, NULL, &leader);
 	printf("no standby took over %s within %s; %s%s\n", lock,
@@ -421,13 +414,13 @@ static int await_handover(PGconn *conn, const struct config *cfg, const char *ke
 static int switchover(PGconn *conn, const struct config *cfg, const char *key)
 {
 	char lock[128], old[WIRE_APP_NAME_MAX + 1], stamp[64];
-	struct status_node *nodes;
-	const struct status_node *leader;
+	struct cli_node *nodes;
+	const struct cli_node *leader;
 	enum controls_cli_plan plan;
 	int n, rc;
 
 	lock_text(cfg, key, lock, sizeof(lock));
-	if (!status_nodes_read(conn, key, &nodes, &n))
+	if (!cli_sessions_nodes(conn, key, &nodes, &n))
 		return EX_UNAVAILABLE;
 	plan = controls_cli_plan(nodes, n, cfg->switchover_to, &leader);
 	if (plan != CONTROLS_PLAN_GO) {
@@ -465,21 +458,23 @@ int controls_cli_run(const struct config *cfg)
 
 /* ---- the controls of status ---------------------------------------------- */
 
-struct controls_cli_controls {
+struct controls_read {
 	PGresult *res;
 };
 
-struct controls_cli_controls *controls_cli_read(PGconn *conn, const struct config *cfg,
-						const char *key)
+/* The controls in force on the lock key (decimal text), or NULL when there
+ * is no ledger, it is unreadable or did not answer; never a message, never
+ * creates anything. */
+static void *controls_read(PGconn *conn, const struct config *cfg, const char *key)
 {
 	struct ledger_sql_query q;
-	struct controls_cli_controls *c;
+	struct controls_read *c;
 	PGresult *res;
 
-	if (!controls_sql_read(&q, schema_of(cfg), strtoll(key, NULL, 10)) ||
-	    !ledger_cli_present(conn, cfg))
+	if (!controls_sql_read(&q, cli_ledger_schema(cfg), strtoll(key, NULL, 10)) ||
+	    !cli_ledger_present(conn, cfg))
 		return NULL;
-	res = ledger_cli_exec(conn, "cannot query", q.sql, q.nparams, q.params, true);
+	res = cli_ledger_exec(conn, "cannot query", q.sql, q.nparams, q.params, true);
 	if (!res || PQresultStatus(res) != PGRES_TUPLES_OK ||
 	    PQnfields(res) != CONTROLS_READ_NCOLS || !(c = calloc(1, sizeof(*c)))) {
 		PQclear(res);
@@ -491,36 +486,37 @@ struct controls_cli_controls *controls_cli_read(PGconn *conn, const struct confi
 
 static bool is_pause(const PGresult *res, int r)
 {
-	return strcmp(cell(res, r, CONTROLS_READ_KIND), "pause") == 0;
+	return strcmp(cli_cell(res, r, CONTROLS_READ_KIND), "pause") == 0;
 }
 
 /* "paused:  every job since T by WHO", "paused:  job J since T by WHO",
  * "switchover: from OLD to NODE asked by WHO at T, lapses at T" */
-void controls_cli_print(const struct controls_cli_controls *c)
+static void controls_print(const void *read)
 {
+	const struct controls_read *c = read;
 	const PGresult *res = c ? c->res : NULL;
 	const char *job, *target;
 
 	for (int r = 0; res && r < PQntuples(res); r++) {
-		job = cell(res, r, CONTROLS_READ_JOB);
-		target = cell(res, r, CONTROLS_READ_TARGET);
+		job = cli_cell(res, r, CONTROLS_READ_JOB);
+		target = cli_cell(res, r, CONTROLS_READ_TARGET);
 		if (is_pause(res, r)) {
 			fputs(*job ? "paused:  job " : "paused:  every job", stdout);
-			status_put_text(job, 0);
+			cli_put_text(job, 0);
 			fputs(" since ", stdout);
 		} else {
 			fputs("switchover: from ", stdout);
-			status_put_text(cell(res, r, CONTROLS_READ_LEADER), 0);
+			cli_put_text(cli_cell(res, r, CONTROLS_READ_LEADER), 0);
 			fputs(target ? " to " : " to any standby", stdout);
-			status_put_text(target, 0);
+			cli_put_text(target, 0);
 			fputs(" asked at ", stdout);
 		}
-		status_put_text(cell(res, r, CONTROLS_READ_AT), 0);
+		cli_put_text(cli_cell(res, r, CONTROLS_READ_AT), 0);
 		fputs(" by ", stdout);
-		status_put_text(cell(res, r, CONTROLS_READ_BY), 0);
+		cli_put_text(cli_cell(res, r, CONTROLS_READ_BY), 0);
 		if (!is_pause(res, r)) {
 			fputs(", lapses at ", stdout);
-			status_put_text(cell(res, r, CONTROLS_READ_UNTIL), 0);
+			cli_put_text(cli_cell(res, r, CONTROLS_READ_UNTIL), 0);
 		}
 		putchar('\n');
 	}
@@ -528,32 +524,33 @@ void controls_cli_print(const struct controls_cli_controls *c)
 
 /* {"paused": {since, asked_by} or null, "paused_jobs": [{job, since,
  * asked_by}], "switchover": {from, to, asked_by, asked_at, until} or null} */
-json_t *controls_cli_json(const struct controls_cli_controls *c)
+static json_t *controls_json(const void *read)
 {
+	const struct controls_read *c = read;
 	const PGresult *res = c ? c->res : NULL;
 	json_t *o = json_object(), *jobs = json_array(), *all = json_null(), *sw = json_null();
 	json_t *e;
 
 	for (int r = 0; res && r < PQntuples(res); r++) {
 		e = json_object();
-		if (is_pause(res, r) && *cell(res, r, CONTROLS_READ_JOB))
+		if (is_pause(res, r) && *cli_cell(res, r, CONTROLS_READ_JOB))
 			json_object_set_new(e, "job",
-					    status_json_text(cell(res, r, CONTROLS_READ_JOB)));
+					    cli_json_text(cli_cell(res, r, CONTROLS_READ_JOB)));
 		if (!is_pause(res, r)) {
 			json_object_set_new(e, "from",
-					    status_json_text(cell(res, r, CONTROLS_READ_LEADER)));
+					    cli_json_text(cli_cell(res, r, CONTROLS_READ_LEADER)));
 			json_object_set_new(e, "to",
-					    status_json_text(cell(res, r, CONTROLS_READ_TARGET)));
+					    cli_json_text(cli_cell(res, r, CONTROLS_READ_TARGET)));
 		}
 		json_object_set_new(e, is_pause(res, r) ? "since" : "asked_at",
-				    status_json_text(cell(res, r, CONTROLS_READ_AT)));
-		json_object_set_new(e, "asked_by", status_json_text(cell(res, r, CONTROLS_READ_BY)));
+				    cli_json_text(cli_cell(res, r, CONTROLS_READ_AT)));
+		json_object_set_new(e, "asked_by", cli_json_text(cli_cell(res, r, CONTROLS_READ_BY)));
 		if (!is_pause(res, r)) {
 			json_object_set_new(e, "until",
-					    status_json_text(cell(res, r, CONTROLS_READ_UNTIL)));
+					    cli_json_text(cli_cell(res, r, CONTROLS_READ_UNTIL)));
 			json_decref(sw);
 			sw = e;
-		} else if (*cell(res, r, CONTROLS_READ_JOB)) {
+		} else if (*cli_cell(res, r, CONTROLS_READ_JOB)) {
 			json_array_append_new(jobs, e);
 		} else {
 			json_decref(all);
@@ -566,10 +563,16 @@ json_t *controls_cli_json(const struct controls_cli_controls *c)
 	return o;
 }
 
-void controls_cli_free(struct controls_cli_controls *c)
+static void controls_free(void *read)
 {
+	struct controls_read *c = read;
+
 	if (!c)
 		return;
 	PQclear(c->res);
 	free(c);
 }
+
+const struct cli_section controls_cli_section = {
+	"controls", controls_read, controls_print, controls_json, controls_free,
+};

@@ -284,6 +284,12 @@ static int run(const struct config *cfg)
 	return code;
 }
 
+/* What "pgleader status" shows after the sessions, in this order: the
+ * ledger's jobs, then its controls. */
+static const struct cli_section *const status_sections[] = {
+	&ledger_cli_jobs_section, &controls_cli_section, NULL,
+};
+
 int main(int argc, char **argv)
 {
 	struct config cfg;
@@ -308,7 +314,7 @@ int main(int argc, char **argv)
 	       : cfg.mode == CONFIG_MODE_INIT_DB ? ledger_cli_init_db(&cfg)
 	       : cfg.mode == CONFIG_MODE_PAUSE || cfg.mode == CONFIG_MODE_RESUME ||
 		 cfg.mode == CONFIG_MODE_SWITCHOVER ? controls_cli_run(&cfg)
-	       : cfg.status_mode ? status_run(&cfg) : run(&cfg);
+	       : cfg.status_mode ? status_run(&cfg, status_sections) : run(&cfg);
 	config_free(&cfg);
 	return code;
 }

@@ -12,13 +12,13 @@
 
 /* A node written "id:flags:priority", flags among L (leads), S (standby),
  * F (holds the fence). */
-static int parse(const char *const *spec, struct status_node *nodes)
+static int parse(const char *const *spec, struct cli_node *nodes)
 {
 	int n = 0;
 
 	for (; spec[n]; n++) {
 		char flags[8] = "";
-		struct status_node *node = &nodes[n];
+		struct cli_node *node = &nodes[n];
 
 		memset(node, 0, sizeof(*node));
 		ck_assert_int_eq(sscanf(spec[n], "%63[^:]:%7[^:]:%d", node->node_id, flags,
@@ -56,8 +56,8 @@ static const struct {
 
 START_TEST(plan)
 {
-	struct status_node nodes[5];
-	const struct status_node *leader = (const void *)1;
+	struct cli_node nodes[5];
+	const struct cli_node *leader = (const void *)1;
 	int n = parse(cases[_i].nodes, nodes);
 
 	ck_assert_int_eq(controls_cli_plan(nodes, n, cases[_i].target, &leader),
