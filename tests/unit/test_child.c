@@ -831,6 +831,37 @@ START_TEST(test_proctree_finds_every_generation)
 }
 END_TEST
 
+/* The escapee as the case has it when its group is stopped: orphaned
+ * (reparented to us, the subreaper), stopped by SIGSTOP, and the
+ * descriptor table full (fills[0..n), closed by the caller). */
+static void escapee_prepare(const struct escapee_case *ec, pid_t escapee, int *fills,
+			    size_t n)
+{
+	double deadline = now() + 5.0;
+	struct rlimit rl;
+
+	if (ec->orphaned) {
+		while (process_parent(escapee) != getpid() && now() < deadline)
+			run_loop_for(0.02);
+		expect_int_eq(process_parent(escapee), getpid());
+	}
+	deadline = now() + 5.0;
+	if (ec->stopped) {
+		kill(escapee, SIGSTOP);
+		while (process_state(escapee) != 'T' && now() < deadline)
+			run_loop_for(0.01);
+		expect_int_eq(process_state(escapee), 'T');
+	}
+	if (ec->table_full) {
+		/* a soft limit the fills can reach */
+		getrlimit(RLIMIT_NOFILE, &rl);
+		rl.rlim_cur = 256;
+		expect(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+		expect(fill_descriptor_table(fills, n) > 0);
+		expect(open("/dev/null", O_RDONLY) == -1 && errno == EMFILE);
+	}
+}
+
 START_TEST(test_setsid_descendant_is_stopped_with_the_group)
 {
 	const struct escapee_case *ec = &escapee_cases[_i];
@@ -854,32 +885,7 @@ START_TEST(test_setsid_descendant_is_stopped_with_the_group)
 		 path_in_tmpdir("termed"), pidfile, pidfile, pidfile, ec->after);
 	start_command(c, NULL, &r, 0, NULL);
 	escapee = wait_for_escapee(&r);
-	if (ec->orphaned) {
-		double deadline = now() + 5.0;
-
-		while (process_parent(escapee) != getpid() && now() < deadline)
-			run_loop_for(0.02);
-		expect_int_eq(process_parent(escapee), getpid());
-	}
-
-	if (ec->stopped) {
-		double deadline = now() + 5.0;
-
-		kill(escapee, SIGSTOP);
-		while (process_state(escapee) != 'T' && now() < deadline)
-			run_loop_for(0.01);
-		expect_int_eq(process_state(escapee), 'T');
-	}
-	if (ec->table_full) {
-		struct rlimit rl;
-
-		/* a soft limit the fills can reach */
-		getrlimit(RLIMIT_NOFILE, &rl);
-		rl.rlim_cur = 256;
-		expect(setrlimit(RLIMIT_NOFILE, &rl) == 0);
-		expect(fill_descriptor_table(fills, sizeof(fills) / sizeof(*fills)) > 0);
-		expect(open("/dev/null", O_RDONLY) == -1 && errno == EMFILE);
-	}
+	escapee_prepare(ec, escapee, fills, sizeof(fills) / sizeof(*fills));
 	stopped = now();
 	child_stop(c);
 	gone = run_until_gone(&r, 8.0);
@@ -1249,19 +1255,16 @@ START_TEST(test_free_kills_running_command)
 }
 END_TEST
 
-/* Run in a process of its own, with descriptor N closed when bit N of
- * closed is set and on a pipe otherwise: 0 when stdfd_ensure_open put
- * /dev/null in exactly the closed ones, else the number of the first
- * check that failed. */
-static int stdfd_case(unsigned closed)
+/* Descriptor N closed when bit N of closed is set, on a pipe (whose
+ * stat is *pipe_st) otherwise; 0, else the number of the check that
+ * failed. */
+static int stdfd_close(unsigned closed, struct stat *pipe_st)
 {
-	struct stat null_st, pipe_st, st;
-	int pipe_fds[2], fd;
+	int pipe_fds[2];
 
-	if (stat("/dev/null", &null_st) != 0 || pipe(pipe_fds) != 0 ||
-	    fstat(pipe_fds[0], &pipe_st) != 0)
+	if (pipe(pipe_fds) != 0 || fstat(pipe_fds[0], pipe_st) != 0)
 		return 1;
-	for (fd = 0; fd <= 2; fd++) {
+	for (int fd = 0; fd <= 2; fd++) {
 		if (closed & (1U << fd))
 			close(fd);
 		else if (dup2(pipe_fds[0], fd) != fd)
@@ -1269,23 +1272,47 @@ static int stdfd_case(unsigned closed)
 	}
 	close(pipe_fds[0]);
 	close(pipe_fds[1]);
+	return 0;
+}
 
+/* Standard descriptor fd after stdfd_ensure_open: left alone when it was
+ * open, else /dev/null, opened for its direction and inherited; 0, else
+ * the number of the check that failed. */
+static int stdfd_check(int fd, bool was_closed, const struct stat *null_st,
+		       const struct stat *pipe_st)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return 3;
+	if (!was_closed) /* left alone */
+		return st.st_ino != pipe_st->st_ino ? 4 : 0;
+	if (!S_ISCHR(st.st_mode) || st.st_rdev != null_st->st_rdev)
+		return 5;
+	if ((fcntl(fd, F_GETFL) & O_ACCMODE) != (fd == 0 ? O_RDONLY : O_WRONLY))
+		return 6;
+	if (fcntl(fd, F_GETFD) != 0) /* inherited by the command */
+		return 7;
+	return 0;
+}
+
+/* Run in a process of its own, with descriptor N closed when bit N of
+ * closed is set and on a pipe otherwise: 0 when stdfd_ensure_open put
+ * /dev/null in exactly the closed ones, else the number of the first
+ * check that failed. */
+static int stdfd_case(unsigned closed)
+{
+	struct stat null_st, pipe_st;
+	int fd, failed;
+
+	if (stat("/dev/null", &null_st) != 0)
+		return 1;
+	if ((failed = stdfd_close(closed, &pipe_st)) != 0)
+		return failed;
 	stdfd_ensure_open();
-	for (fd = 0; fd <= 2; fd++) {
-		if (fstat(fd, &st) != 0)
-			return 3;
-		if (!(closed & (1U << fd))) {
-			if (st.st_ino != pipe_st.st_ino) /* left alone */
-				return 4;
-			continue;
-		}
-		if (!S_ISCHR(st.st_mode) || st.st_rdev != null_st.st_rdev)
-			return 5;
-		if ((fcntl(fd, F_GETFL) & O_ACCMODE) != (fd == 0 ? O_RDONLY : O_WRONLY))
-			return 6;
-		if (fcntl(fd, F_GETFD) != 0) /* inherited by the command */
-			return 7;
-	}
+	for (fd = 0; fd <= 2; fd++)
+		if ((failed = stdfd_check(fd, closed & (1U << fd), &null_st, &pipe_st)) != 0)
+			return failed;
 	/* What pgleader opens next cannot be a standard descriptor. */
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return fd > 2 ? 0 : 8;

@@ -1381,14 +1381,12 @@ START_TEST(test_frozen_during_takeover_delay)
 }
 END_TEST
 
-START_TEST(test_next_wakeup_each_state)
+/* next_wakeup in init, done and connecting: never, the connect deadline,
+ * the end of the backoff, or the wait timeout when that is earlier. */
+static void wakeup_connecting(struct config *c, struct election_params *p)
 {
-	struct config c = daemon_cfg;
-	struct election_params p = defaults;
-	double t;
-
 	/* init and done: never */
-	election_init(&M, &p);
+	election_init(&M, p);
 	ck_assert(isinf(election_next_wakeup(&M, 0)));
 
 	/* connecting: the connect deadline, or the end of the backoff */
@@ -1398,32 +1396,36 @@ START_TEST(test_next_wakeup_each_state)
 	ck_wakeup(&M, 1, 1.5);
 
 	/* ... or the wait timeout when that is earlier */
-	c.wait_timeout_ms = 4000;
-	p = daemon_params(&c);
-	election_init(&M, &p);
+	c->wait_timeout_ms = 4000;
+	*p = daemon_params(c);
+	election_init(&M, p);
 	step(&M, ELECTION_START, 0, NULL, 0);
 	ck_wakeup(&M, 0, 4);
 	step(&M, ELECTION_CONNECT_FAILED, 0, "down", 3.75);
 	ck_wakeup(&M, 3.75, 4);
-	c.wait_timeout_ms = -1;
-	p = daemon_params(&c);
+	c->wait_timeout_ms = -1;
+	*p = daemon_params(c);
+}
 
+/* next_wakeup of a standby, in wait and in poll mode. */
+static void wakeup_standby(struct config *c, struct election_params *p)
+{
 	/* standby, wait mode: the controls read every retry_interval, and
 	 * the lock request deadline */
-	to_standby(&M, &p, 0);
+	to_standby(&M, p, 0);
 	ck_wakeup(&M, 0, 5);
 	ck_actions(tick(&M, 5), ELECTION_DO_CONTROLS_READ);
 	ck_wakeup(&M, 5, 7);
-	to_standby(&M, &p, 0);
+	to_standby(&M, p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1);
 	ck_wakeup(&M, 1, 5);
 	tick(&M, 5);
 	ck_wakeup(&M, 5, 8);
 	/* standby, poll mode: the next try, then the request deadline (the
 	 * next read at 10 after it) */
-	c.acquire = ACQUIRE_POLL;
-	p = daemon_params(&c);
-	to_standby(&M, &p, 0);
+	c->acquire = ACQUIRE_POLL;
+	*p = daemon_params(c);
+	to_standby(&M, p, 0);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 1);
 	ck_wakeup(&M, 1, 5);
 	tick(&M, 5);
@@ -1431,12 +1433,16 @@ START_TEST(test_next_wakeup_each_state)
 	tick(&M, 6);
 	ck_wakeup(&M, 6, 10);
 	ck_assert_double_eq(M.request_deadline, 13);
-	c.acquire = ACQUIRE_WAIT;
-	p = daemon_params(&c);
+	c->acquire = ACQUIRE_WAIT;
+	*p = daemon_params(c);
+}
 
+/* next_wakeup of a leader: pings, the takeover delay, a restart. */
+static void wakeup_leader(struct config *c, struct election_params *p)
+{
 	/* leader: the next ping, then each failure deadline (the database
 	 * silent, the controls read sent with the ping stays in flight) */
-	to_leader(&M, &p, 0);
+	to_leader(&M, p, 0);
 	ck_wakeup(&M, 0, 1);
 	world_silent();
 	tick(&M, 1);
@@ -1451,33 +1457,39 @@ START_TEST(test_next_wakeup_each_state)
 
 	/* leader during the takeover delay: the earlier of ping and start */
 	world_answers();
-	c.takeover_delay_ms = 500;
-	p = daemon_params(&c);
-	to_leader(&M, &p, 0);
+	c->takeover_delay_ms = 500;
+	*p = daemon_params(c);
+	to_leader(&M, p, 0);
 	ck_wakeup(&M, 0, 0.5);
-	c.takeover_delay_ms = 0;
-	p = daemon_params(&c);
+	c->takeover_delay_ms = 0;
+	*p = daemon_params(c);
 
 	/* leader waiting to restart the command */
-	c.restart = RESTART_ALWAYS;
-	p = daemon_params(&c);
-	to_leader(&M, &p, 0);
+	c->restart = RESTART_ALWAYS;
+	*p = daemon_params(c);
+	to_leader(&M, p, 0);
 	step(&M, ELECTION_CHILD_GONE, 1, NULL, 0.25);
 	ck_wakeup(&M, 0.25, 1);    /* ping at 1 before restart at 1.25 */
 	tick(&M, 1);
 	step(&M, ELECTION_PING_OK, 0, NULL, 1);
 	ck_wakeup(&M, 1, 1.25);
-	c.restart = RESTART_NO;
-	p = daemon_params(&c);
+	c->restart = RESTART_NO;
+	*p = daemon_params(c);
+}
+
+/* next_wakeup while demoting and shutting down. */
+static void wakeup_ending(struct election_params *p)
+{
+	double t;
 
 	/* demoting: only the command's end moves it on */
-	to_leader(&M, &p, 0);
+	to_leader(&M, p, 0);
 	step(&M, ELECTION_CONN_LOST, 0, "gone", 0.5);
 	ck_state(&M, ELECTION_DEMOTING);
 	ck_assert(isinf(election_next_wakeup(&M, 0.5)));
 
 	/* shutting down: nothing while the command stops, then the release */
-	to_leader(&M, &p, 0);
+	to_leader(&M, p, 0);
 	step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 0.5);
 	ck_assert(isinf(election_next_wakeup(&M, 0.5)));
 	step(&M, ELECTION_CHILD_GONE, 143, NULL, 1);
@@ -1486,6 +1498,17 @@ START_TEST(test_next_wakeup_each_state)
 	tick(&M, t);
 	ck_state(&M, ELECTION_DONE);
 	ck_assert(isinf(election_next_wakeup(&M, t)));
+}
+
+START_TEST(test_next_wakeup_each_state)
+{
+	struct config c = daemon_cfg;
+	struct election_params p = defaults;
+
+	wakeup_connecting(&c, &p);
+	wakeup_standby(&c, &p);
+	wakeup_leader(&c, &p);
+	wakeup_ending(&p);
 }
 END_TEST
 
@@ -2244,19 +2267,11 @@ static struct election_params random_params(void)
 	return p;
 }
 
-/* Invariants that hold whatever events come, in whatever order. */
-static void check_invariants(const struct election *e, bool child_before,
-			     enum election_state before,
-			     const struct election_output *out, double now,
-			     unsigned *exits)
+/* What the command may be doing, and what may be done to it, whatever
+ * the events: actions a after a step that began with the command running
+ * when child_before. */
+static void check_command_invariants(const struct election *e, bool child_before, unsigned a)
 {
-	unsigned a = out->actions;
-
-	if (before == ELECTION_DONE) {
-		ck_assert_uint_eq(a, 0);
-		ck_assert_int_eq(out->n_logs, 0);
-		return;
-	}
 	if (a & ELECTION_DO_START_CHILD) {
 		ck_assert_msg(e->fence.state == ELECTION_FENCE_HELD,
 			      "START_CHILD without the fence");
@@ -2280,6 +2295,12 @@ static void check_invariants(const struct election *e, bool child_before,
 		 ELECTION_DO_WAIT_LOCK | ELECTION_DO_RELEASE))
 		ck_assert_msg(!e->child_running,
 			      "actions %#x while the command runs", a);
+}
+
+/* The requests of a step from state before that did actions a. */
+static void check_request_invariants(const struct election *e, enum election_state before,
+				     unsigned a)
+{
 	if (a & (ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK))
 		ck_assert_msg(e->state == ELECTION_STANDBY, "lock request in %s from %s",
 			      election_state_name(e->state), election_state_name(before));
@@ -2289,6 +2310,12 @@ static void check_invariants(const struct election *e, bool child_before,
 		      "two lock requests at once");
 	ck_assert_msg(!((a & ELECTION_DO_CONNECT) && (a & ELECTION_DO_EXIT)),
 		      "CONNECT and EXIT");
+}
+
+/* One exit, and only in done; every deadline at or before now handled. */
+static void check_exit_invariants(const struct election *e, unsigned a, double now,
+				  unsigned *exits)
+{
 	if (a & ELECTION_DO_EXIT) {
 		(*exits)++;
 		ck_assert_uint_eq(*exits, 1);
@@ -2307,6 +2334,24 @@ static void check_invariants(const struct election *e, bool child_before,
 		ck_assert_msg(w > now, "next wakeup %.17g is not after now %.17g in %s",
 			      w, now, election_state_name(e->state));
 	}
+}
+
+/* Invariants that hold whatever events come, in whatever order. */
+static void check_invariants(const struct election *e, bool child_before,
+			     enum election_state before,
+			     const struct election_output *out, double now,
+			     unsigned *exits)
+{
+	unsigned a = out->actions;
+
+	if (before == ELECTION_DONE) {
+		ck_assert_uint_eq(a, 0);
+		ck_assert_int_eq(out->n_logs, 0);
+		return;
+	}
+	check_command_invariants(e, child_before, a);
+	check_request_invariants(e, before, a);
+	check_exit_invariants(e, a, now, exits);
 }
 
 /* Chaos: any event at any time, including ones the supervisor would never
@@ -2959,14 +3004,12 @@ START_TEST(test_stopping_said_once)
 }
 END_TEST
 
-/* What the snapshot says over one leadership: what metrics and peers read. */
-START_TEST(test_snapshot_one_term)
+/* The snapshot from init to a standby whose first try found the lock busy,
+ * after one failed connection; the time it became standby. */
+static double snapshot_to_standby(const struct election_snapshot *s, double t)
 {
-	const struct election_snapshot *s = election_snapshot(&M);
 	struct config c = daemon_cfg;
 	struct election_params p = defaults;
-	struct election_output out;
-	double t = 10;
 
 	c.node_id = "n1";
 	c.lock_name = "reports";
@@ -2986,6 +3029,12 @@ START_TEST(test_snapshot_one_term)
 	ck_assert_double_eq(s->since, t);
 	ck_assert_double_eq(s->since_wall, t + 1.7e9);
 	step(&M, ELECTION_LOCK_BUSY, 0, NULL, t);
+	return t;
+}
+
+/* The snapshot of a leader, its command started and one ping answered. */
+static void snapshot_lead(const struct election_snapshot *s, double t)
+{
 	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key -5, fencing token 77", t + 0.02);
 	ck_assert_int_eq(s->state, ELECTION_LEADER);
 	ck_assert_uint_eq(s->term, 1);
@@ -3003,6 +3052,13 @@ START_TEST(test_snapshot_one_term)
 	ck_assert_uint_eq(s->counters.ping_duration.count, 1);
 	ck_assert_uint_eq(s->counters.ping_duration.counts[2], 1); /* le 0.005 */
 	ck_assert_double_eq(s->last_ping_reply, t + 1.023);
+}
+
+/* The snapshot through a loss, the command killed, and a second term. */
+static void snapshot_loss_and_second_term(const struct election_snapshot *s, double t)
+{
+	struct election_output out;
+
 	/* lost to pg_terminate_backend; the command is killed after the grace */
 	out = db_failed(&M, FAULT_TERMINATED, "terminating connection", t + 1.5);
 	ck_assert_int_eq(s->state, ELECTION_DEMOTING);
@@ -3023,6 +3079,17 @@ START_TEST(test_snapshot_one_term)
 	ck_assert_uint_eq(s->fencing_token, 80);
 	step(&M, ELECTION_CHILD_GONE, 0, NULL, t + 11);
 	ck_assert_uint_eq(s->counters.command_exits[ELECTION_OUTCOME_SUCCESS], 1);
+}
+
+/* What the snapshot says over one leadership: what metrics and peers read. */
+START_TEST(test_snapshot_one_term)
+{
+	const struct election_snapshot *s = election_snapshot(&M);
+	double t;
+
+	t = snapshot_to_standby(s, 10);
+	snapshot_lead(s, t);
+	snapshot_loss_and_second_term(s, t);
 }
 END_TEST
 
@@ -4356,9 +4423,8 @@ static TCase *new_case(const char *name)
 	return tc;
 }
 
-static Suite *election_suite(void)
+static void add_connecting_case(Suite *s)
 {
-	Suite *s = suite_create("election");
 	TCase *tc;
 
 	tc = new_case("connecting");
@@ -4378,6 +4444,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_restart_cadence_leader);
 	tcase_add_loop_test(tc, test_reconnect_jitter, 0, ROWS(jitter_rows));
 	suite_add_tcase(s, tc);
+}
+
+static void add_standby_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("standby");
 	tcase_set_timeout(tc, 5);
@@ -4393,6 +4464,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_wait_timeout_database_down);
 	tcase_add_test(tc, test_wait_timeout_not_while_leader);
 	suite_add_tcase(s, tc);
+}
+
+static void add_leader_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("leader");
 	tcase_set_timeout(tc, 5);
@@ -4410,6 +4486,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_frozen_during_takeover_delay);
 	tcase_add_test(tc, test_next_wakeup_each_state);
 	suite_add_tcase(s, tc);
+}
+
+static void add_demotion_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("demotion");
 	tcase_set_timeout(tc, 5);
@@ -4418,6 +4499,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_conn_lost_while_demoting);
 	tcase_add_test(tc, test_lease_lost_without_command);
 	suite_add_tcase(s, tc);
+}
+
+static void add_command_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("command");
 	tcase_set_timeout(tc, 5);
@@ -4428,6 +4514,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_restart_pending_then_shutdown);
 	tcase_add_test(tc, test_child_gone_without_child_ignored);
 	suite_add_tcase(s, tc);
+}
+
+static void add_shutdown_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("shutdown");
 	tcase_set_timeout(tc, 5);
@@ -4438,6 +4529,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_conn_lost_while_stopping);
 	tcase_add_test(tc, test_second_shutdown_kills);
 	suite_add_tcase(s, tc);
+}
+
+static void add_fatal_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("fatal");
 	tcase_set_timeout(tc, 5);
@@ -4447,6 +4543,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fatal_while_demoting);
 	tcase_add_test(tc, test_fatal_during_shutdown);
 	suite_add_tcase(s, tc);
+}
+
+static void add_misc_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("misc");
 	tcase_set_timeout(tc, 5);
@@ -4454,6 +4555,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_events_out_of_place_ignored);
 	tcase_add_test(tc, test_state_names);
 	suite_add_tcase(s, tc);
+}
+
+static void add_decider_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("decider");
 	tcase_set_timeout(tc, 5);
@@ -4469,6 +4575,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_snapshot_one_term);
 	tcase_add_test(tc, test_outcome_labels);
 	suite_add_tcase(s, tc);
+}
+
+static void add_fence_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("fence");
 	tcase_set_timeout(tc, 5);
@@ -4493,6 +4604,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fence_lost_while_stopping_kills);
 	tcase_add_test(tc, test_fence_lost_in_shutdown_with_lock);
 	suite_add_tcase(s, tc);
+}
+
+static void add_failsafe_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("failsafe");
 	tcase_set_timeout(tc, 5);
@@ -4513,13 +4629,35 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_fence_kept);
 	tcase_add_test(tc, test_failsafe_regained_clears_record);
 	suite_add_tcase(s, tc);
+}
+
+static void add_property_case(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("property");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_property_chaos);
 	tcase_add_test(tc, test_property_world);
 	suite_add_tcase(s, tc);
+}
 
+static Suite *election_suite(void)
+{
+	Suite *s = suite_create("election");
+
+	add_connecting_case(s);
+	add_standby_case(s);
+	add_leader_case(s);
+	add_demotion_case(s);
+	add_command_case(s);
+	add_shutdown_case(s);
+	add_fatal_case(s);
+	add_misc_case(s);
+	add_decider_case(s);
+	add_fence_case(s);
+	add_failsafe_case(s);
+	add_property_case(s);
 	return s;
 }
 

@@ -605,21 +605,12 @@ static bool probe(PGconn *c, char *(*build)(const char *), const char *s)
 	return yes;
 }
 
-START_TEST(controls_written_and_read)
+/* A job paused, then the whole lock; a second pause is one row. */
+static void controls_pause(PGconn *c, const char *s, const char *read, const char *const *key)
 {
-	PGconn *c = pgtemp_connect("pgleader-pause");
-	const char *s = "controls";
 	struct ledger_sql_query q;
-	char *read = ledger_sql_controls_read(s), stamp[64];
-	const char *key[1] = { KEY_TEXT };
 	PGresult *r;
 
-	ck_assert(!probe(c, ledger_sql_schema_probe, s));
-	ck_assert(!probe(c, controls_probe, s));
-	make_ledger(c, s);
-	ck_assert(probe(c, ledger_sql_schema_probe, s));
-	ck_assert(probe(c, controls_probe, s));
-	/* pause a job, then the whole lock; a second pause is one row */
 	ck_assert(controls_sql_pause(&q, s, KEY, "nightly"));
 	PQclear(run_q(c, &q));
 	ck_assert(controls_sql_pause(&q, s, KEY, NULL));
@@ -639,7 +630,14 @@ START_TEST(controls_written_and_read)
 	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_CONTROL_KIND), "pause");
 	ck_assert(PQgetisnull(r, 0, LEDGER_CONTROL_LEFT_MS));
 	PQclear(r);
-	/* resume one job: the whole lock stays paused */
+}
+
+/* One job resumed: the whole lock stays paused; then the lock. */
+static void controls_resume(PGconn *c, const char *s)
+{
+	struct ledger_sql_query q;
+	PGresult *r;
+
 	ck_assert(controls_sql_resume(&q, s, KEY, "nightly"));
 	r = run_q(c, &q);
 	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_RESUME_COUNT), "1");
@@ -651,7 +649,17 @@ START_TEST(controls_written_and_read)
 	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_RESUME_ALL), "t");
 	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_RESUME_ALL_STAYS), "f");
 	PQclear(r);
-	/* one switchover at a time; done deletes only its own row */
+}
+
+/* One switchover at a time, told after the resumed pauses; done deletes
+ * only its own row. */
+static void controls_switchover(PGconn *c, const char *s, const char *read,
+				const char *const *key)
+{
+	struct ledger_sql_query q;
+	char stamp[64];
+	PGresult *r;
+
 	ck_assert(controls_sql_switchover(&q, s, KEY, "db2", 30000, "db1"));
 	r = run_q(c, &q);
 	ck_assert_int_eq(PQntuples(r), 1);
@@ -682,7 +690,15 @@ START_TEST(controls_written_and_read)
 	r = run_q(c, &q);
 	ck_assert_str_eq(PQcmdTuples(r), "1");
 	PQclear(r);
-	/* a lapsed switchover is not in force, and lapsed deletes it */
+}
+
+/* A lapsed switchover is not in force, and lapsed deletes it. */
+static void controls_lapsed(PGconn *c, const char *s, const char *read,
+			    const char *const *key)
+{
+	struct ledger_sql_query q;
+	PGresult *r;
+
 	ck_assert(controls_sql_switchover(&q, s, KEY, "db2", -1000, "db1"));
 	PQclear(run_q(c, &q));
 	r = run(c, read, 1, key);
@@ -693,8 +709,15 @@ START_TEST(controls_written_and_read)
 	r = run_q(c, &q);
 	ck_assert_str_eq(PQcmdTuples(r), "1");
 	PQclear(r);
-	/* a role that may not read them: the probes still find them there,
-	 * so its read fails (and the controls fail closed), not "no table" */
+}
+
+/* A role that may not read them: the probes still find them there, so
+ * its read fails (and the controls fail closed), not "no table". */
+static void controls_blind(PGconn *c, const char *s, const char *read,
+			   const char *const *key)
+{
+	PGresult *r;
+
 	exec_ok(c, "CREATE ROLE controls_blind; REVOKE SELECT ON controls.controls FROM PUBLIC;"
 		" REVOKE USAGE ON SCHEMA controls FROM PUBLIC; SET ROLE controls_blind");
 	ck_assert(probe(c, ledger_sql_schema_probe, s));
@@ -704,6 +727,25 @@ START_TEST(controls_written_and_read)
 	ck_assert_str_eq(PQresultErrorField(r, PG_DIAG_SQLSTATE), "42501");
 	PQclear(r);
 	exec_ok(c, "RESET ROLE; DROP OWNED BY controls_blind; DROP ROLE controls_blind");
+}
+
+START_TEST(controls_written_and_read)
+{
+	PGconn *c = pgtemp_connect("pgleader-pause");
+	const char *s = "controls";
+	char *read = ledger_sql_controls_read(s);
+	const char *key[1] = { KEY_TEXT };
+
+	ck_assert(!probe(c, ledger_sql_schema_probe, s));
+	ck_assert(!probe(c, controls_probe, s));
+	make_ledger(c, s);
+	ck_assert(probe(c, ledger_sql_schema_probe, s));
+	ck_assert(probe(c, controls_probe, s));
+	controls_pause(c, s, read, key);
+	controls_resume(c, s);
+	controls_switchover(c, s, read, key);
+	controls_lapsed(c, s, read, key);
+	controls_blind(c, s, read, key);
 	free(read);
 	PQfinish(c);
 }
