@@ -25,10 +25,6 @@
  * statement_timeout is the same, and this much more is for it to say so. */
 #define QUERY_SLACK_S 1
 
-/* libpq's messages span lines ("connection to server ... failed: ...\n\tIs
- * the server running ...") and can quote the DSN: redact the whole message
- * first, so that truncation cannot hide a password from log_redact(), then
- * make it one line as the daemon does. */
 static bool quiet; /* --watch: said once per outage */
 
 /* How long the server may take, in seconds: connect_timeout as the daemon
@@ -108,6 +104,10 @@ static int exit_for(enum fault f)
 	return code ? code : EX_UNAVAILABLE;
 }
 
+/* libpq's messages span lines ("connection to server ... failed: ...\n\tIs
+ * the server running ...") and can quote the DSN: redact the whole message
+ * first, so that truncation cannot hide a password from log_redact(), then
+ * make it one line as the daemon does. */
 void cli_fail(const char *what, const char *msg)
 {
 	char line[LOG_MSG_MAX];
