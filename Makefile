@@ -206,6 +206,13 @@ $(B)tests/unit/test_ledger: tests/unit/test_ledger.c src/ledger.c src/ledger_sql
 UNIT_TESTS += $(B)tests/unit/test_jobs
 $(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Isrc -Itests/unit -o $@ $< src/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
+# The job decider alone, on the configuration config_load makes of a jobs
+# file, with a fake clock: the actions are the answer.
+UNIT_TESTS += $(B)tests/unit/test_jobs_step
+JOBS_STEP_TEST_SRCS := src/jobs_step.c src/tickplan.c src/config.c src/schedule.c \
+	src/zone.c $(OPTIONS_SRCS)
+$(B)tests/unit/test_jobs_step: tests/unit/test_jobs_step.c $(JOBS_STEP_TEST_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(JOBS_STEP_TEST_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
 # The controls' SQL text (the SQL is run by test_controls_cli.py).
 UNIT_TESTS += $(B)tests/unit/test_controls_sql
 $(B)tests/unit/test_controls_sql: tests/unit/test_controls_sql.c src/controls_sql.c src/ledger_sql.c $(DEPS)
