@@ -318,7 +318,7 @@ unit-pg: $(B)tests/unit/test_sql_pg
 integration: $(B)pgleader $(HELPERS)
 	$(if $(B),$(call helper_env,$(B)) )$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
 
-lint: pgleader cppcheck shellcheck complexity metrics-lint
+lint: pgleader cppcheck shellcheck complexity metrics-lint decider-purity
 	tests/check-docs.sh ./pgleader
 	mandoc -Tlint -W warning man/pgleader.1 man/pgleader.conf.5
 	tests/check-units.sh
@@ -343,6 +343,19 @@ shellcheck:
 		head -n 1 "$$f" | grep -qE '^#!.*/(env +)?(ba|da)?sh( |$$)' && \
 			printf '%s\n' "$$f"; \
 	done | xargs -r shellcheck
+
+# The job decider stays a decider (DESIGN 14): it includes neither libev
+# nor libpq (-M: system headers too), reads no clock and logs nothing
+# (its lines are actions).
+PURE_DECIDERS := src/jobs_step.c
+.PHONY: decider-purity
+decider-purity:
+	@set -e; for f in $(PURE_DECIDERS); do \
+		if $(CC) $(ALL_CFLAGS) -Isrc -M $$f | grep -E '(^|[ /])(ev|libpq-fe)\.h'; then \
+			echo "decider-purity: $$f includes libev or libpq"; exit 1; fi; \
+		if grep -nE '\b(clocks_monotonic|clocks_wall|clock_gettime|log_(msg|event|error|warning|notice|info|debug))\(' $$f; then \
+			echo "decider-purity: $$f reads a clock or logs"; exit 1; fi; \
+	done
 
 # No function in src/ over 60 lines or over a complexity of 15 (either of
 # pmccabe's two: modified and traditional cyclomatic).
