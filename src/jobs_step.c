@@ -1069,7 +1069,7 @@ static void lead_ending(struct jobs_state *j)
 	check_gone(j);
 }
 
-/* KILL and SIGNAL: to every run going on. */
+/* KILL and SIGNAL (sig): to every run going on. */
 static void to_runs(struct jobs_state *j, enum jobs_action_type type, int sig)
 {
 	for (size_t i = 0; i < j->n; i++)
@@ -1116,7 +1116,7 @@ static void on_kill(struct jobs_state *j, struct job *jb, const struct jobs_even
 {
 	(void)jb;
 	(void)ev;
-	to_runs(j, JOBS_DO_KILL, 9);
+	to_runs(j, JOBS_DO_KILL, 0);
 }
 static void on_signal(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
 {
