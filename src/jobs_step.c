@@ -1096,84 +1096,100 @@ static void timer_out(struct jobs_state *j, struct job *jb, enum jobs_timer t)
 typedef void (*handler)(struct jobs_state *j, struct job *jb,
 			const struct jobs_event *ev);
 
-static void on_lead_began(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_lead_began(struct jobs_state *j, struct job *jb,
+			  const struct jobs_event *ev)
 {
 	(void)jb;
 	lead_began(j, &ev->term);
 }
-static void on_lock_pid(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_lock_pid(struct jobs_state *j, struct job *jb,
+			const struct jobs_event *ev)
 {
 	(void)jb;
 	lock_pid(j, ev->lock_pid);
 }
-static void on_lead_ending(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_lead_ending(struct jobs_state *j, struct job *jb,
+			   const struct jobs_event *ev)
 {
 	(void)jb;
 	(void)ev;
 	lead_ending(j);
 }
-static void on_kill(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_kill(struct jobs_state *j, struct job *jb,
+		    const struct jobs_event *ev)
 {
 	(void)jb;
 	(void)ev;
 	to_runs(j, JOBS_DO_KILL, 0);
 }
-static void on_signal(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_signal(struct jobs_state *j, struct job *jb,
+		      const struct jobs_event *ev)
 {
 	(void)jb;
 	to_runs(j, JOBS_DO_SIGNAL, ev->sig);
 }
-static void on_pauses(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_pauses(struct jobs_state *j, struct job *jb,
+		      const struct jobs_event *ev)
 {
 	(void)jb;
 	pauses(j, ev->pauses);
 }
-static void on_resumes(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_resumes(struct jobs_state *j, struct job *jb,
+		       const struct jobs_event *ev)
 {
 	(void)jb;
 	resumes(j, ev->pauses);
 }
-static void on_ensured(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_ensured(struct jobs_state *j, struct job *jb,
+		       const struct jobs_event *ev)
 {
 	(void)jb;
 	ensured(j, ev->answer);
 }
-static void on_remade(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_remade(struct jobs_state *j, struct job *jb,
+		      const struct jobs_event *ev)
 {
 	(void)j;
 	remade(jb, ev->answer);
 }
-static void on_claimed(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_claimed(struct jobs_state *j, struct job *jb,
+		       const struct jobs_event *ev)
 {
 	(void)j;
 	claim_answered(jb, ev->answer);
 }
-static void on_recorded(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_recorded(struct jobs_state *j, struct job *jb,
+			const struct jobs_event *ev)
 {
 	(void)j;
 	recorded(jb, ev->answer);
 }
-static void on_last(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_last(struct jobs_state *j, struct job *jb,
+		    const struct jobs_event *ev)
 {
 	(void)j;
 	last_answered(jb, ev->answer);
 }
-static void on_run_started(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_run_started(struct jobs_state *j, struct job *jb,
+			   const struct jobs_event *ev)
 {
 	(void)j;
 	run_started(jb, ev->pid);
 }
-static void on_start_failed(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_start_failed(struct jobs_state *j, struct job *jb,
+			    const struct jobs_event *ev)
 {
 	(void)j;
 	start_failed(jb, ev->error ? ev->error : "");
 }
-static void on_run_gone(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_run_gone(struct jobs_state *j, struct job *jb,
+			const struct jobs_event *ev)
 {
 	(void)j;
 	run_gone(jb, ev->status);
 }
-static void on_timer(struct jobs_state *j, struct job *jb, const struct jobs_event *ev)
+static void on_timer(struct jobs_state *j, struct job *jb,
+		     const struct jobs_event *ev)
 {
 	timer_out(j, jb, ev->timer);
 }
