@@ -14,6 +14,8 @@
 #include "clocks.h"
 #include "log.h"
 
+#define FEED_DEPTH 4
+
 enum { ENV_NODE, ENV_KEY, ENV_TOKEN, ENV_JOB, ENV_TICK, ENV_RUN, ENV_COUNT };
 
 /* Whose answer a ledger callback carries. */
@@ -45,6 +47,10 @@ struct jobs {
 	size_t n;
 	bool *exited;               /* [job], for each event */
 	struct asker ensure_asker;
+	/* the steps' outputs, kept from one event to the next (an action's
+	 * outcome is the next event at once: one per depth) */
+	struct jobs_output outs[FEED_DEPTH];
+	int depth;
 	ev_timer flush_timer;       /* a stop waits for the runs' ends */
 	char node_id[64];
 };
@@ -56,17 +62,20 @@ static void carry_out(struct jobs *j, const struct jobs_output *out);
  * once. */
 static void feed(struct jobs *j, struct jobs_event *ev)
 {
-	struct jobs_output out = { 0 };
+	struct jobs_output deeper = { 0 };
+	struct jobs_output *out = j->depth < FEED_DEPTH ? &j->outs[j->depth] : &deeper;
 
 	for (size_t i = 0; i < j->n; i++)
 		j->exited[i] = child_exited(j->job[i].child);
 	ev->exited = j->exited;
 	ev->ledger_idle = !j->ledger || ledger_idle(j->ledger);
-	jobs_step(j->state, ev, clocks_monotonic(), &out);
-	if (out.lost)
+	jobs_step(j->state, ev, clocks_monotonic(), out);
+	if (out->lost)
 		log_error("jobs: out of memory; some of what the jobs do was dropped");
-	carry_out(j, &out);
-	jobs_output_free(&out);
+	j->depth++;
+	carry_out(j, out);
+	j->depth--;
+	jobs_output_free(&deeper);
 }
 
 /* ---- what comes in ---- */
@@ -400,6 +409,8 @@ void jobs_free(struct jobs *j)
 			child_free(j->job[i].child);
 	}
 	jobs_state_free(j->state);
+	for (int d = 0; d < FEED_DEPTH; d++)
+		jobs_output_free(&j->outs[d]);
 	free(j->exited);
 	free(j->job);
 	free(j);
