@@ -313,6 +313,53 @@ START_TEST(test_missed_ticks)
 }
 END_TEST
 
+/* A command that cannot be started: its run is recorded failed with the
+ * exec code, and the job is idle again (the next tick claims). */
+START_TEST(test_start_failed)
+{
+	struct jobs_answer a = ok_at(T0 + 5);
+	const struct jobs_action *f;
+
+	load("");
+	lead(T0 - 10 * S, INT64_MIN);
+	a.run_id = 5;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	step((struct jobs_event){ .type = JOBS_EV_START_FAILED, .job = tick_job,
+				  .error = "no such file" });
+	ck_assert(said("job tick: cannot start its command: no such file"));
+	f = find(JOBS_DO_FINISH, -2, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(f->outcome, JOBS_FAILED);
+	ck_assert_int_eq(f->run_id, 5);
+	now += 10;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, 0)->outcome, JOBS_RUNNING);
+	unload();
+}
+END_TEST
+
+/* A ledger this role may not make: one refusal, nothing runs. */
+START_TEST(test_ledger_refused)
+{
+	struct jobs_answer a = ok_at(T0);
+	const struct jobs_action *r;
+
+	load("");
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_BEGAN, .job = -1,
+				  .term = { 42, TOKEN, LOCK_PID } });
+	a.missing = true;
+	answer(JOBS_EV_ENSURED, -1, a);
+	r = find(JOBS_DO_REFUSED, -1, 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->fault, FAULT_LEDGER);
+	ck_assert_ptr_nonnull(strstr(r->text, "run pgleader init-db"));
+	ck_assert_int_eq(count(JOBS_DO_START, -2), 0);
+	ck_assert_int_eq(count(JOBS_DO_LAST, -2), 0);
+	unload();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs_step");
@@ -327,6 +374,8 @@ int main(void)
 	tcase_add_test(tc, test_nothing_after_lead);
 	tcase_add_test(tc, test_pause_and_resume);
 	tcase_add_test(tc, test_missed_ticks);
+	tcase_add_test(tc, test_start_failed);
+	tcase_add_test(tc, test_ledger_refused);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
