@@ -187,6 +187,8 @@ $(B)tests/unit/test_log: tests/unit/test_log.c src/log.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
 # The planning rule on the real schedule arithmetic.
 TICKPLAN_SRCS := src/tickplan.c $(SCHEDULE_SRCS)
+# The job decider (DESIGN 14), pure: no libev, no libpq, no clock.
+JOBS_STEP_SRCS := src/jobs_step.c $(TICKPLAN_SRCS)
 $(B)tests/unit/test_tickplan: tests/unit/test_tickplan.c $(TICKPLAN_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(TICKPLAN_SRCS) $(CHECK_LIBS)
 $(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEPS)
@@ -202,8 +204,15 @@ $(B)tests/unit/test_ledger: tests/unit/test_ledger.c src/ledger.c src/ledger_sql
 # jobs.c's planning over a fake ledger and fake commands, on a monotonic
 # clock the test moves (test_clock_gettime).
 UNIT_TESTS += $(B)tests/unit/test_jobs
-$(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/jobs.c $(TICKPLAN_SRCS) tests/unit/log_stub.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Isrc -Itests/unit -o $@ $< src/jobs.c $(TICKPLAN_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
+$(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Isrc -Itests/unit -o $@ $< src/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
+# The job decider alone, on the configuration config_load makes of a jobs
+# file, with a fake clock: the actions are the answer.
+UNIT_TESTS += $(B)tests/unit/test_jobs_step
+JOBS_STEP_TEST_SRCS := src/jobs_step.c src/tickplan.c src/config.c src/schedule.c \
+	src/zone.c $(OPTIONS_SRCS)
+$(B)tests/unit/test_jobs_step: tests/unit/test_jobs_step.c $(JOBS_STEP_TEST_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(JOBS_STEP_TEST_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
 # The controls' SQL text (the SQL is run by test_controls_cli.py).
 UNIT_TESTS += $(B)tests/unit/test_controls_sql
 $(B)tests/unit/test_controls_sql: tests/unit/test_controls_sql.c src/controls_sql.c src/ledger_sql.c $(DEPS)
@@ -256,11 +265,11 @@ SEEDS ?= 5000
 CONTROLS_SEEDS ?= 2000
 # Seeds with jobs (DESIGN 10): schedules, the ledger, the tick invariants.
 JOBS_SEEDS ?= 500
-# The job layer of DESIGN 10 is linked too (jobs.c, tickplan.c, ledger.c
+# The job layer of DESIGN 10 is linked too (jobs.c, jobs_step.c, tickplan.c, ledger.c
 # and its SQL texts): its clock is the simulated node's (SIM_DEFS), its
 # timers, commands and statements the simulator's models.
 SIM_OTHER_SRCS := src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
-	src/jobs.c src/tickplan.c src/ledger.c src/ledger_sql.c
+	src/jobs.c src/jobs_step.c src/tickplan.c src/ledger.c src/ledger_sql.c
 SIM_SRCS := tests/sim/sim.c $(ELECTION_SRCS) $(SIM_OTHER_SRCS)
 SIM_LIBS := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null) -lm
 SIM_DEFS := -Dclock_gettime=sim_clock_gettime
@@ -310,7 +319,7 @@ unit-pg: $(B)tests/unit/test_sql_pg
 integration: $(B)pgleader $(HELPERS)
 	$(if $(B),$(call helper_env,$(B)) )$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
 
-lint: pgleader cppcheck shellcheck complexity metrics-lint
+lint: pgleader cppcheck shellcheck complexity metrics-lint decider-purity
 	tests/check-docs.sh ./pgleader
 	mandoc -Tlint -W warning man/pgleader.1 man/pgleader.conf.5
 	tests/check-units.sh
@@ -335,6 +344,19 @@ shellcheck:
 		head -n 1 "$$f" | grep -qE '^#!.*/(env +)?(ba|da)?sh( |$$)' && \
 			printf '%s\n' "$$f"; \
 	done | xargs -r shellcheck
+
+# The job decider stays a decider (DESIGN 14): it includes neither libev
+# nor libpq (-M: system headers too), reads no clock and logs nothing
+# (its lines are actions).
+PURE_DECIDERS := src/jobs_step.c
+.PHONY: decider-purity
+decider-purity:
+	@set -e; for f in $(PURE_DECIDERS); do \
+		if $(CC) $(ALL_CFLAGS) -Isrc -M $$f | grep -E '(^|[ /])(ev|libpq-fe)\.h'; then \
+			echo "decider-purity: $$f includes libev or libpq"; exit 1; fi; \
+		if grep -nE '\b(clocks_monotonic|clocks_wall|clock_gettime|log_(msg|event|error|warning|notice|info|debug))\(' $$f; then \
+			echo "decider-purity: $$f reads a clock or logs"; exit 1; fi; \
+	done
 
 # No function in src/ or in the tests' C over 60 lines or over a complexity
 # of 15 (either of pmccabe's two: modified and traditional cyclomatic).

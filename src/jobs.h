@@ -1,7 +1,9 @@
 /* jobs.h: what runs when (DESIGN 10), above the election: while the
  * election lets this node run commands, each job without a schedule runs
  * all the time, and each scheduled job runs once per tick that it claimed
- * in the ledger first. */
+ * in the ledger first. jobs_step.c decides; jobs.c, the effector behind
+ * this interface, turns calls, ledger answers, child exits and timers
+ * into its events and carries out its actions. */
 #ifndef PGLEADER_JOBS_H
 #define PGLEADER_JOBS_H
 
@@ -12,6 +14,7 @@
 
 #include "config.h"
 #include "fault.h"
+#include "jobs_step.h" /* the outcomes and struct jobs_view */
 #include "ledger.h"
 
 struct jobs;
@@ -26,53 +29,6 @@ struct jobs_callbacks {
 	 * one-shot is paused (FAULT_ALREADY_RUN); reason is one line. */
 	void (*refused)(void *arg, enum fault fault, const char *reason);
 	void *arg;
-};
-
-/* What a person and the metrics see of one job. Times are Unix seconds of
- * the database's clock, 0 when never. */
-enum jobs_outcome {
-	JOBS_RUNNING, JOBS_SUCCEEDED, JOBS_FAILED, JOBS_TIMED_OUT,
-	JOBS_INTERRUPTED, JOBS_SKIPPED, JOBS_MISSED, JOBS_PAUSED,
-	JOBS_OUTCOME_COUNT
-};
-/* The ledger's and the metrics' name of an outcome. */
-static inline const char *jobs_outcome_name(enum jobs_outcome o)
-{
-	static const char *const names[JOBS_OUTCOME_COUNT] = {
-		"running", "succeeded", "failed", "timed_out", "interrupted",
-		"skipped", "missed", "paused",
-	};
-
-	return o < JOBS_OUTCOME_COUNT ? names[o] : "unknown";
-}
-
-/* The run duration histogram's upper bounds, in seconds. */
-#define JOBS_BUCKETS 12
-static inline double jobs_duration_bound(int i)
-{
-	static const double bounds[JOBS_BUCKETS] = {
-		0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 14400,
-	};
-
-	return bounds[i];
-}
-
-struct jobs_view {
-	const char *name;
-	const char *schedule;       /* NULL: runs all the time */
-	int pid;                    /* of the run going on, 0 when none */
-	double next_tick;           /* 0 when none is due (not leading) */
-	double last_tick;           /* of the last run started here */
-	double last_success;        /* end of the job's last run that exited 0,
-				     * on any node: read from the ledger when
-				     * this node begins to lead */
-	uint64_t runs[JOBS_OUTCOME_COUNT];
-	uint64_t duration_counts[JOBS_BUCKETS + 1]; /* per bucket, +Inf last */
-	uint64_t duration_count;
-	double duration_sum;
-	bool paused;                /* DESIGN 11: as part of the lock, or by name */
-	const char *paused_by;      /* who asked and when (RFC 3339); NULL when */
-	const char *paused_at;      /* not paused or not told */
 };
 
 /* The jobs of cfg; the ledger is used only when cfg->uses_ledger. NULL

@@ -1,6 +1,6 @@
-/* test_jobs.c: jobs.c's planning over a fake ledger and fake commands,
- * on a real libev loop that is never run: what it claims and records,
- * in which order, for which lock session. */
+/* test_jobs.c: jobs.c (the effector) and jobs_step.c (the decider) over a
+ * fake ledger and fake commands, on a real libev loop that is never run:
+ * what they claim and record, in which order, for which lock session. */
 #include "jobs.h"
 
 #include <check.h>

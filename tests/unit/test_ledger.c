@@ -101,7 +101,7 @@ START_TEST(test_record_kept_when_lost)
 END_TEST
 
 /* A run's claim is not kept: its asker hears the loss and claims again
- * for its term if the term goes on (jobs.c's claim_cb). */
+ * for its term if the term goes on (jobs_step.c's claim_answered). */
 START_TEST(test_run_claim_told_when_lost)
 {
 	struct ledger *l = fresh();

@@ -1,0 +1,1321 @@
+/* jobs_step.c: what runs when (DESIGN 10): each job's ticks, claimed in
+ * the ledger before they run, and its runs, recorded when they end. The
+ * election decides who leads; this layer only decides what a leader runs.
+ * Pure: every statement, command, timer and log line is an action. */
+#include "jobs_step.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clocks.h" /* clocks_rfc3339 only: this file reads no clock */
+#include "exit_codes.h"
+#include "schedule.h"
+#include "tickplan.h"
+
+/* An older term's run still recorded running: asked about again this
+ * often while the term lasts. */
+#define RETRY_AFTER 0.2
+/* How long a stop waits for the runs' ends to reach the ledger. */
+#define FLUSH_FOR 3.0
+#define PRUNE_EVERY 60.0
+#define RESTART_MIN 1.0
+#define RESTART_MAX 30.0
+
+enum job_phase {
+	JOB_IDLE,       /* no run */
+	JOB_CLAIMING,   /* a tick's claim in flight */
+	JOB_STARTING,   /* JOBS_DO_START sent: RUN_STARTED or START_FAILED next */
+	JOB_RUNNING,
+	JOB_STOPPING,   /* SIGTERM sent: max_runtime, or the term ended */
+};
+
+struct job {
+	struct jobs_state *owner;
+	int index;
+	const struct config_job *cfg;
+	struct schedule *sched;     /* NULL: runs all the time */
+	enum job_phase state;
+	bool cutting;               /* the LAST in flight records them cut */
+	bool older_logged;
+	int64_t next_tick;          /* the server's ms; INT64_MIN: none */
+	int64_t last_handled;       /* ticks up to here are planned */
+	int64_t claim_tick;
+	bool claim_rerun;
+	uint64_t claim_gen;         /* the term the claim in flight is for */
+	int64_t run_id, run_tick;
+	int64_t record_tick;        /* the newest fired tick recorded not run */
+	enum jobs_outcome record_outcome;
+	uint64_t record_gen;
+	bool timed_out, interrupted;
+	double run_started;         /* monotonic */
+	double restart_backoff;
+	bool paused;                /* DESIGN 11: runs nothing */
+	bool pause_stop;            /* the run going on is stopped by a pause */
+	int64_t resumed_at;         /* the server's ms; INT64_MIN: never paused */
+	char paused_by[256], paused_at[64];
+	char resumed_by[256], resumed_at_text[64]; /* the last resume, for its line */
+	struct jobs_view view;
+};
+
+struct jobs_state {
+	const struct config *cfg;
+	bool has_ledger;            /* false: no ledger (a plain command) */
+	struct job *job;
+	size_t n;
+	bool active;                /* between LEAD_BEGAN and LEAD_ENDING */
+	bool stopping;              /* LEAD_ENDING: gone is owed */
+	bool begun;                 /* the term's jobs began (the ledger is there) */
+	char refusal[LOG_MSG_MAX];  /* a paused one-shot: refused once the
+				     * ledger has the runs' ends, not gone */
+	uint64_t gen;               /* the term; answers of older ones are stale */
+	struct jobs_term term;
+	double offset_ms;           /* the server's clock minus ours */
+	double offset_err_ms;       /* good to this much when read (INFINITY: never) */
+	double offset_at;           /* monotonic, when read */
+	double flush_until;
+	int last_status;
+	double last_prune;
+	double started_at;          /* monotonic, of this term */
+	/* the step under way */
+	double now;
+	const struct jobs_event *ev;
+	struct jobs_output *out;
+	bool sent;                  /* a ledger statement among its actions */
+};
+
+/* ---- actions ---- */
+
+static struct jobs_action *act(struct jobs_state *j, enum jobs_action_type type,
+			       int job)
+{
+	static struct jobs_action dropped;
+	struct jobs_output *o = j->out;
+
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 16;
+		struct jobs_action *a = realloc(o->a, cap * sizeof(*a));
+
+		if (!a) {
+			o->lost = true;
+			return &dropped;
+		}
+		o->a = a;
+		o->cap = cap;
+	}
+	memset(&o->a[o->n], 0, offsetof(struct jobs_action, text));
+	o->a[o->n].text[0] = '\0';
+	o->a[o->n].type = type;
+	o->a[o->n].job = job;
+	o->a[o->n].term = j->term;
+	if (type >= JOBS_DO_ENSURE && type <= JOBS_DO_PRUNE)
+		j->sent = true;
+	return &o->a[o->n++];
+}
+
+__attribute__((format(printf, 4, 5)))
+static void say_pid(struct jobs_state *j, enum log_level level, int pid,
+		    const char *fmt, ...)
+{
+	struct jobs_action *a = act(j, JOBS_DO_LOG, -1);
+	va_list ap;
+
+	a->level = level;
+	a->pid = pid;
+	va_start(ap, fmt);
+	vsnprintf(a->text, sizeof(a->text), fmt, ap);
+	va_end(ap);
+}
+#define say(j, level, ...) say_pid(j, level, 0, __VA_ARGS__)
+
+static void timer(struct job *jb, enum jobs_timer t, double after)
+{
+	struct jobs_action *a = act(jb->owner, JOBS_DO_TIMER, jb->index);
+
+	a->timer = t;
+	a->after = after;
+	a->restart = t == JOBS_TIMER_TICK; /* the next tick is set anew */
+}
+
+static void finish(struct jobs_state *j, int64_t run_id, enum jobs_outcome o,
+		   int status)
+{
+	struct jobs_action *a = act(j, JOBS_DO_FINISH, -1);
+
+	a->run_id = run_id;
+	a->outcome = o;
+	a->status = status;
+}
+
+static void refused(struct jobs_state *j, enum fault f, const char *why)
+{
+	struct jobs_action *a = act(j, JOBS_DO_REFUSED, -1);
+
+	a->fault = f;
+	snprintf(a->text, sizeof(a->text), "%s", why);
+}
+
+static int64_t db_now(const struct jobs_state *j)
+{
+	return (int64_t)llround(j->now * 1000 + j->offset_ms);
+}
+
+/* How fast our reading of the server's clock may drift from it, at most
+ * (both clocks' rates), for the comparison below. */
+#define CLOCK_DRIFT 0.001
+
+/* The server's clock as of an answer, its reading taken halfway through
+ * the round trip, so good to half the round trip: kept unless it is worse
+ * than the reading in hand has become. One slow way (a request that
+ * waited out a partition, answered at once) would put it seconds off, and
+ * ticks due now would be planned missed (the simulator's finding 10). */
+static void sync_clock(struct jobs_state *j, const struct jobs_answer *a)
+{
+	double now = j->now, err = a->rtt / 2 * 1000;
+
+	if (!a->ok || !a->db_now ||
+	    err > j->offset_err_ms + (now - j->offset_at) * 1000 * CLOCK_DRIFT)
+		return;
+	j->offset_ms = (double)a->db_now - (now - a->rtt / 2) * 1000;
+	j->offset_err_ms = err;
+	j->offset_at = now;
+}
+
+/* ---- runs ---- */
+
+static void arm_tick(struct job *jb);
+static void plan_and_run(struct job *jb, int64_t fired);
+static void check_gone(struct jobs_state *j);
+static void end_paused_one_shot(struct job *jb, const char *what);
+
+static void count_outcome(struct job *jb, enum jobs_outcome o)
+{
+	jb->view.runs[o]++;
+}
+
+static void record_duration(struct job *jb, double secs)
+{
+	size_t b = 0;
+
+	while (b < JOBS_BUCKETS && secs > jobs_duration_bound((int)b))
+		b++;
+	jb->view.duration_counts[b]++;
+	jb->view.duration_count++;
+	jb->view.duration_sum += secs;
+}
+
+/* The command is started by the effector, which tells RUN_STARTED or
+ * START_FAILED at once. */
+static void start_run(struct job *jb, int64_t tick, int64_t run_id)
+{
+	struct jobs_action *a = act(jb->owner, JOBS_DO_START, jb->index);
+
+	a->tick = tick;
+	a->run_id = run_id;
+	jb->run_id = run_id;
+	jb->run_tick = tick;
+	jb->timed_out = jb->interrupted = false;
+	jb->state = JOB_STARTING;
+}
+
+static void start_failed(struct job *jb, const char *err)
+{
+	say(jb->owner, LOG_LEVEL_ERROR, "job %s: cannot start its command: %s",
+	    jb->cfg->name, err);
+	if (jb->run_id > 0)
+		finish(jb->owner, jb->run_id, JOBS_FAILED, EXIT_NOEXEC);
+	count_outcome(jb, JOBS_FAILED);
+	jb->state = JOB_IDLE;
+}
+
+static void run_started(struct job *jb, int pid)
+{
+	char when[40];
+
+	jb->state = JOB_RUNNING;
+	jb->run_started = jb->owner->now;
+	jb->view.pid = pid;
+	/* The one line of a start (the child leaves it to us): the job, and
+	 * the run and its tick for a scheduled one. */
+	if (jb->run_id > 0) {
+		jb->view.last_tick = (double)jb->run_tick / 1000;
+		say_pid(jb->owner, LOG_LEVEL_INFO, pid,
+			"job %s: started run %" PRId64 " for tick %s (pid %d)",
+			jb->cfg->name, jb->run_id,
+			clocks_rfc3339(jb->run_tick, when, sizeof(when)), pid);
+	} else {
+		say_pid(jb->owner, LOG_LEVEL_INFO, pid, "job %s: started command (pid %d)",
+			jb->cfg->name, pid);
+	}
+	if (jb->cfg->max_runtime_ms > 0 && jb->run_id > 0)
+		timer(jb, JOBS_TIMER_LIMIT, (double)jb->cfg->max_runtime_ms / 1000);
+}
+
+static enum jobs_outcome outcome_of(const struct job *jb, int status)
+{
+	if (jb->interrupted)
+		return JOBS_INTERRUPTED;
+	if (jb->timed_out)
+		return JOBS_TIMED_OUT;
+	return status == 0 ? JOBS_SUCCEEDED : JOBS_FAILED;
+}
+
+/* A job without a schedule runs again after a delay, if its restart
+ * policy says so, while the term lasts. */
+static void restart_later(struct job *jb, int status, double ran)
+{
+	struct jobs_state *j = jb->owner;
+	bool again = jb->cfg->restart == RESTART_ALWAYS ||
+		     (jb->cfg->restart == RESTART_ON_FAILURE && status != 0);
+
+	if (!again || status == EXIT_NOEXEC || status == EXIT_NOTFOUND) {
+		say(j, LOG_LEVEL_NOTICE, "job %s: its command exited with status %d; not "
+		    "restarted (%s) until this node leads again", jb->cfg->name,
+		    status, again ? "it cannot be executed" : "restart=no");
+		return;
+	}
+	if (ran >= RESTART_MAX)
+		jb->restart_backoff = RESTART_MIN;
+	say(j, LOG_LEVEL_NOTICE, "job %s: its command exited with status %d; "
+	    "restarting in %.1fs", jb->cfg->name, status, jb->restart_backoff);
+	timer(jb, JOBS_TIMER_LIMIT, jb->restart_backoff);
+	jb->restart_backoff = fmin(jb->restart_backoff * 2, RESTART_MAX);
+}
+
+/* What follows a run's end: the end of a one-shot or of a stop, or a job
+ * without a schedule started again (at once when a pause stopped it and
+ * was lifted meanwhile). */
+static void after_run(struct job *jb, int status, double ran)
+{
+	struct jobs_state *j = jb->owner;
+	bool by_pause = jb->pause_stop;
+
+	jb->pause_stop = false;
+	if (j->cfg->once_per_ms > 0 && j->active && by_pause && !j->stopping) {
+		end_paused_one_shot(jb, "stopped");
+	} else if (j->stopping || (j->cfg->once_per_ms > 0 && j->active)) {
+		j->active = false;
+		j->stopping = true;
+		check_gone(j);
+	} else if (j->active && !jb->sched && !jb->paused) {
+		if (by_pause)
+			start_run(jb, 0, 0);
+		else
+			restart_later(jb, status, ran);
+	}
+}
+
+static void run_gone(struct job *jb, int status)
+{
+	struct jobs_state *j = jb->owner;
+	enum jobs_outcome o = outcome_of(jb, status);
+	double ran = j->now - jb->run_started;
+
+	timer(jb, JOBS_TIMER_LIMIT, -1);
+	jb->state = JOB_IDLE;
+	jb->view.pid = 0;
+	j->last_status = status;
+	count_outcome(jb, o);
+	record_duration(jb, ran);
+	if (o == JOBS_SUCCEEDED)
+		jb->view.last_success = (double)db_now(j) / 1000;
+	if (jb->run_id > 0) {
+		say(j, LOG_LEVEL_INFO, "job %s: run %" PRId64 " %s (exit status %d, %.1fs)",
+		    jb->cfg->name, jb->run_id, jobs_outcome_name(o), status, ran);
+		finish(j, jb->run_id, o, status);
+		if (j->cfg->keep_runs_ms > 0 && j->now - j->last_prune > PRUNE_EVERY) {
+			j->last_prune = j->now;
+			act(j, JOBS_DO_PRUNE, -1)->keep_ms = j->cfg->keep_runs_ms;
+		}
+	}
+	jb->run_id = 0;
+	after_run(jb, status, ran);
+}
+
+/* max_runtime ran out, or a job without a schedule is due again. */
+static void limit_out(struct job *jb)
+{
+	if (jb->state == JOB_RUNNING) {
+		say(jb->owner, LOG_LEVEL_WARNING, "job %s: run %" PRId64 " exceeded its "
+		    "max_runtime; stopping it", jb->cfg->name, jb->run_id);
+		jb->timed_out = true;
+		jb->state = JOB_STOPPING;
+		act(jb->owner, JOBS_DO_STOP, jb->index);
+	} else if (jb->state == JOB_IDLE && jb->owner->active && !jb->sched &&
+		   !jb->paused) {
+		start_run(jb, 0, 0);
+	}
+}
+
+/* ---- claims ---- */
+
+static void claim(struct job *jb, int64_t tick, bool rerun);
+static void remake(struct job *jb);
+
+/* A --once-per one-shot whose window was not claimed ends: with the
+ * conflict code when it ran already, else as a ledger that cannot be used
+ * (the election decides; nothing was started). */
+static void once_per_not_run(struct jobs_state *j, const struct jobs_answer *a,
+			     const char *when)
+{
+	char why[LOG_MSG_MAX];
+	enum fault f = FAULT_LEDGER;
+
+	if (!a->ok)
+		snprintf(why, sizeof(why), "cannot claim the --once-per window starting "
+			 "%s: %s", when, a->error);
+	else if (!a->holder || !a->newest)
+		snprintf(why, sizeof(why), "the --once-per window starting %s was not "
+			 "claimed: %s", when, !a->holder ? "the lock was lost first"
+			 : "a newer term's fencing token is recorded for this lock");
+	else
+		f = FAULT_ALREADY_RUN;
+	if (f == FAULT_ALREADY_RUN)
+		snprintf(why, sizeof(why), "not run: the --once-per window starting "
+			 "%s ran already", when);
+	j->active = false;
+	refused(j, f, why);
+}
+
+static void claimed(struct job *jb, const struct jobs_answer *a, const char *when);
+
+/* The answer to a claim of a term that ended while it waited (for the
+ * session, for a row lock): a row claimed is recorded interrupted, never
+ * run; either way the tick is told, and the next leader plans it from the
+ * ledger's newest row (run, or recorded missed). */
+static void stale_claim(struct job *jb, const struct jobs_answer *a, const char *when)
+{
+	struct jobs_state *j = jb->owner;
+
+	if (a->run_id > 0) {
+		say(j, LOG_LEVEL_WARNING, "job %s: tick %s was claimed as this node "
+		    "stopped leading: recorded interrupted, not run", jb->cfg->name, when);
+		finish(j, a->run_id, JOBS_INTERRUPTED, -1);
+	} else if (a->ok && !a->holder) {
+		say(j, LOG_LEVEL_WARNING, "job %s: tick %s not run: this node's lock "
+		    "session no longer holds the lock", jb->cfg->name, when);
+	} else if (!a->ok) {
+		say(j, LOG_LEVEL_WARNING, "job %s: tick %s not claimed: %s", jb->cfg->name,
+		    when, a->error);
+	}
+}
+
+static void claim_answered(struct job *jb, const struct jobs_answer *a)
+{
+	struct jobs_state *j = jb->owner;
+	char when[40];
+
+	clocks_rfc3339(jb->claim_tick, when, sizeof(when));
+	if (jb->claim_gen != j->gen || !j->active) {
+		/* the term ended while the claim was on its way */
+		jb->state = JOB_IDLE;
+		stale_claim(jb, a, when);
+		check_gone(j);
+		return;
+	}
+	jb->state = JOB_IDLE;
+	sync_clock(j, a);
+	if (a->lost) {
+		claim(jb, jb->claim_tick, jb->claim_rerun); /* waits for the session */
+		return;
+	}
+	if (j->cfg->once_per_ms > 0 && (!a->ok || !a->holder || !a->newest || !a->run_id)) {
+		once_per_not_run(j, a, when);
+		return;
+	}
+	claimed(jb, a, when);
+}
+
+/* A tick that was not claimed or recorded (an error, a timeout, the lock
+ * gone) is planned again with the next: recorded missed, or run as the
+ * newest missed tick, never silently lost (DESIGN 10). A leader that lost
+ * the lock records nothing more, and the next one plans from the ledger's
+ * newest row, below this tick. */
+static void unclaimed(struct job *jb, int64_t tick)
+{
+	if (jb->last_handled >= tick)
+		jb->last_handled = tick - 1;
+}
+
+/* The pause came while the tick's claim was on its way: the tick is
+ * recorded paused, not run (its row, claimed running, ends at once). */
+static void drop_paused_claim(struct job *jb, int64_t run_id, const char *when)
+{
+	struct jobs_state *j = jb->owner;
+
+	say(j, LOG_LEVEL_DEBUG, "job %s: tick %s recorded paused, not run",
+	    jb->cfg->name, when);
+	count_outcome(jb, JOBS_PAUSED);
+	finish(j, run_id, JOBS_PAUSED, -1);
+	if (j->cfg->once_per_ms > 0)
+		end_paused_one_shot(jb, "not run");
+}
+
+/* The answer to a claim of this term: the tick runs, or why not. */
+static void claimed(struct job *jb, const struct jobs_answer *a, const char *when)
+{
+	struct jobs_state *j = jb->owner;
+
+	if (!a->ok && a->missing) {
+		jb->state = JOB_CLAIMING; /* claimed again once it is back */
+		remake(jb);
+	} else if (!a->ok) {
+		say(j, LOG_LEVEL_WARNING, "job %s: tick %s not claimed: %s; it counts "
+		    "as missed", jb->cfg->name, when, a->error);
+		unclaimed(jb, jb->claim_tick);
+	} else if (a->early) {
+		/* our reading of the server's clock ran ahead: the same tick
+		 * again once the server reaches it, still due when planned */
+		jb->next_tick = jb->claim_tick;
+		jb->last_handled = jb->claim_tick - 1;
+		arm_tick(jb);
+	} else if (!a->holder) {
+		say(j, LOG_LEVEL_WARNING, "job %s: tick %s not run: this node's lock "
+		    "session no longer holds the lock", jb->cfg->name, when);
+		unclaimed(jb, jb->claim_tick);
+	} else if (!a->newest) {
+		say(j, LOG_LEVEL_ERROR, "job %s: tick %s not run: a newer term's fencing "
+		    "token is recorded for this lock", jb->cfg->name, when);
+	} else if (a->run_id == 0) {
+		say(j, LOG_LEVEL_INFO, "job %s: tick %s is recorded already; not run again",
+		    jb->cfg->name, when);
+	} else if (tickplan_paused(jb->paused, jb->resumed_at, jb->claim_tick)) {
+		drop_paused_claim(jb, a->run_id, when);
+	} else {
+		start_run(jb, jb->claim_tick, a->run_id);
+	}
+}
+
+static void claim(struct job *jb, int64_t tick, bool rerun)
+{
+	struct jobs_state *j = jb->owner;
+	struct jobs_action *a;
+
+	jb->state = JOB_CLAIMING;
+	jb->claim_tick = tick;
+	jb->claim_rerun = rerun;
+	jb->claim_gen = j->gen;
+	a = act(j, JOBS_DO_CLAIM, jb->index);
+	a->tick = tick;
+	a->outcome = JOBS_RUNNING;
+	a->rerun = rerun;
+}
+
+/* The tick the timer fired for reached the server a moment before its
+ * clock did (our reading of it runs a little ahead, as a run's claim may
+ * find): recorded again once the server is there, as a claim is. */
+static void recorded(struct job *jb, const struct jobs_answer *a)
+{
+	struct jobs_state *j = jb->owner;
+	char when[40];
+
+	if (!j->active)
+		return;
+	if (!a->ok && !a->lost) {
+		/* no row for it (one lost with the session is kept and sent
+		 * again): planned again with the next tick, as a claim is */
+		say(j, LOG_LEVEL_WARNING, "job %s: tick %s not recorded: %s; it counts "
+		    "as missed", jb->cfg->name, clocks_rfc3339(a->tick, when, sizeof(when)),
+		    a->error);
+		unclaimed(jb, a->tick);
+		return;
+	}
+	if (jb->record_gen != j->gen)
+		return;
+	sync_clock(j, a);
+	if (!a->ok || !a->early || a->tick != jb->record_tick)
+		return;
+	jb->view.runs[jb->record_outcome]--; /* counted when sent again */
+	jb->next_tick = jb->record_tick;
+	jb->last_handled = jb->record_tick - 1;
+	arm_tick(jb);
+}
+
+/* A tick that is not run is recorded as what it was instead; fired: the
+ * tick the timer was set for, which the server may not have reached. */
+static void record(struct job *jb, int64_t tick, enum jobs_outcome o, bool fired)
+{
+	struct jobs_state *j = jb->owner;
+	struct jobs_action *a;
+
+	count_outcome(jb, o);
+	if (fired) {
+		jb->record_tick = tick;
+		jb->record_outcome = o;
+		jb->record_gen = j->gen;
+	}
+	a = act(j, JOBS_DO_CLAIM, jb->index);
+	a->tick = tick;
+	a->outcome = o;
+	a->record = true;
+}
+
+static void run_tick(struct job *jb, int64_t tick, bool rerun)
+{
+	struct jobs_state *j = jb->owner;
+	char when[40], prev[40];
+
+	if (tickplan_paused(jb->paused, jb->resumed_at, tick)) {
+		/* debug: one line a second under @every 1s for as long as the
+		 * pause lasts; the pause's own line and the ledger tell it */
+		say(j, LOG_LEVEL_DEBUG, "job %s: tick %s recorded paused, not run",
+		    jb->cfg->name, clocks_rfc3339(tick, when, sizeof(when)));
+		record(jb, tick, JOBS_PAUSED, true);
+		return;
+	}
+	if (jb->state == JOB_IDLE) {
+		claim(jb, tick, rerun);
+		return;
+	}
+	if (jb->state == JOB_CLAIMING) {
+		/* recorded after the claim (one statement at a time, in
+		 * order): refused too if that claim finds the lock gone, and
+		 * a claim that fails is planned again (unclaimed) */
+		say(j, LOG_LEVEL_NOTICE, "job %s: tick %s skipped: the claim of tick %s "
+		    "is still waiting for the ledger", jb->cfg->name,
+		    clocks_rfc3339(tick, when, sizeof(when)),
+		    clocks_rfc3339(jb->claim_tick, prev, sizeof(prev)));
+		record(jb, tick, JOBS_SKIPPED, true);
+		return;
+	}
+	say(j, LOG_LEVEL_NOTICE, "job %s: tick %s skipped: the run for %s is still going",
+	    jb->cfg->name, clocks_rfc3339(tick, when, sizeof(when)),
+	    clocks_rfc3339(jb->run_tick, prev, sizeof(prev)));
+	record(jb, tick, JOBS_SKIPPED, true);
+}
+
+static void apply(struct job *jb, const struct tickplan *p)
+{
+	char when[40];
+
+	/* oldest first: a leader that loses the lock between two of these
+	 * statements leaves the older ticks recorded and the newer ones to
+	 * the next leader, which plans from the newest row; newest first
+	 * left a hole under a row nobody plans below */
+	for (int i = p->n_missed - 1; i >= 0; i--)
+		/* the newest may be in the server's future (our reading of
+		 * its clock runs ahead): sent again once it is there, as the
+		 * tick a timer fired for */
+		record(jb, p->missed[i], JOBS_MISSED, i == 0 && p->run == INT64_MIN);
+	if (p->missed_total > 0)
+		say(jb->owner, LOG_LEVEL_WARNING, "job %s: %" PRId64 "%s tick%s missed "
+		    "while no node led (newest %s)%s", jb->cfg->name, p->missed_total,
+		    p->missed_total >= TICKPLAN_COUNT_MAX ? " or more" : "",
+		    p->missed_total == 1 ? "" : "s",
+		    clocks_rfc3339(p->missed[0], when, sizeof(when)),
+		    p->missed_total > p->n_missed ? "; the newest are recorded" : "");
+	if (p->run != INT64_MIN)
+		run_tick(jb, p->run, false);
+	jb->next_tick = p->next;
+	arm_tick(jb);
+}
+
+static void plan_and_run(struct job *jb, int64_t fired)
+{
+	struct jobs_state *j = jb->owner;
+	struct tickplan p;
+	int64_t now = db_now(j);
+
+	tickplan(jb->sched, jb->last_handled, now, fired,
+		  jb->cfg->missed == MISSED_ONCE, jb->cfg->missed_window_ms, &p);
+	jb->last_handled = now;
+	apply(jb, &p);
+}
+
+static void arm_tick(struct job *jb)
+{
+	struct jobs_state *j = jb->owner;
+	int64_t at;
+
+	if (jb->next_tick == SCHEDULE_NEVER || jb->next_tick == INT64_MIN) {
+		timer(jb, JOBS_TIMER_TICK, -1);
+		return;
+	}
+	jb->view.next_tick = (double)jb->next_tick / 1000;
+	/* a millisecond late: our reading of the server's clock is good to
+	 * a fraction of the round trip, and a claim that comes early is
+	 * refused and sent again */
+	at = jb->next_tick + 1 + schedule_jitter(j->term.lock_key, jb->cfg->name,
+						 jb->next_tick, jb->cfg->jitter_ms);
+	timer(jb, JOBS_TIMER_TICK, fmax((double)(at - db_now(j)) / 1000, 0.001));
+}
+
+/* ---- a new term ---- */
+
+static void ensure(struct jobs_state *j);
+static void ask_last(struct job *jb, bool cut);
+
+/* How long a run of an older term may still be stopping once this node
+ * leads: its leader notices the loss within its pings' deadline, then gives
+ * the command its grace period (the timing rule's terms, DESIGN 3). */
+static double older_run_bound(const struct jobs_state *j, const struct job *jb)
+{
+	const struct config *c = j->cfg;
+
+	return (double)(c->ping_interval_ms * c->ping_failures + c->ping_timeout_ms +
+			jb->cfg->grace_period_ms) / 1000;
+}
+
+/* The ledger told the job's newest tick: its ticks are planned from
+ * there, and a cut-off run is run again if asked (not while paused). */
+static void first_plan(struct job *jb, const struct jobs_answer *a)
+{
+	jb->last_handled = a->last_tick;
+	if (a->last_success > 0)
+		jb->view.last_success = (double)a->last_success / 1000;
+	plan_and_run(jb, INT64_MIN);
+	if (jb->cfg->rerun_interrupted && a->interrupted != INT64_MIN &&
+	    jb->state == JOB_IDLE && !jb->paused)
+		claim(jb, a->interrupted, true);
+}
+
+/* DESIGN 3 and issue 17: the old leader's command may still be stopping
+ * (a database restart ended both its sessions, so no fence keeps this
+ * node out): its run's end, or the bound. The ledger tells only a run of
+ * another server (or of none recorded); one of this server is over, and
+ * was cut. */
+static void older_running(struct job *jb, const struct jobs_answer *a)
+{
+	struct jobs_state *j = jb->owner;
+	bool wait = j->now < j->started_at + older_run_bound(j, jb);
+	char when[40];
+
+	if (wait && !jb->older_logged)
+		say(j, LOG_LEVEL_NOTICE, "job %s: the run for tick %s of an older term "
+		    "is still recorded running, begun before a database restart or "
+		    "failover; waiting up to %.1fs for its end", jb->cfg->name,
+		    clocks_rfc3339(a->older_running, when, sizeof(when)),
+		    older_run_bound(j, jb));
+	jb->older_logged = true;
+	if (wait)
+		timer(jb, JOBS_TIMER_WAIT, RETRY_AFTER);
+	else
+		ask_last(jb, true);
+}
+
+static void last_answered(struct job *jb, const struct jobs_answer *a)
+{
+	struct jobs_state *j = jb->owner;
+	char when[40];
+
+	if (jb->claim_gen != j->gen || !j->active)
+		return;
+	if (!a->ok && a->missing) {
+		remake(jb);
+		return;
+	}
+	if (!a->ok) {
+		if (!a->lost)
+			say(j, LOG_LEVEL_ERROR, "job %s: cannot read the ledger: %s",
+			    jb->cfg->name, a->error);
+		ask_last(jb, jb->cutting); /* sent when the session is back */
+		return;
+	}
+	sync_clock(j, a);
+	if (a->older_running != INT64_MIN) {
+		older_running(jb, a);
+		return;
+	}
+	if (a->interrupted != INT64_MIN)
+		say(j, LOG_LEVEL_WARNING, "job %s: the run for tick %s was cut off with "
+		    "its leader: recorded interrupted%s", jb->cfg->name,
+		    clocks_rfc3339(a->interrupted, when, sizeof(when)),
+		    jb->cfg->rerun_interrupted ? "; running it again" : "");
+	first_plan(jb, a);
+}
+
+static void ask_last(struct job *jb, bool cut)
+{
+	jb->claim_gen = jb->owner->gen;
+	jb->cutting = cut;
+	act(jb->owner, JOBS_DO_LAST, jb->index)->cut = cut;
+}
+
+/* The ledger is there: each job begins its term. */
+static void begin(struct jobs_state *j, int64_t now)
+{
+	j->begun = true;
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+
+		jb->restart_backoff = RESTART_MIN;
+		if (j->cfg->once_per_ms > 0 && jb->paused)
+			end_paused_one_shot(jb, "not run");
+		else if (j->cfg->once_per_ms > 0)
+			claim(jb, schedule_window(jb->cfg->timezone, now,
+						  j->cfg->once_per_ms), false);
+		else if (jb->sched)
+			ask_last(jb, false);
+		else if (jb->paused)
+			say(j, LOG_LEVEL_INFO, "job %s: paused; not started", jb->cfg->name);
+		else
+			start_run(jb, 0, 0);
+	}
+}
+
+/* The ledger cannot be used (DESIGN 10): one line, and nothing runs; the
+ * election gives up the lead. */
+static void refuse_ledger(struct jobs_state *j, const struct jobs_answer *a)
+{
+	char why[LOG_MSG_MAX];
+
+	if (a->untrusted)
+		snprintf(why, sizeof(why), "%s", a->error);
+	else if (a->denied)
+		snprintf(why, sizeof(why), "the ledger in schema %s is there, but "
+			 "this role may not read and write its runs and terms: "
+			 "grant USAGE on the schema and SELECT, INSERT, UPDATE, "
+			 "DELETE on %s.runs and %s.terms (pgleader init-db "
+			 "--print-sql --grant-to ROLE shows them)", j->cfg->schema,
+			 j->cfg->schema, j->cfg->schema);
+	else
+		snprintf(why, sizeof(why), "%s%s%s: run pgleader init-db as a role "
+			 "that may create it (or --print-sql for a DBA)",
+			 a->ok ? "the ledger is missing (schema " : "cannot use the ledger: ",
+			 a->ok ? j->cfg->schema : a->error, a->ok ? ") and this role "
+			 "may not create it" : "");
+	j->active = false;
+	refused(j, FAULT_LEDGER, why);
+}
+
+static bool unusable(const struct jobs_answer *a)
+{
+	return !a->ok || a->missing || a->denied || a->untrusted;
+}
+
+static void ensured(struct jobs_state *j, const struct jobs_answer *a)
+{
+	if (!j->active)
+		return;
+	if (a->lost) {
+		ensure(j);
+		return;
+	}
+	if (unusable(a)) {
+		refuse_ledger(j, a);
+		return;
+	}
+	sync_clock(j, a);
+	begin(j, a->db_now);
+}
+
+/* The ledger was dropped under a job's claim or read: made again when the
+ * role may, then the job asks again; else the lead is given up. */
+static void remade(struct job *jb, const struct jobs_answer *a)
+{
+	struct jobs_state *j = jb->owner;
+
+	if (jb->claim_gen != j->gen || !j->active) {
+		/* the term ended meanwhile: the claim it waited for is off */
+		if (jb->state == JOB_CLAIMING)
+			jb->state = JOB_IDLE;
+		check_gone(j);
+		return;
+	}
+	if (a->lost) {
+		remake(jb);
+		return;
+	}
+	if (unusable(a)) {
+		refuse_ledger(j, a);
+		return;
+	}
+	sync_clock(j, a);
+	if (jb->state == JOB_CLAIMING)
+		claim(jb, jb->claim_tick, jb->claim_rerun);
+	else
+		ask_last(jb, jb->cutting);
+}
+
+static void remake(struct job *jb)
+{
+	say(jb->owner, LOG_LEVEL_WARNING, "job %s: the ledger (schema %s) is gone; "
+	    "making it again", jb->cfg->name, jb->owner->cfg->schema);
+	jb->claim_gen = jb->owner->gen;
+	act(jb->owner, JOBS_DO_ENSURE, jb->index);
+}
+
+static void ensure(struct jobs_state *j)
+{
+	act(j, JOBS_DO_ENSURE, -1);
+}
+
+static void lead_began(struct jobs_state *j, const struct jobs_term *term)
+{
+	j->gen++;
+	j->started_at = j->now;
+	for (size_t i = 0; i < j->n; i++)
+		j->job[i].older_logged = false;
+	j->active = true;
+	j->stopping = false;
+	j->begun = false;
+	j->refusal[0] = '\0';
+	j->term = *term;
+	if (j->has_ledger)
+		ensure(j);
+	else
+		begin(j, 0);
+}
+
+static void lock_pid(struct jobs_state *j, int pid)
+{
+	bool changed = j->term.lock_pid != pid;
+
+	j->term.lock_pid = pid;
+	if (!changed || !j->active || !j->begun || j->cfg->once_per_ms > 0)
+		return;
+	/* back from failsafe: the claims and records made meanwhile named
+	 * the old session and were refused, so the ticks after the ledger's
+	 * newest are planned again, as a new term plans them (run or
+	 * recorded missed), instead of being lost without a row */
+	for (size_t i = 0; i < j->n; i++) {
+		if (!j->job[i].sched)
+			continue;
+		timer(&j->job[i], JOBS_TIMER_TICK, -1);
+		ask_last(&j->job[i], false);
+	}
+}
+
+/* ---- pauses (DESIGN 11) ---- */
+
+/* " by WHO at T", as far as the controls told. */
+static const char *who_paused(const struct job *jb, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s", jb->paused_by[0] ? " by " : "", jb->paused_by,
+		 jb->paused_at[0] ? " at " : "", jb->paused_at);
+	return buf;
+}
+
+/* A paused one-shot runs nothing more and ends with the conflict code, the
+ * way a window that ran already does, once the ledger has what it wrote;
+ * what: "not run" or "stopped". */
+static void end_paused_one_shot(struct job *jb, const char *what)
+{
+	struct jobs_state *j = jb->owner;
+	char who[sizeof(jb->paused_by) + sizeof(jb->paused_at) + 8];
+
+	snprintf(j->refusal, sizeof(j->refusal), "%s: job %s is paused%s "
+		 "(pgleader resume lifts it)", what, jb->cfg->name,
+		 who_paused(jb, who, sizeof(who)));
+	j->active = false;
+	j->stopping = true;
+	check_gone(j);
+}
+
+static bool has_exited(const struct job *jb)
+{
+	const bool *exited = jb->owner->ev->exited;
+
+	return exited && exited[jb->index];
+}
+
+/* The run going on is stopped gracefully, as the end of a term stops it
+ * (recorded interrupted); a pending restart is dropped. */
+static void pause_job(struct job *jb)
+{
+	struct jobs_state *j = jb->owner;
+	char who[sizeof(jb->paused_by) + sizeof(jb->paused_at) + 8];
+	bool running = jb->state == JOB_RUNNING || jb->state == JOB_STOPPING;
+
+	who_paused(jb, who, sizeof(who));
+	timer(jb, JOBS_TIMER_LIMIT, -1);
+	if (!running) {
+		/* a one-shot says it once, as it ends */
+		say(j, j->cfg->once_per_ms > 0 ? LOG_LEVEL_DEBUG : LOG_LEVEL_NOTICE,
+		    "job %s paused%s", jb->cfg->name, who);
+		return;
+	}
+	say(j, LOG_LEVEL_NOTICE, "job %s paused%s: stopping it", jb->cfg->name, who);
+	jb->pause_stop = true;
+	if (jb->state == JOB_RUNNING) {
+		jb->interrupted = !has_exited(jb);
+		jb->state = JOB_STOPPING;
+		act(j, JOBS_DO_STOP, jb->index);
+	}
+}
+
+/* A job without a schedule starts at once (its restart policy and
+ * backoff start over); a scheduled one runs from its next tick, the
+ * ticks before now stay paused (tickplan_paused). */
+static void resume_job(struct job *jb)
+{
+	struct jobs_state *j = jb->owner;
+
+	jb->resumed_at = db_now(j);
+	say(j, LOG_LEVEL_NOTICE, "job %s resumed%s%s%s%s", jb->cfg->name,
+	    jb->resumed_by[0] ? " by " : "", jb->resumed_by,
+	    jb->resumed_at_text[0] ? " at " : "", jb->resumed_at_text);
+	if (j->active && j->begun && !jb->sched && j->cfg->once_per_ms == 0 &&
+	    jb->state == JOB_IDLE) {
+		jb->restart_backoff = RESTART_MIN;
+		start_run(jb, 0, 0);
+	}
+}
+
+static void pause_of(const struct job *jb, const struct jobs_pauses *p,
+		     struct tickplan_pause *out)
+{
+	tickplan_pause_of(jb->cfg->name, p->all, p->names, p->by, p->at, p->n,
+			  p->all_by, p->all_at, out);
+}
+
+static void resumes(struct jobs_state *j, const struct jobs_pauses *ps)
+{
+	struct tickplan_pause r;
+
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+
+		/* the same lookup as a pause's: by name first, else the lock's */
+		pause_of(jb, ps, &r);
+		snprintf(jb->resumed_by, sizeof(jb->resumed_by), "%s", r.by ? r.by : "");
+		snprintf(jb->resumed_at_text, sizeof(jb->resumed_at_text), "%s",
+			 r.at ? r.at : "");
+	}
+}
+
+static void pauses(struct jobs_state *j, const struct jobs_pauses *ps)
+{
+	struct tickplan_pause p;
+
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+
+		pause_of(jb, ps, &p);
+		snprintf(jb->paused_by, sizeof(jb->paused_by), "%s", p.by ? p.by : "");
+		snprintf(jb->paused_at, sizeof(jb->paused_at), "%s", p.at ? p.at : "");
+		if (p.paused == jb->paused)
+			continue;
+		jb->paused = p.paused;
+		if (p.paused)
+			pause_job(jb);
+		else
+			resume_job(jb);
+	}
+}
+
+/* ---- stopping ---- */
+
+static bool runs_left(const struct jobs_state *j)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (j->job[i].state >= JOB_STARTING)
+			return true;
+	return false;
+}
+
+static void flush_timer(struct jobs_state *j, double after)
+{
+	struct jobs_action *a = act(j, JOBS_DO_TIMER, -1);
+
+	a->timer = JOBS_TIMER_FLUSH;
+	a->after = after;
+}
+
+/* Every run is gone: tell once the ledger has their ends, or after a
+ * bound (the session may be gone for longer). */
+static void check_gone(struct jobs_state *j)
+{
+	bool idle = !j->has_ledger || (j->ev->ledger_idle && !j->sent);
+
+	if (!j->stopping || runs_left(j))
+		return;
+	if (!j->flush_until)
+		j->flush_until = j->now + FLUSH_FOR;
+	if (!idle && j->now < j->flush_until) {
+		flush_timer(j, 0.02);
+		return;
+	}
+	if (!idle)
+		say(j, LOG_LEVEL_WARNING, "the ledger did not take every run's end within "
+		    "%.0fs; it is sent when the session is back", FLUSH_FOR);
+	flush_timer(j, -1);
+	j->stopping = false;
+	j->flush_until = 0;
+	if (j->refusal[0]) {
+		refused(j, FAULT_ALREADY_RUN, j->refusal);
+		j->refusal[0] = '\0';
+		return;
+	}
+	act(j, JOBS_DO_GONE, -1)->status = j->last_status;
+}
+
+static void lead_ending(struct jobs_state *j)
+{
+	j->active = false;
+	j->stopping = true;
+	j->begun = false;
+	j->refusal[0] = '\0'; /* the election's stop: gone is owed */
+	j->gen++;
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+
+		timer(jb, JOBS_TIMER_TICK, -1);
+		timer(jb, JOBS_TIMER_LIMIT, -1);
+		timer(jb, JOBS_TIMER_WAIT, -1);
+		jb->view.next_tick = 0;
+		if (jb->state == JOB_RUNNING || jb->state == JOB_STOPPING) {
+			/* A command that ended by itself before the stop (while
+			 * this node was frozen, say) is recorded as it ended. */
+			if (!has_exited(jb))
+				jb->interrupted = true;
+			jb->state = JOB_STOPPING;
+			act(j, JOBS_DO_STOP, jb->index);
+		}
+	}
+	check_gone(j);
+}
+
+/* KILL and SIGNAL (sig): to every run going on. */
+static void to_runs(struct jobs_state *j, enum jobs_action_type type, int sig)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (j->job[i].state >= JOB_STARTING)
+			act(j, type, (int)i)->sig = sig;
+}
+
+/* ---- the step ---- */
+
+static void timer_out(struct jobs_state *j, struct job *jb, enum jobs_timer t)
+{
+	if (t == JOBS_TIMER_FLUSH) {
+		check_gone(j);
+	} else if (t == JOBS_TIMER_LIMIT) {
+		limit_out(jb);
+	} else if (t == JOBS_TIMER_TICK) {
+		if (j->active)
+			plan_and_run(jb, jb->next_tick);
+	} else if (j->active) {
+		ask_last(jb, false); /* WAIT */
+	}
+}
+
+typedef void (*handler)(struct jobs_state *j, struct job *jb,
+			const struct jobs_event *ev);
+
+static void on_lead_began(struct jobs_state *j, struct job *jb,
+			  const struct jobs_event *ev)
+{
+	(void)jb;
+	lead_began(j, &ev->term);
+}
+static void on_lock_pid(struct jobs_state *j, struct job *jb,
+			const struct jobs_event *ev)
+{
+	(void)jb;
+	lock_pid(j, ev->lock_pid);
+}
+static void on_lead_ending(struct jobs_state *j, struct job *jb,
+			   const struct jobs_event *ev)
+{
+	(void)jb;
+	(void)ev;
+	lead_ending(j);
+}
+static void on_kill(struct jobs_state *j, struct job *jb,
+		    const struct jobs_event *ev)
+{
+	(void)jb;
+	(void)ev;
+	to_runs(j, JOBS_DO_KILL, 0);
+}
+static void on_signal(struct jobs_state *j, struct job *jb,
+		      const struct jobs_event *ev)
+{
+	(void)jb;
+	to_runs(j, JOBS_DO_SIGNAL, ev->sig);
+}
+static void on_pauses(struct jobs_state *j, struct job *jb,
+		      const struct jobs_event *ev)
+{
+	(void)jb;
+	pauses(j, ev->pauses);
+}
+static void on_resumes(struct jobs_state *j, struct job *jb,
+		       const struct jobs_event *ev)
+{
+	(void)jb;
+	resumes(j, ev->pauses);
+}
+static void on_ensured(struct jobs_state *j, struct job *jb,
+		       const struct jobs_event *ev)
+{
+	(void)jb;
+	ensured(j, ev->answer);
+}
+static void on_remade(struct jobs_state *j, struct job *jb,
+		      const struct jobs_event *ev)
+{
+	(void)j;
+	remade(jb, ev->answer);
+}
+static void on_claimed(struct jobs_state *j, struct job *jb,
+		       const struct jobs_event *ev)
+{
+	(void)j;
+	claim_answered(jb, ev->answer);
+}
+static void on_recorded(struct jobs_state *j, struct job *jb,
+			const struct jobs_event *ev)
+{
+	(void)j;
+	recorded(jb, ev->answer);
+}
+static void on_last(struct jobs_state *j, struct job *jb,
+		    const struct jobs_event *ev)
+{
+	(void)j;
+	last_answered(jb, ev->answer);
+}
+static void on_run_started(struct jobs_state *j, struct job *jb,
+			   const struct jobs_event *ev)
+{
+	(void)j;
+	run_started(jb, ev->pid);
+}
+static void on_start_failed(struct jobs_state *j, struct job *jb,
+			    const struct jobs_event *ev)
+{
+	(void)j;
+	start_failed(jb, ev->error ? ev->error : "");
+}
+static void on_run_gone(struct jobs_state *j, struct job *jb,
+			const struct jobs_event *ev)
+{
+	(void)j;
+	run_gone(jb, ev->status);
+}
+static void on_timer(struct jobs_state *j, struct job *jb,
+		     const struct jobs_event *ev)
+{
+	timer_out(j, jb, ev->timer);
+}
+
+/* Each event type's handler; per_job: it names a job, which must be one. */
+static const struct {
+	handler fn;
+	bool per_job;
+} handlers[] = {
+	[JOBS_EV_LEAD_BEGAN] = { on_lead_began, false },
+	[JOBS_EV_LOCK_PID] = { on_lock_pid, false },
+	[JOBS_EV_LEAD_ENDING] = { on_lead_ending, false },
+	[JOBS_EV_KILL] = { on_kill, false },
+	[JOBS_EV_SIGNAL] = { on_signal, false },
+	[JOBS_EV_PAUSES] = { on_pauses, false },
+	[JOBS_EV_RESUMES] = { on_resumes, false },
+	[JOBS_EV_ENSURED] = { on_ensured, false },
+	[JOBS_EV_REMADE] = { on_remade, true },
+	[JOBS_EV_CLAIMED] = { on_claimed, true },
+	[JOBS_EV_RECORDED] = { on_recorded, true },
+	[JOBS_EV_LAST] = { on_last, true },
+	[JOBS_EV_RUN_STARTED] = { on_run_started, true },
+	[JOBS_EV_START_FAILED] = { on_start_failed, true },
+	[JOBS_EV_RUN_GONE] = { on_run_gone, true },
+	[JOBS_EV_TIMER] = { on_timer, false },
+};
+
+void jobs_step(struct jobs_state *j, const struct jobs_event *ev, double now,
+	       struct jobs_output *out)
+{
+	struct job *jb = NULL;
+
+	out->n = 0;
+	out->lost = false;
+	if ((size_t)ev->type >= sizeof(handlers) / sizeof(handlers[0]))
+		return;
+	if (ev->job >= 0 && (size_t)ev->job < j->n)
+		jb = &j->job[ev->job];
+	if (!jb && (handlers[ev->type].per_job ||
+		    (ev->type == JOBS_EV_TIMER && ev->timer != JOBS_TIMER_FLUSH)))
+		return;
+	j->now = now;
+	j->ev = ev;
+	j->out = out;
+	j->sent = false;
+	handlers[ev->type].fn(j, jb, ev);
+	j->ev = NULL;
+	j->out = NULL;
+}
+
+void jobs_output_free(struct jobs_output *out)
+{
+	free(out->a);
+	out->a = NULL;
+	out->n = out->cap = 0;
+}
+
+/* ---- what is seen ---- */
+
+size_t jobs_state_count(const struct jobs_state *j)
+{
+	return j->n;
+}
+
+void jobs_state_view(const struct jobs_state *j, size_t i, struct jobs_view *v)
+{
+	const struct job *jb = &j->job[i];
+
+	*v = jb->view;
+	v->paused = jb->paused;
+	v->paused_by = jb->paused && jb->paused_by[0] ? jb->paused_by : NULL;
+	v->paused_at = jb->paused && jb->paused_at[0] ? jb->paused_at : NULL;
+}
+
+/* ---- set-up ---- */
+
+static bool job_init(struct jobs_state *j, struct job *jb, size_t i,
+		     char *err, size_t errlen)
+{
+	const struct config_job *cfg = &j->cfg->jobs[i];
+
+	jb->owner = j;
+	jb->index = (int)i;
+	jb->cfg = cfg;
+	jb->next_tick = INT64_MIN;
+	jb->last_handled = INT64_MIN;
+	jb->resumed_at = INT64_MIN;
+	jb->view.name = cfg->name;
+	if (cfg->schedule) {
+		jb->sched = schedule_new(cfg->schedule, cfg->timezone, err, errlen);
+		if (!jb->sched)
+			return false;
+		jb->view.schedule = schedule_expr(jb->sched);
+	}
+	return true;
+}
+
+struct jobs_state *jobs_state_new(const struct config *cfg, bool has_ledger,
+				  char *err, size_t errlen)
+{
+	struct jobs_state *j = calloc(1, sizeof(*j));
+
+	if (!j || !(j->job = calloc(cfg->n_jobs ? cfg->n_jobs : 1, sizeof(*j->job)))) {
+		free(j);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	j->cfg = cfg;
+	j->has_ledger = has_ledger;
+	j->last_prune = -PRUNE_EVERY;
+	j->offset_err_ms = INFINITY;
+	for (size_t i = 0; i < cfg->n_jobs; i++, j->n++) {
+		if (!job_init(j, &j->job[i], i, err, errlen)) {
+			jobs_state_free(j);
+			return NULL;
+		}
+	}
+	return j;
+}
+
+void jobs_state_free(struct jobs_state *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->n; i++)
+		schedule_free(j->job[i].sched);
+	free(j->job);
+	free(j);
+}

@@ -1,0 +1,385 @@
+/* test_jobs_step.c: the job decider alone (DESIGN 10 and 14), on the
+ * configuration the daemon loads from a jobs file (config_load), with a
+ * fake clock: which statements, commands and lines each event asks for.
+ * No loop, no ledger, no process: the actions are the answer. */
+#include "jobs_step.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define S 1000
+#define T0 INT64_C(1800000000000) /* 2027-01-15T08:00:00Z, a multiple of 10 s */
+#define TOKEN 7
+#define LOCK_PID 111
+
+static struct config cfg;
+static struct jobs_state *js;
+static struct jobs_output out;
+static double now;      /* the fake monotonic clock, seconds */
+static int tick_job, svc_job;
+static bool exited[2];
+
+/* `pgleader -c FILE --node-id a` over a file with a scheduled job
+ * ("tick", every 10 s) and one that runs all the time ("svc"); extra: more
+ * lines of [job.tick]. */
+static void load(const char *extra)
+{
+	char path[] = "/tmp/test_jobs_step-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	char *argv[] = { "pgleader", "-c", path, "--node-id", "a", NULL };
+	char err[512];
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[pgleader]\nlock_key = 42\n[job.tick]\ncommand = true\n"
+		"schedule = @every 10s\n%s[job.svc]\ncommand = sleep 100\n", extra);
+	fclose(f);
+	memset(&cfg, 0, sizeof(cfg));
+	ck_assert_msg(config_load(&cfg, 5, argv, err, sizeof(err)) == CONFIG_OK, "%s", err);
+	unlink(path);
+	ck_assert_int_eq((int)cfg.n_jobs, 2);
+	tick_job = strcmp(cfg.jobs[0].name, "tick") ? 1 : 0;
+	svc_job = 1 - tick_job;
+	js = jobs_state_new(&cfg, cfg.uses_ledger, err, sizeof(err));
+	ck_assert_ptr_nonnull(js);
+	now = 100;
+}
+
+static void unload(void)
+{
+	jobs_state_free(js);
+	jobs_output_free(&out);
+	config_free(&cfg);
+}
+
+static void step(struct jobs_event ev)
+{
+	ev.exited = exited;
+	ev.ledger_idle = true;
+	jobs_step(js, &ev, now, &out);
+}
+
+static void answer(enum jobs_event_type type, int job, struct jobs_answer a)
+{
+	step((struct jobs_event){ .type = type, .job = job, .answer = &a });
+}
+
+/* The server's answer at db_now (its clock at T0 when now is 100 s). */
+static struct jobs_answer ok_at(int64_t db_now)
+{
+	return (struct jobs_answer){ .ok = true, .db_now = db_now, .holder = true,
+				     .newest = true, .last_tick = INT64_MIN,
+				     .interrupted = INT64_MIN, .older_running = INT64_MIN };
+}
+
+/* The nth (from 0) action of type for job (-2: any job), or NULL. */
+static const struct jobs_action *find(enum jobs_action_type type, int job, int nth)
+{
+	for (size_t i = 0; i < out.n; i++)
+		if (out.a[i].type == type && (job == -2 || out.a[i].job == job) && nth-- == 0)
+			return &out.a[i];
+	return NULL;
+}
+
+static int count(enum jobs_action_type type, int job)
+{
+	int n = 0;
+
+	while (find(type, job, n))
+		n++;
+	return n;
+}
+
+static bool said(const char *part)
+{
+	for (size_t i = 0; i < out.n; i++)
+		if (out.a[i].type == JOBS_DO_LOG && strstr(out.a[i].text, part))
+			return true;
+	return false;
+}
+
+/* The lead began and the ledger is there; the tick job's newest row is
+ * last (with interrupted, a run cut off): its claims go out. */
+static void lead(int64_t last, int64_t interrupted)
+{
+	struct jobs_answer a = ok_at(T0);
+
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_BEGAN, .job = -1,
+				  .term = { 42, TOKEN, LOCK_PID } });
+	ck_assert_ptr_nonnull(find(JOBS_DO_ENSURE, -1, 0));
+	answer(JOBS_EV_ENSURED, -1, ok_at(T0));
+	ck_assert_ptr_nonnull(find(JOBS_DO_LAST, tick_job, 0));
+	ck_assert_ptr_nonnull(find(JOBS_DO_START, svc_job, 0));
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = svc_job, .pid = 300 });
+	a.last_tick = last;
+	a.interrupted = interrupted;
+	answer(JOBS_EV_LAST, tick_job, a);
+}
+
+/* lead, then the claim of T0 answered with run 5: its run starts. */
+static void running(void)
+{
+	struct jobs_answer a = ok_at(T0 + 5);
+
+	lead(T0 - 10 * S, INT64_MIN);
+	a.run_id = 5;
+	a.tick = T0;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_ptr_nonnull(find(JOBS_DO_START, tick_job, 0));
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = tick_job, .pid = 400 });
+}
+
+/* A tick is claimed, for this term's token and lock session, before it
+ * runs; it runs only once the ledger gave it a run. */
+START_TEST(test_claim_before_run)
+{
+	const struct jobs_action *c, *s;
+	struct jobs_answer a = ok_at(T0 + 5);
+
+	load("");
+	lead(T0 - 10 * S, INT64_MIN);
+	c = find(JOBS_DO_CLAIM, tick_job, 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(!c->record);
+	ck_assert_int_eq(c->tick, T0);
+	ck_assert_uint_eq(c->term.fencing_token, TOKEN);
+	ck_assert_int_eq(c->term.lock_pid, LOCK_PID);
+	ck_assert_ptr_null(find(JOBS_DO_START, tick_job, 0));
+	a.run_id = 5;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	s = find(JOBS_DO_START, tick_job, 0);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(s->tick, T0);
+	ck_assert_int_eq(s->run_id, 5);
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = tick_job, .pid = 400 });
+	ck_assert(said("job tick: started run 5 for tick 2027-01-15T08:00:00Z (pid 400)"));
+	ck_assert_int_eq(find(JOBS_DO_LOG, -2, 0)->pid, 400);
+	unload();
+}
+END_TEST
+
+/* The claim's verdict is the decider's: the lock gone, or a newer term's
+ * fencing token recorded, and the tick does not run. */
+START_TEST(test_token_check)
+{
+	struct jobs_answer a = ok_at(T0 + 5);
+
+	load("");
+	lead(T0 - 10 * S, INT64_MIN);
+	a.newest = false;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_int_eq(count(JOBS_DO_START, -2), 0);
+	ck_assert(said("tick 2027-01-15T08:00:00Z not run: a newer term's fencing token"));
+	unload();
+	load("");
+	lead(T0 - 10 * S, INT64_MIN);
+	a = ok_at(T0 + 5);
+	a.holder = false;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_int_eq(count(JOBS_DO_START, -2), 0);
+	ck_assert(said("no longer holds the lock"));
+	unload();
+}
+END_TEST
+
+/* A run cut off with its leader is recorded interrupted and not run
+ * again, unless rerun_interrupted says so. */
+START_TEST(test_interrupted_not_rerun)
+{
+	const struct jobs_action *c;
+
+	load("");
+	lead(T0, T0 - 10 * S);
+	ck_assert(said("was cut off with its leader: recorded interrupted"));
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+	unload();
+	load("rerun_interrupted = true\n");
+	lead(T0, T0 - 10 * S);
+	c = find(JOBS_DO_CLAIM, tick_job, 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(c->rerun);
+	ck_assert_int_eq(c->tick, T0 - 10 * S);
+	unload();
+}
+END_TEST
+
+/* A tick that comes while the run of the last goes is recorded skipped,
+ * not claimed to run: never two runs of one job. */
+START_TEST(test_no_start_while_running)
+{
+	const struct jobs_action *r;
+
+	load("");
+	running();
+	now += 10;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	ck_assert_int_eq(count(JOBS_DO_START, -2), 0);
+	r = find(JOBS_DO_CLAIM, tick_job, 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert(r->record);
+	ck_assert_int_eq(r->outcome, JOBS_SKIPPED);
+	ck_assert_int_eq(r->tick, T0 + 10 * S);
+	ck_assert(said("skipped: the run for 2027-01-15T08:00:00Z is still going"));
+	unload();
+}
+END_TEST
+
+/* The lead ends: every run is stopped and recorded interrupted, a claim
+ * answered afterwards runs nothing, no tick fires; then gone, once. */
+START_TEST(test_nothing_after_lead)
+{
+	struct jobs_answer a = ok_at(T0 + 10 * S);
+	const struct jobs_action *f;
+
+	load("");
+	running();
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_ENDING, .job = -1 });
+	ck_assert_int_eq(count(JOBS_DO_STOP, -2), 2);
+	ck_assert_int_eq(count(JOBS_DO_GONE, -1), 0);
+	a.run_id = 6;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_int_eq(count(JOBS_DO_START, -2), 0);
+	f = find(JOBS_DO_FINISH, -2, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(f->outcome, JOBS_INTERRUPTED);
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	ck_assert_int_eq(out.n, 0);
+	step((struct jobs_event){ .type = JOBS_EV_RUN_GONE, .job = tick_job, .status = 143 });
+	ck_assert_int_eq(find(JOBS_DO_FINISH, -2, 0)->outcome, JOBS_INTERRUPTED);
+	ck_assert_int_eq(count(JOBS_DO_GONE, -1), 0);
+	step((struct jobs_event){ .type = JOBS_EV_RUN_GONE, .job = svc_job, .status = 143 });
+	ck_assert_int_eq(count(JOBS_DO_GONE, -1), 1);
+	unload();
+}
+END_TEST
+
+/* A pause stops what runs and records the ticks paused; a resume starts
+ * the job without a schedule at once. */
+START_TEST(test_pause_and_resume)
+{
+	const char *by[] = { "ops" }, *at[] = { "2027-01-15T08:00:00Z" };
+	struct jobs_pauses all = { .all = true, .all_by = by[0], .all_at = at[0] };
+	struct jobs_pauses none = { .all = false };
+	const struct jobs_action *r;
+
+	load("");
+	lead(T0, INT64_MIN);
+	step((struct jobs_event){ .type = JOBS_EV_PAUSES, .job = -1, .pauses = &all });
+	ck_assert_ptr_nonnull(find(JOBS_DO_STOP, svc_job, 0));
+	ck_assert(said("job svc paused by ops at 2027-01-15T08:00:00Z: stopping it"));
+	now += 10;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	r = find(JOBS_DO_CLAIM, tick_job, 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->outcome, JOBS_PAUSED);
+	step((struct jobs_event){ .type = JOBS_EV_RUN_GONE, .job = svc_job, .status = 143 });
+	ck_assert_int_eq(find(JOBS_DO_FINISH, -2, 0) == NULL, 1); /* no run row */
+	ck_assert_int_eq(count(JOBS_DO_START, -2), 0);
+	step((struct jobs_event){ .type = JOBS_EV_PAUSES, .job = -1, .pauses = &none });
+	ck_assert_ptr_nonnull(find(JOBS_DO_START, svc_job, 0));
+	ck_assert(said("job svc resumed"));
+	unload();
+}
+END_TEST
+
+/* Ticks missed while no node led: recorded missed, oldest first, and
+ * the newest run (missed = once); with missed = skip, none runs. */
+START_TEST(test_missed_ticks)
+{
+	load("");
+	lead(T0 - 50 * S, INT64_MIN);
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 5);
+	for (int i = 0; i < 4; i++) {
+		const struct jobs_action *m = find(JOBS_DO_CLAIM, tick_job, i);
+
+		ck_assert_int_eq(m->outcome, JOBS_MISSED);
+		ck_assert_int_eq(m->tick, T0 - (4 - i) * 10 * S);
+	}
+	ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, 4)->outcome, JOBS_RUNNING);
+	ck_assert(said("job tick: 4 ticks missed while no node led"));
+	unload();
+	load("missed = skip\n");
+	lead(T0 - 50 * S, INT64_MIN);
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 5);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, i)->outcome, JOBS_MISSED);
+	unload();
+}
+END_TEST
+
+/* A command that cannot be started: its run is recorded failed with the
+ * exec code, and the job is idle again (the next tick claims). */
+START_TEST(test_start_failed)
+{
+	struct jobs_answer a = ok_at(T0 + 5);
+	const struct jobs_action *f;
+
+	load("");
+	lead(T0 - 10 * S, INT64_MIN);
+	a.run_id = 5;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	step((struct jobs_event){ .type = JOBS_EV_START_FAILED, .job = tick_job,
+				  .error = "no such file" });
+	ck_assert(said("job tick: cannot start its command: no such file"));
+	f = find(JOBS_DO_FINISH, -2, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(f->outcome, JOBS_FAILED);
+	ck_assert_int_eq(f->run_id, 5);
+	now += 10;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, 0)->outcome, JOBS_RUNNING);
+	unload();
+}
+END_TEST
+
+/* A ledger this role may not make: one refusal, nothing runs. */
+START_TEST(test_ledger_refused)
+{
+	struct jobs_answer a = ok_at(T0);
+	const struct jobs_action *r;
+
+	load("");
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_BEGAN, .job = -1,
+				  .term = { 42, TOKEN, LOCK_PID } });
+	a.missing = true;
+	answer(JOBS_EV_ENSURED, -1, a);
+	r = find(JOBS_DO_REFUSED, -1, 0);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->fault, FAULT_LEDGER);
+	ck_assert_ptr_nonnull(strstr(r->text, "run pgleader init-db"));
+	ck_assert_int_eq(count(JOBS_DO_START, -2), 0);
+	ck_assert_int_eq(count(JOBS_DO_LAST, -2), 0);
+	unload();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("jobs_step");
+	TCase *tc = tcase_create("decider");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_claim_before_run);
+	tcase_add_test(tc, test_token_check);
+	tcase_add_test(tc, test_interrupted_not_rerun);
+	tcase_add_test(tc, test_no_start_while_running);
+	tcase_add_test(tc, test_nothing_after_lead);
+	tcase_add_test(tc, test_pause_and_resume);
+	tcase_add_test(tc, test_missed_ticks);
+	tcase_add_test(tc, test_start_failed);
+	tcase_add_test(tc, test_ledger_refused);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
