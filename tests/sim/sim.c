@@ -752,6 +752,7 @@ static void db_unlock(int sid)
 }
 
 static void db_query(int sid, const struct simev *e);
+static void db_session_op(int sid, const struct simev *e);
 
 static void db_receive(const struct simev *e)
 {
@@ -769,8 +770,13 @@ static void db_receive(const struct simev *e)
 				db_end(k, false, "client closed the connection");
 		return;
 	}
-	if (sid < 0)
-		return; /* the session is gone; its client was told */
+	if (sid >= 0)
+		db_session_op(sid, e); /* else the session is gone; its client was told */
+}
+
+/* A client's message on its live session sid. */
+static void db_session_op(int sid, const struct simev *e)
+{
 	switch (e->op) {
 	case C_TRY: db_lock(sid, false); return;
 	case C_WAIT: db_lock(sid, true); return;
@@ -1017,9 +1023,24 @@ static const char *news_name(int news)
 	return news >= 0 && news < 7 ? names[news] : "?";
 }
 
-/* lease_event_cb and fence_event_cb of supervisor.c. */
-static void cs_emit(struct node *n, struct csess *c, int news, enum fault fault,
-		    const char *reason, unsigned nodes)
+/* failsafe_stranger: the first node with a session for the lock (nodes,
+ * a bit each) that n does not list, or none. */
+static void cs_stranger(struct node *n, unsigned nodes)
+{
+	const char *stranger = NULL;
+
+	for (int j = 0; j < W.n; j++)
+		if ((nodes >> j & 1) && !(n->members >> j & 1)) {
+			stranger = W.nodes[j].name;
+			break;
+		}
+	sup_peers(n, &(struct election_peers_event){
+		.news = ELECTION_PEERS_STRANGER, .node = stranger });
+}
+
+/* The election's event for session c's news. */
+static struct election_event cs_event(const struct csess *c, int news,
+				      enum fault fault, const char *reason)
 {
 	struct election_event ev = {
 		.type = c->skind ? ELECTION_FENCE : ELECTION_LOCK, .reason = reason,
@@ -1031,28 +1052,28 @@ static void cs_emit(struct node *n, struct csess *c, int news, enum fault fault,
 		ev.session.fencing_token = c->token;
 	if (news == ELECTION_SESSION_BUSY)
 		ev.session.queue_ahead = c->ahead;
+	if (news == ELECTION_SESSION_PING_OK)
+		ev.reason = NULL;
+	return ev;
+}
+
+/* lease_event_cb and fence_event_cb of supervisor.c. */
+static void cs_emit(struct node *n, struct csess *c, int news, enum fault fault,
+		    const char *reason, unsigned nodes)
+{
+	struct election_event ev = cs_event(c, news, fault, reason);
+
 	/* supervisor.c: the jobs' claims name the lock session that holds
 	 * the lock now (back from failsafe, a new one in the same term) */
 	if (!c->skind && news == ELECTION_SESSION_ACQUIRED && n->jobs && !nofix_lock_pid)
 		AT_NODE(n, jobs_set_lock_pid(n->jobs, c->pid));
-	if (news == ELECTION_SESSION_PING_OK)
-		ev.reason = NULL;
 	sup_enqueue(n, &ev);
 	/* the ledger's statements wait for the session: here it may be back */
 	if (c->skind && n->ledger && n->up)
 		AT_NODE(n, ledger_session_ready(n->ledger));
 	/* a ping with failsafe names the nodes with a session for this lock */
-	if (!c->skind && news == ELECTION_SESSION_PING_OK && W.failsafe && n->up) {
-		const char *stranger = NULL;
-
-		for (int j = 0; j < W.n; j++)
-			if ((nodes >> j & 1) && !(n->members >> j & 1)) {
-				stranger = W.nodes[j].name;
-				break;
-			}
-		sup_peers(n, &(struct election_peers_event){
-			.news = ELECTION_PEERS_STRANGER, .node = stranger });
-	}
+	if (!c->skind && news == ELECTION_SESSION_PING_OK && W.failsafe && n->up)
+		cs_stranger(n, nodes);
 }
 
 /* lease_conn_vfail: closed, then LOST (or CONNECT_FAILED) at once. */
@@ -1687,6 +1708,39 @@ static bool lock_held_by(int pid)
 	return W.holder[0] >= 0 && W.s[W.holder[0]].pid == pid;
 }
 
+/* What a claim's statement found: the term's token may be recorded, the
+ * run's insert goes by a holder, the lock is held now. */
+struct claim_checks {
+	bool term, holder, held;
+	uint64_t token;
+	int64_t now;
+};
+
+/* Row i of a claim's answer: tick i of its arrays, inserted if it may. */
+static void db_claim_row(struct squery *q, int i, struct claim_checks k)
+{
+	char job[64], tick[24], outcome[16], rerun[8];
+	int64_t at, id = 0;
+	int node = node_of_name(q->p[3]);
+
+	array_elem(q->p[1], i, job, sizeof(job));
+	array_elem(q->p[2], i, tick, sizeof(tick));
+	array_elem(q->p[6], i, outcome, sizeof(outcome));
+	array_elem(q->p[7], i, rerun, sizeof(rerun));
+	at = strtoll(tick, NULL, 10);
+	if (k.term && k.holder && at <= k.now)
+		id = claim_one(job, at, q->p[3], k.token, outcome, rerun[0] == 't');
+	if (id > 0 && !k.held)
+		fail_at(node >= 0 ? 1u << node : 0, "a claim wrote the row of tick "
+			"%" PRId64 " after %s's lock session lost the lock (DESIGN 10: "
+			"the lock is checked again after any wait)", at, q->p[3]);
+	put(q, i, 0, id == 0, "%" PRId64, id);
+	put(q, i, 1, false, "%s", k.holder ? "t" : "f");
+	put(q, i, 2, false, "%s", k.term ? "t" : "f");
+	put(q, i, 3, false, "%s", at > k.now ? "t" : "f");
+	put(q, i, 4, false, "%" PRId64, k.now);
+}
+
 /* ledger_sql.c's claim: the term's upsert, then each tick's row; started:
  * whether the lock was held when the statement began (it waited on the
  * terms row since), the lock's holder now otherwise. */
@@ -1708,27 +1762,8 @@ static void db_claim(struct squery *q, bool started)
 	    q->p[3], token, !holder ? "refused, not the holder" : !term
 	    ? "refused, a newer token is recorded" : "taken");
 	sq_answer(q, n, 5);
-	for (int i = 0; i < n; i++) {
-		char job[64], tick[24], outcome[16], rerun[8];
-		int64_t at, id = 0;
-
-		array_elem(q->p[1], i, job, sizeof(job));
-		array_elem(q->p[2], i, tick, sizeof(tick));
-		array_elem(q->p[6], i, outcome, sizeof(outcome));
-		array_elem(q->p[7], i, rerun, sizeof(rerun));
-		at = strtoll(tick, NULL, 10);
-		if (term && holder && at <= now)
-			id = claim_one(job, at, q->p[3], token, outcome, rerun[0] == 't');
-		if (id > 0 && !held)
-			fail_at(node >= 0 ? 1u << node : 0, "a claim wrote the row of tick "
-				"%" PRId64 " after %s's lock session lost the lock (DESIGN 10: "
-				"the lock is checked again after any wait)", at, q->p[3]);
-		put(q, i, 0, id == 0, "%" PRId64, id);
-		put(q, i, 1, false, "%s", holder ? "t" : "f");
-		put(q, i, 2, false, "%s", term ? "t" : "f");
-		put(q, i, 3, false, "%s", at > now ? "t" : "f");
-		put(q, i, 4, false, "%" PRId64, now);
-	}
+	for (int i = 0; i < n; i++)
+		db_claim_row(q, i, (struct claim_checks){ term, holder, held, token, now });
 }
 
 /* ledger_sql.c's last: with cut, an older term's running rows become
@@ -2301,27 +2336,73 @@ static const char *event_news(const struct election_event *ev)
 	return "";
 }
 
+/* Appends to buf (of len, used so far) what fmt says; the new used. */
+static size_t append(char *buf, size_t len, size_t used, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static size_t append(char *buf, size_t len, size_t used, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (used >= len)
+		return used;
+	va_start(ap, fmt);
+	used += (size_t)vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+	return used;
+}
+
 static void event_text(const struct election_event *ev, char *buf, size_t len)
 {
 	static const char *const types[] = { "START", "TICK", "SHUTDOWN", "LOCK",
 		"FENCE", "COMMAND", "PEERS", "CONTROLS" };
 	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], event_news(ev));
-
+	bool peers = ev->type == ELECTION_PEERS;
 	int status = ev->type == ELECTION_COMMAND ? ev->command.pid + ev->command.status
-		: ev->type == ELECTION_PEERS ? ev->peers.agree : 0;
-	int asked = ev->type == ELECTION_PEERS ? ev->peers.asked : 0;
+		: peers ? ev->peers.agree : 0;
+	int asked = peers ? ev->peers.asked : 0;
 	uint64_t token = ev->type == ELECTION_LOCK ? ev->session.fencing_token : 0;
 
-	if (status && used < len)
-		used += (size_t)snprintf(buf + used, len - used, " status=%d", status);
-	if (asked && used < len)
-		used += (size_t)snprintf(buf + used, len - used, " asked=%d", asked);
-	if (token && used < len)
-		used += (size_t)snprintf(buf + used, len - used, " token=%" PRIu64, token);
-	if (ev->type == ELECTION_PEERS && ev->peers.node && used < len)
-		used += (size_t)snprintf(buf + used, len - used, " node=%s", ev->peers.node);
-	if (ev->reason && used < len)
-		snprintf(buf + used, len - used, " (%s)", ev->reason);
+	if (status)
+		used = append(buf, len, used, " status=%d", status);
+	if (asked)
+		used = append(buf, len, used, " asked=%d", asked);
+	if (token)
+		used = append(buf, len, used, " token=%" PRIu64, token);
+	if (peers && ev->peers.node)
+		used = append(buf, len, used, " node=%s", ev->peers.node);
+	if (ev->reason)
+		append(buf, len, used, " (%s)", ev->reason);
+}
+
+/* Whether the trace shows an event that changed nothing: not the ticks,
+ * the pings answered and the stranger checks, which come all the time. */
+static bool event_worth_saying(const struct election_event *ev)
+{
+	bool ping = (ev->type == ELECTION_LOCK || ev->type == ELECTION_FENCE) &&
+		    ev->session.news == ELECTION_SESSION_PING_OK;
+
+	return !(ev->type == ELECTION_TICK || ping ||
+		 (ev->type == ELECTION_PEERS && ev->peers.news == ELECTION_PEERS_STRANGER));
+}
+
+/* One step of node n's election, in the trace. */
+static void sup_step(struct node *n, struct qev *q, struct election_output *out)
+{
+	enum election_state before = n->el.state;
+	char evs[300], acts[200];
+
+	q->ev.wall = 1.7e9 + T;
+	q->ev.jitter = urand(0, 1); /* supervisor.c draws it with erand48 */
+	election_step(&n->el, &q->ev, node_now(n), out);
+	n_events++;
+	event_text(&q->ev, evs, sizeof(evs));
+	actions_text(out->actions, acts, sizeof(acts));
+	if (out->actions || before != n->el.state || out->n_logs ||
+	    event_worth_saying(&q->ev))
+		say(1u << n->i, "%s: %s | %s -> %s |%s", n->name, evs,
+		    election_state_name(before), election_state_name(n->el.state), acts);
+	for (int k = 0; k < out->n_logs; k++)
+		say(1u << n->i, "%s:   log: %s", n->name, out->logs[k].text);
 }
 
 static void sup_arm(struct node *n);
@@ -2334,28 +2415,8 @@ static void sup_drain(struct node *n)
 		return;
 	n->draining = true;
 	while (n->up && n->qh != n->qt) {
-		struct qev *q = &n->q[n->qh % QMAX];
-		enum election_state before = n->el.state;
-		char evs[300], acts[200];
-
-		q->ev.wall = 1.7e9 + T;
-		q->ev.jitter = urand(0, 1); /* supervisor.c draws it with erand48 */
-		election_step(&n->el, &q->ev, node_now(n), &out);
+		sup_step(n, &n->q[n->qh % QMAX], &out);
 		n->qh++;
-		n_events++;
-		event_text(&q->ev, evs, sizeof(evs));
-		actions_text(out.actions, acts, sizeof(acts));
-		if (out.actions || before != n->el.state || out.n_logs ||
-		    !(q->ev.type == ELECTION_TICK ||
-		      ((q->ev.type == ELECTION_LOCK || q->ev.type == ELECTION_FENCE) &&
-		       q->ev.session.news == ELECTION_SESSION_PING_OK) ||
-		      (q->ev.type == ELECTION_PEERS &&
-		       q->ev.peers.news == ELECTION_PEERS_STRANGER)))
-			say(1u << n->i, "%s: %s | %s -> %s |%s", n->name, evs,
-			    election_state_name(before), election_state_name(n->el.state),
-			    acts);
-		for (int k = 0; k < out.n_logs; k++)
-			say(1u << n->i, "%s:   log: %s", n->name, out.logs[k].text);
 		if (out.answer.given)
 			n->claim_answer = out.answer.agreed ? 200 : 409;
 		sup_run_actions(n, &out);
@@ -2632,6 +2693,13 @@ static void check_run_start(struct node *n, struct child *ch)
 /* A node leads steadily: its jobs' ticks are planned this term (each has
  * a next tick), it holds the lock and the fence with the sessions it
  * knows, nothing paused, nothing parted, frozen or restarting. */
+/* Whether the server's holder of the lock (k 0) or the fence (k 1) is
+ * session c. */
+static bool holds(const struct csess *c, int k)
+{
+	return W.holder[k] >= 0 && W.s[W.holder[k]].conn == c->conn;
+}
+
 static bool node_steady(struct node *n)
 {
 	const struct election_snapshot *s = election_snapshot(&n->el);
@@ -2639,8 +2707,7 @@ static bool node_steady(struct node *n)
 	if (!n->up || n->frozen || !n->jobs || W.part_db[n->i] || !W.db_up ||
 	    s->state != ELECTION_LEADER || !s->command_active)
 		return false;
-	if (W.holder[0] < 0 || W.s[W.holder[0]].conn != n->lock.conn ||
-	    W.holder[1] < 0 || W.s[W.holder[1]].conn != n->fence.conn)
+	if (!holds(&n->lock, 0) || !holds(&n->fence, 1))
 		return false;
 	for (int j = 0; j < W.n_jobs; j++) {
 		struct jobs_view v;
@@ -2705,35 +2772,56 @@ static void check_ticks(void)
  * long gap: tickplan records the newest TICKPLAN_ROWS missed ticks of a
  * gap one row each and counts the others in the log (exempt: a stretch
  * without rows right before TICKPLAN_ROWS missed rows). */
+/* Job j's first tick with a row, or INT64_MAX. */
+static int64_t first_row(int j)
+{
+	int64_t first = INT64_MAX;
+
+	for (size_t k = 0; k < W.n_rows; k++)
+		if (job_index(W.rows[k].job) == j && W.rows[k].tick < first)
+			first = W.rows[k].tick;
+	return first;
+}
+
+/* A gap of job j's ticks without a row from t on: the tick after it (a
+ * row's, or past limit), or SCHEDULE_NEVER when the gap is a hole, not
+ * the older ticks of a long gap that tickplan records TICKPLAN_ROWS of. */
+static int64_t gap_end(int j, int64_t t, int64_t limit)
+{
+	int64_t u;
+	int missed = 0;
+
+	for (u = t; u != SCHEDULE_NEVER && u <= limit && !row_at(j, u);)
+		u = schedule_next(W.sched[j], u);
+	for (int64_t m = u; m != SCHEDULE_NEVER && row_at(j, m) &&
+	     !strcmp(row_at(j, m)->outcome, "missed") && missed < TICKPLAN_ROWS;
+	     m = schedule_next(W.sched[j], m))
+		missed++;
+	if (missed < TICKPLAN_ROWS) {
+		char a[32], b[32];
+
+		fail_at((1u << W.n) - 1, "job %s's ticks from %s on (before %s) "
+			"have no row: lost without a trace", W.job_name[j],
+			tick_text(t, a, sizeof(a)), tick_text(u, b, sizeof(b)));
+		return SCHEDULE_NEVER;
+	}
+	return u;
+}
+
 static void check_lost(void)
 {
 	int64_t limit = db_ms() - (int64_t)(TICK_MARGIN * 1000);
-	char a[32], b[32];
 
 	for (int j = 0; j < W.n_jobs && !W.failed; j++) {
-		int64_t first = INT64_MAX, t, u;
-		int missed;
+		int64_t t;
 
-		for (size_t k = 0; k < W.n_rows; k++)
-			if (job_index(W.rows[k].job) == j && W.rows[k].tick < first)
-				first = W.rows[k].tick;
-		for (t = first; W.sched[j] && t != INT64_MAX && t != SCHEDULE_NEVER &&
+		for (t = first_row(j); W.sched[j] && t != INT64_MAX && t != SCHEDULE_NEVER &&
 		     t <= limit - W.jitter_ms[j]; t = schedule_next(W.sched[j], t)) {
 			if (row_at(j, t))
 				continue;
-			for (u = t; u != SCHEDULE_NEVER && u <= limit && !row_at(j, u);)
-				u = schedule_next(W.sched[j], u);
-			for (missed = 0; u != SCHEDULE_NEVER && row_at(j, u) &&
-			     !strcmp(row_at(j, u)->outcome, "missed") && missed < TICKPLAN_ROWS;
-			     u = schedule_next(W.sched[j], u))
-				missed++;
-			if (missed < TICKPLAN_ROWS) {
-				fail_at((1u << W.n) - 1, "job %s's ticks from %s on (before %s) "
-					"have no row: lost without a trace", W.job_name[j],
-					tick_text(t, a, sizeof(a)), tick_text(u, b, sizeof(b)));
+			t = gap_end(j, t, limit);
+			if (t == SCHEDULE_NEVER)
 				return;
-			}
-			t = u;
 		}
 	}
 }
@@ -2840,10 +2928,11 @@ static bool could_queue(const struct node *n)
 
 static double queue_empty_since; /* INFINITY: not empty, or no matter */
 
-static void check_queue(void)
+/* The nodes waiting in the lock's queue, a bit each; never more than
+ * queue_depth of them. */
+static unsigned queue_waiting(void)
 {
-	double empty_since = queue_empty_since;
-	unsigned waiting = 0, standbys = 0;
+	unsigned waiting = 0;
 	int n_waiting = 0;
 
 	for (int k = 0; k < W.n_s; k++)
@@ -2854,18 +2943,34 @@ static void check_queue(void)
 	if (n_waiting > W.p.queue_depth)
 		fail_at(waiting, "%d standbys wait in the lock's queue (queue_depth %d)",
 			n_waiting, W.p.queue_depth);
+	return waiting;
+}
+
+/* The standbys that could wait in the queue, a bit each; a polling
+ * standby holds one session, the lock's. */
+static unsigned queue_standbys(void)
+{
+	unsigned standbys = 0;
+
 	for (int i = 0; i < W.n; i++) {
 		const struct node *n = &W.nodes[i];
+		bool polling = n->up && n->el.state == ELECTION_STANDBY && n->el.polling &&
+			       !n->el.ctl_pending && !n->el.child_running;
 
 		if (could_queue(n))
 			standbys |= 1u << i;
-		/* a polling standby holds one session, the lock's */
-		if (n->up && n->el.state == ELECTION_STANDBY && n->el.polling &&
-		    !n->el.ctl_pending && !n->el.child_running &&
-		    n->fence.phase != PH_CLOSED)
+		if (polling && n->fence.phase != PH_CLOSED)
 			fail_at(1u << i, "%s: polls with its fence session open",
 				n->name);
 	}
+	return standbys;
+}
+
+static void check_queue(void)
+{
+	double empty_since = queue_empty_since;
+	unsigned waiting = queue_waiting(), standbys = queue_standbys();
+
 	if (!W.p.wait_in_queue || waiting || !standbys || W.holder[0] < 0 ||
 	    !W.db_up || T < W.faults_end) {
 		queue_empty_since = INFINITY;
@@ -2879,13 +2984,12 @@ static void check_queue(void)
 			QUEUE_EMPTY_BOUND);
 }
 
-static void check_invariants(void)
+/* At most one command per job (DESIGN 10: never two runs of a job at
+ * once), outside the exempt windows; the nodes with more, a bit each. */
+static unsigned check_one_command(void)
 {
-	unsigned alive = 0, over = 0;
-	int fs = NOBODY, ld = NOBODY;
+	unsigned over = 0;
 
-	/* at most one command per job (DESIGN 10: never two runs of a job
-	 * at once), outside the exempt windows */
 	for (int j = 0; j < (W.n_jobs ? W.n_jobs : 1); j++) {
 		unsigned a = alive_of(j), uncovered = 0;
 
@@ -2900,17 +3004,23 @@ static void check_invariants(void)
 				__builtin_popcount(a), W.n_jobs ? " of job " : "",
 				W.n_jobs ? W.job_name[j] : "");
 	}
+	return over;
+}
+
+/* Failsafe never keeps two leaders: one in failsafe, one leading, both
+ * commands alive and neither exempt. */
+static void check_failsafe_leaders(void)
+{
+	int fs = NOBODY, ld = NOBODY;
+
 	for (int i = 0; i < W.n; i++) {
 		const struct node *n = &W.nodes[i];
 
-		if (!cmd_alive(n))
+		if (!cmd_alive(n) || !n->up || node_exempt(i))
 			continue;
-		alive |= 1u << i;
-		if (!n->up)
-			continue;
-		if (n->el.state == ELECTION_FAILSAFE && !node_exempt(i))
+		if (n->el.state == ELECTION_FAILSAFE)
 			fs = i;
-		else if (n->el.state == ELECTION_LEADER && !node_exempt(i))
+		else if (n->el.state == ELECTION_LEADER)
 			ld = i;
 	}
 	check_command_tokens();
@@ -2918,7 +3028,13 @@ static void check_invariants(void)
 		fail_at(1u << fs | 1u << ld, "failsafe keeps two leaders: %s in failsafe "
 			"and %s leading, both commands alive", W.nodes[fs].name,
 			W.nodes[ld].name);
-	(void)alive;
+}
+
+static void check_invariants(void)
+{
+	unsigned over = check_one_command();
+
+	check_failsafe_leaders();
 	measure_overlap(over);
 	note_leader();
 	check_ticks();
@@ -3035,6 +3151,9 @@ static void controls_locked_after(const struct simev *e)
 	W.ctl_locked_until = from + hold;
 }
 
+static void fault_network(const struct simev *e);
+static void fault_node_or_controls(const struct simev *e);
+
 static void fault(const struct simev *e)
 {
 	int i = e->node;
@@ -3048,6 +3167,18 @@ static void fault(const struct simev *e)
 		terminate(i, e->op != F_TERM_FENCE, e->op != F_TERM_LOCK);
 		return;
 	}
+	if (e->op <= F_PART_NN)
+		fault_network(e);
+	else
+		fault_node_or_controls(e);
+}
+
+/* A restart, a failover or a partition. */
+static void fault_network(const struct simev *e)
+{
+	int i = e->node;
+	struct node *n = &W.nodes[i];
+
 	switch (e->op) {
 	case F_DB_RESTART: case F_DB_FAILOVER:
 		if (W.db_up)
@@ -3066,6 +3197,18 @@ static void fault(const struct simev *e)
 		push((struct simev){ .t = T + e->arg, .kind = K_HEAL, .node = i, .op = 2,
 				     .from = e->from });
 		return;
+	default:
+		return;
+	}
+}
+
+/* A freeze, a kill, a SIGTERM, a switchover or a pause. */
+static void fault_node_or_controls(const struct simev *e)
+{
+	int i = e->node;
+	struct node *n = &W.nodes[i];
+
+	switch (e->op) {
 	case F_FREEZE:
 		if (!n->up || n->frozen)
 			return;
@@ -3314,6 +3457,20 @@ static void fault_now(const struct simev *e)
 	fault(&f);
 }
 
+/* The server's message to one of n's sessions, unless that one closed. */
+static void server_message(struct node *n, const struct simev *e)
+{
+	struct csess *c = e->skind ? &n->fence : &n->lock;
+
+	if (c->conn != e->conn)
+		return;
+	cs_answer(n, c, e);
+	/* lease.c's answered(): the caller's statement goes once the
+	 * session is idle again */
+	if (c->conn == e->conn)
+		cs_send_query(n, c);
+}
+
 /* What reaches a running, unfrozen pgleader. */
 static void handle_node(const struct simev *e)
 {
@@ -3333,18 +3490,7 @@ static void handle_node(const struct simev *e)
 		if (e->gen == n->wake_gen)
 			sup_dispatch(n, ELECTION_TICK, NULL);
 		return;
-	case K_TO_NODE: {
-		struct csess *c = e->skind ? &n->fence : &n->lock;
-
-		if (c->conn != e->conn)
-			return;
-		cs_answer(n, c, e);
-		/* lease.c's answered(): the caller's statement goes once the
-		 * session is idle again */
-		if (c->conn == e->conn)
-			cs_send_query(n, c);
-		return;
-	}
+	case K_TO_NODE: server_message(n, e); return;
 	case K_NOTIFY: notify(n, e); return;
 	case K_EVTIMER: evtimer_fire(n, e->gen); return;
 	case K_PEER_REQ: peer_request(n, e); return;
@@ -3475,9 +3621,50 @@ static const char *jobs_file(const struct knobs *k)
 	return path;
 }
 
+/* The failsafe options of node n, into argv from c on: the new c. With
+ * mismatch, the first and the last node do not list each other; the
+ * others list everyone: three different lists. */
+static int failsafe_args(struct node *n, const struct knobs *k, char **argv, int c,
+			 char peers[256], char http[32], char *ttl)
+{
+	peers[0] = '\0';
+	snprintf(http, 32, "127.0.0.1:%d", 8100 + n->i);
+	for (int j = 0; j < k->n; j++) {
+		size_t used = strlen(peers);
+
+		if (k->mismatch && ((n->i == 0 && j == k->n - 1) ||
+				    (n->i == k->n - 1 && j == 0)))
+			continue;
+		snprintf(peers + used, 256 - used, "%sn%d=127.0.0.1:%d",
+			 used ? "," : "", j + 1, 8100 + j);
+		n->members |= 1u << j;
+	}
+	argv[c++] = "--http-addr"; argv[c++] = http;
+	argv[c++] = "--failsafe-peers"; argv[c++] = peers;
+	argv[c++] = "--failsafe-secret-file"; argv[c++] = "/nonexistent/sim-secret";
+	argv[c++] = "--failsafe-ttl"; argv[c++] = ttl;
+	return c;
+}
+
+/* The node's configuration, through config_load as the daemon reads it. */
+static void node_load(struct node *n, const struct knobs *k, int argc, char **argv)
+{
+	char err[512];
+
+	if (config_load(&n->cfg, argc, argv, err, sizeof(err)) != CONFIG_OK) {
+		fprintf(stderr, "sim: config_load refused node %s: %s\n", n->name, err);
+		exit(2);
+	}
+	if (k->n_jobs)
+		unlink(jobs_file_path); /* read: nothing reads it again */
+	n->cfg_ok = true;
+	if (k->failsafe && fleet_members_hash(n->cfg.peers, n->cfg.n_peers, n->hash) < 0)
+		abort();
+}
+
 static void node_config(struct node *n, const struct knobs *k)
 {
-	char d[12][32], peers[256] = "", http[32], err[512];
+	char d[12][32], peers[256], http[32];
 	char *argv[40];
 	int c = 0;
 
@@ -3490,7 +3677,6 @@ static void node_config(struct node *n, const struct knobs *k)
 	snprintf(d[6], 32, "%gs", k->ttl);
 	snprintf(d[7], 32, "%gs", k->takeover);
 	snprintf(d[8], 32, "%d", k->queue_depth);
-	snprintf(http, sizeof(http), "127.0.0.1:%d", 8100 + n->i);
 	argv[c++] = "pgleader";
 	argv[c++] = "--dsn"; argv[c++] = "host=sim dbname=sim";
 	argv[c++] = "--node-id"; argv[c++] = n->name;
@@ -3504,24 +3690,8 @@ static void node_config(struct node *n, const struct knobs *k)
 	argv[c++] = "--grace-period"; argv[c++] = d[5];
 	argv[c++] = "--takeover-delay"; argv[c++] = d[7];
 	argv[c++] = "--queue-depth"; argv[c++] = d[8];
-	if (k->failsafe) {
-		/* with mismatch, the first and the last node do not list each
-		 * other; the others list everyone: three different lists */
-		for (int j = 0; j < k->n; j++) {
-			size_t used = strlen(peers);
-
-			if (k->mismatch && ((n->i == 0 && j == k->n - 1) ||
-					    (n->i == k->n - 1 && j == 0)))
-				continue;
-			snprintf(peers + used, sizeof(peers) - used, "%sn%d=127.0.0.1:%d",
-				 used ? "," : "", j + 1, 8100 + j);
-			n->members |= 1u << j;
-		}
-		argv[c++] = "--http-addr"; argv[c++] = http;
-		argv[c++] = "--failsafe-peers"; argv[c++] = peers;
-		argv[c++] = "--failsafe-secret-file"; argv[c++] = "/nonexistent/sim-secret";
-		argv[c++] = "--failsafe-ttl"; argv[c++] = d[6];
-	}
+	if (k->failsafe)
+		c = failsafe_args(n, k, argv, c, peers, http, d[6]);
 	if (k->n_jobs) {
 		argv[c++] = "-c";
 		argv[c++] = (char *)jobs_file(k);
@@ -3530,15 +3700,7 @@ static void node_config(struct node *n, const struct knobs *k)
 		argv[c++] = "job";
 	}
 	argv[c] = NULL;
-	if (config_load(&n->cfg, c, argv, err, sizeof(err)) != CONFIG_OK) {
-		fprintf(stderr, "sim: config_load refused node %s: %s\n", n->name, err);
-		exit(2);
-	}
-	if (k->n_jobs)
-		unlink(jobs_file_path); /* read: nothing reads it again */
-	n->cfg_ok = true;
-	if (k->failsafe && fleet_members_hash(n->cfg.peers, n->cfg.n_peers, n->hash) < 0)
-		abort();
+	node_load(n, k, c, argv);
 }
 
 /* The checker's view of the jobs: their schedules, through the same
@@ -3571,9 +3733,9 @@ static void setup_jobs(const struct knobs *k)
 			say(0, "job j%d: no schedule (runs all the time)", j + 1);
 }
 
-static void setup(uint64_t seed)
+/* The last run's world is freed, but the totals over the runs. */
+static void teardown(void)
 {
-	struct knobs k;
 	uint64_t checked = W.ticks_checked, ticks = W.ticks_run;
 
 	for (int i = 0; i < W.n; i++) {
@@ -3593,6 +3755,30 @@ static void setup(uint64_t seed)
 	memset(&W, 0, sizeof(W));
 	W.ticks_checked = checked;
 	W.ticks_run = ticks;
+}
+
+/* Node i before it first starts: its clock and its configuration. */
+static void node_setup(int i, const struct knobs *k)
+{
+	struct node *n = &W.nodes[i];
+
+	n->i = i;
+	snprintf(n->name, sizeof(n->name), "n%d", i + 1);
+	n->clk_off = urand(100, 1e6);
+	n->clk_rate = 1 + urand(-1e-4, 1e-4);
+	n->lock.skind = 0;
+	n->fence.skind = 1;
+	n->lock.node = n->fence.node = i;
+	n->steady_since = INFINITY;
+	W.fence_lost_at[i] = -INFINITY;
+	node_config(n, k);
+}
+
+static void setup(uint64_t seed)
+{
+	struct knobs k;
+
+	teardown();
 	n_heap = 0;
 	seq_no = 0;
 	T = 0;
@@ -3607,20 +3793,8 @@ static void setup(uint64_t seed)
 	W.holder[0] = W.holder[1] = NOBODY;
 	W.last_token_node = NOBODY;
 	W.led_after_heal = INFINITY;
-	for (int i = 0; i < W.n; i++) {
-		struct node *n = &W.nodes[i];
-
-		n->i = i;
-		snprintf(n->name, sizeof(n->name), "n%d", i + 1);
-		n->clk_off = urand(100, 1e6);
-		n->clk_rate = 1 + urand(-1e-4, 1e-4);
-		n->lock.skind = 0;
-		n->fence.skind = 1;
-		n->lock.node = n->fence.node = i;
-		n->steady_since = INFINITY;
-		W.fence_lost_at[i] = -INFINITY;
-		node_config(n, &k);
-	}
+	for (int i = 0; i < W.n; i++)
+		node_setup(i, &k);
 	setup_jobs(&k);
 	election_params_from_config(&W.nodes[0].cfg, &W.p);
 	W.p.connect_timeout = 10.25; /* lease_connect_timeout of one host */
