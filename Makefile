@@ -258,11 +258,11 @@ JOBS_SEEDS ?= 500
 # The job layer of DESIGN 10 is linked too (jobs.c, tickplan.c, ledger.c
 # and its SQL texts): its clock is the simulated node's (SIM_DEFS), its
 # timers, commands and statements the simulator's models.
-SIM_OTHER_SRCS := src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
+SIM_OTHER_SRCS := src/supervisor.c src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
 	src/jobs.c src/tickplan.c src/ledger.c src/ledger_sql.c
 SIM_SRCS := tests/sim/sim.c $(ELECTION_SRCS) $(SIM_OTHER_SRCS)
 SIM_LIBS := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null) -lm
-SIM_DEFS := -Dclock_gettime=sim_clock_gettime
+SIM_DEFS := -Dclock_gettime=sim_clock_gettime -Wl,--wrap=election_init,--wrap=election_step
 $(B)tests/sim/sim: $(SIM_SRCS) $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(SIM_DEFS) $(ALL_LDFLAGS) -Isrc -o $@ $(SIM_SRCS) $(SIM_LIBS)

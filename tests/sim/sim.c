@@ -1,10 +1,11 @@
 /* sim.c: a deterministic simulation of a pgleader fleet (DESIGN 12).
  *
- * The real decider (src/election*.c, through election.h only) runs on N
- * simulated nodes, with parameters built by the daemon's own function
- * (election_params_from_config over config_load). Everything around it is
- * a model, driven by one seeded random generator and one event queue: no
- * real time passes, and a seed replays the same run.
+ * The daemon's own supervisor (src/supervisor.c, made by supervisor_new
+ * from the configuration config_load read) with the real decider
+ * (src/election*.c) and the parameters election_params_from_config builds
+ * runs on N simulated nodes, one struct supervisor each. Everything around
+ * it is a model, driven by one seeded random generator and one event
+ * queue: no real time passes, and a seed replays the same run.
  *
  * Models: PostgreSQL (sessions, the lock and the fence key with FIFO
  * queues, lock_timeout, pg_terminate_backend, restarts and failovers with
@@ -17,19 +18,22 @@
  * The job layer of DESIGN 10 is the daemon's own too: src/jobs.c,
  * src/tickplan.c, src/schedule.c and src/ledger.c are linked in, with
  * the node's simulated clock (SIM_DEFS: clock_gettime is sim_clock_gettime
- * below), libev's timers, child.c's processes and lease.c's statements on
- * the fence session implemented here against the models, and the ledger's
- * SQL (src/ledger_sql.c) executed by a model of its tables.
+ * below), and the ledger's SQL (src/ledger_sql.c) executed by a model of
+ * its tables.
  *
- * The supervisor's part (supervisor.c and lease.c: actions to calls,
- * outcomes to events, in their order) is re-implemented here against the
- * models: see sup_run_actions and the cs_* functions. Where it differs
- * from the daemon, a comment says so (DIFFERS:).
+ * The ports: what that code calls for I/O is implemented here, at link
+ * time, against the models: lease.h (the cs_* functions, after lease.c's
+ * sessions), child.h, failsafe.h's rounds, libev's timers, signals, once
+ * and break, notify.h, dynlib.h, log.h and erand48 (the jitter). The
+ * linker wraps election_init and election_step (the Makefile's SIM_DEFS):
+ * each node's election is known to the invariants, and each step traced.
+ * Where a port differs from the daemon, a comment says so (DIFFERS:).
  */
 /* the real clock for the summary; the linked job layer reads the node's */
 #undef clock_gettime
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,7 +47,9 @@
 
 #include "child.h"
 #include "config.h"
+#include "dynlib.h"
 #include "election.h"
+#include "failsafe.h"
 #include "fleet.h"
 #include "jobs.h"
 #include "lease.h"
@@ -52,7 +58,9 @@
 #include "ledger_sql.h"
 #include "log.h"
 #include "params.h"
+#include "notify.h"
 #include "schedule.h"
+#include "supervisor.h"
 #include "tickplan.h"
 
 int sim_clock_gettime(clockid_t id, struct timespec *ts);
@@ -142,7 +150,6 @@ static void trace_free(void)
 /* ---- the event queue ---------------------------------------------------- */
 
 enum kind {
-	K_WAKE,          /* a node's wakeup timer */
 	K_TO_DB,         /* a client message reaches the server */
 	K_TO_NODE,       /* a server message reaches a node */
 	K_CHILD_EXIT,    /* the command's process group is gone */
@@ -168,7 +175,6 @@ enum op {
 	S_UNLOCKED, S_ENDED, S_ANSWER,
 	/* node notifications */
 	N_CHILD_GONE, N_GRACE, N_KILLED_GONE,
-	N_CONTROLS,      /* a controls read's answer (none in force) */
 	/* failsafe */
 	P_CLAIM, P_CHECK, P_REGAINED, /* a claim with "regained": true */
 };
@@ -268,10 +274,14 @@ struct csess {
 	int want_lock;           /* 0 none, 1 try, 2 wait */
 	int ahead;               /* the last try's queue count (DESIGN 15);
 				  * -1 after a queued wait ran out */
+	unsigned ping_mask;      /* the last ping's nodes with a session */
+	char ping_nodes[64];     /* ... as lease_ping_nodes names them */
+	lease_event_fn cb;       /* supervisor.c's lease_event_cb, fence_event_cb */
+	void *cb_arg;
 };
 
-/* A command's process group: the single command's (struct node's ch), or
- * child.h's object for each job of the job layer (child_new below). */
+/* A command's process group: child.h's object (child_new below), the
+ * single command's or each job's of the job layer. */
 struct child {
 	bool alive;
 	uint64_t id;
@@ -282,23 +292,23 @@ struct child {
 	uint64_t token;          /* its PGLEADER_FENCING_TOKEN */
 	/* the job layer's */
 	bool running;            /* child_running: started, gone not yet told */
-	int job;                 /* index of its job in the configuration */
+	int job;                 /* index of its job in the configuration; -1:
+				  * the single command */
 	int64_t run_id, tick;    /* PGLEADER_RUN_ID and its tick; 0: none */
 	child_gone_fn on_gone;
+	void (*on_killed)(void *arg); /* child_on_killed */
 	void *arg;
 };
 
 /* libev's loop and the lease as the job layer sees them: a node's. */
+/* libev's loop, the lease and the failsafe client as supervisor.c and
+ * the job layer see them: a node's (the lease: its session skind). */
 struct ev_loop { int node; };
-struct lease { int node; };
+struct lease { int node; int skind; };
+struct failsafe { int node; };
 #define MAXJ 3                   /* jobs per node */
 #define MAXT 16                  /* libev timers per node */
-
-#define QMAX 64
-struct qev {
-	struct election_event ev;
-	char reason[LOG_MSG_MAX];
-};
+#define NSIG_HANDLED 5           /* supervisor.c's signals */
 
 /* failsafe.c's two rounds: the claim round (claims, and the claim that says
  * "regained"; a new one cancels the last) and the check round. */
@@ -319,15 +329,12 @@ struct node {
 	uint64_t inc;            /* incarnation */
 	struct config cfg;
 	bool cfg_ok;
-	struct election el;
+	/* the daemon's own supervisor.c, and its election (election_init's) */
+	struct supervisor *sup;
+	struct election *el;
+	bool exiting;            /* ev_break: its loop returns, it exits */
 	double clk_off, clk_rate;
-	uint64_t wake_gen;
 	struct csess lock, fence;
-	struct child ch;
-	struct qev q[QMAX];
-	unsigned qh, qt;
-	bool draining;
-	int claim_answer;
 	struct simev *pend;      /* events that arrived while frozen */
 	size_t n_pend, cap_pend;
 	unsigned members;        /* bit per node in failsafe_peers */
@@ -336,11 +343,15 @@ struct node {
 	uint64_t last_term_seen;
 	double frozen_until;
 	/* the job layer (DESIGN 10): the daemon's jobs.c and ledger.c */
-	struct jobs *jobs;       /* NULL: a single command (ch) */
-	struct ledger *ledger;
+	struct jobs *jobs;       /* NULL: a single command */
+	/* the ports: what supervisor.c and the job layer call */
 	struct ev_loop loop;
-	struct lease fence_h;    /* the fence session, for ledger.c */
-	struct child *procs[MAXJ]; /* ch, or the jobs' processes */
+	struct lease lease_h[2]; /* the lock session, the fence session */
+	struct failsafe fs_h;
+	struct failsafe_callbacks fcb;
+	ev_signal *sig[NSIG_HANDLED];
+	int n_sig;
+	struct child *procs[MAXJ]; /* the command, or the jobs' processes */
 	int n_procs;
 	struct { ev_timer *w; uint64_t stamp; } tm[MAXT];
 	int n_tm;
@@ -464,8 +475,6 @@ static enum { ORDER_BY_SEED, ORDER_IO_FIRST, ORDER_TIMERS_FIRST } order_opt;
 static bool io_first; /* this seed's */
 static bool with_controls; /* --controls: switchovers and pauses among the faults */
 static bool with_jobs; /* --jobs: the nodes run jobs (DESIGN 10), not one command */
-/* --no-fix-lock-pid: the supervisor as it was before finding 8 */
-static bool nofix_lock_pid;
 
 static void fail_at(unsigned nodes, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -942,35 +951,6 @@ static void db_down(const char *what, double down)
 	push((struct simev){ .t = T + down, .kind = K_HEAL, .node = NOBODY, .op = 0 });
 }
 
-/* ---- the supervisor: supervisor.c's queue and drain --------------------- */
-
-static void sup_enqueue(struct node *n, const struct election_event *ev);
-
-/* START, TICK, SHUTDOWN: no payload. */
-static void sup_dispatch(struct node *n, enum election_event_type type,
-			 const char *reason)
-{
-	struct election_event ev = { .type = type, .reason = reason };
-
-	sup_enqueue(n, &ev);
-}
-
-static void sup_command(struct node *n, enum election_command_news news, int pid,
-			int status)
-{
-	struct election_event ev = { .type = ELECTION_COMMAND,
-		.command = { .news = news, .pid = pid, .status = status } };
-
-	sup_enqueue(n, &ev);
-}
-
-static void sup_peers(struct node *n, const struct election_peers_event *p)
-{
-	struct election_event ev = { .type = ELECTION_PEERS, .peers = *p };
-
-	sup_enqueue(n, &ev);
-}
-
 /* ---- the client sessions: lease.c over the network model --------------- */
 
 static void cs_send(struct node *n, struct csess *c, enum op op)
@@ -1023,57 +1003,27 @@ static const char *news_name(int news)
 	return news >= 0 && news < 7 ? names[news] : "?";
 }
 
-/* failsafe_stranger: the first node with a session for the lock (nodes,
- * a bit each) that n does not list, or none. */
-static void cs_stranger(struct node *n, unsigned nodes)
-{
-	const char *stranger = NULL;
-
-	for (int j = 0; j < W.n; j++)
-		if ((nodes >> j & 1) && !(n->members >> j & 1)) {
-			stranger = W.nodes[j].name;
-			break;
-		}
-	sup_peers(n, &(struct election_peers_event){
-		.news = ELECTION_PEERS_STRANGER, .node = stranger });
-}
-
-/* The election's event for session c's news. */
-static struct election_event cs_event(const struct csess *c, int news,
-				      enum fault fault, const char *reason)
-{
-	struct election_event ev = {
-		.type = c->skind ? ELECTION_FENCE : ELECTION_LOCK, .reason = reason,
-		.session = { .news = (enum election_session_news)news, .fault = fault,
-			     .lock_key = W.p.lock_key },
-	};
-
-	if (!c->skind && news == ELECTION_SESSION_ACQUIRED)
-		ev.session.fencing_token = c->token;
-	if (news == ELECTION_SESSION_BUSY)
-		ev.session.queue_ahead = c->ahead;
-	if (news == ELECTION_SESSION_PING_OK)
-		ev.reason = NULL;
-	return ev;
-}
-
-/* lease_event_cb and fence_event_cb of supervisor.c. */
+/* What a lease reports, for news the election's session news: the
+ * supervisor's lease_event_cb or fence_event_cb hears it, as node n. */
 static void cs_emit(struct node *n, struct csess *c, int news, enum fault fault,
 		    const char *reason, unsigned nodes)
 {
-	struct election_event ev = cs_event(c, news, fault, reason);
+	static const enum lease_event of_news[] = {
+		[ELECTION_SESSION_CONNECTED] = LEASE_CONNECTED,
+		[ELECTION_SESSION_FAILED] = LEASE_LOST,
+		[ELECTION_SESSION_ACQUIRED] = LEASE_ACQUIRED,
+		[ELECTION_SESSION_BUSY] = LEASE_BUSY,
+		[ELECTION_SESSION_PING_OK] = LEASE_PING_OK,
+		[ELECTION_SESSION_RELEASED] = LEASE_RELEASED,
+		[ELECTION_SESSION_GRANTED] = LEASE_GRANTED,
+	};
 
-	/* supervisor.c: the jobs' claims name the lock session that holds
-	 * the lock now (back from failsafe, a new one in the same term) */
-	if (!c->skind && news == ELECTION_SESSION_ACQUIRED && n->jobs && !nofix_lock_pid)
-		AT_NODE(n, jobs_set_lock_pid(n->jobs, c->pid));
-	sup_enqueue(n, &ev);
-	/* the ledger's statements wait for the session: here it may be back */
-	if (c->skind && n->ledger && n->up)
-		AT_NODE(n, ledger_session_ready(n->ledger));
-	/* a ping with failsafe names the nodes with a session for this lock */
-	if (!c->skind && news == ELECTION_SESSION_PING_OK && W.failsafe && n->up)
-		cs_stranger(n, nodes);
+	if (!n->up || !c->cb)
+		return;
+	c->ping_mask = nodes;
+	if (news == ELECTION_SESSION_PING_OK)
+		reason = NULL;
+	AT_NODE(n, c->cb(c->cb_arg, of_news[news], fault, reason));
 }
 
 /* lease_conn_vfail: closed, then LOST (or CONNECT_FAILED) at once. */
@@ -1271,7 +1221,6 @@ static void child_exit_at(struct node *n, const struct child *ch, double at, int
 }
 
 static void check_token(struct node *n);
-static void start_jobs(struct node *n);
 
 /* Any of the node's processes alive: the command, or a job's run. */
 static bool cmd_alive(const struct node *n)
@@ -1279,7 +1228,7 @@ static bool cmd_alive(const struct node *n)
 	for (int k = 0; k < n->n_procs; k++)
 		if (n->procs[k] && n->procs[k]->alive)
 			return true;
-	return n->ch.alive;
+	return false;
 }
 
 static struct child *proc_of(struct node *n, uint64_t id)
@@ -1287,46 +1236,7 @@ static struct child *proc_of(struct node *n, uint64_t id)
 	for (int k = 0; k < n->n_procs; k++)
 		if (n->procs[k] && n->procs[k]->id == id)
 			return n->procs[k];
-	return n->ch.id == id ? &n->ch : NULL;
-}
-
-static void start_child(struct node *n)
-{
-	struct child *ch = &n->ch;
-	double r = urand(0, 1);
-
-	if (n->jobs) {
-		if (cmd_alive(n))
-			fail_at(1u << n->i, "%s: START_CHILD while a run of its jobs is alive",
-				n->name);
-		check_token(n);
-		start_jobs(n);
-		return;
-	}
-
-	if (ch->alive) {
-		fail_at(1u << n->i, "%s: START_CHILD while its command (pid %d) is alive",
-			n->name, ch->pid);
-		return;
-	}
-	check_token(n);
-	/* controls fail closed (DESIGN 11): a command starts only under the
-	 * last read answered, which found no pause */
-	if (!n->ctl_read || n->ctl_paused)
-		fail_at(1u << n->i, "%s: the command starts %s", n->name, !n->ctl_read
-			? "before any read of the controls was answered"
-			: "while the last read of the controls found the lock paused");
-	/* supervisor.c's term_token: the snapshot's, the term's token */
-	*ch = (struct child){ .alive = true, .id = ++W.next_child, .pid = ++W.next_pid,
-			      .token = election_snapshot(&n->el)->fencing_token };
-	/* from nothing to past the grace period to stop */
-	ch->stop_need = r < 0.3 ? urand(0, 0.1) : r < 0.8 ? urand(0.1, W.grace)
-		: urand(W.grace, 2 * W.grace + 1);
-	if (chance(0.15))
-		child_exit_at(n, ch, T + urand(0.5, 60), (int[]){ 0, 1, 2, 143 }[irand(4)]);
-	say(1u << n->i, "%s: command pid %d starts (stops in %.3fs after SIGTERM)",
-	    n->name, ch->pid, ch->stop_need);
-	sup_command(n, ELECTION_COMMAND_STARTED, ch->pid, 0);
+	return NULL;
 }
 
 /* child.c's child_stop: SIGTERM, SIGKILL after grace_period. */
@@ -1341,14 +1251,6 @@ static void proc_stop(struct node *n, struct child *ch)
 			     .op = N_GRACE, .gen = ch->id });
 }
 
-static void stop_child(struct node *n)
-{
-	if (n->jobs)
-		AT_NODE(n, jobs_stop(n->jobs));
-	else
-		proc_stop(n, &n->ch);
-}
-
 static void proc_kill(struct node *n, struct child *ch, const char *why)
 {
 	if (!ch->alive)
@@ -1359,13 +1261,6 @@ static void proc_kill(struct node *n, struct child *ch, const char *why)
 				  : urand(0, 0.05)), 137);
 }
 
-static void kill_child(struct node *n, const char *why)
-{
-	if (n->jobs)
-		AT_NODE(n, jobs_kill(n->jobs));
-	else
-		proc_kill(n, &n->ch, why);
-}
 
 /* ---- the job layer (DESIGN 10): the daemon's jobs.c and ledger.c --------
  *
@@ -1399,7 +1294,8 @@ int sim_clock_gettime(clockid_t id, struct timespec *ts)
 	return 0;
 }
 
-/* log.c: the job layer's lines go to the trace (not its debug lines). */
+/* log.c: the lines of the job layer and the ledger go to the trace (not
+ * their debug lines). */
 void log_msg(enum log_level level, const char *fmt, ...)
 {
 	char buf[LOG_MSG_MAX];
@@ -1414,16 +1310,20 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	    cur_node >= 0 ? W.nodes[cur_node].name : "?", buf);
 }
 
+/* The election's lines (supervisor.c's report) and the runs' (jobs.c). */
 void log_event(enum log_level level, const struct log_fields *f, const char *fmt, ...)
 {
 	char buf[LOG_MSG_MAX];
 	va_list ap;
 
 	(void)f;
+	if (level > LOG_LEVEL_INFO)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	log_msg(level, "%s", buf);
+	say(cur_node >= 0 ? 1u << cur_node : 0, "%s:   log: %s",
+	    cur_node >= 0 ? W.nodes[cur_node].name : "?", buf);
 }
 
 /* libev: a timer of node loop->node, on its clock. */
@@ -1539,10 +1439,14 @@ static struct lrow *row_by_id(int64_t run_id)
 }
 
 /* A statement on its way: what lease_query sent, and the answer. */
-enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE, Q_OTHER };
+enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE,
+	     /* the controls (DESIGN 11): ledger.c's probes, read, ask, delete */
+	     Q_SCHEMA, Q_PROBE, Q_CONTROLS, Q_PRIORITY, Q_HANDED, Q_OTHER };
 struct squery {
 	enum qkind kind;
 	bool started;            /* a claim that waited: the lock held at its start */
+	bool error;              /* failed: lock_timeout behind an ALTER TABLE */
+	bool paused;             /* a controls read found the lock paused */
 	int nparams;
 	char *p[LEASE_QUERY_PARAMS];
 	int nrows, ncols;
@@ -1573,6 +1477,11 @@ static enum qkind qkind_of(const char *sql)
 		texts[Q_LAST] = ledger_sql_last("pgleader");
 		texts[Q_FINISH] = ledger_sql_finish("pgleader");
 		texts[Q_PRUNE] = ledger_sql_prune("pgleader");
+		texts[Q_SCHEMA] = ledger_sql_schema_probe("pgleader");
+		texts[Q_PROBE] = ledger_sql_controls_probe("pgleader", NULL);
+		texts[Q_CONTROLS] = ledger_sql_controls_read("pgleader");
+		texts[Q_PRIORITY] = ledger_sql_priority_ask("pgleader");
+		texts[Q_HANDED] = ledger_sql_handed("pgleader");
 	}
 	for (int k = 0; k < Q_OTHER; k++)
 		if (texts[k] && !strcmp(sql, texts[k]))
@@ -1817,41 +1726,139 @@ static void db_finish(struct squery *q)
 	sq_answer(q, 0, 0);
 }
 
-/* A statement reaches the server on session sid: executed at once (one
- * snapshot, one commit), answered over the network. DIFFERS: no statement
- * fails with an SQL error, ENSURE always finds the ledger usable, and the
- * prune deletes nothing (no row is 30 days old). */
-static void db_query(int sid, const struct simev *e)
+/* The controls in force (DESIGN 11): the whole lock's pause and a
+ * switchover asked, rows of enum ledger_sql_control_col. */
+static void db_controls_read(struct squery *q)
+{
+	bool so = W.switchover && T < W.so_until;
+	int row = 0;
+
+	sq_answer(q, W.paused + so, LEDGER_CONTROL_NCOLS);
+	q->paused = W.paused;
+	if (W.paused) {
+		put(q, row, LEDGER_CONTROL_KIND, false, "pause");
+		put(q, row, LEDGER_CONTROL_JOB, false, "%s", "");
+		put(q, row, LEDGER_CONTROL_TARGET, false, "%s", "");
+		put(q, row, LEDGER_CONTROL_LEADER, false, "%s", "");
+		put(q, row, LEDGER_CONTROL_ASKED_BY, false, "sim");
+		put(q, row++, LEDGER_CONTROL_ASKED_AT, false, "T");
+	}
+	if (!so)
+		return;
+	put(q, row, LEDGER_CONTROL_KIND, false, "switchover");
+	put(q, row, LEDGER_CONTROL_JOB, false, "%s", "");
+	put(q, row, LEDGER_CONTROL_TARGET, false, "%s",
+	    W.so_target == NOBODY ? "" : W.nodes[W.so_target].name);
+	put(q, row, LEDGER_CONTROL_LEADER, false, "%s", W.nodes[W.so_leader].name);
+	put(q, row, LEDGER_CONTROL_LEFT_MS, false, "%" PRId64,
+	    (int64_t)llround((W.so_until - T) * 1000));
+	put(q, row, LEDGER_CONTROL_ASKED_BY, false, "sim");
+	put(q, row, LEDGER_CONTROL_ASKED_AT, false, "T");
+}
+
+/* A statement on the controls table, executed. DIFFERS: a priority ask
+ * finds the leader's priority equal to the asker's (every node has one in
+ * the model): it asks for nothing; the switchover answered is deleted
+ * whoever answers it. */
+static void db_controls(struct squery *q)
+{
+	switch (q->kind) {
+	case Q_CONTROLS:
+		db_controls_read(q);
+		return;
+	case Q_PRIORITY:
+		sq_answer(q, 1, 3);
+		put(q, 0, 0, W.holder[0] < 0, "%s",
+		    W.holder[0] < 0 ? "" : W.nodes[W.s[W.holder[0]].node].name);
+		put(q, 0, 1, W.holder[0] < 0, "%d", W.nodes[0].cfg.priority);
+		put(q, 0, 2, false, "f");
+		return;
+	case Q_HANDED:
+		W.switchover = false;
+		sq_answer(q, 0, 0);
+		return;
+	case Q_ENSURE: case Q_CLAIM: case Q_LAST: case Q_FINISH: case Q_PRUNE:
+	case Q_SCHEMA: case Q_PROBE: case Q_OTHER:
+		return;
+	}
+}
+
+/* Behind the ALTER TABLE's lock on the controls: answered when it ends,
+ * or an error at lock_timeout (the retry interval); true when the
+ * statement waits (the session busy until then). */
+static bool db_controls_wait(int sid, const struct simev *e)
+{
+	struct squery *q = &sq[e->gen - 1];
+	double locked = T >= W.ctl_locked_from ? W.ctl_locked_until : -INFINITY;
+
+	if (T >= locked)
+		return false;
+	q->error = locked > T + W.retry;
+	W.s[sid].stamp = ++stamps;
+	push((struct simev){ .t = q->error ? T + W.retry : locked, .kind = K_DB_RESUME,
+			     .node = NOBODY, .status = sid, .conn = W.s[sid].conn,
+			     .gen = e->gen });
+	return true;
+}
+
+/* A claim while another session holds the lock's row of terms: it waits
+ * for the row (no answer, not idle) until then; true when it waits. */
+static bool db_claim_wait(int sid, const struct simev *e)
 {
 	struct squery *q = &sq[e->gen - 1];
 
+	if (T >= W.terms_held_until)
+		return false;
+	q->started = lock_held_by(atoi(q->p[5]));
+	W.s[sid].stamp = ++stamps;
+	push((struct simev){ .t = W.terms_held_until, .kind = K_DB_RESUME,
+			     .node = NOBODY, .status = sid,
+			     .conn = W.s[sid].conn, .gen = e->gen });
+	return true;
+}
+
+/* Statement q, executed on session sid. */
+static void db_execute(int sid, struct squery *q)
+{
 	switch (q->kind) {
 	case Q_ENSURE:
 		sq_answer(q, 1, LEDGER_CHECK_NCOLS);
 		for (int c = 0; c < LEDGER_CHECK_DB_NOW_MS; c++) /* trusted: NULL */
 			put(q, 0, c, c == LEDGER_CHECK_UNTRUSTED, "t");
 		put(q, 0, LEDGER_CHECK_DB_NOW_MS, false, "%" PRId64, db_ms());
-		break;
-	case Q_CLAIM:
-		if (T < W.terms_held_until) {
-			/* waits for the row: no answer, not idle, until then */
-			q->started = lock_held_by(atoi(q->p[5]));
-			W.s[sid].stamp = ++stamps;
-			push((struct simev){ .t = W.terms_held_until, .kind = K_DB_RESUME,
-					     .node = NOBODY, .status = sid,
-					     .conn = W.s[sid].conn, .gen = e->gen });
-			return;
-		}
-		db_claim(q, lock_held_by(atoi(q->p[5])));
-		break;
-	case Q_LAST: db_last(q); break;
-	case Q_FINISH: db_finish(q); break;
-	case Q_PRUNE: sq_answer(q, 0, 0); break; /* nothing is 30 days old */
+		return;
+	case Q_CLAIM: db_claim(q, lock_held_by(atoi(q->p[5]))); return;
+	case Q_LAST: db_last(q); return;
+	case Q_FINISH: db_finish(q); return;
+	case Q_PRUNE: sq_answer(q, 0, 0); return; /* nothing is 30 days old */
+	case Q_SCHEMA: case Q_PROBE:
+		/* there, and its owner trusted (the probe's second column NULL) */
+		sq_answer(q, 1, q->kind == Q_SCHEMA ? 1 : 2);
+		put(q, 0, 0, false, "t");
+		return;
+	case Q_CONTROLS: case Q_PRIORITY: case Q_HANDED: db_controls(q); return;
 	case Q_OTHER:
 		fail_at(1u << W.s[sid].node, "a ledger statement the model does not know");
 		sq_answer(q, 0, 0);
-		break;
+		return;
 	}
+}
+
+/* A statement reaches the server on session sid: executed at once (one
+ * snapshot, one commit), answered over the network, unless it waits for
+ * a row or a table someone else locked. DIFFERS: no statement fails with
+ * an SQL error but a lock_timeout, ENSURE always finds the ledger usable,
+ * and the prune deletes nothing (no row is 30 days old). */
+static void db_query(int sid, const struct simev *e)
+{
+	struct squery *q = &sq[e->gen - 1];
+	bool controls = q->kind == Q_CONTROLS || q->kind == Q_PRIORITY ||
+			q->kind == Q_HANDED;
+
+	if ((q->kind == Q_CLAIM && db_claim_wait(sid, e)) ||
+	    (controls && db_controls_wait(sid, e)))
+		return;
+	db_execute(sid, q);
 	db_reply(sid, S_ANSWER, e->gen, 0, 0);
 	db_done(sid);
 }
@@ -1865,7 +1872,10 @@ static void db_resume(const struct simev *e)
 
 	if (sid >= W.n_s || !W.s[sid].alive || W.s[sid].conn != e->conn)
 		return;
-	db_claim(q, q->started);
+	if (q->kind == Q_CLAIM)
+		db_claim(q, q->started);
+	else if (!q->error)
+		db_controls(q);
 	db_reply(sid, S_ANSWER, e->gen, 0, 0);
 	db_done(sid);
 }
@@ -1892,7 +1902,7 @@ bool lease_query(struct lease *l, const char *sql, int nparams,
 		 const char *const *params, lease_query_fn fn, void *arg)
 {
 	struct node *n = &W.nodes[l->node];
-	struct csess *c = &n->fence;
+	struct csess *c = l->skind ? &n->fence : &n->lock;
 
 	if (c->q_waiting || c->q_in_flight || nparams > LEASE_QUERY_PARAMS ||
 	    c->phase == PH_CLOSED || c->phase == PH_CONNECTING)
@@ -1930,11 +1940,18 @@ static void cs_query_answer(struct node *n, struct csess *c, const struct simev 
 		c->ping_wanted = false;
 		cs_ping(n, c);
 	}
-	AT_NODE(n, fn(arg, &a, NULL, NULL));
+	if (q->kind == Q_CONTROLS && !q->error) {
+		n->ctl_read = true; /* what check_start goes by */
+		n->ctl_paused = q->paused;
+	}
+	if (q->error)
+		AT_NODE(n, fn(arg, NULL, "55P03", "canceling statement due to lock timeout"));
+	else
+		AT_NODE(n, fn(arg, &a, NULL, NULL));
 	cs_send_query(n, c);
 }
 
-/* ---- child.h: the job layer's processes, over the process model ----------- */
+/* ---- child.h: the command's and the jobs' processes, over the model ----- */
 
 static void check_run_start(struct node *n, struct child *ch);
 static void child_exit_at(struct node *n, const struct child *ch, double at, int status);
@@ -1950,14 +1967,19 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 
 	(void)argv;
 	(void)shell;
-	(void)grace_period; /* every job has the fleet's (W.grace) */
+	(void)grace_period; /* every command has the fleet's (W.grace) */
 	if (!c || n->n_procs == MAXJ)
 		abort();
-	c->job = n->n_procs;
+	c->job = W.n_jobs ? n->n_procs : -1;
 	c->on_gone = on_gone;
 	c->arg = arg;
 	n->procs[n->n_procs++] = c;
 	return c;
+}
+
+void child_on_killed(struct child *c, void (*fn)(void *arg))
+{
+	c->on_killed = fn;
 }
 
 void child_set_label(struct child *c, const char *job)
@@ -1991,9 +2013,10 @@ static const char *env_of(char *const *env, const char *name)
  * job without a schedule runs as the single command does. */
 static void run_length(struct node *n, struct child *ch)
 {
-	double iv = (double)interval_ms[ch->job] / 1000, r = urand(0, 1);
+	double iv = ch->job < 0 ? 0 : (double)interval_ms[ch->job] / 1000;
+	double r = ch->job < 0 ? 0 : urand(0, 1);
 
-	if (!W.sched[ch->job]) {
+	if (ch->job < 0 || !W.sched[ch->job]) {
 		if (chance(0.15))
 			child_exit_at(n, ch, T + urand(0.5, 60), (int[]){ 0, 1, 2, 143 }[irand(4)]);
 		return;
@@ -2013,8 +2036,9 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 	(void)err;
 	(void)errlen;
 	if (c->alive || c->running)
-		fail_at(1u << n->i, "%s: job %s started while its last run is alive",
-			n->name, W.job_name[c->job]);
+		fail_at(1u << n->i, "%s: %s%s started while its last run is alive",
+			n->name, c->job < 0 ? "the command" : "job ",
+			c->job < 0 ? "" : W.job_name[c->job]);
 	c->alive = c->running = true;
 	c->id = ++W.next_child;
 	c->pid = ++W.next_pid;
@@ -2024,9 +2048,13 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 	c->tick = 0;
 	c->stop_need = r < 0.3 ? urand(0, 0.1) : r < 0.8 ? urand(0.1, W.grace)
 		: urand(W.grace, 2 * W.grace + 1);
-	say(1u << n->i, "%s: job %s pid %d starts (run %" PRId64 ", token %" PRIu64
-	    ", stops in %.3fs after SIGTERM)", n->name, W.job_name[c->job], c->pid,
-	    c->run_id, c->token, c->stop_need);
+	if (c->job < 0)
+		say(1u << n->i, "%s: command pid %d starts (stops in %.3fs after SIGTERM)",
+		    n->name, c->pid, c->stop_need);
+	else
+		say(1u << n->i, "%s: job %s pid %d starts (run %" PRId64 ", token %"
+		    PRIu64 ", stops in %.3fs after SIGTERM)", n->name, W.job_name[c->job],
+		    c->pid, c->run_id, c->token, c->stop_need);
 	run_length(n, c);
 	check_run_start(n, c);
 	return 0;
@@ -2063,69 +2091,62 @@ pid_t child_pid(const struct child *c)
 	return c->running ? c->pid : 0;
 }
 
-/* ---- the supervisor's part for jobs (supervisor.c's start_jobs, ...) ---- */
+/* ---- failsafe.h: failsafe.c's rounds over the network model ------------- */
 
-static void jobs_gone_cb(void *arg, int status)
+struct failsafe *failsafe_new(struct ev_loop *loop, const struct config *cfg,
+			      const struct failsafe_callbacks *cb, char *err,
+			      size_t errlen)
 {
-	sup_command(arg, ELECTION_COMMAND_GONE, 0, status);
+	struct node *n = &W.nodes[loop->node];
+
+	(void)cfg;
+	(void)err;
+	(void)errlen;
+	n->fcb = *cb;
+	n->fs_h.node = n->i;
+	return &n->fs_h;
 }
 
-static void jobs_refused_cb(void *arg, enum fault fault, const char *reason)
+void failsafe_free(struct failsafe *f)
 {
-	struct election_event ev = { .type = ELECTION_COMMAND, .reason = reason,
-				     .command = { .news = ELECTION_COMMAND_REFUSED,
-						  .fault = fault } };
-
-	sup_enqueue(arg, &ev);
+	(void)f;
 }
 
-/* supervisor.c's open_command with a ledger: the node's jobs. */
-static void jobs_open(struct node *n)
+const char *failsafe_detail(const struct failsafe *f)
 {
-	const struct jobs_callbacks cb = { jobs_gone_cb, jobs_refused_cb, n };
-	char err[256];
+	(void)f;
+	return NULL; /* the model's rounds say nothing of their answers */
+}
 
-	n->n_procs = 0;
-	n->n_tm = 0;
-	n->loop.node = n->fence_h.node = n->i;
-	AT_NODE(n, n->ledger = ledger_new(&n->fence_h, n->cfg.schema, NULL));
-	AT_NODE(n, n->jobs = jobs_new(&n->loop, &n->cfg, n->ledger, &cb, err, sizeof(err)));
-	if (!n->ledger || !n->jobs) {
-		fprintf(stderr, "sim: jobs_new: %s\n", err);
-		exit(2);
+const char *failsafe_members_hash(const struct failsafe *f)
+{
+	return W.nodes[f->node].hash;
+}
+
+bool failsafe_authorized(const struct failsafe *f, const char *authorization)
+{
+	(void)f;
+	(void)authorization;
+	return true;
+}
+
+/* The first of nodes (node ids, comma-separated) that f's node does not
+ * list. */
+const char *failsafe_stranger(const struct failsafe *f, const char *nodes,
+			      char *buf, size_t len)
+{
+	const struct node *n = &W.nodes[f->node];
+
+	for (const char *p = nodes; p && *p; p += strcspn(p, ","), p += *p == ',') {
+		int j;
+
+		snprintf(buf, len, "%.*s", (int)strcspn(p, ","), p);
+		j = node_of_name(buf);
+		if (j >= 0 && !(n->members >> j & 1))
+			return buf;
 	}
+	return NULL;
 }
-
-/* The process is gone: its jobs, timers and statements with it. */
-static void jobs_close(struct node *n)
-{
-	if (!n->jobs)
-		return;
-	n->fence.q_waiting = n->fence.q_in_flight = false;
-	n->fence.q_fn = NULL;
-	AT_NODE(n, jobs_free(n->jobs));
-	AT_NODE(n, ledger_free(n->ledger));
-	n->jobs = NULL;
-	n->ledger = NULL;
-	n->n_procs = 0;
-	n->n_tm = 0;
-}
-
-/* supervisor.c's start_jobs: "the command" is this term's jobs. */
-static void start_jobs(struct node *n)
-{
-	const struct election_snapshot *s = election_snapshot(&n->el);
-	struct ledger_term term = {
-		.lock_key = n->cfg.lock_key,
-		.fencing_token = s->fencing_token,
-		.lock_pid = n->lock.phase >= PH_READY ? n->lock.pid : 0,
-	};
-
-	sup_command(n, ELECTION_COMMAND_STARTED, 0, 0);
-	AT_NODE(n, jobs_start(n->jobs, &term));
-}
-
-/* ---- failsafe: failsafe.c's rounds over the network model --------------- */
 
 static double peer_delay(void)
 {
@@ -2137,7 +2158,7 @@ static struct round *round_of(struct node *n, int op)
 	return &n->rnd[op == P_CHECK ? R_CHECK : R_CLAIM];
 }
 
-static void peers_ask(struct node *n, int op)
+static void peers_ask(struct node *n, int op, uint64_t token)
 {
 	struct round *r = round_of(n, op);
 
@@ -2153,7 +2174,7 @@ static void peers_ask(struct node *n, int op)
 		if (W.part_nn[n->i][j])
 			continue; /* silent */
 		push((struct simev){ .t = T + peer_delay(), .kind = K_PEER_REQ, .node = j,
-				     .from = n->i, .op = op, .gen = r->id });
+				     .from = n->i, .op = op, .gen = r->id, .token = token });
 	}
 	/* each answer is due within ping_timeout; a claim a member refused
 	 * (here: nothing listens) is lost at once (failsafe.c's claim_lost) */
@@ -2163,26 +2184,38 @@ static void peers_ask(struct node *n, int op)
 			     .kind = K_PEER_DEADLINE, .node = n->i, .op = op, .gen = r->id });
 }
 
+void failsafe_claim(struct failsafe *f, uint64_t fencing_token)
+{
+	peers_ask(&W.nodes[f->node], P_CLAIM, fencing_token);
+}
+
+void failsafe_regained(struct failsafe *f, uint64_t fencing_token)
+{
+	peers_ask(&W.nodes[f->node], P_REGAINED, fencing_token);
+}
+
+void failsafe_check(struct failsafe *f)
+{
+	peers_ask(&W.nodes[f->node], P_CHECK, 0);
+}
+
 /* failsafe.c's deliver_cb: round_done_cb (ROUND_DONE, after a claim or a
  * regained claim) or check_done_cb. */
 static void peers_finish(struct node *n, struct round *r)
 {
-	enum election_check check = ELECTION_CHECK_CLEAR;
+	enum failsafe_check check = FAILSAFE_CLEAR;
 
 	r->open = false;
 	if (r->op != P_CHECK) {
-		sup_peers(n, &(struct election_peers_event){
-			.news = ELECTION_PEERS_ROUND_DONE, .agree = r->agree,
-			.asked = r->asked });
+		AT_NODE(n, n->fcb.round_done(n->fcb.arg, r->agree, r->asked));
 		return;
 	}
 	if (r->running)
-		check = ELECTION_CHECK_RUNNING;
+		check = FAILSAFE_RUNNING;
 	else if (r->answered < r->asked)
-		check = ELECTION_CHECK_SILENT;
-	sup_peers(n, &(struct election_peers_event){
-		.news = ELECTION_PEERS_CHECK_DONE, .check = check,
-		.same_members = r->same_list > 0 && r->other_list == 0 });
+		check = FAILSAFE_SILENT;
+	AT_NODE(n, n->fcb.check_done(n->fcb.arg, check,
+				     r->same_list > 0 && r->other_list == 0));
 }
 
 /* A member answers: a claim goes through the election (supervisor_claim;
@@ -2191,18 +2224,19 @@ static void peers_finish(struct node *n, struct round *r)
 static void peer_request(struct node *m, const struct simev *e)
 {
 	struct node *asker = &W.nodes[e->from];
+	char reason[256];
 	int status;
 
-	if (e->op == P_CHECK) {
-		status = election_runs_command(election_snapshot(&m->el));
-	} else {
-		m->claim_answer = 409;
-		sup_peers(m, &(struct election_peers_event){
-			.news = e->op == P_CLAIM ? ELECTION_PEERS_CLAIMED
-				: ELECTION_PEERS_REGAINED,
-			.node = asker->name, .same_members = !strcmp(asker->hash, m->hash) });
-		status = m->claim_answer;
-	}
+	cur_node = m->i;
+	if (e->op == P_CHECK)
+		status = supervisor_running(m->sup);
+	else if (e->op == P_CLAIM)
+		status = supervisor_claim(m->sup, asker->name, e->token, asker->hash,
+					  reason, sizeof(reason));
+	else
+		status = supervisor_regained(m->sup, asker->name, asker->hash, reason,
+					     sizeof(reason));
+	cur_node = NOBODY;
 	say(1u << m->i | 1u << asker->i, "%s answers %s's %s: %d", m->name,
 	    asker->name, e->op == P_CLAIM ? "claim" : e->op == P_CHECK ? "check"
 	    : "regained claim", status);
@@ -2234,76 +2268,188 @@ static void peer_answer(struct node *n, const struct simev *e)
 		peers_finish(n, r);
 }
 
-/* ---- the supervisor: actions, in supervisor.c's order -------------------- */
+/* ---- lease.h: lease.c over the network model ----------------------------- */
 
-static void node_exit(struct node *n, const char *why);
-static void controls_read(struct node *n);
-static void lock_controls_read(struct node *n);
-
-static void sup_disconnect(struct node *n) { cs_close(n, &n->lock); }
-static void sup_fence_close(struct node *n) { cs_close(n, &n->fence); }
-static void sup_connect(struct node *n) { cs_connect(n, &n->lock); }
-static void sup_fence_connect(struct node *n) { cs_connect(n, &n->fence); }
-static void sup_try_lock(struct node *n) { cs_lock(n, &n->lock, false); }
-static void sup_wait_lock(struct node *n) { cs_lock(n, &n->lock, true); }
-static void sup_fence_take(struct node *n) { cs_lock(n, &n->fence, true); }
-/* ACQUIRED or BUSY as fence news */
-static void sup_fence_try(struct node *n) { cs_lock(n, &n->fence, false); }
-static void sup_ping(struct node *n) { cs_ping(n, &n->lock); }
-static void sup_fence_ping(struct node *n) { cs_ping(n, &n->fence); }
-static void sup_kill_child(struct node *n) { kill_child(n, "second signal"); }
-static void sup_release(struct node *n) { cs_release(n, &n->lock); }
-static void sup_fence_drop(struct node *n) { cs_unlock(n, &n->fence); }
-static void sup_claim(struct node *n) { peers_ask(n, P_CLAIM); }
-static void sup_check(struct node *n) { peers_ask(n, P_CHECK); }
-static void sup_regained(struct node *n) { peers_ask(n, P_REGAINED); }
-/* the switchover answered: deleted */
-static void sup_controls_done(struct node *n) { (void)n; W.switchover = false; }
-static void sup_nothing(struct node *n) { (void)n; } /* priority: not modelled */
-static void sup_exit(struct node *n) { node_exit(n, "exits"); }
-
-/* supervisor.c's action functions, run in the election's order */
-static const struct {
-	enum election_action action;
-	void (*run)(struct node *n);
-} sup_fns[] = {
-	{ ELECTION_DO_DISCONNECT, sup_disconnect },
-	{ ELECTION_DO_FENCE_CLOSE, sup_fence_close },
-	{ ELECTION_DO_CONNECT, sup_connect },
-	{ ELECTION_DO_FENCE_CONNECT, sup_fence_connect },
-	{ ELECTION_DO_TRY_LOCK, sup_try_lock },
-	{ ELECTION_DO_WAIT_LOCK, sup_wait_lock },
-	{ ELECTION_DO_FENCE_TAKE, sup_fence_take },
-	{ ELECTION_DO_FENCE_TRY, sup_fence_try },
-	{ ELECTION_DO_PING, sup_ping },
-	{ ELECTION_DO_FENCE_PING, sup_fence_ping },
-	{ ELECTION_DO_STOP_CHILD, stop_child },
-	{ ELECTION_DO_KILL_CHILD, sup_kill_child },
-	{ ELECTION_DO_START_CHILD, start_child },
-	{ ELECTION_DO_RELEASE, sup_release },
-	{ ELECTION_DO_FENCE_DROP, sup_fence_drop },
-	{ ELECTION_DO_FAILSAFE_CLAIM, sup_claim },
-	{ ELECTION_DO_FAILSAFE_CHECK, sup_check },
-	{ ELECTION_DO_FAILSAFE_REGAINED, sup_regained },
-	{ ELECTION_DO_CONTROLS_READ, controls_read },
-	{ ELECTION_DO_CONTROLS_DONE, sup_controls_done },
-	{ ELECTION_DO_PRIORITY_ASK, sup_nothing },
-	{ ELECTION_DO_LOCK_CONTROLS_READ, lock_controls_read },
-	{ ELECTION_DO_LOCK_PRIORITY_ASK, sup_nothing },
-	{ ELECTION_DO_EXIT, sup_exit },
-};
-_Static_assert(sizeof(sup_fns) / sizeof(sup_fns[0]) == ELECTION_ACTION_COUNT,
-	       "a function for every action");
-
-static void sup_run_actions(struct node *n, const struct election_output *out)
+static struct node *node_of_lease(const struct lease *l)
 {
-	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++) {
-		if (!(out->actions & election_actions[i].action))
-			continue;
-		for (size_t j = 0; j < ELECTION_ACTION_COUNT; j++)
-			if (sup_fns[j].action == election_actions[i].action)
-				sup_fns[j].run(n);
+	return &W.nodes[l->node];
+}
+
+static struct csess *sess_of(const struct lease *l)
+{
+	struct node *n = node_of_lease(l);
+
+	return l->skind ? &n->fence : &n->lock;
+}
+
+struct lease *lease_new(struct ev_loop *loop, const struct lease_options *o,
+			lease_event_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct node *n = &W.nodes[loop->node];
+	struct lease *l = &n->lease_h[o->fence];
+	struct csess *c;
+
+	(void)err;
+	(void)errlen;
+	l->node = n->i;
+	l->skind = o->fence;
+	c = sess_of(l);
+	c->cb = fn;
+	c->cb_arg = arg;
+	return l;
+}
+
+/* The process is gone or starts again: its sessions are closed already
+ * (node_gone); what they answer late goes nowhere. */
+void lease_free(struct lease *l)
+{
+	sess_of(l)->cb = NULL;
+}
+
+double lease_connect_timeout(const struct lease *l)
+{
+	(void)l;
+	return 10.25; /* libpq's connect_timeout of one host, as lease.c's */
+}
+
+void lease_connect(struct lease *l) { cs_connect(node_of_lease(l), sess_of(l)); }
+void lease_try_lock(struct lease *l) { cs_lock(node_of_lease(l), sess_of(l), false); }
+void lease_wait_lock(struct lease *l) { cs_lock(node_of_lease(l), sess_of(l), true); }
+void lease_ping(struct lease *l) { cs_ping(node_of_lease(l), sess_of(l)); }
+void lease_unlock(struct lease *l) { cs_unlock(node_of_lease(l), sess_of(l)); }
+void lease_release(struct lease *l) { cs_release(node_of_lease(l), sess_of(l)); }
+void lease_disconnect(struct lease *l) { cs_close(node_of_lease(l), sess_of(l)); }
+int64_t lease_key(const struct lease *l) { (void)l; return W.p.lock_key; }
+uint64_t lease_fencing_token(const struct lease *l) { return sess_of(l)->token; }
+int lease_queue_ahead(const struct lease *l) { return sess_of(l)->ahead; }
+
+int lease_backend_pid(const struct lease *l)
+{
+	const struct csess *c = sess_of(l);
+
+	return c->phase >= PH_READY ? c->pid : 0;
+}
+
+/* The lock's last ping: the nodes with a session for the key, their
+ * names comma-separated (the failsafe members' stranger check). */
+const char *lease_ping_nodes(const struct lease *l)
+{
+	struct csess *c = sess_of(l);
+	size_t used = 0;
+
+	if (l->skind || !W.failsafe)
+		return NULL;
+	c->ping_nodes[0] = '\0';
+	for (int j = 0; j < W.n; j++)
+		if (c->ping_mask >> j & 1)
+			used += (size_t)snprintf(c->ping_nodes + used, sizeof(c->ping_nodes) - used,
+						 "%s%s", used ? "," : "", W.nodes[j].name);
+	return c->ping_nodes;
+}
+
+/* ---- libev, systemd, dlopen, log.c: what else supervisor.c calls --------- */
+
+/* supervisor.c's signals: a fault sends one (F_SIGTERM). */
+void ev_signal_start(struct ev_loop *loop, ev_signal *w)
+{
+	struct node *n = &W.nodes[loop->node];
+
+	if (n->n_sig == NSIG_HANDLED)
+		abort(); /* raise NSIG_HANDLED */
+	n->sig[n->n_sig++] = w;
+}
+
+void ev_signal_stop(struct ev_loop *loop, ev_signal *w)
+{
+	struct node *n = &W.nodes[loop->node];
+
+	for (int k = 0; k < n->n_sig; k++)
+		if (n->sig[k] == w) {
+			n->sig[k] = n->sig[--n->n_sig];
+			return;
+		}
+}
+
+static void send_signal(struct node *n, int signum)
+{
+	for (int k = 0; k < n->n_sig; k++)
+		if (n->sig[k]->signum == signum) {
+			AT_NODE(n, n->sig[k]->cb(&n->loop, n->sig[k], EV_SIGNAL));
+			return;
+		}
+}
+
+/* supervisor_start's: the election starts at once, inside the node's loop. */
+void ev_once(struct ev_loop *loop, int fd, int events, ev_tstamp timeout,
+	     void (*cb)(int revents, void *arg), void *arg)
+{
+	(void)loop;
+	(void)fd;
+	(void)events;
+	(void)timeout;
+	cb(EV_TIMER, arg);
+}
+
+/* EXIT: the node's loop returns once the event at hand is handled
+ * (exits_now), then the process exits with supervisor_exit_code. */
+void ev_break(struct ev_loop *loop, int how)
+{
+	(void)how;
+	W.nodes[loop->node].exiting = true;
+}
+
+void notify_publish(const struct election_snapshot *s) { (void)s; }
+void notify_stopping(void) {}
+void log_set_context(const struct log_fields *f) { (void)f; }
+
+bool dynlib_load_curl(char *err, size_t errlen)
+{
+	(void)err;
+	(void)errlen;
+	return true;
+}
+
+/* supervisor.c's jitter source: each event's draw comes from the seed's
+ * stream (the supervisor seeds erand48 from its pid and clock). */
+double erand48(unsigned short xsubi[3])
+{
+	(void)xsubi;
+	return urand(0, 1);
+}
+
+/* ---- the election as supervisor.c steps it: checked and traced ----------- */
+
+void __real_election_init(struct election *e, const struct election_params *p);
+void __wrap_election_init(struct election *e, const struct election_params *p);
+void __real_election_step(struct election *e, const struct election_event *ev,
+			  double now, struct election_output *out);
+void __wrap_election_step(struct election *e, const struct election_event *ev,
+			  double now, struct election_output *out);
+
+/* The election of the supervisor being made (the linker's --wrap, see the
+ * Makefile): the node's, for the invariants. */
+void __wrap_election_init(struct election *e, const struct election_params *p)
+{
+	if (cur_node < 0)
+		abort(); /* a port called without AT_NODE: the wrong clock */
+	W.nodes[cur_node].el = e;
+	__real_election_init(e, p);
+}
+
+/* A command starts alone, with its term's token, and (DESIGN 11) only
+ * under a read of the controls answered that found no pause. */
+static void check_start(struct node *n)
+{
+	if (cmd_alive(n)) {
+		fail_at(1u << n->i, "%s: START_CHILD while %s is alive", n->name,
+			n->jobs ? "a run of its jobs" : "its command");
+		return;
 	}
+	check_token(n);
+	if (!n->jobs && (!n->ctl_read || n->ctl_paused))
+		fail_at(1u << n->i, "%s: the command starts %s", n->name, !n->ctl_read
+			? "before any read of the controls was answered"
+			: "while the last read of the controls found the lock paused");
 }
 
 static void actions_text(unsigned a, char *buf, size_t len)
@@ -2385,111 +2531,75 @@ static bool event_worth_saying(const struct election_event *ev)
 		 (ev->type == ELECTION_PEERS && ev->peers.news == ELECTION_PEERS_STRANGER));
 }
 
-/* One step of node n's election, in the trace. */
-static void sup_step(struct node *n, struct qev *q, struct election_output *out)
+/* One step of a node's election, as supervisor.c's drain (or a peer's
+ * claim) takes it: in the trace, and a START_CHILD checked first. */
+void __wrap_election_step(struct election *e, const struct election_event *ev,
+			  double now, struct election_output *out)
 {
-	enum election_state before = n->el.state;
+	struct node *n;
+	enum election_state before = e->state;
 	char evs[300], acts[200];
 
-	q->ev.wall = 1.7e9 + T;
-	q->ev.jitter = urand(0, 1); /* supervisor.c draws it with erand48 */
-	election_step(&n->el, &q->ev, node_now(n), out);
+	if (cur_node < 0)
+		abort(); /* a port called without AT_NODE: the wrong clock */
+	n = &W.nodes[cur_node];
+	__real_election_step(e, ev, now, out);
 	n_events++;
-	event_text(&q->ev, evs, sizeof(evs));
+	event_text(ev, evs, sizeof(evs));
 	actions_text(out->actions, acts, sizeof(acts));
-	if (out->actions || before != n->el.state || out->n_logs ||
-	    event_worth_saying(&q->ev))
+	if (out->actions || before != e->state || out->n_logs || event_worth_saying(ev))
 		say(1u << n->i, "%s: %s | %s -> %s |%s", n->name, evs,
-		    election_state_name(before), election_state_name(n->el.state), acts);
-	for (int k = 0; k < out->n_logs; k++)
-		say(1u << n->i, "%s:   log: %s", n->name, out->logs[k].text);
-}
-
-static void sup_arm(struct node *n);
-
-static void sup_drain(struct node *n)
-{
-	struct election_output out;
-
-	if (n->draining)
-		return;
-	n->draining = true;
-	while (n->up && n->qh != n->qt) {
-		sup_step(n, &n->q[n->qh % QMAX], &out);
-		n->qh++;
-		if (out.answer.given)
-			n->claim_answer = out.answer.agreed ? 200 : 409;
-		sup_run_actions(n, &out);
-	}
-	n->draining = false;
-	if (n->up)
-		sup_arm(n);
-}
-
-static void sup_enqueue(struct node *n, const struct election_event *ev)
-{
-	struct qev *q;
-
-	if (!n->up)
-		return;
-	if (n->qt - n->qh >= QMAX) {
-		fail_at(1u << n->i, "%s: supervisor event queue full", n->name);
-		return;
-	}
-	q = &n->q[n->qt % QMAX];
-	q->ev = *ev;
-	if (ev->reason) {
-		snprintf(q->reason, sizeof(q->reason), "%s", ev->reason);
-		q->ev.reason = q->reason;
-	}
-	n->qt++;
-	sup_drain(n);
-}
-
-/* One timer serves every deadline the election keeps. */
-static void sup_arm(struct node *n)
-{
-	double at;
-
-	n->wake_gen++;
-	if (n->el.state == ELECTION_DONE)
-		return;
-	at = election_next_wakeup(&n->el, node_now(n));
-	if (isfinite(at))
-		push((struct simev){ .t = fmax(T, global_of(n, at) + 1e-7), .kind = K_WAKE,
-				     .node = n->i, .gen = n->wake_gen });
+		    election_state_name(before), election_state_name(e->state), acts);
+	if (out->actions & ELECTION_DO_START_CHILD)
+		check_start(n);
 }
 
 /* ---- pgleader processes: boot, exit, kill -9, freeze ---------------------- */
 
+/* The last process's supervisor, and what it made (its ports' objects). */
+static void node_free_supervisor(struct node *n)
+{
+	if (n->sup)
+		AT_NODE(n, supervisor_free(n->sup));
+	n->sup = NULL;
+	n->el = NULL;
+	n->jobs = NULL;
+	n->n_procs = 0;
+	n->n_tm = 0;
+	n->n_sig = 0;
+}
+
+/* systemd starts pgleader: supervisor_new and supervisor_start, as main.c
+ * calls them, with the node's loop. */
 static void node_boot(struct node *n)
 {
-	struct election_params p;
+	char err[256];
 
 	n->up = true;
 	n->frozen = false;
+	n->exiting = false;
 	n->inc++;
-	n->qh = n->qt = 0;
-	n->draining = false;
 	n->n_pend = 0;
 	n->rnd[R_CLAIM].open = n->rnd[R_CHECK].open = false;
 	cs_closed(&n->lock);
 	cs_closed(&n->fence);
 	n->lock.skind = 0;
 	n->fence.skind = 1;
-	election_params_from_config(&n->cfg, &p);
-	p.connect_timeout = W.p.connect_timeout;
-	election_init(&n->el, &p);
 	n->steady_since = INFINITY;
 	n->ctl_read = n->ctl_paused = false; /* a new process read nothing */
-	jobs_close(n);
-	if (W.n_jobs)
-		jobs_open(n);
+	node_free_supervisor(n);
+	n->loop.node = n->i;
 	/* a node started during a restart waits for nothing: the man page's
 	 * "otherwise" bound, with SIGKILL's time */
 	restart_otherwise(W.exempt_db_until, "a node started");
 	say(1u << n->i, "%s: pgleader starts (incarnation %" PRIu64 ")", n->name, n->inc);
-	sup_dispatch(n, ELECTION_START, NULL);
+	AT_NODE(n, n->sup = supervisor_new(&n->loop, &n->cfg, err, sizeof(err)));
+	if (!n->sup) {
+		fprintf(stderr, "sim: supervisor_new: %s\n", err);
+		exit(2);
+	}
+	n->jobs = supervisor_jobs(n->sup);
+	AT_NODE(n, supervisor_start(n->sup));
 }
 
 /* The process is gone: the kernel closes its sockets; systemd starts it
@@ -2498,12 +2608,14 @@ static void node_gone(struct node *n, double reboot_after)
 {
 	n->up = false;
 	n->frozen = false;
-	n->wake_gen++;
+	n->exiting = false;
 	n->n_pend = 0;
 	n->rnd[R_CLAIM].open = n->rnd[R_CHECK].open = false;
 	n->steady_since = INFINITY;
-	/* a dead process runs nothing: its statement is not answered; its
-	 * jobs are freed at its next start (node_exit may run inside them) */
+	/* a dead process runs nothing: its statements are not answered; its
+	 * supervisor is freed at its next start */
+	n->lock.q_waiting = n->lock.q_in_flight = false;
+	n->lock.q_fn = NULL;
 	n->fence.q_waiting = n->fence.q_in_flight = false;
 	n->fence.q_fn = NULL;
 	cs_close(n, &n->lock);
@@ -2514,8 +2626,10 @@ static void node_gone(struct node *n, double reboot_after)
 
 static void node_exit(struct node *n, const char *why)
 {
-	say(1u << n->i, "%s: pgleader %s with code %d", n->name, why,
-	    election_exit_code(&n->el));
+	int code;
+
+	AT_NODE(n, code = supervisor_exit_code(n->sup));
+	say(1u << n->i, "%s: pgleader %s with code %d", n->name, why, code);
 	if (cmd_alive(n))
 		fail_at(1u << n->i, "%s: pgleader exited while its command is alive",
 			n->name);
@@ -2528,8 +2642,8 @@ static void node_kill(struct node *n)
 	say(1u << n->i, "%s: kill -9", n->name);
 	/* the kernel kills the command in the same exit that closes the
 	 * sessions; the guard kills the rest of its group at once */
-	for (int k = -1; k < n->n_procs; k++) {
-		struct child *ch = k < 0 ? &n->ch : n->procs[k];
+	for (int k = 0; k < n->n_procs; k++) {
+		struct child *ch = n->procs[k];
 
 		if (ch && ch->alive) {
 			ch->alive = false;
@@ -2557,7 +2671,7 @@ static bool parted_from_leader(const struct node *n)
 {
 	for (int j = 0; j < W.n; j++)
 		if (j != n->i && (n->members >> j & 1) && W.part_nn[n->i][j] &&
-		    W.nodes[j].up && election_runs_command(election_snapshot(&W.nodes[j].el)))
+		    W.nodes[j].up && election_runs_command(election_snapshot(W.nodes[j].el)))
 			return true;
 	return false;
 }
@@ -2582,21 +2696,16 @@ static void node_thaw(struct node *n)
 	 * readable (ev_invoke_pending walks the pending array backwards).
 	 * The decider must be safe in the other order too (finding 3, fixed:
 	 * a ping reply read late counted as fresh): odd seeds use it. */
-	if (!io_first)
-		push((struct simev){ .t = T, .kind = K_WAKE, .node = n->i,
-				     .gen = n->wake_gen });
-	for (size_t k = 0; k < n->n_pend; k++) {
-		struct simev e = n->pend[k];
+	for (int timers = !io_first, pass = 0; pass < 2; pass++, timers = !timers)
+		for (size_t k = 0; k < n->n_pend; k++) {
+			struct simev e = n->pend[k];
 
-		if (e.kind == K_WAKE)
-			continue;
-		e.t = T;
-		push(e);
-	}
+			if ((e.kind == K_EVTIMER) != timers)
+				continue;
+			e.t = T;
+			push(e);
+		}
 	n->n_pend = 0;
-	if (io_first)
-		push((struct simev){ .t = T, .kind = K_WAKE, .node = n->i,
-				     .gen = n->wake_gen });
 }
 
 /* ---- the invariants, after every event ---------------------------------- */
@@ -2613,7 +2722,7 @@ static bool node_exempt(int i)
  * does its token, although the new lock session read a newer one. */
 static void check_token(struct node *n)
 {
-	const struct election_snapshot *s = election_snapshot(&n->el);
+	const struct election_snapshot *s = election_snapshot(n->el);
 	bool same_term = n->i == W.last_token_node && n->inc == W.last_inc &&
 			 s->term == W.last_term;
 
@@ -2660,12 +2769,13 @@ static const char *tick_text(int64_t ms, char *buf, size_t len)
  * first command of that tick, in the whole fleet, under any fault. */
 static void check_run_start(struct node *n, struct child *ch)
 {
-	const char *job = W.job_name[ch->job];
+	const char *job;
 	struct lrow *r;
 	char at[32];
 
-	if (!W.sched[ch->job])
+	if (ch->job < 0 || !W.sched[ch->job])
 		return;
+	job = W.job_name[ch->job];
 	if (ch->run_id <= 0) {
 		fail_at(1u << n->i, "%s: a run of scheduled job %s starts without a "
 			"tick claimed in the ledger", n->name, job);
@@ -2702,10 +2812,12 @@ static bool holds(const struct csess *c, int k)
 
 static bool node_steady(struct node *n)
 {
-	const struct election_snapshot *s = election_snapshot(&n->el);
+	const struct election_snapshot *s;
 
-	if (!n->up || n->frozen || !n->jobs || W.part_db[n->i] || !W.db_up ||
-	    s->state != ELECTION_LEADER || !s->command_active)
+	if (!n->up || n->frozen || !n->jobs || W.part_db[n->i] || !W.db_up)
+		return false;
+	s = election_snapshot(n->el);
+	if (s->state != ELECTION_LEADER || !s->command_active)
 		return false;
 	if (!holds(&n->lock, 0) || !holds(&n->fence, 1))
 		return false;
@@ -2832,9 +2944,9 @@ static void note_leader(void)
 	if (T < W.faults_end || isfinite(W.led_after_heal))
 		return;
 	for (int i = 0; i < W.n; i++)
-		if (W.nodes[i].up && W.nodes[i].el.state == ELECTION_LEADER &&
-		    (W.nodes[i].jobs ? election_snapshot(&W.nodes[i].el)->command_active
-		     : W.nodes[i].ch.alive))
+		if (W.nodes[i].up && W.nodes[i].el->state == ELECTION_LEADER &&
+		    (W.nodes[i].jobs ? election_snapshot(W.nodes[i].el)->command_active
+		     : cmd_alive(&W.nodes[i])))
 			W.led_after_heal = T;
 }
 
@@ -2879,10 +2991,10 @@ static void check_command_tokens(void)
 {
 	for (int i = 0; i < W.n; i++) {
 		const struct node *n = &W.nodes[i];
-		uint64_t shown = election_snapshot(&n->el)->fencing_token;
+		uint64_t shown = n->up ? election_snapshot(n->el)->fencing_token : 0;
 
-		for (int k = -1; n->up && k < n->n_procs; k++) {
-			const struct child *ch = k < 0 ? &n->ch : n->procs[k];
+		for (int k = 0; n->up && k < n->n_procs; k++) {
+			const struct child *ch = n->procs[k];
 
 			if (ch && ch->alive && shown != ch->token)
 				fail_at(1u << i, "%s: the snapshot shows fencing token %"
@@ -2900,7 +3012,7 @@ static unsigned alive_of(int j)
 	for (int i = 0; i < W.n; i++) {
 		const struct node *n = &W.nodes[i];
 		const struct child *ch = n->jobs ? (j < n->n_procs ? n->procs[j] : NULL)
-				       : j == 0 ? &n->ch : NULL;
+				       : j == 0 ? n->procs[0] : NULL;
 
 		if (ch && ch->alive)
 			m |= 1u << i;
@@ -2921,9 +3033,9 @@ static unsigned alive_of(int j)
 
 static bool could_queue(const struct node *n)
 {
-	return n->up && !n->frozen && n->el.state == ELECTION_STANDBY &&
+	return n->up && !n->frozen && n->el->state == ELECTION_STANDBY &&
 	       n->lock.phase != PH_CLOSED && n->lock.phase != PH_CONNECTING &&
-	       n->el.hold_until <= n->el.snap.now && n->el.p.priority > 0;
+	       n->el->hold_until <= n->el->snap.now && n->el->p.priority > 0;
 }
 
 static double queue_empty_since; /* INFINITY: not empty, or no matter */
@@ -2954,8 +3066,8 @@ static unsigned queue_standbys(void)
 
 	for (int i = 0; i < W.n; i++) {
 		const struct node *n = &W.nodes[i];
-		bool polling = n->up && n->el.state == ELECTION_STANDBY && n->el.polling &&
-			       !n->el.ctl_pending && !n->el.child_running;
+		bool polling = n->up && n->el->state == ELECTION_STANDBY && n->el->polling &&
+			       !n->el->ctl_pending && !n->el->child_running;
 
 		if (could_queue(n))
 			standbys |= 1u << i;
@@ -3018,9 +3130,9 @@ static void check_failsafe_leaders(void)
 
 		if (!cmd_alive(n) || !n->up || node_exempt(i))
 			continue;
-		if (n->el.state == ELECTION_FAILSAFE)
+		if (n->el->state == ELECTION_FAILSAFE)
 			fs = i;
-		else if (n->el.state == ELECTION_LEADER)
+		else if (n->el->state == ELECTION_LEADER)
 			ld = i;
 	}
 	check_command_tokens();
@@ -3222,7 +3334,7 @@ static void fault_node_or_controls(const struct simev *e)
 		return;
 	case F_SIGTERM:
 		if (n->up && !n->frozen)
-			sup_dispatch(n, ELECTION_SHUTDOWN, "SIGTERM");
+			send_signal(n, SIGTERM);
 		return;
 	case F_SWITCHOVER: /* asked of the node running the command */
 		if (W.switchover && T < W.so_until)
@@ -3351,94 +3463,20 @@ static void child_exit(const struct simev *e)
 				     .op = N_CHILD_GONE, .gen = e->gen, .status = e->status });
 }
 
-/* The operator controls (DESIGN 11): none is ever in force here; a read
- * answers after a round trip on the fence session that asked, or fails as
- * ledger.c's does when that session is gone. */
-/* A controls read over the fence session (skind 1) or, a polling
- * standby's (DESIGN 15), over the lock session (skind 0). DIFFERS: the
- * read does not hold up the lock session's next try, as lease.c's
- * statements do. */
-static void controls_read_on(struct node *n, const struct csess *c)
-{
-	double there = net_delay(n->i, 0) - T, back = net_delay(n->i, 1) - T;
-	double at = T + there;
-	double locked = at >= W.ctl_locked_from ? W.ctl_locked_until : -INFINITY;
-	/* behind the ALTER TABLE's lock: answered when it ends, or an error
-	 * at lock_timeout */
-	bool fails = at < locked && locked > at + W.retry;
-
-	if (at < locked)
-		at = fails ? at + W.retry : locked;
-	push((struct simev){ .t = at + back, .kind = K_NOTIFY, .node = n->i,
-			     .op = N_CONTROLS, .skind = c->skind, .gen = c->conn, .status = fails });
-}
-
-static void controls_read(struct node *n)
-{
-	controls_read_on(n, &n->fence);
-}
-
-static void lock_controls_read(struct node *n)
-{
-	controls_read_on(n, &n->lock);
-}
-
-static void controls_answer(struct node *n, const struct simev *e)
-{
-	static struct election_controls c;
-	struct election_event ev = { .type = ELECTION_CONTROLS,
-		.controls = { .news = ELECTION_CONTROLS_READ, .in_force = &c } };
-	const struct csess *sess = e->skind ? &n->fence : &n->lock;
-
-	/* what the ledger holds as the read reaches it */
-	c = (struct election_controls){ .readable = true, .paused = W.paused,
-		.paused_by = "sim", .paused_at = "T", .target = "", .leader = "",
-		.asked_by = "sim", .asked_at = "T" };
-	if (W.switchover && T < W.so_until) {
-		c.switchover = true;
-		c.leader = W.nodes[W.so_leader].name;
-		c.target = W.so_target == NOBODY ? "" : W.nodes[W.so_target].name;
-		c.left = W.so_until - T;
-	}
-
-	if (sess->conn != e->gen || sess->phase < PH_READY || W.part_db[n->i]) {
-		ev.controls.news = ELECTION_CONTROLS_FAILED;
-		ev.controls.session_lost = true;
-		ev.reason = e->skind ? "fence session lost" : "lock session lost";
-	} else if (e->status) {
-		ev.controls.news = ELECTION_CONTROLS_FAILED;
-		ev.reason = "canceling statement due to lock timeout";
-	} else if (n->jobs && (n->el.state == ELECTION_LEADER ||
-			       election_snapshot(&n->el)->command_active)) {
-		/* supervisor.c's jobs_pauses: the whole lock's pause */
-		AT_NODE(n, jobs_set_paused(n->jobs, c.paused, NULL, NULL, NULL, 0,
-					   "sim", "T"));
-	}
-	if (ev.controls.news == ELECTION_CONTROLS_READ) {
-		n->ctl_read = true;
-		n->ctl_paused = c.paused;
-	}
-	sup_enqueue(n, &ev);
-}
-
 static void notify(struct node *n, const struct simev *e)
 {
-	struct child *ch = e->op == N_CONTROLS ? NULL : proc_of(n, e->gen);
+	struct child *ch = proc_of(n, e->gen);
 
-	if (e->op == N_CHILD_GONE && n->jobs) {
-		/* child.c's reaping: the job layer hears its run is gone */
+	if (e->op == N_CHILD_GONE) {
+		/* child.c's reaping: its owner hears the command is gone */
 		if (ch && ch->running) {
 			ch->running = false;
 			AT_NODE(n, ch->on_gone(ch->arg, e->status));
 		}
-	} else if (e->op == N_CHILD_GONE) {
-		sup_command(n, ELECTION_COMMAND_GONE, 0, e->status);
 	} else if (e->op == N_GRACE && ch && ch->alive) {
 		proc_kill(n, ch, "grace period over");
-		if (!n->jobs) /* child_on_killed: the jobs do not ask */
-			sup_command(n, ELECTION_COMMAND_KILLED, 0, 0);
-	} else if (e->op == N_CONTROLS) {
-		controls_answer(n, e);
+		if (ch->on_killed) /* child_on_killed: the jobs do not ask */
+			AT_NODE(n, ch->on_killed(ch->arg));
 	}
 }
 
@@ -3486,10 +3524,6 @@ static void handle_node(const struct simev *e)
 	if (!(n = for_node(e)))
 		return;
 	switch ((int)e->kind) {
-	case K_WAKE:
-		if (e->gen == n->wake_gen)
-			sup_dispatch(n, ELECTION_TICK, NULL);
-		return;
 	case K_TO_NODE: server_message(n, e); return;
 	case K_NOTIFY: notify(n, e); return;
 	case K_EVTIMER: evtimer_fire(n, e->gen); return;
@@ -3739,7 +3773,7 @@ static void teardown(void)
 	uint64_t checked = W.ticks_checked, ticks = W.ticks_run;
 
 	for (int i = 0; i < W.n; i++) {
-		jobs_close(&W.nodes[i]);
+		node_free_supervisor(&W.nodes[i]);
 		if (W.nodes[i].cfg_ok)
 			config_free(&W.nodes[i].cfg);
 		free(W.nodes[i].pend);
@@ -3819,6 +3853,15 @@ static void setup(uint64_t seed)
 }
 
 /* Runs one seed; true when every invariant held. */
+/* A node whose loop was broken (ev_break) exits, as main.c does after
+ * ev_run returns. */
+static void exits_now(void)
+{
+	for (int i = 0; i < W.n; i++)
+		if (W.nodes[i].up && W.nodes[i].exiting)
+			node_exit(&W.nodes[i], "exits");
+}
+
 static bool run(uint64_t seed)
 {
 	io_first = order_opt == ORDER_IO_FIRST ||
@@ -3834,6 +3877,7 @@ static bool run(uint64_t seed)
 		T = e.t;
 		n_simev++;
 		handle(&e);
+		exits_now();
 		check_invariants();
 	}
 	if (!W.failed && !(W.led_after_heal <= W.faults_end + liveness_bound()))
@@ -3953,8 +3997,6 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			with_controls = true;
 		else if (!strcmp(argv[i], "--jobs"))
 			with_jobs = true;
-		else if (!strcmp(argv[i], "--no-fix-lock-pid"))
-			nofix_lock_pid = true;
 		else if (!strcmp(argv[i], "--trace"))
 			trace_live = true;
 		else if (i + 1 < argc && value_option(argv[i], argv[i + 1], o))
