@@ -260,10 +260,13 @@ JOBS_SEEDS ?= 500
 # timers, commands and statements the simulator's models.
 SIM_OTHER_SRCS := src/supervisor.c src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
 	src/jobs.c src/tickplan.c src/ledger.c src/ledger_sql.c
-SIM_SRCS := tests/sim/sim.c $(ELECTION_SRCS) $(SIM_OTHER_SRCS)
+# the simulator's own files: its core, the models, the ports, the checks
+SIM_FILES := tests/sim/sim.c tests/sim/network.c tests/sim/database.c \
+	tests/sim/ports.c tests/sim/invariants.c tests/sim/faults.c
+SIM_SRCS := $(SIM_FILES) $(ELECTION_SRCS) $(SIM_OTHER_SRCS)
 SIM_LIBS := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null) -lm
 SIM_DEFS := -Dclock_gettime=sim_clock_gettime -Wl,--wrap=election_init,--wrap=election_step
-$(B)tests/sim/sim: $(SIM_SRCS) $(DEPS)
+$(B)tests/sim/sim: $(SIM_SRCS) tests/sim/sim.h $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(SIM_DEFS) $(ALL_LDFLAGS) -Isrc -o $@ $(SIM_SRCS) $(SIM_LIBS)
 .PHONY: sim sim-mutants
