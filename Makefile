@@ -255,9 +255,12 @@ SEEDS ?= 5000
 CONTROLS_SEEDS ?= 2000
 # Seeds with jobs (DESIGN 10): schedules, the ledger, the tick invariants.
 JOBS_SEEDS ?= 500
-# The job layer of DESIGN 10 is linked too (jobs.c, tickplan.c, ledger.c
-# and its SQL texts): its clock is the simulated node's (SIM_DEFS), its
-# timers, commands and statements the simulator's models.
+# The daemon's supervisor.c is linked too, and the job layer of DESIGN 10
+# (jobs.c, tickplan.c, ledger.c and its SQL texts): their clock is the
+# simulated node's (SIM_DEFS), their I/O (sessions, statements, commands,
+# timers, failsafe peers) the ports of tests/sim/ports.c over the models.
+# The linker wraps election_init and election_step, so that the simulator
+# knows each node's election (the invariants) and traces each step.
 SIM_OTHER_SRCS := src/supervisor.c src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
 	src/jobs.c src/tickplan.c src/ledger.c src/ledger_sql.c
 # the simulator's own files: its core, the models, the ports, the checks
@@ -338,8 +341,8 @@ shellcheck:
 			printf '%s\n' "$$f"; \
 	done | xargs -r shellcheck
 
-# No function in src/ or tests/sim/ over 60 lines or over a complexity of 15 (either of
-# pmccabe's two: modified and traditional cyclomatic).
+# No function in src/ or tests/sim/ over 60 lines or over a complexity of
+# 15 (either of pmccabe's two: modified and traditional cyclomatic).
 complexity:
 	@pmccabe src/*.c tests/sim/*.c | awk '$$1 > 15 || $$2 > 15 || $$5 > 60 { \
 		printf "complexity: %s %s: complexity %d/%d, %d lines (bounds 15, 60)\n", \
