@@ -842,13 +842,109 @@ double lease_connect_timeout(const struct lease *l)
 	return 10.25; /* libpq's connect_timeout of one host, as lease.c's */
 }
 
-void lease_connect(struct lease *l) { cs_connect(node_of_lease(l), sess_of(l)); }
-void lease_try_lock(struct lease *l) { cs_lock(node_of_lease(l), sess_of(l), false); }
-void lease_wait_lock(struct lease *l) { cs_lock(node_of_lease(l), sess_of(l), true); }
-void lease_ping(struct lease *l) { cs_ping(node_of_lease(l), sess_of(l)); }
-void lease_unlock(struct lease *l) { cs_unlock(node_of_lease(l), sess_of(l)); }
-void lease_release(struct lease *l) { cs_release(node_of_lease(l), sess_of(l)); }
-void lease_disconnect(struct lease *l) { cs_close(node_of_lease(l), sess_of(l)); }
+/* ---- what the election may ask of its sessions ---------------------------
+ *
+ * lease.c copes with any call, but the election asks only what the
+ * session it knows can do: each request below is checked against the
+ * session's state as the election last heard of it (the contract
+ * test_election.c's random world checked against a world of its own). */
+
+/* The session holds its key, as the election heard (a fence's ACQUIRED
+ * comes at the grant, before its claim is answered). */
+static bool sess_held(const struct csess *c)
+{
+	return c->phase == PH_HELD || c->phase == PH_PINGING ||
+	       (c->phase == PH_CLAIMING && c->skind) ||
+	       (c->phase == PH_QUERYING && c->q_back == PH_HELD);
+}
+
+static const char *const sess_names[] = { "lock", "fence" };
+
+/* A lock or fence request: the session is open and idle (or busy with a
+ * statement, after which the request goes), none in flight, not held. */
+static void check_lock_request(struct node *n, const struct csess *c)
+{
+	bool idle = c->phase == PH_READY ||
+		    (c->phase == PH_QUERYING && c->q_back == PH_READY && !c->want_lock);
+
+	if (!idle)
+		fail_at(1u << n->i, "%s: the election asks for the %s on a session that "
+			"is %s", n->name, sess_names[c->skind], sess_held(c)
+			? "holding it" : "not open and idle (a request in flight?)");
+}
+
+/* A ping: the session holds its key; the lock's, with no ping in flight. */
+static void check_ping(struct node *n, const struct csess *c)
+{
+	if (!c->skind && c->phase == PH_PINGING)
+		fail_at(1u << n->i, "%s: a second ping of the lock in flight", n->name);
+	else if (!sess_held(c) && c->phase != PH_UNLOCKING)
+		fail_at(1u << n->i, "%s: a ping of the %s without it", n->name,
+			sess_names[c->skind]);
+}
+
+/* The fence is never let go of while the command lives, unless SIGKILL
+ * was sent (then the fence no longer matters); the lock is released only
+ * once the command is gone, with no lock request in flight. */
+static void check_let_go(struct node *n, const struct csess *c)
+{
+	bool alive = cmd_alive(n) && !n->el->killing;
+
+	if (c->skind && sess_held(c) && alive)
+		fail_at(1u << n->i, "%s: the fence let go of while the command lives",
+			n->name);
+	if (!c->skind && (cmd_alive(n) || c->phase == PH_LOCKING))
+		fail_at(1u << n->i, "%s: the lock released %s", n->name, cmd_alive(n)
+			? "while the command lives" : "with a lock request in flight");
+}
+
+void lease_connect(struct lease *l)
+{
+	struct node *n = node_of_lease(l);
+	struct csess *c = sess_of(l);
+
+	if (c->phase != PH_CLOSED)
+		fail_at(1u << n->i, "%s: the election connects its %s session while one "
+			"is open", n->name, sess_names[c->skind]);
+	cs_connect(n, c);
+}
+
+void lease_try_lock(struct lease *l)
+{
+	check_lock_request(node_of_lease(l), sess_of(l));
+	cs_lock(node_of_lease(l), sess_of(l), false);
+}
+
+void lease_wait_lock(struct lease *l)
+{
+	check_lock_request(node_of_lease(l), sess_of(l));
+	cs_lock(node_of_lease(l), sess_of(l), true);
+}
+
+void lease_ping(struct lease *l)
+{
+	check_ping(node_of_lease(l), sess_of(l));
+	cs_ping(node_of_lease(l), sess_of(l));
+}
+
+void lease_unlock(struct lease *l)
+{
+	check_let_go(node_of_lease(l), sess_of(l));
+	cs_unlock(node_of_lease(l), sess_of(l));
+}
+
+void lease_release(struct lease *l)
+{
+	check_let_go(node_of_lease(l), sess_of(l));
+	cs_release(node_of_lease(l), sess_of(l));
+}
+
+void lease_disconnect(struct lease *l)
+{
+	if (sess_of(l)->skind)
+		check_let_go(node_of_lease(l), sess_of(l));
+	cs_close(node_of_lease(l), sess_of(l));
+}
 int64_t lease_key(const struct lease *l) { (void)l; return W.p.lock_key; }
 uint64_t lease_fencing_token(const struct lease *l) { return sess_of(l)->token; }
 int lease_queue_ahead(const struct lease *l) { return sess_of(l)->ahead; }
@@ -975,6 +1071,9 @@ static void check_start(struct node *n)
 			n->jobs ? "a run of its jobs" : "its command");
 		return;
 	}
+	if (!sess_held(&n->lock) || n->lock.phase == PH_CLAIMING || !sess_held(&n->fence))
+		fail_at(1u << n->i, "%s: the command starts without %s (as the election "
+			"heard)", n->name, !sess_held(&n->fence) ? "the fence" : "the lock");
 	check_token(n);
 	if (!n->jobs && (!n->ctl_read || n->ctl_paused))
 		fail_at(1u << n->i, "%s: the command starts %s", n->name, !n->ctl_read
