@@ -224,8 +224,12 @@ static bool expand_owner(char *buf, size_t len, const char *tmpl, const char *sc
 		} else if (p[0] == '@' && (p[1] == 'S' || p[1] == 'L')) {
 			n = snprintf(buf + at, len - at, p[1] == 'S' ? "\"%s\"" : "'%s'", schema);
 			p++;
+		} else if (len - at > 1) { /* a plain character: no printf per byte */
+			buf[at] = *p;
+			buf[at + 1] = '\0';
+			n = 1;
 		} else {
-			n = snprintf(buf + at, len - at, "%c", *p);
+			n = 1; /* does not fit: refused below */
 		}
 		if (n < 0 || (size_t)n >= len - at) {
 			buf[0] = '\0';

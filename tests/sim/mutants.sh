@@ -41,7 +41,7 @@ for patch in "$here"/mutants/*.patch; do
 		rest="$rest $dir/src/${f#src/}"
 	done
 	# shellcheck disable=SC2086 # word lists on purpose
-	"$cc" "$@" -I"$dir/src" -o "$dir/sim" tests/sim/sim.c $srcs $rest \
+	"$cc" "$@" -I"$dir/src" -o "$dir/sim" "$here"/*.c $srcs $rest \
 		$SIM_LIBS
 	# a mutant of the operator controls runs the controls' seeds
 	extra=""

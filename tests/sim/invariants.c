@@ -1,0 +1,441 @@
+/* invariants.c: what the simulator checks after every event
+ * (tests/sim/README.md): one command at a time but for the exempt faults
+ * and their bounds, the fencing tokens, failsafe, the lock's queue, the
+ * ticks of the jobs, and the liveness bound. */
+#include "sim.h"
+
+/* ---- the invariants, after every event ---------------------------------- */
+
+/* The man page's SAFETY section exempts some faults from "one command at
+ * a time", each with a bound; a node is covered while its window lasts. */
+static bool node_exempt(int i)
+{
+	return W.nodes[i].frozen || T < W.exempt_node_until[i];
+}
+
+/* A command starts with its term's token: a new term's is the one its lock
+ * session read. Back from failsafe the term goes on (DESIGN 9), and so
+ * does its token, although the new lock session read a newer one. */
+void check_token(struct node *n)
+{
+	const struct election_snapshot *s = election_snapshot(n->el);
+	bool same_term = n->i == W.last_token_node && n->inc == W.last_inc &&
+			 s->term == W.last_term;
+
+	if (same_term)
+		return; /* a restart of the command, or back from failsafe */
+	if (s->fencing_token != n->lock.token) {
+		fail_at(1u << n->i, "%s: the snapshot's fencing token %" PRIu64
+			" is not the session's %" PRIu64, n->name,
+			s->fencing_token, n->lock.token);
+		return;
+	}
+	/* inside an exempt overlap an older term's command may start after a
+	 * newer one (its fence grant was late): the token is what fences it */
+	if (s->fencing_token <= W.last_token && !node_exempt(n->i) &&
+	    T >= W.exempt_db_until)
+		fail_at(1u << n->i | (W.last_token_node >= 0 ? 1u << W.last_token_node : 0),
+			"%s: term %" PRIu64 " starts its command with fencing token %"
+			PRIu64 ", not above the previous term's %" PRIu64 " (%s)",
+			n->name, s->term, s->fencing_token, W.last_token,
+			node_name(W.last_token_node));
+	if (s->fencing_token < W.last_token)
+		return;
+	W.last_token = s->fencing_token;
+	W.last_token_node = n->i;
+	W.last_inc = n->inc;
+	W.last_term = s->term;
+}
+
+/* ---- ticks (DESIGN 10) -------------------------------------------------- */
+
+static const char *tick_text(int64_t ms, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.3f", t_of_ms(ms));
+	return buf;
+}
+
+/* A run of a scheduled job starts: its tick was claimed in the ledger by
+ * this node's term (the row's token is the command's), and it is the
+ * first command of that tick, in the whole fleet, under any fault. */
+void check_run_start(struct node *n, struct child *ch)
+{
+	const char *job;
+	struct lrow *r;
+	char at[32];
+
+	if (ch->job < 0 || !W.sched[ch->job])
+		return;
+	job = W.job_name[ch->job];
+	if (ch->run_id <= 0) {
+		fail_at(1u << n->i, "%s: a run of scheduled job %s starts without a "
+			"tick claimed in the ledger", n->name, job);
+		return;
+	}
+	r = row_by_id(ch->run_id);
+	if (!r) {
+		fail_at(1u << n->i, "%s: job %s's run %" PRId64 " has no row", n->name,
+			job, ch->run_id);
+		return;
+	}
+	ch->tick = r->tick;
+	if (r->token != ch->token || r->node != n->i || r->finished)
+		fail_at(1u << n->i, "%s: job %s's run for tick %s starts with token %"
+			PRIu64 ", its row is %s's, token %" PRIu64 ", %s", n->name, job,
+			tick_text(r->tick, at, sizeof(at)), ch->token, node_name(r->node),
+			r->token, r->outcome);
+	if (++r->starts > 1)
+		fail_at(1u << n->i, "job %s's tick %s runs a second time (%s, token %"
+			PRIu64 ")", job, tick_text(r->tick, at, sizeof(at)), n->name,
+			ch->token);
+	W.ticks_run++;
+}
+
+/* A node leads steadily: its jobs' ticks are planned this term (each has
+ * a next tick), it holds the lock and the fence with the sessions it
+ * knows, nothing paused, nothing parted, frozen or restarting. */
+/* Whether the server's holder of the lock (k 0) or the fence (k 1) is
+ * session c. */
+static bool holds(const struct csess *c, int k)
+{
+	return W.holder[k] >= 0 && W.s[W.holder[k]].conn == c->conn;
+}
+
+static bool node_steady(struct node *n)
+{
+	const struct election_snapshot *s;
+
+	if (!n->up || n->frozen || !n->jobs || W.part_db[n->i] || !W.db_up)
+		return false;
+	s = election_snapshot(n->el);
+	if (s->state != ELECTION_LEADER || !s->command_active)
+		return false;
+	if (!holds(&n->lock, 0) || !holds(&n->fence, 1))
+		return false;
+	for (int j = 0; j < W.n_jobs; j++) {
+		struct jobs_view v;
+
+		jobs_view(n->jobs, (size_t)j, &v);
+		if (v.paused || (W.sched[j] && v.next_tick == 0))
+			return false;
+	}
+	return true;
+}
+
+/* A fault or a heal: every steady period starts again. */
+void unsteady(void)
+{
+	for (int i = 0; i < W.n; i++)
+		W.nodes[i].steady_since = INFINITY;
+}
+
+/* Tick t of job j, TICK_MARGIN after it fell: when a node led steadily
+ * from before it until now, the tick has a row, and it is not "missed"
+ * (it ran, or was skipped because the run before was still going). */
+static void check_tick(int j, int64_t t)
+{
+	bool steady = false;
+	struct lrow *r;
+	char at[32];
+
+	for (int i = 0; i < W.n; i++)
+		steady |= W.nodes[i].steady_since <= t_of_ms(t) - net_slack;
+	if (!steady)
+		return;
+	W.ticks_checked++;
+	r = row_at(j, t);
+	if (!r || !strcmp(r->outcome, "missed"))
+		fail_at((1u << W.n) - 1, "job %s's tick %s fell while a node led "
+			"steadily, and %.1fs later it %s", W.job_name[j],
+			tick_text(t, at, sizeof(at)), TICK_MARGIN,
+			r ? "is recorded missed" : "has no row");
+}
+
+static void check_ticks(void)
+{
+	for (int i = 0; i < W.n; i++) {
+		struct node *n = &W.nodes[i];
+
+		if (!n->jobs || !node_steady(n))
+			n->steady_since = INFINITY;
+		else if (!isfinite(n->steady_since))
+			n->steady_since = T;
+	}
+	for (int j = 0; j < W.n_jobs; j++) {
+		while (W.sched[j] && W.check_tick[j] != SCHEDULE_NEVER &&
+		       T >= t_of_ms(W.check_tick[j] + W.jitter_ms[j]) + TICK_MARGIN) {
+			check_tick(j, W.check_tick[j]);
+			W.check_tick[j] = schedule_next(W.sched[j], W.check_tick[j]);
+		}
+	}
+}
+
+/* At the end: no tick is lost silently. From each job's first row to
+ * the last planned tick every tick has a row, but the older ticks of a
+ * long gap: tickplan records the newest TICKPLAN_ROWS missed ticks of a
+ * gap one row each and counts the others in the log (exempt: a stretch
+ * without rows right before TICKPLAN_ROWS missed rows). */
+/* Job j's first tick with a row, or INT64_MAX. */
+static int64_t first_row(int j)
+{
+	int64_t first = INT64_MAX;
+
+	for (size_t k = 0; k < W.n_rows; k++)
+		if (job_index(W.rows[k].job) == j && W.rows[k].tick < first)
+			first = W.rows[k].tick;
+	return first;
+}
+
+/* A gap of job j's ticks without a row from t on: the tick after it (a
+ * row's, or past limit), or SCHEDULE_NEVER when the gap is a hole, not
+ * the older ticks of a long gap that tickplan records TICKPLAN_ROWS of. */
+static int64_t gap_end(int j, int64_t t, int64_t limit)
+{
+	int64_t u;
+	int missed = 0;
+
+	for (u = t; u != SCHEDULE_NEVER && u <= limit && !row_at(j, u);)
+		u = schedule_next(W.sched[j], u);
+	for (int64_t m = u; m != SCHEDULE_NEVER && row_at(j, m) &&
+	     !strcmp(row_at(j, m)->outcome, "missed") && missed < TICKPLAN_ROWS;
+	     m = schedule_next(W.sched[j], m))
+		missed++;
+	if (missed < TICKPLAN_ROWS) {
+		char a[32], b[32];
+
+		fail_at((1u << W.n) - 1, "job %s's ticks from %s on (before %s) "
+			"have no row: lost without a trace", W.job_name[j],
+			tick_text(t, a, sizeof(a)), tick_text(u, b, sizeof(b)));
+		return SCHEDULE_NEVER;
+	}
+	return u;
+}
+
+void check_lost(void)
+{
+	int64_t limit = db_ms() - (int64_t)(TICK_MARGIN * 1000);
+
+	for (int j = 0; j < W.n_jobs && !W.failed; j++) {
+		int64_t t;
+
+		for (t = first_row(j); W.sched[j] && t != INT64_MAX && t != SCHEDULE_NEVER &&
+		     t <= limit - W.jitter_ms[j]; t = schedule_next(W.sched[j], t)) {
+			if (row_at(j, t))
+				continue;
+			t = gap_end(j, t, limit);
+			if (t == SCHEDULE_NEVER)
+				return;
+		}
+	}
+}
+
+/* Liveness: when, after the last fault, a node first led with its command. */
+static void note_leader(void)
+{
+	if (T < W.faults_end || isfinite(W.led_after_heal))
+		return;
+	for (int i = 0; i < W.n; i++)
+		if (W.nodes[i].up && W.nodes[i].el->state == ELECTION_LEADER &&
+		    (W.nodes[i].jobs ? election_snapshot(W.nodes[i].el)->command_active
+		     : cmd_alive(&W.nodes[i])))
+			W.led_after_heal = T;
+}
+const char *const overlap_names[OV_N] = { "database restart or failover",
+	"leader frozen", "both sessions ended" };
+double overlap_max[OV_N];
+uint64_t overlap_seed[OV_N];
+uint64_t cur_seed;
+double overlap_began = INFINITY;
+static int overlap_kind;
+
+static void measure_overlap(unsigned alive)
+{
+	if (__builtin_popcount(alive) > 1 && !isfinite(overlap_began)) {
+		overlap_began = T;
+		overlap_kind = OV_SESSIONS;
+		if (db_exempt())
+			overlap_kind = OV_DB;
+		for (int i = 0; i < W.n; i++)
+			if ((alive >> i & 1) && (W.nodes[i].frozen || (node_exempt(i) &&
+			    !strcmp(W.exempt_node_why[i], "leader frozen"))))
+				overlap_kind = OV_FROZEN;
+		return;
+	}
+	if (__builtin_popcount(alive) > 1 || !isfinite(overlap_began))
+		return;
+	if (T - overlap_began > overlap_max[overlap_kind]) {
+		overlap_max[overlap_kind] = T - overlap_began;
+		overlap_seed[overlap_kind] = cur_seed;
+	}
+	overlap_began = INFINITY;
+}
+
+/* One token is the truth: /status and the metrics (the snapshot) show the
+ * token each running command was started with (known.txt had it as
+ * finding 1: a command restarted after a failsafe regain got the new lock
+ * session's token, the snapshot kept the term's). */
+static void check_command_tokens(void)
+{
+	for (int i = 0; i < W.n; i++) {
+		const struct node *n = &W.nodes[i];
+		uint64_t shown = n->up ? election_snapshot(n->el)->fencing_token : 0;
+
+		for (int k = 0; n->up && k < n->n_procs; k++) {
+			const struct child *ch = n->procs[k];
+
+			if (ch && ch->alive && shown != ch->token)
+				fail_at(1u << i, "%s: the snapshot shows fencing token %"
+					PRIu64 ", its command (pid %d) was started with %"
+					PRIu64, n->name, shown, ch->pid, ch->token);
+		}
+	}
+}
+
+/* The nodes where job j's command (the single command: j 0) is alive. */
+static unsigned alive_of(int j)
+{
+	unsigned m = 0;
+
+	for (int i = 0; i < W.n; i++) {
+		const struct node *n = &W.nodes[i];
+		const struct child *ch = n->jobs ? (j < n->n_procs ? n->procs[j] : NULL)
+				       : j == 0 ? n->procs[0] : NULL;
+
+		if (ch && ch->alive)
+			m |= 1u << i;
+	}
+	return m;
+}
+
+static bool could_queue(const struct node *n)
+{
+	return n->up && !n->frozen && n->el->state == ELECTION_STANDBY &&
+	       n->lock.phase != PH_CLOSED && n->lock.phase != PH_CONNECTING &&
+	       n->el->hold_until <= n->el->snap.now && n->el->p.priority > 0;
+}
+
+double queue_empty_since; /* INFINITY: not empty, or no matter */
+
+/* The nodes waiting in the lock's queue, a bit each; never more than
+ * queue_depth of them. */
+static unsigned queue_waiting(void)
+{
+	unsigned waiting = 0;
+	int n_waiting = 0;
+
+	for (int k = 0; k < W.n_s; k++)
+		if (W.s[k].alive && !W.s[k].skind && W.s[k].waiting) {
+			waiting |= 1u << W.s[k].node;
+			n_waiting++;
+		}
+	if (n_waiting > W.p.queue_depth)
+		fail_at(waiting, "%d standbys wait in the lock's queue (queue_depth %d)",
+			n_waiting, W.p.queue_depth);
+	return waiting;
+}
+
+/* The standbys that could wait in the queue, a bit each; a polling
+ * standby holds one session, the lock's. */
+static unsigned queue_standbys(void)
+{
+	unsigned standbys = 0;
+
+	for (int i = 0; i < W.n; i++) {
+		const struct node *n = &W.nodes[i];
+		bool polling = n->up && n->el->state == ELECTION_STANDBY && n->el->polling &&
+			       !n->el->ctl_pending && !n->el->child_running;
+
+		if (could_queue(n))
+			standbys |= 1u << i;
+		if (polling && n->fence.phase != PH_CLOSED)
+			fail_at(1u << i, "%s: polls with its fence session open",
+				n->name);
+	}
+	return standbys;
+}
+
+static void check_queue(void)
+{
+	double empty_since = queue_empty_since;
+	unsigned waiting = queue_waiting(), standbys = queue_standbys();
+
+	if (!W.p.wait_in_queue || waiting || !standbys || W.holder[0] < 0 ||
+	    !W.db_up || T < W.faults_end) {
+		queue_empty_since = INFINITY;
+		return;
+	}
+	if (isinf(empty_since))
+		queue_empty_since = empty_since = T;
+	if (T - empty_since > QUEUE_EMPTY_BOUND)
+		fail_at(standbys, "the lock's queue stayed empty for %.1fs while "
+			"standbys could wait in it (bound %.1fs)", T - empty_since,
+			QUEUE_EMPTY_BOUND);
+}
+
+/* At most one command per job (DESIGN 10: never two runs of a job at
+ * once), outside the exempt windows; the nodes with more, a bit each. */
+static unsigned check_one_command(void)
+{
+	unsigned over = 0;
+
+	for (int j = 0; j < (W.n_jobs ? W.n_jobs : 1); j++) {
+		unsigned a = alive_of(j), uncovered = 0;
+
+		for (int i = 0; i < W.n; i++)
+			if ((a >> i & 1) && !node_exempt(i))
+				uncovered |= 1u << i;
+		if (__builtin_popcount(a) > 1)
+			over |= a;
+		if (__builtin_popcount(a) > 1 && !db_exempt() &&
+		    __builtin_popcount(uncovered) > 1)
+			fail_at(a, "%d commands%s%s alive at once, no exempt fault covers it",
+				__builtin_popcount(a), W.n_jobs ? " of job " : "",
+				W.n_jobs ? W.job_name[j] : "");
+	}
+	return over;
+}
+
+/* Failsafe never keeps two leaders: one in failsafe, one leading, both
+ * commands alive and neither exempt. */
+static void check_failsafe_leaders(void)
+{
+	int fs = NOBODY, ld = NOBODY;
+
+	for (int i = 0; i < W.n; i++) {
+		const struct node *n = &W.nodes[i];
+
+		if (!cmd_alive(n) || !n->up || node_exempt(i))
+			continue;
+		if (n->el->state == ELECTION_FAILSAFE)
+			fs = i;
+		else if (n->el->state == ELECTION_LEADER)
+			ld = i;
+	}
+	check_command_tokens();
+	if (fs >= 0 && ld >= 0)
+		fail_at(1u << fs | 1u << ld, "failsafe keeps two leaders: %s in failsafe "
+			"and %s leading, both commands alive", W.nodes[fs].name,
+			W.nodes[ld].name);
+}
+
+void check_invariants(void)
+{
+	unsigned over = check_one_command();
+
+	check_failsafe_leaders();
+	measure_overlap(over);
+	note_leader();
+	check_ticks();
+	check_queue();
+}
+
+/* A leader within the bound after the last fault: the server lease (a
+ * session the server must time out), the leader's detection and grace, a
+ * queued wait or poll twice, failsafe's ttl (a silent member), a takeover
+ * delay, and systemd starting a pgleader that exited or was killed. */
+double liveness_bound(void)
+{
+	return W.server_lease + W.p.ping_interval * W.p.ping_failures +
+	       W.p.ping_timeout + W.grace + 2 * W.retry +
+	       (W.failsafe ? W.p.failsafe_ttl : 0) + W.p.takeover_delay + 10 + 1;
+}
