@@ -315,6 +315,7 @@ lint: pgleader cppcheck shellcheck complexity metrics-lint
 	tests/check-units.sh
 	tests/check-completion.sh ./pgleader
 	tests/check-version.sh ./pgleader
+	tests/state-table.py --check
 	tests/check-readme.sh
 	tests/check-builddir.sh
 

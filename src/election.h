@@ -16,26 +16,39 @@
  * the command's end do there, and its deadlines: the row is the state,
  * defined with its handlers in the state's own file (election_impl.h). The
  * fence session's news and the command's other news are handled alike in
- * every state (fence_news, election_on_command). "-" means ignored;
- * TICK does nothing of its own: the deadlines are checked after every
- * event.
+ * every state (fence_news, election_on_command). An event a row does not
+ * name is ignored there ("-": none); TICK does nothing of its own: the
+ * deadlines are checked after every event.
  *
- *              START  SHUTDOWN  lock: CONN  FAILED  ACQUIRED BUSY PING  RELEASED
- * INIT         conn   exit            -     -       -        -    -     -
- * CONNECTING   -      exit            stby  backoff -        -    -     -
- * BACKOFF      -      exit            -     (perm)  -        -    -     -
- * STANDBY      -      release/exit    -     backoff lead     wait -     -
- * LEADER       -      stop            -     demote  -        -    ok    -
- * FAILSAFE     -      stop            try   retry   lead     demote -   -
- * DEMOTING     -      stop            -     (perm)  -        -    -     -
- * SHUTTING_DN  -      kill            -     (perm)  -        -    -     -
- * RELEASING    -      -               -     exit    -        -    -     exit
- * DONE         -      -               -     -       -        -    -     -
+ * The table (tests/state-table.py prints it; make lint checks it):
+ * INIT          START start, SHUTDOWN election_shutdown
+ * CONNECTING    SHUTDOWN shutdown_unanswered, CONNECTED connecting_done,
+ *               FAILED connection_failed, deadlines connecting_tick
+ * BACKOFF       SHUTDOWN election_shutdown, FAILED backoff_lost,
+ *               deadlines backoff_tick
+ * STANDBY       SHUTDOWN standby_shutdown, FAILED connection_failed,
+ *               ACQUIRED standby_acquired, BUSY lock_busy,
+ *               GRANTED standby_granted, deadlines standby_tick
+ * LEADER        SHUTDOWN election_shutdown, FAILED leader_lost,
+ *               PING_OK ping_ok, GONE leader_child_gone,
+ *               deadlines leader_tick
+ * FAILSAFE      SHUTDOWN election_shutdown, CONNECTED failsafe_connected,
+ *               FAILED failsafe_lost, ACQUIRED failsafe_regained,
+ *               BUSY failsafe_busy, GONE failsafe_child_gone,
+ *               deadlines failsafe_tick
+ * DEMOTING      SHUTDOWN election_shutdown, FAILED stopping_lost,
+ *               GONE demoted_child_gone
+ * SHUTTING_DOWN SHUTDOWN kill_on_second_signal, FAILED stopping_lost,
+ *               GONE stopped_child_gone
+ * RELEASING     FAILED release_lost, RELEASED released,
+ *               deadlines releasing_tick
+ * DONE          -
+ * (end of the table)
  *
- * backoff / demote: a permanent fault (election_exit_for) ends pgleader
- * instead, after the command is stopped; (perm): only a permanent fault
- * counts. LEADER's FAILED (or its pings') enters FAILSAFE only inside the
- * lease (server_lease after the last ping reply); FAILSAFE demotes, even on
+ * connection_failed, leader_lost: a permanent fault (election_exit_for)
+ * ends pgleader instead, after the command is stopped; backoff_lost,
+ * stopping_lost: only a permanent fault counts. LEADER's FAILED (or its
+ * pings') enters FAILSAFE only inside the lease (server_lease after the last ping reply); FAILSAFE demotes, even on
  * ACQUIRED, once its last agreed claim is failsafe_ttl old. Command: STARTED records the pid; GONE restarts (LEADER), reconnects
  * (DEMOTING) or goes on ending (SHUTTING_DOWN); the fence is dropped with it.
  * Fence: connected at start beside the lock; taken after the lock and before
