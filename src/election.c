@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The one table of exit codes: what each permanent fault ends pgleader
@@ -42,11 +43,11 @@ void election_init(struct election *e, const struct election_params *p)
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
 	e->restart_backoff = ELECTION_RESTART_MIN;
-	fence_init(&e->fence, p->retry_interval);
+	election_fence_init(&e->fence, p->retry_interval);
 	e->lost_since = INFINITY;
 	e->outage_began = INFINITY;
 	e->granted_at = INFINITY;
-	failsafe_init(e);
+	election_failsafe_init(e);
 	e->hold_until = -INFINITY;
 	e->next_ctl_at = 0; /* a standby reads them once connected */
 	e->snap.node_id = p->node_id;
@@ -54,6 +55,20 @@ void election_init(struct election *e, const struct election_params *p)
 	e->snap.lock_name = p->lock_name;
 	e->snap.lock_key = p->lock_key;
 	e->snap.command_due = INFINITY;
+}
+
+struct election *election_new(const struct election_params *p)
+{
+	struct election *e = malloc(sizeof(*e));
+
+	if (e)
+		election_init(e, p);
+	return e;
+}
+
+void election_free(struct election *e)
+{
+	free(e);
 }
 
 #define ACTION(a) { ELECTION_DO_##a, #a }
@@ -138,7 +153,7 @@ void election_set_state(struct election *e, struct election_output *out,
 	 * came back: anywhere but LEADER, it gives the fence back */
 	if (isfinite(e->granted_at) && s != ELECTION_LEADER) {
 		e->granted_at = INFINITY;
-		fence_drop(&e->fence, out, now);
+		election_fence_drop(&e->fence, out, now);
 	}
 	if (is_stopping(s) && !is_stopping(e->state))
 		out->stopping = true;
@@ -197,7 +212,7 @@ void election_exit_now(struct election *e, struct election_output *out,
 				    ELECTION_DO_RELEASE | ELECTION_DO_FENCE_CONNECT |
 				    ELECTION_DO_FENCE_TAKE | ELECTION_DO_FENCE_DROP);
 	election_disconnect(e, out);
-	fence_close(&e->fence, out);
+	election_fence_close(&e->fence, out);
 	election_request_done(e);
 	e->exit_code = code;
 	out->exit_code = code;
@@ -275,7 +290,7 @@ static void start(struct election *e, struct election_output *out, double now,
 	 * session's failure decides (69), and a fence session that failed is
 	 * opened again only once the lock session connected (the fence is not
 	 * reopened while connecting; see lock_session_up). */
-	fence_open(&e->fence, out);
+	election_fence_open(&e->fence, out);
 }
 
 /*
@@ -286,7 +301,7 @@ static void start(struct election *e, struct election_output *out, double now,
  * and RELEASING in election_standby.c, LEADER, DEMOTING and SHUTTING_DOWN in
  * election_command.c, FAILSAFE in election_failsafe.c. Fence, peers and
  * controls news, and the command's other news, are handled alike in every
- * state (fence_news, failsafe_news, election_on_controls,
+ * state (election_fence_news, election_failsafe_news, election_on_controls,
  * election_on_command).
  */
 static const struct state_ops init_state = {
@@ -334,8 +349,8 @@ static election_handler *handler_for(const struct state_ops *row,
 	case ELECTION_COMMAND:
 		return ev->command.news == ELECTION_COMMAND_GONE ? row->command_gone
 			: election_on_command;
-	case ELECTION_FENCE: return fence_news;
-	case ELECTION_PEERS: return failsafe_news;
+	case ELECTION_FENCE: return election_fence_news;
+	case ELECTION_PEERS: return election_failsafe_news;
 	case ELECTION_CONTROLS: return election_on_controls;
 	case ELECTION_TICK: return NULL; /* the deadlines run after every event */
 	}
@@ -364,7 +379,7 @@ static void check_deadlines(struct election *e, struct election_output *out,
 	if (e->state < ELECTION_STATE_COUNT && states[e->state]->deadlines)
 		states[e->state]->deadlines(e, out, now);
 	election_controls_tick(e, out, now);
-	fence_tick(e, out, now);
+	election_fence_tick(e, out, now);
 }
 
 double election_next_wakeup(const struct election *e, double now)
@@ -373,7 +388,7 @@ double election_next_wakeup(const struct election *e, double now)
 
 	if (e->state < ELECTION_STATE_COUNT && states[e->state]->wakeup)
 		t = states[e->state]->wakeup(e, now);
-	t = fmin(t, fence_wakeup(e, now));
+	t = fmin(t, election_fence_wakeup(e, now));
 	return fmin(t, election_controls_wakeup(e));
 }
 
@@ -387,8 +402,8 @@ static void publish(struct election *e, double now)
 	s->command_due = e->state == ELECTION_LEADER && !e->child_running
 		? e->child_start_at : INFINITY;
 	s->db_connected = e->connected && e->state != ELECTION_CONNECTING;
-	s->fence_held = fence_held(&e->fence);
-	s->failsafe_record_until = failsafe_record(e, now);
+	s->fence_held = election_fence_held(&e->fence);
+	s->failsafe_record_until = election_failsafe_record(e, now);
 	if (e->state != ELECTION_LEADER)
 		s->leader_since_wall = 0;
 	s->hold_until = now < e->hold_until ? e->hold_until : 0;

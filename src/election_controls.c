@@ -137,7 +137,7 @@ static void give_back(struct election *e, struct election_output *out,
 		      double now)
 {
 	e->handing_over = false;
-	fence_drop(&e->fence, out, now);
+	election_fence_drop(&e->fence, out, now);
 	election_disconnect(e, out);
 	election_connect_now(e, out, now);
 }
@@ -157,7 +157,7 @@ static void hand_over(struct election *e, struct election_output *out,
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
-	failsafe_no_check(e);
+	election_failsafe_no_check(e);
 	election_request_done(e);
 	if (e->child_running) {
 		election_set_state(e, out, now, ELECTION_DEMOTING);

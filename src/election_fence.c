@@ -1,8 +1,8 @@
 /* election_fence.c: the fence's machine: when to take and give back the
  * second lock a leader holds while its command lives (DESIGN 3). The
- * machine (fm_* and its helpers) owns struct fence_machine; the election's
- * side, at the end, tells it what it needs to know (struct fence_inputs)
- * and acts on what it hears back (struct fence_verdict); the rest of the
+ * machine (fm_* and its helpers) owns struct election_fence_machine; the election's
+ * side, at the end, tells it what it needs to know (struct fm_inputs)
+ * and acts on what it hears back (struct fm_verdict); the rest of the
  * election sees only the fence_* functions of election_impl.h. No I/O:
  * actions only. */
 #include <math.h>
@@ -10,7 +10,7 @@
 #include "election_impl.h"
 
 /* What the election tells the fence, at each call. */
-struct fence_inputs {
+struct fm_inputs {
 	bool command;   /* the command lives (started, not yet gone) */
 	bool killing;   /* SIGKILL sent: the fence no longer matters */
 	bool leader;    /* LEADER (or its lock granted, the claim under way):
@@ -22,13 +22,13 @@ struct fence_inputs {
 };
 
 /* What the fence tells the election back, beside actions and lines. */
-struct fence_verdict {
+struct fm_verdict {
 	const char *kill; /* kill the command now, and why; NULL: no */
 	bool outage;      /* the database seems to have gone away */
 	bool permanent;   /* its session ended with a permanent fault */
 };
 
-void fence_init(struct fence_machine *f, double retry_interval)
+void election_fence_init(struct election_fence_machine *f, double retry_interval)
 {
 	f->state = ELECTION_FENCE_CLOSED;
 	f->retry_at = INFINITY;
@@ -43,7 +43,7 @@ void fence_init(struct fence_machine *f, double retry_interval)
 
 /* The fence session is opened at start, beside the lock session, so that a
  * new leader takes the fence in one round trip. */
-void fence_open(struct fence_machine *f, struct election_output *out)
+void election_fence_open(struct election_fence_machine *f, struct election_output *out)
 {
 	if (f->state != ELECTION_FENCE_CLOSED)
 		return;
@@ -52,7 +52,7 @@ void fence_open(struct fence_machine *f, struct election_output *out)
 	out->actions |= ELECTION_DO_FENCE_CONNECT;
 }
 
-void fence_close(struct fence_machine *f, struct election_output *out)
+void election_fence_close(struct election_fence_machine *f, struct election_output *out)
 {
 	if (f->state != ELECTION_FENCE_CLOSED)
 		out->actions |= ELECTION_DO_FENCE_CLOSE;
@@ -61,12 +61,12 @@ void fence_close(struct fence_machine *f, struct election_output *out)
 }
 
 /* The command may start: the fence is held. */
-bool fence_ok(const struct fence_machine *f)
+bool election_fence_ok(const struct election_fence_machine *f)
 {
 	return f->state == ELECTION_FENCE_HELD;
 }
 
-bool fence_held(const struct fence_machine *f)
+bool election_fence_held(const struct election_fence_machine *f)
 {
 	return f->state == ELECTION_FENCE_HELD;
 }
@@ -74,7 +74,7 @@ bool fence_held(const struct fence_machine *f)
 /* The fence is wanted while the command lives, in every state, so that no
  * new leader's command starts before this one is gone; and by a leader
  * about to start one, once its settle wait (if any) is over. */
-static bool wanted(const struct fence_machine *f, const struct fence_inputs *in,
+static bool wanted(const struct election_fence_machine *f, const struct fm_inputs *in,
 		   double now)
 {
 	if (in->killing)
@@ -85,7 +85,7 @@ static bool wanted(const struct fence_machine *f, const struct fence_inputs *in,
 /* The command is being stopped and the lock is gone, or may be: only the
  * fence keeps the next leader's command out. With the lock still held
  * (a graceful shutdown), the lock does. */
-static bool stopping_unlocked(const struct fence_inputs *in)
+static bool stopping_unlocked(const struct fm_inputs *in)
 {
 	return in->command && !in->killing && in->unlocked;
 }
@@ -93,7 +93,7 @@ static bool stopping_unlocked(const struct fence_inputs *in)
 /* A node that holds, or held, the lock waits in the queue for the fence; one
  * whose command is being stopped without the lock only tries: held
  * elsewhere, another command may start any moment. */
-static void fm_take(struct fence_machine *f, const struct fence_inputs *in,
+static void fm_take(struct election_fence_machine *f, const struct fm_inputs *in,
 		    struct election_output *out)
 {
 	if (f->state != ELECTION_FENCE_READY)
@@ -107,19 +107,19 @@ static void fm_take(struct fence_machine *f, const struct fence_inputs *in,
 
 /* The command's group is gone: let the next leader's command start. A
  * queued wait for the fence can only be ended by closing its session. */
-void fence_drop(struct fence_machine *f, struct election_output *out, double now)
+void election_fence_drop(struct election_fence_machine *f, struct election_output *out, double now)
 {
 	if (f->state == ELECTION_FENCE_HELD) {
 		f->state = ELECTION_FENCE_DROPPING;
 		out->actions |= ELECTION_DO_FENCE_DROP;
 	} else if (f->state == ELECTION_FENCE_TAKING) {
-		fence_close(f, out);
+		election_fence_close(f, out);
 		f->retry_at = now;
 	}
 }
 
 /* A new term: take the fence, from not_before on (a settle wait). */
-static void fm_lead(struct fence_machine *f, const struct fence_inputs *in,
+static void fm_lead(struct election_fence_machine *f, const struct fm_inputs *in,
 		    struct election_output *out, double now, double not_before)
 {
 	f->wait_logged = false;
@@ -132,7 +132,7 @@ static void fm_lead(struct fence_machine *f, const struct fence_inputs *in,
  * failsafe members, each asked after this node took the lock, answered
  * that none runs the command (or refused the connection): nobody is left
  * to take the fence first, so it is taken now. */
-static void fm_settled(struct fence_machine *f, const struct fence_inputs *in,
+static void fm_settled(struct election_fence_machine *f, const struct fm_inputs *in,
 		       struct election_output *out, double now)
 {
 	if (now >= f->not_before)
@@ -149,9 +149,9 @@ static void fm_settled(struct fence_machine *f, const struct fence_inputs *in,
  * away, and nobody else can take the fence before it is back: take it again
  * the moment it is (a standby that saw the outage waits ELECTION_SETTLE for
  * that). The fence lost on its own earlier: another leader may hold it. */
-static void fm_stopping(struct fence_machine *f, const struct fence_inputs *in,
+static void fm_stopping(struct election_fence_machine *f, const struct fm_inputs *in,
 			struct election_output *out, double now, bool outage,
-			struct fence_verdict *v)
+			struct fm_verdict *v)
 {
 	f->lock_lost_at = now;
 	if (!stopping_unlocked(in) || f->state == ELECTION_FENCE_HELD)
@@ -168,9 +168,9 @@ static void fm_stopping(struct fence_machine *f, const struct fence_inputs *in,
 /* While the command stops without the lock, a lost fence session is
  * reopened every ELECTION_FENCE_RETRY_STOPPING, at once the first time;
  * a held fence lost on its own, the database still up, is a kill. */
-static bool failed_stopping(struct fence_machine *f, const struct fence_inputs *in,
+static bool failed_stopping(struct election_fence_machine *f, const struct fm_inputs *in,
 			    double now, enum election_fence was,
-			    struct fence_verdict *v)
+			    struct fm_verdict *v)
 {
 	if (!stopping_unlocked(in))
 		return false;
@@ -186,9 +186,9 @@ static bool failed_stopping(struct fence_machine *f, const struct fence_inputs *
 
 /* The fence session was lost: reopen it after a backoff; a leader takes it
  * again once it is back (DESIGN 3: losing the fence alone is no demotion). */
-static void failed(struct fence_machine *f, const struct fence_inputs *in,
+static void failed(struct election_fence_machine *f, const struct fm_inputs *in,
 		   struct election_output *out, double now,
-		   const struct election_event *ev, struct fence_verdict *v)
+		   const struct election_event *ev, struct fm_verdict *v)
 {
 	enum election_fence was = f->state;
 	double delay = f->backoff;
@@ -220,7 +220,7 @@ static void failed(struct fence_machine *f, const struct fence_inputs *in,
 	f->outage_logged |= in->command;
 }
 
-static void ready(struct fence_machine *f, const struct fence_inputs *in,
+static void ready(struct election_fence_machine *f, const struct fm_inputs *in,
 		  struct election_output *out, double now)
 {
 	f->state = ELECTION_FENCE_READY;
@@ -232,22 +232,22 @@ static void ready(struct fence_machine *f, const struct fence_inputs *in,
 		fm_take(f, in, out);
 }
 
-static void acquired(struct fence_machine *f, const struct fence_inputs *in,
+static void acquired(struct election_fence_machine *f, const struct fm_inputs *in,
 		     struct election_output *out, double now)
 {
 	f->state = ELECTION_FENCE_HELD;
 	/* demoted before a command started, or the command gone, while
 	 * waiting: give it back */
 	if (!wanted(f, in, now))
-		fence_drop(f, out, now);
+		election_fence_drop(f, out, now);
 }
 
 /* The queued wait ended (lock_timeout): the old leader's command is still
  * stopping; a leader waits on. A try while this node's command stops: the
  * fence is held elsewhere, so another command may start: kill. Anyone else
  * lets go. */
-static void busy(struct fence_machine *f, const struct fence_inputs *in,
-		 struct election_output *out, struct fence_verdict *v)
+static void busy(struct election_fence_machine *f, const struct fm_inputs *in,
+		 struct election_output *out, struct fm_verdict *v)
 {
 	f->state = ELECTION_FENCE_READY;
 	if (!in->leading) {
@@ -267,9 +267,9 @@ static void busy(struct fence_machine *f, const struct fence_inputs *in,
 }
 
 /* The fence session's news. */
-static void fm_news(struct fence_machine *f, const struct fence_inputs *in,
+static void fm_news(struct election_fence_machine *f, const struct fm_inputs *in,
 		    struct election_output *out, double now,
-		    const struct election_event *ev, struct fence_verdict *v)
+		    const struct election_event *ev, struct fm_verdict *v)
 {
 	if (f->state == ELECTION_FENCE_CLOSED)
 		return; /* news from a session already closed */
@@ -292,17 +292,17 @@ static void fm_news(struct fence_machine *f, const struct fence_inputs *in,
 /* After the state's deadlines, which may have just closed the session: a
  * closed session is reopened when due, and a new leader's settle wait
  * ends. */
-static void fm_tick(struct fence_machine *f, const struct fence_inputs *in,
+static void fm_tick(struct election_fence_machine *f, const struct fm_inputs *in,
 		    struct election_output *out, double now)
 {
 	if (f->state == ELECTION_FENCE_CLOSED && in->reopens && !in->killing &&
 	    now >= f->retry_at)
-		fence_open(f, out);
+		election_fence_open(f, out);
 	if (f->state == ELECTION_FENCE_READY && in->leader && wanted(f, in, now))
 		fm_take(f, in, out);
 }
 
-static double fm_wakeup(const struct fence_machine *f, const struct fence_inputs *in,
+static double fm_wakeup(const struct election_fence_machine *f, const struct fm_inputs *in,
 			double now)
 {
 	if (f->state == ELECTION_FENCE_CLOSED && in->reopens && !in->killing)
@@ -316,7 +316,7 @@ static double fm_wakeup(const struct fence_machine *f, const struct fence_inputs
 
 /* A closed fence session is reopened only while the lock session is up or
  * the command runs (and not once the command is being killed). */
-static bool fence_reopens(const struct election *e)
+static bool reopens_in(const struct election *e)
 {
 	switch (e->state) {
 	case ELECTION_STANDBY:
@@ -334,10 +334,10 @@ static bool fence_reopens(const struct election *e)
 
 /* A standby whose lock was granted leads as far as the fence is concerned:
  * it takes the fence while its claim is under way. */
-static struct fence_inputs fence_inputs(const struct election *e)
+static struct fm_inputs inputs_of(const struct election *e)
 {
 	bool granted = e->state == ELECTION_STANDBY && isfinite(e->granted_at);
-	struct fence_inputs in = {
+	struct fm_inputs in = {
 		.command = e->child_running,
 		.killing = e->killing,
 		.leader = e->state == ELECTION_LEADER || granted,
@@ -346,7 +346,7 @@ static struct fence_inputs fence_inputs(const struct election *e)
 		.unlocked = (e->state == ELECTION_DEMOTING && !e->handing_over) ||
 			    (e->state == ELECTION_SHUTTING_DOWN && !e->connected),
 		.lock_down = !e->connected || e->state == ELECTION_CONNECTING,
-		.reopens = fence_reopens(e),
+		.reopens = reopens_in(e),
 	};
 
 	return in;
@@ -354,8 +354,8 @@ static struct fence_inputs fence_inputs(const struct election *e)
 
 /* Nothing keeps another leader's command out any more: SIGKILL now rather
  * than at the end of the grace period (DESIGN 3, the fence). */
-static void fence_verdict(struct election *e, struct election_output *out,
-			  double now, const struct fence_verdict *v)
+static void act_on(struct election *e, struct election_output *out,
+			  double now, const struct fm_verdict *v)
 {
 	if (v->outage)
 		election_saw_outage(e, now);
@@ -367,64 +367,64 @@ static void fence_verdict(struct election *e, struct election_output *out,
 	out->actions |= ELECTION_DO_KILL_CHILD;
 }
 
-void fence_take(struct election *e, struct election_output *out)
+void election_fence_take(struct election *e, struct election_output *out)
 {
-	struct fence_inputs in = fence_inputs(e);
+	struct fm_inputs in = inputs_of(e);
 
 	fm_take(&e->fence, &in, out);
 }
 
 /* The lock is gone while the command stops: only the fence keeps the next
  * leader's command out; outage: the database went away. */
-void fence_stopping(struct election *e, struct election_output *out,
+void election_fence_stopping(struct election *e, struct election_output *out,
 		    double now, bool outage)
 {
-	struct fence_inputs in = fence_inputs(e);
-	struct fence_verdict v = { 0 };
+	struct fm_inputs in = inputs_of(e);
+	struct fm_verdict v = { 0 };
 
 	fm_stopping(&e->fence, &in, out, now, outage, &v);
-	fence_verdict(e, out, now, &v);
+	act_on(e, out, now, &v);
 }
 
-void fence_news(struct election *e, struct election_output *out,
+void election_fence_news(struct election *e, struct election_output *out,
 		double now, const struct election_event *ev)
 {
-	struct fence_inputs in = fence_inputs(e);
-	struct fence_verdict v = { 0 };
+	struct fm_inputs in = inputs_of(e);
+	struct fm_verdict v = { 0 };
 
 	fm_news(&e->fence, &in, out, now, ev, &v);
 	if (v.permanent)
 		election_end_on_permanent(e, out, now, ev);
 	else
-		fence_verdict(e, out, now, &v);
+		act_on(e, out, now, &v);
 }
 
 /* A new term: take the fence, from not_before on (a settle wait). */
-void fence_lead(struct election *e, struct election_output *out, double now,
+void election_fence_lead(struct election *e, struct election_output *out, double now,
 		double not_before)
 {
-	struct fence_inputs in = fence_inputs(e);
+	struct fm_inputs in = inputs_of(e);
 
 	fm_lead(&e->fence, &in, out, now, not_before);
 }
 
-void fence_settled(struct election *e, struct election_output *out, double now)
+void election_fence_settled(struct election *e, struct election_output *out, double now)
 {
-	struct fence_inputs in = fence_inputs(e);
+	struct fm_inputs in = inputs_of(e);
 
 	fm_settled(&e->fence, &in, out, now);
 }
 
-void fence_tick(struct election *e, struct election_output *out, double now)
+void election_fence_tick(struct election *e, struct election_output *out, double now)
 {
-	struct fence_inputs in = fence_inputs(e);
+	struct fm_inputs in = inputs_of(e);
 
 	fm_tick(&e->fence, &in, out, now);
 }
 
-double fence_wakeup(const struct election *e, double now)
+double election_fence_wakeup(const struct election *e, double now)
 {
-	struct fence_inputs in = fence_inputs(e);
+	struct fm_inputs in = inputs_of(e);
 
 	return fm_wakeup(&e->fence, &in, now);
 }

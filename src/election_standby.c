@@ -128,7 +128,7 @@ static void lock_session_up(struct election *e, struct election_output *out,
 	/* a one-shot's fence, or one closed meanwhile, beside the first lock
 	 * request: ready by the time a lock is granted; not while polling */
 	if (!e->polling)
-		fence_open(&e->fence, out);
+		election_fence_open(&e->fence, out);
 }
 
 /* ---- the deadlines and wakeups ---------------------------------------- */
@@ -272,7 +272,7 @@ static void start_polling(struct election *e)
 static void polling_closes_fence(struct election *e, struct election_output *out)
 {
 	if (e->polling && !e->ctl_pending && !e->child_running)
-		fence_close(&e->fence, out);
+		election_fence_close(&e->fence, out);
 }
 
 static void stop_polling(struct election *e, struct election_output *out)
@@ -280,7 +280,7 @@ static void stop_polling(struct election *e, struct election_output *out)
 	if (!e->polling)
 		return;
 	e->polling = false;
-	fence_open(&e->fence, out);
+	election_fence_open(&e->fence, out);
 }
 
 /* DESIGN 15: at most queue_depth standbys wait in the lock's queue, where
@@ -356,7 +356,7 @@ static void backoff_lost(struct election *e, struct election_output *out,
 static void connecting_done(struct election *e, struct election_output *out,
 			    double now, const struct election_event *ev)
 {
-	if (!failsafe_stays_out(e, out, now))
+	if (!election_failsafe_stays_out(e, out, now))
 		lock_session_up(e, out, now, ev);
 }
 
@@ -371,10 +371,10 @@ static void standby_granted(struct election *e, struct election_output *out,
 {
 	(void)ev;
 	stop_polling(e, out);
-	if (failsafe_record(e, now) > 0 || now < election_settle_until(e))
+	if (election_failsafe_record(e, now) > 0 || now < election_settle_until(e))
 		return;
 	e->granted_at = now;
-	fence_lead(e, out, now, -INFINITY);
+	election_fence_lead(e, out, now, -INFINITY);
 	election_controls_granted(e, out);
 }
 
@@ -382,7 +382,7 @@ static void standby_acquired(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
 	stop_polling(e, out);
-	if (!failsafe_stays_out(e, out, now))
+	if (!election_failsafe_stays_out(e, out, now))
 		election_become_leader(e, out, now, ev);
 }
 

@@ -43,7 +43,7 @@
 
 #include "child.h"
 #include "config.h"
-#include "election.h"
+#include "election_impl.h" /* the machine's state, for white-box checks */
 #include "fleet.h"
 #include "jobs.h"
 #include "lease.h"
