@@ -7,20 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The one table of exit codes: what each permanent fault ends pgleader
- * with. A fault not listed is transient (0): retried, or a lost lease. */
-static const int exit_for_fault[FAULT_COUNT] = {
-	[FAULT_USAGE] = EX_USAGE,
-	[FAULT_CONFIG] = EX_CONFIG,
-	[FAULT_BAD_DSN] = EX_CONFIG,
-	[FAULT_AUTH] = EX_UNAVAILABLE,
-	[FAULT_POOLER] = EX_CONFIG,
-	[FAULT_FORK] = EXIT_NOEXEC,
-	[FAULT_INTERNAL] = EX_SOFTWARE,
-	[FAULT_LEDGER] = EX_UNAVAILABLE,
-	/* FAULT_ALREADY_RUN: the conflict code, a parameter (election_command.c) */
-};
-
 const double election_bucket_bounds[ELECTION_BUCKETS] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
 	60, 600, 3600,
@@ -28,7 +14,7 @@ const double election_bucket_bounds[ELECTION_BUCKETS] = {
 
 int election_exit_for(enum fault f)
 {
-	return f > FAULT_NONE && f < FAULT_COUNT ? exit_for_fault[f] : 0;
+	return exit_code_of_fault(f);
 }
 
 void election_init(struct election *e, const struct election_params *p)
@@ -251,7 +237,7 @@ bool election_end_on_permanent(struct election *e, struct election_output *out,
 		return false;
 	election_say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
 	election_about(out, ev->session.fault);
-	if (!is_stopping(e->state) || e->exit_code == 0)
+	if (!is_stopping(e->state) || e->exit_code == EXIT_OK)
 		e->exit_code = code;
 	if (e->child_running)
 		election_finish(e, out, now);
@@ -271,7 +257,7 @@ void election_shutdown(struct election *e, struct election_output *out,
 {
 	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
 	    election_reason_of(ev, "signal"));
-	e->exit_code = 0;
+	e->exit_code = EXIT_OK;
 	election_finish(e, out, now);
 }
 

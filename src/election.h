@@ -453,7 +453,7 @@ void election_step(struct election *e, const struct election_event *ev,
 		   double now, struct election_output *out);
 
 /* The event loop stopped before the election ended: a bug. Ends the
- * election with EX_SOFTWARE and one log line. */
+ * election with EXIT_INTERNAL and one log line. */
 void election_abandon(struct election *e, struct election_output *out);
 
 /* When the machine next needs an ELECTION_TICK; INFINITY if never. */

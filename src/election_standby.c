@@ -69,7 +69,7 @@ static void reconnect_later(struct election *e, struct election_output *out,
 	if (e->p.nonblock) {
 		election_say(out, LOG_LEVEL_ERROR, "%s; giving up (one attempt with --nonblock)",
 		    why);
-		election_exit_now(e, out, now, EX_UNAVAILABLE);
+		election_exit_now(e, out, now, EXIT_UNAVAILABLE);
 		return;
 	}
 	election_set_state(e, out, now, ELECTION_BACKOFF);
@@ -149,7 +149,7 @@ static bool wait_expired(struct election *e, struct election_output *out,
 		election_say(out, LOG_LEVEL_ERROR,
 		    "database not reached within %.1fs; giving up",
 		    e->p.wait_timeout);
-		election_exit_now(e, out, now, EX_UNAVAILABLE);
+		election_exit_now(e, out, now, EXIT_UNAVAILABLE);
 	}
 	return true;
 }
@@ -229,7 +229,7 @@ static void shutdown_unanswered(struct election *e, struct election_output *out,
 {
 	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
 	    election_reason_of(ev, "signal"));
-	election_exit_now(e, out, now, 0);
+	election_exit_now(e, out, now, EXIT_OK);
 }
 
 static void standby_shutdown(struct election *e, struct election_output *out,

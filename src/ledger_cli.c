@@ -192,7 +192,7 @@ static PGconn *open_session(const struct config *cfg, const char *fallback, int 
 {
 	PGconn *conn;
 
-	*rc = EX_CONFIG;
+	*rc = EXIT_CONFIG;
 	if (!ledger_sql_schema_ok(schema_of(cfg))) {
 		status_fail("invalid schema", "a lower-case identifier of up to 63"
 			    " characters [a-z0-9_], not starting with pg_ or a digit");
@@ -232,24 +232,24 @@ static int create(PGconn *conn, const char *schema)
 	char *sql = ledger_sql_init(schema);
 	PGresult *res;
 	const char *state;
-	int rc = EX_OK;
+	int rc = EXIT_OK;
 
 	if (!sql) {
 		status_fail("cannot create the ledger", "out of memory");
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	}
 	/* One simple query: one implicit transaction, all or nothing. */
 	res = exec_bounded(conn, "cannot create the ledger", sql, -1, NULL, false);
 	free(sql);
 	if (!res)
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 		if (state && strcmp(state, SQLSTATE_NO_PRIVILEGE) == 0)
 			fail_privilege(conn, PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY));
 		else
 			status_fail("cannot create the ledger", PQresultErrorMessage(res));
-		rc = EX_UNAVAILABLE;
+		rc = EXIT_UNAVAILABLE;
 	}
 	PQclear(res);
 	return rc;
@@ -280,12 +280,12 @@ static int print_sql(const struct config *cfg)
 		free(sql);
 		free(grants);
 		status_fail("cannot print the ledger's SQL", "invalid schema or out of memory");
-		return EX_CONFIG;
+		return EXIT_CONFIG;
 	}
 	printf("%.*s%sCOMMIT;\n", (int)body, sql, grants);
 	free(sql);
 	free(grants);
-	return fflush(stdout) == 0 ? EX_OK : EX_UNAVAILABLE;
+	return fflush(stdout) == 0 ? EXIT_OK : EXIT_UNAVAILABLE;
 }
 
 /* init-db --grant-to ROLE: the grants, by the ledger's owner. */
@@ -293,19 +293,19 @@ static int grant(PGconn *conn, const struct config *cfg)
 {
 	char *sql = ledger_sql_grants(schema_of(cfg), cfg->grant_to);
 	PGresult *res;
-	int rc = EX_OK;
+	int rc = EXIT_OK;
 
 	if (!sql) {
 		status_fail("cannot grant", "out of memory");
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	}
 	res = exec_bounded(conn, "cannot grant", sql, -1, NULL, false);
 	free(sql);
 	if (!res)
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		status_fail("cannot grant", PQresultErrorMessage(res));
-		rc = EX_UNAVAILABLE;
+		rc = EXIT_UNAVAILABLE;
 	}
 	PQclear(res);
 	return rc;
@@ -321,21 +321,21 @@ int ledger_cli_init_db(const struct config *cfg)
 		return print_sql(cfg);
 	if (!(conn = open_session(cfg, NULL, &rc)))
 		return rc;
-	rc = EX_OK;
+	rc = EXIT_OK;
 	/* Already there and usable: nothing to create, and nothing that needs
 	 * CREATE on the database (CREATE SCHEMA IF NOT EXISTS checks it even
 	 * when the schema exists). */
 	if (!check_ledger(conn, cfg, &state, false))
-		rc = EX_UNAVAILABLE;
+		rc = EXIT_UNAVAILABLE;
 	else if (state == LEDGER_MISSING)
 		rc = create(conn, schema_of(cfg));
 	else if (state != LEDGER_READY) {
 		fail_access(schema_of(cfg), state);
-		rc = EX_UNAVAILABLE;
+		rc = EXIT_UNAVAILABLE;
 	}
-	if (rc == EX_OK && cfg->grant_to)
+	if (rc == EXIT_OK && cfg->grant_to)
 		rc = grant(conn, cfg);
-	if (rc == EX_OK)
+	if (rc == EXIT_OK)
 		printf("ledger ready in schema \"%s\"%s%s\n", schema_of(cfg),
 		       cfg->grant_to ? "; granted to role " : "",
 		       cfg->grant_to ? cfg->grant_to : "");
@@ -484,14 +484,14 @@ int ledger_cli_runs(const struct config *cfg)
 
 	if (!(conn = open_session(cfg, NULL, &rc)))
 		return rc;
-	rc = EX_UNAVAILABLE;
+	rc = EXIT_UNAVAILABLE;
 	/* One row past the limit says the list was cut. */
 	if (readable(conn, cfg) && resolve_key(conn, cfg, &key) &&
 	    ledger_sql_runs(&q, schema_of(cfg), key, cfg->runs_job, cfg->runs_since_ms,
 			    LEDGER_CLI_RUNS_LIMIT + 1) &&
 	    (res = select_rows(conn, q.sql, q.nparams, q.params, false)) != NULL) {
 		print_runs(cfg, res);
-		rc = fflush(stdout) == 0 ? EX_OK : EX_UNAVAILABLE;
+		rc = fflush(stdout) == 0 ? EXIT_OK : EXIT_UNAVAILABLE;
 	}
 	PQclear(res);
 	PQfinish(conn);
@@ -654,8 +654,8 @@ int ledger_cli_ensure(PGconn *conn, const struct config *cfg)
 	enum ledger_state state;
 
 	if (!check_ledger(conn, cfg, &state, false))
-		return EX_UNAVAILABLE;
-	return state == LEDGER_MISSING ? create(conn, schema_of(cfg)) : EX_OK;
+		return EXIT_UNAVAILABLE;
+	return state == LEDGER_MISSING ? create(conn, schema_of(cfg)) : EXIT_OK;
 }
 
 int ledger_cli_usable(PGconn *conn, const struct config *cfg)

@@ -18,7 +18,6 @@
 #include <libpq-fe.h>
 
 #include "controls_cli.h"
-#include "election.h"
 #include "exit_codes.h"
 #include "lease_sql.h"
 #include "ledger_cli.h"
@@ -106,7 +105,7 @@ static void stop_now(void)
 {
 	for (int fd = 3; fd < max_fd; fd++)
 		close(fd);
-	_exit(0);
+	_exit(EXIT_OK);
 }
 
 static void stop_cb(int sig)
@@ -149,9 +148,9 @@ static void catch_stop(void)
  * use, 69 for a refused login); anything else is 69 here. */
 static int exit_for(enum fault f)
 {
-	int code = election_exit_for(f);
+	int code = exit_code_of_fault(f);
 
-	return code ? code : EX_UNAVAILABLE;
+	return code ? code : EXIT_UNAVAILABLE;
 }
 
 static void fail(const char *what, const char *msg)
@@ -326,7 +325,7 @@ static PGconn *connect_db(const struct config *cfg, int *code, const char *fallb
 
 	snprintf(timeout, sizeof(timeout), "%d", wait_s);
 	conn = PQconnectdbParams(keys, vals, 1);
-	*code = EX_UNAVAILABLE;
+	*code = EXIT_UNAVAILABLE;
 	if (!conn) {
 		fail("cannot connect", "out of memory");
 		return NULL;
@@ -334,7 +333,7 @@ static PGconn *connect_db(const struct config *cfg, int *code, const char *fallb
 	if (PQstatus(conn) != CONNECTION_OK) {
 		lease_sql_one_line(line, sizeof(line), PQerrorMessage(conn), NULL);
 		*code = exit_for(lease_sql_classify(LEASE_SQL_START, NULL, false, line));
-		fail_dsn(*code == EX_CONFIG ? "invalid dsn" : "cannot connect",
+		fail_dsn(*code == EXIT_CONFIG ? "invalid dsn" : "cannot connect",
 			 PQerrorMessage(conn), cfg->dsn);
 		PQfinish(conn);
 		return NULL;
@@ -668,7 +667,7 @@ static int show(PGconn *conn, const struct config *cfg, const char *key)
 	int rc;
 
 	if (!snapshot_take(conn, key, &snap))
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	/* The ledger's jobs and controls, if there is a readable ledger; else
 	 * nothing. */
 	jobs = ledger_cli_jobs_read(conn, cfg, key);
@@ -678,7 +677,7 @@ static int show(PGconn *conn, const struct config *cfg, const char *key)
 	else
 		print_text(key, cfg->lock_name, &snap, jobs, controls);
 	fflush(stdout);
-	rc = snap.leader ? EX_OK : EXIT_NO_LEADER;
+	rc = snap.leader ? EXIT_OK : EXIT_NO_LEADER;
 	ledger_cli_jobs_free(jobs);
 	controls_cli_free(controls);
 	snapshot_free(&snap);
@@ -813,7 +812,7 @@ static int watch(PGconn *conn, const struct config *cfg, const char *key)
 		}
 		nanosleep(&interval, NULL);
 	}
-	return EX_UNAVAILABLE;
+	return EXIT_UNAVAILABLE;
 }
 
 int status_run(const struct config *cfg)
@@ -825,12 +824,12 @@ int status_run(const struct config *cfg)
 	if (cfg->watch)
 		catch_stop();
 	if (!dsn_parses(cfg->dsn))
-		return EX_CONFIG;
+		return EXIT_CONFIG;
 	conn = connect_db(cfg, &rc, NULL);
 	if (!conn)
 		return rc;
 	if (!resolve_key(conn, cfg, key, sizeof(key)))
-		rc = EX_UNAVAILABLE;
+		rc = EXIT_UNAVAILABLE;
 	else if (cfg->watch)
 		rc = watch(conn, cfg, key);
 	else
