@@ -287,14 +287,16 @@ static void start(struct election *e, struct election_output *out, double now,
  * and RELEASING in election_standby.c, LEADER, DEMOTING and SHUTTING_DOWN in
  * election_command.c, FAILSAFE in election_failsafe.c. Fence, peers and
  * controls news, and the command's other news, are handled alike in every
- * state (election_fence_news, election_failsafe_news, election_on_controls,
+ * state (fence_news, election_failsafe_news, election_on_controls,
  * election_on_command).
  */
 static const struct state_ops init_state = {
 	.start = start, .shutdown = election_shutdown,
 };
 
-static const struct state_ops done_state = { 0 }; /* nothing more happens */
+static const struct state_ops done_state = { /* nothing more happens */
+	.failsafe = { .refuses = "this node is exiting" },
+};
 
 static const struct state_ops *const states[ELECTION_STATE_COUNT] = {
 	[ELECTION_INIT] = &init_state,
@@ -308,6 +310,82 @@ static const struct state_ops *const states[ELECTION_STATE_COUNT] = {
 	[ELECTION_RELEASING] = &releasing_state,
 	[ELECTION_DONE] = &done_state,
 };
+
+/* ---- the fence's events (election_fence.c): what the state means for it,
+ * what its session's news is to it, and what its verdict does ---- */
+
+static struct election_fence_inputs fence_inputs(const struct election *e)
+{
+	struct election_fence_inputs in = {
+		.command = e->child_running,
+		.killing = e->killing,
+		.lock_down = !e->connected,
+	};
+
+	if (e->state < ELECTION_STATE_COUNT && states[e->state]->fence)
+		states[e->state]->fence(e, &in);
+	return in;
+}
+
+/* Nothing keeps another leader's command out any more: SIGKILL now rather
+ * than at the end of the grace period (DESIGN 3, the fence). */
+struct election_fence_verdict election_tell_fence(struct election *e,
+		struct election_output *out, double now,
+		struct election_fence_event *ev)
+{
+	struct election_fence_verdict v;
+
+	ev->in = fence_inputs(e);
+	election_fence_step(&e->fence, ev, now, out, &v);
+	if (v.outage)
+		election_saw_outage(e, now);
+	if (v.kill) {
+		e->killing = true;
+		election_say(out, LOG_LEVEL_WARNING, "%s: killing the command now, "
+		    "as another leader's command may start", v.kill);
+		out->actions |= ELECTION_DO_KILL_CHILD;
+	}
+	return v;
+}
+
+const struct election_failsafe_role *election_state_failsafe(const struct election *e)
+{
+	static const struct election_failsafe_role none = { 0 };
+
+	return e->state < ELECTION_STATE_COUNT ? &states[e->state]->failsafe : &none;
+}
+
+/* The fence session's news, as the fence's own events; PING_OK and
+ * GRANTED are the lock's only. */
+static bool fence_event_of(const struct election_event *ev,
+			   enum election_fence_event_type *type)
+{
+	switch (ev->session.news) {
+	case ELECTION_SESSION_CONNECTED: *type = ELECTION_FENCE_EV_READY; return true;
+	case ELECTION_SESSION_FAILED: *type = ELECTION_FENCE_EV_FAILED; return true;
+	case ELECTION_SESSION_ACQUIRED: *type = ELECTION_FENCE_EV_ACQUIRED; return true;
+	case ELECTION_SESSION_BUSY: *type = ELECTION_FENCE_EV_BUSY; return true;
+	case ELECTION_SESSION_RELEASED:
+		*type = ev->session.fault != FAULT_NONE ? ELECTION_FENCE_EV_FAILED
+			: ELECTION_FENCE_EV_READY;
+		return true;
+	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_GRANTED:
+		break;
+	}
+	return false;
+}
+
+static void fence_news(struct election *e, struct election_output *out,
+		       double now, const struct election_event *ev)
+{
+	struct election_fence_event fev = {
+		.fault = ev->session.fault, .reason = ev->reason,
+	};
+
+	if (fence_event_of(ev, &fev.type) &&
+	    election_tell_fence(e, out, now, &fev).permanent)
+		election_end_on_permanent(e, out, now, ev);
+}
 
 static election_handler *lock_handler(const struct lock_ops *l,
 				      enum election_session_news news)
@@ -335,7 +413,7 @@ static election_handler *handler_for(const struct state_ops *row,
 	case ELECTION_COMMAND:
 		return ev->command.news == ELECTION_COMMAND_GONE ? row->command_gone
 			: election_on_command;
-	case ELECTION_FENCE: return election_fence_news;
+	case ELECTION_FENCE: return fence_news;
 	case ELECTION_PEERS: return election_failsafe_news;
 	case ELECTION_CONTROLS: return election_on_controls;
 	case ELECTION_TICK: return NULL; /* the deadlines run after every event */
@@ -365,16 +443,18 @@ static void check_deadlines(struct election *e, struct election_output *out,
 	if (e->state < ELECTION_STATE_COUNT && states[e->state]->deadlines)
 		states[e->state]->deadlines(e, out, now);
 	election_controls_tick(e, out, now);
-	election_fence_tick(e, out, now);
+	election_tell_fence(e, out, now, &(struct election_fence_event){
+		.type = ELECTION_FENCE_EV_TICK });
 }
 
 double election_next_wakeup(const struct election *e, double now)
 {
+	struct election_fence_inputs in = fence_inputs(e);
 	double t = INFINITY;
 
 	if (e->state < ELECTION_STATE_COUNT && states[e->state]->wakeup)
 		t = states[e->state]->wakeup(e, now);
-	t = fmin(t, election_fence_wakeup(e, now));
+	t = fmin(t, election_fence_wakeup(&e->fence, &in, now));
 	return fmin(t, election_controls_wakeup(e));
 }
 

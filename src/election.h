@@ -16,35 +16,40 @@
  * the command's end do there, and its deadlines: the row is the state,
  * defined with its handlers in the state's own file (election_impl.h). The
  * fence session's news and the command's other news are handled alike in
- * every state (election_fence_news, election_on_command). An event a row
+ * every state (fence_news, election_on_command). An event a row
  * does not name is ignored there ("-": none); TICK does nothing of its
  * own: the deadlines are checked after every event.
  *
  * The table (tests/state-table.py prints it; make lint checks it):
  * INIT          START start, SHUTDOWN election_shutdown
  * CONNECTING    SHUTDOWN shutdown_unanswered, CONNECTED connecting_done,
- *               FAILED connection_failed, deadlines connecting_tick
+ *               FAILED connection_failed, deadlines connecting_tick,
+ *               fence connecting_fence
  * BACKOFF       SHUTDOWN election_shutdown, FAILED backoff_lost,
  *               deadlines backoff_tick
  * STANDBY       SHUTDOWN standby_shutdown, FAILED connection_failed,
  *               ACQUIRED standby_acquired, BUSY lock_busy,
- *               GRANTED standby_granted, deadlines standby_tick
+ *               GRANTED standby_granted, deadlines standby_tick,
+ *               fence standby_fence
  * LEADER        SHUTDOWN election_shutdown, FAILED leader_lost,
  *               PING_OK ping_ok, GONE leader_child_gone,
- *               deadlines leader_tick
+ *               deadlines leader_tick, fence leader_fence
  * FAILSAFE      SHUTDOWN election_shutdown, CONNECTED fs_state_connected,
  *               FAILED fs_state_lost, ACQUIRED fs_state_regained,
  *               BUSY fs_state_busy, GONE fs_state_child_gone,
- *               deadlines fs_state_tick
+ *               deadlines fs_state_tick, fence fs_state_fence
  * DEMOTING      SHUTDOWN election_shutdown, FAILED stopping_lost,
- *               GONE demoted_child_gone
+ *               GONE demoted_child_gone, fence demoting_fence
  * SHUTTING_DOWN SHUTDOWN kill_on_second_signal, FAILED stopping_lost,
- *               GONE stopped_child_gone
+ *               GONE stopped_child_gone, fence shutting_down_fence
  * RELEASING     FAILED release_lost, RELEASED released,
  *               deadlines releasing_tick
  * DONE          -
  * (end of the table)
  *
+ * fence: what the state means for the fence machine (election_fence.c),
+ * told with each of its events (struct election_fence_inputs); a state
+ * without one means nothing to it but the command and the lock session.
  * connection_failed, leader_lost: a permanent fault (election_exit_for) ends
  * pgleader instead, after the command is stopped; backoff_lost,
  * stopping_lost: only a permanent fault counts. LEADER's FAILED (or its

@@ -244,7 +244,9 @@ void election_become_leader(struct election *e, struct election_output *out,
 	    (long long)ev->session.lock_key, (unsigned long long)ev->session.fencing_token);
 	/* due now or after the delay; it starts once the fence is held */
 	e->child_start_at = now + e->p.takeover_delay;
-	election_fence_lead(e, out, now, settle_after_outage(e, out, now));
+	election_tell_fence(e, out, now, &(struct election_fence_event){
+		.type = ELECTION_FENCE_EV_LEAD,
+		.not_before = settle_after_outage(e, out, now) });
 	/* after the fence's request: on the same session, its answer comes
 	 * once the fence is held */
 	election_controls_new_term(e, out);
@@ -320,7 +322,8 @@ static void lose_lease(struct election *e, struct election_output *out,
 	if (e->child_running) {
 		election_set_state(e, out, now, ELECTION_DEMOTING);
 		out->actions |= ELECTION_DO_STOP_CHILD;
-		election_fence_stopping(e, out, now, false);
+		election_tell_fence(e, out, now, &(struct election_fence_event){
+			.type = ELECTION_FENCE_EV_STOPPING });
 	} else {
 		election_fence_drop(&e->fence, out, now); /* taken or being taken, no command yet */
 		election_disconnect(e, out);
@@ -416,7 +419,8 @@ static void stopping_lost(struct election *e, struct election_output *out,
 	election_session_lost(e, now, ev->session.fault);
 	election_saw_outage(e, now);
 	if (!election_end_on_permanent(e, out, now, ev))
-		election_fence_stopping(e, out, now, false);
+		election_tell_fence(e, out, now, &(struct election_fence_event){
+			.type = ELECTION_FENCE_EV_STOPPING });
 }
 
 static void kill_on_second_signal(struct election *e, struct election_output *out,
@@ -431,22 +435,53 @@ static void kill_on_second_signal(struct election *e, struct election_output *ou
 
 /* ---- the rows (election.c's table) ------------------------------------- */
 
+/* What LEADER, DEMOTING and SHUTTING_DOWN mean for the fence (DESIGN 3):
+ * a leader's command is due once it is held; a command stopped without
+ * the lock (lost, not handed over; or a shutdown whose session is gone)
+ * only tries for it; a closed fence session is reopened while the command
+ * lives. */
+static void leader_fence(const struct election *e, struct election_fence_inputs *in)
+{
+	(void)e;
+	in->leader = in->leading = in->reopens = true;
+}
+
+static void demoting_fence(const struct election *e,
+			   struct election_fence_inputs *in)
+{
+	in->reopens = true;
+	in->unlocked = !e->handing_over;
+}
+
+static void shutting_down_fence(const struct election *e,
+				struct election_fence_inputs *in)
+{
+	in->reopens = e->child_running;
+	in->unlocked = !e->connected;
+}
+
 const struct state_ops leader_state = {
 	.shutdown = election_shutdown,
 	.lock = { .failed = leader_lost, .ping_ok = ping_ok },
 	.command_gone = leader_child_gone,
 	.deadlines = leader_tick,
 	.wakeup = leader_wakeup,
+	.fence = leader_fence,
+	.failsafe = { .refuses = "this node runs the command", .checks = true },
 };
 
 const struct state_ops demoting_state = {
 	.shutdown = election_shutdown,
 	.lock = { .failed = stopping_lost },
 	.command_gone = demoted_child_gone,
+	.fence = demoting_fence,
+	.failsafe = { .refuses = "this node runs the command" },
 };
 
 const struct state_ops shutting_down_state = {
 	.shutdown = kill_on_second_signal,
 	.lock = { .failed = stopping_lost },
 	.command_gone = stopped_child_gone,
+	.fence = shutting_down_fence,
+	.failsafe = { .refuses = "this node runs the command" },
 };

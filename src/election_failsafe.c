@@ -287,7 +287,8 @@ static void fs_state_demote(struct election *e, struct election_output *out,
 	election_set_state(e, out, now, ELECTION_DEMOTING);
 	out->actions |= ELECTION_DO_STOP_CHILD;
 	/* the database is likely away: the fence is taken again once back */
-	election_fence_stopping(e, out, now, true);
+	election_tell_fence(e, out, now, &(struct election_fence_event){
+		.type = ELECTION_FENCE_EV_STOPPING, .outage = true });
 }
 
 static double fs_state_wakeup(const struct election *e, double now)
@@ -344,12 +345,12 @@ void election_failsafe_enter(struct election *e, struct election_output *out,
 	fs_state_tick(e, out, now);
 }
 
-static void failsafe_round_done(struct election *e, struct election_output *out,
-				double now, const struct election_event *ev)
+static void peers_round_done(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
 {
 	char why[LOG_MSG_MAX / 2];
 
-	if (e->state != ELECTION_FAILSAFE || !fs_claiming(&e->failsafe))
+	if (!election_state_failsafe(e)->claims || !fs_claiming(&e->failsafe))
 		return;
 	if (fs_state_lapsed(e, out, now))
 		return;
@@ -384,7 +385,8 @@ static void fs_state_regained(struct election *e, struct election_output *out,
 	election_say(out, LOG_LEVEL_INFO, "acquired leader lease again after failsafe; "
 	    "the command kept running");
 	/* as on the way into LEADER: the fence, unless taken in failsafe */
-	election_fence_take(e, out);
+	election_tell_fence(e, out, now, &(struct election_fence_event){
+		.type = ELECTION_FENCE_EV_TAKE });
 	/* the members that agreed stay out of the lock queue until told */
 	out->actions |= ELECTION_DO_FAILSAFE_REGAINED;
 }
@@ -416,19 +418,7 @@ static const char *claim_refused(const struct election *e,
 {
 	if (!ev->peers.same_members)
 		return "the member lists differ (failsafe_peers)";
-	switch (e->state) {
-	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
-	case ELECTION_SHUTTING_DOWN:
-		return "this node runs the command";
-	case ELECTION_RELEASING:
-		return "this node holds the lock";
-	case ELECTION_DONE:
-		return "this node is exiting";
-	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
-	case ELECTION_STANDBY: case ELECTION_STATE_COUNT:
-		break;
-	}
-	return NULL;
+	return election_state_failsafe(e)->refuses;
 }
 
 /* The step's answer to the member: agreed (refused NULL), or why not. */
@@ -454,6 +444,7 @@ static void stay_out(struct election *e, struct election_output *out,
 static void peers_claimed(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
+	const struct election_failsafe_role *role = election_state_failsafe(e);
 	const char *refused = claim_refused(e, ev);
 
 	if (refused) {
@@ -462,9 +453,9 @@ static void peers_claimed(struct election *e, struct election_output *out,
 	}
 	fs_record(&e->failsafe, out, now, ev->peers.node);
 	answer(out, NULL);
-	if (e->state == ELECTION_STANDBY || e->state == ELECTION_CONNECTING)
+	if (role->stays_out)
 		stay_out(e, out, now);
-	else if (e->state == ELECTION_BACKOFF)
+	else if (role->backs_off)
 		e->next_attempt_at = fmax(e->next_attempt_at,
 					  fs_record_until(&e->failsafe));
 }
@@ -482,14 +473,14 @@ static void peers_regained(struct election *e, struct election_output *out,
 	}
 	answer(out, NULL);
 	if (fs_record_ends(&e->failsafe, out, now, ev->peers.node) &&
-	    e->state == ELECTION_BACKOFF)
+	    election_state_failsafe(e)->backs_off)
 		e->next_attempt_at = now;
 }
 
 static void peers_check_done(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
-	if (e->state != ELECTION_LEADER || e->failsafe.check != CHECK_ASKING)
+	if (!election_state_failsafe(e)->checks || e->failsafe.check != CHECK_ASKING)
 		return;
 	e->child_start_at = fmax(e->child_start_at,
 				 fs_check_done(&e->failsafe, out, now, ev->peers.check));
@@ -499,7 +490,8 @@ static void peers_check_done(struct election *e, struct election_output *out,
 	 * never asked) and no node outside it was seen. */
 	if (ev->peers.check == ELECTION_CHECK_CLEAR && ev->peers.same_members &&
 	    !e->failsafe.stranger[0])
-		election_fence_settled(e, out, now);
+		election_tell_fence(e, out, now, &(struct election_fence_event){
+			.type = ELECTION_FENCE_EV_SETTLED });
 }
 
 /* A node holds a session for this lock but is not in failsafe_peers: its
@@ -518,16 +510,29 @@ bool election_runs_command(const struct election_snapshot *s)
 	return s->command_active || s->command_pid != 0;
 }
 
+static void peers_stranger(struct election *e, struct election_output *out,
+			   double now, const struct election_event *ev)
+{
+	(void)now;
+	fs_stranger(&e->failsafe, out, ev->peers.node);
+}
+
+/* The peers' news: one cell per kind; what the state means for each is
+ * its row's failsafe role (struct election_failsafe_role). */
+static election_handler *const peer_cells[] = {
+	[ELECTION_PEERS_CLAIMED] = peers_claimed,
+	[ELECTION_PEERS_ROUND_DONE] = peers_round_done,
+	[ELECTION_PEERS_CHECK_DONE] = peers_check_done,
+	[ELECTION_PEERS_STRANGER] = peers_stranger,
+	[ELECTION_PEERS_REGAINED] = peers_regained,
+};
+
 void election_failsafe_news(struct election *e, struct election_output *out,
 		   double now, const struct election_event *ev)
 {
-	switch (ev->peers.news) {
-	case ELECTION_PEERS_CLAIMED: peers_claimed(e, out, now, ev); return;
-	case ELECTION_PEERS_ROUND_DONE: failsafe_round_done(e, out, now, ev); return;
-	case ELECTION_PEERS_CHECK_DONE: peers_check_done(e, out, now, ev); return;
-	case ELECTION_PEERS_STRANGER: fs_stranger(&e->failsafe, out, ev->peers.node); return;
-	case ELECTION_PEERS_REGAINED: peers_regained(e, out, now, ev); return;
-	}
+	if ((size_t)ev->peers.news < sizeof(peer_cells) / sizeof(peer_cells[0]) &&
+	    peer_cells[ev->peers.news])
+		peer_cells[ev->peers.news](e, out, now, ev);
 }
 
 /* The lock went to another session while this node was away. */
@@ -568,6 +573,15 @@ bool election_failsafe_stays_out(struct election *e, struct election_output *out
 	return true;
 }
 
+/* FAILSAFE leads as far as the fence is concerned: a busy fence is waited
+ * for, and its session reopened (DESIGN 3). */
+static void fs_state_fence(const struct election *e,
+			   struct election_fence_inputs *in)
+{
+	(void)e;
+	in->leading = in->reopens = true;
+}
+
 /* The FAILSAFE state's row (election.c's table). */
 const struct state_ops failsafe_state = {
 	.shutdown = election_shutdown,
@@ -578,4 +592,6 @@ const struct state_ops failsafe_state = {
 	.command_gone = fs_state_child_gone,
 	.deadlines = fs_state_tick,
 	.wakeup = fs_state_wakeup,
+	.fence = fs_state_fence,
+	.failsafe = { .refuses = "this node runs the command", .claims = true },
 };

@@ -37,6 +37,65 @@ struct election_fence_machine {
 	double lock_lost_at;     /* the lock went while the command stopped */
 };
 
+/* What the election's state means for the fence, told with each of its
+ * events: the same for every state (command, killing, lock_down), then
+ * filled in by the state's row (struct state_ops' fence). */
+struct election_fence_inputs {
+	bool command;   /* the command lives (started, not yet gone) */
+	bool killing;   /* SIGKILL sent: the fence no longer matters */
+	bool leader;    /* LEADER (or its lock granted, the claim under way):
+			 * the command is due once the fence is held */
+	bool leading;   /* the same, or FAILSAFE: a busy fence is waited for */
+	bool unlocked;  /* the command is being stopped without the lock */
+	bool lock_down; /* no lock session is up */
+	bool reopens;   /* a closed fence session is reopened in this state */
+};
+
+/* The fence machine's events: its session's news, then what the election
+ * tells it. */
+enum election_fence_event_type {
+	ELECTION_FENCE_EV_READY,    /* connected, or unlocked (RELEASED) */
+	ELECTION_FENCE_EV_FAILED,   /* the session ended: fault, reason */
+	ELECTION_FENCE_EV_ACQUIRED,
+	ELECTION_FENCE_EV_BUSY,     /* held elsewhere, or the queued wait ended */
+	ELECTION_FENCE_EV_LEAD,     /* a new term: take it from not_before on */
+	ELECTION_FENCE_EV_SETTLED,  /* the members run nothing: no settle wait */
+	ELECTION_FENCE_EV_STOPPING, /* the lock went while the command stops;
+				     * outage: the database went away */
+	ELECTION_FENCE_EV_TAKE,     /* the lock is back after failsafe */
+	ELECTION_FENCE_EV_TICK,     /* after the state's deadlines */
+	ELECTION_FENCE_EV_COUNT
+};
+
+struct election_fence_event {
+	enum election_fence_event_type type;
+	struct election_fence_inputs in; /* filled in by election_tell_fence */
+	double not_before;       /* LEAD */
+	bool outage;             /* STOPPING */
+	enum fault fault;        /* FAILED */
+	const char *reason;      /* FAILED, or NULL */
+};
+
+/* What the fence tells the election back, beside actions and lines. */
+struct election_fence_verdict {
+	const char *kill; /* kill the command now, and why; NULL: no */
+	bool outage;      /* the database seems to have gone away */
+	bool permanent;   /* its session ended with a permanent fault */
+};
+
+/* What a state means for failsafe's peers (DESIGN 9): its row's cell,
+ * which the peers' news reads (election_failsafe.c). */
+struct election_failsafe_role {
+	const char *refuses; /* a member's claim is refused, and why; NULL:
+			      * agreed (same member list) */
+	bool stays_out;      /* an agreed claim closes the lock session: a
+			      * queued wait or a grant is given back */
+	bool backs_off;      /* reconnecting: not before the record ends, and
+			      * at once when it ends early (REGAINED) */
+	bool claims;         /* this node's claim rounds run (FAILSAFE) */
+	bool checks;         /* a new leader's question to the members runs */
+};
+
 /* Failsafe's own state (DESIGN 9; election_failsafe.c): only that file
  * reads or writes these. */
 struct election_failsafe_machine {
@@ -145,6 +204,9 @@ struct state_ops {
 	void (*deadlines)(struct election *e, struct election_output *out,
 			  double now);
 	double (*wakeup)(const struct election *e, double now);
+	/* what the state means for the fence (NULL: nothing of its own) */
+	void (*fence)(const struct election *e, struct election_fence_inputs *in);
+	struct election_failsafe_role failsafe;
 };
 
 extern const struct state_ops connecting_state, backoff_state, standby_state,
@@ -192,18 +254,19 @@ void election_fence_close(struct election_fence_machine *f, struct election_outp
 bool election_fence_ok(const struct election_fence_machine *f);
 bool election_fence_held(const struct election_fence_machine *f);
 void election_fence_drop(struct election_fence_machine *f, struct election_output *out, double now);
-/* driven by the election: each reads what it needs of it */
-void election_fence_take(struct election *e, struct election_output *out);
-void election_fence_lead(struct election *e, struct election_output *out, double now,
-		double not_before);
-void election_fence_stopping(struct election *e, struct election_output *out,
-		    double now, bool outage);
-/* The members answered that none runs the command (issue 25 item 12):
- * a settle wait still running ends now. */
-void election_fence_settled(struct election *e, struct election_output *out, double now);
-election_handler election_fence_news;
-void election_fence_tick(struct election *e, struct election_output *out, double now);
-double election_fence_wakeup(const struct election *e, double now);
+void election_fence_step(struct election_fence_machine *f,
+			 const struct election_fence_event *ev, double now,
+			 struct election_output *out,
+			 struct election_fence_verdict *v);
+double election_fence_wakeup(const struct election_fence_machine *f,
+			     const struct election_fence_inputs *in, double now);
+/* election.c: tells the fence an event, with what the state means for it
+ * (its row's fence cell), and acts on the verdict (a kill, an outage) */
+/* election.c: what the state means for failsafe's peers (its row's) */
+const struct election_failsafe_role *election_state_failsafe(const struct election *e);
+struct election_fence_verdict election_tell_fence(struct election *e,
+		struct election_output *out, double now,
+		struct election_fence_event *ev);
 
 /* ---- election_controls.c: the operator controls (DESIGN 11) ---- */
 void election_controls_tick(struct election *e, struct election_output *out,

@@ -374,7 +374,8 @@ static void standby_granted(struct election *e, struct election_output *out,
 	if (election_failsafe_record(e, now) > 0 || now < election_settle_until(e))
 		return;
 	e->granted_at = now;
-	election_fence_lead(e, out, now, -INFINITY);
+	election_tell_fence(e, out, now, &(struct election_fence_event){
+		.type = ELECTION_FENCE_EV_LEAD, .not_before = -INFINITY });
 	election_controls_granted(e, out);
 }
 
@@ -388,11 +389,31 @@ static void standby_acquired(struct election *e, struct election_output *out,
 
 /* ---- the rows (election.c's table) ------------------------------------- */
 
+/* What CONNECTING and STANDBY mean for the fence (DESIGN 3). No lock
+ * session is up yet while connecting. A standby whose lock was granted
+ * leads as far as the fence is concerned: it takes the fence while its
+ * claim is under way; a polling one has no fence session (DESIGN 15). */
+static void connecting_fence(const struct election *e,
+			     struct election_fence_inputs *in)
+{
+	(void)e;
+	in->lock_down = true;
+}
+
+static void standby_fence(const struct election *e,
+			  struct election_fence_inputs *in)
+{
+	in->leader = in->leading = isfinite(e->granted_at);
+	in->reopens = !e->polling;
+}
+
 const struct state_ops connecting_state = {
 	.shutdown = shutdown_unanswered,
 	.lock = { .connected = connecting_done, .failed = connection_failed },
 	.deadlines = connecting_tick,
 	.wakeup = request_wakeup,
+	.fence = connecting_fence,
+	.failsafe = { .stays_out = true },
 };
 
 const struct state_ops backoff_state = {
@@ -400,6 +421,7 @@ const struct state_ops backoff_state = {
 	.lock = { .failed = backoff_lost },
 	.deadlines = backoff_tick,
 	.wakeup = backoff_wakeup,
+	.failsafe = { .backs_off = true },
 };
 
 const struct state_ops standby_state = {
@@ -408,10 +430,13 @@ const struct state_ops standby_state = {
 		  .busy = lock_busy, .granted = standby_granted },
 	.deadlines = standby_tick,
 	.wakeup = request_wakeup,
+	.fence = standby_fence,
+	.failsafe = { .stays_out = true },
 };
 
 const struct state_ops releasing_state = {
 	.lock = { .failed = release_lost, .released = released },
 	.deadlines = releasing_tick,
 	.wakeup = releasing_wakeup,
+	.failsafe = { .refuses = "this node holds the lock" },
 };

@@ -3,7 +3,8 @@
 shows it, read from states[] in src/election.c and each state's row
 (struct state_ops) in src/election*.c: one line per state, naming the
 handler of each event it handles (events not named are ignored there).
---check: exit 1, with a diff, when election.h's copy differs."""
+--check: exit 1, with a diff, when election.h's copy differs; --update:
+write it there."""
 import difflib
 import glob
 import os
@@ -20,7 +21,7 @@ CELLS = [("start", "START"), ("shutdown", "SHUTDOWN"),
          ("lock.acquired", "ACQUIRED"), ("lock.busy", "BUSY"),
          ("lock.ping_ok", "PING_OK"), ("lock.released", "RELEASED"),
          ("lock.granted", "GRANTED"), ("command_gone", "GONE"),
-         ("deadlines", "deadlines")]
+         ("deadlines", "deadlines"), ("fence", "fence")]
 WIDTH = 78
 
 
@@ -79,7 +80,7 @@ def diagram():
 
 def main():
     lines = diagram()
-    if sys.argv[1:] != ["--check"]:
+    if sys.argv[1:] not in (["--check"], ["--update"]):
         sys.stdout.write("".join(lines))
         return 0
     with open(HEADER, encoding="utf-8") as f:
@@ -92,6 +93,10 @@ def main():
               % (BEGIN.strip(), END.strip()), file=sys.stderr)
         return 1
     if header[start:end] == lines:
+        return 0
+    if sys.argv[1:] == ["--update"]:
+        with open(HEADER, "w", encoding="utf-8") as f:
+            f.writelines(header[:start] + lines + header[end:])
         return 0
     sys.stderr.writelines(difflib.unified_diff(
         header[start:end], lines, "src/election.h", "tests/state-table.py"))
