@@ -355,6 +355,12 @@ const struct election_failsafe_role *election_state_failsafe(const struct electi
 	return e->state < ELECTION_STATE_COUNT ? &states[e->state]->failsafe : &none;
 }
 
+enum election_controls_role election_state_controls(const struct election *e)
+{
+	return e->state < ELECTION_STATE_COUNT ? states[e->state]->controls
+		: ELECTION_CONTROLS_AS_NONE;
+}
+
 /* The fence session's news, as the fence's own events; PING_OK and
  * GRANTED are the lock's only. */
 static bool fence_event_of(const struct election_event *ev,

@@ -468,6 +468,7 @@ const struct state_ops leader_state = {
 	.wakeup = leader_wakeup,
 	.fence = leader_fence,
 	.failsafe = { .refuses = "this node runs the command", .checks = true },
+	.controls = ELECTION_CONTROLS_AS_LEADER,
 };
 
 const struct state_ops demoting_state = {

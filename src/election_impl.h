@@ -96,6 +96,18 @@ struct election_failsafe_role {
 	bool checks;         /* a new leader's question to the members runs */
 };
 
+/* What a state means for the operator controls (DESIGN 11): its row's
+ * cell, which election_controls.c reads. */
+enum election_controls_role {
+	ELECTION_CONTROLS_AS_NONE,    /* not read; nothing acts on them */
+	ELECTION_CONTROLS_AS_STANDBY, /* read every retry_interval (ping_interval
+				       * while holding off); a priority ask; a
+				       * switchover holds it off; its grant's
+				       * read */
+	ELECTION_CONTROLS_AS_LEADER,  /* read every ping_interval, at once in a
+				       * new term; a pause and a switchover act */
+};
+
 /* Failsafe's own state (DESIGN 9; election_failsafe.c): only that file
  * reads or writes these. */
 struct election_failsafe_machine {
@@ -207,6 +219,7 @@ struct state_ops {
 	/* what the state means for the fence (NULL: nothing of its own) */
 	void (*fence)(const struct election *e, struct election_fence_inputs *in);
 	struct election_failsafe_role failsafe;
+	enum election_controls_role controls;
 };
 
 extern const struct state_ops connecting_state, backoff_state, standby_state,
@@ -264,6 +277,8 @@ double election_fence_wakeup(const struct election_fence_machine *f,
  * (its row's fence cell), and acts on the verdict (a kill, an outage) */
 /* election.c: what the state means for failsafe's peers (its row's) */
 const struct election_failsafe_role *election_state_failsafe(const struct election *e);
+/* election.c: what the state means for the operator controls (its row's) */
+enum election_controls_role election_state_controls(const struct election *e);
 struct election_fence_verdict election_tell_fence(struct election *e,
 		struct election_output *out, double now,
 		struct election_fence_event *ev);

@@ -432,6 +432,7 @@ const struct state_ops standby_state = {
 	.wakeup = request_wakeup,
 	.fence = standby_fence,
 	.failsafe = { .stays_out = true },
+	.controls = ELECTION_CONTROLS_AS_STANDBY,
 };
 
 const struct state_ops releasing_state = {
