@@ -336,10 +336,14 @@ shellcheck:
 			printf '%s\n' "$$f"; \
 	done | xargs -r shellcheck
 
-# No function in src/ over 60 lines or over a complexity of 15 (either of
-# pmccabe's two: modified and traditional cyclomatic).
+# No function in src/ or tests/unit/ over 60 lines or over a complexity of
+# 15 (either of pmccabe's two: modified and traditional cyclomatic).
+# test_election.c is left out until its random world (world_step,
+# test_property_world) moves into the simulator (issue 23 item 3).
+COMPLEXITY_PENDING := tests/unit/test_election.c
+COMPLEXITY_SRCS = src/*.c $(filter-out $(COMPLEXITY_PENDING),$(wildcard tests/unit/*.c))
 complexity:
-	@pmccabe src/*.c | awk '$$1 > 15 || $$2 > 15 || $$5 > 60 { \
+	@pmccabe $(COMPLEXITY_SRCS) | awk '$$1 > 15 || $$2 > 15 || $$5 > 60 { \
 		printf "complexity: %s %s: complexity %d/%d, %d lines (bounds 15, 60)\n", \
 			$$6, $$7, $$1, $$2, $$5; bad = 1 } END { exit bad }'
 

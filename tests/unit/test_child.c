@@ -831,6 +831,38 @@ START_TEST(test_proctree_finds_every_generation)
 }
 END_TEST
 
+/* Puts the escapee (and the process) in the state the case names:
+ * orphaned (reparented to us, the subreaper), stopped, or the descriptor
+ * table full. */
+static void escapee_as_the_case_says(const struct escapee_case *ec, pid_t escapee,
+				     int *fills, size_t nfills)
+{
+	double deadline = now() + 5.0;
+
+	if (ec->orphaned) {
+		while (process_parent(escapee) != getpid() && now() < deadline)
+			run_loop_for(0.02);
+		expect_int_eq(process_parent(escapee), getpid());
+	}
+	deadline = now() + 5.0;
+	if (ec->stopped) {
+		kill(escapee, SIGSTOP);
+		while (process_state(escapee) != 'T' && now() < deadline)
+			run_loop_for(0.01);
+		expect_int_eq(process_state(escapee), 'T');
+	}
+	if (ec->table_full) {
+		struct rlimit rl;
+
+		/* a soft limit the fills can reach */
+		getrlimit(RLIMIT_NOFILE, &rl);
+		rl.rlim_cur = 256;
+		expect(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+		expect(fill_descriptor_table(fills, nfills) > 0);
+		expect(open("/dev/null", O_RDONLY) == -1 && errno == EMFILE);
+	}
+}
+
 START_TEST(test_setsid_descendant_is_stopped_with_the_group)
 {
 	const struct escapee_case *ec = &escapee_cases[_i];
@@ -854,32 +886,7 @@ START_TEST(test_setsid_descendant_is_stopped_with_the_group)
 		 path_in_tmpdir("termed"), pidfile, pidfile, pidfile, ec->after);
 	start_command(c, NULL, &r, 0, NULL);
 	escapee = wait_for_escapee(&r);
-	if (ec->orphaned) {
-		double deadline = now() + 5.0;
-
-		while (process_parent(escapee) != getpid() && now() < deadline)
-			run_loop_for(0.02);
-		expect_int_eq(process_parent(escapee), getpid());
-	}
-
-	if (ec->stopped) {
-		double deadline = now() + 5.0;
-
-		kill(escapee, SIGSTOP);
-		while (process_state(escapee) != 'T' && now() < deadline)
-			run_loop_for(0.01);
-		expect_int_eq(process_state(escapee), 'T');
-	}
-	if (ec->table_full) {
-		struct rlimit rl;
-
-		/* a soft limit the fills can reach */
-		getrlimit(RLIMIT_NOFILE, &rl);
-		rl.rlim_cur = 256;
-		expect(setrlimit(RLIMIT_NOFILE, &rl) == 0);
-		expect(fill_descriptor_table(fills, sizeof(fills) / sizeof(*fills)) > 0);
-		expect(open("/dev/null", O_RDONLY) == -1 && errno == EMFILE);
-	}
+	escapee_as_the_case_says(ec, escapee, fills, sizeof(fills) / sizeof(*fills));
 	stopped = now();
 	child_stop(c);
 	gone = run_until_gone(&r, 8.0);
@@ -1253,9 +1260,30 @@ END_TEST
  * closed is set and on a pipe otherwise: 0 when stdfd_ensure_open put
  * /dev/null in exactly the closed ones, else the number of the first
  * check that failed. */
+/* One standard descriptor after stdfd_ensure_open: one it found closed is
+ * /dev/null, open the right way and inherited; the others are left alone.
+ * 0, or the number of the check that failed. */
+static int stdfd_check(int fd, bool was_closed, const struct stat *pipe_st,
+		       const struct stat *null_st)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) != 0)
+		return 3;
+	if (!was_closed)
+		return st.st_ino != pipe_st->st_ino ? 4 : 0; /* left alone */
+	if (!S_ISCHR(st.st_mode) || st.st_rdev != null_st->st_rdev)
+		return 5;
+	if ((fcntl(fd, F_GETFL) & O_ACCMODE) != (fd == 0 ? O_RDONLY : O_WRONLY))
+		return 6;
+	if (fcntl(fd, F_GETFD) != 0) /* inherited by the command */
+		return 7;
+	return 0;
+}
+
 static int stdfd_case(unsigned closed)
 {
-	struct stat null_st, pipe_st, st;
+	struct stat null_st, pipe_st;
 	int pipe_fds[2], fd;
 
 	if (stat("/dev/null", &null_st) != 0 || pipe(pipe_fds) != 0 ||
@@ -1272,19 +1300,10 @@ static int stdfd_case(unsigned closed)
 
 	stdfd_ensure_open();
 	for (fd = 0; fd <= 2; fd++) {
-		if (fstat(fd, &st) != 0)
-			return 3;
-		if (!(closed & (1U << fd))) {
-			if (st.st_ino != pipe_st.st_ino) /* left alone */
-				return 4;
-			continue;
-		}
-		if (!S_ISCHR(st.st_mode) || st.st_rdev != null_st.st_rdev)
-			return 5;
-		if ((fcntl(fd, F_GETFL) & O_ACCMODE) != (fd == 0 ? O_RDONLY : O_WRONLY))
-			return 6;
-		if (fcntl(fd, F_GETFD) != 0) /* inherited by the command */
-			return 7;
+		int check = stdfd_check(fd, closed & (1U << fd), &pipe_st, &null_st);
+
+		if (check)
+			return check;
 	}
 	/* What pgleader opens next cannot be a standard descriptor. */
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

@@ -2178,14 +2178,31 @@ START_TEST(schema_names)
 }
 END_TEST
 
+struct test_row {
+	const char *name;
+	const TTest *test;
+	int cases;
+};
+
+/* One case per row, each run over its table. */
+static void add_tests(Suite *s, const struct test_row *tests, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		TCase *tc = tcase_create(tests[i].name);
+
+		tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
+		tcase_add_checked_fixture(tc, clear_pgleader_env, NULL);
+		/* Pure parsing: seconds even under valgrind. */
+		tcase_set_timeout(tc, 30);
+		tcase_add_loop_test(tc, tests[i].test, 0, tests[i].cases);
+		suite_add_tcase(s, tc);
+	}
+}
+
 static Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
-	struct {
-		const char *name;
-		const TTest *test;
-		int cases;
-	} tests[] = {
+	const struct test_row tests[] = {
 #define LOOP(test, table) { #test, test, (int)(sizeof(table) / sizeof(table[0])) }
 #define ONCE(test) { #test, test, 1 }
 		LOOP(key_in_file, key_cases),
@@ -2229,16 +2246,7 @@ static Suite *config_suite(void)
 #undef ONCE
 	};
 
-	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		TCase *tc = tcase_create(tests[i].name);
-
-		tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
-		tcase_add_checked_fixture(tc, clear_pgleader_env, NULL);
-		/* Pure parsing: seconds even under valgrind. */
-		tcase_set_timeout(tc, 30);
-		tcase_add_loop_test(tc, tests[i].test, 0, tests[i].cases);
-		suite_add_tcase(s, tc);
-	}
+	add_tests(s, tests, sizeof(tests) / sizeof(tests[0]));
 	return s;
 }
 

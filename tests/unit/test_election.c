@@ -1381,11 +1381,12 @@ START_TEST(test_frozen_during_takeover_delay)
 }
 END_TEST
 
-START_TEST(test_next_wakeup_each_state)
+/* init and done: never; connecting: the connect deadline, the end of
+ * the backoff, or the wait timeout */
+static void wakeups_connecting(void)
 {
 	struct config c = daemon_cfg;
 	struct election_params p = defaults;
-	double t;
 
 	/* init and done: never */
 	election_init(&M, &p);
@@ -1405,6 +1406,13 @@ START_TEST(test_next_wakeup_each_state)
 	ck_wakeup(&M, 0, 4);
 	step(&M, ELECTION_CONNECT_FAILED, 0, "down", 3.75);
 	ck_wakeup(&M, 3.75, 4);
+}
+
+static void wakeups_standby(void)
+{
+	struct config c = daemon_cfg;
+	struct election_params p;
+
 	c.wait_timeout_ms = -1;
 	p = daemon_params(&c);
 
@@ -1431,6 +1439,14 @@ START_TEST(test_next_wakeup_each_state)
 	tick(&M, 6);
 	ck_wakeup(&M, 6, 10);
 	ck_assert_double_eq(M.request_deadline, 13);
+}
+
+static void wakeups_leader(void)
+{
+	struct config c = daemon_cfg;
+	struct election_params p;
+
+	c.wait_timeout_ms = -1;
 	c.acquire = ACQUIRE_WAIT;
 	p = daemon_params(&c);
 
@@ -1467,6 +1483,17 @@ START_TEST(test_next_wakeup_each_state)
 	tick(&M, 1);
 	step(&M, ELECTION_PING_OK, 0, NULL, 1);
 	ck_wakeup(&M, 1, 1.25);
+}
+
+static void wakeups_stopping(void)
+{
+	struct config c = daemon_cfg;
+	struct election_params p;
+	double t;
+
+	c.wait_timeout_ms = -1;
+	c.acquire = ACQUIRE_WAIT;
+	c.takeover_delay_ms = 0;
 	c.restart = RESTART_NO;
 	p = daemon_params(&c);
 
@@ -1486,6 +1513,14 @@ START_TEST(test_next_wakeup_each_state)
 	tick(&M, t);
 	ck_state(&M, ELECTION_DONE);
 	ck_assert(isinf(election_next_wakeup(&M, t)));
+}
+
+START_TEST(test_next_wakeup_each_state)
+{
+	wakeups_connecting();
+	wakeups_standby();
+	wakeups_leader();
+	wakeups_stopping();
 }
 END_TEST
 
@@ -2959,13 +2994,40 @@ START_TEST(test_stopping_said_once)
 }
 END_TEST
 
+/* The rest of test_snapshot_one_term's term (from t): the loss, the
+ * kill, and a second term. */
+static void snapshot_after_the_loss(const struct election_snapshot *s, double t)
+{
+	struct election_output out;
+
+	/* lost to pg_terminate_backend; the command is killed after the grace */
+	out = db_failed(&M, FAULT_TERMINATED, "terminating connection", t + 1.5);
+	ck_assert_int_eq(s->state, ELECTION_DEMOTING);
+	ck_log(out, LOG_LEVEL_WARNING, "lost leader lease: terminating connection");
+	ck_assert_int_eq(out.logs[0].fault, FAULT_TERMINATED); /* the reason field */
+	ck_assert_uint_eq(s->counters.losses[FAULT_TERMINATED], 1);
+	ck_assert_double_eq(s->leader_since_wall, 0);
+	step(&M, ELECTION_CHILD_KILLED, 0, NULL, t + 9.5);
+	ck_assert_uint_eq(s->counters.command_kills, 1);
+	step(&M, ELECTION_CHILD_GONE, 137, NULL, t + 9.5);
+	ck_assert_int_eq(s->command_pid, 0);
+	ck_assert_uint_eq(s->counters.command_exits[ELECTION_OUTCOME_SIGNAL], 1);
+	ck_assert_int_eq(s->state, ELECTION_CONNECTING);
+	/* a second term counts on */
+	step(&M, ELECTION_CONNECTED, 0, NULL, t + 10);
+	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key -5, fencing token 80", t + 10);
+	ck_assert_uint_eq(s->term, 2);
+	ck_assert_uint_eq(s->fencing_token, 80);
+	step(&M, ELECTION_CHILD_GONE, 0, NULL, t + 11);
+	ck_assert_uint_eq(s->counters.command_exits[ELECTION_OUTCOME_SUCCESS], 1);
+}
+
 /* What the snapshot says over one leadership: what metrics and peers read. */
 START_TEST(test_snapshot_one_term)
 {
 	const struct election_snapshot *s = election_snapshot(&M);
 	struct config c = daemon_cfg;
 	struct election_params p = defaults;
-	struct election_output out;
 	double t = 10;
 
 	c.node_id = "n1";
@@ -3003,26 +3065,7 @@ START_TEST(test_snapshot_one_term)
 	ck_assert_uint_eq(s->counters.ping_duration.count, 1);
 	ck_assert_uint_eq(s->counters.ping_duration.counts[2], 1); /* le 0.005 */
 	ck_assert_double_eq(s->last_ping_reply, t + 1.023);
-	/* lost to pg_terminate_backend; the command is killed after the grace */
-	out = db_failed(&M, FAULT_TERMINATED, "terminating connection", t + 1.5);
-	ck_assert_int_eq(s->state, ELECTION_DEMOTING);
-	ck_log(out, LOG_LEVEL_WARNING, "lost leader lease: terminating connection");
-	ck_assert_int_eq(out.logs[0].fault, FAULT_TERMINATED); /* the reason field */
-	ck_assert_uint_eq(s->counters.losses[FAULT_TERMINATED], 1);
-	ck_assert_double_eq(s->leader_since_wall, 0);
-	step(&M, ELECTION_CHILD_KILLED, 0, NULL, t + 9.5);
-	ck_assert_uint_eq(s->counters.command_kills, 1);
-	step(&M, ELECTION_CHILD_GONE, 137, NULL, t + 9.5);
-	ck_assert_int_eq(s->command_pid, 0);
-	ck_assert_uint_eq(s->counters.command_exits[ELECTION_OUTCOME_SIGNAL], 1);
-	ck_assert_int_eq(s->state, ELECTION_CONNECTING);
-	/* a second term counts on */
-	step(&M, ELECTION_CONNECTED, 0, NULL, t + 10);
-	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key -5, fencing token 80", t + 10);
-	ck_assert_uint_eq(s->term, 2);
-	ck_assert_uint_eq(s->fencing_token, 80);
-	step(&M, ELECTION_CHILD_GONE, 0, NULL, t + 11);
-	ck_assert_uint_eq(s->counters.command_exits[ELECTION_OUTCOME_SUCCESS], 1);
+	snapshot_after_the_loss(s, t);
 }
 END_TEST
 
@@ -4356,9 +4399,8 @@ static TCase *new_case(const char *name)
 	return tc;
 }
 
-static Suite *election_suite(void)
+static void add_lock_cases(Suite *s)
 {
-	Suite *s = suite_create("election");
 	TCase *tc;
 
 	tc = new_case("connecting");
@@ -4410,6 +4452,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_frozen_during_takeover_delay);
 	tcase_add_test(tc, test_next_wakeup_each_state);
 	suite_add_tcase(s, tc);
+}
+
+static void add_command_cases(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("demotion");
 	tcase_set_timeout(tc, 5);
@@ -4454,6 +4501,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_events_out_of_place_ignored);
 	tcase_add_test(tc, test_state_names);
 	suite_add_tcase(s, tc);
+}
+
+static void add_decider_cases(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("decider");
 	tcase_set_timeout(tc, 5);
@@ -4493,6 +4545,11 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_fence_lost_while_stopping_kills);
 	tcase_add_test(tc, test_fence_lost_in_shutdown_with_lock);
 	suite_add_tcase(s, tc);
+}
+
+static void add_failsafe_cases(Suite *s)
+{
+	TCase *tc;
 
 	tc = new_case("failsafe");
 	tcase_set_timeout(tc, 5);
@@ -4519,7 +4576,16 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_property_chaos);
 	tcase_add_test(tc, test_property_world);
 	suite_add_tcase(s, tc);
+}
 
+static Suite *election_suite(void)
+{
+	Suite *s = suite_create("election");
+
+	add_lock_cases(s);
+	add_command_cases(s);
+	add_decider_cases(s);
+	add_failsafe_cases(s);
 	return s;
 }
 

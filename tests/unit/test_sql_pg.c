@@ -605,20 +605,13 @@ static bool probe(PGconn *c, char *(*build)(const char *), const char *s)
 	return yes;
 }
 
-START_TEST(controls_written_and_read)
+/* Pauses, of a job and of the whole lock, and their resumes. */
+static void controls_pauses(PGconn *c, const char *s, const char *read)
 {
-	PGconn *c = pgtemp_connect("pgleader-pause");
-	const char *s = "controls";
-	struct ledger_sql_query q;
-	char *read = ledger_sql_controls_read(s), stamp[64];
 	const char *key[1] = { KEY_TEXT };
+	struct ledger_sql_query q;
 	PGresult *r;
 
-	ck_assert(!probe(c, ledger_sql_schema_probe, s));
-	ck_assert(!probe(c, controls_probe, s));
-	make_ledger(c, s);
-	ck_assert(probe(c, ledger_sql_schema_probe, s));
-	ck_assert(probe(c, controls_probe, s));
 	/* pause a job, then the whole lock; a second pause is one row */
 	ck_assert(controls_sql_pause(&q, s, KEY, "nightly"));
 	PQclear(run_q(c, &q));
@@ -651,6 +644,16 @@ START_TEST(controls_written_and_read)
 	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_RESUME_ALL), "t");
 	ck_assert_str_eq(PQgetvalue(r, 0, CONTROLS_RESUME_ALL_STAYS), "f");
 	PQclear(r);
+}
+
+/* One switchover at a time, as read, done and lapsed. */
+static void controls_switchovers(PGconn *c, const char *s, const char *read)
+{
+	const char *key[1] = { KEY_TEXT };
+	struct ledger_sql_query q;
+	char stamp[64];
+	PGresult *r;
+
 	/* one switchover at a time; done deletes only its own row */
 	ck_assert(controls_sql_switchover(&q, s, KEY, "db2", 30000, "db1"));
 	r = run_q(c, &q);
@@ -693,6 +696,13 @@ START_TEST(controls_written_and_read)
 	r = run_q(c, &q);
 	ck_assert_str_eq(PQcmdTuples(r), "1");
 	PQclear(r);
+}
+
+static void controls_blind_role(PGconn *c, const char *s, const char *read)
+{
+	const char *key[1] = { KEY_TEXT };
+	PGresult *r;
+
 	/* a role that may not read them: the probes still find them there,
 	 * so its read fails (and the controls fail closed), not "no table" */
 	exec_ok(c, "CREATE ROLE controls_blind; REVOKE SELECT ON controls.controls FROM PUBLIC;"
@@ -704,6 +714,22 @@ START_TEST(controls_written_and_read)
 	ck_assert_str_eq(PQresultErrorField(r, PG_DIAG_SQLSTATE), "42501");
 	PQclear(r);
 	exec_ok(c, "RESET ROLE; DROP OWNED BY controls_blind; DROP ROLE controls_blind");
+}
+
+START_TEST(controls_written_and_read)
+{
+	PGconn *c = pgtemp_connect("pgleader-pause");
+	const char *s = "controls";
+	char *read = ledger_sql_controls_read(s);
+
+	ck_assert(!probe(c, ledger_sql_schema_probe, s));
+	ck_assert(!probe(c, controls_probe, s));
+	make_ledger(c, s);
+	ck_assert(probe(c, ledger_sql_schema_probe, s));
+	ck_assert(probe(c, controls_probe, s));
+	controls_pauses(c, s, read);
+	controls_switchovers(c, s, read);
+	controls_blind_role(c, s, read);
 	free(read);
 	PQfinish(c);
 }
