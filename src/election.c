@@ -286,9 +286,10 @@ static void start(struct election *e, struct election_output *out, double now,
  * Each row lives with its state's handlers: CONNECTING, BACKOFF, STANDBY
  * and RELEASING in election_standby.c, LEADER, DEMOTING and SHUTTING_DOWN in
  * election_command.c, FAILSAFE in election_failsafe.c. Fence, peers and
- * controls news, and the command's other news, are handled alike in every
- * state (fence_news, election_failsafe_news, election_on_controls,
- * election_on_command).
+ * controls news, and the command's other news, go to their machines alike
+ * in every state (fence_news, election_failsafe_news, election_on_controls,
+ * election_on_command), which branch on no state of this machine: the row
+ * says what its state means to each (fence, failsafe, controls).
  */
 static const struct state_ops init_state = {
 	.start = start, .shutdown = election_shutdown,
