@@ -269,7 +269,7 @@ JOBS_SEEDS ?= 500
 # (jobs.c, jobs_step.c, tickplan.c, ledger.c and its SQL texts): their clock is the
 # simulated node's (SIM_DEFS), their I/O (sessions, statements, commands,
 # timers, failsafe peers) the ports of tests/sim/ports.c over the models.
-# The linker wraps election_init and election_step, so that the simulator
+# The linker wraps election_new and election_step, so that the simulator
 # knows each node's election (the invariants) and traces each step.
 SIM_OTHER_SRCS := src/supervisor.c src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
 	src/jobs.c src/jobs_step.c src/tickplan.c src/ledger.c src/ledger_sql.c
@@ -278,7 +278,7 @@ SIM_FILES := tests/sim/sim.c tests/sim/network.c tests/sim/database.c \
 	tests/sim/ports.c tests/sim/invariants.c tests/sim/faults.c
 SIM_SRCS := $(SIM_FILES) $(ELECTION_SRCS) $(SIM_OTHER_SRCS)
 SIM_LIBS := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null) -lm
-SIM_DEFS := -Dclock_gettime=sim_clock_gettime -Wl,--wrap=election_init,--wrap=election_step
+SIM_DEFS := -Dclock_gettime=sim_clock_gettime -Wl,--wrap=election_new,--wrap=election_step
 $(B)tests/sim/sim: $(SIM_SRCS) tests/sim/sim.h $(DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(SIM_DEFS) $(ALL_LDFLAGS) -Isrc -o $@ $(SIM_SRCS) $(SIM_LIBS)
@@ -331,6 +331,7 @@ lint: pgleader cppcheck shellcheck complexity metrics-lint decider-purity
 	tests/check-units.sh
 	tests/check-completion.sh ./pgleader
 	tests/check-version.sh ./pgleader
+	tests/state-table.py --check
 	tests/check-readme.sh
 	tests/check-builddir.sh
 

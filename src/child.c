@@ -287,7 +287,7 @@ static int start_guard(pid_t pgid, char *const *marks, pid_t *guard_pid)
 		while (n < 0 && errno == EINTR);
 		if (n == 0)
 			guard_kill_all(pgid, marks);
-		_exit(0);
+		_exit(EXIT_OK);
 	}
 	close(fds[0]);
 	if (pid < 0) {

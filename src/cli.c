@@ -15,7 +15,6 @@
 #include <unistd.h>
 #include <sys/resource.h>
 
-#include "election.h"
 #include "exit_codes.h"
 #include "lease_sql.h"
 #include "log.h"
@@ -99,9 +98,9 @@ bool cli_stalled(void)
  * use, 69 for a refused login); anything else is 69 here. */
 static int exit_for(enum fault f)
 {
-	int code = election_exit_for(f);
+	int code = exit_code_of_fault(f);
 
-	return code ? code : EX_UNAVAILABLE;
+	return code ? code : EXIT_UNAVAILABLE;
 }
 
 /* libpq's messages span lines ("connection to server ... failed: ...\n\tIs
@@ -281,7 +280,7 @@ PGconn *cli_connect(const struct config *cfg, const char *fallback, int *code)
 
 	snprintf(timeout, sizeof(timeout), "%d", wait_s);
 	conn = PQconnectdbParams(keys, vals, 1);
-	*code = EX_UNAVAILABLE;
+	*code = EXIT_UNAVAILABLE;
 	if (!conn) {
 		cli_fail("cannot connect", "out of memory");
 		return NULL;
@@ -289,7 +288,7 @@ PGconn *cli_connect(const struct config *cfg, const char *fallback, int *code)
 	if (PQstatus(conn) != CONNECTION_OK) {
 		lease_sql_one_line(line, sizeof(line), PQerrorMessage(conn), NULL);
 		*code = exit_for(lease_sql_classify(LEASE_SQL_START, NULL, false, line));
-		fail_dsn(*code == EX_CONFIG ? "invalid dsn" : "cannot connect",
+		fail_dsn(*code == EXIT_CONFIG ? "invalid dsn" : "cannot connect",
 			 PQerrorMessage(conn), cfg->dsn);
 		PQfinish(conn);
 		return NULL;

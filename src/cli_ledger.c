@@ -178,7 +178,7 @@ PGconn *cli_ledger_open(const struct config *cfg, const char *fallback, int *rc)
 {
 	PGconn *conn;
 
-	*rc = EX_CONFIG;
+	*rc = EXIT_CONFIG;
 	if (!ledger_sql_schema_ok(cli_ledger_schema(cfg))) {
 		cli_fail("invalid schema", "a lower-case identifier of up to 63"
 			 " characters [a-z0-9_], not starting with pg_ or a digit");
@@ -215,24 +215,24 @@ int cli_ledger_create(PGconn *conn, const char *schema)
 	char *sql = ledger_sql_init(schema);
 	PGresult *res;
 	const char *state;
-	int rc = EX_OK;
+	int rc = EXIT_OK;
 
 	if (!sql) {
 		cli_fail("cannot create the ledger", "out of memory");
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	}
 	/* One simple query: one implicit transaction, all or nothing. */
 	res = cli_ledger_exec(conn, "cannot create the ledger", sql, -1, NULL, false);
 	free(sql);
 	if (!res)
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 		if (state && strcmp(state, SQLSTATE_NO_PRIVILEGE) == 0)
 			fail_privilege(conn, PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY));
 		else
 			cli_fail("cannot create the ledger", PQresultErrorMessage(res));
-		rc = EX_UNAVAILABLE;
+		rc = EXIT_UNAVAILABLE;
 	}
 	PQclear(res);
 	return rc;
@@ -243,9 +243,9 @@ int cli_ledger_ensure(PGconn *conn, const struct config *cfg)
 	enum ledger_state state;
 
 	if (!cli_ledger_check(conn, cfg, &state, false))
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	return state == LEDGER_MISSING ? cli_ledger_create(conn, cli_ledger_schema(cfg))
-	       : EX_OK;
+	       : EXIT_OK;
 }
 
 int cli_ledger_usable(PGconn *conn, const struct config *cfg)

@@ -1,6 +1,7 @@
 /* config.c: pgleader's settings: its table of keys for the options engine,
  * and the rules that span keys, checked once every layer is in. */
 #include "config.h"
+#include "exit_codes.h"
 #include "log.h" /* the enums only: config must not log */
 #include "options.h"
 #include "schedule.h"
@@ -19,6 +20,9 @@
 #include <unistd.h>
 
 #define USAGE "pgleader [OPTION]... [--] COMMAND [ARG]..."
+/* an exit code as the text of a default value: written once, in exit_codes.h */
+#define CODE_TEXT_(code) #code
+#define CODE_TEXT(code) CODE_TEXT_(code)
 #define JOB_NAME_MAX 63
 #define SCHEMA_MAX 63 /* PostgreSQL's NAMEDATALEN - 1 */
 #define JOB_NAME_RULE "1 to 63 of A-Z a-z 0-9 _ . -"
@@ -275,7 +279,7 @@ static const struct option_row rows[] = {
 	  .none_allowed = true },
 	{ .key = "conflict_exit_code", .long_name = "conflict-exit-code",
 	  .type = OPTION_INT, .offset = FIELD(conflict_exit_code),
-	  .default_value = "75" /* EX_TEMPFAIL */, .metavar = "N",
+	  .default_value = CODE_TEXT(EXIT_CONFLICT), .metavar = "N",
 	  .help = "exit code when pgleader gives up waiting",
 	  .min = 0, .max = 255 },
 	{ .key = "shell", .long_name = "shell", .type = OPTION_BOOL,
@@ -472,14 +476,14 @@ static int take_runs_option(struct loader *ld, int action, const char *value)
 
 	if (action == ACT_JOB) {
 		if (check_job_name(value, why, sizeof(why)) < 0)
-			return options_fail(ld->op, EX_USAGE, "--job: %s", why);
+			return options_fail(ld->op, EXIT_USAGE, "--job: %s", why);
 		free(cfg->runs_job);
 		if (!(cfg->runs_job = strdup(value)))
-			return options_fail(ld->op, EX_CONFIG, "out of memory");
+			return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 		return CONFIG_OK;
 	}
 	if (value_parse_duration(value, &ms) < 0)
-		return options_fail(ld->op, EX_USAGE,
+		return options_fail(ld->op, EXIT_USAGE,
 				    "--since: invalid duration %s (examples: 30m, 24h, 720h)",
 				    value_quote(value, shown, sizeof(shown)));
 	cfg->runs_since_ms = ms;
@@ -497,23 +501,23 @@ static int take_switchover_option(struct loader *ld, int action, const char *val
 
 	if (action == ACT_GRANT_TO) {
 		if (check_role(value, why, sizeof(why)) < 0)
-			return options_fail(ld->op, EX_USAGE, "--grant-to: %s", why);
+			return options_fail(ld->op, EXIT_USAGE, "--grant-to: %s", why);
 		free(cfg->grant_to);
 		if (!(cfg->grant_to = strdup(value)))
-			return options_fail(ld->op, EX_CONFIG, "out of memory");
+			return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 		return CONFIG_OK;
 	}
 	if (action == ACT_TO) {
 		if (check_node_id(value, why, sizeof(why)) < 0)
-			return options_fail(ld->op, EX_USAGE, "--to: %s", why);
+			return options_fail(ld->op, EXIT_USAGE, "--to: %s", why);
 		free(cfg->switchover_to);
 	free(cfg->grant_to);
 		if (!(cfg->switchover_to = strdup(value)))
-			return options_fail(ld->op, EX_CONFIG, "out of memory");
+			return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 		return CONFIG_OK;
 	}
 	if (value_parse_duration(value, &ms) < 0 || ms <= 0)
-		return options_fail(ld->op, EX_USAGE,
+		return options_fail(ld->op, EXIT_USAGE,
 				    "--wait: invalid duration %s (more than 0; examples: 30s, 2m)",
 				    value_quote(value, shown, sizeof(shown)));
 	cfg->switchover_wait_ms = ms;
@@ -538,7 +542,7 @@ static int action_cb(void *user, int action, const char *value)
 		break;
 	case ACT_CONFIG:
 		if (!*value)
-			return options_fail(ld->op, EX_USAGE, "-c: empty file name");
+			return options_fail(ld->op, EXIT_USAGE, "-c: empty file name");
 		ld->config_path = value;
 		break;
 	case ACT_JOB:
@@ -562,18 +566,18 @@ static int section_cb(void *user, int line, const char *name)
 	const char *path = options_path(ld->op);
 
 	if (check_job_name(name, why, sizeof(why)) < 0)
-		return options_fail(ld->op, EX_CONFIG, "%s:%d: %s", path, line, why);
+		return options_fail(ld->op, EXIT_CONFIG, "%s:%d: %s", path, line, why);
 	for (size_t i = 0; i < ld->n_sections; i++)
 		if (strcmp(ld->sections[i].job.name, name) == 0)
-			return options_fail(ld->op, EX_CONFIG,
+			return options_fail(ld->op, EXIT_CONFIG,
 					    "%s:%d: [job.%s] is already defined on line %d",
 					    path, line, name, ld->sections[i].line);
 	if (!(grown = realloc(ld->sections, (ld->n_sections + 1) * sizeof(*grown))))
-		return options_fail(ld->op, EX_CONFIG, "out of memory");
+		return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 	ld->sections = grown;
 	grown[ld->n_sections] = (struct section){ .line = line };
 	if (!(grown[ld->n_sections++].job.name = strdup(name)))
-		return options_fail(ld->op, EX_CONFIG, "out of memory");
+		return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 	ld->cfg->job_sections = true;
 	return CONFIG_OK;
 }
@@ -591,11 +595,11 @@ static int unknown_job_key(struct loader *ld, int line, const char *name,
 	char shown[64];
 
 	if (hint)
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "%s:%d: unknown key %s in [job.%s] (did you mean %s?)",
 				    options_path(ld->op), line,
 				    value_quote(key, shown, sizeof(shown)), name, hint);
-	return options_fail(ld->op, EX_CONFIG,
+	return options_fail(ld->op, EXIT_CONFIG,
 			    "%s:%d: unknown key %s in [job.%s] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart)",
 			    options_path(ld->op), line, value_quote(key, shown, sizeof(shown)),
 			    name);
@@ -616,13 +620,13 @@ static int section_key_cb(void *user, int line, const char *name, const char *ke
 	if (k == JK_COUNT)
 		return unknown_job_key(ld, line, name, key);
 	if (sec->lines[k])
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "%s:%d: [job.%s] %s: already set on line %d; set it only once",
 				    path, line, name, key, sec->lines[k]);
 	field = k == JK_COMMAND ? (void *)&sec->command
 				: (char *)&sec->job + job_keys[k].offset;
 	if (setting_parse(find_row(key), field, value, why, sizeof(why)) < 0)
-		return options_fail(ld->op, EX_CONFIG, "%s:%d: [job.%s] %s: %s", path,
+		return options_fail(ld->op, EXIT_CONFIG, "%s:%d: [job.%s] %s: %s", path,
 				    line, name, key, why);
 	sec->lines[k] = line;
 	return CONFIG_OK;
@@ -725,7 +729,7 @@ static int check_subcommand_options(struct loader *ld)
 
 	for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
 		if (given[i] && !(only[i].modes & MODE_BIT(cfg->mode)))
-			return options_fail(ld->op, EX_USAGE, "--%s is only valid with %s",
+			return options_fail(ld->op, EXIT_USAGE, "--%s is only valid with %s",
 					    only[i].option, only[i].where);
 	return CONFIG_OK;
 }
@@ -744,7 +748,7 @@ static int check_daemon_options(struct loader *ld)
 	if (!ld->subcommand)
 		return CONFIG_OK;
 	if (ld->cfg->nonblock)
-		return options_fail(ld->op, EX_USAGE,
+		return options_fail(ld->op, EXIT_USAGE,
 				    "--nonblock is not valid with 'pgleader %s'",
 				    ld->subcommand);
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
@@ -753,7 +757,7 @@ static int check_daemon_options(struct loader *ld)
 		snprintf(option, sizeof(option), "%s", keys[i]);
 		for (char *c = option; *c; c++)
 			*c = *c == '_' ? '-' : *c;
-		return options_fail(ld->op, EX_USAGE, "--%s is not valid with 'pgleader %s'",
+		return options_fail(ld->op, EXIT_USAGE, "--%s is not valid with 'pgleader %s'",
 				    option, ld->subcommand);
 	}
 	return CONFIG_OK;
@@ -788,7 +792,7 @@ static int read_subcommand(struct loader *ld)
 					&after_dashdash)) != CONFIG_OK)
 		return result;
 	if (first_word < ld->nwords)
-		return options_fail(ld->op, EX_USAGE, "%s takes no arguments (got %s)",
+		return options_fail(ld->op, EXIT_USAGE, "%s takes no arguments (got %s)",
 				    ld->subcommand,
 				    value_quote(ld->words[first_word], shown, sizeof(shown)));
 	ld->nwords = 0;
@@ -828,7 +832,7 @@ static int check_server_lease(struct loader *ld)
 
 	if (cfg->server_lease_ms <= 0 || needed < cfg->server_lease_ms)
 		return CONFIG_OK;
-	return options_fail(ld->op, EX_CONFIG,
+	return options_fail(ld->op, EXIT_CONFIG,
 			    "server_lease %s must be greater than ping_interval %s * ping_failures %d + ping_timeout %s + grace_period %s = %s",
 			    value_format_duration(cfg->server_lease_ms, lease, sizeof(lease)),
 			    value_format_duration(cfg->ping_interval_ms, interval, sizeof(interval)),
@@ -972,7 +976,7 @@ static int check_failsafe_self(struct loader *ld)
 		if (strcmp(cfg->peers[i].node_id, cfg->node_id) == 0)
 			self = &cfg->peers[i];
 	if (strcmp(self->port, port) != 0 || (!wildcard && !same_host(self->host, host)))
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "failsafe_peers: this node's member %s is at %s:%s, "
 				    "but its http_addr is %s",
 				    value_quote(self->node_id, shown, sizeof(shown)),
@@ -983,7 +987,7 @@ static int check_failsafe_self(struct loader *ld)
 		if (o != self && strcmp(o->port, port) == 0 &&
 		    (same_host(o->host, self->host) ||
 		     same_host(o->host, wildcard ? "127.0.0.1" : host)))
-			return options_fail(ld->op, EX_CONFIG,
+			return options_fail(ld->op, EXIT_CONFIG,
 					    "failsafe_peers: member %s is at %s:%s, this "
 					    "node's own address",
 					    value_quote(o->node_id, shown, sizeof(shown)),
@@ -1003,7 +1007,7 @@ static int check_failsafe_ttl(struct loader *ld)
 
 	if (needed < cfg->failsafe_ttl_ms)
 		return CONFIG_OK;
-	return options_fail(ld->op, EX_CONFIG,
+	return options_fail(ld->op, EXIT_CONFIG,
 			    "failsafe_ttl %s must be greater than ping_interval %s + ping_timeout %s + grace_period %s = %s",
 			    value_format_duration(cfg->failsafe_ttl_ms, ttl, sizeof(ttl)),
 			    value_format_duration(cfg->ping_interval_ms, interval, sizeof(interval)),
@@ -1023,17 +1027,17 @@ static int check_failsafe(struct loader *ld)
 	if (!cfg->failsafe_peers)
 		return CONFIG_OK;
 	if (!cfg->http_addr)
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "failsafe_peers needs http_addr: the members talk over HTTP");
 	if (!cfg->failsafe_secret_file)
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "failsafe_peers needs failsafe_secret_file");
 	if (parse_peers(cfg->failsafe_peers, &cfg->peers, &cfg->n_peers, why,
 			sizeof(why)) < 0)
-		return options_fail(ld->op, EX_CONFIG, "failsafe_peers: %s", why);
+		return options_fail(ld->op, EXIT_CONFIG, "failsafe_peers: %s", why);
 	/* a subcommand may run on any machine: only a node must be a member */
 	if (cfg->mode == CONFIG_MODE_DAEMON && !lists_node(cfg))
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "failsafe_peers must list this node, node_id %s",
 				    value_quote(cfg->node_id, shown, sizeof(shown)));
 	if (!cfg->status_mode && (result = check_failsafe_self(ld)) != CONFIG_OK)
@@ -1053,11 +1057,11 @@ static int default_node_id(struct loader *ld)
 	if (gethostname(host, sizeof(host) - 1) < 0 || !*host)
 		snprintf(host, sizeof(host), "localhost");
 	if (check_node_id(host, why, sizeof(why)) < 0)
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "the host name cannot be the node id: %s; set --node-id",
 				    why);
 	if (!(ld->cfg->node_id = strdup(host)))
-		return options_fail(ld->op, EX_CONFIG, "out of memory");
+		return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 	return CONFIG_OK;
 }
 
@@ -1098,10 +1102,10 @@ static char **copy_words(char *const *words, int nwords)
 static int no_command(struct loader *ld)
 {
 	if (ld->cfg->config_file)
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "%s: no command given and no 'command' key",
 				    options_path(ld->op));
-	return options_fail(ld->op, EX_USAGE, "no command given (usage: " USAGE ")");
+	return options_fail(ld->op, EXIT_USAGE, "no command given (usage: " USAGE ")");
 }
 
 /* '' names no program: execvp would fail with 127, but only after this
@@ -1113,9 +1117,9 @@ static int check_command_name(struct loader *ld)
 	if (ld->cfg->command[0][0])
 		return CONFIG_OK;
 	if (ld->nwords > 0)
-		return options_fail(ld->op, EX_USAGE,
+		return options_fail(ld->op, EXIT_USAGE,
 				    "empty command name (usage: " USAGE ")");
-	return options_fail(ld->op, EX_CONFIG, "%s: empty command name",
+	return options_fail(ld->op, EXIT_CONFIG, "%s: empty command name",
 			    options_origin(ld->op, "command", where, sizeof(where)));
 }
 
@@ -1138,11 +1142,11 @@ static int build_command(struct loader *ld)
 	else if (cfg->shell && *line)
 		cfg->command = shell_script((char *const *)&line, 1);
 	else if (!(cfg->command = value_split_command(line, why, sizeof(why))))
-		return options_fail(ld->op, EX_CONFIG, "%s: %s",
+		return options_fail(ld->op, EXIT_CONFIG, "%s: %s",
 				    options_origin(ld->op, "command", where, sizeof(where)),
 				    why);
 	if (!cfg->command)
-		return options_fail(ld->op, EX_CONFIG, "out of memory");
+		return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 	return check_command_name(ld);
 }
 
@@ -1156,17 +1160,17 @@ static int section_command(struct loader *ld, struct section *sec)
 	char why[128];
 
 	if (!sec->command)
-		return options_fail(ld->op, EX_CONFIG, "%s:%d: [job.%s] has no command",
+		return options_fail(ld->op, EXIT_CONFIG, "%s:%d: [job.%s] has no command",
 				    path, sec->line, name);
 	if (ld->cfg->shell && *sec->command)
 		sec->job.command = shell_script(&sec->command, 1);
 	else if (!(sec->job.command = value_split_command(sec->command, why, sizeof(why))))
-		return options_fail(ld->op, EX_CONFIG, "%s:%d: [job.%s] command: %s",
+		return options_fail(ld->op, EXIT_CONFIG, "%s:%d: [job.%s] command: %s",
 				    path, line, name, why);
 	if (!sec->job.command)
-		return options_fail(ld->op, EX_CONFIG, "out of memory");
+		return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 	if (!sec->job.command[0][0])
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "%s:%d: [job.%s] command: empty command name", path, line,
 				    name);
 	return CONFIG_OK;
@@ -1179,17 +1183,17 @@ static int build_section(struct loader *ld, struct section *sec)
 	struct config_job *job = &sec->job;
 
 	if (ld->cfg->command && strcmp(job->name, "default") == 0)
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "%s:%d: [job.default] clashes with the default job (the command line's or [pgleader]'s command); rename the section",
 				    options_path(ld->op), sec->line);
 	for (int k = JK_TIMEZONE; k < JK_COUNT; k++)
 		if (!sec->lines[k] &&
 		    copy_key(find_row(job_keys[k].key), (char *)job + job_keys[k].offset,
 			     (const char *)&ld->inherit + job_keys[k].offset) < 0)
-			return options_fail(ld->op, EX_CONFIG, "out of memory");
+			return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 	for (int k = JK_SCHEDULED_FIRST; k <= JK_SCHEDULED_LAST; k++)
 		if (sec->lines[k] && !job->schedule)
-			return options_fail(ld->op, EX_CONFIG,
+			return options_fail(ld->op, EXIT_CONFIG,
 					    "%s:%d: [job.%s] %s needs a schedule in the section",
 					    options_path(ld->op), sec->lines[k], job->name,
 					    job_keys[k].key);
@@ -1205,13 +1209,13 @@ static int build_jobs(struct loader *ld)
 	int result;
 
 	if (!(cfg->jobs = calloc(n ? n : 1, sizeof(*cfg->jobs))))
-		return options_fail(ld->op, EX_CONFIG, "out of memory");
+		return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 	if (cfg->command) {
 		cfg->jobs[0].command = cfg->command;
 		cfg->n_jobs = 1;
 		if (!(cfg->jobs[0].name = strdup("default")) ||
 		    copy_top_keys(cfg, &cfg->jobs[0], JK_SCHEDULE) < 0)
-			return options_fail(ld->op, EX_CONFIG, "out of memory");
+			return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 	}
 	for (size_t i = 0; i < ld->n_sections; i++) {
 		if ((result = build_section(ld, &ld->sections[i])) != CONFIG_OK)
@@ -1221,7 +1225,7 @@ static int build_jobs(struct loader *ld)
 	}
 	for (size_t i = 0; i < cfg->n_jobs; i++)
 		if (!cfg->jobs[i].timezone && !(cfg->jobs[i].timezone = strdup("UTC")))
-			return options_fail(ld->op, EX_CONFIG, "out of memory");
+			return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 	return CONFIG_OK;
 }
 
@@ -1251,7 +1255,7 @@ static bool reaches_schedule(const struct loader *ld, int k, enum options_layer 
 
 static int layer_code(enum options_layer layer)
 {
-	return layer == OPTIONS_LAYER_ARGV ? EX_USAGE : EX_CONFIG;
+	return layer == OPTIONS_LAYER_ARGV ? EXIT_USAGE : EXIT_CONFIG;
 }
 
 /* jitter, max_runtime, missed, missed_window, rerun_interrupted: set where
@@ -1275,7 +1279,7 @@ static int check_scheduled_keys(struct loader *ld)
 			return options_fail(ld->op, layer_code(layer),
 					    "%s needs a schedule: it applies to the default job only, which has none",
 					    where);
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "%s needs a schedule: no job it applies to has one", where);
 	}
 	return CONFIG_OK;
@@ -1297,7 +1301,7 @@ static int check_once_per(struct loader *ld)
 				    "%s needs --nonblock or --wait-timeout (it is for one-shots)",
 				    where);
 	if (ld->n_sections > 0)
-		return options_fail(ld->op, EX_CONFIG,
+		return options_fail(ld->op, EXIT_CONFIG,
 				    "%s excludes [job.NAME] sections (%s:%d)", where,
 				    options_path(ld->op), ld->sections[0].line);
 	if (!any_schedule(cfg))
@@ -1368,7 +1372,7 @@ static int check_lock_variables(struct loader *ld)
 		const char *v = getenv(names[i]);
 
 		if (v && !*v)
-			return options_fail(ld->op, EX_CONFIG,
+			return options_fail(ld->op, EXIT_CONFIG,
 					    "%s is set but empty: set it or unset it", names[i]);
 	}
 	return CONFIG_OK;
@@ -1386,13 +1390,13 @@ static int load(struct loader *ld, int argc, char **argv)
 	path = ld->config_path ? ld->config_path : getenv("PGLEADER_CONFIG");
 	if (path && *path) {
 		if (!(ld->cfg->config_file = strdup(path)))
-			return options_fail(ld->op, EX_CONFIG, "out of memory");
+			return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 		if ((result = options_load_file(ld->op, path)) != CONFIG_OK)
 			return result;
 	}
 	/* What a section leaves out: [pgleader]'s value, or the default. */
 	if (copy_top_keys(ld->cfg, &ld->inherit, JK_TIMEZONE) < 0)
-		return options_fail(ld->op, EX_CONFIG, "out of memory");
+		return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 	if ((result = check_lock_variables(ld)) != CONFIG_OK ||
 	    (result = options_load_environment(ld->op)) != CONFIG_OK ||
 	    (result = options_load_argv(ld->op)) != CONFIG_OK)
@@ -1414,7 +1418,7 @@ int config_load(struct config *cfg, int argc, char **argv, char *err,
 		err[0] = '\0';
 	if (!(ld.op = options_new(&spec, cfg, &ld, err, errlen))) {
 		snprintf(err, errlen, "out of memory");
-		return EX_CONFIG;
+		return EXIT_CONFIG;
 	}
 	result = load(&ld, argc, argv);
 	options_free(ld.op);

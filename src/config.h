@@ -123,7 +123,7 @@ struct config {
 };
 
 /* What config_load returns besides the two exit codes it passes on from
- * options.h: EX_USAGE (bad command line) and EX_CONFIG (bad file,
+ * options.h: EXIT_USAGE (bad command line) and EXIT_CONFIG (bad file,
  * environment or combination). */
 enum config_result {
 	CONFIG_OK = 0,
@@ -133,7 +133,7 @@ enum config_result {
 
 /* Fills cfg from defaults, then the file (-c or PGLEADER_CONFIG), then
  * PGLEADER_<KEY> environment variables, then argv; validates the result.
- * Returns an enum config_result, or on error EX_USAGE or EX_CONFIG with one
+ * Returns an enum config_result, or on error EXIT_USAGE or EXIT_CONFIG with one
  * line in err that names the option, variable or file:line. */
 int config_load(struct config *cfg, int argc, char **argv, char *err,
 		size_t errlen);

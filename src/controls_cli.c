@@ -76,7 +76,7 @@ static PGconn *open_lock(const struct config *cfg, const char *name, char *key,
 
 	if (conn && !cli_resolve_key(conn, cfg, key, keylen)) {
 		PQfinish(conn);
-		*rc = EX_UNAVAILABLE;
+		*rc = EXIT_UNAVAILABLE;
 		return NULL;
 	}
 	return conn;
@@ -92,11 +92,11 @@ static int pause_lock(PGconn *conn, const struct config *cfg, const char *key)
 	PGresult *res;
 	int rc;
 
-	if ((rc = cli_ledger_ensure(conn, cfg)) != EX_OK)
+	if ((rc = cli_ledger_ensure(conn, cfg)) != EXIT_OK)
 		return rc;
 	if (!controls_sql_pause(&q, cli_ledger_schema(cfg), strtoll(key, NULL, 10), job) ||
 	    !(res = run_query(conn, cfg, "cannot pause", &q)))
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	lock_text(cfg, key, lock, sizeof(lock));
 	/* The leader reads the controls with each ping (DESIGN 11). */
 	value_format_duration(cfg->ping_interval_ms + cfg->grace_period_ms, bound,
@@ -111,7 +111,7 @@ static int pause_lock(PGconn *conn, const struct config *cfg, const char *key)
 	cli_put_text(cli_cell(res, 0, CONTROLS_PAUSE_AT), 0);
 	printf("; the leader stops %s within %s\n", job ? "it" : "the command", bound);
 	PQclear(res);
-	return EX_OK;
+	return EXIT_OK;
 }
 
 /* "job J of lock X was not paused" or "lock X was not paused", no newline. */
@@ -164,21 +164,21 @@ static int resume_lock(PGconn *conn, const struct config *cfg, const char *key)
 	/* No ledger, nothing paused: resume creates nothing. */
 	if ((present = cli_ledger_usable(conn, cfg)) != 1) {
 		if (present < 0 && PQstatus(conn) == CONNECTION_OK)
-			return EX_UNAVAILABLE; /* refused: said */
+			return EXIT_UNAVAILABLE; /* refused: said */
 		if (PQstatus(conn) != CONNECTION_OK) {
 			cli_fail("cannot resume", PQerrorMessage(conn));
-			return EX_UNAVAILABLE;
+			return EXIT_UNAVAILABLE;
 		}
 		print_not_paused(cfg, lock);
 		puts(" (no ledger)");
-		return EX_OK;
+		return EXIT_OK;
 	}
 	if (!controls_sql_resume(&q, cli_ledger_schema(cfg), strtoll(key, NULL, 10), cfg->runs_job) ||
 	    !(res = run_query(conn, cfg, "cannot resume", &q)))
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	print_resumed(cfg, lock, res);
 	PQclear(res);
-	return EX_OK;
+	return EXIT_OK;
 }
 
 /* ---- switchover ---------------------------------------------------------- */
@@ -237,11 +237,11 @@ static int refuse(const struct config *cfg, const char *lock, enum controls_cli_
 	candidates(nodes, n, could, sizeof(could));
 	switch (plan) {
 	case CONTROLS_PLAN_GO:
-		return EX_OK;
+		return EXIT_OK;
 	case CONTROLS_PLAN_LEADS:
 		cli_put_text(to, 0);
 		printf(" leads %s already\n", lock);
-		return EX_OK;
+		return EXIT_OK;
 	case CONTROLS_PLAN_NO_LEADER:
 		snprintf(line, sizeof(line), "no node leads %s", lock);
 		break;
@@ -292,16 +292,16 @@ static int ask(PGconn *conn, const struct config *cfg, const char *key, const ch
 	PGresult *res;
 	int rc;
 
-	if ((rc = cli_ledger_ensure(conn, cfg)) != EX_OK)
+	if ((rc = cli_ledger_ensure(conn, cfg)) != EXIT_OK)
 		return rc;
 	if (!controls_sql_lapsed(&q, cli_ledger_schema(cfg), k) ||
 	    !(res = run_query(conn, cfg, "cannot ask for a switchover", &q)))
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	PQclear(res);
 	if (!controls_sql_switchover(&q, cli_ledger_schema(cfg), k, cfg->switchover_to,
 				     cfg->switchover_wait_ms, leader) ||
 	    !(res = run_query(conn, cfg, "cannot ask for a switchover", &q)))
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		refuse_standing(conn, cfg, key, lock);
@@ -309,7 +309,7 @@ static int ask(PGconn *conn, const struct config *cfg, const char *key, const ch
 	}
 	snprintf(stamp, len, "%s", cli_cell(res, 0, CONTROLS_ASK_STAMP));
 	PQclear(res);
-	return EX_OK;
+	return EXIT_OK;
 }
 
 /* Our row deleted (done or lapsed); false when that failed. */
@@ -384,24 +384,24 @@ static int await_handover(PGconn *conn, const struct config *cfg, const char *ke
 	for (;;) {
 		if (interrupted) {
 			if (!withdraw(conn, cfg, key, stamp))
-				return EX_UNAVAILABLE;
+				return EXIT_UNAVAILABLE;
 			cli_fail("switchover withdrawn", "interrupted");
 			return EXIT_NO_LEADER;
 		}
 		if (!look(conn, key, cfg, old, now, sizeof(now)))
-			return EX_UNAVAILABLE;
+			return EXIT_UNAVAILABLE;
 		if (now[0]) {
 			if (!withdraw(conn, cfg, key, stamp))
-				return EX_UNAVAILABLE;
+				return EXIT_UNAVAILABLE;
 			printf("%s leads %s (was %s)\n", now, lock, old);
-			return EX_OK;
+			return EXIT_OK;
 		}
 		if (now_mono() >= deadline)
 			break;
 		nanosleep(&pause, NULL);
 	}
 	if (!withdraw(conn, cfg, key, stamp) || !cli_sessions_nodes(conn, key, &nodes, &n))
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	controls_cli_plan(nodes, n, NULL, &leader);
 	printf("no standby took over %s within %s; %s%s\n", lock,
 	       value_format_duration(cfg->switchover_wait_ms, wait, sizeof(wait)),
@@ -421,7 +421,7 @@ static int switchover(PGconn *conn, const struct config *cfg, const char *key)
 
 	lock_text(cfg, key, lock, sizeof(lock));
 	if (!cli_sessions_nodes(conn, key, &nodes, &n))
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	plan = controls_cli_plan(nodes, n, cfg->switchover_to, &leader);
 	if (plan != CONTROLS_PLAN_GO) {
 		rc = refuse(cfg, lock, plan, nodes, n, leader);
@@ -431,7 +431,7 @@ static int switchover(PGconn *conn, const struct config *cfg, const char *key)
 	snprintf(old, sizeof(old), "%s", leader->node_id);
 	free(nodes);
 	catch_interrupt();
-	if ((rc = ask(conn, cfg, key, lock, old, stamp, sizeof(stamp))) != EX_OK)
+	if ((rc = ask(conn, cfg, key, lock, old, stamp, sizeof(stamp))) != EXIT_OK)
 		return rc;
 	fflush(stdout);
 	return await_handover(conn, cfg, key, lock, old, stamp);
@@ -451,8 +451,8 @@ int controls_cli_run(const struct config *cfg)
 	rc = which == 0 ? pause_lock(conn, cfg, key)
 	     : which == 1 ? resume_lock(conn, cfg, key) : switchover(conn, cfg, key);
 	PQfinish(conn);
-	if (fflush(stdout) != 0 && rc == EX_OK)
-		rc = EX_UNAVAILABLE;
+	if (fflush(stdout) != 0 && rc == EXIT_OK)
+		rc = EXIT_UNAVAILABLE;
 	return rc;
 }
 

@@ -4,21 +4,8 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-
-/* The one table of exit codes: what each permanent fault ends pgleader
- * with. A fault not listed is transient (0): retried, or a lost lease. */
-static const int exit_for_fault[FAULT_COUNT] = {
-	[FAULT_USAGE] = EX_USAGE,
-	[FAULT_CONFIG] = EX_CONFIG,
-	[FAULT_BAD_DSN] = EX_CONFIG,
-	[FAULT_AUTH] = EX_UNAVAILABLE,
-	[FAULT_POOLER] = EX_CONFIG,
-	[FAULT_FORK] = EXIT_NOEXEC,
-	[FAULT_INTERNAL] = EX_SOFTWARE,
-	[FAULT_LEDGER] = EX_UNAVAILABLE,
-	/* FAULT_ALREADY_RUN: the conflict code, a parameter (election_command.c) */
-};
 
 const double election_bucket_bounds[ELECTION_BUCKETS] = {
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
@@ -27,7 +14,7 @@ const double election_bucket_bounds[ELECTION_BUCKETS] = {
 
 int election_exit_for(enum fault f)
 {
-	return f > FAULT_NONE && f < FAULT_COUNT ? exit_for_fault[f] : 0;
+	return exit_code_of_fault(f);
 }
 
 void election_init(struct election *e, const struct election_params *p)
@@ -42,11 +29,11 @@ void election_init(struct election *e, const struct election_params *p)
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
 	e->restart_backoff = ELECTION_RESTART_MIN;
-	fence_init(&e->fence, p->retry_interval);
+	election_fence_init(&e->fence, p->retry_interval);
 	e->lost_since = INFINITY;
 	e->outage_began = INFINITY;
 	e->granted_at = INFINITY;
-	failsafe_init(e);
+	election_failsafe_init(e);
 	e->hold_until = -INFINITY;
 	e->next_ctl_at = 0; /* a standby reads them once connected */
 	e->snap.node_id = p->node_id;
@@ -54,6 +41,20 @@ void election_init(struct election *e, const struct election_params *p)
 	e->snap.lock_name = p->lock_name;
 	e->snap.lock_key = p->lock_key;
 	e->snap.command_due = INFINITY;
+}
+
+struct election *election_new(const struct election_params *p)
+{
+	struct election *e = malloc(sizeof(*e));
+
+	if (e)
+		election_init(e, p);
+	return e;
+}
+
+void election_free(struct election *e)
+{
+	free(e);
 }
 
 #define ACTION(a) { ELECTION_DO_##a, #a }
@@ -138,7 +139,7 @@ void election_set_state(struct election *e, struct election_output *out,
 	 * came back: anywhere but LEADER, it gives the fence back */
 	if (isfinite(e->granted_at) && s != ELECTION_LEADER) {
 		e->granted_at = INFINITY;
-		fence_drop(&e->fence, out, now);
+		election_fence_drop(&e->fence, out, now);
 	}
 	if (is_stopping(s) && !is_stopping(e->state))
 		out->stopping = true;
@@ -197,7 +198,7 @@ void election_exit_now(struct election *e, struct election_output *out,
 				    ELECTION_DO_RELEASE | ELECTION_DO_FENCE_CONNECT |
 				    ELECTION_DO_FENCE_TAKE | ELECTION_DO_FENCE_DROP);
 	election_disconnect(e, out);
-	fence_close(&e->fence, out);
+	election_fence_close(&e->fence, out);
 	election_request_done(e);
 	e->exit_code = code;
 	out->exit_code = code;
@@ -236,7 +237,7 @@ bool election_end_on_permanent(struct election *e, struct election_output *out,
 		return false;
 	election_say(out, LOG_LEVEL_ERROR, "%s", ev->reason ? ev->reason : "fatal error");
 	election_about(out, ev->session.fault);
-	if (!is_stopping(e->state) || e->exit_code == 0)
+	if (!is_stopping(e->state) || e->exit_code == EXIT_OK)
 		e->exit_code = code;
 	if (e->child_running)
 		election_finish(e, out, now);
@@ -256,7 +257,7 @@ void election_shutdown(struct election *e, struct election_output *out,
 {
 	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
 	    election_reason_of(ev, "signal"));
-	e->exit_code = 0;
+	e->exit_code = EXIT_OK;
 	election_finish(e, out, now);
 }
 
@@ -275,7 +276,7 @@ static void start(struct election *e, struct election_output *out, double now,
 	 * session's failure decides (69), and a fence session that failed is
 	 * opened again only once the lock session connected (the fence is not
 	 * reopened while connecting; see lock_session_up). */
-	fence_open(&e->fence, out);
+	election_fence_open(&e->fence, out);
 }
 
 /*
@@ -285,15 +286,18 @@ static void start(struct election *e, struct election_output *out, double now,
  * Each row lives with its state's handlers: CONNECTING, BACKOFF, STANDBY
  * and RELEASING in election_standby.c, LEADER, DEMOTING and SHUTTING_DOWN in
  * election_command.c, FAILSAFE in election_failsafe.c. Fence, peers and
- * controls news, and the command's other news, are handled alike in every
- * state (fence_news, failsafe_news, election_on_controls,
- * election_on_command).
+ * controls news, and the command's other news, go to their machines alike
+ * in every state (fence_news, election_failsafe_news, election_on_controls,
+ * election_on_command), which branch on no state of this machine: the row
+ * says what its state means to each (fence, failsafe, controls).
  */
 static const struct state_ops init_state = {
 	.start = start, .shutdown = election_shutdown,
 };
 
-static const struct state_ops done_state = { 0 }; /* nothing more happens */
+static const struct state_ops done_state = { /* nothing more happens */
+	.failsafe = { .refuses = "this node is exiting" },
+};
 
 static const struct state_ops *const states[ELECTION_STATE_COUNT] = {
 	[ELECTION_INIT] = &init_state,
@@ -307,6 +311,88 @@ static const struct state_ops *const states[ELECTION_STATE_COUNT] = {
 	[ELECTION_RELEASING] = &releasing_state,
 	[ELECTION_DONE] = &done_state,
 };
+
+/* ---- the fence's events (election_fence.c): what the state means for it,
+ * what its session's news is to it, and what its verdict does ---- */
+
+static struct election_fence_inputs fence_inputs(const struct election *e)
+{
+	struct election_fence_inputs in = {
+		.command = e->child_running,
+		.killing = e->killing,
+		.lock_down = !e->connected,
+	};
+
+	if (e->state < ELECTION_STATE_COUNT && states[e->state]->fence)
+		states[e->state]->fence(e, &in);
+	return in;
+}
+
+/* Nothing keeps another leader's command out any more: SIGKILL now rather
+ * than at the end of the grace period (DESIGN 3, the fence). */
+struct election_fence_verdict election_tell_fence(struct election *e,
+		struct election_output *out, double now,
+		struct election_fence_event *ev)
+{
+	struct election_fence_verdict v;
+
+	ev->in = fence_inputs(e);
+	election_fence_step(&e->fence, ev, now, out, &v);
+	if (v.outage)
+		election_saw_outage(e, now);
+	if (v.kill) {
+		e->killing = true;
+		election_say(out, LOG_LEVEL_WARNING, "%s: killing the command now, "
+		    "as another leader's command may start", v.kill);
+		out->actions |= ELECTION_DO_KILL_CHILD;
+	}
+	return v;
+}
+
+const struct election_failsafe_role *election_state_failsafe(const struct election *e)
+{
+	static const struct election_failsafe_role none = { 0 };
+
+	return e->state < ELECTION_STATE_COUNT ? &states[e->state]->failsafe : &none;
+}
+
+enum election_controls_role election_state_controls(const struct election *e)
+{
+	return e->state < ELECTION_STATE_COUNT ? states[e->state]->controls
+		: ELECTION_CONTROLS_AS_NONE;
+}
+
+/* The fence session's news, as the fence's own events; PING_OK and
+ * GRANTED are the lock's only. */
+static bool fence_event_of(const struct election_event *ev,
+			   enum election_fence_event_type *type)
+{
+	switch (ev->session.news) {
+	case ELECTION_SESSION_CONNECTED: *type = ELECTION_FENCE_EV_READY; return true;
+	case ELECTION_SESSION_FAILED: *type = ELECTION_FENCE_EV_FAILED; return true;
+	case ELECTION_SESSION_ACQUIRED: *type = ELECTION_FENCE_EV_ACQUIRED; return true;
+	case ELECTION_SESSION_BUSY: *type = ELECTION_FENCE_EV_BUSY; return true;
+	case ELECTION_SESSION_RELEASED:
+		*type = ev->session.fault != FAULT_NONE ? ELECTION_FENCE_EV_FAILED
+			: ELECTION_FENCE_EV_READY;
+		return true;
+	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_GRANTED:
+		break;
+	}
+	return false;
+}
+
+static void fence_news(struct election *e, struct election_output *out,
+		       double now, const struct election_event *ev)
+{
+	struct election_fence_event fev = {
+		.fault = ev->session.fault, .reason = ev->reason,
+	};
+
+	if (fence_event_of(ev, &fev.type) &&
+	    election_tell_fence(e, out, now, &fev).permanent)
+		election_end_on_permanent(e, out, now, ev);
+}
 
 static election_handler *lock_handler(const struct lock_ops *l,
 				      enum election_session_news news)
@@ -335,7 +421,7 @@ static election_handler *handler_for(const struct state_ops *row,
 		return ev->command.news == ELECTION_COMMAND_GONE ? row->command_gone
 			: election_on_command;
 	case ELECTION_FENCE: return fence_news;
-	case ELECTION_PEERS: return failsafe_news;
+	case ELECTION_PEERS: return election_failsafe_news;
 	case ELECTION_CONTROLS: return election_on_controls;
 	case ELECTION_TICK: return NULL; /* the deadlines run after every event */
 	}
@@ -364,16 +450,18 @@ static void check_deadlines(struct election *e, struct election_output *out,
 	if (e->state < ELECTION_STATE_COUNT && states[e->state]->deadlines)
 		states[e->state]->deadlines(e, out, now);
 	election_controls_tick(e, out, now);
-	fence_tick(e, out, now);
+	election_tell_fence(e, out, now, &(struct election_fence_event){
+		.type = ELECTION_FENCE_EV_TICK });
 }
 
 double election_next_wakeup(const struct election *e, double now)
 {
+	struct election_fence_inputs in = fence_inputs(e);
 	double t = INFINITY;
 
 	if (e->state < ELECTION_STATE_COUNT && states[e->state]->wakeup)
 		t = states[e->state]->wakeup(e, now);
-	t = fmin(t, fence_wakeup(e, now));
+	t = fmin(t, election_fence_wakeup(&e->fence, &in, now));
 	return fmin(t, election_controls_wakeup(e));
 }
 
@@ -387,8 +475,8 @@ static void publish(struct election *e, double now)
 	s->command_due = e->state == ELECTION_LEADER && !e->child_running
 		? e->child_start_at : INFINITY;
 	s->db_connected = e->connected && e->state != ELECTION_CONNECTING;
-	s->fence_held = fence_held(&e->fence);
-	s->failsafe_record_until = failsafe_record(e, now);
+	s->fence_held = election_fence_held(&e->fence);
+	s->failsafe_record_until = election_failsafe_record(e, now);
 	if (e->state != ELECTION_LEADER)
 		s->leader_since_wall = 0;
 	s->hold_until = now < e->hold_until ? e->hold_until : 0;

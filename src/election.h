@@ -16,28 +16,48 @@
  * the command's end do there, and its deadlines: the row is the state,
  * defined with its handlers in the state's own file (election_impl.h). The
  * fence session's news and the command's other news are handled alike in
- * every state (fence_news, election_on_command). "-" means ignored;
- * TICK does nothing of its own: the deadlines are checked after every
- * event.
+ * every state (fence_news, election_on_command). An event a row
+ * does not name is ignored there ("-": none); TICK does nothing of its
+ * own: the deadlines are checked after every event.
  *
- *              START  SHUTDOWN  lock: CONN  FAILED  ACQUIRED BUSY PING  RELEASED
- * INIT         conn   exit            -     -       -        -    -     -
- * CONNECTING   -      exit            stby  backoff -        -    -     -
- * BACKOFF      -      exit            -     (perm)  -        -    -     -
- * STANDBY      -      release/exit    -     backoff lead     wait -     -
- * LEADER       -      stop            -     demote  -        -    ok    -
- * FAILSAFE     -      stop            try   retry   lead     demote -   -
- * DEMOTING     -      stop            -     (perm)  -        -    -     -
- * SHUTTING_DN  -      kill            -     (perm)  -        -    -     -
- * RELEASING    -      -               -     exit    -        -    -     exit
- * DONE         -      -               -     -       -        -    -     -
+ * The table (tests/state-table.py prints it; make lint checks it):
+ * INIT          START start, SHUTDOWN election_shutdown
+ * CONNECTING    SHUTDOWN shutdown_unanswered, CONNECTED connecting_done,
+ *               FAILED connection_failed, deadlines connecting_tick,
+ *               fence connecting_fence
+ * BACKOFF       SHUTDOWN election_shutdown, FAILED backoff_lost,
+ *               deadlines backoff_tick
+ * STANDBY       SHUTDOWN standby_shutdown, FAILED connection_failed,
+ *               ACQUIRED standby_acquired, BUSY lock_busy,
+ *               GRANTED standby_granted, deadlines standby_tick,
+ *               fence standby_fence
+ * LEADER        SHUTDOWN election_shutdown, FAILED leader_lost,
+ *               PING_OK ping_ok, GONE leader_child_gone,
+ *               deadlines leader_tick, fence leader_fence
+ * FAILSAFE      SHUTDOWN election_shutdown, CONNECTED fs_state_connected,
+ *               FAILED fs_state_lost, ACQUIRED fs_state_regained,
+ *               BUSY fs_state_busy, GONE fs_state_child_gone,
+ *               deadlines fs_state_tick, fence fs_state_fence
+ * DEMOTING      SHUTDOWN election_shutdown, FAILED stopping_lost,
+ *               GONE demoted_child_gone, fence demoting_fence
+ * SHUTTING_DOWN SHUTDOWN kill_on_second_signal, FAILED stopping_lost,
+ *               GONE stopped_child_gone, fence shutting_down_fence
+ * RELEASING     FAILED release_lost, RELEASED released,
+ *               deadlines releasing_tick
+ * DONE          -
+ * (end of the table)
  *
- * backoff / demote: a permanent fault (election_exit_for) ends pgleader
- * instead, after the command is stopped; (perm): only a permanent fault
- * counts. LEADER's FAILED (or its pings') enters FAILSAFE only inside the
- * lease (server_lease after the last ping reply); FAILSAFE demotes, even on
- * ACQUIRED, once its last agreed claim is failsafe_ttl old. Command: STARTED records the pid; GONE restarts (LEADER), reconnects
- * (DEMOTING) or goes on ending (SHUTTING_DOWN); the fence is dropped with it.
+ * fence: what the state means for the fence machine (election_fence.c),
+ * told with each of its events (struct election_fence_inputs); a state
+ * without one means nothing to it but the command and the lock session.
+ * connection_failed, leader_lost: a permanent fault (election_exit_for) ends
+ * pgleader instead, after the command is stopped; backoff_lost,
+ * stopping_lost: only a permanent fault counts. LEADER's FAILED (or its
+ * pings') enters FAILSAFE only inside the lease (server_lease after the last
+ * ping reply); FAILSAFE demotes, even on ACQUIRED, once its last agreed
+ * claim is failsafe_ttl old. Command: STARTED records the pid; GONE restarts
+ * (LEADER), reconnects (DEMOTING) or goes on ending (SHUTTING_DOWN); the
+ * fence is dropped with it.
  * Fence: connected at start beside the lock; taken after the lock and before
  * the command (a STANDBY asks at GRANTED, while the lock's claim is under
  * way, and gives it back if it leaves STANDBY but for LEADER; the other
@@ -424,118 +444,13 @@ struct election_snapshot {
 	double hold_until;              /* holding off after a switchover; 0 */
 };
 
-/* The fence session, beside the lock session. */
-enum election_fence {
-	ELECTION_FENCE_CLOSED,
-	ELECTION_FENCE_OPENING,
-	ELECTION_FENCE_READY,    /* connected, not held */
-	ELECTION_FENCE_TAKING,   /* waiting for it */
-	ELECTION_FENCE_HELD,
-	ELECTION_FENCE_DROPPING, /* unlocking */
-};
+/* The machine: its state is private to the election's files
+ * (election_impl.h). */
+struct election;
 
-/* The fence's own machine (election_fence.c): only that file reads or
- * writes these; the rest of the election goes through its functions. */
-struct fence_machine {
-	enum election_fence state;
-	double retry_at;         /* reopen a closed session; INFINITY */
-	double backoff;
-	double backoff_cap;
-	bool wait_logged;
-	bool outage_logged;      /* its loss was warned about, not its return */
-	double not_before;       /* a new leader's settle wait (ELECTION_SETTLE) */
-	double lost_at;          /* held (or taking) and lost; -INFINITY: never */
-	double lock_lost_at;     /* the lock went while the command stopped */
-};
-
-/* Failsafe's own state (DESIGN 9; election_failsafe.c): only that file
- * reads or writes these. */
-struct failsafe_machine {
-	bool enabled;                /* election_params.failsafe, and its */
-	double ttl, ping_interval, ping_timeout; /* durations */
-	/* as the leader */
-	enum fault fault;            /* why the lock was lost */
-	double next_claim_at;        /* next round; INFINITY while one runs */
-	double claim_deadline;       /* the round in flight must end by then */
-	enum { CHECK_NONE, CHECK_ASKING, CHECK_CLEAR } check;
-	double check_again_at;       /* a new leader's question to the members */
-	double silent_since;         /* a member first did not answer it then;
-				      * INFINITY: none has */
-	char stranger[64];           /* failsafe is off while one is seen */
-	int agree, asked;            /* the last round's answers */
-	double round_sent_at;        /* the round in flight was sent then */
-	double agreed_at;            /* the last agreed round was sent then
-				      * (at first: failsafe was entered):
-				      * past it + ttl the members' records
-				      * may have run out */
-	/* as a member */
-	double record_until;         /* another node leads in failsafe */
-	char record_node[64];        /* which */
-};
-
-struct election {
-	struct election_params p;
-	enum election_state state;
-	bool connected;          /* a lock connection is open (or opening) */
-	double request_deadline; /* connect, lock or unlock in flight; INFINITY */
-	double next_attempt_at;  /* next connect or poll-mode try */
-	double reconnect_backoff;
-	double restart_until;    /* a working session was lost: fast retries */
-	bool restart_said;       /* the fast retries were announced */
-	double jitter;           /* of the event being handled */
-	bool queue_next;         /* the next lock request waits in the queue
-				  * (the last try found room); else a try */
-	int waits_unchecked;     /* queued waits that ran out since the last
-				  * try said this standby belongs there */
-	bool polling;            /* a standby that polls (DESIGN 15): its fence
-				  * session closed, the controls read over
-				  * the lock session */
-	bool waiting_logged;
-	bool busy_seen;          /* the database said another session has it */
-	double wait_deadline;    /* --wait-timeout, absolute */
-	double standby_since;
-	bool ping_pending;
-	double ping_sent_at;
-	double next_ping_at;
-	double last_reply_at;
-	bool child_running;      /* started (or starting) and not yet gone */
-	double child_started_at;
-	double child_start_at;   /* when the command is due; INFINITY: not due */
-	double restart_backoff;
-	int quick_failures;      /* in a row, each within RESTART_RESET_AFTER */
-	double wall_offset;      /* wall minus monotonic, from the last event */
-	int exit_code;
-	struct fence_machine fence;
-	double lost_since;       /* the lock session was lost; INFINITY: it is up */
-	double outage_began;     /* of the outage before this connection, or INF */
-	double back_at;          /* the lock session came back */
-	bool killing;            /* SIGKILL sent: the fence no longer matters */
-	struct failsafe_machine failsafe;
-	/* the operator controls (DESIGN 11) */
-	bool ctl_pending;            /* a read or an ask is in flight */
-	bool ctl_fresh;              /* a read answered since the lock came */
-	bool ctl_stale;              /* the read in flight was sent before */
-	double next_ctl_at;          /* the next read; INFINITY: none due */
-	bool ctl_failed_said;        /* reads fail: warned once, until one is
-				      * answered again */
-	bool ctl_read_once;          /* a read was answered, ever */
-	bool ctl_last_clear;         /* the last read answered found nothing
-				      * in force (no pause, no switchover) */
-	bool paused;                 /* the command may not run (without jobs) */
-	bool pause_stopped;          /* the command is stopping for a pause */
-	bool handing_over;           /* a switchover: the command stops, then
-				      * the lock goes; the lock is still held */
-	bool handed_said;            /* this term answered a switchover */
-	double hold_until;           /* no lock asked for before; -INFINITY */
-	double granted_at;           /* a standby's lock granted, its claim under
-				      * way (the fence and the controls are
-				      * asked for meanwhile); INFINITY: none */
-	bool ctl_clear;              /* a read since granted_at found nothing in
-				      * force: the term needs no other */
-	struct election_snapshot snap;
-};
-
-void election_init(struct election *e, const struct election_params *p);
+/* A new machine in ELECTION_INIT; NULL when out of memory. */
+struct election *election_new(const struct election_params *p);
+void election_free(struct election *e);
 
 /* Feeds one event at time now (monotonic seconds) and fills out with the
  * actions to carry out. Deadlines are checked on every event. */
@@ -543,7 +458,7 @@ void election_step(struct election *e, const struct election_event *ev,
 		   double now, struct election_output *out);
 
 /* The event loop stopped before the election ended: a bug. Ends the
- * election with EX_SOFTWARE and one log line. */
+ * election with EXIT_INTERNAL and one log line. */
 void election_abandon(struct election *e, struct election_output *out);
 
 /* When the machine next needs an ELECTION_TICK; INFINITY if never. */

@@ -34,7 +34,7 @@ bool election_reap(struct election *e, struct election_output *out, double now,
 {
 	if (!e->child_running)
 		return false;
-	fence_drop(&e->fence, out, now);
+	election_fence_drop(&e->fence, out, now);
 	e->child_running = false;
 	e->killing = false;
 	e->pause_stopped = false;
@@ -66,7 +66,7 @@ static void start_failed(struct election *e, struct election_output *out,
 {
 	if (!e->child_running)
 		return;
-	fence_drop(&e->fence, out, now);
+	election_fence_drop(&e->fence, out, now);
 	e->child_running = false;
 	election_say(out, LOG_LEVEL_ERROR, "cannot start command: %s",
 	    election_reason_of(ev, "fork failed"));
@@ -81,7 +81,7 @@ static void command_refused(struct election *e, struct election_output *out,
 {
 	if (!e->child_running)
 		return;
-	fence_drop(&e->fence, out, now);
+	election_fence_drop(&e->fence, out, now);
 	e->child_running = false;
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;
@@ -244,12 +244,14 @@ void election_become_leader(struct election *e, struct election_output *out,
 	    (long long)ev->session.lock_key, (unsigned long long)ev->session.fencing_token);
 	/* due now or after the delay; it starts once the fence is held */
 	e->child_start_at = now + e->p.takeover_delay;
-	fence_lead(e, out, now, settle_after_outage(e, out, now));
+	election_tell_fence(e, out, now, &(struct election_fence_event){
+		.type = ELECTION_FENCE_EV_LEAD,
+		.not_before = settle_after_outage(e, out, now) });
 	/* after the fence's request: on the same session, its answer comes
 	 * once the fence is held */
 	election_controls_new_term(e, out);
 	if (e->p.failsafe)
-		failsafe_ask(e, out, now);
+		election_failsafe_ask(e, out, now);
 }
 
 /* Failed pings so far: the first at ping_timeout after sending, then one
@@ -301,15 +303,15 @@ static void lose_lease(struct election *e, struct election_output *out,
 {
 	/* a leader frozen or stalled past its lease: the lock may have
 	 * passed, so failsafe cannot keep this term (DESIGN 9) */
-	bool lapsed = failsafe_keeps(e) && now > lease_end(e);
+	bool lapsed = election_failsafe_keeps(e) && now > lease_end(e);
 
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
-	failsafe_no_check(e);
+	election_failsafe_no_check(e);
 	election_request_done(e);
-	if (failsafe_keeps(e) && !lapsed) {
-		failsafe_enter(e, out, now, fault, why);
+	if (election_failsafe_keeps(e) && !lapsed) {
+		election_failsafe_enter(e, out, now, fault, why);
 		return;
 	}
 	e->snap.counters.losses[fault]++;
@@ -320,9 +322,10 @@ static void lose_lease(struct election *e, struct election_output *out,
 	if (e->child_running) {
 		election_set_state(e, out, now, ELECTION_DEMOTING);
 		out->actions |= ELECTION_DO_STOP_CHILD;
-		fence_stopping(e, out, now, false);
+		election_tell_fence(e, out, now, &(struct election_fence_event){
+			.type = ELECTION_FENCE_EV_STOPPING });
 	} else {
-		fence_drop(&e->fence, out, now); /* taken or being taken, no command yet */
+		election_fence_drop(&e->fence, out, now); /* taken or being taken, no command yet */
 		election_disconnect(e, out);
 		election_connect_now(e, out, now);
 	}
@@ -348,12 +351,12 @@ static void leader_tick(struct election *e, struct election_output *out,
 		e->ping_sent_at = e->next_ping_at;
 		out->actions |= ELECTION_DO_PING;
 		/* a held fence has the same server-side lease to keep */
-		if (fence_held(&e->fence))
+		if (election_fence_held(&e->fence))
 			out->actions |= ELECTION_DO_FENCE_PING;
 	}
-	failsafe_check_tick(e, out, now);
-	if (!e->child_running && now >= e->child_start_at && fence_ok(&e->fence) &&
-	    failsafe_members_ok(e) && election_controls_allow_start(e))
+	election_failsafe_check_tick(e, out, now);
+	if (!e->child_running && now >= e->child_start_at && election_fence_ok(&e->fence) &&
+	    election_failsafe_members_ok(e) && election_controls_allow_start(e))
 		start_child(e, out, now);
 }
 
@@ -364,10 +367,10 @@ static double leader_wakeup(const struct election *e, double now)
 	double t = e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
 		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
 
-	if (!e->child_running && fence_ok(&e->fence) && failsafe_members_ok(e) &&
+	if (!e->child_running && election_fence_ok(&e->fence) && election_failsafe_members_ok(e) &&
 	    election_controls_allow_start(e))
 		t = fmin(t, e->child_start_at);
-	t = fmin(t, failsafe_check_wakeup(e));
+	t = fmin(t, election_failsafe_check_wakeup(e));
 	return t;
 }
 
@@ -416,7 +419,8 @@ static void stopping_lost(struct election *e, struct election_output *out,
 	election_session_lost(e, now, ev->session.fault);
 	election_saw_outage(e, now);
 	if (!election_end_on_permanent(e, out, now, ev))
-		fence_stopping(e, out, now, false);
+		election_tell_fence(e, out, now, &(struct election_fence_event){
+			.type = ELECTION_FENCE_EV_STOPPING });
 }
 
 static void kill_on_second_signal(struct election *e, struct election_output *out,
@@ -431,22 +435,54 @@ static void kill_on_second_signal(struct election *e, struct election_output *ou
 
 /* ---- the rows (election.c's table) ------------------------------------- */
 
+/* What LEADER, DEMOTING and SHUTTING_DOWN mean for the fence (DESIGN 3):
+ * a leader's command is due once it is held; a command stopped without
+ * the lock (lost, not handed over; or a shutdown whose session is gone)
+ * only tries for it; a closed fence session is reopened while the command
+ * lives. */
+static void leader_fence(const struct election *e, struct election_fence_inputs *in)
+{
+	(void)e;
+	in->leader = in->leading = in->reopens = true;
+}
+
+static void demoting_fence(const struct election *e,
+			   struct election_fence_inputs *in)
+{
+	in->reopens = true;
+	in->unlocked = !e->handing_over;
+}
+
+static void shutting_down_fence(const struct election *e,
+				struct election_fence_inputs *in)
+{
+	in->reopens = e->child_running;
+	in->unlocked = !e->connected;
+}
+
 const struct state_ops leader_state = {
 	.shutdown = election_shutdown,
 	.lock = { .failed = leader_lost, .ping_ok = ping_ok },
 	.command_gone = leader_child_gone,
 	.deadlines = leader_tick,
 	.wakeup = leader_wakeup,
+	.fence = leader_fence,
+	.failsafe = { .refuses = "this node runs the command", .checks = true },
+	.controls = ELECTION_CONTROLS_AS_LEADER,
 };
 
 const struct state_ops demoting_state = {
 	.shutdown = election_shutdown,
 	.lock = { .failed = stopping_lost },
 	.command_gone = demoted_child_gone,
+	.fence = demoting_fence,
+	.failsafe = { .refuses = "this node runs the command" },
 };
 
 const struct state_ops shutting_down_state = {
 	.shutdown = kill_on_second_signal,
 	.lock = { .failed = stopping_lost },
 	.command_gone = stopped_child_gone,
+	.fence = shutting_down_fence,
+	.failsafe = { .refuses = "this node runs the command" },
 };

@@ -16,6 +16,17 @@ static bool is_me(const struct election *e, const char *node)
 	return node && *node && e->p.node_id && strcmp(node, e->p.node_id) == 0;
 }
 
+/* What the state means for the controls: its row's cell. */
+static bool as_leader(const struct election *e)
+{
+	return election_state_controls(e) == ELECTION_CONTROLS_AS_LEADER;
+}
+
+static bool as_standby(const struct election *e)
+{
+	return election_state_controls(e) == ELECTION_CONTROLS_AS_STANDBY;
+}
+
 static bool holding_off(const struct election *e, double now)
 {
 	return now < e->hold_until;
@@ -28,7 +39,7 @@ static bool holding_off(const struct election *e, double now)
  * retry_interval. */
 static double read_interval(const struct election *e, double now)
 {
-	if (e->state == ELECTION_LEADER || holding_off(e, now))
+	if (as_leader(e) || holding_off(e, now))
 		return e->p.ping_interval;
 	return fmax(e->p.retry_interval, e->p.ping_interval);
 }
@@ -69,14 +80,14 @@ static void controls_read(struct election *e, struct election_output *out)
  * priority_delay. */
 static bool asks_priority(const struct election *e, double now)
 {
-	return e->p.priority > 1 && e->state == ELECTION_STANDBY &&
+	return e->p.priority > 1 && as_standby(e) &&
 	       !holding_off(e, now) && now - e->standby_since >= e->p.priority_delay;
 }
 
 static bool reads_now(const struct election *e)
 {
 	return !e->ctl_pending &&
-	       (e->state == ELECTION_LEADER || e->state == ELECTION_STANDBY);
+	       election_state_controls(e) != ELECTION_CONTROLS_AS_NONE;
 }
 
 void election_controls_tick(struct election *e, struct election_output *out,
@@ -92,7 +103,7 @@ void election_controls_tick(struct election *e, struct election_output *out,
 	}
 	/* a new leader reads at once, but while reads fail (an error
 	 * answers at once) at its cadence */
-	if ((e->state == ELECTION_LEADER && !e->ctl_fresh && !e->ctl_failed_said) ||
+	if ((as_leader(e) && !e->ctl_fresh && !e->ctl_failed_said) ||
 	    now >= e->next_ctl_at)
 		controls_read(e, out);
 }
@@ -121,7 +132,7 @@ static void end_hold(struct election *e, struct election_output *out, double now
 	election_say(out, LOG_LEVEL_INFO, "the switchover is over: asking for the "
 	    "leader lease again");
 	out->state_changed = true;
-	if (e->state == ELECTION_STANDBY && isinf(e->request_deadline))
+	if (as_standby(e) && isinf(e->request_deadline))
 		e->next_attempt_at = now;
 }
 
@@ -137,7 +148,7 @@ static void give_back(struct election *e, struct election_output *out,
 		      double now)
 {
 	e->handing_over = false;
-	fence_drop(&e->fence, out, now);
+	election_fence_drop(&e->fence, out, now);
 	election_disconnect(e, out);
 	election_connect_now(e, out, now);
 }
@@ -157,7 +168,7 @@ static void hand_over(struct election *e, struct election_output *out,
 	e->ping_pending = false;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
-	failsafe_no_check(e);
+	election_failsafe_no_check(e);
 	election_request_done(e);
 	if (e->child_running) {
 		election_set_state(e, out, now, ELECTION_DEMOTING);
@@ -284,18 +295,18 @@ static void read_apply(struct election *e, struct election_output *out,
 		       double now, const struct election_controls *c, bool counts)
 {
 	bool first = false;
-	bool granted = e->state == ELECTION_STANDBY && isfinite(e->granted_at);
+	bool granted = as_standby(e) && isfinite(e->granted_at);
 
-	if (e->state == ELECTION_LEADER && counts) {
+	if (as_leader(e) && counts) {
 		first = !e->ctl_fresh;
 		e->ctl_fresh = true;
 	}
 	publish_controls(e, out, c);
-	if (e->state == ELECTION_LEADER) {
+	if (as_leader(e)) {
 		leader_switchover(e, out, now, c, first);
-		if (e->state == ELECTION_LEADER)
+		if (as_leader(e))
 			leader_pause(e, out, now, c);
-	} else if (e->state == ELECTION_STANDBY) {
+	} else if (as_standby(e)) {
 		standby_read(e, out, now, c);
 	}
 	e->next_ctl_at = now + read_interval(e, now);
@@ -347,7 +358,7 @@ static void read_failed(struct election *e, struct election_output *out,
 		return;
 	}
 	e->next_ctl_at = now + read_interval(e, now);
-	if (e->state == ELECTION_STANDBY && isfinite(e->granted_at)) {
+	if (as_standby(e) && isfinite(e->granted_at)) {
 		if (counts)
 			e->ctl_clear = false;
 		else
@@ -361,7 +372,7 @@ static void priority_asked(struct election *e, struct election_output *out,
 	answered(e);
 	e->next_ctl_at = now + read_interval(e, now);
 	/* it held back the read of a lock just granted */
-	if (e->state == ELECTION_STANDBY && isfinite(e->granted_at))
+	if (as_standby(e) && isfinite(e->granted_at))
 		controls_read(e, out);
 	if (!ev->controls.to_me)
 		return;
@@ -384,19 +395,29 @@ static void refused(struct election *e, struct election_output *out,
 	election_end_on_permanent(e, out, now, &permanent);
 }
 
-void election_on_controls(struct election *e, struct election_output *out,
-	                  double now, const struct election_event *ev)
+static void read_answered(struct election *e, struct election_output *out,
+			  double now, const struct election_event *ev)
 {
 	static const struct election_controls none = { .readable = false };
 
-	switch (ev->controls.news) {
-	case ELECTION_CONTROLS_READ:
-		read_done(e, out, now, ev->controls.in_force ? ev->controls.in_force : &none);
-		return;
-	case ELECTION_CONTROLS_FAILED: read_failed(e, out, now, ev); return;
-	case ELECTION_CONTROLS_ASKED: priority_asked(e, out, now, ev); return;
-	case ELECTION_CONTROLS_REFUSED: refused(e, out, now, ev); return;
-	}
+	read_done(e, out, now, ev->controls.in_force ? ev->controls.in_force : &none);
+}
+
+/* The controls' news: one cell per kind; what the state means for each is
+ * its row's controls role (enum election_controls_role). */
+static election_handler *const news_cells[] = {
+	[ELECTION_CONTROLS_READ] = read_answered,
+	[ELECTION_CONTROLS_FAILED] = read_failed,
+	[ELECTION_CONTROLS_ASKED] = priority_asked,
+	[ELECTION_CONTROLS_REFUSED] = refused,
+};
+
+void election_on_controls(struct election *e, struct election_output *out,
+	                  double now, const struct election_event *ev)
+{
+	if ((size_t)ev->controls.news < sizeof(news_cells) / sizeof(news_cells[0]) &&
+	    news_cells[ev->controls.news])
+		news_cells[ev->controls.news](e, out, now, ev);
 }
 
 /* Priority 0 never asks for the lock; a node holding off after a

@@ -1,7 +1,7 @@
 /* election_failsafe.c: failsafe (DESIGN 9): a leader that lost the lock
  * keeps its command while every member agrees; a member that agreed stays
  * out of the lock queue; a new leader asks the members first. The machine
- * (fs_*) owns struct failsafe_machine: the claim rounds, the new leader's
+ * (fs_*) owns struct election_failsafe_machine: the claim rounds, the new leader's
  * check, the record of a member leading in failsafe, a stranger seen; the
  * rest of this file is the FAILSAFE state (its row at the end) and what
  * the other states ask of failsafe (the failsafe_* functions of
@@ -12,9 +12,9 @@
 
 #include "election_impl.h"
 
-/* ---- the machine: struct failsafe_machine, and nothing else ------------- */
+/* ---- the machine: struct election_failsafe_machine, and nothing else ------------- */
 
-static void fs_init(struct failsafe_machine *fs, const struct election_params *p)
+static void fs_init(struct election_failsafe_machine *fs, const struct election_params *p)
 {
 	fs->enabled = p->failsafe;
 	fs->ttl = p->failsafe_ttl;
@@ -28,7 +28,7 @@ static void fs_init(struct failsafe_machine *fs, const struct election_params *p
 
 /* A new leader asks the members whether one still runs the command; the
  * re-ask time doubles as the deadline of the question in flight. */
-static void fs_check_ask(struct failsafe_machine *fs, struct election_output *out,
+static void fs_check_ask(struct election_failsafe_machine *fs, struct election_output *out,
 			 double now)
 {
 	fs->check = CHECK_ASKING;
@@ -38,7 +38,7 @@ static void fs_check_ask(struct failsafe_machine *fs, struct election_output *ou
 
 /* The members' answer to the check: the earliest the command may start
  * (-INFINITY: no bound). */
-static double fs_check_done(struct failsafe_machine *fs, struct election_output *out,
+static double fs_check_done(struct election_failsafe_machine *fs, struct election_output *out,
 			    double now, enum election_check check)
 {
 	switch (check) {
@@ -71,7 +71,7 @@ static double fs_check_done(struct failsafe_machine *fs, struct election_output 
 
 /* Each member's answer is due within ping_timeout; the round must have
  * ended by one ping_interval more. */
-static void fs_claim_round(struct failsafe_machine *fs, struct election_output *out,
+static void fs_claim_round(struct election_failsafe_machine *fs, struct election_output *out,
 			   double now)
 {
 	fs->next_claim_at = INFINITY;
@@ -80,7 +80,7 @@ static void fs_claim_round(struct failsafe_machine *fs, struct election_output *
 	out->actions |= ELECTION_DO_FAILSAFE_CLAIM;
 }
 
-static void fs_claims_begin(struct failsafe_machine *fs, struct election_output *out,
+static void fs_claims_begin(struct election_failsafe_machine *fs, struct election_output *out,
 			    double now, enum fault fault)
 {
 	fs->fault = fault;
@@ -89,7 +89,7 @@ static void fs_claims_begin(struct failsafe_machine *fs, struct election_output 
 	fs_claim_round(fs, out, now);
 }
 
-static void fs_claims_end(struct failsafe_machine *fs)
+static void fs_claims_end(struct election_failsafe_machine *fs)
 {
 	fs->next_claim_at = INFINITY;
 	fs->claim_deadline = INFINITY;
@@ -100,13 +100,13 @@ static void fs_claims_end(struct failsafe_machine *fs)
  * it) may have run out, and another node may have led since. Whatever
  * comes after that (a round's answer, a lock grant, read late after a
  * thaw) belongs to no failsafe term. */
-static bool fs_lapsed(const struct failsafe_machine *fs, double now)
+static bool fs_lapsed(const struct election_failsafe_machine *fs, double now)
 {
 	return now >= fs->agreed_at + fs->ttl;
 }
 
 /* The round in flight got no answer in time (true), or the next is due. */
-static bool fs_claims_tick(struct failsafe_machine *fs, struct election_output *out,
+static bool fs_claims_tick(struct election_failsafe_machine *fs, struct election_output *out,
 			   double now)
 {
 	if (now >= fs->claim_deadline)
@@ -118,7 +118,7 @@ static bool fs_claims_tick(struct failsafe_machine *fs, struct election_output *
 
 /* A round ended: true when every member asked agreed, and the next round
  * is due in ping_interval; false with why in why. */
-static bool fs_round_done(struct failsafe_machine *fs, struct election_output *out,
+static bool fs_round_done(struct election_failsafe_machine *fs, struct election_output *out,
 			  double now, const struct election_event *ev, char *why,
 			  size_t len)
 {
@@ -146,7 +146,7 @@ static bool fs_round_done(struct failsafe_machine *fs, struct election_output *o
 
 /* A member leads in failsafe: its record keeps this node out of the lock
  * queue until it expires. */
-static void fs_record(struct failsafe_machine *fs, struct election_output *out,
+static void fs_record(struct election_failsafe_machine *fs, struct election_output *out,
 		      double now, const char *node)
 {
 	if (now >= fs->record_until)
@@ -158,7 +158,7 @@ static void fs_record(struct failsafe_machine *fs, struct election_output *out,
 
 /* The member the record is about holds the lock again: true when that
  * ended the record. */
-static bool fs_record_ends(struct failsafe_machine *fs, struct election_output *out,
+static bool fs_record_ends(struct election_failsafe_machine *fs, struct election_output *out,
 			   double now, const char *node)
 {
 	const char *id = node ? node : "";
@@ -174,7 +174,7 @@ static bool fs_record_ends(struct failsafe_machine *fs, struct election_output *
 
 /* A node holds a session for this lock but is not in failsafe_peers: its
  * consent was never asked, so failsafe is off until it is gone. */
-static void fs_stranger(struct failsafe_machine *fs, struct election_output *out,
+static void fs_stranger(struct election_failsafe_machine *fs, struct election_output *out,
 			const char *node)
 {
 	const char *id = node ? node : "";
@@ -191,46 +191,46 @@ static void fs_stranger(struct failsafe_machine *fs, struct election_output *out
 	snprintf(fs->stranger, sizeof(fs->stranger), "%s", id);
 }
 
-static double fs_claims_wakeup(const struct failsafe_machine *fs)
+static double fs_claims_wakeup(const struct election_failsafe_machine *fs)
 {
 	return fmin(fmin(fs->claim_deadline, fs->next_claim_at),
 		    fs->agreed_at + fs->ttl);
 }
 
 /* A round is in flight. */
-static bool fs_claiming(const struct failsafe_machine *fs)
+static bool fs_claiming(const struct election_failsafe_machine *fs)
 {
 	return isfinite(fs->claim_deadline);
 }
 
 /* A member leads in failsafe until then (past: none). */
-static double fs_record_until(const struct failsafe_machine *fs)
+static double fs_record_until(const struct election_failsafe_machine *fs)
 {
 	return fs->record_until;
 }
 
 /* ---- what the rest of the election asks of it -------------------------- */
 
-void failsafe_init(struct election *e)
+void election_failsafe_init(struct election *e)
 {
 	fs_init(&e->failsafe, &e->p);
 }
 
 /* The lock is lost while the command runs: failsafe keeps it when every
  * node with a session for the lock is a member. */
-bool failsafe_keeps(const struct election *e)
+bool election_failsafe_keeps(const struct election *e)
 {
 	return e->failsafe.enabled && !e->failsafe.stranger[0] && e->child_running;
 }
 
 /* Leading no more (or handing over): no question to the members. */
-void failsafe_no_check(struct election *e)
+void election_failsafe_no_check(struct election *e)
 {
 	e->failsafe.check = CHECK_NONE;
 }
 
 /* A member leads in failsafe until then; 0: none. */
-double failsafe_record(const struct election *e, double now)
+double election_failsafe_record(const struct election *e, double now)
 {
 	double until = fs_record_until(&e->failsafe);
 
@@ -238,12 +238,12 @@ double failsafe_record(const struct election *e, double now)
 }
 
 /* With failsafe, the members said no one else still runs the command. */
-bool failsafe_members_ok(const struct election *e)
+bool election_failsafe_members_ok(const struct election *e)
 {
 	return !e->failsafe.enabled || e->failsafe.check == CHECK_CLEAR;
 }
 
-void failsafe_ask(struct election *e, struct election_output *out,
+void election_failsafe_ask(struct election *e, struct election_output *out,
 		  double now)
 {
 	e->failsafe.silent_since = INFINITY;
@@ -252,10 +252,10 @@ void failsafe_ask(struct election *e, struct election_output *out,
 
 /* A new leader asks again when the answer is late, or said one still runs
  * the command. */
-void failsafe_check_tick(struct election *e, struct election_output *out,
+void election_failsafe_check_tick(struct election *e, struct election_output *out,
 			 double now)
 {
-	struct failsafe_machine *fs = &e->failsafe;
+	struct election_failsafe_machine *fs = &e->failsafe;
 
 	if (fs->check == CHECK_ASKING && now >= fs->silent_since + fs->ttl)
 		fs->check = CHECK_CLEAR; /* any record of a silent member is over */
@@ -263,9 +263,9 @@ void failsafe_check_tick(struct election *e, struct election_output *out,
 		fs_check_ask(fs, out, now);
 }
 
-double failsafe_check_wakeup(const struct election *e)
+double election_failsafe_check_wakeup(const struct election *e)
 {
-	const struct failsafe_machine *fs = &e->failsafe;
+	const struct election_failsafe_machine *fs = &e->failsafe;
 
 	return fs->check == CHECK_ASKING
 		? fmin(fs->check_again_at, fs->silent_since + fs->ttl) : INFINITY;
@@ -275,7 +275,7 @@ double failsafe_check_wakeup(const struct election *e)
 
 /* A member said no, or did not answer, or the lock went to another
  * session: the command must stop, as without failsafe. */
-static void failsafe_demote(struct election *e, struct election_output *out,
+static void fs_state_demote(struct election *e, struct election_output *out,
 			    double now, const char *why)
 {
 	fs_claims_end(&e->failsafe);
@@ -287,10 +287,11 @@ static void failsafe_demote(struct election *e, struct election_output *out,
 	election_set_state(e, out, now, ELECTION_DEMOTING);
 	out->actions |= ELECTION_DO_STOP_CHILD;
 	/* the database is likely away: the fence is taken again once back */
-	fence_stopping(e, out, now, true);
+	election_tell_fence(e, out, now, &(struct election_fence_event){
+		.type = ELECTION_FENCE_EV_STOPPING, .outage = true });
 }
 
-static double failsafe_wakeup(const struct election *e, double now)
+static double fs_state_wakeup(const struct election *e, double now)
 {
 	(void)now;
 	return fmin(fs_claims_wakeup(&e->failsafe),
@@ -298,23 +299,23 @@ static double failsafe_wakeup(const struct election *e, double now)
 }
 
 /* The members' agreement lapsed (see fs_lapsed): demote, and say so. */
-static bool failsafe_lapsed(struct election *e, struct election_output *out,
+static bool fs_state_lapsed(struct election *e, struct election_output *out,
 			    double now)
 {
 	if (!fs_lapsed(&e->failsafe, now))
 		return false;
-	failsafe_demote(e, out, now, "the members' agreement lapsed (no round "
+	fs_state_demote(e, out, now, "the members' agreement lapsed (no round "
 	    "agreed within failsafe_ttl): another node may have led since");
 	return true;
 }
 
-static void failsafe_tick(struct election *e, struct election_output *out,
+static void fs_state_tick(struct election *e, struct election_output *out,
 			  double now)
 {
-	if (failsafe_lapsed(e, out, now))
+	if (fs_state_lapsed(e, out, now))
 		return;
 	if (fs_claims_tick(&e->failsafe, out, now)) {
-		failsafe_demote(e, out, now, "a claim round got no answer in time");
+		fs_state_demote(e, out, now, "a claim round got no answer in time");
 		return;
 	}
 	if (e->connected && now >= e->request_deadline) {
@@ -330,7 +331,7 @@ static void failsafe_tick(struct election *e, struct election_output *out,
 	}
 }
 
-void failsafe_enter(struct election *e, struct election_output *out,
+void election_failsafe_enter(struct election *e, struct election_output *out,
 		    double now, enum fault fault, const char *why)
 {
 	election_disconnect(e, out);
@@ -341,20 +342,20 @@ void failsafe_enter(struct election *e, struct election_output *out,
 	election_about(out, fault);
 	e->next_attempt_at = now; /* reconnect at once, and keep trying */
 	fs_claims_begin(&e->failsafe, out, now, fault);
-	failsafe_tick(e, out, now);
+	fs_state_tick(e, out, now);
 }
 
-static void failsafe_round_done(struct election *e, struct election_output *out,
-				double now, const struct election_event *ev)
+static void peers_round_done(struct election *e, struct election_output *out,
+			     double now, const struct election_event *ev)
 {
 	char why[LOG_MSG_MAX / 2];
 
-	if (e->state != ELECTION_FAILSAFE || !fs_claiming(&e->failsafe))
+	if (!election_state_failsafe(e)->claims || !fs_claiming(&e->failsafe))
 		return;
-	if (failsafe_lapsed(e, out, now))
+	if (fs_state_lapsed(e, out, now))
 		return;
 	if (!fs_round_done(&e->failsafe, out, now, ev, why, sizeof(why))) {
-		failsafe_demote(e, out, now, why);
+		fs_state_demote(e, out, now, why);
 		return;
 	}
 	e->snap.failsafe_agree = e->failsafe.agree;
@@ -366,11 +367,11 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
  * token the new lock session read goes unused. Not once the agreement
  * lapsed: another term may have run meanwhile, so the command stops (the
  * lock, held until it is gone, keeps any other out). */
-static void failsafe_regained(struct election *e, struct election_output *out,
+static void fs_state_regained(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
 	(void)ev;
-	if (failsafe_lapsed(e, out, now))
+	if (fs_state_lapsed(e, out, now))
 		return;
 	election_request_done(e);
 	fs_claims_end(&e->failsafe);
@@ -384,12 +385,13 @@ static void failsafe_regained(struct election *e, struct election_output *out,
 	election_say(out, LOG_LEVEL_INFO, "acquired leader lease again after failsafe; "
 	    "the command kept running");
 	/* as on the way into LEADER: the fence, unless taken in failsafe */
-	fence_take(e, out);
+	election_tell_fence(e, out, now, &(struct election_fence_event){
+		.type = ELECTION_FENCE_EV_TAKE });
 	/* the members that agreed stay out of the lock queue until told */
 	out->actions |= ELECTION_DO_FAILSAFE_REGAINED;
 }
 
-static void failsafe_lost(struct election *e, struct election_output *out,
+static void fs_state_lost(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
@@ -399,7 +401,7 @@ static void failsafe_lost(struct election *e, struct election_output *out,
 	e->next_attempt_at = now + ELECTION_RECONNECT_MIN;
 }
 
-static void failsafe_connected(struct election *e, struct election_output *out,
+static void fs_state_connected(struct election *e, struct election_output *out,
 			       double now, const struct election_event *ev)
 {
 	e->snap.lock_key = ev->session.lock_key;
@@ -416,19 +418,7 @@ static const char *claim_refused(const struct election *e,
 {
 	if (!ev->peers.same_members)
 		return "the member lists differ (failsafe_peers)";
-	switch (e->state) {
-	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
-	case ELECTION_SHUTTING_DOWN:
-		return "this node runs the command";
-	case ELECTION_RELEASING:
-		return "this node holds the lock";
-	case ELECTION_DONE:
-		return "this node is exiting";
-	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
-	case ELECTION_STANDBY: case ELECTION_STATE_COUNT:
-		break;
-	}
-	return NULL;
+	return election_state_failsafe(e)->refuses;
 }
 
 /* The step's answer to the member: agreed (refused NULL), or why not. */
@@ -454,6 +444,7 @@ static void stay_out(struct election *e, struct election_output *out,
 static void peers_claimed(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
+	const struct election_failsafe_role *role = election_state_failsafe(e);
 	const char *refused = claim_refused(e, ev);
 
 	if (refused) {
@@ -462,9 +453,9 @@ static void peers_claimed(struct election *e, struct election_output *out,
 	}
 	fs_record(&e->failsafe, out, now, ev->peers.node);
 	answer(out, NULL);
-	if (e->state == ELECTION_STANDBY || e->state == ELECTION_CONNECTING)
+	if (role->stays_out)
 		stay_out(e, out, now);
-	else if (e->state == ELECTION_BACKOFF)
+	else if (role->backs_off)
 		e->next_attempt_at = fmax(e->next_attempt_at,
 					  fs_record_until(&e->failsafe));
 }
@@ -482,14 +473,14 @@ static void peers_regained(struct election *e, struct election_output *out,
 	}
 	answer(out, NULL);
 	if (fs_record_ends(&e->failsafe, out, now, ev->peers.node) &&
-	    e->state == ELECTION_BACKOFF)
+	    election_state_failsafe(e)->backs_off)
 		e->next_attempt_at = now;
 }
 
 static void peers_check_done(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
-	if (e->state != ELECTION_LEADER || e->failsafe.check != CHECK_ASKING)
+	if (!election_state_failsafe(e)->checks || e->failsafe.check != CHECK_ASKING)
 		return;
 	e->child_start_at = fmax(e->child_start_at,
 				 fs_check_done(&e->failsafe, out, now, ev->peers.check));
@@ -499,7 +490,8 @@ static void peers_check_done(struct election *e, struct election_output *out,
 	 * never asked) and no node outside it was seen. */
 	if (ev->peers.check == ELECTION_CHECK_CLEAR && ev->peers.same_members &&
 	    !e->failsafe.stranger[0])
-		fence_settled(e, out, now);
+		election_tell_fence(e, out, now, &(struct election_fence_event){
+			.type = ELECTION_FENCE_EV_SETTLED });
 }
 
 /* A node holds a session for this lock but is not in failsafe_peers: its
@@ -518,29 +510,42 @@ bool election_runs_command(const struct election_snapshot *s)
 	return s->command_active || s->command_pid != 0;
 }
 
-void failsafe_news(struct election *e, struct election_output *out,
+static void peers_stranger(struct election *e, struct election_output *out,
+			   double now, const struct election_event *ev)
+{
+	(void)now;
+	fs_stranger(&e->failsafe, out, ev->peers.node);
+}
+
+/* The peers' news: one cell per kind; what the state means for each is
+ * its row's failsafe role (struct election_failsafe_role). */
+static election_handler *const peer_cells[] = {
+	[ELECTION_PEERS_CLAIMED] = peers_claimed,
+	[ELECTION_PEERS_ROUND_DONE] = peers_round_done,
+	[ELECTION_PEERS_CHECK_DONE] = peers_check_done,
+	[ELECTION_PEERS_STRANGER] = peers_stranger,
+	[ELECTION_PEERS_REGAINED] = peers_regained,
+};
+
+void election_failsafe_news(struct election *e, struct election_output *out,
 		   double now, const struct election_event *ev)
 {
-	switch (ev->peers.news) {
-	case ELECTION_PEERS_CLAIMED: peers_claimed(e, out, now, ev); return;
-	case ELECTION_PEERS_ROUND_DONE: failsafe_round_done(e, out, now, ev); return;
-	case ELECTION_PEERS_CHECK_DONE: peers_check_done(e, out, now, ev); return;
-	case ELECTION_PEERS_STRANGER: fs_stranger(&e->failsafe, out, ev->peers.node); return;
-	case ELECTION_PEERS_REGAINED: peers_regained(e, out, now, ev); return;
-	}
+	if ((size_t)ev->peers.news < sizeof(peer_cells) / sizeof(peer_cells[0]) &&
+	    peer_cells[ev->peers.news])
+		peer_cells[ev->peers.news](e, out, now, ev);
 }
 
 /* The lock went to another session while this node was away. */
-static void failsafe_busy(struct election *e, struct election_output *out,
+static void fs_state_busy(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	(void)ev;
-	failsafe_demote(e, out, now, "the lock is held by another session");
+	fs_state_demote(e, out, now, "the lock is held by another session");
 }
 
 /* The command ended by itself while the lock was away: without the lock it
  * is not started again; a node that leads again restarts it. */
-static void failsafe_child_gone(struct election *e, struct election_output *out,
+static void fs_state_child_gone(struct election *e, struct election_output *out,
 				double now, const struct election_event *ev)
 {
 	int status = ev->command.status;
@@ -559,7 +564,7 @@ static void failsafe_child_gone(struct election *e, struct election_output *out,
 
 /* A member that holds a failsafe record takes no lock (DESIGN 9): it
  * stays out (true), a connection or a grant given back by closing. */
-bool failsafe_stays_out(struct election *e, struct election_output *out,
+bool election_failsafe_stays_out(struct election *e, struct election_output *out,
 			double now)
 {
 	if (now >= fs_record_until(&e->failsafe))
@@ -568,14 +573,25 @@ bool failsafe_stays_out(struct election *e, struct election_output *out,
 	return true;
 }
 
+/* FAILSAFE leads as far as the fence is concerned: a busy fence is waited
+ * for, and its session reopened (DESIGN 3). */
+static void fs_state_fence(const struct election *e,
+			   struct election_fence_inputs *in)
+{
+	(void)e;
+	in->leading = in->reopens = true;
+}
+
 /* The FAILSAFE state's row (election.c's table). */
 const struct state_ops failsafe_state = {
 	.shutdown = election_shutdown,
-	.lock = { .connected = failsafe_connected,
-		  .failed = failsafe_lost,
-		  .acquired = failsafe_regained,
-		  .busy = failsafe_busy },
-	.command_gone = failsafe_child_gone,
-	.deadlines = failsafe_tick,
-	.wakeup = failsafe_wakeup,
+	.lock = { .connected = fs_state_connected,
+		  .failed = fs_state_lost,
+		  .acquired = fs_state_regained,
+		  .busy = fs_state_busy },
+	.command_gone = fs_state_child_gone,
+	.deadlines = fs_state_tick,
+	.wakeup = fs_state_wakeup,
+	.fence = fs_state_fence,
+	.failsafe = { .refuses = "this node runs the command", .claims = true },
 };

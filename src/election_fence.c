@@ -1,34 +1,16 @@
 /* election_fence.c: the fence's machine: when to take and give back the
- * second lock a leader holds while its command lives (DESIGN 3). The
- * machine (fm_* and its helpers) owns struct fence_machine; the election's
- * side, at the end, tells it what it needs to know (struct fence_inputs)
- * and acts on what it hears back (struct fence_verdict); the rest of the
- * election sees only the fence_* functions of election_impl.h. No I/O:
- * actions only. */
+ * second lock a leader holds while its command lives (DESIGN 3). It owns
+ * struct election_fence_machine and knows nothing of the election's
+ * states: the election tells it, with each of its own events (struct
+ * election_fence_event), what its state means for the fence (struct
+ * election_fence_inputs, from the state's row), and acts on what it hears
+ * back (struct election_fence_verdict). No I/O: actions only. */
 #include <math.h>
+#include <string.h>
 
 #include "election_impl.h"
 
-/* What the election tells the fence, at each call. */
-struct fence_inputs {
-	bool command;   /* the command lives (started, not yet gone) */
-	bool killing;   /* SIGKILL sent: the fence no longer matters */
-	bool leader;    /* LEADER (or its lock granted, the claim under way):
-			 * the command is due once the fence is held */
-	bool leading;   /* the same, or FAILSAFE: a busy fence is waited for */
-	bool unlocked;  /* the command is being stopped without the lock */
-	bool lock_down; /* no lock session is up */
-	bool reopens;   /* a closed fence session is reopened in this state */
-};
-
-/* What the fence tells the election back, beside actions and lines. */
-struct fence_verdict {
-	const char *kill; /* kill the command now, and why; NULL: no */
-	bool outage;      /* the database seems to have gone away */
-	bool permanent;   /* its session ended with a permanent fault */
-};
-
-void fence_init(struct fence_machine *f, double retry_interval)
+void election_fence_init(struct election_fence_machine *f, double retry_interval)
 {
 	f->state = ELECTION_FENCE_CLOSED;
 	f->retry_at = INFINITY;
@@ -43,7 +25,7 @@ void fence_init(struct fence_machine *f, double retry_interval)
 
 /* The fence session is opened at start, beside the lock session, so that a
  * new leader takes the fence in one round trip. */
-void fence_open(struct fence_machine *f, struct election_output *out)
+void election_fence_open(struct election_fence_machine *f, struct election_output *out)
 {
 	if (f->state != ELECTION_FENCE_CLOSED)
 		return;
@@ -52,7 +34,7 @@ void fence_open(struct fence_machine *f, struct election_output *out)
 	out->actions |= ELECTION_DO_FENCE_CONNECT;
 }
 
-void fence_close(struct fence_machine *f, struct election_output *out)
+void election_fence_close(struct election_fence_machine *f, struct election_output *out)
 {
 	if (f->state != ELECTION_FENCE_CLOSED)
 		out->actions |= ELECTION_DO_FENCE_CLOSE;
@@ -61,12 +43,12 @@ void fence_close(struct fence_machine *f, struct election_output *out)
 }
 
 /* The command may start: the fence is held. */
-bool fence_ok(const struct fence_machine *f)
+bool election_fence_ok(const struct election_fence_machine *f)
 {
 	return f->state == ELECTION_FENCE_HELD;
 }
 
-bool fence_held(const struct fence_machine *f)
+bool election_fence_held(const struct election_fence_machine *f)
 {
 	return f->state == ELECTION_FENCE_HELD;
 }
@@ -74,7 +56,7 @@ bool fence_held(const struct fence_machine *f)
 /* The fence is wanted while the command lives, in every state, so that no
  * new leader's command starts before this one is gone; and by a leader
  * about to start one, once its settle wait (if any) is over. */
-static bool wanted(const struct fence_machine *f, const struct fence_inputs *in,
+static bool wanted(const struct election_fence_machine *f, const struct election_fence_inputs *in,
 		   double now)
 {
 	if (in->killing)
@@ -85,7 +67,7 @@ static bool wanted(const struct fence_machine *f, const struct fence_inputs *in,
 /* The command is being stopped and the lock is gone, or may be: only the
  * fence keeps the next leader's command out. With the lock still held
  * (a graceful shutdown), the lock does. */
-static bool stopping_unlocked(const struct fence_inputs *in)
+static bool stopping_unlocked(const struct election_fence_inputs *in)
 {
 	return in->command && !in->killing && in->unlocked;
 }
@@ -93,7 +75,7 @@ static bool stopping_unlocked(const struct fence_inputs *in)
 /* A node that holds, or held, the lock waits in the queue for the fence; one
  * whose command is being stopped without the lock only tries: held
  * elsewhere, another command may start any moment. */
-static void fm_take(struct fence_machine *f, const struct fence_inputs *in,
+static void fm_take(struct election_fence_machine *f, const struct election_fence_inputs *in,
 		    struct election_output *out)
 {
 	if (f->state != ELECTION_FENCE_READY)
@@ -107,41 +89,45 @@ static void fm_take(struct fence_machine *f, const struct fence_inputs *in,
 
 /* The command's group is gone: let the next leader's command start. A
  * queued wait for the fence can only be ended by closing its session. */
-void fence_drop(struct fence_machine *f, struct election_output *out, double now)
+void election_fence_drop(struct election_fence_machine *f, struct election_output *out, double now)
 {
 	if (f->state == ELECTION_FENCE_HELD) {
 		f->state = ELECTION_FENCE_DROPPING;
 		out->actions |= ELECTION_DO_FENCE_DROP;
 	} else if (f->state == ELECTION_FENCE_TAKING) {
-		fence_close(f, out);
+		election_fence_close(f, out);
 		f->retry_at = now;
 	}
 }
 
 /* A new term: take the fence, from not_before on (a settle wait). */
-static void fm_lead(struct fence_machine *f, const struct fence_inputs *in,
-		    struct election_output *out, double now, double not_before)
+static void on_lead(struct election_fence_machine *f,
+		    const struct election_fence_event *ev, double now,
+		    struct election_output *out, struct election_fence_verdict *v)
 {
+	(void)v;
 	f->wait_logged = false;
-	f->not_before = not_before;
-	if (wanted(f, in, now))
-		fm_take(f, in, out);
+	f->not_before = ev->not_before;
+	if (wanted(f, &ev->in, now))
+		fm_take(f, &ev->in, out);
 }
 
 /* The settle wait is for an old leader whose command still stops; the
  * failsafe members, each asked after this node took the lock, answered
  * that none runs the command (or refused the connection): nobody is left
  * to take the fence first, so it is taken now. */
-static void fm_settled(struct fence_machine *f, const struct fence_inputs *in,
-		       struct election_output *out, double now)
+static void on_settled(struct election_fence_machine *f,
+		       const struct election_fence_event *ev, double now,
+		       struct election_output *out, struct election_fence_verdict *v)
 {
+	(void)v;
 	if (now >= f->not_before)
 		return;
 	election_say(out, LOG_LEVEL_INFO, "every failsafe member runs nothing: taking "
 	    "the fence now, %.2fs before the settle wait would end", f->not_before - now);
 	f->not_before = now;
-	if (wanted(f, in, now))
-		fm_take(f, in, out);
+	if (wanted(f, &ev->in, now))
+		fm_take(f, &ev->in, out);
 }
 
 /* The lock is gone (at now) while the command stops, and the fence may be
@@ -149,28 +135,28 @@ static void fm_settled(struct fence_machine *f, const struct fence_inputs *in,
  * away, and nobody else can take the fence before it is back: take it again
  * the moment it is (a standby that saw the outage waits ELECTION_SETTLE for
  * that). The fence lost on its own earlier: another leader may hold it. */
-static void fm_stopping(struct fence_machine *f, const struct fence_inputs *in,
-			struct election_output *out, double now, bool outage,
-			struct fence_verdict *v)
+static void on_stopping(struct election_fence_machine *f,
+			const struct election_fence_event *ev, double now,
+			struct election_output *out, struct election_fence_verdict *v)
 {
 	f->lock_lost_at = now;
-	if (!stopping_unlocked(in) || f->state == ELECTION_FENCE_HELD)
+	if (!stopping_unlocked(&ev->in) || f->state == ELECTION_FENCE_HELD)
 		return;
-	if (!outage && now - f->lost_at > ELECTION_SESSIONS_TOGETHER) {
+	if (!ev->outage && now - f->lost_at > ELECTION_SESSIONS_TOGETHER) {
 		v->kill = "the fence was lost before the lock";
 		return;
 	}
 	if (f->state == ELECTION_FENCE_CLOSED)
 		f->retry_at = now;
-	fm_take(f, in, out);
+	fm_take(f, &ev->in, out);
 }
 
 /* While the command stops without the lock, a lost fence session is
  * reopened every ELECTION_FENCE_RETRY_STOPPING, at once the first time;
  * a held fence lost on its own, the database still up, is a kill. */
-static bool failed_stopping(struct fence_machine *f, const struct fence_inputs *in,
-			    double now, enum election_fence was,
-			    struct fence_verdict *v)
+static bool failed_stopping(struct election_fence_machine *f,
+			    const struct election_fence_inputs *in, double now,
+			    enum election_fence was, struct election_fence_verdict *v)
 {
 	if (!stopping_unlocked(in))
 		return false;
@@ -186,15 +172,16 @@ static bool failed_stopping(struct fence_machine *f, const struct fence_inputs *
 
 /* The fence session was lost: reopen it after a backoff; a leader takes it
  * again once it is back (DESIGN 3: losing the fence alone is no demotion). */
-static void failed(struct fence_machine *f, const struct fence_inputs *in,
-		   struct election_output *out, double now,
-		   const struct election_event *ev, struct fence_verdict *v)
+static void on_failed(struct election_fence_machine *f,
+		      const struct election_fence_event *ev, double now,
+		      struct election_output *out, struct election_fence_verdict *v)
 {
+	const struct election_fence_inputs *in = &ev->in;
 	enum election_fence was = f->state;
 	double delay = f->backoff;
 
 	f->state = ELECTION_FENCE_CLOSED;
-	if (election_exit_for(ev->session.fault)) {
+	if (election_exit_for(ev->fault)) {
 		v->permanent = true;
 		return;
 	}
@@ -215,40 +202,48 @@ static void failed(struct fence_machine *f, const struct fence_inputs *in,
 	election_say(out, in->command && !f->outage_logged
 		     ? LOG_LEVEL_WARNING : LOG_LEVEL_DEBUG,
 		     "fence session: %s; reconnecting in %.1fs",
-		     election_reason_of(ev, "connection lost"), delay);
-	election_about(out, ev->session.fault);
+		     ev->reason ? ev->reason : "connection lost", delay);
+	election_about(out, ev->fault);
 	f->outage_logged |= in->command;
 }
 
-static void ready(struct fence_machine *f, const struct fence_inputs *in,
-		  struct election_output *out, double now)
+static void on_ready(struct election_fence_machine *f,
+		     const struct election_fence_event *ev, double now,
+		     struct election_output *out, struct election_fence_verdict *v)
 {
+	(void)v;
 	f->state = ELECTION_FENCE_READY;
 	f->backoff = ELECTION_RECONNECT_MIN;
 	if (f->outage_logged)
 		election_say(out, LOG_LEVEL_NOTICE, "fence session: connected again");
 	f->outage_logged = false;
-	if (wanted(f, in, now))
-		fm_take(f, in, out);
+	if (wanted(f, &ev->in, now))
+		fm_take(f, &ev->in, out);
 }
 
-static void acquired(struct fence_machine *f, const struct fence_inputs *in,
-		     struct election_output *out, double now)
+static void on_acquired(struct election_fence_machine *f,
+			const struct election_fence_event *ev, double now,
+			struct election_output *out, struct election_fence_verdict *v)
 {
+	(void)v;
 	f->state = ELECTION_FENCE_HELD;
 	/* demoted before a command started, or the command gone, while
 	 * waiting: give it back */
-	if (!wanted(f, in, now))
-		fence_drop(f, out, now);
+	if (!wanted(f, &ev->in, now))
+		election_fence_drop(f, out, now);
 }
 
 /* The queued wait ended (lock_timeout): the old leader's command is still
  * stopping; a leader waits on. A try while this node's command stops: the
  * fence is held elsewhere, so another command may start: kill. Anyone else
  * lets go. */
-static void busy(struct fence_machine *f, const struct fence_inputs *in,
-		 struct election_output *out, struct fence_verdict *v)
+static void on_busy(struct election_fence_machine *f,
+		    const struct election_fence_event *ev, double now,
+		    struct election_output *out, struct election_fence_verdict *v)
 {
+	const struct election_fence_inputs *in = &ev->in;
+
+	(void)now;
 	f->state = ELECTION_FENCE_READY;
 	if (!in->leading) {
 		if (stopping_unlocked(in))
@@ -266,165 +261,74 @@ static void busy(struct fence_machine *f, const struct fence_inputs *in,
 	fm_take(f, in, out);
 }
 
-/* The fence session's news. */
-static void fm_news(struct fence_machine *f, const struct fence_inputs *in,
-		    struct election_output *out, double now,
-		    const struct election_event *ev, struct fence_verdict *v)
+/* As on the way into LEADER: the fence, unless held or being taken. */
+static void on_take(struct election_fence_machine *f,
+		    const struct election_fence_event *ev, double now,
+		    struct election_output *out, struct election_fence_verdict *v)
 {
-	if (f->state == ELECTION_FENCE_CLOSED)
-		return; /* news from a session already closed */
-	switch (ev->session.news) {
-	case ELECTION_SESSION_CONNECTED: ready(f, in, out, now); return;
-	case ELECTION_SESSION_FAILED: failed(f, in, out, now, ev, v); return;
-	case ELECTION_SESSION_ACQUIRED: acquired(f, in, out, now); return;
-	case ELECTION_SESSION_BUSY: busy(f, in, out, v); return;
-	case ELECTION_SESSION_RELEASED:
-		if (ev->session.fault != FAULT_NONE)
-			failed(f, in, out, now, ev, v);
-		else
-			ready(f, in, out, now);
-		return;
-	case ELECTION_SESSION_PING_OK: case ELECTION_SESSION_GRANTED:
-		return;
-	}
+	(void)now;
+	(void)v;
+	fm_take(f, &ev->in, out);
 }
 
 /* After the state's deadlines, which may have just closed the session: a
  * closed session is reopened when due, and a new leader's settle wait
  * ends. */
-static void fm_tick(struct fence_machine *f, const struct fence_inputs *in,
-		    struct election_output *out, double now)
+static void on_tick(struct election_fence_machine *f,
+		    const struct election_fence_event *ev, double now,
+		    struct election_output *out, struct election_fence_verdict *v)
 {
+	const struct election_fence_inputs *in = &ev->in;
+
+	(void)v;
 	if (f->state == ELECTION_FENCE_CLOSED && in->reopens && !in->killing &&
 	    now >= f->retry_at)
-		fence_open(f, out);
+		election_fence_open(f, out);
 	if (f->state == ELECTION_FENCE_READY && in->leader && wanted(f, in, now))
 		fm_take(f, in, out);
 }
 
-static double fm_wakeup(const struct fence_machine *f, const struct fence_inputs *in,
-			double now)
+typedef void fence_handler(struct election_fence_machine *f,
+			   const struct election_fence_event *ev, double now,
+			   struct election_output *out,
+			   struct election_fence_verdict *v);
+
+/* The machine's table: one cell per event. news: its session's news, which
+ * is ignored once that session was closed (it came from the old one). */
+static const struct {
+	fence_handler *on;
+	bool news;
+} cells[ELECTION_FENCE_EV_COUNT] = {
+	[ELECTION_FENCE_EV_READY] = { on_ready, true },
+	[ELECTION_FENCE_EV_FAILED] = { on_failed, true },
+	[ELECTION_FENCE_EV_ACQUIRED] = { on_acquired, true },
+	[ELECTION_FENCE_EV_BUSY] = { on_busy, true },
+	[ELECTION_FENCE_EV_LEAD] = { on_lead, false },
+	[ELECTION_FENCE_EV_SETTLED] = { on_settled, false },
+	[ELECTION_FENCE_EV_STOPPING] = { on_stopping, false },
+	[ELECTION_FENCE_EV_TAKE] = { on_take, false },
+	[ELECTION_FENCE_EV_TICK] = { on_tick, false },
+};
+
+void election_fence_step(struct election_fence_machine *f,
+			 const struct election_fence_event *ev, double now,
+			 struct election_output *out,
+			 struct election_fence_verdict *v)
+{
+	memset(v, 0, sizeof(*v));
+	if (ev->type >= ELECTION_FENCE_EV_COUNT)
+		return;
+	if (cells[ev->type].news && f->state == ELECTION_FENCE_CLOSED)
+		return; /* news from a session already closed */
+	cells[ev->type].on(f, ev, now, out, v);
+}
+
+double election_fence_wakeup(const struct election_fence_machine *f,
+			     const struct election_fence_inputs *in, double now)
 {
 	if (f->state == ELECTION_FENCE_CLOSED && in->reopens && !in->killing)
 		return f->retry_at;
 	if (f->state == ELECTION_FENCE_READY && in->leader && now < f->not_before)
 		return f->not_before;
 	return INFINITY;
-}
-
-/* ---- the election's side: what it tells the machine, what it hears ---- */
-
-/* A closed fence session is reopened only while the lock session is up or
- * the command runs (and not once the command is being killed). */
-static bool fence_reopens(const struct election *e)
-{
-	switch (e->state) {
-	case ELECTION_STANDBY:
-		return !e->polling; /* DESIGN 15: one session while polling */
-	case ELECTION_LEADER: case ELECTION_FAILSAFE: case ELECTION_DEMOTING:
-		return true;
-	case ELECTION_SHUTTING_DOWN:
-		return e->child_running;
-	case ELECTION_INIT: case ELECTION_CONNECTING: case ELECTION_BACKOFF:
-	case ELECTION_RELEASING: case ELECTION_DONE: case ELECTION_STATE_COUNT:
-		break;
-	}
-	return false;
-}
-
-/* A standby whose lock was granted leads as far as the fence is concerned:
- * it takes the fence while its claim is under way. */
-static struct fence_inputs fence_inputs(const struct election *e)
-{
-	bool granted = e->state == ELECTION_STANDBY && isfinite(e->granted_at);
-	struct fence_inputs in = {
-		.command = e->child_running,
-		.killing = e->killing,
-		.leader = e->state == ELECTION_LEADER || granted,
-		.leading = e->state == ELECTION_LEADER || e->state == ELECTION_FAILSAFE ||
-			   granted,
-		.unlocked = (e->state == ELECTION_DEMOTING && !e->handing_over) ||
-			    (e->state == ELECTION_SHUTTING_DOWN && !e->connected),
-		.lock_down = !e->connected || e->state == ELECTION_CONNECTING,
-		.reopens = fence_reopens(e),
-	};
-
-	return in;
-}
-
-/* Nothing keeps another leader's command out any more: SIGKILL now rather
- * than at the end of the grace period (DESIGN 3, the fence). */
-static void fence_verdict(struct election *e, struct election_output *out,
-			  double now, const struct fence_verdict *v)
-{
-	if (v->outage)
-		election_saw_outage(e, now);
-	if (!v->kill)
-		return;
-	e->killing = true;
-	election_say(out, LOG_LEVEL_WARNING, "%s: killing the command now, as another "
-	    "leader's command may start", v->kill);
-	out->actions |= ELECTION_DO_KILL_CHILD;
-}
-
-void fence_take(struct election *e, struct election_output *out)
-{
-	struct fence_inputs in = fence_inputs(e);
-
-	fm_take(&e->fence, &in, out);
-}
-
-/* The lock is gone while the command stops: only the fence keeps the next
- * leader's command out; outage: the database went away. */
-void fence_stopping(struct election *e, struct election_output *out,
-		    double now, bool outage)
-{
-	struct fence_inputs in = fence_inputs(e);
-	struct fence_verdict v = { 0 };
-
-	fm_stopping(&e->fence, &in, out, now, outage, &v);
-	fence_verdict(e, out, now, &v);
-}
-
-void fence_news(struct election *e, struct election_output *out,
-		double now, const struct election_event *ev)
-{
-	struct fence_inputs in = fence_inputs(e);
-	struct fence_verdict v = { 0 };
-
-	fm_news(&e->fence, &in, out, now, ev, &v);
-	if (v.permanent)
-		election_end_on_permanent(e, out, now, ev);
-	else
-		fence_verdict(e, out, now, &v);
-}
-
-/* A new term: take the fence, from not_before on (a settle wait). */
-void fence_lead(struct election *e, struct election_output *out, double now,
-		double not_before)
-{
-	struct fence_inputs in = fence_inputs(e);
-
-	fm_lead(&e->fence, &in, out, now, not_before);
-}
-
-void fence_settled(struct election *e, struct election_output *out, double now)
-{
-	struct fence_inputs in = fence_inputs(e);
-
-	fm_settled(&e->fence, &in, out, now);
-}
-
-void fence_tick(struct election *e, struct election_output *out, double now)
-{
-	struct fence_inputs in = fence_inputs(e);
-
-	fm_tick(&e->fence, &in, out, now);
-}
-
-double fence_wakeup(const struct election *e, double now)
-{
-	struct fence_inputs in = fence_inputs(e);
-
-	return fm_wakeup(&e->fence, &in, now);
 }

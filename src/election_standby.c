@@ -69,7 +69,7 @@ static void reconnect_later(struct election *e, struct election_output *out,
 	if (e->p.nonblock) {
 		election_say(out, LOG_LEVEL_ERROR, "%s; giving up (one attempt with --nonblock)",
 		    why);
-		election_exit_now(e, out, now, EX_UNAVAILABLE);
+		election_exit_now(e, out, now, EXIT_UNAVAILABLE);
 		return;
 	}
 	election_set_state(e, out, now, ELECTION_BACKOFF);
@@ -128,7 +128,7 @@ static void lock_session_up(struct election *e, struct election_output *out,
 	/* a one-shot's fence, or one closed meanwhile, beside the first lock
 	 * request: ready by the time a lock is granted; not while polling */
 	if (!e->polling)
-		fence_open(&e->fence, out);
+		election_fence_open(&e->fence, out);
 }
 
 /* ---- the deadlines and wakeups ---------------------------------------- */
@@ -149,7 +149,7 @@ static bool wait_expired(struct election *e, struct election_output *out,
 		election_say(out, LOG_LEVEL_ERROR,
 		    "database not reached within %.1fs; giving up",
 		    e->p.wait_timeout);
-		election_exit_now(e, out, now, EX_UNAVAILABLE);
+		election_exit_now(e, out, now, EXIT_UNAVAILABLE);
 	}
 	return true;
 }
@@ -229,7 +229,7 @@ static void shutdown_unanswered(struct election *e, struct election_output *out,
 {
 	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
 	    election_reason_of(ev, "signal"));
-	election_exit_now(e, out, now, 0);
+	election_exit_now(e, out, now, EXIT_OK);
 }
 
 static void standby_shutdown(struct election *e, struct election_output *out,
@@ -272,7 +272,7 @@ static void start_polling(struct election *e)
 static void polling_closes_fence(struct election *e, struct election_output *out)
 {
 	if (e->polling && !e->ctl_pending && !e->child_running)
-		fence_close(&e->fence, out);
+		election_fence_close(&e->fence, out);
 }
 
 static void stop_polling(struct election *e, struct election_output *out)
@@ -280,7 +280,7 @@ static void stop_polling(struct election *e, struct election_output *out)
 	if (!e->polling)
 		return;
 	e->polling = false;
-	fence_open(&e->fence, out);
+	election_fence_open(&e->fence, out);
 }
 
 /* DESIGN 15: at most queue_depth standbys wait in the lock's queue, where
@@ -356,7 +356,7 @@ static void backoff_lost(struct election *e, struct election_output *out,
 static void connecting_done(struct election *e, struct election_output *out,
 			    double now, const struct election_event *ev)
 {
-	if (!failsafe_stays_out(e, out, now))
+	if (!election_failsafe_stays_out(e, out, now))
 		lock_session_up(e, out, now, ev);
 }
 
@@ -371,10 +371,11 @@ static void standby_granted(struct election *e, struct election_output *out,
 {
 	(void)ev;
 	stop_polling(e, out);
-	if (failsafe_record(e, now) > 0 || now < election_settle_until(e))
+	if (election_failsafe_record(e, now) > 0 || now < election_settle_until(e))
 		return;
 	e->granted_at = now;
-	fence_lead(e, out, now, -INFINITY);
+	election_tell_fence(e, out, now, &(struct election_fence_event){
+		.type = ELECTION_FENCE_EV_LEAD, .not_before = -INFINITY });
 	election_controls_granted(e, out);
 }
 
@@ -382,17 +383,37 @@ static void standby_acquired(struct election *e, struct election_output *out,
 			     double now, const struct election_event *ev)
 {
 	stop_polling(e, out);
-	if (!failsafe_stays_out(e, out, now))
+	if (!election_failsafe_stays_out(e, out, now))
 		election_become_leader(e, out, now, ev);
 }
 
 /* ---- the rows (election.c's table) ------------------------------------- */
+
+/* What CONNECTING and STANDBY mean for the fence (DESIGN 3). No lock
+ * session is up yet while connecting. A standby whose lock was granted
+ * leads as far as the fence is concerned: it takes the fence while its
+ * claim is under way; a polling one has no fence session (DESIGN 15). */
+static void connecting_fence(const struct election *e,
+			     struct election_fence_inputs *in)
+{
+	(void)e;
+	in->lock_down = true;
+}
+
+static void standby_fence(const struct election *e,
+			  struct election_fence_inputs *in)
+{
+	in->leader = in->leading = isfinite(e->granted_at);
+	in->reopens = !e->polling;
+}
 
 const struct state_ops connecting_state = {
 	.shutdown = shutdown_unanswered,
 	.lock = { .connected = connecting_done, .failed = connection_failed },
 	.deadlines = connecting_tick,
 	.wakeup = request_wakeup,
+	.fence = connecting_fence,
+	.failsafe = { .stays_out = true },
 };
 
 const struct state_ops backoff_state = {
@@ -400,6 +421,7 @@ const struct state_ops backoff_state = {
 	.lock = { .failed = backoff_lost },
 	.deadlines = backoff_tick,
 	.wakeup = backoff_wakeup,
+	.failsafe = { .backs_off = true },
 };
 
 const struct state_ops standby_state = {
@@ -408,10 +430,14 @@ const struct state_ops standby_state = {
 		  .busy = lock_busy, .granted = standby_granted },
 	.deadlines = standby_tick,
 	.wakeup = request_wakeup,
+	.fence = standby_fence,
+	.failsafe = { .stays_out = true },
+	.controls = ELECTION_CONTROLS_AS_STANDBY,
 };
 
 const struct state_ops releasing_state = {
 	.lock = { .failed = release_lost, .released = released },
 	.deadlines = releasing_tick,
 	.wakeup = releasing_wakeup,
+	.failsafe = { .refuses = "this node holds the lock" },
 };

@@ -49,12 +49,12 @@ static int print_sql(const struct config *cfg)
 		free(sql);
 		free(grants);
 		cli_fail("cannot print the ledger's SQL", "invalid schema or out of memory");
-		return EX_CONFIG;
+		return EXIT_CONFIG;
 	}
 	printf("%.*s%sCOMMIT;\n", (int)body, sql, grants);
 	free(sql);
 	free(grants);
-	return fflush(stdout) == 0 ? EX_OK : EX_UNAVAILABLE;
+	return fflush(stdout) == 0 ? EXIT_OK : EXIT_UNAVAILABLE;
 }
 
 /* init-db --grant-to ROLE: the grants, by the ledger's owner. */
@@ -62,19 +62,19 @@ static int grant(PGconn *conn, const struct config *cfg)
 {
 	char *sql = ledger_sql_grants(cli_ledger_schema(cfg), cfg->grant_to);
 	PGresult *res;
-	int rc = EX_OK;
+	int rc = EXIT_OK;
 
 	if (!sql) {
 		cli_fail("cannot grant", "out of memory");
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	}
 	res = cli_ledger_exec(conn, "cannot grant", sql, -1, NULL, false);
 	free(sql);
 	if (!res)
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 		cli_fail("cannot grant", PQresultErrorMessage(res));
-		rc = EX_UNAVAILABLE;
+		rc = EXIT_UNAVAILABLE;
 	}
 	PQclear(res);
 	return rc;
@@ -90,21 +90,21 @@ int ledger_cli_init_db(const struct config *cfg)
 		return print_sql(cfg);
 	if (!(conn = cli_ledger_open(cfg, NULL, &rc)))
 		return rc;
-	rc = EX_OK;
+	rc = EXIT_OK;
 	/* Already there and usable: nothing to create, and nothing that needs
 	 * CREATE on the database (CREATE SCHEMA IF NOT EXISTS checks it even
 	 * when the schema exists). */
 	if (!cli_ledger_check(conn, cfg, &state, false))
-		rc = EX_UNAVAILABLE;
+		rc = EXIT_UNAVAILABLE;
 	else if (state == LEDGER_MISSING)
 		rc = cli_ledger_create(conn, cli_ledger_schema(cfg));
 	else if (state != LEDGER_READY) {
 		fail_access(cli_ledger_schema(cfg), state);
-		rc = EX_UNAVAILABLE;
+		rc = EXIT_UNAVAILABLE;
 	}
-	if (rc == EX_OK && cfg->grant_to)
+	if (rc == EXIT_OK && cfg->grant_to)
 		rc = grant(conn, cfg);
-	if (rc == EX_OK)
+	if (rc == EXIT_OK)
 		printf("ledger ready in schema \"%s\"%s%s\n", cli_ledger_schema(cfg),
 		       cfg->grant_to ? "; granted to role " : "",
 		       cfg->grant_to ? cfg->grant_to : "");
@@ -253,14 +253,14 @@ int ledger_cli_runs(const struct config *cfg)
 
 	if (!(conn = cli_ledger_open(cfg, NULL, &rc)))
 		return rc;
-	rc = EX_UNAVAILABLE;
+	rc = EXIT_UNAVAILABLE;
 	/* One row past the limit says the list was cut. */
 	if (readable(conn, cfg) && resolve_key(conn, cfg, &key) &&
 	    ledger_sql_runs(&q, cli_ledger_schema(cfg), key, cfg->runs_job, cfg->runs_since_ms,
 			    LEDGER_CLI_RUNS_LIMIT + 1) &&
 	    (res = cli_ledger_select(conn, q.sql, q.nparams, q.params, false)) != NULL) {
 		print_runs(cfg, res);
-		rc = fflush(stdout) == 0 ? EX_OK : EX_UNAVAILABLE;
+		rc = fflush(stdout) == 0 ? EXIT_OK : EXIT_UNAVAILABLE;
 	}
 	PQclear(res);
 	PQfinish(conn);

@@ -15,6 +15,7 @@
 #include "child.h"
 #include "config.h"
 #include "election.h"
+#include "exit_codes.h"
 #include "http.h"
 #include "jobs.h"
 #include "controls_cli.h"
@@ -32,25 +33,25 @@
 static int load(struct config *cfg, int argc, char **argv)
 {
 	char err[LOG_MSG_MAX];
-	enum fault fault = FAULT_USAGE;
+	int code = EXIT_USAGE;
 
 	switch (config_load(cfg, argc, argv, err, sizeof(err))) {
 	case CONFIG_OK:
 		return -1;
 	case CONFIG_HELP:
 		config_usage(stdout);
-		return EX_OK;
+		return EXIT_OK;
 	case CONFIG_VERSION:
 		version_print(stdout);
-		return EX_OK;
-	case EX_CONFIG:
-		fault = FAULT_CONFIG;
+		return EXIT_OK;
+	case EXIT_CONFIG:
+		code = EXIT_CONFIG;
 		break;
-	case EX_USAGE:
+	case EXIT_USAGE:
 		break;
 	}
 	fprintf(stderr, "pgleader: %s\n", log_redact(err));
-	return election_exit_for(fault);
+	return code;
 }
 
 /* libev cannot go on after a failed system call (too few descriptors for
@@ -64,7 +65,7 @@ static void loop_failed_cb(const char *msg)
 	if (strncmp(msg, prefix, strlen(prefix)) == 0)
 		msg += strlen(prefix);
 	log_error("event loop failed: %s: %s", msg, strerror(errno));
-	_exit(election_exit_for(FAULT_INTERNAL));
+	_exit(EXIT_INTERNAL);
 }
 
 /* First thing: a core dump would hold the DSN, and with it any password,
@@ -244,12 +245,12 @@ static int run(const struct config *cfg)
 	 * the supervisor, then the HTTP server (a port in use fails before any
 	 * connection), then systemd's watchdog, then the election. */
 	if (!enough_descriptors())
-		return election_exit_for(FAULT_INTERNAL);
+		return EXIT_INTERNAL;
 	signal(SIGPIPE, SIG_IGN);
 	loop = ev_default_loop(EVFLAG_AUTO);
 	if (!loop) {
 		fprintf(stderr, "pgleader: cannot initialise the event loop\n");
-		return election_exit_for(FAULT_INTERNAL);
+		return EXIT_INTERNAL;
 	}
 	if (child_init_reaper(loop) < 0)
 		log_warning("cannot become a child subreaper: orphans of the "
@@ -257,18 +258,18 @@ static int run(const struct config *cfg)
 	sup = supervisor_new(loop, cfg, err, sizeof(err));
 	if (!sup) {
 		fprintf(stderr, "pgleader: %s\n", log_redact_dsn_error(err, cfg->dsn));
-		return election_exit_for(FAULT_CONFIG);
+		return EXIT_CONFIG;
 	}
 	if (!start_http(loop, cfg, sup, &web, err, sizeof(err))) {
 		fprintf(stderr, "pgleader: %s\n", err);
 		supervisor_free(sup);
-		return election_exit_for(FAULT_CONFIG);
+		return EXIT_CONFIG;
 	}
 	if (!notify_init(loop, err, sizeof(err))) {
 		fprintf(stderr, "pgleader: %s\n", err);
 		http_free(web);
 		supervisor_free(sup);
-		return election_exit_for(FAULT_CONFIG);
+		return EXIT_CONFIG;
 	}
 	supervisor_start(sup);
 	notify_ready();

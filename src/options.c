@@ -1,5 +1,6 @@
 /* options.c: the table engine: defaults, INI file, environment, getopt_long
  * and --help, all driven by the caller's rows. */
+#include "exit_codes.h"
 #include "options.h"
 #include "inifile.h"
 #include "setting.h"
@@ -141,7 +142,7 @@ static int check_twice(struct options *op, const struct option_row *row,
 static int apply(struct options *op, const struct option_row *row,
 		 const char *value)
 {
-	int code = op->layer == OPTIONS_LAYER_ARGV ? EX_USAGE : EX_CONFIG;
+	int code = op->layer == OPTIONS_LAYER_ARGV ? EXIT_USAGE : EXIT_CONFIG;
 	const struct option_row *other = find_key(op->spec, row->conflicts);
 	struct row_state *self = state_of(op, row);
 	char where[WHERE_MAX], why[256];
@@ -248,7 +249,7 @@ int options_check_argv(struct options *op)
 
 	if (!trial) {
 		free(scratch);
-		return options_fail(op, EX_CONFIG, "out of memory");
+		return options_fail(op, EXIT_CONFIG, "out of memory");
 	}
 	trial->settings = op->settings;
 	trial->nsettings = op->nsettings;
@@ -312,7 +313,7 @@ static void report_unknown_key(struct options *op, const char *name)
 	/* A hint for the likely typo: "lock-key", "Lock_Key" or "lcok_key". */
 	hint = options_nearest(name, false, &op->spec->rows[0].key, op->spec->nrows,
 			       sizeof(op->spec->rows[0]));
-	options_fail(op, EX_CONFIG, "%s:%d: unknown key %s%s%s%s", op->path,
+	options_fail(op, EXIT_CONFIG, "%s:%d: unknown key %s%s%s%s", op->path,
 		     op->line, value_quote(name, shown, sizeof(shown)),
 		     hint ? " (did you mean " : "", hint ? hint : "", hint ? "?)" : "");
 }
@@ -358,13 +359,13 @@ int options_load_file(struct options *op, const char *path)
 	op->layer = OPTIONS_LAYER_FILE;
 	free(op->path);
 	if (!(op->path = strdup(path)))
-		return options_fail(op, EX_CONFIG, "out of memory");
+		return options_fail(op, EXIT_CONFIG, "out of memory");
 	value_path_shown(path, op->path, strlen(path) + 1);
 	result = inifile_read(path, &ini, op->err, op->errlen);
 	op->line = 0;
 	if (result < 0) {
 		op->failed = true;
-		return EX_CONFIG;
+		return EXIT_CONFIG;
 	}
 	return OPTIONS_OK;
 }
@@ -416,9 +417,9 @@ static int unknown_long_option(struct options *op, const char *word, size_t len,
 				       op->spec->nrows, sizeof(op->spec->rows[0]));
 	}
 	if (hint)
-		return options_fail(op, EX_USAGE, "unknown option %s (did you mean --%s?)",
+		return options_fail(op, EXIT_USAGE, "unknown option %s (did you mean --%s?)",
 				    shown, hint);
-	return options_fail(op, EX_USAGE, "unknown option %s; see %s --help", shown,
+	return options_fail(op, EXIT_USAGE, "unknown option %s; see %s --help", shown,
 			    op->spec->program);
 }
 
@@ -429,16 +430,16 @@ static int bad_option(struct options *op, int c, const char *word)
 	char candidates[256], shown[72], letter = (char)optopt;
 
 	if (c == ':')
-		return options_fail(op, EX_USAGE, "--%s: missing value", row->long_name);
+		return options_fail(op, EXIT_USAGE, "--%s: missing value", row->long_name);
 	if (row && strncmp(word, "--", 2) == 0)
-		return options_fail(op, EX_USAGE, "--%s takes no value", row->long_name);
+		return options_fail(op, EXIT_USAGE, "--%s takes no value", row->long_name);
 	if (optopt)
-		return options_fail(op, EX_USAGE, "unknown option -%s; see %s --help",
+		return options_fail(op, EXIT_USAGE, "unknown option -%s; see %s --help",
 				    value_printable(&letter, 1, shown, sizeof(shown)),
 				    op->spec->program);
 	value_printable(word, len > 64 ? 64 : len, shown, sizeof(shown));
 	if (list_candidates(op->spec, word, len, candidates, sizeof(candidates)) > 1)
-		return options_fail(op, EX_USAGE, "ambiguous option %s (%s)", shown,
+		return options_fail(op, EXIT_USAGE, "ambiguous option %s (%s)", shown,
 				    candidates);
 	return unknown_long_option(op, word, len, shown);
 }
@@ -479,7 +480,7 @@ int options_read_argv(struct options *op, int argc, char **argv,
 		return OPTIONS_OK;
 	if (!(grown = realloc(op->settings, (op->nsettings + (size_t)argc) *
 					    sizeof(*grown))))
-		return options_fail(op, EX_CONFIG, "out of memory");
+		return options_fail(op, EXIT_CONFIG, "out of memory");
 	op->settings = grown;
 	optind = 0; /* glibc: start over, forget any half-read cluster */
 	opterr = 0;

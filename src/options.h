@@ -12,8 +12,8 @@
 #include "exit_codes.h"
 
 /* What every step returns: OPTIONS_OK goes on; anything else ends the load
- * (an action's own result, or, with one line in err, EX_USAGE for a mistake
- * on the command line, EX_CONFIG for the file, the environment, a rule). */
+ * (an action's own result, or, with one line in err, EXIT_USAGE for a mistake
+ * on the command line, EXIT_CONFIG for the file, the environment, a rule). */
 #define OPTIONS_OK 0
 
 enum option_type {
@@ -104,7 +104,7 @@ void options_free(struct options *op);
 int options_read_argv(struct options *op, int argc, char **argv,
 		      int *first_word, bool *after_dashdash);
 /* Applies the command line's settings alone to a scratch target, so that a
- * mistake there is EX_USAGE whatever the file or environment hold. */
+ * mistake there is EXIT_USAGE whatever the file or environment hold. */
 int options_check_argv(struct options *op);
 
 /* The layers, lowest first. */

@@ -164,7 +164,7 @@ static int show(PGconn *conn, const struct config *cfg, const char *key,
 	int rc;
 
 	if (!cli_sessions_take(conn, key, &snap))
-		return EX_UNAVAILABLE;
+		return EXIT_UNAVAILABLE;
 	/* The ledger's jobs and controls, if there is a readable ledger; else
 	 * nothing. */
 	for (; more.n < STATUS_SECTIONS_MAX && sections[more.n]; more.n++)
@@ -174,7 +174,7 @@ static int show(PGconn *conn, const struct config *cfg, const char *key,
 	else
 		print_text(key, cfg->lock_name, &snap, &more);
 	fflush(stdout);
-	rc = snap.leader ? EX_OK : EXIT_NO_LEADER;
+	rc = snap.leader ? EXIT_OK : EXIT_NO_LEADER;
 	for (int i = 0; i < more.n; i++)
 		if (more.read[i])
 			sections[i]->free(more.read[i]);
@@ -310,7 +310,7 @@ static int watch(PGconn *conn, const struct config *cfg, const char *key)
 		}
 		nanosleep(&interval, NULL);
 	}
-	return EX_UNAVAILABLE;
+	return EXIT_UNAVAILABLE;
 }
 
 int status_run(const struct config *cfg, const struct cli_section *const *sections)
@@ -322,12 +322,12 @@ int status_run(const struct config *cfg, const struct cli_section *const *sectio
 	if (cfg->watch)
 		cli_stop_on_signal();
 	if (!cli_dsn_parses(cfg->dsn))
-		return EX_CONFIG;
+		return EXIT_CONFIG;
 	conn = cli_connect(cfg, NULL, &rc);
 	if (!conn)
 		return rc;
 	if (!cli_resolve_key(conn, cfg, key, sizeof(key)))
-		rc = EX_UNAVAILABLE;
+		rc = EXIT_UNAVAILABLE;
 	else if (cfg->watch)
 		rc = watch(conn, cfg, key);
 	else

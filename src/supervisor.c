@@ -32,7 +32,7 @@ struct queued_event {
 
 struct supervisor {
 	struct ev_loop *loop;
-	struct election election;
+	struct election *election;
 	struct lease *lease;
 	struct lease *fence;       /* the fence session (DESIGN 3) */
 	struct child *child;       /* the command; NULL with jobs */
@@ -111,7 +111,7 @@ static void command_news(struct supervisor *s, enum election_command_news news,
  * restarted in the term gets the token /status and the metrics show. */
 static uint64_t term_token(const struct supervisor *s)
 {
-	return election_snapshot(&s->election)->fencing_token;
+	return election_snapshot(s->election)->fencing_token;
 }
 
 /* With jobs, "the command" the election starts and stops is the jobs of
@@ -235,8 +235,8 @@ static void controls_cb(void *arg, const struct ledger_answer *a)
 	}
 	controls_of(s, a->controls);
 	/* a standby's jobs run nothing: their pauses would only be noise */
-	if (s->jobs && (election_snapshot(&s->election)->state == ELECTION_LEADER ||
-			election_snapshot(&s->election)->command_active))
+	if (s->jobs && (election_snapshot(s->election)->state == ELECTION_LEADER ||
+			election_snapshot(s->election)->command_active))
 		jobs_pauses(s, a->controls);
 	ev.controls.news = ELECTION_CONTROLS_READ;
 	ev.controls.in_force = &s->ctl;
@@ -411,7 +411,7 @@ static void set_log_context(const struct election_snapshot *snap)
 /* Says what the election decided: its log lines, then systemd. */
 static void report(struct supervisor *s, const struct election_output *out)
 {
-	const struct election_snapshot *snap = election_snapshot(&s->election);
+	const struct election_snapshot *snap = election_snapshot(s->election);
 
 	if (out->state_changed)
 		set_log_context(snap);
@@ -435,9 +435,9 @@ static void arm_wakeup(struct supervisor *s)
 	double now = clocks_monotonic(), at;
 
 	ev_timer_stop(s->loop, &s->wakeup);
-	if (s->election.state == ELECTION_DONE)
+	if (election_snapshot(s->election)->state == ELECTION_DONE)
 		return;
-	at = election_next_wakeup(&s->election, now);
+	at = election_next_wakeup(s->election, now);
 	if (isfinite(at)) {
 		ev_timer_set(&s->wakeup, fmax(at - now, 0), 0.);
 		ev_timer_start(s->loop, &s->wakeup);
@@ -456,7 +456,7 @@ static void drain(struct supervisor *s)
 
 		q->ev.wall = clocks_wall();
 		q->ev.jitter = erand48(s->seed);
-		election_step(&s->election, &q->ev, clocks_monotonic(), &out);
+		election_step(s->election, &q->ev, clocks_monotonic(), &out);
 		s->head++;
 		report(s, &out);
 		run_actions(s, &out);
@@ -640,7 +640,7 @@ static int ask_election(struct supervisor *s, enum election_peer_news news,
 	if (s->draining || s->head != s->tail)
 		return 409;
 	s->draining = true;
-	election_step(&s->election, &ev, clocks_monotonic(), &out);
+	election_step(s->election, &ev, clocks_monotonic(), &out);
 	report(s, &out);
 	run_actions(s, &out);
 	s->draining = false;
@@ -804,7 +804,12 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 	}
 	election_params_from_config(cfg, &p);
 	p.connect_timeout = lease_connect_timeout(s->lease);
-	election_init(&s->election, &p);
+	s->election = election_new(&p);
+	if (!s->election) {
+		snprintf(err, errlen, "out of memory");
+		supervisor_free(s);
+		return NULL;
+	}
 
 	snprintf(s->env_node, sizeof(s->env_node), "PGLEADER_NODE_ID=%s", cfg->node_id);
 	snprintf(s->node_id, sizeof(s->node_id), "%s", cfg->node_id);
@@ -846,9 +851,9 @@ int supervisor_exit_code(struct supervisor *s)
 
 	/* ev_run returns early only if no watcher was left active: a bug,
 	 * never a reason to report success. */
-	election_abandon(&s->election, &out);
+	election_abandon(s->election, &out);
 	report(s, &out);
-	return election_exit_code(&s->election);
+	return election_exit_code(s->election);
 }
 
 bool supervisor_failsafe(const struct supervisor *s)
@@ -868,7 +873,7 @@ struct jobs *supervisor_jobs(const struct supervisor *s)
 
 const struct election_snapshot *supervisor_snapshot(const struct supervisor *s)
 {
-	return election_snapshot(&s->election);
+	return election_snapshot(s->election);
 }
 
 void supervisor_free(struct supervisor *s)
@@ -880,6 +885,7 @@ void supervisor_free(struct supervisor *s)
 		ev_signal_stop(s->loop, &s->signals[i]);
 	failsafe_free(s->failsafe);
 	jobs_free(s->jobs);
+	election_free(s->election);
 	ledger_free(s->ledger);
 	ledger_free(s->lock_ledger);
 	if (s->child)

@@ -18,7 +18,7 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 				  char *err, size_t errlen);
 /* Starts the election; the loop then runs until the election exits. */
 void supervisor_start(struct supervisor *s);
-/* The election's exit code; EX_SOFTWARE if the loop stopped early. */
+/* The election's exit code; EXIT_INTERNAL if the loop stopped early. */
 int supervisor_exit_code(struct supervisor *s);
 /* The failsafe endpoints' answers (http.h's struct http_failsafe), arg
  * being the supervisor; only with failsafe_peers. */

@@ -10,8 +10,8 @@
 # on a line of its own, "  -c, --config=FILE ..." or "      --acquire=MODE ...",
 # each key under its option as "  key: NAME, default: ...", and each key of
 # the file and environment only as "  NAME = ...". The exit codes are the
-# names src/exit_codes.h uses (libc's <sysexits.h> ones it lists and its own
-# EXIT_*), with the numbers the C compiler ($CC, else cc) gives them.
+# names src/exit_codes.h uses (its EXIT_* and the <sysexits.h> ones they
+# stand for), with the numbers the C compiler ($CC, else cc) gives them.
 
 # The lists below are blank-separated words, split on purpose.
 # shellcheck disable=SC2086
@@ -153,8 +153,10 @@ fi
 codes=
 names=$(grep -oE '\<EX(IT)?_[A-Z][A-Z_]*' "$exit_codes" | sort -u)
 for name in $names; do
-	value=$(awk -v name="$name" '$1 == "#define" && $2 == name { print $3 }' \
-		"$tmp/macros")
+	# a name may stand for another (EXIT_USAGE for EX_USAGE): follow it
+	value=$(awk -v name="$name" '$1 == "#define" { def[$2] = $3 }
+		END { v = def[name]; for (i = 0; i < 4 && v in def; i++) v = def[v]
+		      print v }' "$tmp/macros")
 	case $value in
 	[0-9]*) ;;
 	*) fail "src/exit_codes.h: $name is not a number ('$value')"; continue ;;

@@ -1045,8 +1045,8 @@ double erand48(unsigned short xsubi[3])
 
 /* ---- the election as supervisor.c steps it: checked and traced ----------- */
 
-void __real_election_init(struct election *e, const struct election_params *p);
-void __wrap_election_init(struct election *e, const struct election_params *p);
+struct election *__real_election_new(const struct election_params *p);
+struct election *__wrap_election_new(const struct election_params *p);
 void __real_election_step(struct election *e, const struct election_event *ev,
 			  double now, struct election_output *out);
 void __wrap_election_step(struct election *e, const struct election_event *ev,
@@ -1054,12 +1054,12 @@ void __wrap_election_step(struct election *e, const struct election_event *ev,
 
 /* The election of the supervisor being made (the linker's --wrap, see the
  * Makefile): the node's, for the invariants. */
-void __wrap_election_init(struct election *e, const struct election_params *p)
+struct election *__wrap_election_new(const struct election_params *p)
 {
 	if (cur_node < 0)
 		abort(); /* a port called without AT_NODE: the wrong clock */
-	W.nodes[cur_node].el = e;
-	__real_election_init(e, p);
+	W.nodes[cur_node].el = __real_election_new(p);
+	return W.nodes[cur_node].el;
 }
 
 /* A command starts alone, with its term's token, and (DESIGN 11) only

@@ -25,7 +25,7 @@
  * time, against the models: lease.h (the cs_* functions, after lease.c's
  * sessions), child.h, failsafe.h's rounds, libev's timers, signals, once
  * and break, notify.h, dynlib.h, log.h and erand48 (the jitter). The
- * linker wraps election_init and election_step (the Makefile's SIM_DEFS):
+ * linker wraps election_new and election_step (the Makefile's SIM_DEFS):
  * each node's election is known to the invariants, and each step traced.
  * Where a port differs from the daemon, a comment says so (DIFFERS:).
  *

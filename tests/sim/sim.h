@@ -21,7 +21,7 @@
 #include "child.h"
 #include "config.h"
 #include "dynlib.h"
-#include "election.h"
+#include "election_impl.h" /* the machines' state, for the invariants */
 #include "failsafe.h"
 #include "fleet.h"
 #include "jobs.h"
@@ -180,7 +180,7 @@ struct node {
 	uint64_t inc;            /* incarnation */
 	struct config cfg;
 	bool cfg_ok;
-	/* the daemon's own supervisor.c, and its election (election_init's) */
+	/* the daemon's own supervisor.c, and its election (election_new's) */
 	struct supervisor *sup;
 	struct election *el;
 	bool exiting;            /* ev_break: its loop returns, it exits */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "daemon_params.h"
-#include "election.h"
+#include "election_impl.h" /* the machine's state, for white-box checks */
 #include "log.h"
 
 /* A bit less than any step of the tests' clocks: "just before a deadline".

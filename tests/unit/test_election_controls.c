@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "daemon_params.h"
-#include "election.h"
+#include "election_impl.h" /* the machine's state, for white-box checks */
 
 /* The daemon's configuration (node "a") with a quicker cadence. */
 static struct config quick(void)
