@@ -10,17 +10,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "child.h"
 #include "clocks.h"
 #include "dynlib.h"
 #include "election.h"
 #include "failsafe.h"
-#include "jobs.h"
 #include "lease.h"
 #include "ledger.h"
 #include "log.h"
 #include "notify.h"
 #include "params.h"
+#include "runner.h"
 
 #define QUEUE_SIZE 32
 
@@ -35,12 +34,11 @@ struct supervisor {
 	struct election election;
 	struct lease *lease;
 	struct lease *fence;       /* the fence session (DESIGN 3) */
-	struct child *child;       /* the command; NULL with jobs */
+	struct runner *runner;     /* the command, or the jobs */
 	struct ledger *ledger;     /* NULL unless the config uses it */
 	struct ledger *lock_ledger; /* the controls of a polling standby, which
 				     * has no fence session, over the lock
 				     * session (DESIGN 15) */
-	struct jobs *jobs;         /* schedules, job sections, --once-per */
 	struct failsafe *failsafe; /* NULL unless failsafe_peers */
 	ev_timer wakeup;
 	ev_signal signals[5];
@@ -52,9 +50,6 @@ struct supervisor {
 	bool draining;
 
 	unsigned short seed[3];    /* erand48: the jitter of each event */
-
-	char env_node[96], env_key[48], env_token[64];
-	char *child_env[4];
 
 	/* the operator controls (DESIGN 11): who asks, and the last read's
 	 * whole-lock controls, which the event points into */
@@ -114,9 +109,7 @@ static uint64_t term_token(const struct supervisor *s)
 	return election_snapshot(&s->election)->fencing_token;
 }
 
-/* With jobs, "the command" the election starts and stops is the jobs of
- * this term; it has no pid of its own. */
-static void start_jobs(struct supervisor *s)
+static void start_child(struct supervisor *s)
 {
 	struct ledger_term term = {
 		.lock_key = lease_key(s->lease),
@@ -124,27 +117,7 @@ static void start_jobs(struct supervisor *s)
 		.lock_pid = lease_backend_pid(s->lease),
 	};
 
-	command_news(s, ELECTION_COMMAND_STARTED, 0, 0, NULL);
-	jobs_start(s->jobs, &term);
-}
-
-static void start_child(struct supervisor *s)
-{
-	char err[256];
-
-	if (s->jobs) {
-		start_jobs(s);
-		return;
-	}
-	snprintf(s->env_key, sizeof(s->env_key), "PGLEADER_LOCK_KEY=%" PRId64,
-		 lease_key(s->lease));
-	snprintf(s->env_token, sizeof(s->env_token), "PGLEADER_FENCING_TOKEN=%" PRIu64,
-		 term_token(s));
-	if (child_start(s->child, s->child_env, err, sizeof(err)) < 0)
-		command_news(s, ELECTION_COMMAND_START_FAILED, 0, 0, err);
-	else
-		command_news(s, ELECTION_COMMAND_STARTED, (int)child_pid(s->child),
-			     0, NULL);
+	runner_start(s->runner, &term);
 }
 
 /* ---- the operator controls (DESIGN 11), read over the fence session ---- */
@@ -181,40 +154,6 @@ static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
 	}
 }
 
-/* The rows of jobs by name that are pauses in force (resumed false) or
- * pauses a resume ended (resumed true): their names, who asked and when. */
-static int job_rows(const struct ledger_controls *lc, bool resumed,
-		    const char **names, const char **by, const char **at)
-{
-	int n = 0;
-
-	for (int i = 0; i < lc->n; i++) {
-		if (!lc->c[i].job[0] ||
-		    !(resumed ? lc->c[i].resumed : lc->c[i].pause))
-			continue;
-		names[n] = lc->c[i].job;
-		by[n] = lc->c[i].asked_by;
-		at[n++] = lc->c[i].asked_at;
-	}
-	return n;
-}
-
-/* The pauses of jobs by name, and of them all, for the jobs to act on. */
-static void jobs_pauses(struct supervisor *s, const struct ledger_controls *lc)
-{
-	const char *names[LEDGER_CONTROLS_MAX], *by[LEDGER_CONTROLS_MAX],
-		   *at[LEDGER_CONTROLS_MAX];
-	int n;
-
-	/* who resumed first, so that a job resumed now says so */
-	n = job_rows(lc, true, names, by, at);
-	jobs_set_resumed(s->jobs, s->ctl.resumed_by != NULL, names, by, at, n,
-			 s->ctl.resumed_by, s->ctl.resumed_at);
-	n = job_rows(lc, false, names, by, at);
-	jobs_set_paused(s->jobs, s->ctl.paused, names, by, at, n, s->ctl.paused_by,
-			s->ctl.paused_at);
-}
-
 static void controls_cb(void *arg, const struct ledger_answer *a)
 {
 	struct supervisor *s = arg;
@@ -235,9 +174,9 @@ static void controls_cb(void *arg, const struct ledger_answer *a)
 	}
 	controls_of(s, a->controls);
 	/* a standby's jobs run nothing: their pauses would only be noise */
-	if (s->jobs && (election_snapshot(&s->election)->state == ELECTION_LEADER ||
-			election_snapshot(&s->election)->command_active))
-		jobs_pauses(s, a->controls);
+	if (election_snapshot(&s->election)->state == ELECTION_LEADER ||
+	    election_snapshot(&s->election)->command_active)
+		runner_pauses(s->runner, a->controls);
 	ev.controls.news = ELECTION_CONTROLS_READ;
 	ev.controls.in_force = &s->ctl;
 	enqueue(s, &ev);
@@ -287,21 +226,8 @@ static void do_release(struct supervisor *s) { lease_release(s->lease); }
 static void do_fence_drop(struct supervisor *s) { lease_unlock(s->fence); }
 static void do_exit(struct supervisor *s) { ev_break(s->loop, EVBREAK_ALL); }
 
-static void do_stop_child(struct supervisor *s)
-{
-	if (s->jobs)
-		jobs_stop(s->jobs);
-	else
-		child_stop(s->child);
-}
-
-static void do_kill_child(struct supervisor *s)
-{
-	if (s->jobs)
-		jobs_kill(s->jobs);
-	else
-		child_kill(s->child);
-}
+static void do_stop_child(struct supervisor *s) { runner_stop(s->runner); }
+static void do_kill_child(struct supervisor *s) { runner_kill(s->runner); }
 
 static void do_failsafe_claim(struct supervisor *s)
 {
@@ -524,8 +450,8 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 		ev.session.queue_ahead = lease_queue_ahead(s->lease);
 	/* back from failsafe the term goes on with a new lock session: the
 	 * jobs' claims must name it, or the ledger refuses every tick */
-	if (lev == LEASE_ACQUIRED && s->jobs)
-		jobs_set_lock_pid(s->jobs, lease_backend_pid(s->lease));
+	if (lev == LEASE_ACQUIRED)
+		runner_set_lock_pid(s->runner, lease_backend_pid(s->lease));
 	enqueue(s, &ev);
 	/* a polling standby's controls read waits for the session */
 	ledger_session_ready(s->lock_ledger);
@@ -560,12 +486,27 @@ static void fence_event_cb(void *arg, enum lease_event lev, enum fault fault,
 		ledger_session_ready(s->ledger);
 }
 
-static void jobs_gone_cb(void *arg, int status)
+static void started_cb(void *arg, int pid)
+{
+	command_news(arg, ELECTION_COMMAND_STARTED, pid, 0, NULL);
+}
+
+static void start_failed_cb(void *arg, const char *reason)
+{
+	command_news(arg, ELECTION_COMMAND_START_FAILED, 0, 0, reason);
+}
+
+static void gone_cb(void *arg, int status)
 {
 	command_news(arg, ELECTION_COMMAND_GONE, 0, status, NULL);
 }
 
-static void jobs_refused_cb(void *arg, enum fault fault, const char *reason)
+static void killed_cb(void *arg)
+{
+	command_news(arg, ELECTION_COMMAND_KILLED, 0, 0, NULL);
+}
+
+static void refused_cb(void *arg, enum fault fault, const char *reason)
 {
 	struct election_event ev = {
 		.type = ELECTION_COMMAND, .reason = reason,
@@ -573,16 +514,6 @@ static void jobs_refused_cb(void *arg, enum fault fault, const char *reason)
 	};
 
 	enqueue(arg, &ev);
-}
-
-static void child_gone_cb(void *arg, int status)
-{
-	command_news(arg, ELECTION_COMMAND_GONE, 0, status, NULL);
-}
-
-static void child_killed_cb(void *arg)
-{
-	command_news(arg, ELECTION_COMMAND_KILLED, 0, 0, NULL);
 }
 
 static void round_done_cb(void *arg, int agree, int total)
@@ -690,13 +621,7 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 			 w->signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		return;
 	}
-	if (s->jobs) {
-		jobs_signal(s->jobs, w->signum);
-	} else if (child_running(s->child)) {
-		log_debug("forwarding SIG%s to the command (pid %d)",
-			  sigabbrev_np(w->signum), (int)child_pid(s->child));
-		child_signal(s->child, w->signum);
-	}
+	runner_signal(s->runner, w->signum);
 }
 
 /* The command, or with a ledger the jobs, whose statements go over the
@@ -704,7 +629,9 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 static bool open_command(struct supervisor *s, const struct config *cfg,
 			 char *err, size_t errlen)
 {
-	const struct jobs_callbacks jcb = { jobs_gone_cb, jobs_refused_cb, s };
+	const struct runner_callbacks rcb = {
+		started_cb, start_failed_cb, gone_cb, killed_cb, refused_cb, s,
+	};
 
 	/* every node reads the controls; only jobs write runs */
 	s->ledger = ledger_new(s->fence, cfg->schema, cfg->ledger_owner);
@@ -713,18 +640,8 @@ static bool open_command(struct supervisor *s, const struct config *cfg,
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	if (!cfg->uses_ledger) {
-		s->child = child_new(s->loop, cfg->command, cfg->shell,
-				     cfg->grace_period_ms / 1000.0, child_gone_cb, s);
-		if (!s->child) {
-			snprintf(err, errlen, "out of memory");
-			return false;
-		}
-		child_on_killed(s->child, child_killed_cb);
-		return true;
-	}
-	s->jobs = jobs_new(s->loop, cfg, s->ledger, &jcb, err, errlen);
-	return s->jobs != NULL;
+	s->runner = runner_new(s->loop, cfg, s->ledger, &rcb, err, errlen);
+	return s->runner != NULL;
 }
 
 /* The I/O objects: the lock's and the fence's sessions, the command, the
@@ -806,17 +723,12 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 	p.connect_timeout = lease_connect_timeout(s->lease);
 	election_init(&s->election, &p);
 
-	snprintf(s->env_node, sizeof(s->env_node), "PGLEADER_NODE_ID=%s", cfg->node_id);
 	snprintf(s->node_id, sizeof(s->node_id), "%s", cfg->node_id);
 	s->priority = cfg->priority;
 	snprintf(s->schema, sizeof(s->schema), "%s", cfg->schema);
 	/* the leader's stop, and the pings that tell a standby it is gone */
 	s->switchover_ms = cfg->grace_period_ms + cfg->ping_interval_ms *
 			   cfg->ping_failures + cfg->ping_timeout_ms + 5000;
-	s->child_env[0] = s->env_node;
-	s->child_env[1] = s->env_key;
-	s->child_env[2] = s->env_token;
-	s->child_env[3] = NULL;
 
 	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {
 		ev_signal_init(&s->signals[i], signal_cb, handled[i]);
@@ -863,7 +775,7 @@ const char *supervisor_members_hash(const struct supervisor *s)
 
 struct jobs *supervisor_jobs(const struct supervisor *s)
 {
-	return s->jobs;
+	return s->runner ? runner_jobs(s->runner) : NULL;
 }
 
 const struct election_snapshot *supervisor_snapshot(const struct supervisor *s)
@@ -879,11 +791,9 @@ void supervisor_free(struct supervisor *s)
 	for (size_t i = 0; i < sizeof(s->signals) / sizeof(s->signals[0]); i++)
 		ev_signal_stop(s->loop, &s->signals[i]);
 	failsafe_free(s->failsafe);
-	jobs_free(s->jobs);
+	runner_free(s->runner);
 	ledger_free(s->ledger);
 	ledger_free(s->lock_ledger);
-	if (s->child)
-		child_free(s->child);
 	if (s->fence)
 		lease_free(s->fence);
 	if (s->lease)
