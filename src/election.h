@@ -161,6 +161,8 @@ struct election_session_event {
 	enum fault fault;        /* FAILED, RELEASED: why it ended */
 	int64_t lock_key;        /* CONNECTED, ACQUIRED */
 	uint64_t fencing_token;  /* ACQUIRED, the lock's */
+	int lock_pid;            /* ACQUIRED, the lock's: its session's backend
+				  * pid, which the runner's claims name */
 	int queue_ahead;         /* BUSY after a try (DESIGN 15): the standbys
 				  * waiting in the lock's queue or ranked
 				  * before this one (priority, then arrival);
@@ -243,13 +245,19 @@ enum election_action {
 	 * read and priority ask go over the lock session, between tries */
 	ELECTION_DO_LOCK_CONTROLS_READ = 1 << 22,
 	ELECTION_DO_LOCK_PRIORITY_ASK = 1 << 23,
+	/* the runner (runner.h): the term goes on over a new lock session
+	 * (back from failsafe), election_output.term names it */
+	ELECTION_DO_RUNNER_SESSION = 1 << 24,
+	/* the runner acts on pauses itself (runner_pauses): hand it the
+	 * controls just read, while this node leads or the command runs */
+	ELECTION_DO_RUNNER_PAUSES = 1 << 25,
 };
 
 /* Every action once, in the order the supervisor (and the simulator)
  * carries out one step's: sessions closed before others are opened, then
  * the requests, the pings, the command, what follows the command, the exit
  * last; with its name, for traces and tests. */
-#define ELECTION_ACTION_COUNT 24
+#define ELECTION_ACTION_COUNT 26
 struct election_action_info {
 	enum election_action action;
 	const char *name;
@@ -349,8 +357,17 @@ struct election_answer {
 	char reason[128];
 };
 
+/* The term the command runs for: with START_CHILD, and with
+ * RUNNER_SESSION (its new lock session). */
+struct election_term {
+	int64_t lock_key;
+	uint64_t fencing_token;   /* the term's, kept back from failsafe */
+	int lock_pid;             /* the lock session's backend pid */
+};
+
 struct election_output {
 	unsigned actions;         /* enum election_action bits */
+	struct election_term term; /* START_CHILD, RUNNER_SESSION */
 	int exit_code;            /* with ELECTION_DO_EXIT */
 	bool state_changed;       /* the snapshot says something new to a person */
 	bool stopping;            /* shutdown began: tell the service manager */
@@ -510,6 +527,7 @@ struct election {
 	double outage_began;     /* of the outage before this connection, or INF */
 	double back_at;          /* the lock session came back */
 	bool killing;            /* SIGKILL sent: the fence no longer matters */
+	int lock_pid;            /* the lock session's, from its last ACQUIRED */
 	struct failsafe_machine failsafe;
 	/* the operator controls (DESIGN 11) */
 	bool ctl_pending;            /* a read or an ask is in flight */

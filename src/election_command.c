@@ -9,6 +9,17 @@
 
 /* ---- the command ------------------------------------------------------- */
 
+/* The term the runner runs for: its key, its token (the snapshot's, which
+ * a leader back from failsafe keeps) and the lock session holding it. */
+void election_tell_term(const struct election *e, struct election_output *out)
+{
+	out->term = (struct election_term){
+		.lock_key = e->snap.lock_key,
+		.fencing_token = e->snap.fencing_token,
+		.lock_pid = e->lock_pid,
+	};
+}
+
 static void start_child(struct election *e, struct election_output *out,
 			double now)
 {
@@ -16,6 +27,7 @@ static void start_child(struct election *e, struct election_output *out,
 	e->child_running = true;
 	e->child_started_at = now;
 	out->actions |= ELECTION_DO_START_CHILD;
+	election_tell_term(e, out);
 	out->state_changed = true; /* "starting command" ends */
 }
 
@@ -239,6 +251,7 @@ void election_become_leader(struct election *e, struct election_output *out,
 	e->snap.term++;
 	e->snap.fencing_token = ev->session.fencing_token;
 	e->snap.lock_key = ev->session.lock_key;
+	e->lock_pid = ev->session.lock_pid;
 	e->snap.leader_since_wall = now + e->wall_offset;
 	election_say(out, LOG_LEVEL_INFO, "acquired leader lease (key %lld, fencing token %llu)",
 	    (long long)ev->session.lock_key, (unsigned long long)ev->session.fencing_token);

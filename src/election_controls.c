@@ -384,6 +384,16 @@ static void refused(struct election *e, struct election_output *out,
 	election_end_on_permanent(e, out, now, &permanent);
 }
 
+/* A runner that acts on pauses itself gets every read's rows while this
+ * node leads or its command runs, as the read finds it: a standby's runs
+ * nothing, its pauses would only be noise. */
+static void runner_pauses(const struct election *e, struct election_output *out)
+{
+	if (e->p.pause_in_jobs &&
+	    (e->state == ELECTION_LEADER || e->snap.command_active))
+		out->actions |= ELECTION_DO_RUNNER_PAUSES;
+}
+
 void election_on_controls(struct election *e, struct election_output *out,
 	                  double now, const struct election_event *ev)
 {
@@ -391,6 +401,7 @@ void election_on_controls(struct election *e, struct election_output *out,
 
 	switch (ev->controls.news) {
 	case ELECTION_CONTROLS_READ:
+		runner_pauses(e, out);
 		read_done(e, out, now, ev->controls.in_force ? ev->controls.in_force : &none);
 		return;
 	case ELECTION_CONTROLS_FAILED: read_failed(e, out, now, ev); return;

@@ -369,7 +369,6 @@ static void failsafe_round_done(struct election *e, struct election_output *out,
 static void failsafe_regained(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
-	(void)ev;
 	if (failsafe_lapsed(e, out, now))
 		return;
 	election_request_done(e);
@@ -387,6 +386,11 @@ static void failsafe_regained(struct election *e, struct election_output *out,
 	fence_take(e, out);
 	/* the members that agreed stay out of the lock queue until told */
 	out->actions |= ELECTION_DO_FAILSAFE_REGAINED;
+	/* the runner's claims name the session that holds the lock now, or
+	 * the ledger refuses every tick of the rest of the term */
+	e->lock_pid = ev->session.lock_pid;
+	election_tell_term(e, out);
+	out->actions |= ELECTION_DO_RUNNER_SESSION;
 }
 
 static void failsafe_lost(struct election *e, struct election_output *out,

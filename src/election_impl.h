@@ -62,6 +62,7 @@ void election_session_lost(struct election *e, double now, enum fault f);
 
 /* ---- election_command.c ---- */
 double election_settle_until(const struct election *e);
+void election_tell_term(const struct election *e, struct election_output *out);
 void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev);
 bool election_reap(struct election *e, struct election_output *out, double now,

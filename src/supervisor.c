@@ -59,6 +59,9 @@ struct supervisor {
 	int64_t switchover_ms;     /* a priority switchover lapses after this */
 	bool priority_error_said;  /* a priority ask failed: warned once */
 	struct election_controls ctl;
+	struct ledger_controls rows; /* the last read's, which ctl points into */
+	struct election_term term;   /* the step's, for START_CHILD and
+				      * RUNNER_SESSION */
 };
 
 static void enqueue(struct supervisor *s, const struct election_event *ev);
@@ -102,19 +105,20 @@ static void command_news(struct supervisor *s, enum election_command_news news,
 
 /* The term's fencing token, as the snapshot shows it: read when the lock
  * came, and kept when a leader back from failsafe holds it again (the same
- * term, DESIGN 9), although that lock session read a newer one. A command
- * restarted in the term gets the token /status and the metrics show. */
+ * term, DESIGN 9), although that lock session read a newer one: the token
+ * the members hear in a claim. */
 static uint64_t term_token(const struct supervisor *s)
 {
 	return election_snapshot(&s->election)->fencing_token;
 }
 
+/* The term the election names: its key, token and lock session. */
 static void start_child(struct supervisor *s)
 {
 	struct ledger_term term = {
-		.lock_key = lease_key(s->lease),
-		.fencing_token = term_token(s),
-		.lock_pid = lease_backend_pid(s->lease),
+		.lock_key = s->term.lock_key,
+		.fencing_token = s->term.fencing_token,
+		.lock_pid = s->term.lock_pid,
 	};
 
 	runner_start(s->runner, &term);
@@ -172,11 +176,9 @@ static void controls_cb(void *arg, const struct ledger_answer *a)
 		enqueue(s, &ev);
 		return;
 	}
-	controls_of(s, a->controls);
-	/* a standby's jobs run nothing: their pauses would only be noise */
-	if (election_snapshot(&s->election)->state == ELECTION_LEADER ||
-	    election_snapshot(&s->election)->command_active)
-		runner_pauses(s->runner, a->controls);
+	/* kept: the event points into them, and the runner may get them */
+	s->rows = *a->controls;
+	controls_of(s, &s->rows);
 	ev.controls.news = ELECTION_CONTROLS_READ;
 	ev.controls.in_force = &s->ctl;
 	enqueue(s, &ev);
@@ -228,6 +230,16 @@ static void do_exit(struct supervisor *s) { ev_break(s->loop, EVBREAK_ALL); }
 
 static void do_stop_child(struct supervisor *s) { runner_stop(s->runner); }
 static void do_kill_child(struct supervisor *s) { runner_kill(s->runner); }
+
+static void do_runner_session(struct supervisor *s)
+{
+	runner_set_lock_pid(s->runner, s->term.lock_pid);
+}
+
+static void do_runner_pauses(struct supervisor *s)
+{
+	runner_pauses(s->runner, &s->rows);
+}
 
 static void do_failsafe_claim(struct supervisor *s)
 {
@@ -285,6 +297,8 @@ static const struct {
 	{ ELECTION_DO_FENCE_TRY, do_fence_try },
 	{ ELECTION_DO_PING, do_ping },
 	{ ELECTION_DO_FENCE_PING, do_fence_ping },
+	{ ELECTION_DO_RUNNER_SESSION, do_runner_session },
+	{ ELECTION_DO_RUNNER_PAUSES, do_runner_pauses },
 	{ ELECTION_DO_STOP_CHILD, do_stop_child },
 	{ ELECTION_DO_KILL_CHILD, do_kill_child },
 	{ ELECTION_DO_START_CHILD, start_child },
@@ -312,6 +326,7 @@ static void run_action(struct supervisor *s, enum election_action a)
 
 static void run_actions(struct supervisor *s, const struct election_output *out)
 {
+	s->term = out->term;
 	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++)
 		if (out->actions & election_actions[i].action)
 			run_action(s, election_actions[i].action);
@@ -444,14 +459,12 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 			     .lock_key = lease_key(s->lease) },
 	};
 
-	if (lev == LEASE_ACQUIRED)
+	if (lev == LEASE_ACQUIRED) {
 		ev.session.fencing_token = lease_fencing_token(s->lease);
+		ev.session.lock_pid = lease_backend_pid(s->lease);
+	}
 	if (lev == LEASE_BUSY)
 		ev.session.queue_ahead = lease_queue_ahead(s->lease);
-	/* back from failsafe the term goes on with a new lock session: the
-	 * jobs' claims must name it, or the ledger refuses every tick */
-	if (lev == LEASE_ACQUIRED)
-		runner_set_lock_pid(s->runner, lease_backend_pid(s->lease));
 	enqueue(s, &ev);
 	/* a polling standby's controls read waits for the session */
 	ledger_session_ready(s->lock_ledger);

@@ -348,6 +348,8 @@ struct node {
 	/* the controls as its last read answered found them (DESIGN 11) */
 	bool ctl_read;           /* one was answered, ever */
 	bool ctl_paused;         /* ... and found the lock paused */
+	bool rows_paused;        /* the last read's, for RUNNER_PAUSES */
+	struct election_term term; /* the step's (START_CHILD, RUNNER_SESSION) */
 };
 
 struct ssess {
@@ -1027,14 +1029,12 @@ static void cs_emit(struct node *n, struct csess *c, int news, enum fault fault,
 			     .lock_key = W.p.lock_key },
 	};
 
-	if (!c->skind && news == ELECTION_SESSION_ACQUIRED)
+	if (!c->skind && news == ELECTION_SESSION_ACQUIRED) {
 		ev.session.fencing_token = c->token;
+		ev.session.lock_pid = c->pid;
+	}
 	if (news == ELECTION_SESSION_BUSY)
 		ev.session.queue_ahead = c->ahead;
-	/* supervisor.c: the jobs' claims name the lock session that holds
-	 * the lock now (back from failsafe, a new one in the same term) */
-	if (!c->skind && news == ELECTION_SESSION_ACQUIRED && n->jobs && !nofix_lock_pid)
-		AT_NODE(n, jobs_set_lock_pid(n->jobs, c->pid));
 	if (news == ELECTION_SESSION_PING_OK)
 		ev.reason = NULL;
 	sup_enqueue(n, &ev);
@@ -2079,11 +2079,10 @@ static void jobs_close(struct node *n)
 /* supervisor.c's start_jobs: "the command" is this term's jobs. */
 static void start_jobs(struct node *n)
 {
-	const struct election_snapshot *s = election_snapshot(&n->el);
 	struct ledger_term term = {
-		.lock_key = n->cfg.lock_key,
-		.fencing_token = s->fencing_token,
-		.lock_pid = n->lock.phase >= PH_READY ? n->lock.pid : 0,
+		.lock_key = n->term.lock_key,
+		.fencing_token = n->term.fencing_token,
+		.lock_pid = n->term.lock_pid,
 	};
 
 	sup_command(n, ELECTION_COMMAND_STARTED, 0, 0);
@@ -2227,6 +2226,22 @@ static void sup_controls_done(struct node *n) { (void)n; W.switchover = false; }
 static void sup_nothing(struct node *n) { (void)n; } /* priority: not modelled */
 static void sup_exit(struct node *n) { node_exit(n, "exits"); }
 
+/* supervisor.c's runner: the jobs' claims name the lock session that holds
+ * the lock now (back from failsafe, a new one in the same term) */
+static void sup_runner_session(struct node *n)
+{
+	if (n->jobs && !nofix_lock_pid)
+		AT_NODE(n, jobs_set_lock_pid(n->jobs, n->term.lock_pid));
+}
+
+/* runner_jobs.c's pauses: the whole lock's */
+static void sup_runner_pauses(struct node *n)
+{
+	if (n->jobs)
+		AT_NODE(n, jobs_set_paused(n->jobs, n->rows_paused, NULL, NULL, NULL,
+					   0, "sim", "T"));
+}
+
 /* supervisor.c's action functions, run in the election's order */
 static const struct {
 	enum election_action action;
@@ -2242,6 +2257,8 @@ static const struct {
 	{ ELECTION_DO_FENCE_TRY, sup_fence_try },
 	{ ELECTION_DO_PING, sup_ping },
 	{ ELECTION_DO_FENCE_PING, sup_fence_ping },
+	{ ELECTION_DO_RUNNER_SESSION, sup_runner_session },
+	{ ELECTION_DO_RUNNER_PAUSES, sup_runner_pauses },
 	{ ELECTION_DO_STOP_CHILD, stop_child },
 	{ ELECTION_DO_KILL_CHILD, sup_kill_child },
 	{ ELECTION_DO_START_CHILD, start_child },
@@ -2262,6 +2279,7 @@ _Static_assert(sizeof(sup_fns) / sizeof(sup_fns[0]) == ELECTION_ACTION_COUNT,
 
 static void sup_run_actions(struct node *n, const struct election_output *out)
 {
+	n->term = out->term;
 	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++) {
 		if (!(out->actions & election_actions[i].action))
 			continue;
@@ -3265,15 +3283,10 @@ static void controls_answer(struct node *n, const struct simev *e)
 	} else if (e->status) {
 		ev.controls.news = ELECTION_CONTROLS_FAILED;
 		ev.reason = "canceling statement due to lock timeout";
-	} else if (n->jobs && (n->el.state == ELECTION_LEADER ||
-			       election_snapshot(&n->el)->command_active)) {
-		/* supervisor.c's jobs_pauses: the whole lock's pause */
-		AT_NODE(n, jobs_set_paused(n->jobs, c.paused, NULL, NULL, NULL, 0,
-					   "sim", "T"));
 	}
 	if (ev.controls.news == ELECTION_CONTROLS_READ) {
 		n->ctl_read = true;
-		n->ctl_paused = c.paused;
+		n->ctl_paused = n->rows_paused = c.paused;
 	}
 	sup_enqueue(n, &ev);
 }

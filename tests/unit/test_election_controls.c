@@ -177,7 +177,7 @@ static struct election_output to_leader_acquired(double t)
 	struct election_output out;
 	struct election_event acq = { .type = ELECTION_LOCK,
 		.session = { .news = ELECTION_SESSION_ACQUIRED, .lock_key = 42,
-			     .fencing_token = 7 } };
+			     .fencing_token = 7, .lock_pid = 4242 } };
 
 	wait_ends = INFINITY;
 	election_step(&M, &acq, t, &out);
@@ -413,6 +413,62 @@ START_TEST(jobs_read_again_as_leader)
 	ck_assert(!has(&out, ELECTION_DO_START_CHILD));
 	out = controls(&none, 0.6);
 	ck_assert(has(&out, ELECTION_DO_START_CHILD));
+}
+END_TEST
+
+/* The runner that acts on pauses itself (the jobs) gets each read from
+ * the election while this node leads or its jobs run, the first one in the
+ * step that starts them, before they start; a standby's runs nothing. */
+START_TEST(runner_gets_pauses_while_leading)
+{
+	struct election_output out;
+	double t = 0;
+	unsigned seen_now;
+
+	to_standby_with_jobs();
+	seen_now = advance(&t, 3, NULL);
+	ck_assert(seen_now & ELECTION_DO_CONTROLS_READ);
+	ck_assert(!(seen_now & ELECTION_DO_RUNNER_PAUSES));
+	out = to_leader(&paused_by_alice, 3);
+	ck_assert(has(&out, ELECTION_DO_RUNNER_PAUSES | ELECTION_DO_START_CHILD));
+	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 3);
+	out = controls(&none, 3.5);
+	ck_assert(has(&out, ELECTION_DO_RUNNER_PAUSES));
+	/* a read failed: nothing to hand over */
+	out = failed_read(4);
+	ck_assert(!has(&out, ELECTION_DO_RUNNER_PAUSES));
+}
+END_TEST
+
+/* The single command's pauses are the election's own: its runner never
+ * gets them. */
+START_TEST(command_gets_no_pauses)
+{
+	double t = 0;
+	unsigned seen_now;
+
+	leader_running();
+	world = &paused_by_alice;
+	seen_now = advance(&t, 3, NULL);
+	ck_assert(seen_now & ELECTION_DO_CONTROLS_READ);
+	ck_assert(seen_now & ELECTION_DO_STOP_CHILD);
+	ck_assert(!(seen_now & ELECTION_DO_RUNNER_PAUSES));
+}
+END_TEST
+
+/* The command starts for the term the lock began: its key, its fencing
+ * token, and the lock session holding it (whose pid the jobs' claims
+ * name). */
+START_TEST(the_command_starts_for_the_term)
+{
+	struct election_output out;
+
+	to_standby(&daemon, 0);
+	out = to_leader(&none, 0.5);
+	ck_assert(has(&out, ELECTION_DO_START_CHILD));
+	ck_assert_int_eq(out.term.lock_key, 42);
+	ck_assert_uint_eq(out.term.fencing_token, 7);
+	ck_assert_int_eq(out.term.lock_pid, 4242);
 }
 END_TEST
 
@@ -756,6 +812,9 @@ int main(void)
 	tcase_add_test(tc, a_paused_new_leader_starts_nothing);
 	tcase_add_test(tc, jobs_act_on_pauses_themselves);
 	tcase_add_test(tc, jobs_read_again_as_leader);
+	tcase_add_test(tc, runner_gets_pauses_while_leading);
+	tcase_add_test(tc, command_gets_no_pauses);
+	tcase_add_test(tc, the_command_starts_for_the_term);
 	tcase_add_test(tc, switchover_asked_of_this_leader);
 	tcase_add_test(tc, switchover_that_lapses);
 	tcase_add_test(tc, switchover_to_another_node);
