@@ -181,6 +181,7 @@ struct election_peers_event {
 	const char *node;        /* CLAIMED, REGAINED: the member that asks;
 				  * STRANGER: a node that is no member, or
 				  * NULL */
+	uint64_t fencing_token;  /* CLAIMED: the claimant's term's */
 	bool same_members;       /* CLAIMED, REGAINED: its member list is ours;
 				  * CHECK_DONE: a member answered, and every
 				  * answer named our list */
@@ -428,6 +429,8 @@ struct election_snapshot {
 	bool fence_held;
 	int failsafe_agree, failsafe_asked; /* the last claim round's answers */
 	double failsafe_record_until;   /* a member leads in failsafe; 0: none */
+	uint64_t failsafe_record_token; /* the fencing token of the last claim
+					 * agreed to; 0: none */
 	int exit_code;                  /* valid in ELECTION_DONE */
 	struct election_counters counters;
 	/* the operator controls (DESIGN 11), as last read */
@@ -488,6 +491,7 @@ struct failsafe_machine {
 	/* as a member */
 	double record_until;         /* another node leads in failsafe */
 	char record_node[64];        /* which */
+	uint64_t record_token;       /* its term's fencing token, as it claimed */
 };
 
 struct election {

@@ -147,13 +147,14 @@ static bool fs_round_done(struct failsafe_machine *fs, struct election_output *o
 /* A member leads in failsafe: its record keeps this node out of the lock
  * queue until it expires. */
 static void fs_record(struct failsafe_machine *fs, struct election_output *out,
-		      double now, const char *node)
+		      double now, const char *node, uint64_t token)
 {
 	if (now >= fs->record_until)
 		election_say(out, LOG_LEVEL_NOTICE, "node %s leads in failsafe: staying out "
 		    "of the lock queue", node ? node : "?");
 	fs->record_until = now + fs->ttl;
 	snprintf(fs->record_node, sizeof(fs->record_node), "%s", node ? node : "");
+	fs->record_token = token;
 }
 
 /* The member the record is about holds the lock again: true when that
@@ -464,7 +465,8 @@ static void peers_claimed(struct election *e, struct election_output *out,
 		answer(out, refused);
 		return;
 	}
-	fs_record(&e->failsafe, out, now, ev->peers.node);
+	fs_record(&e->failsafe, out, now, ev->peers.node, ev->peers.fencing_token);
+	e->snap.failsafe_record_token = e->failsafe.record_token;
 	answer(out, NULL);
 	if (e->state == ELECTION_STANDBY || e->state == ELECTION_CONNECTING)
 		stay_out(e, out, now);

@@ -27,6 +27,8 @@ struct queued_event {
 	struct election_event ev;
 	char reason[LOG_MSG_MAX];
 	char node[64];             /* the peers' node, the controls' leader */
+	struct election_answer *answer; /* a member's claim: its step's answer
+					 * goes there; else NULL */
 };
 
 struct supervisor {
@@ -65,6 +67,8 @@ struct supervisor {
 };
 
 static void enqueue(struct supervisor *s, const struct election_event *ev);
+static void enqueue_answered(struct supervisor *s, const struct election_event *ev,
+			     struct election_answer *answer);
 
 /* The jitter's source, seeded per process (pid, start time, node id), so
  * that nodes, and the daemons of one node, draw different delays. The
@@ -398,6 +402,8 @@ static void drain(struct supervisor *s)
 		q->ev.wall = clocks_wall();
 		q->ev.jitter = erand48(s->seed);
 		election_step(&s->election, &q->ev, clocks_monotonic(), &out);
+		if (q->answer)
+			*q->answer = out.answer;
 		s->head++;
 		report(s, &out);
 		run_actions(s, &out);
@@ -408,6 +414,12 @@ static void drain(struct supervisor *s)
 
 static void enqueue(struct supervisor *s, const struct election_event *ev)
 {
+	enqueue_answered(s, ev, NULL);
+}
+
+static void enqueue_answered(struct supervisor *s, const struct election_event *ev,
+			     struct election_answer *answer)
+{
 	struct queued_event *q;
 
 	if (s->tail - s->head >= QUEUE_SIZE) {
@@ -417,6 +429,7 @@ static void enqueue(struct supervisor *s, const struct election_event *ev)
 	}
 	q = &s->queue[s->tail % QUEUE_SIZE];
 	q->ev = *ev;
+	q->answer = answer;
 	if (ev->reason) {
 		snprintf(q->reason, sizeof(q->reason), "%s", ev->reason);
 		q->ev.reason = q->reason;
@@ -564,51 +577,48 @@ bool supervisor_authorized(void *arg, const char *authorization)
 	return s->failsafe && failsafe_authorized(s->failsafe, authorization);
 }
 
-/* A member's message: one step of the election, whose answer goes back
- * over HTTP. It comes from the loop, never from inside a step (nothing is
- * queued then); were it to, it goes unanswered. */
-static int ask_election(struct supervisor *s, enum election_peer_news news,
-			const char *node_id, const char *members_hash, char *reason,
-			size_t len)
+/* A member's message, queued as every event is; the step that handles it
+ * answers, and the answer goes back over HTTP. It comes from the loop,
+ * never from inside a step, so the queue is drained before enqueue
+ * returns; were it to come from inside one, it goes unanswered. */
+static int ask_election(struct supervisor *s, const struct election_peers_event *p,
+			const char *members_hash, char *reason, size_t len)
 {
-	struct election_event ev = {
-		.type = ELECTION_PEERS, .wall = clocks_wall(),
-		.jitter = erand48(s->seed),
-		.peers = { .news = news, .node = node_id,
-			   .same_members = !strcmp(members_hash,
-						   failsafe_members_hash(s->failsafe)) },
-	};
-	struct election_output out;
+	struct election_event ev = { .type = ELECTION_PEERS, .peers = *p };
+	struct election_answer answer = { .given = false };
 
 	snprintf(reason, len, "not answered");
-	if (s->draining || s->head != s->tail)
+	if (s->draining)
 		return 409;
-	s->draining = true;
-	election_step(&s->election, &ev, clocks_monotonic(), &out);
-	report(s, &out);
-	run_actions(s, &out);
-	s->draining = false;
-	drain(s); /* what the actions queued; arms the wakeup */
-	if (!out.answer.given)
+	ev.peers.same_members = !strcmp(members_hash,
+					failsafe_members_hash(s->failsafe));
+	enqueue_answered(s, &ev, &answer);
+	if (!answer.given)
 		return 409;
-	snprintf(reason, len, "%s", out.answer.reason);
-	return out.answer.agreed ? 200 : 409;
+	snprintf(reason, len, "%s", answer.reason);
+	return answer.agreed ? 200 : 409;
 }
 
 int supervisor_claim(void *arg, const char *node_id, uint64_t fencing_token,
 		     const char *members_hash, char *reason, size_t len)
 {
-	(void)fencing_token;
-	return ask_election(arg, ELECTION_PEERS_CLAIMED, node_id, members_hash,
-			    reason, len);
+	const struct election_peers_event p = {
+		.news = ELECTION_PEERS_CLAIMED, .node = node_id,
+		.fencing_token = fencing_token,
+	};
+
+	return ask_election(arg, &p, members_hash, reason, len);
 }
 
 /* A member that led in failsafe holds the lock again. */
 int supervisor_regained(void *arg, const char *node_id, const char *members_hash,
 			char *reason, size_t len)
 {
-	return ask_election(arg, ELECTION_PEERS_REGAINED, node_id, members_hash,
-			    reason, len);
+	const struct election_peers_event p = {
+		.news = ELECTION_PEERS_REGAINED, .node = node_id,
+	};
+
+	return ask_election(arg, &p, members_hash, reason, len);
 }
 
 bool supervisor_running(void *arg)

@@ -2116,8 +2116,10 @@ static void peers_ask(struct node *n, int op)
 		}
 		if (W.part_nn[n->i][j])
 			continue; /* silent */
+		/* failsafe.c's claim names the term's token */
 		push((struct simev){ .t = T + peer_delay(), .kind = K_PEER_REQ, .node = j,
-				     .from = n->i, .op = op, .gen = r->id });
+				     .from = n->i, .op = op, .gen = r->id,
+				     .token = election_snapshot(&n->el)->fencing_token });
 	}
 	/* each answer is due within ping_timeout; a claim a member refused
 	 * (here: nothing listens) is lost at once (failsafe.c's claim_lost) */
@@ -2164,7 +2166,8 @@ static void peer_request(struct node *m, const struct simev *e)
 		sup_peers(m, &(struct election_peers_event){
 			.news = e->op == P_CLAIM ? ELECTION_PEERS_CLAIMED
 				: ELECTION_PEERS_REGAINED,
-			.node = asker->name, .same_members = !strcmp(asker->hash, m->hash) });
+			.node = asker->name, .fencing_token = e->op == P_CLAIM ? e->token : 0,
+			.same_members = !strcmp(asker->hash, m->hash) });
 		status = m->claim_answer;
 	}
 	say(1u << m->i | 1u << asker->i, "%s answers %s's %s: %d", m->name,

@@ -4017,6 +4017,32 @@ START_TEST(test_failsafe_member_record)
 }
 END_TEST
 
+/* A claim's fencing token reaches the election, as the claim itself does
+ * (one event, queued like every other): the record agreed to keeps it,
+ * the snapshot shows it; a refused claim leaves it alone. */
+START_TEST(test_failsafe_claim_token_recorded)
+{
+	struct election_params p = failsafe_params();
+	struct election_event claim = { .type = ELECTION_PEERS,
+		.peers = { .news = ELECTION_PEERS_CLAIMED, .node = "n2",
+			   .fencing_token = 77, .same_members = true } };
+	struct election_output out;
+
+	to_standby(&M, &p, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
+	ck_assert_uint_eq(election_snapshot(&M)->failsafe_record_token, 0);
+	election_step(&M, &claim, 1, &out);
+	ck_assert_int_eq(answer_code(&out), 200);
+	ck_assert_uint_eq(election_snapshot(&M)->failsafe_record_token, 77);
+	/* another member list: refused, the record's token stays */
+	claim.peers.fencing_token = 78;
+	claim.peers.same_members = false;
+	election_step(&M, &claim, 2, &out);
+	ck_assert_int_eq(answer_code(&out), 409);
+	ck_assert_uint_eq(election_snapshot(&M)->failsafe_record_token, 77);
+}
+END_TEST
+
 /* A claimant with another member list is refused, and keeps no record:
  * a standby stays in the lock queue. */
 START_TEST(test_failsafe_claim_other_members)
@@ -4521,6 +4547,7 @@ static Suite *election_suite(void)
 	tcase_add_test(tc, test_failsafe_not_after_lease);
 	tcase_add_test(tc, test_failsafe_agreement_lapses);
 	tcase_add_test(tc, test_failsafe_member_record);
+	tcase_add_test(tc, test_failsafe_claim_token_recorded);
 	tcase_add_test(tc, test_failsafe_new_leader_asks);
 	tcase_add_test(tc, test_failsafe_silent_then_gone);
 	tcase_add_test(tc, test_failsafe_stranger);
