@@ -131,6 +131,15 @@ enum election_controls_news {
 				     * does not trust (DESIGN 10): reason */
 };
 
+/* Why a priority ask got no answer (ELECTION_CONTROLS_ASKED). */
+enum election_ask_trouble {
+	ELECTION_ASK_ANSWERED,   /* none */
+	ELECTION_ASK_MISSING,    /* no ledger, and this role may not make it */
+	ELECTION_ASK_DENIED,     /* this role may not write its controls */
+	ELECTION_ASK_FAILED,     /* an error; reason */
+	ELECTION_ASK_LOST,       /* the session went */
+};
+
 /* The controls in force that concern the whole lock, as the last read found
  * them (strings valid during the step). */
 struct election_controls {
@@ -196,6 +205,7 @@ struct election_controls_event {
 	bool to_me;              /* ASKED: a switchover to this node was asked */
 	const char *leader;      /* ASKED: the leader ("" none) */
 	int leader_priority;     /* ASKED */
+	enum election_ask_trouble trouble; /* ASKED */
 };
 
 struct election_event {
@@ -297,6 +307,7 @@ struct election_params {
 	double server_lease;      /* the server ends a silent leader's session
 				   * after it (0: no server lease); failsafe
 				   * is entered only inside it */
+	const char *schema;       /* the ledger's, for its lines only */
 	double grace_period;      /* the command's, and so the old leader's, stop
 				   * bound: caps the settle wait (0: no wait) */
 	bool pause_in_jobs;       /* the jobs act on pauses, not the election */
@@ -540,6 +551,7 @@ struct election {
 	double next_ctl_at;          /* the next read; INFINITY: none due */
 	bool ctl_failed_said;        /* reads fail: warned once, until one is
 				      * answered again */
+	bool ask_trouble_said;       /* a priority ask failed: said once */
 	bool ctl_read_once;          /* a read was answered, ever */
 	bool ctl_last_clear;         /* the last read answered found nothing
 				      * in force (no pause, no switchover) */

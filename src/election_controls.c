@@ -355,9 +355,34 @@ static void read_failed(struct election *e, struct election_output *out,
 	}
 }
 
+/* An ask the ledger could not answer is said once in the process's life:
+ * an error for a ledger this role cannot use, a warning for a failure; a
+ * lost session is the session's to tell. */
+static void ask_trouble(struct election *e, struct election_output *out,
+			const struct election_event *ev)
+{
+	enum election_ask_trouble t = ev->controls.trouble;
+
+	if (t == ELECTION_ASK_ANSWERED || t == ELECTION_ASK_LOST || e->ask_trouble_said)
+		return;
+	e->ask_trouble_said = true;
+	if (t == ELECTION_ASK_FAILED) {
+		election_say(out, LOG_LEVEL_WARNING, "priority: cannot ask for a "
+		    "switchover: %s", election_reason_of(ev, "error"));
+		return;
+	}
+	election_say(out, LOG_LEVEL_ERROR, "priority: the ledger %s (schema %s): run "
+	    "'pgleader init-db' as a role that may, or let a DBA apply 'pgleader "
+	    "init-db --print-sql --grant-to ROLE'; this node never asks for a "
+	    "switchover until then", t == ELECTION_ASK_MISSING ? "is missing and "
+	    "this role may not create it" : "is there but this role may not write "
+	    "its controls", e->p.schema ? e->p.schema : "?");
+}
+
 static void priority_asked(struct election *e, struct election_output *out,
 			   double now, const struct election_event *ev)
 {
+	ask_trouble(e, out, ev);
 	answered(e);
 	e->next_ctl_at = now + read_interval(e, now);
 	/* it held back the read of a lock just granted */

@@ -57,9 +57,7 @@ struct supervisor {
 	 * whole-lock controls, which the event points into */
 	char node_id[64];
 	int priority;
-	char schema[64];           /* the ledger's, for its lines */
 	int64_t switchover_ms;     /* a priority switchover lapses after this */
-	bool priority_error_said;  /* a priority ask failed: warned once */
 	struct election_controls ctl;
 	struct ledger_controls rows; /* the last read's, which ctl points into */
 	struct election_term term;   /* the step's, for START_CHILD and
@@ -162,58 +160,59 @@ static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
 	}
 }
 
+/* What a read of the controls answered, as the election's news. */
+static enum election_controls_news read_news(const struct ledger_answer *a)
+{
+	if (a->untrusted)
+		return ELECTION_CONTROLS_REFUSED;
+	return a->ok && a->controls ? ELECTION_CONTROLS_READ : ELECTION_CONTROLS_FAILED;
+}
+
 static void controls_cb(void *arg, const struct ledger_answer *a)
 {
 	struct supervisor *s = arg;
-	struct election_event ev = { .type = ELECTION_CONTROLS };
+	struct election_event ev = {
+		.type = ELECTION_CONTROLS, .reason = a->error,
+		.controls = { .news = read_news(a), .session_lost = a->lost },
+	};
 
-	if (a->untrusted) {
-		ev.controls.news = ELECTION_CONTROLS_REFUSED;
-		ev.reason = a->error;
-		enqueue(s, &ev);
-		return;
+	/* the rows are kept: the event points into them, and the runner may
+	 * get them (RUNNER_PAUSES) */
+	if (ev.controls.news == ELECTION_CONTROLS_READ) {
+		s->rows = *a->controls;
+		controls_of(s, &s->rows);
+		ev.controls.in_force = &s->ctl;
+		ev.reason = NULL;
 	}
-	if (!a->ok || !a->controls) {
-		ev.controls.news = ELECTION_CONTROLS_FAILED;
-		ev.controls.session_lost = a->lost;
-		ev.reason = a->error;
-		enqueue(s, &ev);
-		return;
-	}
-	/* kept: the event points into them, and the runner may get them */
-	s->rows = *a->controls;
-	controls_of(s, &s->rows);
-	ev.controls.news = ELECTION_CONTROLS_READ;
-	ev.controls.in_force = &s->ctl;
 	enqueue(s, &ev);
+}
+
+/* Why the ledger gave no answer to a priority ask, as the election's. */
+static enum election_ask_trouble ask_trouble(const struct ledger_answer *a)
+{
+	if (!a->ok)
+		return a->lost ? ELECTION_ASK_LOST : ELECTION_ASK_FAILED;
+	if (a->missing)
+		return ELECTION_ASK_MISSING;
+	return a->denied ? ELECTION_ASK_DENIED : ELECTION_ASK_ANSWERED;
 }
 
 static void priority_cb(void *arg, const struct ledger_answer *a)
 {
-	struct supervisor *s = arg;
 	struct election_event ev = {
-		.type = ELECTION_CONTROLS,
+		.type = ELECTION_CONTROLS, .reason = a->ok ? NULL : a->error,
 		.controls = { .news = ELECTION_CONTROLS_ASKED,
 			      .to_me = a->ok && a->asked,
 			      .leader = a->ok ? a->leader_node : NULL,
-			      .leader_priority = a->leader_priority },
+			      .leader_priority = a->leader_priority,
+			      .trouble = ask_trouble(a) },
 	};
 
 	if (a->untrusted) {
 		ev.controls.news = ELECTION_CONTROLS_REFUSED;
 		ev.reason = a->error;
-	} else if (a->ok && (a->missing || a->denied) && !s->priority_error_said) {
-		log_error("priority: the ledger %s (schema %s): run 'pgleader init-db'"
-			  " as a role that may, or let a DBA apply 'pgleader init-db"
-			  " --print-sql --grant-to ROLE'; this node never asks for a"
-			  " switchover until then", a->missing ? "is missing and this role"
-			  " may not create it" : "is there but this role may not write its"
-			  " controls", s->schema);
-	} else if (!a->ok && !a->lost && !s->priority_error_said) {
-		log_warning("priority: cannot ask for a switchover: %s", a->error);
 	}
-	s->priority_error_said |= (!a->ok && !a->lost) || a->missing || a->denied;
-	enqueue(s, &ev);
+	enqueue(arg, &ev);
 }
 
 /* One function per action; run_actions calls them in the election's
@@ -748,7 +747,6 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 
 	snprintf(s->node_id, sizeof(s->node_id), "%s", cfg->node_id);
 	s->priority = cfg->priority;
-	snprintf(s->schema, sizeof(s->schema), "%s", cfg->schema);
 	/* the leader's stop, and the pings that tell a standby it is gone */
 	s->switchover_ms = cfg->grace_period_ms + cfg->ping_interval_ms *
 			   cfg->ping_failures + cfg->ping_timeout_ms + 5000;

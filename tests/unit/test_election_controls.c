@@ -631,6 +631,74 @@ END_TEST
 
 /* A read that fails with an error, after one that found nothing in
  * force: the node goes by that one (DESIGN 11), said once. */
+/* A standby of priority 2 whose ask is due at t (on the daemon's
+ * parameters, its ledger schema "pgleader"). */
+static void asking_standby(double *t)
+{
+	struct config c = quick();
+	static struct election_params p;
+
+	c.priority = 2;
+	c.priority_delay_ms = 1000;
+	p = daemon_params(&c);
+	to_standby(&p, 0);
+	ck_assert(advance(t, 3, NULL) & ELECTION_DO_PRIORITY_ASK);
+}
+
+static struct election_output ask_answered(enum election_ask_trouble trouble,
+					   const char *reason, double now)
+{
+	struct election_event e = { .type = ELECTION_CONTROLS, .reason = reason,
+		.controls = { .news = ELECTION_CONTROLS_ASKED, .leader = "",
+			      .trouble = trouble } };
+	struct election_output out;
+
+	election_step(&M, &e, now, &out);
+	return out;
+}
+
+/* An ask the ledger could not answer is the election's to say, once in
+ * the process's life: an error when this role cannot use the ledger... */
+START_TEST(priority_ask_trouble_said_once)
+{
+	struct election_output out;
+	double t = 0;
+
+	asking_standby(&t);
+	out = ask_answered(ELECTION_ASK_DENIED, NULL, t);
+	ck_assert_int_eq(out.n_logs, 1);
+	ck_assert_int_eq(out.logs[0].level, LOG_LEVEL_ERROR);
+	ck_assert_str_eq(said(&out), "priority: the ledger is there but this role may "
+			 "not write its controls (schema pgleader): run 'pgleader init-db' "
+			 "as a role that may, or let a DBA apply 'pgleader init-db "
+			 "--print-sql --grant-to ROLE'; this node never asks for a "
+			 "switchover until then");
+	ck_assert(advance(&t, 6, NULL) & ELECTION_DO_PRIORITY_ASK);
+	ck_assert_int_eq(ask_answered(ELECTION_ASK_MISSING, NULL, t).n_logs, 0);
+	ck_assert_int_eq(ask_answered(ELECTION_ASK_FAILED, "boom", t).n_logs, 0);
+}
+END_TEST
+
+/* ... a warning for a failure; nothing for a lost session, which the
+ * session tells. */
+START_TEST(priority_ask_failure_warned_once)
+{
+	struct election_output out;
+	double t = 0;
+
+	asking_standby(&t);
+	ck_assert_int_eq(ask_answered(ELECTION_ASK_LOST, "gone", t).n_logs, 0);
+	out = ask_answered(ELECTION_ASK_FAILED, "canceling statement due to lock "
+			   "timeout", t);
+	ck_assert_int_eq(out.n_logs, 1);
+	ck_assert_int_eq(out.logs[0].level, LOG_LEVEL_WARNING);
+	ck_assert_str_eq(said(&out), "priority: cannot ask for a switchover: "
+			 "canceling statement due to lock timeout");
+	out = ask_answered(ELECTION_ASK_MISSING, NULL, t);
+	ck_assert_int_eq(out.n_logs, 0);
+}
+END_TEST
+
 START_TEST(a_failed_read_does_not_block)
 {
 	struct election_event failed = { .type = ELECTION_CONTROLS,
@@ -821,6 +889,8 @@ int main(void)
 	tcase_add_test(tc, switchover_answered);
 	tcase_add_test(tc, priority_zero_never_asks);
 	tcase_add_test(tc, priority_asks_after_the_delay);
+	tcase_add_test(tc, priority_ask_trouble_said_once);
+	tcase_add_test(tc, priority_ask_failure_warned_once);
 	tcase_add_test(tc, a_failed_read_does_not_block);
 	tcase_add_test(tc, an_untrusted_ledger_ends_a_standby);
 	tcase_add_test(tc, an_untrusted_ledger_stops_the_leaders_command);
