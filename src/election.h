@@ -102,9 +102,11 @@ enum election_command_news {
 	ELECTION_COMMAND_START_FAILED, /* fork failed; reason */
 	ELECTION_COMMAND_KILLED,       /* SIGKILL sent after the grace period */
 	ELECTION_COMMAND_GONE,         /* the process group is empty; status */
-	ELECTION_COMMAND_REFUSED,      /* the jobs cannot run (DESIGN 10): fault
-					* FAULT_LEDGER or FAULT_ALREADY_RUN,
-					* reason; nothing was started */
+	ELECTION_COMMAND_REFUSED,      /* the runner cannot run anything: fault
+					* FAULT_LEDGER (its ledger), or
+					* FAULT_ALREADY_RUN (its work was done
+					* already: the conflict code); reason;
+					* nothing was started */
 };
 
 enum election_peer_news {
@@ -144,8 +146,9 @@ enum election_ask_trouble {
  * them (strings valid during the step). */
 struct election_controls {
 	bool readable;           /* false: no controls (no ledger): none in force */
-	bool paused;             /* the command, or every job */
-	bool jobs_paused;        /* some job by name (the jobs act on it) */
+	bool paused;             /* the whole lock: all that the runner runs */
+	bool parts_paused;       /* a part of it by name (a job): the runner
+				  * acts on it */
 	const char *paused_by, *paused_at;
 	const char *resumed_by, *resumed_at; /* the last resume, or NULL */
 	bool switchover;         /* one stands, not lapsed */
@@ -180,7 +183,8 @@ struct election_session_event {
 
 struct election_command_event {
 	enum election_command_news news;
-	int pid;                 /* STARTED (0 for the jobs) */
+	int pid;                 /* STARTED (0: the runner has no one
+				  * process, as the jobs) */
 	int status;              /* GONE: exit code or 128+N */
 	enum fault fault;        /* REFUSED */
 };
@@ -310,7 +314,8 @@ struct election_params {
 	const char *schema;       /* the ledger's, for its lines only */
 	double grace_period;      /* the command's, and so the old leader's, stop
 				   * bound: caps the settle wait (0: no wait) */
-	bool pause_in_jobs;       /* the jobs act on pauses, not the election */
+	bool runner_pauses;       /* the runner acts on pauses itself (the
+				   * jobs), not the election */
 	/* for the snapshot only */
 	const char *node_id;
 	const char *lock_name;    /* NULL: lock_key as configured */
@@ -432,7 +437,7 @@ struct election_snapshot {
 	uint64_t fencing_token;         /* of the current or last term */
 	double leader_since_wall;       /* 0 unless leader */
 	int command_pid;                /* 0 when none */
-	bool command_active;            /* the command (or the jobs) started
+	bool command_active;            /* the runner (command or jobs) started
 					 * and not yet gone */
 	double command_due;             /* when a due command starts; INFINITY */
 	double last_ping_reply, last_ping_reply_wall;
@@ -555,7 +560,8 @@ struct election {
 	bool ctl_read_once;          /* a read was answered, ever */
 	bool ctl_last_clear;         /* the last read answered found nothing
 				      * in force (no pause, no switchover) */
-	bool paused;                 /* the command may not run (without jobs) */
+	bool paused;                 /* the command may not run (a runner
+				      * that does not act on pauses) */
 	bool pause_stopped;          /* the command is stopping for a pause */
 	bool handing_over;           /* a switchover: the command stops, then
 				      * the lock goes; the lock is still held */

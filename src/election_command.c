@@ -86,8 +86,9 @@ static void start_failed(struct election *e, struct election_output *out,
 	election_finish(e, out, now);
 }
 
-/* The jobs layer cannot run anything (DESIGN 10): the ledger is missing
- * and may not be made, or a --once-per window ran elsewhere already. */
+/* The runner cannot run anything: its ledger is missing and may not be
+ * made, or its work was done already (a --once-per window ran elsewhere,
+ * DESIGN 10). */
 static void command_refused(struct election *e, struct election_output *out,
 			    double now, const struct election_event *ev)
 {
@@ -98,7 +99,7 @@ static void command_refused(struct election *e, struct election_output *out,
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;
 	election_say(out, ev->command.fault == FAULT_ALREADY_RUN ? LOG_LEVEL_NOTICE
-		     : LOG_LEVEL_ERROR, "%s", election_reason_of(ev, "jobs refused"));
+		     : LOG_LEVEL_ERROR, "%s", election_reason_of(ev, "the runner refused"));
 	e->exit_code = ev->command.fault == FAULT_ALREADY_RUN ? e->p.conflict_exit_code
 		       : election_exit_for(ev->command.fault);
 	election_finish(e, out, now);

@@ -103,12 +103,13 @@ double election_controls_wakeup(const struct election *e)
 	return reads_now(e) ? e->next_ctl_at : INFINITY;
 }
 
-/* The command (without jobs) may start: a read answered since the lock
- * came, nothing paused, no switchover under way. */
+/* The command may start: a read answered since the lock came, nothing
+ * paused (unless the runner acts on pauses itself), no switchover under
+ * way. */
 bool election_controls_allow_start(const struct election *e)
 {
 	return e->ctl_fresh && !e->handing_over &&
-	       (!e->paused || e->p.pause_in_jobs);
+	       (!e->paused || e->p.runner_pauses);
 }
 
 /* A node that handed over, or stepped aside, asks for the lock again once
@@ -199,12 +200,13 @@ static void leader_switchover(struct election *e, struct election_output *out,
 	}
 }
 
-/* Without jobs, a pause stops the command gracefully and keeps it from
- * starting; resume lets it start at once. With jobs, they act on it. */
+/* A pause stops the command gracefully and keeps it from starting; resume
+ * lets it start at once. A runner that acts on pauses itself (the jobs)
+ * gets them instead (RUNNER_PAUSES). */
 static void leader_pause(struct election *e, struct election_output *out,
 			 double now, const struct election_controls *c)
 {
-	if (e->p.pause_in_jobs || c->paused == e->paused)
+	if (e->p.runner_pauses || c->paused == e->paused)
 		return;
 	e->paused = c->paused;
 	if (!c->paused) {
@@ -252,15 +254,15 @@ static void publish_controls(struct election *e, struct election_output *out,
 }
 
 /* A standby whose lock was granted, its claim under way: a read sent since
- * the grant that found nothing in force serves the term (the jobs hear of
- * their pauses only from a leader's read); one in flight before held the
+ * the grant that found nothing in force serves the term (a runner that acts
+ * on pauses hears of them only from a leader's read); one in flight before held the
  * grant's own back, which goes now. */
 static void granted_read(struct election *e, struct election_output *out,
 			 bool counts, const struct election_controls *c)
 {
 	if (counts)
 		e->ctl_clear = !c->paused && !c->switchover && !e->paused &&
-			       !e->p.pause_in_jobs;
+			       !e->p.runner_pauses;
 	else
 		controls_read(e, out);
 }
@@ -312,7 +314,7 @@ static void read_done(struct election *e, struct election_output *out,
 		election_say(out, LOG_LEVEL_NOTICE, "the operator controls are read again");
 	e->ctl_failed_said = false;
 	e->ctl_read_once = true;
-	e->ctl_last_clear = !c->paused && !c->jobs_paused && !c->switchover;
+	e->ctl_last_clear = !c->paused && !c->parts_paused && !c->switchover;
 	read_apply(e, out, now, c, counts);
 }
 
@@ -412,9 +414,9 @@ static void refused(struct election *e, struct election_output *out,
 /* A runner that acts on pauses itself gets every read's rows while this
  * node leads or its command runs, as the read finds it: a standby's runs
  * nothing, its pauses would only be noise. */
-static void runner_pauses(const struct election *e, struct election_output *out)
+static void hand_pauses(const struct election *e, struct election_output *out)
 {
-	if (e->p.pause_in_jobs &&
+	if (e->p.runner_pauses &&
 	    (e->state == ELECTION_LEADER || e->snap.command_active))
 		out->actions |= ELECTION_DO_RUNNER_PAUSES;
 }
@@ -426,7 +428,7 @@ void election_on_controls(struct election *e, struct election_output *out,
 
 	switch (ev->controls.news) {
 	case ELECTION_CONTROLS_READ:
-		runner_pauses(e, out);
+		hand_pauses(e, out);
 		read_done(e, out, now, ev->controls.in_force ? ev->controls.in_force : &none);
 		return;
 	case ELECTION_CONTROLS_FAILED: read_failed(e, out, now, ev); return;

@@ -139,7 +139,7 @@ static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
 		const struct ledger_control *k = &lc->c[i];
 
 		if (k->job[0]) { /* a job's: the jobs' business */
-			c->jobs_paused |= k->pause;
+			c->parts_paused |= k->pause;
 			continue;
 		}
 		if (k->resumed) {

@@ -791,7 +791,7 @@ END_TEST
 START_TEST(last_read_job_paused_fails_closed)
 {
 	static const struct election_controls job_paused = { .readable = true,
-		.jobs_paused = true };
+		.parts_paused = true };
 	struct election_output out;
 	double t = 0.5;
 
