@@ -586,7 +586,8 @@ void election_step(struct election *e, const struct election_event *ev,
  * election with EX_SOFTWARE and one log line. */
 void election_abandon(struct election *e, struct election_output *out);
 
-/* When the machine next needs an ELECTION_TICK; INFINITY if never. */
+/* When the machine next needs an ELECTION_TICK; INFINITY if never (and
+ * once ELECTION_DONE). */
 double election_next_wakeup(const struct election *e, double now);
 
 /* The exit code once ELECTION_DONE. */

@@ -379,8 +379,6 @@ static void arm_wakeup(struct supervisor *s)
 	double now = clocks_monotonic(), at;
 
 	ev_timer_stop(s->loop, &s->wakeup);
-	if (s->election.state == ELECTION_DONE)
-		return;
 	at = election_next_wakeup(&s->election, now);
 	if (isfinite(at)) {
 		ev_timer_set(&s->wakeup, fmax(at - now, 0), 0.);
