@@ -252,10 +252,10 @@ void election_become_leader(struct election *e, struct election_output *out,
 	e->snap.term++;
 	e->snap.fencing_token = ev->session.fencing_token;
 	e->snap.lock_key = ev->session.lock_key;
-	e->lock_pid = ev->session.lock_pid;
 	e->snap.leader_since_wall = now + e->wall_offset;
 	election_say(out, LOG_LEVEL_INFO, "acquired leader lease (key %lld, fencing token %llu)",
 	    (long long)ev->session.lock_key, (unsigned long long)ev->session.fencing_token);
+	e->lock_pid = ev->session.lock_pid; /* the runner's claims name it */
 	/* due now or after the delay; it starts once the fence is held */
 	e->child_start_at = now + e->p.takeover_delay;
 	fence_lead(e, out, now, settle_after_outage(e, out, now));
