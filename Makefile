@@ -271,7 +271,7 @@ JOBS_SEEDS ?= 500
 # timers, failsafe peers) the ports of tests/sim/ports.c over the models.
 # The linker wraps election_new and election_step, so that the simulator
 # knows each node's election (the invariants) and traces each step.
-SIM_OTHER_SRCS := src/supervisor.c src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
+SIM_OTHER_SRCS := src/supervisor.c src/runner.c src/runner_command.c src/runner_jobs.c src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
 	src/jobs.c src/jobs_step.c src/tickplan.c src/ledger.c src/ledger_sql.c
 # the simulator's own files: its core, the models, the ports, the checks
 SIM_FILES := tests/sim/sim.c tests/sim/network.c tests/sim/database.c \

@@ -122,9 +122,11 @@ enum election_command_news {
 	ELECTION_COMMAND_START_FAILED, /* fork failed; reason */
 	ELECTION_COMMAND_KILLED,       /* SIGKILL sent after the grace period */
 	ELECTION_COMMAND_GONE,         /* the process group is empty; status */
-	ELECTION_COMMAND_REFUSED,      /* the jobs cannot run (DESIGN 10): fault
-					* FAULT_LEDGER or FAULT_ALREADY_RUN,
-					* reason; nothing was started */
+	ELECTION_COMMAND_REFUSED,      /* the runner cannot run anything: fault
+					* FAULT_LEDGER (its ledger), or
+					* FAULT_ALREADY_RUN (its work was done
+					* already: the conflict code); reason;
+					* nothing was started */
 };
 
 enum election_peer_news {
@@ -151,12 +153,22 @@ enum election_controls_news {
 				     * does not trust (DESIGN 10): reason */
 };
 
+/* Why a priority ask got no answer (ELECTION_CONTROLS_ASKED). */
+enum election_ask_trouble {
+	ELECTION_ASK_ANSWERED,   /* none */
+	ELECTION_ASK_MISSING,    /* no ledger, and this role may not make it */
+	ELECTION_ASK_DENIED,     /* this role may not write its controls */
+	ELECTION_ASK_FAILED,     /* an error; reason */
+	ELECTION_ASK_LOST,       /* the session went */
+};
+
 /* The controls in force that concern the whole lock, as the last read found
  * them (strings valid during the step). */
 struct election_controls {
 	bool readable;           /* false: no controls (no ledger): none in force */
-	bool paused;             /* the command, or every job */
-	bool jobs_paused;        /* some job by name (the jobs act on it) */
+	bool paused;             /* the whole lock: all that the runner runs */
+	bool parts_paused;       /* a part of it by name (a job): the runner
+				  * acts on it */
 	const char *paused_by, *paused_at;
 	const char *resumed_by, *resumed_at; /* the last resume, or NULL */
 	bool switchover;         /* one stands, not lapsed */
@@ -181,6 +193,8 @@ struct election_session_event {
 	enum fault fault;        /* FAILED, RELEASED: why it ended */
 	int64_t lock_key;        /* CONNECTED, ACQUIRED */
 	uint64_t fencing_token;  /* ACQUIRED, the lock's */
+	int lock_pid;            /* ACQUIRED, the lock's: its session's backend
+				  * pid, which the runner's claims name */
 	int queue_ahead;         /* BUSY after a try (DESIGN 15): the standbys
 				  * waiting in the lock's queue or ranked
 				  * before this one (priority, then arrival);
@@ -189,7 +203,8 @@ struct election_session_event {
 
 struct election_command_event {
 	enum election_command_news news;
-	int pid;                 /* STARTED (0 for the jobs) */
+	int pid;                 /* STARTED (0: the runner has no one
+				  * process, as the jobs) */
 	int status;              /* GONE: exit code or 128+N */
 	enum fault fault;        /* REFUSED */
 };
@@ -199,6 +214,7 @@ struct election_peers_event {
 	const char *node;        /* CLAIMED, REGAINED: the member that asks;
 				  * STRANGER: a node that is no member, or
 				  * NULL */
+	uint64_t fencing_token;  /* CLAIMED: the claimant's term's */
 	bool same_members;       /* CLAIMED, REGAINED: its member list is ours;
 				  * CHECK_DONE: a member answered, and every
 				  * answer named our list */
@@ -213,6 +229,7 @@ struct election_controls_event {
 	bool to_me;              /* ASKED: a switchover to this node was asked */
 	const char *leader;      /* ASKED: the leader ("" none) */
 	int leader_priority;     /* ASKED */
+	enum election_ask_trouble trouble; /* ASKED */
 };
 
 struct election_event {
@@ -263,13 +280,19 @@ enum election_action {
 	 * read and priority ask go over the lock session, between tries */
 	ELECTION_DO_LOCK_CONTROLS_READ = 1 << 22,
 	ELECTION_DO_LOCK_PRIORITY_ASK = 1 << 23,
+	/* the runner (runner.h): the term goes on over a new lock session
+	 * (back from failsafe), election_output.term names it */
+	ELECTION_DO_RUNNER_SESSION = 1 << 24,
+	/* the runner acts on pauses itself (runner_pauses): hand it the
+	 * controls just read, while this node leads or the command runs */
+	ELECTION_DO_RUNNER_PAUSES = 1 << 25,
 };
 
 /* Every action once, in the order the supervisor (and the simulator)
  * carries out one step's: sessions closed before others are opened, then
  * the requests, the pings, the command, what follows the command, the exit
  * last; with its name, for traces and tests. */
-#define ELECTION_ACTION_COUNT 24
+#define ELECTION_ACTION_COUNT 26
 struct election_action_info {
 	enum election_action action;
 	const char *name;
@@ -308,9 +331,11 @@ struct election_params {
 	double server_lease;      /* the server ends a silent leader's session
 				   * after it (0: no server lease); failsafe
 				   * is entered only inside it */
+	const char *schema;       /* the ledger's, for its lines only */
 	double grace_period;      /* the command's, and so the old leader's, stop
 				   * bound: caps the settle wait (0: no wait) */
-	bool pause_in_jobs;       /* the jobs act on pauses, not the election */
+	bool runner_pauses;       /* the runner acts on pauses itself (the
+				   * jobs), not the election */
 	/* for the snapshot only */
 	const char *node_id;
 	const char *lock_name;    /* NULL: lock_key as configured */
@@ -369,8 +394,17 @@ struct election_answer {
 	char reason[128];
 };
 
+/* The term the command runs for: with START_CHILD, and with
+ * RUNNER_SESSION (its new lock session). */
+struct election_term {
+	int64_t lock_key;
+	uint64_t fencing_token;   /* the term's, kept back from failsafe */
+	int lock_pid;             /* the lock session's backend pid */
+};
+
 struct election_output {
 	unsigned actions;         /* enum election_action bits */
+	struct election_term term; /* START_CHILD, RUNNER_SESSION */
 	int exit_code;            /* with ELECTION_DO_EXIT */
 	bool state_changed;       /* the snapshot says something new to a person */
 	bool stopping;            /* shutdown began: tell the service manager */
@@ -423,7 +457,7 @@ struct election_snapshot {
 	uint64_t fencing_token;         /* of the current or last term */
 	double leader_since_wall;       /* 0 unless leader */
 	int command_pid;                /* 0 when none */
-	bool command_active;            /* the command (or the jobs) started
+	bool command_active;            /* the runner (command or jobs) started
 					 * and not yet gone */
 	double command_due;             /* when a due command starts; INFINITY */
 	double last_ping_reply, last_ping_reply_wall;
@@ -431,6 +465,8 @@ struct election_snapshot {
 	bool fence_held;
 	int failsafe_agree, failsafe_asked; /* the last claim round's answers */
 	double failsafe_record_until;   /* a member leads in failsafe; 0: none */
+	uint64_t failsafe_record_token; /* the fencing token of the last claim
+					 * agreed to; 0: none */
 	int exit_code;                  /* valid in ELECTION_DONE */
 	struct election_counters counters;
 	/* the operator controls (DESIGN 11), as last read */
@@ -461,7 +497,8 @@ void election_step(struct election *e, const struct election_event *ev,
  * election with EXIT_INTERNAL and one log line. */
 void election_abandon(struct election *e, struct election_output *out);
 
-/* When the machine next needs an ELECTION_TICK; INFINITY if never. */
+/* When the machine next needs an ELECTION_TICK; INFINITY if never (and
+ * once ELECTION_DONE). */
 double election_next_wakeup(const struct election *e, double now);
 
 /* The exit code once ELECTION_DONE. */

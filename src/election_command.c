@@ -9,6 +9,17 @@
 
 /* ---- the command ------------------------------------------------------- */
 
+/* The term the runner runs for: its key, its token (the snapshot's, which
+ * a leader back from failsafe keeps) and the lock session holding it. */
+void election_tell_term(const struct election *e, struct election_output *out)
+{
+	out->term = (struct election_term){
+		.lock_key = e->snap.lock_key,
+		.fencing_token = e->snap.fencing_token,
+		.lock_pid = e->lock_pid,
+	};
+}
+
 static void start_child(struct election *e, struct election_output *out,
 			double now)
 {
@@ -16,6 +27,7 @@ static void start_child(struct election *e, struct election_output *out,
 	e->child_running = true;
 	e->child_started_at = now;
 	out->actions |= ELECTION_DO_START_CHILD;
+	election_tell_term(e, out);
 	out->state_changed = true; /* "starting command" ends */
 }
 
@@ -74,8 +86,9 @@ static void start_failed(struct election *e, struct election_output *out,
 	election_finish(e, out, now);
 }
 
-/* The jobs layer cannot run anything (DESIGN 10): the ledger is missing
- * and may not be made, or a --once-per window ran elsewhere already. */
+/* The runner cannot run anything: its ledger is missing and may not be
+ * made, or its work was done already (a --once-per window ran elsewhere,
+ * DESIGN 10). */
 static void command_refused(struct election *e, struct election_output *out,
 			    double now, const struct election_event *ev)
 {
@@ -86,7 +99,7 @@ static void command_refused(struct election *e, struct election_output *out,
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;
 	election_say(out, ev->command.fault == FAULT_ALREADY_RUN ? LOG_LEVEL_NOTICE
-		     : LOG_LEVEL_ERROR, "%s", election_reason_of(ev, "jobs refused"));
+		     : LOG_LEVEL_ERROR, "%s", election_reason_of(ev, "the runner refused"));
 	e->exit_code = ev->command.fault == FAULT_ALREADY_RUN ? e->p.conflict_exit_code
 		       : election_exit_for(ev->command.fault);
 	election_finish(e, out, now);
@@ -242,6 +255,7 @@ void election_become_leader(struct election *e, struct election_output *out,
 	e->snap.leader_since_wall = now + e->wall_offset;
 	election_say(out, LOG_LEVEL_INFO, "acquired leader lease (key %lld, fencing token %llu)",
 	    (long long)ev->session.lock_key, (unsigned long long)ev->session.fencing_token);
+	e->lock_pid = ev->session.lock_pid; /* the runner's claims name it */
 	/* due now or after the delay; it starts once the fence is held */
 	e->child_start_at = now + e->p.takeover_delay;
 	election_tell_fence(e, out, now, &(struct election_fence_event){

@@ -114,12 +114,13 @@ double election_controls_wakeup(const struct election *e)
 	return reads_now(e) ? e->next_ctl_at : INFINITY;
 }
 
-/* The command (without jobs) may start: a read answered since the lock
- * came, nothing paused, no switchover under way. */
+/* The command may start: a read answered since the lock came, nothing
+ * paused (unless the runner acts on pauses itself), no switchover under
+ * way. */
 bool election_controls_allow_start(const struct election *e)
 {
 	return e->ctl_fresh && !e->handing_over &&
-	       (!e->paused || e->p.pause_in_jobs);
+	       (!e->paused || e->p.runner_pauses);
 }
 
 /* A node that handed over, or stepped aside, asks for the lock again once
@@ -210,12 +211,13 @@ static void leader_switchover(struct election *e, struct election_output *out,
 	}
 }
 
-/* Without jobs, a pause stops the command gracefully and keeps it from
- * starting; resume lets it start at once. With jobs, they act on it. */
+/* A pause stops the command gracefully and keeps it from starting; resume
+ * lets it start at once. A runner that acts on pauses itself (the jobs)
+ * gets them instead (RUNNER_PAUSES). */
 static void leader_pause(struct election *e, struct election_output *out,
 			 double now, const struct election_controls *c)
 {
-	if (e->p.pause_in_jobs || c->paused == e->paused)
+	if (e->p.runner_pauses || c->paused == e->paused)
 		return;
 	e->paused = c->paused;
 	if (!c->paused) {
@@ -263,15 +265,15 @@ static void publish_controls(struct election *e, struct election_output *out,
 }
 
 /* A standby whose lock was granted, its claim under way: a read sent since
- * the grant that found nothing in force serves the term (the jobs hear of
- * their pauses only from a leader's read); one in flight before held the
+ * the grant that found nothing in force serves the term (a runner that acts
+ * on pauses hears of them only from a leader's read); one in flight before held the
  * grant's own back, which goes now. */
 static void granted_read(struct election *e, struct election_output *out,
 			 bool counts, const struct election_controls *c)
 {
 	if (counts)
 		e->ctl_clear = !c->paused && !c->switchover && !e->paused &&
-			       !e->p.pause_in_jobs;
+			       !e->p.runner_pauses;
 	else
 		controls_read(e, out);
 }
@@ -323,7 +325,7 @@ static void read_done(struct election *e, struct election_output *out,
 		election_say(out, LOG_LEVEL_NOTICE, "the operator controls are read again");
 	e->ctl_failed_said = false;
 	e->ctl_read_once = true;
-	e->ctl_last_clear = !c->paused && !c->jobs_paused && !c->switchover;
+	e->ctl_last_clear = !c->paused && !c->parts_paused && !c->switchover;
 	read_apply(e, out, now, c, counts);
 }
 
@@ -366,9 +368,34 @@ static void read_failed(struct election *e, struct election_output *out,
 	}
 }
 
+/* An ask the ledger could not answer is said once in the process's life:
+ * an error for a ledger this role cannot use, a warning for a failure; a
+ * lost session is the session's to tell. */
+static void ask_trouble(struct election *e, struct election_output *out,
+			const struct election_event *ev)
+{
+	enum election_ask_trouble t = ev->controls.trouble;
+
+	if (t == ELECTION_ASK_ANSWERED || t == ELECTION_ASK_LOST || e->ask_trouble_said)
+		return;
+	e->ask_trouble_said = true;
+	if (t == ELECTION_ASK_FAILED) {
+		election_say(out, LOG_LEVEL_WARNING, "priority: cannot ask for a "
+		    "switchover: %s", election_reason_of(ev, "error"));
+		return;
+	}
+	election_say(out, LOG_LEVEL_ERROR, "priority: the ledger %s (schema %s): run "
+	    "'pgleader init-db' as a role that may, or let a DBA apply 'pgleader "
+	    "init-db --print-sql --grant-to ROLE'; this node never asks for a "
+	    "switchover until then", t == ELECTION_ASK_MISSING ? "is missing and "
+	    "this role may not create it" : "is there but this role may not write "
+	    "its controls", e->p.schema ? e->p.schema : "?");
+}
+
 static void priority_asked(struct election *e, struct election_output *out,
 			   double now, const struct election_event *ev)
 {
+	ask_trouble(e, out, ev);
 	answered(e);
 	e->next_ctl_at = now + read_interval(e, now);
 	/* it held back the read of a lock just granted */
@@ -395,11 +422,21 @@ static void refused(struct election *e, struct election_output *out,
 	election_end_on_permanent(e, out, now, &permanent);
 }
 
+/* A runner that acts on pauses itself gets every read's rows while this
+ * node leads or its command runs, as the read finds it: a standby's runs
+ * nothing, its pauses would only be noise. */
+static void hand_pauses(const struct election *e, struct election_output *out)
+{
+	if (e->p.runner_pauses && (as_leader(e) || e->snap.command_active))
+		out->actions |= ELECTION_DO_RUNNER_PAUSES;
+}
+
 static void read_answered(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev)
 {
 	static const struct election_controls none = { .readable = false };
 
+	hand_pauses(e, out);
 	read_done(e, out, now, ev->controls.in_force ? ev->controls.in_force : &none);
 }
 

@@ -147,13 +147,14 @@ static bool fs_round_done(struct election_failsafe_machine *fs, struct election_
 /* A member leads in failsafe: its record keeps this node out of the lock
  * queue until it expires. */
 static void fs_record(struct election_failsafe_machine *fs, struct election_output *out,
-		      double now, const char *node)
+		      double now, const char *node, uint64_t token)
 {
 	if (now >= fs->record_until)
 		election_say(out, LOG_LEVEL_NOTICE, "node %s leads in failsafe: staying out "
 		    "of the lock queue", node ? node : "?");
 	fs->record_until = now + fs->ttl;
 	snprintf(fs->record_node, sizeof(fs->record_node), "%s", node ? node : "");
+	fs->record_token = token;
 }
 
 /* The member the record is about holds the lock again: true when that
@@ -370,7 +371,6 @@ static void peers_round_done(struct election *e, struct election_output *out,
 static void fs_state_regained(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
-	(void)ev;
 	if (fs_state_lapsed(e, out, now))
 		return;
 	election_request_done(e);
@@ -389,6 +389,11 @@ static void fs_state_regained(struct election *e, struct election_output *out,
 		.type = ELECTION_FENCE_EV_TAKE });
 	/* the members that agreed stay out of the lock queue until told */
 	out->actions |= ELECTION_DO_FAILSAFE_REGAINED;
+	/* the runner's claims name the session that holds the lock now, or
+	 * the ledger refuses every tick of the rest of the term */
+	e->lock_pid = ev->session.lock_pid;
+	election_tell_term(e, out);
+	out->actions |= ELECTION_DO_RUNNER_SESSION;
 }
 
 static void fs_state_lost(struct election *e, struct election_output *out,
@@ -451,7 +456,8 @@ static void peers_claimed(struct election *e, struct election_output *out,
 		answer(out, refused);
 		return;
 	}
-	fs_record(&e->failsafe, out, now, ev->peers.node);
+	fs_record(&e->failsafe, out, now, ev->peers.node, ev->peers.fencing_token);
+	e->snap.failsafe_record_token = e->failsafe.record_token;
 	answer(out, NULL);
 	if (role->stays_out)
 		stay_out(e, out, now);

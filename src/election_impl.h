@@ -131,6 +131,7 @@ struct election_failsafe_machine {
 	/* as a member */
 	double record_until;         /* another node leads in failsafe */
 	char record_node[64];        /* which */
+	uint64_t record_token;       /* its term's fencing token, as it claimed */
 };
 
 struct election {
@@ -170,6 +171,7 @@ struct election {
 	double outage_began;     /* of the outage before this connection, or INF */
 	double back_at;          /* the lock session came back */
 	bool killing;            /* SIGKILL sent: the fence no longer matters */
+	int lock_pid;            /* the lock session's, from its last ACQUIRED */
 	struct election_failsafe_machine failsafe;
 	/* the operator controls (DESIGN 11) */
 	bool ctl_pending;            /* a read or an ask is in flight */
@@ -178,10 +180,12 @@ struct election {
 	double next_ctl_at;          /* the next read; INFINITY: none due */
 	bool ctl_failed_said;        /* reads fail: warned once, until one is
 				      * answered again */
+	bool ask_trouble_said;       /* a priority ask failed: said once */
 	bool ctl_read_once;          /* a read was answered, ever */
 	bool ctl_last_clear;         /* the last read answered found nothing
 				      * in force (no pause, no switchover) */
-	bool paused;                 /* the command may not run (without jobs) */
+	bool paused;                 /* the command may not run (a runner
+				      * that does not act on pauses) */
 	bool pause_stopped;          /* the command is stopping for a pause */
 	bool handing_over;           /* a switchover: the command stops, then
 				      * the lock goes; the lock is still held */
@@ -253,6 +257,7 @@ void election_session_lost(struct election *e, double now, enum fault f);
 
 /* ---- election_command.c ---- */
 double election_settle_until(const struct election *e);
+void election_tell_term(const struct election *e, struct election_output *out);
 void election_become_leader(struct election *e, struct election_output *out,
 			  double now, const struct election_event *ev);
 bool election_reap(struct election *e, struct election_output *out, double now,

@@ -10,17 +10,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "child.h"
 #include "clocks.h"
 #include "dynlib.h"
 #include "election.h"
 #include "failsafe.h"
-#include "jobs.h"
 #include "lease.h"
 #include "ledger.h"
 #include "log.h"
 #include "notify.h"
 #include "params.h"
+#include "runner.h"
 
 #define QUEUE_SIZE 32
 
@@ -28,6 +27,8 @@ struct queued_event {
 	struct election_event ev;
 	char reason[LOG_MSG_MAX];
 	char node[64];             /* the peers' node, the controls' leader */
+	struct election_answer *answer; /* a member's claim: its step's answer
+					 * goes there; else NULL */
 };
 
 struct supervisor {
@@ -35,12 +36,11 @@ struct supervisor {
 	struct election *election;
 	struct lease *lease;
 	struct lease *fence;       /* the fence session (DESIGN 3) */
-	struct child *child;       /* the command; NULL with jobs */
+	struct runner *runner;     /* the command, or the jobs */
 	struct ledger *ledger;     /* NULL unless the config uses it */
 	struct ledger *lock_ledger; /* the controls of a polling standby, which
 				     * has no fence session, over the lock
 				     * session (DESIGN 15) */
-	struct jobs *jobs;         /* schedules, job sections, --once-per */
 	struct failsafe *failsafe; /* NULL unless failsafe_peers */
 	ev_timer wakeup;
 	ev_signal signals[5];
@@ -53,20 +53,20 @@ struct supervisor {
 
 	unsigned short seed[3];    /* erand48: the jitter of each event */
 
-	char env_node[96], env_key[48], env_token[64];
-	char *child_env[4];
-
 	/* the operator controls (DESIGN 11): who asks, and the last read's
 	 * whole-lock controls, which the event points into */
 	char node_id[64];
 	int priority;
-	char schema[64];           /* the ledger's, for its lines */
 	int64_t switchover_ms;     /* a priority switchover lapses after this */
-	bool priority_error_said;  /* a priority ask failed: warned once */
 	struct election_controls ctl;
+	struct ledger_controls rows; /* the last read's, which ctl points into */
+	struct election_term term;   /* the step's, for START_CHILD and
+				      * RUNNER_SESSION */
 };
 
 static void enqueue(struct supervisor *s, const struct election_event *ev);
+static void enqueue_answered(struct supervisor *s, const struct election_event *ev,
+			     struct election_answer *answer);
 
 /* The jitter's source, seeded per process (pid, start time, node id), so
  * that nodes, and the daemons of one node, draw different delays. The
@@ -107,44 +107,23 @@ static void command_news(struct supervisor *s, enum election_command_news news,
 
 /* The term's fencing token, as the snapshot shows it: read when the lock
  * came, and kept when a leader back from failsafe holds it again (the same
- * term, DESIGN 9), although that lock session read a newer one. A command
- * restarted in the term gets the token /status and the metrics show. */
+ * term, DESIGN 9), although that lock session read a newer one: the token
+ * the members hear in a claim. */
 static uint64_t term_token(const struct supervisor *s)
 {
 	return election_snapshot(s->election)->fencing_token;
 }
 
-/* With jobs, "the command" the election starts and stops is the jobs of
- * this term; it has no pid of its own. */
-static void start_jobs(struct supervisor *s)
-{
-	struct ledger_term term = {
-		.lock_key = lease_key(s->lease),
-		.fencing_token = term_token(s),
-		.lock_pid = lease_backend_pid(s->lease),
-	};
-
-	command_news(s, ELECTION_COMMAND_STARTED, 0, 0, NULL);
-	jobs_start(s->jobs, &term);
-}
-
+/* The term the election names: its key, token and lock session. */
 static void start_child(struct supervisor *s)
 {
-	char err[256];
+	struct ledger_term term = {
+		.lock_key = s->term.lock_key,
+		.fencing_token = s->term.fencing_token,
+		.lock_pid = s->term.lock_pid,
+	};
 
-	if (s->jobs) {
-		start_jobs(s);
-		return;
-	}
-	snprintf(s->env_key, sizeof(s->env_key), "PGLEADER_LOCK_KEY=%" PRId64,
-		 lease_key(s->lease));
-	snprintf(s->env_token, sizeof(s->env_token), "PGLEADER_FENCING_TOKEN=%" PRIu64,
-		 term_token(s));
-	if (child_start(s->child, s->child_env, err, sizeof(err)) < 0)
-		command_news(s, ELECTION_COMMAND_START_FAILED, 0, 0, err);
-	else
-		command_news(s, ELECTION_COMMAND_STARTED, (int)child_pid(s->child),
-			     0, NULL);
+	runner_start(s->runner, &term);
 }
 
 /* ---- the operator controls (DESIGN 11), read over the fence session ---- */
@@ -160,7 +139,7 @@ static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
 		const struct ledger_control *k = &lc->c[i];
 
 		if (k->job[0]) { /* a job's: the jobs' business */
-			c->jobs_paused |= k->pause;
+			c->parts_paused |= k->pause;
 			continue;
 		}
 		if (k->resumed) {
@@ -181,94 +160,59 @@ static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
 	}
 }
 
-/* The rows of jobs by name that are pauses in force (resumed false) or
- * pauses a resume ended (resumed true): their names, who asked and when. */
-static int job_rows(const struct ledger_controls *lc, bool resumed,
-		    const char **names, const char **by, const char **at)
+/* What a read of the controls answered, as the election's news. */
+static enum election_controls_news read_news(const struct ledger_answer *a)
 {
-	int n = 0;
-
-	for (int i = 0; i < lc->n; i++) {
-		if (!lc->c[i].job[0] ||
-		    !(resumed ? lc->c[i].resumed : lc->c[i].pause))
-			continue;
-		names[n] = lc->c[i].job;
-		by[n] = lc->c[i].asked_by;
-		at[n++] = lc->c[i].asked_at;
-	}
-	return n;
-}
-
-/* The pauses of jobs by name, and of them all, for the jobs to act on. */
-static void jobs_pauses(struct supervisor *s, const struct ledger_controls *lc)
-{
-	const char *names[LEDGER_CONTROLS_MAX], *by[LEDGER_CONTROLS_MAX],
-		   *at[LEDGER_CONTROLS_MAX];
-	int n;
-
-	/* who resumed first, so that a job resumed now says so */
-	n = job_rows(lc, true, names, by, at);
-	jobs_set_resumed(s->jobs, s->ctl.resumed_by != NULL, names, by, at, n,
-			 s->ctl.resumed_by, s->ctl.resumed_at);
-	n = job_rows(lc, false, names, by, at);
-	jobs_set_paused(s->jobs, s->ctl.paused, names, by, at, n, s->ctl.paused_by,
-			s->ctl.paused_at);
+	if (a->untrusted)
+		return ELECTION_CONTROLS_REFUSED;
+	return a->ok && a->controls ? ELECTION_CONTROLS_READ : ELECTION_CONTROLS_FAILED;
 }
 
 static void controls_cb(void *arg, const struct ledger_answer *a)
 {
 	struct supervisor *s = arg;
-	struct election_event ev = { .type = ELECTION_CONTROLS };
+	struct election_event ev = {
+		.type = ELECTION_CONTROLS, .reason = a->error,
+		.controls = { .news = read_news(a), .session_lost = a->lost },
+	};
 
-	if (a->untrusted) {
-		ev.controls.news = ELECTION_CONTROLS_REFUSED;
-		ev.reason = a->error;
-		enqueue(s, &ev);
-		return;
+	/* the rows are kept: the event points into them, and the runner may
+	 * get them (RUNNER_PAUSES) */
+	if (ev.controls.news == ELECTION_CONTROLS_READ) {
+		s->rows = *a->controls;
+		controls_of(s, &s->rows);
+		ev.controls.in_force = &s->ctl;
+		ev.reason = NULL;
 	}
-	if (!a->ok || !a->controls) {
-		ev.controls.news = ELECTION_CONTROLS_FAILED;
-		ev.controls.session_lost = a->lost;
-		ev.reason = a->error;
-		enqueue(s, &ev);
-		return;
-	}
-	controls_of(s, a->controls);
-	/* a standby's jobs run nothing: their pauses would only be noise */
-	if (s->jobs && (election_snapshot(s->election)->state == ELECTION_LEADER ||
-			election_snapshot(s->election)->command_active))
-		jobs_pauses(s, a->controls);
-	ev.controls.news = ELECTION_CONTROLS_READ;
-	ev.controls.in_force = &s->ctl;
 	enqueue(s, &ev);
+}
+
+/* Why the ledger gave no answer to a priority ask, as the election's. */
+static enum election_ask_trouble ask_trouble(const struct ledger_answer *a)
+{
+	if (!a->ok)
+		return a->lost ? ELECTION_ASK_LOST : ELECTION_ASK_FAILED;
+	if (a->missing)
+		return ELECTION_ASK_MISSING;
+	return a->denied ? ELECTION_ASK_DENIED : ELECTION_ASK_ANSWERED;
 }
 
 static void priority_cb(void *arg, const struct ledger_answer *a)
 {
-	struct supervisor *s = arg;
 	struct election_event ev = {
-		.type = ELECTION_CONTROLS,
+		.type = ELECTION_CONTROLS, .reason = a->ok ? NULL : a->error,
 		.controls = { .news = ELECTION_CONTROLS_ASKED,
 			      .to_me = a->ok && a->asked,
 			      .leader = a->ok ? a->leader_node : NULL,
-			      .leader_priority = a->leader_priority },
+			      .leader_priority = a->leader_priority,
+			      .trouble = ask_trouble(a) },
 	};
 
 	if (a->untrusted) {
 		ev.controls.news = ELECTION_CONTROLS_REFUSED;
 		ev.reason = a->error;
-	} else if (a->ok && (a->missing || a->denied) && !s->priority_error_said) {
-		log_error("priority: the ledger %s (schema %s): run 'pgleader init-db'"
-			  " as a role that may, or let a DBA apply 'pgleader init-db"
-			  " --print-sql --grant-to ROLE'; this node never asks for a"
-			  " switchover until then", a->missing ? "is missing and this role"
-			  " may not create it" : "is there but this role may not write its"
-			  " controls", s->schema);
-	} else if (!a->ok && !a->lost && !s->priority_error_said) {
-		log_warning("priority: cannot ask for a switchover: %s", a->error);
 	}
-	s->priority_error_said |= (!a->ok && !a->lost) || a->missing || a->denied;
-	enqueue(s, &ev);
+	enqueue(arg, &ev);
 }
 
 /* One function per action; run_actions calls them in the election's
@@ -287,20 +231,17 @@ static void do_release(struct supervisor *s) { lease_release(s->lease); }
 static void do_fence_drop(struct supervisor *s) { lease_unlock(s->fence); }
 static void do_exit(struct supervisor *s) { ev_break(s->loop, EVBREAK_ALL); }
 
-static void do_stop_child(struct supervisor *s)
+static void do_stop_child(struct supervisor *s) { runner_stop(s->runner); }
+static void do_kill_child(struct supervisor *s) { runner_kill(s->runner); }
+
+static void do_runner_session(struct supervisor *s)
 {
-	if (s->jobs)
-		jobs_stop(s->jobs);
-	else
-		child_stop(s->child);
+	runner_set_lock_pid(s->runner, s->term.lock_pid);
 }
 
-static void do_kill_child(struct supervisor *s)
+static void do_runner_pauses(struct supervisor *s)
 {
-	if (s->jobs)
-		jobs_kill(s->jobs);
-	else
-		child_kill(s->child);
+	runner_pauses(s->runner, &s->rows);
 }
 
 static void do_failsafe_claim(struct supervisor *s)
@@ -359,6 +300,8 @@ static const struct {
 	{ ELECTION_DO_FENCE_TRY, do_fence_try },
 	{ ELECTION_DO_PING, do_ping },
 	{ ELECTION_DO_FENCE_PING, do_fence_ping },
+	{ ELECTION_DO_RUNNER_SESSION, do_runner_session },
+	{ ELECTION_DO_RUNNER_PAUSES, do_runner_pauses },
 	{ ELECTION_DO_STOP_CHILD, do_stop_child },
 	{ ELECTION_DO_KILL_CHILD, do_kill_child },
 	{ ELECTION_DO_START_CHILD, start_child },
@@ -386,6 +329,7 @@ static void run_action(struct supervisor *s, enum election_action a)
 
 static void run_actions(struct supervisor *s, const struct election_output *out)
 {
+	s->term = out->term;
 	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++)
 		if (out->actions & election_actions[i].action)
 			run_action(s, election_actions[i].action);
@@ -435,8 +379,6 @@ static void arm_wakeup(struct supervisor *s)
 	double now = clocks_monotonic(), at;
 
 	ev_timer_stop(s->loop, &s->wakeup);
-	if (election_snapshot(s->election)->state == ELECTION_DONE)
-		return;
 	at = election_next_wakeup(s->election, now);
 	if (isfinite(at)) {
 		ev_timer_set(&s->wakeup, fmax(at - now, 0), 0.);
@@ -457,6 +399,8 @@ static void drain(struct supervisor *s)
 		q->ev.wall = clocks_wall();
 		q->ev.jitter = erand48(s->seed);
 		election_step(s->election, &q->ev, clocks_monotonic(), &out);
+		if (q->answer)
+			*q->answer = out.answer;
 		s->head++;
 		report(s, &out);
 		run_actions(s, &out);
@@ -467,6 +411,12 @@ static void drain(struct supervisor *s)
 
 static void enqueue(struct supervisor *s, const struct election_event *ev)
 {
+	enqueue_answered(s, ev, NULL);
+}
+
+static void enqueue_answered(struct supervisor *s, const struct election_event *ev,
+			     struct election_answer *answer)
+{
 	struct queued_event *q;
 
 	if (s->tail - s->head >= QUEUE_SIZE) {
@@ -476,6 +426,7 @@ static void enqueue(struct supervisor *s, const struct election_event *ev)
 	}
 	q = &s->queue[s->tail % QUEUE_SIZE];
 	q->ev = *ev;
+	q->answer = answer;
 	if (ev->reason) {
 		snprintf(q->reason, sizeof(q->reason), "%s", ev->reason);
 		q->ev.reason = q->reason;
@@ -518,14 +469,12 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 			     .lock_key = lease_key(s->lease) },
 	};
 
-	if (lev == LEASE_ACQUIRED)
+	if (lev == LEASE_ACQUIRED) {
 		ev.session.fencing_token = lease_fencing_token(s->lease);
+		ev.session.lock_pid = lease_backend_pid(s->lease);
+	}
 	if (lev == LEASE_BUSY)
 		ev.session.queue_ahead = lease_queue_ahead(s->lease);
-	/* back from failsafe the term goes on with a new lock session: the
-	 * jobs' claims must name it, or the ledger refuses every tick */
-	if (lev == LEASE_ACQUIRED && s->jobs)
-		jobs_set_lock_pid(s->jobs, lease_backend_pid(s->lease));
 	enqueue(s, &ev);
 	/* a polling standby's controls read waits for the session */
 	ledger_session_ready(s->lock_ledger);
@@ -560,12 +509,27 @@ static void fence_event_cb(void *arg, enum lease_event lev, enum fault fault,
 		ledger_session_ready(s->ledger);
 }
 
-static void jobs_gone_cb(void *arg, int status)
+static void started_cb(void *arg, int pid)
+{
+	command_news(arg, ELECTION_COMMAND_STARTED, pid, 0, NULL);
+}
+
+static void start_failed_cb(void *arg, const char *reason)
+{
+	command_news(arg, ELECTION_COMMAND_START_FAILED, 0, 0, reason);
+}
+
+static void gone_cb(void *arg, int status)
 {
 	command_news(arg, ELECTION_COMMAND_GONE, 0, status, NULL);
 }
 
-static void jobs_refused_cb(void *arg, enum fault fault, const char *reason)
+static void killed_cb(void *arg)
+{
+	command_news(arg, ELECTION_COMMAND_KILLED, 0, 0, NULL);
+}
+
+static void refused_cb(void *arg, enum fault fault, const char *reason)
 {
 	struct election_event ev = {
 		.type = ELECTION_COMMAND, .reason = reason,
@@ -573,16 +537,6 @@ static void jobs_refused_cb(void *arg, enum fault fault, const char *reason)
 	};
 
 	enqueue(arg, &ev);
-}
-
-static void child_gone_cb(void *arg, int status)
-{
-	command_news(arg, ELECTION_COMMAND_GONE, 0, status, NULL);
-}
-
-static void child_killed_cb(void *arg)
-{
-	command_news(arg, ELECTION_COMMAND_KILLED, 0, 0, NULL);
 }
 
 static void round_done_cb(void *arg, int agree, int total)
@@ -620,51 +574,48 @@ bool supervisor_authorized(void *arg, const char *authorization)
 	return s->failsafe && failsafe_authorized(s->failsafe, authorization);
 }
 
-/* A member's message: one step of the election, whose answer goes back
- * over HTTP. It comes from the loop, never from inside a step (nothing is
- * queued then); were it to, it goes unanswered. */
-static int ask_election(struct supervisor *s, enum election_peer_news news,
-			const char *node_id, const char *members_hash, char *reason,
-			size_t len)
+/* A member's message, queued as every event is; the step that handles it
+ * answers, and the answer goes back over HTTP. It comes from the loop,
+ * never from inside a step, so the queue is drained before enqueue
+ * returns; were it to come from inside one, it goes unanswered. */
+static int ask_election(struct supervisor *s, const struct election_peers_event *p,
+			const char *members_hash, char *reason, size_t len)
 {
-	struct election_event ev = {
-		.type = ELECTION_PEERS, .wall = clocks_wall(),
-		.jitter = erand48(s->seed),
-		.peers = { .news = news, .node = node_id,
-			   .same_members = !strcmp(members_hash,
-						   failsafe_members_hash(s->failsafe)) },
-	};
-	struct election_output out;
+	struct election_event ev = { .type = ELECTION_PEERS, .peers = *p };
+	struct election_answer answer = { .given = false };
 
 	snprintf(reason, len, "not answered");
-	if (s->draining || s->head != s->tail)
+	if (s->draining)
 		return 409;
-	s->draining = true;
-	election_step(s->election, &ev, clocks_monotonic(), &out);
-	report(s, &out);
-	run_actions(s, &out);
-	s->draining = false;
-	drain(s); /* what the actions queued; arms the wakeup */
-	if (!out.answer.given)
+	ev.peers.same_members = !strcmp(members_hash,
+					failsafe_members_hash(s->failsafe));
+	enqueue_answered(s, &ev, &answer);
+	if (!answer.given)
 		return 409;
-	snprintf(reason, len, "%s", out.answer.reason);
-	return out.answer.agreed ? 200 : 409;
+	snprintf(reason, len, "%s", answer.reason);
+	return answer.agreed ? 200 : 409;
 }
 
 int supervisor_claim(void *arg, const char *node_id, uint64_t fencing_token,
 		     const char *members_hash, char *reason, size_t len)
 {
-	(void)fencing_token;
-	return ask_election(arg, ELECTION_PEERS_CLAIMED, node_id, members_hash,
-			    reason, len);
+	const struct election_peers_event p = {
+		.news = ELECTION_PEERS_CLAIMED, .node = node_id,
+		.fencing_token = fencing_token,
+	};
+
+	return ask_election(arg, &p, members_hash, reason, len);
 }
 
 /* A member that led in failsafe holds the lock again. */
 int supervisor_regained(void *arg, const char *node_id, const char *members_hash,
 			char *reason, size_t len)
 {
-	return ask_election(arg, ELECTION_PEERS_REGAINED, node_id, members_hash,
-			    reason, len);
+	const struct election_peers_event p = {
+		.news = ELECTION_PEERS_REGAINED, .node = node_id,
+	};
+
+	return ask_election(arg, &p, members_hash, reason, len);
 }
 
 bool supervisor_running(void *arg)
@@ -690,13 +641,7 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 			 w->signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		return;
 	}
-	if (s->jobs) {
-		jobs_signal(s->jobs, w->signum);
-	} else if (child_running(s->child)) {
-		log_debug("forwarding SIG%s to the command (pid %d)",
-			  sigabbrev_np(w->signum), (int)child_pid(s->child));
-		child_signal(s->child, w->signum);
-	}
+	runner_signal(s->runner, w->signum);
 }
 
 /* The command, or with a ledger the jobs, whose statements go over the
@@ -704,7 +649,9 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 static bool open_command(struct supervisor *s, const struct config *cfg,
 			 char *err, size_t errlen)
 {
-	const struct jobs_callbacks jcb = { jobs_gone_cb, jobs_refused_cb, s };
+	const struct runner_callbacks rcb = {
+		started_cb, start_failed_cb, gone_cb, killed_cb, refused_cb, s,
+	};
 
 	/* every node reads the controls; only jobs write runs */
 	s->ledger = ledger_new(s->fence, cfg->schema, cfg->ledger_owner);
@@ -713,18 +660,8 @@ static bool open_command(struct supervisor *s, const struct config *cfg,
 		snprintf(err, errlen, "out of memory");
 		return false;
 	}
-	if (!cfg->uses_ledger) {
-		s->child = child_new(s->loop, cfg->command, cfg->shell,
-				     cfg->grace_period_ms / 1000.0, child_gone_cb, s);
-		if (!s->child) {
-			snprintf(err, errlen, "out of memory");
-			return false;
-		}
-		child_on_killed(s->child, child_killed_cb);
-		return true;
-	}
-	s->jobs = jobs_new(s->loop, cfg, s->ledger, &jcb, err, errlen);
-	return s->jobs != NULL;
+	s->runner = runner_new(s->loop, cfg, s->ledger, &rcb, err, errlen);
+	return s->runner != NULL;
 }
 
 /* The I/O objects: the lock's and the fence's sessions, the command, the
@@ -811,17 +748,11 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 		return NULL;
 	}
 
-	snprintf(s->env_node, sizeof(s->env_node), "PGLEADER_NODE_ID=%s", cfg->node_id);
 	snprintf(s->node_id, sizeof(s->node_id), "%s", cfg->node_id);
 	s->priority = cfg->priority;
-	snprintf(s->schema, sizeof(s->schema), "%s", cfg->schema);
 	/* the leader's stop, and the pings that tell a standby it is gone */
 	s->switchover_ms = cfg->grace_period_ms + cfg->ping_interval_ms *
 			   cfg->ping_failures + cfg->ping_timeout_ms + 5000;
-	s->child_env[0] = s->env_node;
-	s->child_env[1] = s->env_key;
-	s->child_env[2] = s->env_token;
-	s->child_env[3] = NULL;
 
 	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {
 		ev_signal_init(&s->signals[i], signal_cb, handled[i]);
@@ -868,7 +799,7 @@ const char *supervisor_members_hash(const struct supervisor *s)
 
 struct jobs *supervisor_jobs(const struct supervisor *s)
 {
-	return s->jobs;
+	return s->runner ? runner_jobs(s->runner) : NULL;
 }
 
 const struct election_snapshot *supervisor_snapshot(const struct supervisor *s)
@@ -884,12 +815,10 @@ void supervisor_free(struct supervisor *s)
 	for (size_t i = 0; i < sizeof(s->signals) / sizeof(s->signals[0]); i++)
 		ev_signal_stop(s->loop, &s->signals[i]);
 	failsafe_free(s->failsafe);
-	jobs_free(s->jobs);
+	runner_free(s->runner);
 	election_free(s->election);
 	ledger_free(s->ledger);
 	ledger_free(s->lock_ledger);
-	if (s->child)
-		child_free(s->child);
 	if (s->fence)
 		lease_free(s->fence);
 	if (s->lease)

@@ -188,6 +188,7 @@ static struct election_output step(struct election *e, int type, int code,
 	struct election_output out;
 	long long key;
 	unsigned long long token;
+	int lock_pid = 0;
 
 	name_event(type, &ev);
 	if (ev.type == ELECTION_COMMAND) {
@@ -202,9 +203,11 @@ static struct election_output step(struct election *e, int type, int code,
 	else if (type == ELECTION_FATAL)
 		ev.session.fault = fatal_fault(code);
 	else if (type == ELECTION_LOCK_ACQUIRED && reason &&
-		 sscanf(reason, "key %lld, fencing token %llu", &key, &token) == 2) {
+		 sscanf(reason, "key %lld, fencing token %llu, lock pid %d", &key,
+			&token, &lock_pid) >= 2) {
 		ev.session.lock_key = key;
 		ev.session.fencing_token = token;
+		ev.session.lock_pid = lock_pid;
 	}
 	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
 	election_step(e, &ev, now, &out);
@@ -3318,13 +3321,17 @@ static void failsafe_leader_with(const struct election_params *p, double t)
 	struct election_output out;
 
 	to_standby(&M, p, t);
-	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", t);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9, lock pid 100", t);
 	/* the members first (with the fence and the controls): does one of
 	 * them still run the command? */
 	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_CHECK);
 	out = peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, t);
 	ck_actions(out, ELECTION_DO_START_CHILD);
 	ck_assert(M.child_running);
+	/* the runner runs for the term the lock began */
+	ck_assert_int_eq(out.term.lock_key, 1);
+	ck_assert_uint_eq(out.term.fencing_token, 9);
+	ck_assert_int_eq(out.term.lock_pid, 100);
 }
 
 static void failsafe_leader(double t)
@@ -3358,10 +3365,15 @@ START_TEST(test_failsafe_keeps_command)
 	ck_no_log(peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 1.7));
 	/* back: the same command, the same term */
 	ck_actions(step(&M, ELECTION_CONNECTED, 0, NULL, 1.8), ELECTION_DO_TRY_LOCK);
-	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 1.9);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12, lock pid 200",
+		   1.9);
 	/* the members that agreed are told: they queue again at once; the
-	 * fence is still held, the new term's controls read */
-	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED | ELECTION_DO_CONTROLS_READ);
+	 * fence is still held, the new term's controls read; the runner
+	 * goes on in the same term over the new lock session */
+	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED | ELECTION_DO_CONTROLS_READ |
+		   ELECTION_DO_RUNNER_SESSION);
+	ck_assert_uint_eq(out.term.fencing_token, 9);
+	ck_assert_int_eq(out.term.lock_pid, 200);
 	ck_state(&M, ELECTION_LEADER);
 	ck_assert(M.child_running);
 	ck_assert_uint_eq(s->term, 1);
@@ -3568,6 +3580,8 @@ START_TEST(test_failsafe_agreement_lapses)
 	/* frozen; the grant is the first thing read */
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 15.5);
 	ck_assert(!(out.actions & ELECTION_DO_FAILSAFE_REGAINED));
+	/* the runner stops in the old session's term, not moved to the new */
+	ck_assert(!(out.actions & ELECTION_DO_RUNNER_SESSION));
 	ck_assert(out.actions & ELECTION_DO_STOP_CHILD);
 	ck_state(&M, ELECTION_DEMOTING);
 	ck_log_prefix(out, LOG_LEVEL_WARNING, "lost leader lease: the members' "
@@ -3632,6 +3646,32 @@ START_TEST(test_failsafe_member_record)
 	out = peers(&M, ELECTION_PEERS_CLAIMED, SAME_MEMBERS, 0, "n2", 1);
 	ck_assert_int_eq(answer_code(&out), 409);
 	ck_assert_str_eq(out.answer.reason, "this node runs the command");
+}
+END_TEST
+
+/* A claim's fencing token reaches the election, as the claim itself does
+ * (one event, queued like every other): the record agreed to keeps it,
+ * the snapshot shows it; a refused claim leaves it alone. */
+START_TEST(test_failsafe_claim_token_recorded)
+{
+	struct election_params p = failsafe_params();
+	struct election_event claim = { .type = ELECTION_PEERS,
+		.peers = { .news = ELECTION_PEERS_CLAIMED, .node = "n2",
+			   .fencing_token = 77, .same_members = true } };
+	struct election_output out;
+
+	to_standby(&M, &p, 0);
+	step(&M, ELECTION_LOCK_BUSY, 0, NULL, 0);
+	ck_assert_uint_eq(election_snapshot(&M)->failsafe_record_token, 0);
+	election_step(&M, &claim, 1, &out);
+	ck_assert_int_eq(answer_code(&out), 200);
+	ck_assert_uint_eq(election_snapshot(&M)->failsafe_record_token, 77);
+	/* another member list: refused, the record's token stays */
+	claim.peers.fencing_token = 78;
+	claim.peers.same_members = false;
+	election_step(&M, &claim, 2, &out);
+	ck_assert_int_eq(answer_code(&out), 409);
+	ck_assert_uint_eq(election_snapshot(&M)->failsafe_record_token, 77);
 }
 END_TEST
 
@@ -3902,7 +3942,8 @@ START_TEST(test_failsafe_fence_kept)
 	step(&M, ELECTION_CONNECTED, 0, NULL, 1.7);
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 12", 1.8);
 	ck_state(&M, ELECTION_LEADER);
-	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED | ELECTION_DO_CONTROLS_READ);
+	ck_actions(out, ELECTION_DO_FAILSAFE_REGAINED | ELECTION_DO_CONTROLS_READ |
+		   ELECTION_DO_RUNNER_SESSION);
 	ck_actions(fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 1.9), 0);
 	ck_assert(election_snapshot(&M)->fence_held);
 
@@ -3912,7 +3953,8 @@ START_TEST(test_failsafe_fence_kept)
 	M.fence.state = ELECTION_FENCE_READY; /* say its news crossed */
 	M.connected = true;
 	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 13", 3.5);
-	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_REGAINED);
+	ck_actions(out, LEAD_FIRST | ELECTION_DO_FAILSAFE_REGAINED |
+		   ELECTION_DO_RUNNER_SESSION);
 }
 END_TEST
 
@@ -3974,6 +4016,8 @@ START_TEST(test_action_order)
 	ck_assert_int_lt(AT(FENCE_CLOSE), AT(FENCE_CONNECT));
 	ck_assert_int_lt(AT(FENCE_PING), AT(START_CHILD));
 	ck_assert_int_lt(AT(STOP_CHILD), AT(RELEASE));
+	/* the runner hears of its pauses before it starts (jobs.h) */
+	ck_assert_int_lt(AT(RUNNER_PAUSES), AT(START_CHILD));
 	ck_assert_int_eq(AT(EXIT), ELECTION_ACTION_COUNT - 1);
 #undef AT
 }
@@ -4184,6 +4228,7 @@ static void add_failsafe_case(Suite *s)
 	tcase_add_test(tc, test_failsafe_not_after_lease);
 	tcase_add_test(tc, test_failsafe_agreement_lapses);
 	tcase_add_test(tc, test_failsafe_member_record);
+	tcase_add_test(tc, test_failsafe_claim_token_recorded);
 	tcase_add_test(tc, test_failsafe_new_leader_asks);
 	tcase_add_test(tc, test_failsafe_silent_then_gone);
 	tcase_add_test(tc, test_failsafe_stranger);

@@ -177,7 +177,7 @@ static struct election_output to_leader_acquired(double t)
 	struct election_output out;
 	struct election_event acq = { .type = ELECTION_LOCK,
 		.session = { .news = ELECTION_SESSION_ACQUIRED, .lock_key = 42,
-			     .fencing_token = 7 } };
+			     .fencing_token = 7, .lock_pid = 4242 } };
 
 	wait_ends = INFINITY;
 	election_step(&M, &acq, t, &out);
@@ -416,6 +416,62 @@ START_TEST(jobs_read_again_as_leader)
 }
 END_TEST
 
+/* The runner that acts on pauses itself (the jobs) gets each read from
+ * the election while this node leads or its jobs run, the first one in the
+ * step that starts them, before they start; a standby's runs nothing. */
+START_TEST(runner_gets_pauses_while_leading)
+{
+	struct election_output out;
+	double t = 0;
+	unsigned seen_now;
+
+	to_standby_with_jobs();
+	seen_now = advance(&t, 3, NULL);
+	ck_assert(seen_now & ELECTION_DO_CONTROLS_READ);
+	ck_assert(!(seen_now & ELECTION_DO_RUNNER_PAUSES));
+	out = to_leader(&paused_by_alice, 3);
+	ck_assert(has(&out, ELECTION_DO_RUNNER_PAUSES | ELECTION_DO_START_CHILD));
+	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 3);
+	out = controls(&none, 3.5);
+	ck_assert(has(&out, ELECTION_DO_RUNNER_PAUSES));
+	/* a read failed: nothing to hand over */
+	out = failed_read(4);
+	ck_assert(!has(&out, ELECTION_DO_RUNNER_PAUSES));
+}
+END_TEST
+
+/* The single command's pauses are the election's own: its runner never
+ * gets them. */
+START_TEST(command_gets_no_pauses)
+{
+	double t = 0;
+	unsigned seen_now;
+
+	leader_running();
+	world = &paused_by_alice;
+	seen_now = advance(&t, 3, NULL);
+	ck_assert(seen_now & ELECTION_DO_CONTROLS_READ);
+	ck_assert(seen_now & ELECTION_DO_STOP_CHILD);
+	ck_assert(!(seen_now & ELECTION_DO_RUNNER_PAUSES));
+}
+END_TEST
+
+/* The command starts for the term the lock began: its key, its fencing
+ * token, and the lock session holding it (whose pid the jobs' claims
+ * name). */
+START_TEST(the_command_starts_for_the_term)
+{
+	struct election_output out;
+
+	to_standby(&daemon, 0);
+	out = to_leader(&none, 0.5);
+	ck_assert(has(&out, ELECTION_DO_START_CHILD));
+	ck_assert_int_eq(out.term.lock_key, 42);
+	ck_assert_uint_eq(out.term.fencing_token, 7);
+	ck_assert_int_eq(out.term.lock_pid, 4242);
+}
+END_TEST
+
 static const struct election_controls asked_of_a = {
 	.readable = true, .switchover = true, .target = "", .leader = "a",
 	.asked_by = "bob", .asked_at = "T", .left = 3,
@@ -575,6 +631,74 @@ END_TEST
 
 /* A read that fails with an error, after one that found nothing in
  * force: the node goes by that one (DESIGN 11), said once. */
+/* A standby of priority 2 whose ask is due at t (on the daemon's
+ * parameters, its ledger schema "pgleader"). */
+static void asking_standby(double *t)
+{
+	struct config c = quick();
+	static struct election_params p;
+
+	c.priority = 2;
+	c.priority_delay_ms = 1000;
+	p = daemon_params(&c);
+	to_standby(&p, 0);
+	ck_assert(advance(t, 3, NULL) & ELECTION_DO_PRIORITY_ASK);
+}
+
+static struct election_output ask_answered(enum election_ask_trouble trouble,
+					   const char *reason, double now)
+{
+	struct election_event e = { .type = ELECTION_CONTROLS, .reason = reason,
+		.controls = { .news = ELECTION_CONTROLS_ASKED, .leader = "",
+			      .trouble = trouble } };
+	struct election_output out;
+
+	election_step(&M, &e, now, &out);
+	return out;
+}
+
+/* An ask the ledger could not answer is the election's to say, once in
+ * the process's life: an error when this role cannot use the ledger... */
+START_TEST(priority_ask_trouble_said_once)
+{
+	struct election_output out;
+	double t = 0;
+
+	asking_standby(&t);
+	out = ask_answered(ELECTION_ASK_DENIED, NULL, t);
+	ck_assert_int_eq(out.n_logs, 1);
+	ck_assert_int_eq(out.logs[0].level, LOG_LEVEL_ERROR);
+	ck_assert_str_eq(said(&out), "priority: the ledger is there but this role may "
+			 "not write its controls (schema pgleader): run 'pgleader init-db' "
+			 "as a role that may, or let a DBA apply 'pgleader init-db "
+			 "--print-sql --grant-to ROLE'; this node never asks for a "
+			 "switchover until then");
+	ck_assert(advance(&t, 6, NULL) & ELECTION_DO_PRIORITY_ASK);
+	ck_assert_int_eq(ask_answered(ELECTION_ASK_MISSING, NULL, t).n_logs, 0);
+	ck_assert_int_eq(ask_answered(ELECTION_ASK_FAILED, "boom", t).n_logs, 0);
+}
+END_TEST
+
+/* ... a warning for a failure; nothing for a lost session, which the
+ * session tells. */
+START_TEST(priority_ask_failure_warned_once)
+{
+	struct election_output out;
+	double t = 0;
+
+	asking_standby(&t);
+	ck_assert_int_eq(ask_answered(ELECTION_ASK_LOST, "gone", t).n_logs, 0);
+	out = ask_answered(ELECTION_ASK_FAILED, "canceling statement due to lock "
+			   "timeout", t);
+	ck_assert_int_eq(out.n_logs, 1);
+	ck_assert_int_eq(out.logs[0].level, LOG_LEVEL_WARNING);
+	ck_assert_str_eq(said(&out), "priority: cannot ask for a switchover: "
+			 "canceling statement due to lock timeout");
+	out = ask_answered(ELECTION_ASK_MISSING, NULL, t);
+	ck_assert_int_eq(out.n_logs, 0);
+}
+END_TEST
+
 START_TEST(a_failed_read_does_not_block)
 {
 	struct election_event failed = { .type = ELECTION_CONTROLS,
@@ -667,7 +791,7 @@ END_TEST
 START_TEST(last_read_job_paused_fails_closed)
 {
 	static const struct election_controls job_paused = { .readable = true,
-		.jobs_paused = true };
+		.parts_paused = true };
 	struct election_output out;
 	double t = 0.5;
 
@@ -756,12 +880,17 @@ int main(void)
 	tcase_add_test(tc, a_paused_new_leader_starts_nothing);
 	tcase_add_test(tc, jobs_act_on_pauses_themselves);
 	tcase_add_test(tc, jobs_read_again_as_leader);
+	tcase_add_test(tc, runner_gets_pauses_while_leading);
+	tcase_add_test(tc, command_gets_no_pauses);
+	tcase_add_test(tc, the_command_starts_for_the_term);
 	tcase_add_test(tc, switchover_asked_of_this_leader);
 	tcase_add_test(tc, switchover_that_lapses);
 	tcase_add_test(tc, switchover_to_another_node);
 	tcase_add_test(tc, switchover_answered);
 	tcase_add_test(tc, priority_zero_never_asks);
 	tcase_add_test(tc, priority_asks_after_the_delay);
+	tcase_add_test(tc, priority_ask_trouble_said_once);
+	tcase_add_test(tc, priority_ask_failure_warned_once);
 	tcase_add_test(tc, a_failed_read_does_not_block);
 	tcase_add_test(tc, an_untrusted_ledger_ends_a_standby);
 	tcase_add_test(tc, an_untrusted_ledger_stops_the_leaders_command);
