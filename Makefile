@@ -46,9 +46,13 @@ HARDENING := -fstack-protector-strong -fPIE
 ifeq ($(findstring _FORTIFY_SOURCE,$(CPPFLAGS) $(CFLAGS)),)
 HARDENING += -U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2
 endif
+# src/ shows the shape (DESIGN 14): decide/ (pure deciders), act/ (what
+# carries their actions out), observe/, cli/, settings/, and the glue at
+# the top; tests/check-layers.sh keeps decide/ free of the others.
+SRC_DIRS := src src/decide src/act src/observe src/cli src/settings
 CFLAGS ?= -O2 -g
 LIB_PKGS := libpq libsystemd inih libmicrohttpd jansson libcurl
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE -DPGLEADER_VERSION='"$(VERSION)"' \
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(addprefix -I,$(SRC_DIRS)) -DPGLEADER_VERSION='"$(VERSION)"' \
 	$(WARNINGS) $(HARDENING) $(CPPFLAGS) $(CFLAGS) \
 	$(shell $(PKG_CONFIG) --cflags $(LIB_PKGS) 2>/dev/null)
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
@@ -82,9 +86,9 @@ B := $(if $(BUILDDIR),$(patsubst %/,%,$(BUILDDIR))/,)
 ASAN_DIR := build/asan
 COV_DIR := build/cov
 
-SRCS := $(wildcard src/*.c)
+SRCS := $(wildcard $(addsuffix /*.c,$(SRC_DIRS)))
 OBJS := $(patsubst %.c,$(B)%.o,$(SRCS))
-HDRS := $(wildcard src/*.h)
+HDRS := $(wildcard $(addsuffix /*.h,$(SRC_DIRS)))
 
 UNIT_TESTS := $(addprefix $(B),tests/unit/test_config tests/unit/test_options \
 	tests/unit/test_value tests/unit/test_election \
@@ -99,7 +103,7 @@ UNIT_TESTS := $(addprefix $(B),tests/unit/test_config tests/unit/test_options \
 BUILD_FLAGS := $(B).build-flags
 FLAGS_NOW := $(ALL_CFLAGS) | $(ALL_LDFLAGS) | $(LIBS)
 ifneq ($(FLAGS_NOW),$(file <$(BUILD_FLAGS)))
-$(shell mkdir -p $(B)src $(B)tests/unit)
+$(shell mkdir -p $(addprefix $(B),$(SRC_DIRS)) $(B)tests/unit)
 $(file >$(BUILD_FLAGS),$(FLAGS_NOW))
 endif
 DEPS := $(HDRS) Makefile $(BUILD_FLAGS)
@@ -126,18 +130,18 @@ $(B)pgleader: $(OBJS)
 
 # The schedule arithmetic: the cron fields (schedule.c), the zone's offsets
 # (zone.c), @every's duration (value.c).
-SCHEDULE_SRCS := src/schedule.c src/zone.c src/value.c
+SCHEDULE_SRCS := src/decide/schedule.c src/decide/zone.c src/settings/value.c
 
 # The lease on its own, driven from stdin by the integration tests
 # (tests/integration/test_fence_lease.py); built with the tree, never installed.
-DRIVER_OBJS := $(addprefix $(B),src/lease.o src/lease_conn.o src/lease_sql.o src/log.o)
+DRIVER_OBJS := $(addprefix $(B),src/act/lease.o src/act/lease_conn.o src/act/lease_sql.o src/log.o)
 $(B)tests/fence_driver: tests/fence_driver.c $(DRIVER_OBJS) $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(DRIVER_OBJS) $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(DRIVER_OBJS) $(LIBS)
 
 $(B)tests/schedule_oracle: tests/schedule_oracle.c $(SCHEDULE_SRCS) $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(SCHEDULE_SRCS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(SCHEDULE_SRCS)
 
 $(B)tests/stampjob: tests/stampjob.c $(DEPS)
 	@mkdir -p $(@D)
@@ -161,99 +165,99 @@ $(B)src/%.o: src/%.c $(DEPS)
 
 # Unit tests link only the module under test.
 # The table engine: what config.c's table and test_options' own run on.
-OPTIONS_SRCS := src/options.c src/setting.c src/inifile.c src/value.c
-$(B)tests/unit/test_config: tests/unit/test_config.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
+OPTIONS_SRCS := src/settings/options.c src/settings/setting.c src/settings/inifile.c src/settings/value.c
+$(B)tests/unit/test_config: tests/unit/test_config.c src/settings/config.c src/decide/schedule.c src/decide/zone.c $(OPTIONS_SRCS) $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< src/settings/config.c src/decide/schedule.c src/decide/zone.c $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
-$(B)tests/unit/test_value: tests/unit/test_value.c src/value.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/value.c $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
+$(B)tests/unit/test_value: tests/unit/test_value.c src/settings/value.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< src/settings/value.c $(CHECK_LIBS)
 # The election is six files: the core, the standby states, the command's
 # states, the fence, failsafe, the operator controls.
-ELECTION_SRCS := src/election.c src/election_standby.c src/election_command.c \
-	src/election_fence.c src/election_failsafe.c src/election_controls.c
+ELECTION_SRCS := src/decide/election.c src/decide/election_standby.c src/decide/election_command.c \
+	src/decide/election_fence.c src/decide/election_failsafe.c src/decide/election_controls.c
 # Both run on the daemon's parameters: params.c over config.c's defaults.
-DAEMON_PARAMS_SRCS := tests/unit/daemon_params.c src/params.c src/config.c \
-	src/schedule.c src/zone.c $(OPTIONS_SRCS)
+DAEMON_PARAMS_SRCS := tests/unit/daemon_params.c src/decide/params.c src/settings/config.c \
+	src/decide/schedule.c src/decide/zone.c $(OPTIONS_SRCS)
 $(B)tests/unit/test_election: tests/unit/test_election.c $(ELECTION_SRCS) $(DAEMON_PARAMS_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(DAEMON_PARAMS_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(ELECTION_SRCS) $(DAEMON_PARAMS_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
 # The operator controls' decisions, with the daemon's parameters.
 UNIT_TESTS += $(B)tests/unit/test_election_controls
 $(B)tests/unit/test_election_controls: tests/unit/test_election_controls.c $(ELECTION_SRCS) $(DAEMON_PARAMS_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(ELECTION_SRCS) $(DAEMON_PARAMS_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(ELECTION_SRCS) $(DAEMON_PARAMS_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
 # The test defines sd_journal_sendv itself, so it links no libsystemd: it
 # sees the journal fields pgleader would send without needing a journald.
 $(B)tests/unit/test_log: tests/unit/test_log.c src/log.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< src/log.c $(JANSSON_LIBS) $(CHECK_LIBS)
 # The planning rule on the real schedule arithmetic.
-TICKPLAN_SRCS := src/tickplan.c $(SCHEDULE_SRCS)
+TICKPLAN_SRCS := src/decide/tickplan.c $(SCHEDULE_SRCS)
 # The job decider (DESIGN 14), pure: no libev, no libpq, no clock.
-JOBS_STEP_SRCS := src/jobs_step.c $(TICKPLAN_SRCS)
+JOBS_STEP_SRCS := src/decide/jobs_step.c $(TICKPLAN_SRCS)
 $(B)tests/unit/test_tickplan: tests/unit/test_tickplan.c $(TICKPLAN_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(TICKPLAN_SRCS) $(CHECK_LIBS)
-$(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/lease_sql.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/lease_sql.c $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(TICKPLAN_SRCS) $(CHECK_LIBS)
+$(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/act/lease_sql.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< src/act/lease_sql.c $(CHECK_LIBS)
 # The ledger's SQL text, alone (the SQL is run by test_ledger_cli.py).
 UNIT_TESTS += $(B)tests/unit/test_ledger_sql
-$(B)tests/unit/test_ledger_sql: tests/unit/test_ledger_sql.c src/ledger_sql.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger_sql.c $(CHECK_LIBS)
+$(B)tests/unit/test_ledger_sql: tests/unit/test_ledger_sql.c src/act/ledger_sql.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< src/act/ledger_sql.c $(CHECK_LIBS)
 # ledger.c's queue over a fake session (what a lost session keeps).
 UNIT_TESTS += $(B)tests/unit/test_ledger
-$(B)tests/unit/test_ledger: tests/unit/test_ledger.c src/ledger.c src/ledger_sql.c tests/unit/log_stub.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/ledger.c src/ledger_sql.c tests/unit/log_stub.c $(CHECK_LIBS)
+$(B)tests/unit/test_ledger: tests/unit/test_ledger.c src/act/ledger.c src/act/ledger_sql.c tests/unit/log_stub.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< src/act/ledger.c src/act/ledger_sql.c tests/unit/log_stub.c $(CHECK_LIBS)
 # jobs.c's planning over a fake ledger and fake commands, on a monotonic
 # clock the test moves (test_clock_gettime).
 UNIT_TESTS += $(B)tests/unit/test_jobs
-$(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Isrc -Itests/unit -o $@ $< src/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
+$(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/act/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Itests/unit -o $@ $< src/act/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
 # The job decider alone, on the configuration config_load makes of a jobs
 # file, with a fake clock: the actions are the answer.
 UNIT_TESTS += $(B)tests/unit/test_jobs_step
-JOBS_STEP_TEST_SRCS := src/jobs_step.c src/tickplan.c src/config.c src/schedule.c \
-	src/zone.c $(OPTIONS_SRCS)
+JOBS_STEP_TEST_SRCS := src/decide/jobs_step.c src/decide/tickplan.c src/settings/config.c src/decide/schedule.c \
+	src/decide/zone.c $(OPTIONS_SRCS)
 $(B)tests/unit/test_jobs_step: tests/unit/test_jobs_step.c $(JOBS_STEP_TEST_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(JOBS_STEP_TEST_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(JOBS_STEP_TEST_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
 # The controls' SQL text (the SQL is run by test_controls_cli.py).
 UNIT_TESTS += $(B)tests/unit/test_controls_sql
-$(B)tests/unit/test_controls_sql: tests/unit/test_controls_sql.c src/controls_sql.c src/ledger_sql.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< src/controls_sql.c src/ledger_sql.c $(CHECK_LIBS)
+$(B)tests/unit/test_controls_sql: tests/unit/test_controls_sql.c src/act/controls_sql.c src/act/ledger_sql.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< src/act/controls_sql.c src/act/ledger_sql.c $(CHECK_LIBS)
 # Every statement of ledger_sql.c, lease_sql.c and controls_sql.c run
 # against a throwaway PostgreSQL (pgtemp.c, one per run): make unit-pg, by
 # make check, not by make unit (the package builds have no server).
-SQL_PG_SRCS := tests/unit/pgtemp.c src/ledger_sql.c src/lease_sql.c src/controls_sql.c
+SQL_PG_SRCS := tests/unit/pgtemp.c src/act/ledger_sql.c src/act/lease_sql.c src/act/controls_sql.c
 $(B)tests/unit/test_sql_pg: tests/unit/test_sql_pg.c $(SQL_PG_SRCS) tests/unit/pgtemp.h $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -Itests/unit -o $@ $< $(SQL_PG_SRCS) $(PQ_LIBS) $(CHECK_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Itests/unit -o $@ $< $(SQL_PG_SRCS) $(PQ_LIBS) $(CHECK_LIBS) -lm
 # A switchover's plan: controls_cli.c links the shared CLI modules.
-CONTROLS_CLI_SRCS := src/controls_cli.c src/controls_sql.c src/cli.c src/cli_ledger.c \
-	src/cli_sessions.c \
-	src/ledger_sql.c src/lease_sql.c src/log.c $(ELECTION_SRCS) $(SCHEDULE_SRCS)
+CONTROLS_CLI_SRCS := src/cli/controls_cli.c src/act/controls_sql.c src/cli/cli.c src/cli/cli_ledger.c \
+	src/cli/cli_sessions.c \
+	src/act/ledger_sql.c src/act/lease_sql.c src/log.c $(ELECTION_SRCS) $(SCHEDULE_SRCS)
 UNIT_TESTS += $(B)tests/unit/test_controls_cli
 $(B)tests/unit/test_controls_cli: tests/unit/test_controls_cli.c $(CONTROLS_CLI_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(CONTROLS_CLI_SRCS) $(LIBS) $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(CONTROLS_CLI_SRCS) $(LIBS) $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub. stdfd.c, the
 # descriptors the command inherits, is tested here too.
-CHILD_SRCS := src/child.c src/proctree.c src/stdfd.c tests/unit/log_stub.c
+CHILD_SRCS := src/act/child.c src/act/proctree.c src/act/stdfd.c tests/unit/log_stub.c
 $(B)tests/unit/test_child: tests/unit/test_child.c $(CHILD_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(CHILD_SRCS) -lev $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(CHILD_SRCS) -lev $(CHECK_LIBS)
 
 $(B)tests/unit/test_schedule: tests/unit/test_schedule.c $(SCHEDULE_SRCS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(SCHEDULE_SRCS) $(CHECK_LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(SCHEDULE_SRCS) $(CHECK_LIBS)
 
 # metrics.c is pure; election.c gives it the state names and bucket bounds.
-METRICS_DEPS := src/metrics.c $(ELECTION_SRCS)
+METRICS_DEPS := src/observe/metrics.c $(ELECTION_SRCS)
 $(B)tests/unit/test_metrics: tests/unit/test_metrics.c $(METRICS_DEPS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(METRICS_DEPS) $(JANSSON_LIBS) $(CHECK_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(METRICS_DEPS) $(JANSSON_LIBS) $(CHECK_LIBS) -lm
 
 # A real server on a real loop, its clients in a thread (libcurl, raw sockets).
-HTTP_DEPS := src/http.c src/procstat.c src/proctree.c tests/unit/log_stub.c $(METRICS_DEPS)
+HTTP_DEPS := src/observe/http.c src/observe/procstat.c src/act/proctree.c tests/unit/log_stub.c $(METRICS_DEPS)
 $(B)tests/unit/test_http: tests/unit/test_http.c $(HTTP_DEPS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -pthread -Isrc -o $@ $< $(HTTP_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -pthread -o $@ $< $(HTTP_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
 
 # Members are real servers (http.c) on the loop of the failsafe client under
 # test; no thread: everything runs on one libev loop, as in pgleader.
-FAILSAFE_DEPS := src/failsafe.c src/fleet.c src/curlev.c $(HTTP_DEPS)
+FAILSAFE_DEPS := src/act/failsafe.c src/settings/fleet.c src/act/curlev.c $(HTTP_DEPS)
 $(B)tests/unit/test_failsafe: tests/unit/test_failsafe.c $(FAILSAFE_DEPS) $(DEPS)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -Isrc -o $@ $< $(FAILSAFE_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(FAILSAFE_DEPS) $(MHD_LIBS) $(JANSSON_LIBS) $(CURL_LIBS) -lev $(CHECK_LIBS) -lm
 
 # The deterministic simulation of a fleet (DESIGN 12, tests/sim/README.md):
 # the real election on simulated nodes, with the daemon's parameters
@@ -271,8 +275,8 @@ JOBS_SEEDS ?= 500
 # timers, failsafe peers) the ports of tests/sim/ports.c over the models.
 # The linker wraps election_new and election_step, so that the simulator
 # knows each node's election (the invariants) and traces each step.
-SIM_OTHER_SRCS := src/supervisor.c src/runner.c src/runner_command.c src/runner_jobs.c src/params.c src/config.c src/schedule.c src/zone.c $(OPTIONS_SRCS) src/fleet.c \
-	src/jobs.c src/jobs_step.c src/tickplan.c src/ledger.c src/ledger_sql.c
+SIM_OTHER_SRCS := src/supervisor.c src/act/runner.c src/act/runner_command.c src/act/runner_jobs.c src/decide/params.c src/settings/config.c src/decide/schedule.c src/decide/zone.c $(OPTIONS_SRCS) src/settings/fleet.c \
+	src/act/jobs.c src/decide/jobs_step.c src/decide/tickplan.c src/act/ledger.c src/act/ledger_sql.c
 # the simulator's own files: its core, the models, the ports, the checks
 SIM_FILES := tests/sim/sim.c tests/sim/network.c tests/sim/database.c \
 	tests/sim/ports.c tests/sim/invariants.c tests/sim/faults.c
@@ -281,7 +285,7 @@ SIM_LIBS := $(shell $(PKG_CONFIG) --libs inih 2>/dev/null) -lm
 SIM_DEFS := -Dclock_gettime=sim_clock_gettime -Wl,--wrap=election_new,--wrap=election_step
 $(B)tests/sim/sim: $(SIM_SRCS) tests/sim/sim.h $(DEPS)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(SIM_DEFS) $(ALL_LDFLAGS) -Isrc -o $@ $(SIM_SRCS) $(SIM_LIBS)
+	$(CC) $(ALL_CFLAGS) $(SIM_DEFS) $(ALL_LDFLAGS) -o $@ $(SIM_SRCS) $(SIM_LIBS)
 .PHONY: sim sim-mutants
 sim: $(B)tests/sim/sim
 	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --seeds $(SEEDS) --known tests/sim/known.txt \
@@ -334,12 +338,13 @@ lint: pgleader cppcheck shellcheck complexity metrics-lint decider-purity
 	tests/state-table.py --check
 	tests/check-readme.sh
 	tests/check-builddir.sh
+	tests/check-layers.sh
 
 # variableScope is suppressed: the house style declares a function's
 # variables at the top of it or of its block, and narrowing them further is
 # taste, not a defect. cppcheck reads our headers, not the system's.
 cppcheck:
-	cppcheck -q --error-exitcode=1 --std=c11 -D_GNU_SOURCE -Isrc \
+	cppcheck -q --error-exitcode=1 --std=c11 -D_GNU_SOURCE $(addprefix -I,$(SRC_DIRS)) \
 		-DPGLEADER_VERSION='"$(VERSION)"' \
 		--enable=warning,style,performance,portability --inline-suppr \
 		--suppress=variableScope src/
@@ -352,14 +357,15 @@ shellcheck:
 			printf '%s\n' "$$f"; \
 	done | xargs -r shellcheck
 
-# The job decider stays a decider (DESIGN 14): it includes neither libev
-# nor libpq (-M: system headers too), reads no clock and logs nothing
-# (its lines are actions).
-PURE_DECIDERS := src/jobs_step.c
+# The deciders stay deciders (DESIGN 14): no file of src/decide/ includes
+# libev or libpq (-M: system headers too), reads a clock or logs (their
+# lines are actions); tests/check-layers.sh keeps them off act/, observe/
+# and cli/.
+PURE_DECIDERS := $(wildcard src/decide/*.c)
 .PHONY: decider-purity
 decider-purity:
 	@set -e; for f in $(PURE_DECIDERS); do \
-		if $(CC) $(ALL_CFLAGS) -Isrc -M $$f | grep -E '(^|[ /])(ev|libpq-fe)\.h'; then \
+		if $(CC) $(ALL_CFLAGS) -M $$f | grep -E '(^|[ /])(ev|libpq-fe)\.h'; then \
 			echo "decider-purity: $$f includes libev or libpq"; exit 1; fi; \
 		if grep -nE '\b(clocks_monotonic|clocks_wall|clock_gettime|log_(msg|event|error|warning|notice|info|debug))\(' $$f; then \
 			echo "decider-purity: $$f reads a clock or logs"; exit 1; fi; \
@@ -368,7 +374,7 @@ decider-purity:
 # No function in src/ or in the tests' C (the simulator's too) over 60 lines or over a complexity
 # of 15 (either of pmccabe's two: modified and traditional cyclomatic).
 complexity:
-	@pmccabe src/*.c tests/sim/*.c tests/unit/*.c tests/*.c | awk '$$1 > 15 || $$2 > 15 || $$5 > 60 { \
+	@pmccabe $(SRCS) tests/sim/*.c tests/unit/*.c tests/*.c | awk '$$1 > 15 || $$2 > 15 || $$5 > 60 { \
 		printf "complexity: %s %s: complexity %d/%d, %d lines (bounds 15, 60)\n", \
 			$$6, $$7, $$1, $$2, $$5; bad = 1 } END { exit bad }'
 
@@ -395,7 +401,7 @@ coverage:
 	$(MAKE) BUILDDIR=$(COV_DIR) COVERAGE=1 all unit
 	$(call helper_env,$(COV_DIR)) \
 		$(PYTHON) -m pytest -q tests/integration -m 'not slow' $(PYTEST_ARGS)
-	cd $(COV_DIR) && gcov -n -o src $(CURDIR)/src/*.c | \
+	cd $(COV_DIR) && for f in $(SRCS); do gcov -n -o $$(dirname $$f) $(CURDIR)/$$f; done | \
 		grep -A1 "^File 'src/" | grep -v '^--' > coverage.txt
 	@cat $(COV_DIR)/coverage.txt
 
@@ -472,6 +478,6 @@ package-check:
 	tests/check-package.sh $(DISTDIR)
 
 clean:
-	rm -f pgleader $(HELPERS) src/*.o $(UNIT_TESTS) $(B)tests/unit/test_sql_pg tests/sim/sim \
-		src/*.gcda src/*.gcno tests/unit/*.gcda tests/unit/*.gcno .build-flags
+	rm -f pgleader $(HELPERS) $(SRCS:.c=.o) $(UNIT_TESTS) $(B)tests/unit/test_sql_pg tests/sim/sim \
+		$(SRCS:.c=.gcda) $(SRCS:.c=.gcno) tests/unit/*.gcda tests/unit/*.gcno .build-flags
 	rm -rf build

@@ -4,7 +4,7 @@
 # exist, or when an exit code of src/exit_codes.h is missing from the man
 # page's EXIT STATUS or from --help, or EXIT STATUS lists one it does not have.
 #
-# Options and keys come from `BINARY --help` alone, which src/config.c prints
+# Options and keys come from `BINARY --help` alone, which src/settings/config.c prints
 # from the same table that parses them: adding a key touches that table, the
 # man pages and conf/pgleader.conf, not this script. --help lists each option
 # on a line of its own, "  -c, --config=FILE ..." or "      --acquire=MODE ...",

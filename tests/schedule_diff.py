@@ -16,7 +16,7 @@ What pgleader is compared with, and the documented differences:
   between the start and the answer and moves times a gap skips into the
   next hour; it has no notion of cronie's rule. Those cases are not
   compared with it but counted ("croniter's DST differs"). cronie's rule
-  (src/schedule.h) is applied to croniter's wall times by the model below
+  (src/decide/schedule.h) is applied to croniter's wall times by the model below
   (zoneinfo), and up to BRUTE_MAX cases near an offset change are also run
   through cronie's own loop, minute by minute (brute()).
 - The day rule. pgleader, as cronie, ORs the day-of-month and the

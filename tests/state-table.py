@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """state-table.py [--check]: the election's states table as election.h
-shows it, read from states[] in src/election.c and each state's row
-(struct state_ops) in src/election*.c: one line per state, naming the
+shows it, read from states[] in src/decide/election.c and each state's row
+(struct state_ops) in src/decide/election*.c: one line per state, naming the
 handler of each event it handles (events not named are ignored there).
 --check: exit 1, with a diff, when election.h's copy differs; --update:
 write it there."""
@@ -12,7 +12,7 @@ import re
 import sys
 
 TOP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-HEADER = os.path.join(TOP, "src", "election.h")
+HEADER = os.path.join(TOP, "src", "decide", "election.h")
 BEGIN = " * The table (tests/state-table.py prints it; make lint checks it):\n"
 END = " * (end of the table)\n"
 # state_ops' fields in the order shown, and what the diagram calls them
@@ -27,7 +27,7 @@ WIDTH = 78
 
 def source():
     text = ""
-    for path in sorted(glob.glob(os.path.join(TOP, "src", "election*.c"))):
+    for path in sorted(glob.glob(os.path.join(TOP, "src", "decide", "election*.c"))):
         with open(path, encoding="utf-8") as f:
             text += f.read()
     return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
@@ -50,7 +50,7 @@ def rows(text):
     table = re.search(r"states\[ELECTION_STATE_COUNT\]\s*=\s*\{(.*?)\};",
                       text, re.S)
     if not table:
-        sys.exit("state-table: no states[] in src/election.c")
+        sys.exit("state-table: no states[] in src/decide/election.c")
     for state, row in re.findall(r"\[ELECTION_(\w+)\]\s*=\s*&(\w+)",
                                  table.group(1)):
         body = re.search(r"struct state_ops " + row +
@@ -89,7 +89,7 @@ def main():
         start = header.index(BEGIN) + 1
         end = header.index(END, start)
     except ValueError:
-        print("state-table: src/election.h has no table between %r and %r"
+        print("state-table: src/decide/election.h has no table between %r and %r"
               % (BEGIN.strip(), END.strip()), file=sys.stderr)
         return 1
     if header[start:end] == lines:
@@ -99,7 +99,7 @@ def main():
             f.writelines(header[:start] + lines + header[end:])
         return 0
     sys.stderr.writelines(difflib.unified_diff(
-        header[start:end], lines, "src/election.h", "tests/state-table.py"))
+        header[start:end], lines, "src/decide/election.h", "tests/state-table.py"))
     return 1
 
 

@@ -12,7 +12,7 @@ from pgharness import bound
 
 FLEET = 30
 DEPTH = 2
-QUEUE_RECHECK = 6  # ELECTION_QUEUE_RECHECK (src/election.h)
+QUEUE_RECHECK = 6  # ELECTION_QUEUE_RECHECK (src/decide/election.h)
 
 
 def waiter_names(pg, key):

@@ -15,8 +15,7 @@ build=${1%/} default_seeds=$2 cc=$3
 shift 3
 here=$(dirname "$0")
 # from the Makefile: the decider's sources, the rest the simulator links
-elect=$(for f in $SIM_ELECTION; do basename "$f"; done)
-others=$SIM_OTHERS
+srcs_of_sim="$SIM_ELECTION $SIM_OTHERS"
 survived=""
 for patch in "$here"/mutants/*.patch; do
 	name=$(basename "$patch" .patch)
@@ -25,23 +24,21 @@ for patch in "$here"/mutants/*.patch; do
 	fi
 	dir=$build/sim-mutants/$name
 	rm -rf "$dir"
-	mkdir -p "$dir/src"
-	cp src/*.c src/*.h "$dir/src/"
+	mkdir -p "$dir"
+	cp -R src "$dir/"
 	if ! patch -s -p1 -F0 --no-backup-if-mismatch -d "$dir" <"$patch"; then
 		echo "sim-mutants: $patch no longer applies to src/: update it" >&2
 		exit 1
 	fi
+	# every source from the copy: a patch may change any of them
 	srcs=""
-	for f in $elect; do
-		srcs="$srcs $dir/src/$f"
+	for f in $srcs_of_sim; do
+		srcs="$srcs $dir/$f"
 	done
-	# the rest from the copy too: a patch may change any of them
-	rest=""
-	for f in $others; do
-		rest="$rest $dir/src/${f#src/}"
-	done
+	# the copy's headers before the tree's (FLAGS name the tree's folders)
+	incs=$(find "$dir/src" -type d | sed 's/^/-I/')
 	# shellcheck disable=SC2086 # word lists on purpose
-	"$cc" "$@" -I"$dir/src" -o "$dir/sim" "$here"/*.c $srcs $rest \
+	"$cc" $incs "$@" -o "$dir/sim" "$here"/*.c $srcs \
 		$SIM_LIBS
 	# a mutant of the operator controls runs the controls' seeds
 	extra=""

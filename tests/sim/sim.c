@@ -15,10 +15,10 @@
  * frozen (SIGSTOP) and killed (kill -9) pgleaders, systemd restarting a
  * pgleader that exited, failsafe members, and each node's monotonic clock.
  *
- * The job layer of DESIGN 10 is the daemon's own too: src/jobs.c,
- * src/tickplan.c, src/schedule.c and src/ledger.c are linked in, with
+ * The job layer of DESIGN 10 is the daemon's own too: src/act/jobs.c,
+ * src/decide/tickplan.c, src/decide/schedule.c and src/act/ledger.c are linked in, with
  * the node's simulated clock (SIM_DEFS: clock_gettime is sim_clock_gettime
- * below), and the ledger's SQL (src/ledger_sql.c) executed by a model of
+ * below), and the ledger's SQL (src/act/ledger_sql.c) executed by a model of
  * its tables.
  *
  * The ports: what that code calls for I/O is implemented here, at link
