@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "election.h"
-#include "jobs.h"
+#include "jobs_step.h" /* what a job shows: struct jobs_view, outcomes */
 
 /* Facts about this process that the caller gathers (from /proc); a negative
  * value leaves that metric out. */
