@@ -484,6 +484,47 @@ static void publish(struct election *e, double now)
 	s->exit_code = e->exit_code;
 }
 
+/* The action that closes the session an event is news of, or 0: the lock
+ * session's news but its end (FAILED, RELEASED), the fence session's alike. */
+static unsigned session_close_of(const struct election_event *ev)
+{
+	if (ev->type != ELECTION_LOCK && ev->type != ELECTION_FENCE)
+		return 0;
+	if (ev->session.news == ELECTION_SESSION_FAILED ||
+	    ev->session.news == ELECTION_SESSION_RELEASED)
+		return 0; /* the session's end: it agrees with the deadline's, and says why */
+	return ev->type == ELECTION_LOCK ? ELECTION_DO_DISCONNECT
+		: ELECTION_DO_FENCE_CLOSE;
+}
+
+/* A step decides the event, then the deadlines. Once they ran out, as after
+ * a freeze (SIGSTOP), they may end the very session the event is news of,
+ * whatever the news did: it then comes from a session this step gives up,
+ * and what it asked for would be asked on the session just closed (sim
+ * finding 12: a FENCE BUSY a leader retakes, a LOCK GRANTED a standby
+ * follows, beside "lost leader lease" or "lock request got no answer in
+ * time"). Such news is stale: the step is decided again from the state
+ * before it, by the deadlines alone. News the deadlines then leave be (an
+ * answer that ends the request they waited for) is heard as before. */
+static void decide(struct election *e, const struct election_event *ev,
+		   double now, struct election_output *out)
+{
+	unsigned closes = session_close_of(ev);
+	struct election before;
+	unsigned heard;
+
+	if (closes)
+		before = *e;
+	dispatch(e, ev, now, out);
+	heard = out->actions;
+	check_deadlines(e, out, now);
+	if (!closes || (heard & closes) || !(out->actions & closes))
+		return;
+	*e = before;
+	memset(out, 0, sizeof(*out));
+	check_deadlines(e, out, now);
+}
+
 void election_step(struct election *e, const struct election_event *ev,
 		   double now, struct election_output *out)
 {
@@ -491,8 +532,7 @@ void election_step(struct election *e, const struct election_event *ev,
 	if (ev->wall > 0)
 		e->wall_offset = ev->wall - now;
 	e->jitter = ev->jitter >= 0 && ev->jitter < 1 ? ev->jitter : 0;
-	dispatch(e, ev, now, out);
-	check_deadlines(e, out, now);
+	decide(e, ev, now, out);
 	publish(e, now);
 }
 

@@ -18,7 +18,9 @@
  * fence session's news and the command's other news are handled alike in
  * every state (fence_news, election_on_command). An event a row
  * does not name is ignored there ("-": none); TICK does nothing of its
- * own: the deadlines are checked after every event.
+ * own: the deadlines are checked after every event. A session's news in a
+ * step whose deadlines end that session anyway (run out during a freeze)
+ * is stale: the step is decided by the deadlines alone (election.c, decide).
  *
  * The table (tests/state-table.py prints it; make lint checks it):
  * INIT          START start, SHUTDOWN election_shutdown

@@ -2842,6 +2842,82 @@ START_TEST(test_fence_busy_after_demotion)
 }
 END_TEST
 
+/* Sim finding 12: a pgleader thawed after a long freeze (SIGSTOP) reads
+ * news that one of its sessions held for it, in a step whose deadlines
+ * have run out and end that very session. The news is stale: the deadlines
+ * decide alone, and nothing is asked for on the session they close. */
+static struct election_output lock_news(struct election *e, int news, double now)
+{
+	struct election_event ev = { .type = ELECTION_LOCK, .wall = now + 1.7e9,
+		.session = { .news = (enum election_session_news)news } };
+	struct election_output out;
+
+	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
+	election_step(e, &ev, now, &out);
+	return out;
+}
+
+/* A leader still waiting for the fence hears, 100 s on, that the wait ran
+ * out (BUSY): its pings ended the lease meanwhile. It does not take the
+ * fence again on the session it closes (before the fix: FENCE_TAKE beside
+ * FENCE_CLOSE, and "waiting for the fence" said). */
+START_TEST(test_frozen_leader_stale_fence_busy)
+{
+	struct election_output out;
+
+	fenced_leader(0);
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_TAKING);
+	out = fence_news(&M, ELECTION_SESSION_BUSY, FAULT_NONE, 100);
+	ck_actions(out, ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_CLOSE |
+		   ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_CLOSED);
+	ck_assert_int_eq(out.n_logs, 1);
+	ck_log_prefix(out, LOG_LEVEL_WARNING, "lost leader lease: ping timed out 98 times");
+}
+END_TEST
+
+/* A standby whose lock request is 100 s old hears that the lock was
+ * granted: the request's deadline closes the lock session, so the grant
+ * is not followed (before the fix: FENCE_TAKE and CONTROLS_READ beside
+ * DISCONNECT and FENCE_CLOSE), and the fence session stays as it was.
+ * News that answers the request the deadline waited for is no stale news:
+ * a queued wait's end (BUSY) read as late queues again on the same
+ * session, and the deadline, a new one, ends nothing. */
+static void frozen_standby_answer_heard(void)
+{
+	struct election_output out;
+
+	to_standby(&M, &defaults, 0);
+	ck_actions(busy(&M, 0, 1), ELECTION_DO_WAIT_LOCK);
+	world_silent();
+	out = busy(&M, -1, 100);
+	ck_actions(out, ELECTION_DO_WAIT_LOCK | ELECTION_DO_CONTROLS_READ);
+	ck_state(&M, ELECTION_STANDBY);
+	ck_assert_double_eq(M.request_deadline, 100 + 5 + 2);
+}
+
+START_TEST(test_frozen_standby_stale_grant)
+{
+	struct election_output out;
+
+	to_standby(&M, &defaults, 0);
+	world_silent();
+	out = lock_news(&M, ELECTION_SESSION_GRANTED, 100);
+	ck_actions(out, ELECTION_DO_DISCONNECT);
+	ck_state(&M, ELECTION_BACKOFF);
+	ck_assert(isinf(M.granted_at));
+	ck_assert_int_eq(M.fence.state, ELECTION_FENCE_READY);
+	ck_log(out, LOG_LEVEL_WARNING,
+	       "lock request got no answer in time; retrying in 0.5s");
+	/* nor does the claim that follows make it leader */
+	ck_actions(step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 2", 100), 0);
+	ck_state(&M, ELECTION_BACKOFF);
+	world_answers();
+	frozen_standby_answer_heard();
+}
+END_TEST
+
 /* A one-shot opens both sessions at once, one attempt each: a fence
  * session that failed before the database answered is opened again only
  * once the lock session connected, never while the lock session is still
@@ -4201,6 +4277,8 @@ static void add_fence_case(Suite *s)
 	tcase_add_test(tc, test_fence_closed_on_exit);
 	tcase_add_test(tc, test_fence_busy_after_demotion);
 	tcase_add_test(tc, test_fence_of_a_one_shot);
+	tcase_add_test(tc, test_frozen_leader_stale_fence_busy);
+	tcase_add_test(tc, test_frozen_standby_stale_grant);
 	tcase_add_test(tc, test_fence_permanent_fault);
 	tcase_add_test(tc, test_fence_taken_again_while_stopping);
 	tcase_add_loop_test(tc, test_settle_after_outage, 0, ROWS(settle_rows));
