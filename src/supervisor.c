@@ -135,6 +135,8 @@ static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
 
 	memset(c, 0, sizeof(*c));
 	c->readable = lc->readable;
+	c->paused = ledger_controls_whole(lc, false, &c->paused_by, &c->paused_at);
+	ledger_controls_whole(lc, true, &c->resumed_by, &c->resumed_at);
 	for (int i = 0; i < lc->n; i++) {
 		const struct ledger_control *k = &lc->c[i];
 
@@ -142,14 +144,7 @@ static void controls_of(struct supervisor *s, const struct ledger_controls *lc)
 			c->parts_paused |= k->pause;
 			continue;
 		}
-		if (k->resumed) {
-			c->resumed_by = k->asked_by;
-			c->resumed_at = k->asked_at;
-		} else if (k->pause) {
-			c->paused = true;
-			c->paused_by = k->asked_by;
-			c->paused_at = k->asked_at;
-		} else {
+		if (!k->resumed && !k->pause) { /* else a pause or resume: above */
 			c->switchover = true;
 			c->target = k->target;
 			c->leader = k->leader;

@@ -611,3 +611,18 @@ void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms)
 	param(r, "%" PRId64, keep_ms);
 	submit(l, r);
 }
+
+bool ledger_controls_whole(const struct ledger_controls *lc, bool resumed,
+			   const char **by, const char **at)
+{
+	*by = *at = NULL;
+	for (int i = 0; i < lc->n; i++) {
+		const struct ledger_control *k = &lc->c[i];
+
+		if (k->job[0] || !(resumed ? k->resumed : k->pause && !k->resumed))
+			continue;
+		*by = k->asked_by;
+		*at = k->asked_at;
+	}
+	return *by != NULL;
+}

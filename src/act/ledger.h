@@ -44,6 +44,12 @@ struct ledger_controls {
 	struct ledger_control c[LEDGER_CONTROLS_MAX];
 };
 
+/* The whole lock's pause in force (resumed false) or resume (resumed
+ * true) among the rows read, the last row of its kind counting: true with
+ * who asked and when, or false with both NULL. */
+bool ledger_controls_whole(const struct ledger_controls *lc, bool resumed,
+			   const char **by, const char **at);
+
 /* A statement's answer. Times are Unix milliseconds of the server's clock. */
 struct ledger_answer {
 	bool ok;                 /* answered without error */

@@ -76,26 +76,6 @@ static void jobs_runner_signal(void *impl, int sig)
 	jobs_signal(((struct jobs_runner *)impl)->jobs, sig);
 }
 
-/* The whole lock's pause or resume in the rows read (the last row of its
- * kind counts): in force, and who asked and when. */
-struct whole_lock {
-	bool in_force;
-	const char *by, *at;
-};
-
-static void whole_lock(const struct ledger_controls *lc, bool resumed,
-		       struct whole_lock *w)
-{
-	*w = (struct whole_lock){ false, NULL, NULL };
-	for (int i = 0; i < lc->n; i++) {
-		const struct ledger_control *k = &lc->c[i];
-
-		if (k->job[0] || !(resumed ? k->resumed : k->pause && !k->resumed))
-			continue;
-		*w = (struct whole_lock){ true, k->asked_by, k->asked_at };
-	}
-}
-
 /* The rows of jobs by name that are pauses in force (resumed false) or
  * pauses a resume ended (resumed true): their names, who asked and when. */
 static int job_rows(const struct ledger_controls *lc, bool resumed,
@@ -120,16 +100,17 @@ static void jobs_runner_pauses(void *impl, const struct ledger_controls *lc)
 	struct jobs_runner *j = impl;
 	const char *names[LEDGER_CONTROLS_MAX], *by[LEDGER_CONTROLS_MAX],
 		   *at[LEDGER_CONTROLS_MAX];
-	struct whole_lock all;
+	const char *all_by, *all_at;
+	bool all;
 	int n;
 
 	/* who resumed first, so that a job resumed now says so */
-	whole_lock(lc, true, &all);
+	all = ledger_controls_whole(lc, true, &all_by, &all_at);
 	n = job_rows(lc, true, names, by, at);
-	jobs_set_resumed(j->jobs, all.in_force, names, by, at, n, all.by, all.at);
-	whole_lock(lc, false, &all);
+	jobs_set_resumed(j->jobs, all, names, by, at, n, all_by, all_at);
+	all = ledger_controls_whole(lc, false, &all_by, &all_at);
 	n = job_rows(lc, false, names, by, at);
-	jobs_set_paused(j->jobs, all.in_force, names, by, at, n, all.by, all.at);
+	jobs_set_paused(j->jobs, all, names, by, at, n, all_by, all_at);
 }
 
 static struct jobs *jobs_runner_jobs(const void *impl)
