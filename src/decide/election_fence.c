@@ -139,10 +139,15 @@ static void on_stopping(struct election_fence_machine *f,
 			const struct election_fence_event *ev, double now,
 			struct election_output *out, struct election_fence_verdict *v)
 {
+	/* The fence's loss is weighed against the first word of the lock's
+	 * after it; a later word in the same stop (a lock reconnection begun
+	 * in failsafe, failing in the outage) is no news of the fence. */
+	bool weighed = isfinite(f->lost_at) && f->lock_lost_at >= f->lost_at;
+
 	f->lock_lost_at = now;
 	if (!stopping_unlocked(&ev->in) || f->state == ELECTION_FENCE_HELD)
 		return;
-	if (!ev->outage && now - f->lost_at > ELECTION_SESSIONS_TOGETHER) {
+	if (!weighed && !ev->outage && now - f->lost_at > ELECTION_SESSIONS_TOGETHER) {
 		v->kill = "the fence was lost before the lock";
 		return;
 	}

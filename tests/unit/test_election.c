@@ -4034,6 +4034,49 @@ START_TEST(test_failsafe_fence_kept)
 }
 END_TEST
 
+/* The CI failure of test_member_partitioned: the database down, both
+ * sessions lost together in failsafe, a silent member demotes the leader a
+ * second later while a lock reconnection is in flight. That connection's
+ * failure, read while the command stops, is no news of the fence: it was
+ * weighed against the lock's loss when the demotion said outage. Killing
+ * the command there cut its SIGTERM short for no reason. */
+START_TEST(test_failsafe_demoted_reconnect_fails)
+{
+	struct election_params p = failsafe_params();
+	struct election_output out;
+
+	answer_fence = false; /* the test plays the fence session */
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
+	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0);
+	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
+	ck_actions(peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, 0),
+		   ELECTION_DO_START_CHILD);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", 1);
+	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 1.001);
+	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 1.002);
+	ck_state(&M, ELECTION_FAILSAFE);
+	/* the reconnection asked for in failsafe, still in flight */
+	ck_assert(M.connected);
+	ck_assert(tick(&M, 2.002).actions & ELECTION_DO_FAILSAFE_CLAIM);
+	out = peers(&M, ELECTION_PEERS_ROUND_DONE, 1, 2, "c: no answer", 2.4);
+	ck_assert(out.actions & ELECTION_DO_STOP_CHILD);
+	ck_assert(!(out.actions & ELECTION_DO_KILL_CHILD));
+	ck_state(&M, ELECTION_DEMOTING);
+	out = step(&M, ELECTION_CONNECT_FAILED, 0, "refused", 2.401);
+	ck_assert_msg(!(out.actions & ELECTION_DO_KILL_CHILD), "killed on a stale loss");
+	ck_assert(!M.killing);
+
+	/* the fence lost on its own, long before the lock: still killed */
+	fenced_running(0);
+	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 1);
+	out = step(&M, ELECTION_CONN_LOST, 0, "terminating connection", 2);
+	ck_assert(out.actions & ELECTION_DO_KILL_CHILD);
+}
+END_TEST
+
 /* Issue 17, 3: the member told that the node it agreed to holds the lock
  * again drops its record and queues for the lock at once; news of another
  * node, or from another member list, changes nothing. */
@@ -4316,6 +4359,7 @@ static void add_failsafe_case(Suite *s)
 	tcase_add_test(tc, test_failsafe_record_holds_against_late_news);
 	tcase_add_test(tc, test_runs_command_by_state);
 	tcase_add_test(tc, test_failsafe_fence_kept);
+	tcase_add_test(tc, test_failsafe_demoted_reconnect_fails);
 	tcase_add_test(tc, test_failsafe_regained_clears_record);
 	suite_add_tcase(s, tc);
 }
