@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@ struct child {
 	struct ev_loop *loop;
 	char *const *argv;
 	bool shell;
+	const struct job_process *process; /* NULL: pgleader's own */
 	double grace_period;
 	child_gone_fn on_gone;
 	void (*on_killed)(void *arg); /* SIGKILL after the grace period */
@@ -208,6 +210,11 @@ static void grace_expired_cb(struct ev_loop *loop, ev_timer *w, int revents)
 			    c->who, c->grace_period, (int)c->pid);
 	if (c->on_killed)
 		c->on_killed(c->arg);
+}
+
+void child_set_process(struct child *c, const struct job_process *p)
+{
+	c->process = p;
 }
 
 void child_on_killed(struct child *c, void (*fn)(void *arg))
@@ -529,30 +536,46 @@ void child_free(struct child *c)
 	free(c);
 }
 
-/* The command's environment, built before the new process exists: pgleader's
- * own without PGLEADER_DSN (the password stays with pgleader) and without
- * what extra_env sets, then extra_env. NULL when out of memory. */
-static char **command_environment(char *const *extra_env)
+static size_t count_strings(char *const *list)
 {
-	size_t n = 0, k = 0, extra = 0;
-	char **envp;
+	size_t n = 0;
 
-	while (environ && environ[n])
+	while (list && list[n])
 		n++;
-	while (extra_env && extra_env[extra])
-		extra++;
-	envp = calloc(n + extra + 1, sizeof(*envp));
+	return n;
+}
+
+/* Whether one of list[0..n) sets the variable of assignment. */
+static bool sets_same(char *const *list, size_t n, const char *assignment)
+{
+	size_t name = strcspn(assignment, "=");
+
+	for (size_t j = 0; j < n; j++)
+		if (!strncmp(assignment, list[j], name + 1))
+			return true;
+	return false;
+}
+
+/* The command's environment, built before the new process exists: pgleader's
+ * own without PGLEADER_DSN (the password stays with pgleader), then the
+ * job's own variables, then extra_env; each set once, by the last of them.
+ * NULL when out of memory. */
+static char **command_environment(char *const *job_env, char *const *extra_env)
+{
+	size_t n = count_strings(environ), own = count_strings(job_env),
+	       extra = count_strings(extra_env), k = 0;
+	char **envp = calloc(n + own + extra + 1, sizeof(*envp));
+
 	if (!envp)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		size_t name = strcspn(environ[i], "=");
-		bool replaced = !strncmp(environ[i], "PGLEADER_DSN=", 13);
-
-		for (size_t j = 0; j < extra && !replaced; j++)
-			replaced = !strncmp(environ[i], extra_env[j], name + 1);
-		if (!replaced)
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "PGLEADER_DSN=", 13) &&
+		    !sets_same(job_env, own, environ[i]) &&
+		    !sets_same(extra_env, extra, environ[i]))
 			envp[k++] = environ[i];
-	}
+	for (size_t j = 0; j < own; j++)
+		if (!sets_same(extra_env, extra, job_env[j]))
+			envp[k++] = job_env[j];
 	for (size_t j = 0; j < extra; j++)
 		envp[k++] = extra_env[j];
 	return envp;
@@ -572,6 +595,40 @@ struct spawn {
  * Its signal handlers and descriptors are its own copies. Not instrumented:
  * a sanitizer's stack bookkeeping would land in pgleader's shadow memory. */
 __attribute__((no_sanitize_address, no_sanitize_undefined))
+static void spawn_failed(const char *what, const char *arg)
+{
+	char line[512];
+	int len = snprintf(line, sizeof(line), "pgleader: cannot %s%s: %s\n", what,
+			   arg, strerror(errno));
+
+	if (len >= (int)sizeof(line))
+		len = (int)sizeof(line) - 1;
+	(void)!write(STDERR_FILENO, line, (size_t)len);
+	_exit(EXIT_NOEXEC);
+}
+
+/* The groups, the group, then the user (each change needs the privilege
+ * the next one drops), by raw system calls: glibc's wrappers would, in a
+ * process with threads, signal the threads they think are theirs, which
+ * here are pgleader's. Only this thread's credentials change, and it is
+ * the new process's only one. Then the directory, as the user: one it may
+ * not enter is an error, as in systemd. */
+__attribute__((no_sanitize_address, no_sanitize_undefined))
+static void become(const struct job_process *p)
+{
+	if (p->set_ids) {
+		if (syscall(SYS_setgroups, p->n_groups, p->groups) == -1)
+			spawn_failed("set the supplementary groups", "");
+		if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) == -1)
+			spawn_failed("set the group", "");
+		if (syscall(SYS_setresuid, p->uid, p->uid, p->uid) == -1)
+			spawn_failed("set the user", "");
+	}
+	if (p->working_directory && chdir(p->working_directory) == -1)
+		spawn_failed("change to directory ", p->working_directory);
+}
+
+__attribute__((no_sanitize_address, no_sanitize_undefined))
 static int exec_command(void *arg)
 {
 	const struct spawn *sp = arg;
@@ -583,14 +640,13 @@ static int exec_command(void *arg)
 	int sig, exec_errno, len;
 
 	setpgid(0, 0);
-	/* Armed only now, so if pgleader died since the clone nobody would
-	 * send it: the parent check closes that window. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1) {
-		len = snprintf(line, sizeof(line), "pgleader: cannot set "
-			       "parent-death signal: %s\n", strerror(errno));
-		(void)!write(STDERR_FILENO, line, (size_t)len);
-		_exit(EXIT_NOEXEC);
-	}
+	if (c->process)
+		become(c->process);
+	/* Armed only now, after the ids (a change of ids clears it), so if
+	 * pgleader died since the clone nobody would send it: the parent
+	 * check closes that window. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+		spawn_failed("set parent-death signal", "");
 	if (getppid() != sp->parent)
 		raise(SIGKILL);
 
@@ -634,7 +690,8 @@ static pid_t spawn_command(const struct child *c, char *const *extra_env)
 {
 	struct spawn sp = { c, NULL, getpid() };
 	char *stack = malloc(SPAWN_STACK);
-	char **envp = command_environment(extra_env);
+	char **envp = command_environment(c->process ? c->process->environment : NULL,
+					  extra_env);
 	pid_t pid = -1;
 
 	if (stack && envp) {
