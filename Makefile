@@ -241,7 +241,7 @@ $(B)tests/unit/test_controls_cli: tests/unit/test_controls_cli.c $(CONTROLS_CLI_
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(CONTROLS_CLI_SRCS) $(LIBS) $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub. stdfd.c, the
 # descriptors the command inherits, is tested here too.
-CHILD_SRCS := src/act/child.c src/act/proctree.c src/act/stdfd.c tests/unit/log_stub.c
+CHILD_SRCS := src/act/child.c src/act/guard.c src/act/proctree.c src/act/stdfd.c tests/unit/log_stub.c
 $(B)tests/unit/test_child: tests/unit/test_child.c $(CHILD_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(CHILD_SRCS) -lev $(CHECK_LIBS)
 

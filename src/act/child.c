@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "exit_codes.h"
+#include "guard.h"
 #include "log.h"
 #include "proctree.h"
 
@@ -26,9 +27,6 @@
 /* The most processes outside the group one look signals; the next look
  * finds the rest. */
 #define STRAYS_MAX 256
-/* How many times the guard looks for processes to kill: one may fork while
- * it looks. */
-#define GUARD_ROUNDS 20
 /* Room for the pids of other child objects' processes; pgleader has one. */
 #define OTHERS_MAX 32
 
@@ -51,9 +49,7 @@ struct child {
 	bool resweep;		/* the sweep's scan failed: SIGTERM at the next one */
 	bool scan_failing;	/* the last scan of /proc failed (logged once) */
 	ev_timer grace_timer;	/* then SIGKILL */
-	char *const *marks;	/* the command's added environment, for the guard */
-	int guard_fd;		/* write end of the guard's pipe, or -1 */
-	pid_t guard_pid;	/* until reaped, else 0 */
+	bool guarded;		/* the guard watches its group (guard.h) */
 	ev_timer group_poll_timer;
 	char who[80];		/* "job NAME: " before each line, or "" */
 	bool owner_logs_start;	/* a labelled child: its owner says the start */
@@ -104,9 +100,9 @@ static long signal_strays(const struct child *c, int sig, pid_t *pids, size_t ma
 
 	if (!t)
 		return -1;
-	for (const struct child *o = reaper.children; o && nprune + 2 <= OTHERS_MAX; o = o->next) {
-		if (o->guard_pid > 0)
-			prune[nprune++] = o->guard_pid;
+	if (guard_pid() > 0)
+		prune[nprune++] = guard_pid();
+	for (const struct child *o = reaper.children; o && nprune + 1 <= OTHERS_MAX; o = o->next) {
 		if (o != c && o->pid > 0 && !o->main_reaped)
 			prune[nprune++] = o->pid;
 	}
@@ -222,130 +218,14 @@ void child_on_killed(struct child *c, void (*fn)(void *arg))
 	c->on_killed = fn;
 }
 
-/* PR_SET_PDEATHSIG reaches only the command's main process, so a pgleader
- * killed with SIGKILL would leave the rest of the group running. A guard
- * process, forked with every signal blocked, waits on a pipe whose write end
- * only pgleader holds: end of file without the all-clear byte means pgleader
- * died while the group lived, and the guard kills the whole group. */
-/* In ps and pgrep -f the guard must not pass for a second pgleader: its
- * copy of the argument strings, contiguous from argv[0], is blanked. Nor
- * may `pkill pgleader` (a pattern matched anywhere in the name) kill it
- * with pgleader: its name does not contain "pgleader". */
-static void retitle_guard(void)
-{
-	static const char title[] = "pgl-guard";
-	char buf[4096];
-	ssize_t len = 0;
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-
-	prctl(PR_SET_NAME, title);
-	if (fd >= 0) {
-		len = read(fd, buf, sizeof(buf));
-		close(fd);
-	}
-	if (len > (ssize_t)sizeof(title)) {
-		memset(program_invocation_name, 0, (size_t)len);
-		memcpy(program_invocation_name, title, sizeof(title));
-	}
-}
-
-/* The guard's last act. The processes that left the group cannot be found
- * by their parents any more: those links died with pgleader, whose orphans
- * went to init. But each still has, as it was at its exec, the environment
- * pgleader gave the command, whose fencing token names this term: the
- * guard kills every process that has all of it. */
-static void guard_kill_all(pid_t pgid, char *const *marks)
-{
-	pid_t pids[STRAYS_MAX];
-	size_t n = 1;
-	const struct timespec tick = { 0, 10 * 1000 * 1000 };
-
-	kill(-pgid, SIGKILL);
-	if (!marks || !*marks)
-		return;
-	for (int round = 0; round < GUARD_ROUNDS && n > 0; round++) {
-		n = proctree_with_environment(marks, pids, STRAYS_MAX);
-		for (size_t i = 0; i < n && i < STRAYS_MAX; i++)
-			kill(pids[i], SIGKILL);
-		/* A killed process keeps its environment until it is gone. */
-		nanosleep(&tick, NULL);
-	}
-}
-
-/* Returns the write end of the guard's pipe, or -1. */
-static int start_guard(pid_t pgid, char *const *marks, pid_t *guard_pid)
-{
-	int fds[2];
-	pid_t pid;
-	char byte;
-	ssize_t n;
-
-	if (pipe2(fds, O_CLOEXEC) == -1)
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		retitle_guard();
-		/* nothing of pgleader's but the pipe and stderr */
-		if (fds[0] > 3)
-			close_range(3, (unsigned)fds[0] - 1, 0);
-		close_range((unsigned)fds[0] + 1, ~0U, 0);
-		do
-			n = read(fds[0], &byte, 1);
-		while (n < 0 && errno == EINTR);
-		if (n == 0)
-			guard_kill_all(pgid, marks);
-		_exit(EXIT_OK);
-	}
-	close(fds[0]);
-	if (pid < 0) {
-		close(fds[1]);
-		return -1;
-	}
-	*guard_pid = pid;
-	return fds[1];
-}
-
-/* Starts c's guard with every signal blocked across the fork (the guard
- * must not run libev's handlers), or logs why it could not. */
-static void spawn_guard(struct child *c)
-{
-	sigset_t all_signals, saved_mask;
-
-	sigfillset(&all_signals);
-	sigprocmask(SIG_SETMASK, &all_signals, &saved_mask);
-	c->guard_fd = start_guard(c->pid, c->marks, &c->guard_pid);
-	if (c->guard_fd < 0)
-		log_warning("cannot start the guard process (%s): if pgleader "
-			    "is killed with SIGKILL, only the command's main "
-			    "process dies with it", strerror(errno));
-	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
-}
-
-/* The guard died while the command runs (someone killed it): without one,
- * a pgleader killed next would leave the command's other processes
- * running. A new one takes its place. */
-static void guard_died(struct child *c, int wstatus)
-{
-	if (WIFSIGNALED(wstatus))
-		log_warning("guard process (pid %d) killed by signal %d: starting "
-			    "a new one", (int)c->guard_pid, WTERMSIG(wstatus));
-	else
-		log_warning("guard process (pid %d) exited with status %d: starting "
-			    "a new one", (int)c->guard_pid, WEXITSTATUS(wstatus));
-	c->guard_pid = 0;
-	close(c->guard_fd);
-	spawn_guard(c);
-}
-
+/* The guard (guard.h) stops watching c's group: it is gone, or being
+ * killed by pgleader itself. */
 static void release_guard(struct child *c)
 {
-	if (c->guard_fd < 0)
+	if (!c->guarded)
 		return;
-	if (write(c->guard_fd, "", 1) != 1)
-		log_debug("cannot tell the guard process to stand down: %s",
-			  strerror(errno));
-	close(c->guard_fd);
-	c->guard_fd = -1;
+	guard_forget(c->pid);
+	c->guarded = false;
 }
 
 /* Called last: on_gone may start the command again or free c. */
@@ -438,14 +318,11 @@ static void reaped_cb(struct ev_loop *loop, ev_child *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	for (c = reaper.children; c; c = c->next) {
-		if (c->guard_pid == w->rpid && c->guard_fd >= 0 && c->pid != 0)
-			guard_died(c, w->rstatus);
-		else if (c->guard_pid == w->rpid)
-			c->guard_pid = 0; /* its pid may now be anyone's */
+	if (guard_reaped(w->rpid, w->rstatus))
+		return;
+	for (c = reaper.children; c; c = c->next)
 		if (c->pid == w->rpid && !c->main_reaped)
 			main_reaped(c, w->rstatus);
-	}
 	/* Whatever was reaped, main process or orphan, may have been the last
 	 * member of a group. on_gone may change the list: rescan after it. */
 	do {
@@ -495,7 +372,6 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 	c->grace_period = grace_period;
 	c->on_gone = on_gone;
 	c->arg = arg;
-	c->guard_fd = -1;
 	ev_timer_init(&c->grace_timer, grace_expired_cb, grace_period, 0.);
 	c->grace_timer.data = c;
 	ev_timer_init(&c->group_poll_timer, group_poll_cb, GROUP_POLL_INTERVAL,
@@ -734,8 +610,8 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 		 * EACCES means it has exec'd. */
 		setpgid(pid, pid);
 		c->pid = pid;
-		c->marks = extra_env;
-		spawn_guard(c);
+		c->guarded = true; /* also when it failed: guard.c keeps it to tell a new guard */
+		guard_watch(pid, extra_env);
 	}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	if (pid < 0) {
