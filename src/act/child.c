@@ -410,6 +410,10 @@ void child_free(struct child *c)
 		}
 	}
 	free(c);
+	/* The last command object is gone (pgleader is ending): so is the
+	 * guard. */
+	if (!reaper.children)
+		guard_stop();
 }
 
 static size_t count_strings(char *const *list)
@@ -483,6 +487,17 @@ static void spawn_failed(const char *what, const char *arg)
 	_exit(EXIT_NOEXEC);
 }
 
+/* The 32-bit ids' calls where the plain ones take 16 bits (i386, arm). */
+#ifdef SYS_setgroups32
+#define SETGROUPS SYS_setgroups32
+#define SETRESGID SYS_setresgid32
+#define SETRESUID SYS_setresuid32
+#else
+#define SETGROUPS SYS_setgroups
+#define SETRESGID SYS_setresgid
+#define SETRESUID SYS_setresuid
+#endif
+
 /* The groups, the group, then the user (each change needs the privilege
  * the next one drops), by raw system calls: glibc's wrappers would, in a
  * process with threads, signal the threads they think are theirs, which
@@ -493,11 +508,11 @@ __attribute__((no_sanitize_address, no_sanitize_undefined))
 static void become(const struct job_process *p)
 {
 	if (p->set_ids) {
-		if (syscall(SYS_setgroups, p->n_groups, p->groups) == -1)
+		if (syscall(SETGROUPS, p->n_groups, p->groups) == -1)
 			spawn_failed("set the supplementary groups", "");
-		if (syscall(SYS_setresgid, p->gid, p->gid, p->gid) == -1)
+		if (syscall(SETRESGID, p->gid, p->gid, p->gid) == -1)
 			spawn_failed("set the group", "");
-		if (syscall(SYS_setresuid, p->uid, p->uid, p->uid) == -1)
+		if (syscall(SETRESUID, p->uid, p->uid, p->uid) == -1)
 			spawn_failed("set the user", "");
 	}
 	if (p->working_directory && chdir(p->working_directory) == -1)

@@ -293,6 +293,15 @@ void guard_forget(pid_t pgid)
 		replace("that a command ended");
 }
 
+void guard_stop(void)
+{
+	if (g.owner == getpid())
+		drop(); /* end of file: the guard exits */
+	free(g.list);
+	g.list = NULL;
+	g.n = g.cap = 0;
+}
+
 pid_t guard_pid(void)
 {
 	return g.owner == getpid() ? g.pid : 0;

@@ -19,6 +19,9 @@
  * after one warning when there is no guard. */
 int guard_watch(pid_t pgid, char *const *marks);
 void guard_forget(pid_t pgid);
+/* Ends the guard (it kills nothing: call it with nothing watched), so
+ * that pgleader exits with no descriptor of it open. */
+void guard_stop(void);
 /* The guard's pid, 0 when none: not one of the commands' processes. */
 pid_t guard_pid(void);
 /* Whether pid, just reaped, was the guard; if groups are watched, a new
