@@ -9,6 +9,7 @@ import os
 import pwd
 import grp
 import shutil
+import signal
 import stat
 import tempfile
 
@@ -212,3 +213,41 @@ def test_crontab_line_runs_with_shell_on(pg_shared, fleet_shared, shared_dir, lo
                  bound(15), interval=0.05, what="two runs appended to %s" % out)
     text = h.read_text(out)
     assert text.startswith("cleaned\nwarned\ncleaned\nwarned\n"), text
+
+
+def guards_of(pid):
+    out = []
+    for k in h.children_of(pid):
+        try:
+            with open("/proc/%d/comm" % k) as f:
+                if f.read().strip() == "pgl-guard":
+                    out.append(k)
+        except OSError:
+            pass
+    return out
+
+
+def test_one_guard_and_a_stopped_one_is_replaced(pg_shared, fleet_shared, lock_key, workdir):
+    """make bench's 50 jobs (issue 24): one guard for all of the leader's
+    runs, not one fork each; a guard that stops reading (SIGSTOP) is found
+    when its socket fills, killed and replaced, and the loop never blocks
+    on it: the runs go on."""
+    conf = os.path.join(str(workdir), "fifty.conf")
+    with open(conf, "w") as f:
+        f.write("[pgleader]\ndsn = %s\nlock_key = %d\n" % (pg_shared.dsn(), lock_key))
+        for i in range(50):
+            f.write("[job.j%02d]\ncommand = true\nschedule = @every 1s\n" % i)
+    p = fleet_shared.start("a", raw=["-c", conf, "--node-id", "a"] + list(h.FAST))
+    p.wait_for_log(r"job j49: command exited", timeout=15)
+    guards = guards_of(p.pid)
+    assert len(guards) == 1, guards
+    p.remember_descendants()
+    os.kill(guards[0], signal.SIGSTOP)
+    p.wait_for_log(r"warning: cannot tell the guard process \(pid %d\) .*: "
+                   r"Resource temporarily unavailable; starting a new one" % guards[0],
+                   timeout=bound(20))
+    h.wait_until(lambda: not h.pid_alive(guards[0]), bound(5), what="the stopped guard killed")
+    new = h.wait_until(lambda: guards_of(p.pid), bound(5), what="a new guard")
+    assert len(new) == 1 and new[0] != guards[0], new
+    mark = p.mark()
+    p.wait_for_log(r"job j00: command exited", timeout=bound(5), after=mark)
