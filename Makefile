@@ -166,13 +166,17 @@ $(B)src/%.o: src/%.c $(DEPS)
 
 # Unit tests link only the module under test.
 # The table engine: what config.c's table and test_options' own run on.
-OPTIONS_SRCS := src/settings/options.c src/settings/setting.c src/settings/inifile.c src/settings/value.c
+OPTIONS_SRCS := src/settings/options.c src/settings/setting.c src/settings/inifile.c src/settings/value.c src/settings/jobproc.c
 $(B)tests/unit/test_config: tests/unit/test_config.c src/settings/config.c src/decide/schedule.c src/decide/zone.c $(OPTIONS_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< src/settings/config.c src/decide/schedule.c src/decide/zone.c $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_options: tests/unit/test_options.c $(OPTIONS_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(OPTIONS_SRCS) $(LIBS) $(CHECK_LIBS)
 $(B)tests/unit/test_value: tests/unit/test_value.c src/settings/value.c $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< src/settings/value.c $(CHECK_LIBS)
+# A job's environment, its file, shell syntax, users and groups (DESIGN 13).
+UNIT_TESTS += $(B)tests/unit/test_jobproc
+$(B)tests/unit/test_jobproc: tests/unit/test_jobproc.c src/settings/jobproc.c src/settings/value.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< src/settings/jobproc.c src/settings/value.c $(CHECK_LIBS)
 # The election is six files: the core, the standby states, the command's
 # states, the fence, failsafe, the operator controls.
 ELECTION_SRCS := src/decide/election.c src/decide/election_standby.c src/decide/election_command.c \
@@ -237,7 +241,7 @@ $(B)tests/unit/test_controls_cli: tests/unit/test_controls_cli.c $(CONTROLS_CLI_
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(CONTROLS_CLI_SRCS) $(LIBS) $(CHECK_LIBS)
 # child.c forks real processes; its log calls go to a stub. stdfd.c, the
 # descriptors the command inherits, is tested here too.
-CHILD_SRCS := src/act/child.c src/act/proctree.c src/act/stdfd.c tests/unit/log_stub.c
+CHILD_SRCS := src/act/child.c src/act/guard.c src/act/proctree.c src/act/stdfd.c tests/unit/log_stub.c
 $(B)tests/unit/test_child: tests/unit/test_child.c $(CHILD_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(CHILD_SRCS) -lev $(CHECK_LIBS)
 

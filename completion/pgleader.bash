@@ -105,10 +105,16 @@ _pgleader() {
 _pgleader_value() {
 	local values
 	case $1 in
-	-c | --config)
+	-c | --config | --environment-file)
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$2")
 		;;
+	--working-directory)
+		compopt -o filenames 2>/dev/null
+		mapfile -t COMPREPLY < <(compgen -d -- "$2")
+		;;
+	--user) mapfile -t COMPREPLY < <(compgen -u -- "$2") ;;
+	--group) mapfile -t COMPREPLY < <(compgen -g -- "$2") ;;
 	*)
 		if values=$(_pgleader_values "$1"); then
 			mapfile -t COMPREPLY < <(compgen -W "$values" -- "$2")

@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "exit_codes.h"
+#include "guard.h"
 #include "log.h"
 #include "proctree.h"
 
@@ -25,9 +27,6 @@
 /* The most processes outside the group one look signals; the next look
  * finds the rest. */
 #define STRAYS_MAX 256
-/* How many times the guard looks for processes to kill: one may fork while
- * it looks. */
-#define GUARD_ROUNDS 20
 /* Room for the pids of other child objects' processes; pgleader has one. */
 #define OTHERS_MAX 32
 
@@ -35,6 +34,7 @@ struct child {
 	struct ev_loop *loop;
 	char *const *argv;
 	bool shell;
+	const struct job_process *process; /* NULL: pgleader's own */
 	double grace_period;
 	child_gone_fn on_gone;
 	void (*on_killed)(void *arg); /* SIGKILL after the grace period */
@@ -49,9 +49,7 @@ struct child {
 	bool resweep;		/* the sweep's scan failed: SIGTERM at the next one */
 	bool scan_failing;	/* the last scan of /proc failed (logged once) */
 	ev_timer grace_timer;	/* then SIGKILL */
-	char *const *marks;	/* the command's added environment, for the guard */
-	int guard_fd;		/* write end of the guard's pipe, or -1 */
-	pid_t guard_pid;	/* until reaped, else 0 */
+	bool guarded;		/* the guard watches its group (guard.h) */
 	ev_timer group_poll_timer;
 	char who[80];		/* "job NAME: " before each line, or "" */
 	bool owner_logs_start;	/* a labelled child: its owner says the start */
@@ -102,9 +100,9 @@ static long signal_strays(const struct child *c, int sig, pid_t *pids, size_t ma
 
 	if (!t)
 		return -1;
-	for (const struct child *o = reaper.children; o && nprune + 2 <= OTHERS_MAX; o = o->next) {
-		if (o->guard_pid > 0)
-			prune[nprune++] = o->guard_pid;
+	if (guard_pid() > 0)
+		prune[nprune++] = guard_pid();
+	for (const struct child *o = reaper.children; o && nprune + 1 <= OTHERS_MAX; o = o->next) {
 		if (o != c && o->pid > 0 && !o->main_reaped)
 			prune[nprune++] = o->pid;
 	}
@@ -210,135 +208,24 @@ static void grace_expired_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		c->on_killed(c->arg);
 }
 
+void child_set_process(struct child *c, const struct job_process *p)
+{
+	c->process = p;
+}
+
 void child_on_killed(struct child *c, void (*fn)(void *arg))
 {
 	c->on_killed = fn;
 }
 
-/* PR_SET_PDEATHSIG reaches only the command's main process, so a pgleader
- * killed with SIGKILL would leave the rest of the group running. A guard
- * process, forked with every signal blocked, waits on a pipe whose write end
- * only pgleader holds: end of file without the all-clear byte means pgleader
- * died while the group lived, and the guard kills the whole group. */
-/* In ps and pgrep -f the guard must not pass for a second pgleader: its
- * copy of the argument strings, contiguous from argv[0], is blanked. Nor
- * may `pkill pgleader` (a pattern matched anywhere in the name) kill it
- * with pgleader: its name does not contain "pgleader". */
-static void retitle_guard(void)
-{
-	static const char title[] = "pgl-guard";
-	char buf[4096];
-	ssize_t len = 0;
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-
-	prctl(PR_SET_NAME, title);
-	if (fd >= 0) {
-		len = read(fd, buf, sizeof(buf));
-		close(fd);
-	}
-	if (len > (ssize_t)sizeof(title)) {
-		memset(program_invocation_name, 0, (size_t)len);
-		memcpy(program_invocation_name, title, sizeof(title));
-	}
-}
-
-/* The guard's last act. The processes that left the group cannot be found
- * by their parents any more: those links died with pgleader, whose orphans
- * went to init. But each still has, as it was at its exec, the environment
- * pgleader gave the command, whose fencing token names this term: the
- * guard kills every process that has all of it. */
-static void guard_kill_all(pid_t pgid, char *const *marks)
-{
-	pid_t pids[STRAYS_MAX];
-	size_t n = 1;
-	const struct timespec tick = { 0, 10 * 1000 * 1000 };
-
-	kill(-pgid, SIGKILL);
-	if (!marks || !*marks)
-		return;
-	for (int round = 0; round < GUARD_ROUNDS && n > 0; round++) {
-		n = proctree_with_environment(marks, pids, STRAYS_MAX);
-		for (size_t i = 0; i < n && i < STRAYS_MAX; i++)
-			kill(pids[i], SIGKILL);
-		/* A killed process keeps its environment until it is gone. */
-		nanosleep(&tick, NULL);
-	}
-}
-
-/* Returns the write end of the guard's pipe, or -1. */
-static int start_guard(pid_t pgid, char *const *marks, pid_t *guard_pid)
-{
-	int fds[2];
-	pid_t pid;
-	char byte;
-	ssize_t n;
-
-	if (pipe2(fds, O_CLOEXEC) == -1)
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		retitle_guard();
-		/* nothing of pgleader's but the pipe and stderr */
-		if (fds[0] > 3)
-			close_range(3, (unsigned)fds[0] - 1, 0);
-		close_range((unsigned)fds[0] + 1, ~0U, 0);
-		do
-			n = read(fds[0], &byte, 1);
-		while (n < 0 && errno == EINTR);
-		if (n == 0)
-			guard_kill_all(pgid, marks);
-		_exit(EXIT_OK);
-	}
-	close(fds[0]);
-	if (pid < 0) {
-		close(fds[1]);
-		return -1;
-	}
-	*guard_pid = pid;
-	return fds[1];
-}
-
-/* Starts c's guard with every signal blocked across the fork (the guard
- * must not run libev's handlers), or logs why it could not. */
-static void spawn_guard(struct child *c)
-{
-	sigset_t all_signals, saved_mask;
-
-	sigfillset(&all_signals);
-	sigprocmask(SIG_SETMASK, &all_signals, &saved_mask);
-	c->guard_fd = start_guard(c->pid, c->marks, &c->guard_pid);
-	if (c->guard_fd < 0)
-		log_warning("cannot start the guard process (%s): if pgleader "
-			    "is killed with SIGKILL, only the command's main "
-			    "process dies with it", strerror(errno));
-	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
-}
-
-/* The guard died while the command runs (someone killed it): without one,
- * a pgleader killed next would leave the command's other processes
- * running. A new one takes its place. */
-static void guard_died(struct child *c, int wstatus)
-{
-	if (WIFSIGNALED(wstatus))
-		log_warning("guard process (pid %d) killed by signal %d: starting "
-			    "a new one", (int)c->guard_pid, WTERMSIG(wstatus));
-	else
-		log_warning("guard process (pid %d) exited with status %d: starting "
-			    "a new one", (int)c->guard_pid, WEXITSTATUS(wstatus));
-	c->guard_pid = 0;
-	close(c->guard_fd);
-	spawn_guard(c);
-}
-
+/* The guard (guard.h) stops watching c's group: it is gone, or being
+ * killed by pgleader itself. */
 static void release_guard(struct child *c)
 {
-	if (c->guard_fd < 0)
+	if (!c->guarded)
 		return;
-	if (write(c->guard_fd, "", 1) != 1)
-		log_debug("cannot tell the guard process to stand down: %s",
-			  strerror(errno));
-	close(c->guard_fd);
-	c->guard_fd = -1;
+	guard_forget(c->pid);
+	c->guarded = false;
 }
 
 /* Called last: on_gone may start the command again or free c. */
@@ -431,14 +318,11 @@ static void reaped_cb(struct ev_loop *loop, ev_child *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	for (c = reaper.children; c; c = c->next) {
-		if (c->guard_pid == w->rpid && c->guard_fd >= 0 && c->pid != 0)
-			guard_died(c, w->rstatus);
-		else if (c->guard_pid == w->rpid)
-			c->guard_pid = 0; /* its pid may now be anyone's */
+	if (guard_reaped(w->rpid, w->rstatus))
+		return;
+	for (c = reaper.children; c; c = c->next)
 		if (c->pid == w->rpid && !c->main_reaped)
 			main_reaped(c, w->rstatus);
-	}
 	/* Whatever was reaped, main process or orphan, may have been the last
 	 * member of a group. on_gone may change the list: rescan after it. */
 	do {
@@ -488,7 +372,6 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 	c->grace_period = grace_period;
 	c->on_gone = on_gone;
 	c->arg = arg;
-	c->guard_fd = -1;
 	ev_timer_init(&c->grace_timer, grace_expired_cb, grace_period, 0.);
 	c->grace_timer.data = c;
 	ev_timer_init(&c->group_poll_timer, group_poll_cb, GROUP_POLL_INTERVAL,
@@ -527,32 +410,52 @@ void child_free(struct child *c)
 		}
 	}
 	free(c);
+	/* The last command object is gone (pgleader is ending): so is the
+	 * guard. */
+	if (!reaper.children)
+		guard_stop();
+}
+
+static size_t count_strings(char *const *list)
+{
+	size_t n = 0;
+
+	while (list && list[n])
+		n++;
+	return n;
+}
+
+/* Whether one of list[0..n) sets the variable of assignment. */
+static bool sets_same(char *const *list, size_t n, const char *assignment)
+{
+	size_t name = strcspn(assignment, "=");
+
+	for (size_t j = 0; j < n; j++)
+		if (!strncmp(assignment, list[j], name + 1))
+			return true;
+	return false;
 }
 
 /* The command's environment, built before the new process exists: pgleader's
- * own without PGLEADER_DSN (the password stays with pgleader) and without
- * what extra_env sets, then extra_env. NULL when out of memory. */
-static char **command_environment(char *const *extra_env)
+ * own without PGLEADER_DSN (the password stays with pgleader), then the
+ * job's own variables, then extra_env; each set once, by the last of them.
+ * NULL when out of memory. */
+static char **command_environment(char *const *job_env, char *const *extra_env)
 {
-	size_t n = 0, k = 0, extra = 0;
-	char **envp;
+	size_t n = count_strings(environ), own = count_strings(job_env),
+	       extra = count_strings(extra_env), k = 0;
+	char **envp = calloc(n + own + extra + 1, sizeof(*envp));
 
-	while (environ && environ[n])
-		n++;
-	while (extra_env && extra_env[extra])
-		extra++;
-	envp = calloc(n + extra + 1, sizeof(*envp));
 	if (!envp)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		size_t name = strcspn(environ[i], "=");
-		bool replaced = !strncmp(environ[i], "PGLEADER_DSN=", 13);
-
-		for (size_t j = 0; j < extra && !replaced; j++)
-			replaced = !strncmp(environ[i], extra_env[j], name + 1);
-		if (!replaced)
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "PGLEADER_DSN=", 13) &&
+		    !sets_same(job_env, own, environ[i]) &&
+		    !sets_same(extra_env, extra, environ[i]))
 			envp[k++] = environ[i];
-	}
+	for (size_t j = 0; j < own; j++)
+		if (!sets_same(extra_env, extra, job_env[j]))
+			envp[k++] = job_env[j];
 	for (size_t j = 0; j < extra; j++)
 		envp[k++] = extra_env[j];
 	return envp;
@@ -572,6 +475,51 @@ struct spawn {
  * Its signal handlers and descriptors are its own copies. Not instrumented:
  * a sanitizer's stack bookkeeping would land in pgleader's shadow memory. */
 __attribute__((no_sanitize_address, no_sanitize_undefined))
+static void spawn_failed(const char *what, const char *arg)
+{
+	char line[512];
+	int len = snprintf(line, sizeof(line), "pgleader: cannot %s%s: %s\n", what,
+			   arg, strerror(errno));
+
+	if (len >= (int)sizeof(line))
+		len = (int)sizeof(line) - 1;
+	(void)!write(STDERR_FILENO, line, (size_t)len);
+	_exit(EXIT_NOEXEC);
+}
+
+/* The 32-bit ids' calls where the plain ones take 16 bits (i386, arm). */
+#ifdef SYS_setgroups32
+#define SETGROUPS SYS_setgroups32
+#define SETRESGID SYS_setresgid32
+#define SETRESUID SYS_setresuid32
+#else
+#define SETGROUPS SYS_setgroups
+#define SETRESGID SYS_setresgid
+#define SETRESUID SYS_setresuid
+#endif
+
+/* The groups, the group, then the user (each change needs the privilege
+ * the next one drops), by raw system calls: glibc's wrappers would, in a
+ * process with threads, signal the threads they think are theirs, which
+ * here are pgleader's. Only this thread's credentials change, and it is
+ * the new process's only one. Then the directory, as the user: one it may
+ * not enter is an error, as in systemd. */
+__attribute__((no_sanitize_address, no_sanitize_undefined))
+static void become(const struct job_process *p)
+{
+	if (p->set_ids) {
+		if (syscall(SETGROUPS, p->n_groups, p->groups) == -1)
+			spawn_failed("set the supplementary groups", "");
+		if (syscall(SETRESGID, p->gid, p->gid, p->gid) == -1)
+			spawn_failed("set the group", "");
+		if (syscall(SETRESUID, p->uid, p->uid, p->uid) == -1)
+			spawn_failed("set the user", "");
+	}
+	if (p->working_directory && chdir(p->working_directory) == -1)
+		spawn_failed("change to directory ", p->working_directory);
+}
+
+__attribute__((no_sanitize_address, no_sanitize_undefined))
 static int exec_command(void *arg)
 {
 	const struct spawn *sp = arg;
@@ -583,14 +531,13 @@ static int exec_command(void *arg)
 	int sig, exec_errno, len;
 
 	setpgid(0, 0);
-	/* Armed only now, so if pgleader died since the clone nobody would
-	 * send it: the parent check closes that window. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1) {
-		len = snprintf(line, sizeof(line), "pgleader: cannot set "
-			       "parent-death signal: %s\n", strerror(errno));
-		(void)!write(STDERR_FILENO, line, (size_t)len);
-		_exit(EXIT_NOEXEC);
-	}
+	if (c->process)
+		become(c->process);
+	/* Armed only now, after the ids (a change of ids clears it), so if
+	 * pgleader died since the clone nobody would send it: the parent
+	 * check closes that window. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+		spawn_failed("set parent-death signal", "");
 	if (getppid() != sp->parent)
 		raise(SIGKILL);
 
@@ -634,7 +581,8 @@ static pid_t spawn_command(const struct child *c, char *const *extra_env)
 {
 	struct spawn sp = { c, NULL, getpid() };
 	char *stack = malloc(SPAWN_STACK);
-	char **envp = command_environment(extra_env);
+	char **envp = command_environment(c->process ? c->process->environment : NULL,
+					  extra_env);
 	pid_t pid = -1;
 
 	if (stack && envp) {
@@ -677,8 +625,8 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 		 * EACCES means it has exec'd. */
 		setpgid(pid, pid);
 		c->pid = pid;
-		c->marks = extra_env;
-		spawn_guard(c);
+		c->guarded = true; /* also when it failed: guard.c keeps it to tell a new guard */
+		guard_watch(pid, extra_env);
 	}
 	sigprocmask(SIG_SETMASK, &saved_mask, NULL);
 	if (pid < 0) {

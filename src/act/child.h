@@ -7,6 +7,8 @@
 #include <sys/types.h>
 #include <ev.h>
 
+#include "jobproc.h" /* struct job_process */
+
 struct child;
 
 /* Called once the command's whole process group is gone after a start: the
@@ -26,6 +28,10 @@ void child_free(struct child *c);
  * exited with status 0"), and its start is for the owner to log, with the
  * run and the tick, so that a start is one line. */
 void child_set_label(struct child *c, const char *job);
+/* What the command runs as (DESIGN 13), borrowed for the life of the
+ * child object: its variables (before extra_env's, which win), its
+ * directory, its user and groups. NULL: pgleader's own. */
+void child_set_process(struct child *c, const struct job_process *p);
 /* fn(arg) is called each time the grace period runs out and the group gets
  * SIGKILL. */
 void child_on_killed(struct child *c, void (*fn)(void *arg));
@@ -35,9 +41,10 @@ void child_on_killed(struct child *c, void (*fn)(void *arg));
 int child_init_reaper(struct ev_loop *loop);
 
 /* fork+exec in a new process group with PDEATHSIG=SIGKILL, default signal
- * dispositions, an empty signal mask and only fds 0-2. Exec failures exit
- * the command with 127 (not found) or 126 (not executable) after one line
- * on stderr. Returns 0, or -1 with err when fork itself failed. A guard
+ * dispositions, an empty signal mask and only fds 0-2, as the process
+ * child_set_process says (groups, group, user, then directory). Exec
+ * failures exit the command with 127 (not found) or 126 (not executable,
+ * or the directory or ids could not be set) after one line on stderr. Returns 0, or -1 with err when fork itself failed. A guard
  * process kills the group if pgleader dies first, and every process whose
  * environment still holds all of extra_env (the fencing token makes it
  * this command's); a guard that dies while the command runs is replaced,

@@ -351,11 +351,12 @@ static bool job_init(struct jobs *j, struct job_io *io, size_t i)
 		io->askers[k] = (struct asker){ j, (int)i,
 			k == ASK_REMADE ? JOBS_EV_REMADE : k == ASK_CLAIMED ? JOBS_EV_CLAIMED
 			: k == ASK_RECORDED ? JOBS_EV_RECORDED : JOBS_EV_LAST };
-	io->child = child_new(j->loop, io->cfg->command, j->cfg->shell,
+	io->child = child_new(j->loop, io->cfg->command, io->cfg->shell,
 			      (double)io->cfg->grace_period_ms / 1000, run_gone_cb, io);
 	if (!io->child)
 		return false;
 	child_set_label(io->child, io->cfg->name);
+	child_set_process(io->child, &io->cfg->process);
 	return true;
 }
 

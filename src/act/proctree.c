@@ -328,14 +328,28 @@ static bool holds_all(const char *env, size_t len, char *const *vars)
 	return true;
 }
 
-size_t proctree_with_environment(char *const *vars, pid_t *out, size_t max)
+/* Whether env holds all of one of sets[0..nsets), none of them empty. */
+static bool holds_one_set(const char *env, size_t len, char *const *const *sets,
+			  size_t nsets)
+{
+	for (size_t i = 0; i < nsets; i++)
+		if (holds_all(env, len, sets[i]))
+			return true;
+	return false;
+}
+
+size_t proctree_with_any_environment(char *const *const *sets, size_t nsets,
+				     pid_t *out, size_t max)
 {
 	DIR *dir = opendir("/proc");
 	pid_t self = getpid();
 	struct dirent *d;
 	size_t count = 0;
 
-	if (!dir || !vars || !*vars) {
+	for (size_t i = 0; i < nsets; i++)
+		if (!sets[i] || !*sets[i])
+			nsets = 0; /* an empty set would match every process */
+	if (!dir || nsets == 0) {
 		if (dir)
 			closedir(dir);
 		return 0;
@@ -348,7 +362,7 @@ size_t proctree_with_environment(char *const *vars, pid_t *out, size_t max)
 		if (pid <= 0 || pid == self)
 			continue;
 		env = read_environment(dirfd(dir), pid, &len);
-		if (env && holds_all(env, len, vars)) {
+		if (env && holds_one_set(env, len, sets, nsets)) {
 			if (count < max)
 				out[count] = pid;
 			count++;
@@ -357,4 +371,9 @@ size_t proctree_with_environment(char *const *vars, pid_t *out, size_t max)
 	}
 	closedir(dir);
 	return count;
+}
+
+size_t proctree_with_environment(char *const *vars, pid_t *out, size_t max)
+{
+	return proctree_with_any_environment(&vars, 1, out, max);
 }

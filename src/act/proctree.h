@@ -42,5 +42,9 @@ size_t proctree_below(const struct proctree *t, pid_t root, const pid_t *prune,
  * caller may not read are not found. Returns how many there are. Safe in
  * a forked child of a single-threaded process. */
 size_t proctree_with_environment(char *const *vars, pid_t *out, size_t max);
+/* The same for any of sets[0..nsets), each such a list: every process
+ * whose environment holds all of one of them, each environment read once. */
+size_t proctree_with_any_environment(char *const *const *sets, size_t nsets,
+				     pid_t *out, size_t max);
 
 #endif

@@ -38,7 +38,7 @@ void *runner_command_new(struct ev_loop *loop, const struct config *cfg,
 	struct command_runner *c = calloc(1, sizeof(*c));
 
 	if (c)
-		c->child = child_new(loop, cfg->command, cfg->shell,
+		c->child = child_new(loop, cfg->command, cfg->jobs[0].shell,
 				     cfg->grace_period_ms / 1000.0, gone_cb, c);
 	if (!c || !c->child) {
 		free(c);
@@ -46,6 +46,7 @@ void *runner_command_new(struct ev_loop *loop, const struct config *cfg,
 		return NULL;
 	}
 	child_on_killed(c->child, killed_cb);
+	child_set_process(c->child, &cfg->jobs[0].process);
 	c->cb = *cb;
 	snprintf(c->env_node, sizeof(c->env_node), "PGLEADER_NODE_ID=%s", cfg->node_id);
 	c->env[0] = c->env_node;

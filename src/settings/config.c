@@ -2,6 +2,7 @@
  * and the rules that span keys, checked once every layer is in. */
 #include "config.h"
 #include "exit_codes.h"
+#include "jobproc.h"
 #include "log.h" /* the enums only: config must not log */
 #include "options.h"
 #include "schedule.h"
@@ -10,6 +11,7 @@
 #include "wire.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define USAGE "pgleader [OPTION]... [--] COMMAND [ARG]..."
@@ -167,6 +170,47 @@ static int parse_peers(const char *list, struct config_peer **peers, size_t *n,
 		       char *why, size_t whylen);
 static void free_peers(struct config_peer *peers, size_t n);
 
+/* The job's process (DESIGN 13). A value is never shown: it may be a
+ * secret. */
+static int check_environment(const char *value, char *why, size_t whylen)
+{
+	char **env = NULL;
+	int result = jobproc_parse_environment(value, &env, why, whylen);
+
+	jobproc_free_env(env);
+	return result;
+}
+
+static int check_absolute(const char *value, char *why, size_t whylen)
+{
+	char shown[64];
+
+	if (*value != '/')
+		return value_why(why, whylen, "%s is not an absolute path",
+				 value_quote(value, shown, sizeof(shown)));
+	return 0;
+}
+
+/* environment_file: '-' before the path makes a missing file no error. */
+static int check_environment_file(const char *value, char *why, size_t whylen)
+{
+	return check_absolute(value + (*value == '-'), why, whylen);
+}
+
+/* A user's or group's name or number as the system's databases hold it. */
+static int check_account(const char *value, char *why, size_t whylen)
+{
+	char shown[64];
+	bool ok = *value && strlen(value) <= 256;
+
+	for (const char *p = value; ok && *p; p++)
+		ok = (unsigned char)*p > ' ' && *p != 0x7f && *p != ':' && *p != '/';
+	if (!ok)
+		return value_why(why, whylen, "invalid name %s (no blanks, ':' or '/')",
+				 value_quote(value, shown, sizeof(shown)));
+	return 0;
+}
+
 static int check_failsafe_peers(const char *value, char *why, size_t whylen)
 {
 	struct config_peer *peers = NULL;
@@ -283,8 +327,29 @@ static const struct option_row rows[] = {
 	  .help = "exit code when pgleader gives up waiting",
 	  .min = 0, .max = 255 },
 	{ .key = "shell", .long_name = "shell", .type = OPTION_BOOL,
-	  .offset = FIELD(shell), .default_value = "off",
+	  .offset = FIELD(top.shell), .default_value = "off",
 	  .help = "run COMMAND with /bin/sh -c" },
+	{ .key = "environment", .long_name = "environment", .type = OPTION_STRING,
+	  .offset = FIELD(top.environment), .default_shown = "none",
+	  .metavar = "LIST", .help = "COMMAND's variables: NAME=VALUE ... (quoted\n"
+	  "as systemd's Environment=)", .check = check_environment },
+	{ .key = "environment_file", .long_name = "environment-file",
+	  .type = OPTION_STRING, .offset = FIELD(top.environment_file),
+	  .default_shown = "none", .metavar = "FILE",
+	  .help = "and those of FILE's NAME=VALUE lines (read at\n"
+	  "start; -FILE: may be missing)", .check = check_environment_file },
+	{ .key = "working_directory", .long_name = "working-directory",
+	  .type = OPTION_STRING, .offset = FIELD(top.working_directory),
+	  .default_shown = "pgleader's", .metavar = "DIR",
+	  .help = "run COMMAND in DIR", .check = check_absolute },
+	{ .key = "user", .long_name = "user", .type = OPTION_STRING,
+	  .offset = FIELD(top.user), .default_shown = "pgleader's", .metavar = "NAME",
+	  .help = "run COMMAND as this user (pgleader as root)",
+	  .check = check_account },
+	{ .key = "group", .long_name = "group", .type = OPTION_STRING,
+	  .offset = FIELD(top.group), .default_shown = "the user's",
+	  .metavar = "NAME", .help = "run COMMAND with this group (pgleader as root)",
+	  .check = check_account },
 	{ .key = "node_id", .long_name = "node-id", .type = OPTION_STRING,
 	  .offset = FIELD(node_id), .default_shown = "host name",
 	  .metavar = "NAME", .help = "this node's name in pg_stat_activity",
@@ -394,7 +459,9 @@ static const struct option_row rows[] = {
 #define JOB(name) offsetof(struct config_job, name)
 enum job_key {
 	JK_COMMAND, JK_SCHEDULE, JK_TIMEZONE, JK_JITTER, JK_MAX_RUNTIME, JK_MISSED,
-	JK_MISSED_WINDOW, JK_RERUN_INTERRUPTED, JK_GRACE_PERIOD, JK_RESTART, JK_COUNT
+	JK_MISSED_WINDOW, JK_RERUN_INTERRUPTED, JK_GRACE_PERIOD, JK_RESTART,
+	JK_SHELL, JK_ENVIRONMENT, JK_ENVIRONMENT_FILE, JK_WORKING_DIRECTORY, JK_USER,
+	JK_GROUP, JK_COUNT
 };
 static const struct {
 	const char *key;
@@ -410,6 +477,12 @@ static const struct {
 	[JK_RERUN_INTERRUPTED] = { "rerun_interrupted", JOB(rerun_interrupted) },
 	[JK_GRACE_PERIOD] = { "grace_period", JOB(grace_period_ms) },
 	[JK_RESTART] = { "restart", JOB(restart) },
+	[JK_SHELL] = { "shell", JOB(shell) },
+	[JK_ENVIRONMENT] = { "environment", JOB(environment) },
+	[JK_ENVIRONMENT_FILE] = { "environment_file", JOB(environment_file) },
+	[JK_WORKING_DIRECTORY] = { "working_directory", JOB(working_directory) },
+	[JK_USER] = { "user", JOB(user) },
+	[JK_GROUP] = { "group", JOB(group) },
 };
 /* These mean something only to a job with a schedule. */
 #define JK_SCHEDULED_FIRST JK_JITTER
@@ -600,7 +673,7 @@ static int unknown_job_key(struct loader *ld, int line, const char *name,
 				    options_path(ld->op), line,
 				    value_quote(key, shown, sizeof(shown)), name, hint);
 	return options_fail(ld->op, EXIT_CONFIG,
-			    "%s:%d: unknown key %s in [job.%s] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart)",
+			    "%s:%d: unknown key %s in [job.%s] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart, shell, environment, environment_file, working_directory, user, group)",
 			    options_path(ld->op), line, value_quote(key, shown, sizeof(shown)),
 			    name);
 }
@@ -682,6 +755,12 @@ static void free_job(struct config_job *job, char **shared_command)
 	free(job->name);
 	free(job->schedule);
 	free(job->timezone);
+	free(job->environment);
+	free(job->environment_file);
+	free(job->working_directory);
+	free(job->user);
+	free(job->group);
+	jobproc_free(&job->process);
 	if (job->command != shared_command)
 		value_free_words(job->command);
 	memset(job, 0, sizeof(*job));
@@ -1123,24 +1202,45 @@ static int check_command_name(struct loader *ld)
 			    options_origin(ld->op, "command", where, sizeof(where)));
 }
 
+/* A command line written with shell syntax, which without shell = on
+ * would reach the command as plain arguments (DESIGN 13): a crontab line
+ * copied as it is must never run that way without a word. where names
+ * the job's command key. */
+static int shell_refused(struct loader *ld, const char *where, const char *job,
+			 const char *syntax)
+{
+	char shown[8];
+
+	value_printable(syntax, strspn(syntax, "|><;&$(`21"), shown, sizeof(shown));
+	return options_fail(ld->op, EXIT_CONFIG,
+			    "%s: job %s: the command holds shell syntax '%s', which "
+			    "would be passed to it as plain arguments: set shell = on "
+			    "to run it with /bin/sh -c", where, job, shown);
+}
+
 /* The command line's command replaces the file's; with --shell either one
  * goes to sh -c whole: splitting it here would undo the quoting the shell
- * needs, and --shell -- a '|' b means the script "a | b". */
+ * needs, and --shell -- a '|' b means the script "a | b". Words from the
+ * command line are the user's shell's already: only a line (the key or
+ * PGLEADER_COMMAND) is looked at for shell syntax. */
 static int build_command(struct loader *ld)
 {
 	struct config *cfg = ld->cfg;
-	const char *line = options_text(ld->op, "command");
+	const char *line = options_text(ld->op, "command"), *syntax;
 	char why[128], where[640];
 
 	if (ld->nwords > 0)
-		cfg->command = cfg->shell ? shell_script(ld->words, ld->nwords)
-					  : copy_words(ld->words, ld->nwords);
+		cfg->command = cfg->top.shell ? shell_script(ld->words, ld->nwords)
+					      : copy_words(ld->words, ld->nwords);
 	else if (!line && cfg->job_sections)
 		return CONFIG_OK; /* the sections are the jobs */
 	else if (!line)
 		return no_command(ld);
-	else if (cfg->shell && *line)
+	else if (cfg->top.shell && *line)
 		cfg->command = shell_script((char *const *)&line, 1);
+	else if ((syntax = value_shell_syntax(line)))
+		return shell_refused(ld, options_origin(ld->op, "command", where,
+							sizeof(where)), "default", syntax);
 	else if (!(cfg->command = value_split_command(line, why, sizeof(why))))
 		return options_fail(ld->op, EXIT_CONFIG, "%s: %s",
 				    options_origin(ld->op, "command", where, sizeof(where)),
@@ -1155,16 +1255,19 @@ static int build_command(struct loader *ld)
 /* A section's command, split as [pgleader]'s is, shell and all. */
 static int section_command(struct loader *ld, struct section *sec)
 {
-	const char *path = options_path(ld->op), *name = sec->job.name;
+	const char *path = options_path(ld->op), *name = sec->job.name, *syntax;
 	int line = sec->lines[JK_COMMAND];
-	char why[128];
+	char why[128], where[640];
 
 	if (!sec->command)
 		return options_fail(ld->op, EXIT_CONFIG, "%s:%d: [job.%s] has no command",
 				    path, sec->line, name);
-	if (ld->cfg->shell && *sec->command)
+	if (sec->job.shell && *sec->command)
 		sec->job.command = shell_script(&sec->command, 1);
-	else if (!(sec->job.command = value_split_command(sec->command, why, sizeof(why))))
+	else if ((syntax = value_shell_syntax(sec->command))) {
+		snprintf(where, sizeof(where), "%s:%d: [job.%s] command", path, line, name);
+		return shell_refused(ld, where, name, syntax);
+	} else if (!(sec->job.command = value_split_command(sec->command, why, sizeof(why))))
 		return options_fail(ld->op, EXIT_CONFIG, "%s:%d: [job.%s] command: %s",
 				    path, line, name, why);
 	if (!sec->job.command)
@@ -1226,6 +1329,85 @@ static int build_jobs(struct loader *ld)
 	for (size_t i = 0; i < cfg->n_jobs; i++)
 		if (!cfg->jobs[i].timezone && !(cfg->jobs[i].timezone = strdup("UTC")))
 			return options_fail(ld->op, EXIT_CONFIG, "out of memory");
+	return CONFIG_OK;
+}
+
+/* Where job i's key k was set, for a message: its section's line, or
+ * where the value it took was set (the command line, the environment,
+ * [pgleader]). Returns buf. */
+static const char *job_key_origin(const struct loader *ld, size_t i, int k, char *buf,
+				  size_t len)
+{
+	size_t first = ld->cfg->command ? 1 : 0;
+	const char *name = ld->cfg->jobs[i].name;
+	char top[640];
+
+	if (i < first)
+		return options_origin(ld->op, job_keys[k].key, buf, len);
+	if (ld->sections[i - first].lines[k])
+		snprintf(buf, len, "%s:%d: [job.%s] %s", options_path(ld->op),
+			 ld->sections[i - first].lines[k], name, job_keys[k].key);
+	else
+		snprintf(buf, len, "%s (for [job.%s])",
+			 options_origin(ld->op, job_keys[k].key, top, sizeof(top)), name);
+	return buf;
+}
+
+static int check_directory(const char *path, char *why, size_t whylen)
+{
+	struct stat st;
+	char shown[VALUE_PATH_SHOWN + 8];
+
+	value_path_shown(path, shown, sizeof(shown));
+	if (stat(path, &st) < 0)
+		return value_why(why, whylen, "%s: %s", shown, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return value_why(why, whylen, "%s is not a directory", shown);
+	return 0;
+}
+
+/* The job's process as it will run: the user's variables, then the
+ * environment's, then the file's (each wins over the one before, as in
+ * systemd), the directory checked, the ids looked up. The key that failed,
+ * or JK_COUNT. */
+static int resolve_keys(struct config_job *job, char *why, size_t whylen)
+{
+	struct job_process *p = &job->process;
+
+	if ((job->user || job->group) &&
+	    jobproc_resolve_ids(job->user, job->group, p, &p->environment, why, whylen) < 0)
+		return job->user ? JK_USER : JK_GROUP;
+	if (job->environment &&
+	    jobproc_parse_environment(job->environment, &p->environment, why, whylen) < 0)
+		return JK_ENVIRONMENT;
+	if (job->environment_file &&
+	    jobproc_read_environment_file(job->environment_file, &p->environment, why,
+					  whylen) < 0)
+		return JK_ENVIRONMENT_FILE;
+	if (job->working_directory &&
+	    (check_directory(job->working_directory, why, whylen) < 0 ||
+	     !(p->working_directory = strdup(job->working_directory))))
+		return JK_WORKING_DIRECTORY;
+	return JK_COUNT;
+}
+
+/* Only the daemon resolves: a subcommand reading the same file runs no
+ * command, and need not run as root. */
+static int resolve_processes(struct loader *ld)
+{
+	char why[512], where[1024];
+
+	for (size_t i = 0; i < ld->cfg->n_jobs; i++) {
+		int k;
+
+		why[0] = '\0';
+		k = resolve_keys(&ld->cfg->jobs[i], why, sizeof(why));
+
+		if (k != JK_COUNT)
+			return options_fail(ld->op, EXIT_CONFIG, "%s: %s",
+					    job_key_origin(ld, i, k, where, sizeof(where)),
+					    why[0] ? why : "out of memory");
+	}
 	return CONFIG_OK;
 }
 
@@ -1338,7 +1520,8 @@ static int finish_jobs(struct loader *ld)
 	if (cfg->mode == CONFIG_MODE_DAEMON &&
 	    ((result = check_scheduled_keys(ld)) != CONFIG_OK ||
 	     (result = check_once_per(ld)) != CONFIG_OK ||
-	     (result = check_never_leads(ld)) != CONFIG_OK))
+	     (result = check_never_leads(ld)) != CONFIG_OK ||
+	     (result = resolve_processes(ld)) != CONFIG_OK))
 		return result;
 	cfg->uses_ledger = any_schedule(cfg) || cfg->job_sections || cfg->once_per_ms > 0;
 	return CONFIG_OK;
@@ -1463,12 +1646,15 @@ void config_usage(FILE *out)
 	fputs("\n"
 	      "The file has a section [pgleader], and one [job.NAME] per further job\n"
 	      "(command, schedule, timezone, jitter, max_runtime, missed, missed_window,\n"
-	      "rerun_interrupted, grace_period, restart; a key left out takes its\n"
-	      "[pgleader] value). Every key can also be set as PGLEADER_<KEY>, e.g.\n"
+	      "rerun_interrupted, grace_period, restart, shell, environment,\n"
+	      "environment_file, working_directory, user, group; a key left out takes\n"
+	      "its [pgleader] value). Every key can also be set as PGLEADER_<KEY>, e.g.\n"
 	      "PGLEADER_LOCK_KEY. The command line wins over the environment, which wins\n"
 	      "over the file; both set the default job's keys only. DUR: 250ms, 5s,\n"
 	      "1.5s, 2m, 1h or 0; a bare number is seconds. The command is split\n"
-	      "without expansions.\n"
+	      "without expansions; a 'command' line with shell syntax (| > < ; & ` $()\n"
+	      "is refused (78) unless shell = on. user and group need pgleader to run\n"
+	      "as root (78 otherwise).\n"
 	      "\n"
 	      "Exit status: COMMAND's own, or 128+N if signal N killed it; 64 bad usage;\n"
 	      "78 bad configuration; 69 permanent database error; 70 internal error;\n"

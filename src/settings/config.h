@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "exit_codes.h"
+#include "jobproc.h" /* struct job_process */
 #include "log.h" /* enum log_format */
 
 #define CONFIG_DEFAULT_LOCK_KEY INT64_C(0x50474c4541444552) /* "PGLEADER" */
@@ -30,8 +31,9 @@ enum config_mode {
 /* One job (DESIGN 10): the command line's is named "default"; a file's
  * [job.NAME] sections one each. Keys a section leaves out take the
  * [pgleader] section's value (timezone, jitter, max_runtime, missed,
- * missed_window, rerun_interrupted, grace_period, restart), never its
- * schedule or command. */
+ * missed_window, rerun_interrupted, grace_period, restart, shell,
+ * environment, environment_file, working_directory, user, group), never
+ * its schedule or command. */
 struct config_job {
 	char *name;              /* 1-63 bytes of [A-Za-z0-9_.-] */
 	char **command;          /* NULL-terminated argv */
@@ -44,6 +46,16 @@ struct config_job {
 	bool rerun_interrupted;
 	int64_t grace_period_ms;
 	enum restart_policy restart; /* for a job without a schedule */
+	/* The job's process (DESIGN 13), as written; process is what they
+	 * resolve to when the daemon loads them (the environment file read,
+	 * the user and group looked up). */
+	bool shell;              /* command run as /bin/sh -c COMMAND */
+	char *environment;       /* systemd's Environment= quoting */
+	char *environment_file;  /* absolute; a leading '-': may be missing */
+	char *working_directory; /* absolute */
+	char *user;
+	char *group;
+	struct job_process process;
 };
 
 /* A member of the failsafe fleet (failsafe_peers), as parsed. */
@@ -74,7 +86,6 @@ struct config {
 	int64_t wait_timeout_ms; /* -1 = wait for ever */
 	int conflict_exit_code;
 	int restart_limit;       /* 0 = no limit */
-	bool shell;
 	char *node_id;           /* default: host name */
 	char *http_addr;         /* HOST:PORT, [V6]:PORT or :PORT; NULL = off */
 	char *failsafe_peers;    /* as given; NULL = failsafe off */

@@ -460,3 +460,33 @@ const char *value_quote(const char *s, char *buf, size_t len)
 	buf[n] = '\0';
 	return buf;
 }
+
+/* After an opening '"': the end of the quoted run, or NULL when it has
+ * none; *found the first "$(" or '`' in it (which a shell would run). */
+static const char *shell_double_quoted(const char *s, const char **found)
+{
+	for (; *s && *s != '"'; s++) {
+		if (*s == '\\' && s[1])
+			s++;
+		else if (!*found && (*s == '`' || (*s == '$' && s[1] == '(')))
+			*found = s;
+	}
+	return *s ? s : NULL;
+}
+
+const char *value_shell_syntax(const char *s)
+{
+	const char *found = NULL, *close;
+
+	for (; *s && !found; s++) {
+		if (*s == '\\' && s[1])
+			s++;
+		else if (*s == '\'' && (close = strchr(s + 1, '\'')))
+			s = close;
+		else if (*s == '"' && (close = shell_double_quoted(s + 1, &found)))
+			s = close;
+		else if (strchr("|><;&`", *s) || (*s == '$' && s[1] == '('))
+			found = s;
+	}
+	return found;
+}

@@ -26,6 +26,11 @@ int value_parse_lock_key(const char *s, int64_t *key);
  * '...' is literal, "..." honours \" \\ \$ \`, a backslash quotes the next
  * character. Returns a malloc'd NULL-terminated argv, or NULL with err. */
 char **value_split_command(const char *s, char *err, size_t errlen);
+/* The first shell syntax in a command line as value_split_command reads
+ * it: | > < ; & ` or $( outside quotes, ` or $( inside "...", where a
+ * shell would run them and the split passes them on as plain characters.
+ * A pointer into s, or NULL when there is none. */
+const char *value_shell_syntax(const char *s);
 /* Frees such an argv; NULL is fine. */
 void value_free_words(char **words);
 

@@ -518,6 +518,12 @@ void child_set_label(struct child *c, const char *job)
 	(void)job;
 }
 
+void child_set_process(struct child *c, const struct job_process *p)
+{
+	(void)c;
+	(void)p;
+}
+
 void child_free(struct child *c)
 {
 	struct node *n = &W.nodes[cur_node];

@@ -994,6 +994,86 @@ START_TEST(test_setsid_descendant_dies_with_pgleader)
 }
 END_TEST
 
+/* How many children of parent are named pgl-guard. */
+static int guards_of(pid_t parent)
+{
+	DIR *dir = opendir("/proc");
+	struct dirent *d;
+	int n = 0;
+
+	expect(dir != NULL);
+	while ((d = readdir(dir))) {
+		char path[300], comm[64] = "";
+		pid_t pid = (pid_t)atoi(d->d_name);
+
+		if (pid <= 0 || process_parent(pid) != parent)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		if (read_file(path, comm, sizeof(comm)) && !strncmp(comm, "pgl-guard", 9))
+			n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+/* Issue 24: one guard for every command of a pgleader, not one fork of
+ * the daemon per start; it still kills every command's descendants when
+ * pgleader dies. */
+START_TEST(test_one_guard_for_every_command)
+{
+	char cmds[3][512], *argvs[3][2];
+	const char *paths[3];
+	struct gone_record r[3];
+	struct child *c[3];
+	pid_t supervisor, grandchild[3];
+	int fds[2];
+	char byte;
+
+	for (int i = 0; i < 3; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "grandchild%d", i);
+		paths[i] = path_in_tmpdir(name);
+		snprintf(cmds[i], sizeof(cmds[i]),
+			 "sleep 30 & echo $! > %s.tmp && mv %s.tmp %s; wait", paths[i], paths[i],
+			 paths[i]);
+		argvs[i][0] = cmds[i];
+		argvs[i][1] = NULL;
+		memset(&r[i], 0, sizeof(r[i]));
+		c[i] = new_child(argvs[i], true, 5.0, &r[i]);
+	}
+	expect(pipe(fds) == 0);
+	supervisor = fork();
+	expect(supervisor >= 0);
+	if (supervisor == 0) {
+		char err[256];
+
+		for (int i = 0; i < 3; i++)
+			if (child_start(c[i], NULL, err, sizeof(err)) != 0)
+				_exit(1);
+		if (write(fds[1], "", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	track_pid(supervisor);
+	close(fds[1]);
+	expect(read(fds[0], &byte, 1) == 1);
+	close(fds[0]);
+	for (int i = 0; i < 3; i++) {
+		expect(wait_for_file(paths[i], 5.0));
+		grandchild[i] = read_pid(paths[i]);
+		expect(grandchild[i] > 0);
+		track_pid(grandchild[i]);
+	}
+	expect(guards_of(supervisor) == 1);
+	kill(supervisor, SIGKILL);
+	expect_reaped_killed(supervisor);
+	for (int i = 0; i < 3; i++)
+		expect_reaped_killed(grandchild[i]);
+}
+END_TEST
+
 START_TEST(test_only_std_fds_are_inherited)
 {
 	char *argv[] = { "ls", "/proc/self/fd", NULL };
@@ -1374,6 +1454,7 @@ static Suite *child_suite(void)
 	tcase_add_test(inheritance, test_command_dies_with_pgleader);
 	tcase_add_test(inheritance, test_grandchildren_die_with_pgleader);
 	tcase_add_test(inheritance, test_setsid_descendant_dies_with_pgleader);
+	tcase_add_test(inheritance, test_one_guard_for_every_command);
 	tcase_add_test(lifecycle, test_signal_is_forwarded);
 	tcase_add_test(lifecycle, test_restart_and_gone_once);
 	tcase_add_test(lifecycle, test_free_kills_running_command);

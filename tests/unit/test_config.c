@@ -168,7 +168,7 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("restart_limit", cfg->restart_limit);
 	INT("wait_timeout", cfg->wait_timeout_ms);
 	INT("conflict_exit_code", cfg->conflict_exit_code);
-	INT("shell", cfg->shell);
+	INT("shell", cfg->top.shell);
 	STR("node_id", cfg->node_id);
 	INT("log_level", cfg->log_level);
 	INT("log_format", cfg->log_format);
@@ -189,6 +189,12 @@ static const char *field_text(const struct config *cfg, const char *key)
 	STR("schema", cfg->schema);
 	STR("ledger_owner", cfg->ledger_owner);
 	INT("keep_runs", cfg->keep_runs_ms);
+	/* DESIGN 13: the job's process, as written */
+	STR("environment", cfg->n_jobs ? cfg->jobs[0].environment : "(no job)");
+	STR("environment_file", cfg->n_jobs ? cfg->jobs[0].environment_file : "(no job)");
+	STR("working_directory", cfg->n_jobs ? cfg->jobs[0].working_directory : "(no job)");
+	STR("user", cfg->n_jobs ? cfg->jobs[0].user : "(no job)");
+	STR("group", cfg->n_jobs ? cfg->jobs[0].group : "(no job)");
 #undef INT
 #undef STR
 	ck_abort_msg("no such key %s", key);
@@ -289,9 +295,27 @@ static const struct key_case {
 	  "invalid duration \"721h\" (examples: 250ms, 5s, 2m)" },
 	{ "ledger_owner", "ledger-owner", false, "Ops DBA", "Ops DBA", "a\tb",
 	  "invalid role name \"a?b\" (1 to 63 bytes of UTF-8, no control characters)" },
+	/* DESIGN 13; the values' syntax: test_jobproc */
+	{ "environment", "environment", false, "A=1 \"B=x y\"", "A=1 \"B=x y\"",
+	  "A=1 'B=2", "assignment 2: unterminated quote" },
+	{ "environment_file", "environment-file", false, "-/nonexistent/env",
+	  "-/nonexistent/env", "etc/env", "\"etc/env\" is not an absolute path" },
+	{ "working_directory", "working-directory", false, "/tmp", "/tmp", "tmp",
+	  "\"tmp\" is not an absolute path" },
+	{ "user", "user", false, "root", "root", "a b",
+	  "invalid name \"a b\" (no blanks, ':' or '/')" },
+	{ "group", "group", false, "0", "0", "a:b",
+	  "invalid name \"a:b\" (no blanks, ':' or '/')" },
 };
 
 #define NKEYS (int)(sizeof(key_cases) / sizeof(key_cases[0]))
+
+/* user and group load only where pgleader runs as root (test_jobproc and
+ * the integration tests check the refusal). */
+static bool needs_root(const struct key_case *k)
+{
+	return geteuid() != 0 && (!strcmp(k->key, "user") || !strcmp(k->key, "group"));
+}
 
 static const char *const scheduled[] = {
 	"jitter", "max_runtime", "missed", "missed_window", "rerun_interrupted",
@@ -331,6 +355,8 @@ START_TEST(key_in_file)
 	struct config cfg;
 	char err[ERRLEN], content[512];
 	const char *path;
+	if (needs_root(k))
+		return;
 
 	snprintf(content, sizeof(content), "[pgleader]\n%s = %s\n", k->key, k->good);
 	path = write_file(content);
@@ -354,6 +380,8 @@ START_TEST(key_in_environment)
 	const struct key_case *k = &key_cases[_i];
 	struct config cfg;
 	char err[ERRLEN], name[64], expected[512];
+	if (needs_root(k))
+		return;
 
 	env_name(k->key, name, sizeof(name));
 	setenv(name, k->good, 1);
@@ -376,6 +404,8 @@ START_TEST(key_on_command_line)
 	const struct key_case *k = &key_cases[_i];
 	struct config cfg;
 	char err[ERRLEN], option[256], expected[512];
+	if (needs_root(k))
+		return;
 
 	if (!k->option)
 		return;
@@ -562,7 +592,7 @@ START_TEST(booleans)
 
 	setenv("PGLEADER_SHELL", bool_cases[_i].value, 1);
 	ck_assert_int_eq(load(&cfg, err, "x", NULL), CONFIG_OK);
-	ck_assert_int_eq(cfg.shell, bool_cases[_i].expect);
+	ck_assert_int_eq(cfg.top.shell, bool_cases[_i].expect);
 	config_free(&cfg);
 }
 END_TEST
@@ -761,7 +791,7 @@ START_TEST(defaults)
 	ck_assert(!cfg.nonblock);
 	ck_assert_int_eq(cfg.wait_timeout_ms, -1);
 	ck_assert_int_eq(cfg.conflict_exit_code, 75);
-	ck_assert(!cfg.shell);
+	ck_assert(!cfg.top.shell);
 	ck_assert_ptr_null(cfg.http_addr);
 	ck_assert_ptr_null(cfg.failsafe_peers);
 	ck_assert_ptr_null(cfg.peers);
@@ -1313,7 +1343,7 @@ START_TEST(shell_keeps_the_line_whole)
 	ck_assert_int_eq(load(&cfg, err, "--", "echo $X", "y", NULL), CONFIG_OK);
 	ck_assert_str_eq(cfg.command[0], "echo $X y");
 	ck_assert_ptr_null(cfg.command[1]);
-	ck_assert(cfg.shell);
+	ck_assert(cfg.top.shell);
 	config_free(&cfg);
 
 	setenv("PGLEADER_COMMAND", "a 'b", 1);
@@ -1783,15 +1813,38 @@ static const struct {
 	{ "longest name", "[job." NAME63 "]\ncommand = x\nschedule = @daily\njitter = 1m\n",
 	  NULL, NULL, { NULL }, CONFIG_OK,
 	  NAME63 "=x @daily UTC 60000 -1 0 -1 0 8000 0" },
-	{ "shell keeps a section's line whole", "[job.a]\ncommand = a | b\n", NULL, NULL,
-	  { "--shell" }, CONFIG_OK, "a=a | b - UTC 0 -1 0 -1 0 8000 0" },
+	{ "shell keeps a section's line whole", "[job.a]\ncommand = a | b\nshell = on\n",
+	  NULL, NULL, { NULL }, CONFIG_OK, "a=a | b - UTC 0 -1 0 -1 0 8000 0" },
+	{ "a section inherits [pgleader]'s shell", "[pgleader]\nshell = on\n"
+	  "[job.a]\ncommand = a | b\n", NULL, NULL, { NULL }, CONFIG_OK,
+	  "a=a | b - UTC 0 -1 0 -1 0 8000 0" },
+	{ "quoted shell characters are plain", "[job.a]\ncommand = psql -c 'select 1; select 2'"
+	  " \"x|y\" a\\>b\n", NULL, NULL, { NULL }, CONFIG_OK,
+	  "a=psql|-c|select 1; select 2|x|y|a>b - UTC 0 -1 0 -1 0 8000 0" },
+	/* shell syntax without shell = on (DESIGN 13): refused, not split */
+	{ "a crontab line as it is", "[job.cleanup]\ncommand = ./cleanup.sh >> out 2>&1\n",
+	  NULL, NULL, { NULL }, EX_CONFIG,
+	  "FILE:2: [job.cleanup] command: job cleanup: the command holds shell syntax '>>', which would be passed to it as plain arguments: set shell = on to run it with /bin/sh -c" },
+	{ "--shell sets the default job's alone", "[job.a]\ncommand = a | b\n", NULL, NULL,
+	  { "--shell" }, EX_CONFIG,
+	  "FILE:2: [job.a] command: job a: the command holds shell syntax '|', which would be passed to it as plain arguments: set shell = on to run it with /bin/sh -c" },
+	{ "[pgleader]'s command", "[pgleader]\ncommand = a; b\n", NULL, NULL, { NULL },
+	  EX_CONFIG,
+	  "FILE:2: command: job default: the command holds shell syntax ';', which would be passed to it as plain arguments: set shell = on to run it with /bin/sh -c" },
+	{ "PGLEADER_COMMAND", NULL, "PGLEADER_COMMAND", "date > /tmp/x", { NULL }, EX_CONFIG,
+	  "PGLEADER_COMMAND: job default: the command holds shell syntax '>', which would be passed to it as plain arguments: set shell = on to run it with /bin/sh -c" },
+	{ "command substitution in double quotes", "[job.a]\ncommand = echo \"$(date)\"\n",
+	  NULL, NULL, { NULL }, EX_CONFIG,
+	  "FILE:2: [job.a] command: job a: the command holds shell syntax '$(', which would be passed to it as plain arguments: set shell = on to run it with /bin/sh -c" },
+	{ "the command line's words are the user's shell's", NULL, NULL, NULL,
+	  { "--", "sh", "-c", "a | b" }, CONFIG_OK, "default=sh|-c|a | b - UTC 0 -1 0 -1 0 8000 0" },
 	{ "file jitter reaches a scheduled section", "[pgleader]\njitter = 2s\n"
 	  "[job.a]\ncommand = a\nschedule = @daily\n", NULL, NULL, { NULL }, CONFIG_OK,
 	  "a=a @daily UTC 2000 -1 0 -1 0 8000 0" },
 	/* what a section refuses, with its file and line */
 	{ "unknown key", "[job.a]\ncommand = a\nlock_key = 1\n", NULL, NULL, { NULL },
 	  EX_CONFIG,
-	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart)" },
+	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart, shell, environment, environment_file, working_directory, user, group)" },
 	{ "a likely typo", "[job.a]\ncommand = a\nMax-Runtime = 1h\n", NULL, NULL, { NULL },
 	  EX_CONFIG, "FILE:3: unknown key \"Max-Runtime\" in [job.a] (did you mean max_runtime?)" },
 	{ "unknown key", "[job.a]\ncommand = a\nschedul = @daily\n", NULL, NULL, { NULL },

@@ -133,6 +133,7 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 
 void child_free(struct child *c) { (void)c; }
 void child_set_label(struct child *c, const char *job) { (void)c; (void)job; }
+void child_set_process(struct child *c, const struct job_process *p) { (void)c; (void)p; }
 int child_start(struct child *c, char *const *env, char *err, size_t len)
 {
 	(void)env;
