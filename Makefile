@@ -210,8 +210,8 @@ $(B)tests/unit/test_ledger: tests/unit/test_ledger.c src/act/ledger.c src/act/le
 # jobs.c's planning over a fake ledger and fake commands, on a monotonic
 # clock the test moves (test_clock_gettime).
 UNIT_TESTS += $(B)tests/unit/test_jobs
-$(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/act/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Itests/unit -o $@ $< src/act/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
+$(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/act/jobs.c src/act/output.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Itests/unit -o $@ $< src/act/jobs.c src/act/output.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
 # The job decider alone, on the configuration config_load makes of a jobs
 # file, with a fake clock: the actions are the answer.
 UNIT_TESTS += $(B)tests/unit/test_jobs_step

@@ -26,6 +26,10 @@ void child_free(struct child *c);
  * exited with status 0"), and its start is for the owner to log, with the
  * run and the tick, so that a start is one line. */
 void child_set_label(struct child *c, const char *job);
+/* The next starts' stdout and stderr: fd (a pipe's write end, say, which
+ * the caller keeps open across child_start and closes after), or -1 for
+ * pgleader's own. */
+void child_set_output(struct child *c, int fd);
 /* fn(arg) is called each time the grace period runs out and the group gets
  * SIGKILL. */
 void child_on_killed(struct child *c, void (*fn)(void *arg));

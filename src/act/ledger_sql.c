@@ -93,6 +93,10 @@ static const char init_sql[] =
 	"COMMENT ON COLUMN @S.runs.timeline_id IS 'the server the run began on: pg_control_checkpoint().timeline_id';\n"
 	"COMMENT ON COLUMN @S.runs.postmaster_start IS 'the server the run began on: pg_postmaster_start_time()';\n"
 	"UPDATE @S.meta SET version = 3 WHERE version < 3;\n"
+	"-- version 4 (pgleader 0.6): the last bytes of each run's output\n"
+	"ALTER TABLE @S.runs ADD COLUMN IF NOT EXISTS output bytea;\n"
+	"COMMENT ON COLUMN @S.runs.output IS 'the last output_tail bytes the run wrote; NULL: not kept';\n"
+	"UPDATE @S.meta SET version = 4 WHERE version < 4;\n"
 	"-- Every node reads the controls, a plain single command's too, which\n"
 	"-- needs no other privilege; who may write them is the DBA's choice.\n"
 	"GRANT USAGE ON SCHEMA @S TO PUBLIC;\n"
@@ -120,9 +124,10 @@ static const char check_sql[] =
 	"              AND c.relname IN ('meta', 'terms', 'runs', 'controls'))\n"
 	"SELECT EXISTS (SELECT FROM n),\n"
 	"       (SELECT count(*) = 4 FROM t) AND (\n"
-	"           SELECT count(*) = 2 FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
+	"           SELECT count(*) = 3 FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
 	"            WHERE NOT a.attisdropped AND ((t.relname = 'controls' AND a.attname = 'leader')\n"
-	"               OR (t.relname = 'runs' AND a.attname = 'postmaster_start'))),\n"
+	"               OR (t.relname = 'runs' AND a.attname = 'postmaster_start')\n"
+	"               OR (t.relname = 'runs' AND a.attname = 'output'))),\n"
 	"       COALESCE((SELECT pg_catalog.has_schema_privilege(oid, 'USAGE') FROM n), false),\n"
 	"       COALESCE((SELECT pg_catalog.has_table_privilege(oid, 'SELECT') FROM t\n"
 	"                  WHERE relname = 'runs'), false),\n"
@@ -498,7 +503,7 @@ static const char last_sql_text[] =
 static const char finish_sql_text[] =
 	"UPDATE @S.runs SET outcome = CASE WHEN outcome IN ('running', 'interrupted')"
 	" THEN $3::text ELSE outcome END, exit_status = $4::int,"
-	" finished_at = clock_timestamp() WHERE run_id = $1::bigint"
+	" finished_at = clock_timestamp(), output = $5::bytea WHERE run_id = $1::bigint"
 	" AND fencing_token = $2::bigint AND finished_at IS NULL";
 
 static const char prune_sql_text[] =

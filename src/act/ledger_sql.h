@@ -140,7 +140,8 @@ bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t 
  * last: $1 lock key, $2 job, $3 fencing token, $4 cut; one row: the newest
  *   tick, the newest cut, the last success's end, the newest running of an
  *   older term (without cut), the server's clock.
- * finish: $1 run_id, $2 fencing token, $3 outcome, $4 exit status.
+ * finish: $1 run_id, $2 fencing token, $3 outcome, $4 exit status, $5 the
+ * output's last bytes (bytea; NULL: not kept).
  * prune: $1 lock key, $2 keep (ms). */
 char *ledger_sql_claim(const char *schema);
 char *ledger_sql_last(const char *schema);

@@ -428,12 +428,12 @@ static int finish(PGconn *c, const char *s, long long run_id, const char *token,
 		  const char *outcome, const char *exit_status)
 {
 	char id[24], *sql = ledger_sql_finish(s);
-	const char *params[4] = { id, token, outcome, exit_status };
+	const char *params[5] = { id, token, outcome, exit_status, "\\x6f6b0a" };
 	PGresult *r;
 	int n;
 
 	snprintf(id, sizeof(id), "%lld", run_id);
-	r = run(c, sql, 4, params);
+	r = run(c, sql, 5, params);
 	n = atoi(PQcmdTuples(r));
 	PQclear(r);
 	free(sql);
@@ -455,6 +455,8 @@ START_TEST(finish_by_its_token_once)
 	ck_assert_int_eq(finish(x.fence, s, c.run_id, "100", "failed", "1"), 0);
 	ck_assert_int_eq(rows(x.fence, s, "outcome = 'succeeded' AND exit_status = 0"
 			      " AND finished_at IS NOT NULL"), 1);
+	/* its output, as the bytes it wrote (version 4) */
+	ck_assert_int_eq(rows(x.fence, s, "output = '\\x6f6b0a'::bytea"), 1);
 	/* a run a newer term took for cut whose own leader then saw it end
 	 * (frozen meanwhile, say) is recorded as it ended */
 	c = claim_as(x.fence, s, "report", tick, 100, x.lock_pid, "running", false);
