@@ -17,7 +17,8 @@
 #define RUN_COLS(r) \
 	r ".job, " TS(r ".tick") ", " r ".node_id, " r ".fencing_token::text, " \
 	r ".outcome, " r ".exit_status, " TS(r ".started_at") ", " TS(r ".finished_at") ",\n" \
-	"       round(extract(epoch FROM " r ".finished_at - " r ".started_at) * 1000)::bigint"
+	"       round(extract(epoch FROM " r ".finished_at - " r ".started_at) * 1000)::bigint,\n" \
+	"       " r ".run_id, octet_length(" r ".output)"
 
 static const char init_sql[] =
 	"-- Two creations at once wait for each other here: concurrent\n"
@@ -150,8 +151,14 @@ static const char runs_sql[] =
 	" WHERE r.lock_key = $1::bigint\n"
 	"   AND ($2::text IS NULL OR r.job = $2::text)\n"
 	"   AND ($3::bigint IS NULL OR r.tick >= now() - $3::bigint * interval '1 millisecond')\n"
+	"   AND (NOT $5::boolean OR r.outcome IN ('failed', 'timed_out', 'interrupted'))\n"
 	" ORDER BY r.tick DESC, r.job, r.run_id DESC\n"
 	" LIMIT $4::bigint";
+
+/* $1 key, $2 run id: the run's stored output (bytea, NULL when none was
+ * kept); no row when the lock has no such run. */
+static const char run_output_sql[] =
+	"SELECT r.output FROM @S.runs r WHERE r.lock_key = $1::bigint AND r.run_id = $2::bigint";
 
 /* $1 key, $2 limit. The jobs by a loose index scan on (lock_key, job,
  * tick): one probe per job, however many rows each has. */
@@ -373,17 +380,30 @@ static void param_int(struct ledger_sql_query *q, int i, int64_t v)
 }
 
 bool ledger_sql_runs(struct ledger_sql_query *q, const char *schema, int64_t key,
-		     const char *job, int64_t since_ms, int64_t limit)
+		     const char *job, int64_t since_ms, int64_t limit, bool failed)
 {
 	memset(q, 0, sizeof(*q));
 	if (!expand(q->sql, sizeof(q->sql), runs_sql, schema))
 		return false;
-	q->nparams = 4;
+	q->nparams = 5;
 	param_int(q, 0, key);
 	q->params[1] = job;
 	if (since_ms >= 0)
 		param_int(q, 2, since_ms);
 	param_int(q, 3, limit);
+	q->params[4] = failed ? "true" : "false";
+	return true;
+}
+
+bool ledger_sql_run_output(struct ledger_sql_query *q, const char *schema, int64_t key,
+			   int64_t run_id)
+{
+	memset(q, 0, sizeof(*q));
+	if (!expand(q->sql, sizeof(q->sql), run_output_sql, schema))
+		return false;
+	q->nparams = 2;
+	param_int(q, 0, key);
+	param_int(q, 1, run_id);
 	return true;
 }
 

@@ -560,7 +560,7 @@ START_TEST(runs_and_summary)
 	ck_assert(claim_as(x.fence, s, "a", now - 3000, 100, x.lock_pid, "running", false).claimed);
 	ck_assert(claim_as(x.fence, s, "a", now - 2000, 100, x.lock_pid, "missed", false).claimed);
 	ck_assert(claim_as(x.fence, s, "b", now - 1000, 100, x.lock_pid, "skipped", false).claimed);
-	ck_assert(ledger_sql_runs(&q, s, KEY, NULL, -1, 10));
+	ck_assert(ledger_sql_runs(&q, s, KEY, NULL, -1, 10, false));
 	r = run_q(x.fence, &q);
 	ck_assert_int_eq(PQntuples(r), 3);
 	ck_assert_int_eq(PQnfields(r), LEDGER_RUN_NCOLS);
@@ -568,12 +568,12 @@ START_TEST(runs_and_summary)
 	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_RUN_OUTCOME), "skipped");
 	ck_assert_str_eq(PQgetvalue(r, 2, LEDGER_RUN_TOKEN), "100");
 	PQclear(r);
-	ck_assert(ledger_sql_runs(&q, s, KEY, "a", -1, 1));
+	ck_assert(ledger_sql_runs(&q, s, KEY, "a", -1, 1, false));
 	r = run_q(x.fence, &q);
 	ck_assert_int_eq(PQntuples(r), 1);
 	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_RUN_OUTCOME), "missed");
 	PQclear(r);
-	ck_assert(ledger_sql_runs(&q, s, KEY + 1, NULL, -1, 10));
+	ck_assert(ledger_sql_runs(&q, s, KEY + 1, NULL, -1, 10, false));
 	r = run_q(x.fence, &q);
 	ck_assert_int_eq(PQntuples(r), 0);
 	PQclear(r);
