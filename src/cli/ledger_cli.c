@@ -172,11 +172,11 @@ static json_t *run_json(const PGresult *res, int row)
 	return o;
 }
 
-static const char *const heads[] = { "TICK", "JOB", "RUN", "NODE", "OUTCOME", "EXIT",
-				     "DURATION" };
-static const int head_cols[] = { LEDGER_RUN_TICK, LEDGER_RUN_JOB, LEDGER_RUN_ID,
-				 LEDGER_RUN_NODE, LEDGER_RUN_OUTCOME, LEDGER_RUN_EXIT,
-				 LEDGER_RUN_DURATION_MS };
+static const char *const heads[] = { "TICK", "JOB", "NODE", "OUTCOME", "EXIT", "DURATION",
+				     "RUN" };
+static const int head_cols[] = { LEDGER_RUN_TICK, LEDGER_RUN_JOB, LEDGER_RUN_NODE,
+				 LEDGER_RUN_OUTCOME, LEDGER_RUN_EXIT, LEDGER_RUN_DURATION_MS,
+				 LEDGER_RUN_ID };
 #define NHEADS ((int)(sizeof(heads) / sizeof(heads[0])))
 
 /* Column c of a row as the table shows it. */
