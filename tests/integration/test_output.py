@@ -193,3 +193,23 @@ def test_json_lines_carry_the_job(pg_shared, fleet_shared, lock_key, workdir):
     mine = [o for o in objs if o.get("job") == "jbin"]
     assert [o["message"] for o in mine] == ["tab\there \x01 \ufffd \"q\""], mine
     assert mine[0]["level"] == "info"
+
+
+def test_single_command_inherits_unless_told(pg_shared, fleet_shared, lock_key, workdir):
+    """The single command without a schedule keeps pgleader's own output
+    (a Docker entrypoint's log), and touches no ledger; --output log names
+    its lines "default: " (and still touches no ledger). A line longer than
+    1000 bytes is logged in pieces of 1000."""
+    schema = "output_%d" % (abs(lock_key) % 100000)
+    cmd = ["/bin/sh", "-c", "echo plain; head -c 2500 /dev/zero | tr '\\0' y; echo; sleep 30"]
+    a = fleet_shared.start("a", "--schema", schema, command=cmd, timing=TIMING)
+    a.wait_for_log(r"(?m)^plain\n", timeout=bound(10))
+    a.stop()
+    b = fleet_shared.start("b", "--schema", schema, "--output", "log", command=cmd,
+                           timing=TIMING)
+    b.wait_for_log(r"default: plain\n", timeout=bound(10))
+    b.wait_for_log(r"default: y{500}\n", timeout=bound(5))
+    assert len(re.findall(r"default: y{1000}\n", b.text())) == 2, h.tail(b.text(), 10)
+    b.stop()
+    assert pg_shared.scalar("SELECT count(*) FROM pg_namespace WHERE nspname = '%s'"
+                            % schema) == "0"
