@@ -16,6 +16,8 @@ from pgharness import bound
 from test_status import run_status
 
 TIMING = h.timing()
+# a run going on, or a tick recorded without a run
+NOT_ENDED = ("running", "skipped", "missed", "paused")
 
 
 def script(workdir, name, body):
@@ -49,14 +51,23 @@ def rows(pg, key, job):
 
 
 def first_run(pg, key, job, timeout=10):
-    """The job's first run once it has ended: (run_id, outcome, exit, output)."""
+    """The job's first run once it has ended: (run_id, outcome, exit, output);
+    the ticks recorded without a run meanwhile (skipped) are passed over."""
     def ended():
         try:
-            done = [r for r in rows(pg, key, job) if r[1] != "running"]
+            done = [r for r in rows(pg, key, job) if r[1] not in NOT_ENDED]
         except RuntimeError:
             return None  # no ledger yet
         return done[0] if done else None
     return h.wait_until(ended, bound(timeout), interval=0.1, what="job %s's first run" % job)
+
+
+def ended(pg, key, job):
+    """Whether the job has a run that ended (False while there is no ledger)."""
+    try:
+        return any(r[1] not in NOT_ENDED for r in rows(pg, key, job))
+    except RuntimeError:
+        return False
 
 
 def runs_output(workdir, pg, key, run_id):
@@ -80,13 +91,29 @@ def test_a_flood_is_held_back_by_the_pipe(pg_shared, fleet_shared, lock_key, wor
     kept (pings every 200 ms, lost after 1 s without), every line reaches
     the log with the job's name, and the row keeps the last 4 KiB."""
     lines, width = 100000, 100
-    flood = script(workdir, "flood",
-                   "yes %s | head -n %d\necho 'the end'" % ("x" * (width - 1), lines))
+    # 10 MB over about 3 s, longer than the lease's detection (1 s): a
+    # reader that kept the loop until the run's end would lose the lease.
+    flood = script(workdir, "flood", "exec python3 -c '%s'" % (
+        "import sys, time\n"
+        "chunk = (b\"x\" * %d + b\"\\n\") * 1000\n"
+        "for _ in range(%d):\n"
+        "    sys.stdout.buffer.write(chunk); sys.stdout.buffer.flush(); time.sleep(0.03)\n"
+        "sys.stdout.buffer.write(b\"the end\\n\")\n" % (width - 1, lines // 1000)))
     conf = write_conf(workdir, pg_shared, lock_key, [("flood", flood, "")])
     a = fleet_shared.start("a", raw=["-c", conf, "--node-id", "a"] + TIMING)
     a.wait_for_log(r"acquired leader lease", timeout=bound(10))
     rss_before, _ = memory_kib(a.pid)
-    run_id, outcome, status, out = first_run(pg_shared, lock_key, "flood", timeout=60)
+    # While it floods, the loop still pings every 200 ms: the newest
+    # statement of pgleader/a's sessions is never old.
+    longest, deadline = 0.0, time.monotonic() + bound(60)
+    while not ended(pg_shared, lock_key, "flood"):
+        assert time.monotonic() < deadline, "the flood did not end"
+        age = pg_shared.scalar("SELECT extract(epoch FROM clock_timestamp() - max(query_start))"
+                               " FROM pg_stat_activity WHERE application_name = 'pgleader/a'")
+        longest = max(longest, float(age or 0))
+        time.sleep(0.05)
+    assert longest < bound(0.9), "no statement from pgleader for %.2fs" % longest
+    run_id, outcome, status, out = first_run(pg_shared, lock_key, "flood")
     assert (outcome, status) == ("succeeded", "0")
     expected = (("x" * (width - 1) + "\n") * lines + "the end\n").encode()
     assert out == expected[-4096:], out[-200:]
