@@ -353,6 +353,8 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
+	if (cur_node >= 0)
+		check_run_end_line(&W.nodes[cur_node], level, buf);
 	say(cur_node >= 0 ? 1u << cur_node : 0, "%s:   jobs: %s",
 	    cur_node >= 0 ? W.nodes[cur_node].name : "?", buf);
 }
