@@ -403,8 +403,11 @@ static bool job_init(struct jobs *j, struct job_io *io, size_t i)
 		return false;
 	child_set_label(io->child, io->cfg->name);
 	if (io->cfg->output == OUTPUT_LOG &&
-	    !(io->out = output_new(j->loop, io->cfg->name, (size_t)io->cfg->output_tail)))
+	    !(io->out = output_new(j->loop, io->cfg->name, (size_t)io->cfg->output_tail))) {
+		child_free(io->child); /* not yet counted in j->n, which jobs_free frees */
+		io->child = NULL;
 		return false;
+	}
 	return true;
 }
 
