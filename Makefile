@@ -23,6 +23,7 @@
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
@@ -213,8 +214,8 @@ $(B)tests/unit/test_ledger: tests/unit/test_ledger.c src/act/ledger.c src/act/le
 # jobs.c's planning over a fake ledger and fake commands, on a monotonic
 # clock the test moves (test_clock_gettime).
 UNIT_TESTS += $(B)tests/unit/test_jobs
-$(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/act/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c $(DEPS)
-	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Itests/unit -o $@ $< src/act/jobs.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
+$(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/act/jobs.c src/act/output.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c $(DEPS)
+	$(CC) $(ALL_CFLAGS) -Dclock_gettime=test_clock_gettime $(ALL_LDFLAGS) -Itests/unit -o $@ $< src/act/jobs.c src/act/output.c $(JOBS_STEP_SRCS) tests/unit/log_stub.c -lev -lm $(CHECK_LIBS)
 # The job decider alone, on the configuration config_load makes of a jobs
 # file, with a fake clock: the actions are the answer.
 UNIT_TESTS += $(B)tests/unit/test_jobs_step
@@ -313,6 +314,13 @@ metrics-lint: $(B)tests/unit/test_metrics
 		$(B)tests/unit/test_metrics --dump $$s | promtool check metrics; \
 	done
 
+# The shipped alerts (packaging/prometheus/): promtool's lint, then its
+# unit tests of each alert, firing and silent.
+.PHONY: prometheus-rules
+prometheus-rules:
+	promtool check rules packaging/prometheus/pgleader.rules.yml
+	cd packaging/prometheus && promtool test rules pgleader.rules.test.yml
+
 deps:
 	@tests/install-deps.sh
 
@@ -334,7 +342,7 @@ unit-pg: $(B)tests/unit/test_sql_pg
 integration: $(B)pgleader $(HELPERS)
 	$(if $(B),$(call helper_env,$(B)) )$(PYTHON) -m pytest -q tests/integration $(PYTEST_ARGS)
 
-lint: pgleader cppcheck shellcheck complexity metrics-lint
+lint: pgleader cppcheck shellcheck complexity metrics-lint prometheus-rules
 	tests/check-docs.sh ./pgleader
 	mandoc -Tlint -W warning man/pgleader.1 man/pgleader.conf.5
 	tests/check-units.sh
@@ -417,6 +425,9 @@ install: pgleader
 	install -m 644 man/pgleader.1 $(DESTDIR)$(MANDIR)/man1/pgleader.1
 	install -m 644 man/pgleader.conf.5 $(DESTDIR)$(MANDIR)/man5/pgleader.conf.5
 	install -m 644 conf/pgleader.conf $(DESTDIR)$(SYSCONFDIR)/pgleader/pgleader.conf.example
+	install -d $(DESTDIR)$(DATADIR)/pgleader/prometheus
+	install -m 644 packaging/prometheus/pgleader.rules.yml \
+		$(DESTDIR)$(DATADIR)/pgleader/prometheus/pgleader.rules.yml
 	sed 's|/usr/bin/pgleader|$(BINDIR)/pgleader|g' systemd/pgleader.service \
 		> $(DESTDIR)$(UNITDIR)/pgleader.service
 	sed 's|/usr/bin/pgleader|$(BINDIR)/pgleader|g' systemd/pgleader@.service \
@@ -432,7 +443,8 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man5/pgleader.conf.5 \
 		$(DESTDIR)$(UNITDIR)/pgleader.service $(DESTDIR)$(UNITDIR)/pgleader@.service \
 		$(DESTDIR)$(BASHCOMPDIR)/pgleader $(DESTDIR)$(SYSUSERSDIR)/pgleader.conf \
-		$(DESTDIR)$(TMPFILESDIR)/pgleader.conf
+		$(DESTDIR)$(TMPFILESDIR)/pgleader.conf \
+		$(DESTDIR)$(DATADIR)/pgleader/prometheus/pgleader.rules.yml
 
 # ---- Release and packages (packaging/README.md) ----
 # Everything lands in $(DISTDIR). dist needs a git checkout: it packs the

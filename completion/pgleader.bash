@@ -16,6 +16,7 @@ _pgleader_values() {
 	--log-level) echo "error warning notice info debug" ;;
 	--log-format) echo "text json" ;;
 	--missed) echo "once skip" ;;
+	--output) echo "inherit log" ;; # with runs: a run id, free
 	*) return 1 ;;
 	esac
 }

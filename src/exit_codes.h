@@ -27,7 +27,8 @@
 #define EXIT_CONFLICT EX_TEMPFAIL
 /* the file, the environment, a rule, the DSN, a pooler */
 #define EXIT_CONFIG EX_CONFIG
-#define EXIT_NO_LEADER 3     /* status: no leader; switchover...: refused */
+#define EXIT_NO_LEADER 3     /* status: no leader; switchover...: refused;
+				* runs --output: no such run */
 #define EXIT_NOEXEC 126      /* the command is not executable, or no fork */
 #define EXIT_NOTFOUND 127    /* the command was not found (as the shell) */
 #define EXIT_SIGNAL_BASE 128 /* + N: signal N killed the command (shell) */

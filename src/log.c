@@ -32,6 +32,7 @@ struct field_copies {
 	char node_id[64];
 	char reason[LOG_MSG_MAX / 2];
 	long command_pid;
+	char job[64];
 };
 
 static struct field_copies context;
@@ -40,6 +41,7 @@ static struct field_copies context;
 struct line_fields {
 	const char *state, *lock_key, *node_id, *reason;
 	long command_pid;
+	const char *job;       /* the line is this job's output; NULL: pgleader's */
 };
 
 /* systemd sets JOURNAL_STREAM to "device:inode" of the stream it connected
@@ -442,6 +444,7 @@ static void copy_fields(struct field_copies *dst, const struct log_fields *f)
 	copy_field(dst->lock_key, sizeof(dst->lock_key), f->lock_key);
 	copy_field(dst->node_id, sizeof(dst->node_id), f->node_id);
 	copy_field(dst->reason, sizeof(dst->reason), f->reason);
+	copy_field(dst->job, sizeof(dst->job), f->job);
 	dst->command_pid = f->command_pid;
 }
 
@@ -462,25 +465,28 @@ static void merge_fields(struct line_fields *out, const struct field_copies *ev)
 	out->node_id = pick(ev->node_id, context.node_id);
 	out->reason = pick(ev->reason, context.reason);
 	out->command_pid = ev->command_pid ? ev->command_pid : context.command_pid;
+	out->job = *ev->job ? ev->job : NULL; /* the event's alone */
 }
 
 /* ---- output ------------------------------------------------------------- */
 
-static void write_text(enum log_level level, const char *msg)
+static void write_text(enum log_level level, const char *msg, const char *job)
 {
 	struct timespec ts;
 	struct tm tm;
 	char stamp[32];
+	const char *sep = job ? ": " : "";
 
+	job = job ? job : "";
 	if (journal_prefixes) {
-		fprintf(stderr, "<%d>%s\n", (int)level, msg);
+		fprintf(stderr, "<%d>%s%s%s\n", (int)level, job, sep, msg);
 		return;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
-	fprintf(stderr, "%s.%03ld pgleader[%d] %s: %s\n", stamp,
-		ts.tv_nsec / 1000000, (int)getpid(), level_tag(level), msg);
+	fprintf(stderr, "%s.%03ld pgleader[%d] %s: %s%s%s\n", stamp,
+		ts.tv_nsec / 1000000, (int)getpid(), level_tag(level), job, sep, msg);
 }
 
 /* Sends the line and its fields to the journal; false when that failed (no
@@ -492,15 +498,18 @@ static bool send_journal(enum log_level level, const char *msg,
 		{ "PGLEADER_STATE", f->state }, { "PGLEADER_LOCK_KEY", f->lock_key },
 		{ "PGLEADER_NODE_ID", f->node_id }, { "PGLEADER_REASON", f->reason },
 	};
-	char head[2][128], pid[48], text[LOG_MSG_MAX + 16], vals[4][LOG_MSG_MAX + 32];
-	struct iovec iov[8];
+	char head[3][128], pid[48], text[LOG_MSG_MAX + 16], vals[4][LOG_MSG_MAX + 32];
+	struct iovec iov[9];
 	int n = 0;
 
 	snprintf(text, sizeof(text), "MESSAGE=%s", msg);
 	snprintf(head[0], sizeof(head[0]), "PRIORITY=%d", (int)level);
-	snprintf(head[1], sizeof(head[1]), "SYSLOG_IDENTIFIER=%s", program_invocation_short_name);
+	/* a job's output is the job's own line: journalctl -t NAME finds it */
+	snprintf(head[1], sizeof(head[1]), "SYSLOG_IDENTIFIER=%s",
+		 f->job ? f->job : program_invocation_short_name);
+	snprintf(head[2], sizeof(head[2]), "PGLEADER_JOB=%s", f->job ? f->job : "");
 	iov[n++] = (struct iovec){ text, strlen(text) };
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < (f->job ? 3 : 2); i++)
 		iov[n++] = (struct iovec){ head[i], strlen(head[i]) };
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		if (!rows[i].value)
@@ -549,6 +558,8 @@ static json_t *json_line(enum log_level level, const char *msg,
 			json_object_set_new(o, rows[i].name, json_text(rows[i].value));
 	if (f->command_pid)
 		json_object_set_new(o, "command_pid", json_integer(f->command_pid));
+	if (f->job)
+		json_object_set_new(o, "job", json_text(f->job));
 	return o;
 }
 
@@ -562,7 +573,7 @@ static void write_json(enum log_level level, const char *msg,
 
 	json_decref(o);
 	if (!text) {
-		write_text(level, msg); /* out of memory: the line still counts */
+		write_text(level, msg, f->job); /* out of memory: the line still counts */
 		return;
 	}
 	if (journal_prefixes)
@@ -593,7 +604,7 @@ static void vlog(enum log_level level, const struct log_fields *fields,
 	}
 	escape_text(shown, sizeof(shown), line);
 	if (!journal_native || !send_journal(level, shown, &f))
-		write_text(level, shown);
+		write_text(level, shown, f.job);
 }
 
 void log_event(enum log_level level, const struct log_fields *f, const char *fmt, ...)

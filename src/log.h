@@ -30,6 +30,11 @@ struct log_fields {
 	const char *node_id;
 	const char *reason;    /* why, for a loss or an exit: "ping timeout" */
 	long command_pid;
+	/* The line is a line of this job's output, not pgleader's own
+	 * (DESIGN 13): "NAME: " before it in text, "job" in JSON, and under
+	 * journald PGLEADER_JOB=NAME and SYSLOG_IDENTIFIER=NAME. Never taken
+	 * from the context. */
+	const char *job;
 };
 
 /* Sets the threshold and decides, from JOURNAL_STREAM and stderr, whether to

@@ -52,6 +52,7 @@ struct child {
 	bool guarded;		/* the guard watches its group (guard.h) */
 	ev_timer group_poll_timer;
 	char who[80];		/* "job NAME: " before each line, or "" */
+	int out_fd;		/* the command's stdout and stderr; -1: pgleader's */
 	bool owner_logs_start;	/* a labelled child: its owner says the start */
 	struct child *next;	/* in reaper.children */
 };
@@ -372,6 +373,7 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 	c->grace_period = grace_period;
 	c->on_gone = on_gone;
 	c->arg = arg;
+	c->out_fd = -1;
 	ev_timer_init(&c->grace_timer, grace_expired_cb, grace_period, 0.);
 	c->grace_timer.data = c;
 	ev_timer_init(&c->group_poll_timer, group_poll_cb, GROUP_POLL_INTERVAL,
@@ -386,6 +388,11 @@ void child_set_label(struct child *c, const char *job)
 {
 	snprintf(c->who, sizeof(c->who), "job %s: ", job);
 	c->owner_logs_start = true;
+}
+
+void child_set_output(struct child *c, int fd)
+{
+	c->out_fd = fd;
 }
 
 void child_free(struct child *c)
@@ -549,6 +556,10 @@ static int exec_command(void *arg)
 	sigemptyset(&no_signals);
 	sigprocmask(SIG_SETMASK, &no_signals, NULL);
 
+	/* The output pipe's write end (close-on-exec, which dup2 drops). */
+	if (c->out_fd > STDERR_FILENO &&
+	    (dup2(c->out_fd, STDOUT_FILENO) < 0 || dup2(c->out_fd, STDERR_FILENO) < 0))
+		_exit(EXIT_NOEXEC);
 	if (close_range(3, ~0U, 0) == -1) {
 		long max_fd = sysconf(_SC_OPEN_MAX);
 

@@ -32,6 +32,11 @@ void child_set_label(struct child *c, const char *job);
  * child object: its variables (before extra_env's, which win), its
  * directory, its user and groups. NULL: pgleader's own. */
 void child_set_process(struct child *c, const struct job_process *p);
+
+/* The next starts' stdout and stderr: fd (a pipe's write end, say, which
+ * the caller keeps open across child_start and closes after), or -1 for
+ * pgleader's own. */
+void child_set_output(struct child *c, int fd);
 /* fn(arg) is called each time the grace period runs out and the group gets
  * SIGKILL. */
 void child_on_killed(struct child *c, void (*fn)(void *arg));

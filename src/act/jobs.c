@@ -5,6 +5,7 @@
  * and log lines. Nothing here decides what runs when. */
 #include "jobs.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "child.h"
 #include "clocks.h"
 #include "log.h"
+#include "output.h"
 
 #define FEED_DEPTH 4
 
@@ -31,6 +33,8 @@ struct job_io {
 	int index;
 	const struct config_job *cfg;
 	struct child *child;
+	struct output *out;         /* output = log; NULL: inherit */
+	int64_t run_id;             /* of the run started last (0: not scheduled) */
 	ev_timer timers[JOBS_TIMER_FLUSH]; /* TICK, LIMIT, WAIT */
 	struct asker askers[ASK_COUNT];
 	char env[ENV_COUNT][128];
@@ -110,6 +114,12 @@ static void run_gone_cb(void *arg, int status)
 	struct jobs_event ev = { .type = JOBS_EV_RUN_GONE, .job = io->index,
 				 .status = status };
 
+	/* What is left in the pipe is the run's too: read before its end is
+	 * told, so that its last line is in the line that says so. */
+	if (io->out) {
+		output_finish(io->out);
+		ev.last_line = output_last_line(io->out);
+	}
 	feed(io->owner, &ev);
 }
 
@@ -168,12 +178,28 @@ static void set_env(struct job_io *io, const struct jobs_action *a)
 	io->envp[ENV_RUN] = io->env[ENV_RUN];
 }
 
+/* The run's output pipe; without one (no descriptor left) the command
+ * writes to pgleader's own stdout and stderr, said once a run. */
+static void open_output(struct job_io *io)
+{
+	int fd = output_open(io->out);
+
+	if (fd < 0)
+		log_warning("job %s: cannot make a pipe for its output (%s): it goes "
+			    "to pgleader's own stdout and stderr", io->cfg->name,
+			    strerror(errno));
+	child_set_output(io->child, fd);
+}
+
 static void start(struct job_io *io, const struct jobs_action *a)
 {
 	char err[256];
 	struct jobs_event ev = { .job = io->index };
 
 	set_env(io, a);
+	io->run_id = a->run_id;
+	if (io->out)
+		open_output(io);
 	if (child_start(io->child, io->envp, err, sizeof(err)) < 0) {
 		ev.type = JOBS_EV_START_FAILED;
 		ev.error = err;
@@ -181,6 +207,8 @@ static void start(struct job_io *io, const struct jobs_action *a)
 		ev.type = JOBS_EV_RUN_STARTED;
 		ev.pid = (int)child_pid(io->child);
 	}
+	if (io->out)
+		output_started(io->out);
 	feed(io->owner, &ev);
 }
 
@@ -206,6 +234,25 @@ static void say(const struct jobs_action *a)
 		log_msg(a->level, "%s", a->text);
 }
 
+/* A run's end, with the last bytes of its output when they were read:
+ * those of the job whose run it is, gone by now (its RUN_GONE came
+ * first). A run that never started has none. */
+static void finish_run(struct jobs *j, const struct jobs_action *a)
+{
+	const char *tail = NULL;
+	size_t len = 0;
+
+	for (size_t i = 0; i < j->n && a->run_id > 0; i++) {
+		struct job_io *io = &j->job[i];
+
+		if (io->run_id == a->run_id && io->out && io->cfg->output_tail > 0 &&
+		    !child_running(io->child) && output_captured(io->out))
+			tail = output_tail(io->out, &len);
+	}
+	ledger_finish(j->ledger, a->term.fencing_token, a->run_id,
+		      jobs_outcome_name(a->outcome), a->status, tail, len);
+}
+
 /* The ledger's statements. */
 static void ask(struct jobs *j, const struct jobs_action *a)
 {
@@ -223,8 +270,7 @@ static void ask(struct jobs *j, const struct jobs_action *a)
 		ledger_last(j->ledger, &t, io->cfg->name, a->cut, answered_cb,
 			    &io->askers[ASK_LAST]);
 	else if (a->type == JOBS_DO_FINISH)
-		ledger_finish(j->ledger, a->term.fencing_token, a->run_id,
-			      jobs_outcome_name(a->outcome), a->status);
+		finish_run(j, a);
 	else
 		ledger_prune(j->ledger, a->term.lock_key, a->keep_ms);
 }
@@ -357,6 +403,12 @@ static bool job_init(struct jobs *j, struct job_io *io, size_t i)
 		return false;
 	child_set_label(io->child, io->cfg->name);
 	child_set_process(io->child, &io->cfg->process);
+	if (io->cfg->output == OUTPUT_LOG &&
+	    !(io->out = output_new(j->loop, io->cfg->name, (size_t)io->cfg->output_tail))) {
+		child_free(io->child); /* not yet counted in j->n, which jobs_free frees */
+		io->child = NULL;
+		return false;
+	}
 	return true;
 }
 
@@ -408,6 +460,7 @@ void jobs_free(struct jobs *j)
 			ev_timer_stop(j->loop, &j->job[i].timers[t]);
 		if (j->job[i].child)
 			child_free(j->job[i].child);
+		output_free(j->job[i].out);
 	}
 	jobs_state_free(j->state);
 	for (int d = 0; d < FEED_DEPTH; d++)

@@ -36,6 +36,8 @@ struct request {
 	bool there;              /* SCHEMA: the schema is there, usable;
 				  * PROBE: the controls are there, readable */
 	unsigned null_param;     /* bit i: parameter i is NULL */
+	char *blob;              /* the last parameter instead of params[], when
+				  * set (a run's output, as bytea's hex) */
 	const char *schema;      /* the ledger's, for its lines */
 };
 
@@ -101,6 +103,7 @@ void ledger_free(struct ledger *l)
 		return;
 	for (r = l->head; r; r = next) {
 		next = r->next;
+		free(r->blob);
 		free(r);
 	}
 	free(l->sql_ensure);
@@ -351,6 +354,7 @@ static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int 
 		l->tail = NULL;
 	if (r->fn)
 		r->fn(r->arg, &out);
+	free(r->blob);
 	free(r);
 }
 
@@ -451,6 +455,8 @@ static void pump(struct ledger *l)
 	}
 	for (int i = 0; i < r->nparams; i++)
 		params[i] = (r->null_param & (1u << i)) ? NULL : r->params[i];
+	if (r->blob && r->nparams > 0)
+		params[r->nparams - 1] = r->blob;
 	if (!lease_query(l->session, r->sql, r->nparams, params, answered_cb, l))
 		return;
 	l->n_flight = 1;
@@ -546,8 +552,28 @@ void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,
 	submit(l, r);
 }
 
+/* bytea's text input, hex: "\\x" and two digits a byte; NULL when out
+ * of memory (the output is then not recorded, the run's end is). */
+static char *bytea_hex(const char *bytes, size_t len)
+{
+	static const char digits[] = "0123456789abcdef";
+	char *hex = malloc(2 * len + 3);
+
+	if (!hex)
+		return NULL;
+	hex[0] = '\\';
+	hex[1] = 'x';
+	for (size_t i = 0; i < len; i++) {
+		hex[2 + 2 * i] = digits[(unsigned char)bytes[i] >> 4];
+		hex[3 + 2 * i] = digits[(unsigned char)bytes[i] & 15];
+	}
+	hex[2 + 2 * len] = '\0';
+	return hex;
+}
+
 void ledger_finish(struct ledger *l, uint64_t fencing_token, int64_t run_id,
-		   const char *outcome, int exit_status)
+		   const char *outcome, int exit_status, const char *output,
+		   size_t output_len)
 {
 	struct request *r = request(REQ_FINISH, l->sql_finish, NULL, NULL);
 
@@ -555,8 +581,13 @@ void ledger_finish(struct ledger *l, uint64_t fencing_token, int64_t run_id,
 	param(r, "%" PRIu64, fencing_token);
 	param(r, "%s", outcome);
 	param(r, "%d", exit_status);
+	param(r, "%s", "");
 	if (r && exit_status < 0)
 		r->null_param |= 1u << 3;
+	if (r && output && !(r->blob = bytea_hex(output, output_len)))
+		log_warning("out of memory for run %" PRId64 "'s output: not recorded", run_id);
+	if (r && !r->blob)
+		r->null_param |= 1u << 4;
 	submit(l, r);
 }
 

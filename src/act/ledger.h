@@ -116,11 +116,14 @@ void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job
  * older term left running, without, telling the newest of them. */
 void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,
 		 bool cut, ledger_fn fn, void *arg);
-/* Ends a run: its outcome and exit status (-1: none). Kept and sent again
- * until the server has it, whatever happens to the term. A run recorded
- * interrupted meanwhile keeps that outcome, and gets its end. */
+/* Ends a run: its outcome and exit status (-1: none), and the last bytes
+ * of its output (output_len of them; output NULL: not read, the row's
+ * output stays NULL). Kept and sent again until the server has it,
+ * whatever happens to the term. A run recorded interrupted meanwhile
+ * keeps that outcome, and gets its end. */
 void ledger_finish(struct ledger *l, uint64_t fencing_token, int64_t run_id,
-		   const char *outcome, int exit_status);
+		   const char *outcome, int exit_status, const char *output,
+		   size_t output_len);
 /* Deletes up to 100 rows of this lock older than keep_ms. */
 void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms);
 

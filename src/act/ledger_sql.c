@@ -17,7 +17,8 @@
 #define RUN_COLS(r) \
 	r ".job, " TS(r ".tick") ", " r ".node_id, " r ".fencing_token::text, " \
 	r ".outcome, " r ".exit_status, " TS(r ".started_at") ", " TS(r ".finished_at") ",\n" \
-	"       round(extract(epoch FROM " r ".finished_at - " r ".started_at) * 1000)::bigint"
+	"       round(extract(epoch FROM " r ".finished_at - " r ".started_at) * 1000)::bigint,\n" \
+	"       " r ".run_id, octet_length(" r ".output)"
 
 static const char init_sql[] =
 	"-- Two creations at once wait for each other here: concurrent\n"
@@ -93,6 +94,10 @@ static const char init_sql[] =
 	"COMMENT ON COLUMN @S.runs.timeline_id IS 'the server the run began on: pg_control_checkpoint().timeline_id';\n"
 	"COMMENT ON COLUMN @S.runs.postmaster_start IS 'the server the run began on: pg_postmaster_start_time()';\n"
 	"UPDATE @S.meta SET version = 3 WHERE version < 3;\n"
+	"-- version 4 (pgleader 0.6): the last bytes of each run's output\n"
+	"ALTER TABLE @S.runs ADD COLUMN IF NOT EXISTS output bytea;\n"
+	"COMMENT ON COLUMN @S.runs.output IS 'the last output_tail bytes the run wrote; NULL: not kept';\n"
+	"UPDATE @S.meta SET version = 4 WHERE version < 4;\n"
 	"-- Every node reads the controls, a plain single command's too, which\n"
 	"-- needs no other privilege; who may write them is the DBA's choice.\n"
 	"GRANT USAGE ON SCHEMA @S TO PUBLIC;\n"
@@ -120,9 +125,10 @@ static const char check_sql[] =
 	"              AND c.relname IN ('meta', 'terms', 'runs', 'controls'))\n"
 	"SELECT EXISTS (SELECT FROM n),\n"
 	"       (SELECT count(*) = 4 FROM t) AND (\n"
-	"           SELECT count(*) = 2 FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
+	"           SELECT count(*) = 3 FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
 	"            WHERE NOT a.attisdropped AND ((t.relname = 'controls' AND a.attname = 'leader')\n"
-	"               OR (t.relname = 'runs' AND a.attname = 'postmaster_start'))),\n"
+	"               OR (t.relname = 'runs' AND a.attname = 'postmaster_start')\n"
+	"               OR (t.relname = 'runs' AND a.attname = 'output'))),\n"
 	"       COALESCE((SELECT pg_catalog.has_schema_privilege(oid, 'USAGE') FROM n), false),\n"
 	"       COALESCE((SELECT pg_catalog.has_table_privilege(oid, 'SELECT') FROM t\n"
 	"                  WHERE relname = 'runs'), false),\n"
@@ -145,8 +151,14 @@ static const char runs_sql[] =
 	" WHERE r.lock_key = $1::bigint\n"
 	"   AND ($2::text IS NULL OR r.job = $2::text)\n"
 	"   AND ($3::bigint IS NULL OR r.tick >= now() - $3::bigint * interval '1 millisecond')\n"
+	"   AND (NOT $5::boolean OR r.outcome IN ('failed', 'timed_out', 'interrupted'))\n"
 	" ORDER BY r.tick DESC, r.job, r.run_id DESC\n"
 	" LIMIT $4::bigint";
+
+/* $1 key, $2 run id: the run's stored output (bytea, NULL when none was
+ * kept); no row when the lock has no such run. */
+static const char run_output_sql[] =
+	"SELECT r.output FROM @S.runs r WHERE r.lock_key = $1::bigint AND r.run_id = $2::bigint";
 
 /* $1 key, $2 limit. The jobs by a loose index scan on (lock_key, job,
  * tick): one probe per job, however many rows each has. */
@@ -368,17 +380,30 @@ static void param_int(struct ledger_sql_query *q, int i, int64_t v)
 }
 
 bool ledger_sql_runs(struct ledger_sql_query *q, const char *schema, int64_t key,
-		     const char *job, int64_t since_ms, int64_t limit)
+		     const char *job, int64_t since_ms, int64_t limit, bool failed)
 {
 	memset(q, 0, sizeof(*q));
 	if (!expand(q->sql, sizeof(q->sql), runs_sql, schema))
 		return false;
-	q->nparams = 4;
+	q->nparams = 5;
 	param_int(q, 0, key);
 	q->params[1] = job;
 	if (since_ms >= 0)
 		param_int(q, 2, since_ms);
 	param_int(q, 3, limit);
+	q->params[4] = failed ? "true" : "false";
+	return true;
+}
+
+bool ledger_sql_run_output(struct ledger_sql_query *q, const char *schema, int64_t key,
+			   int64_t run_id)
+{
+	memset(q, 0, sizeof(*q));
+	if (!expand(q->sql, sizeof(q->sql), run_output_sql, schema))
+		return false;
+	q->nparams = 2;
+	param_int(q, 0, key);
+	param_int(q, 1, run_id);
 	return true;
 }
 
@@ -498,7 +523,7 @@ static const char last_sql_text[] =
 static const char finish_sql_text[] =
 	"UPDATE @S.runs SET outcome = CASE WHEN outcome IN ('running', 'interrupted')"
 	" THEN $3::text ELSE outcome END, exit_status = $4::int,"
-	" finished_at = clock_timestamp() WHERE run_id = $1::bigint"
+	" finished_at = clock_timestamp(), output = $5::bytea WHERE run_id = $1::bigint"
 	" AND fencing_token = $2::bigint AND finished_at IS NULL";
 
 static const char prune_sql_text[] =

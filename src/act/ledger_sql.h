@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define LEDGER_SQL_SCHEMA_DEFAULT "pgleader"
-#define LEDGER_SQL_VERSION 3
+#define LEDGER_SQL_VERSION 4
 
 /* The creation takes this transaction-scoped advisory lock first, so that
  * two processes creating the ledger at once (two daemons starting
@@ -90,7 +90,7 @@ void ledger_sql_untrusted_line(char *buf, size_t len, const char *what, const ch
 enum ledger_state ledger_sql_parse_check(const char *const values[LEDGER_CHECK_NCOLS]);
 
 /* A statement and its parameters as text (NULL: SQL NULL). */
-#define LEDGER_SQL_PARAMS 4
+#define LEDGER_SQL_PARAMS 5
 #define LEDGER_SQL_PARAM_MAX 24
 struct ledger_sql_query {
 	char sql[LEDGER_SQL_MAX];
@@ -113,6 +113,8 @@ enum ledger_sql_run_col {
 	LEDGER_RUN_STARTED,
 	LEDGER_RUN_FINISHED,
 	LEDGER_RUN_DURATION_MS,
+	LEDGER_RUN_ID,
+	LEDGER_RUN_OUTPUT_BYTES,    /* the stored output's length; NULL: none kept */
 	LEDGER_RUN_NCOLS,
 	/* the summary only: when the job's newest success finished */
 	LEDGER_RUN_LAST_SUCCESS = LEDGER_RUN_NCOLS,
@@ -121,9 +123,14 @@ enum ledger_sql_run_col {
 
 /* The runs of one lock key, newest tick first: of one job when job is not
  * NULL, with a tick not older than since_ms before the server's now() when
- * since_ms >= 0, at most limit rows. False for a bad schema. */
+ * since_ms >= 0, only those that failed, timed out or were interrupted
+ * when failed, at most limit rows. False for a bad schema. */
 bool ledger_sql_runs(struct ledger_sql_query *q, const char *schema, int64_t key,
-		     const char *job, int64_t since_ms, int64_t limit);
+		     const char *job, int64_t since_ms, int64_t limit, bool failed);
+/* One run's stored output (runs --output): one column, bytea, NULL when
+ * none was kept; no row when the lock key has no run of that id. */
+bool ledger_sql_run_output(struct ledger_sql_query *q, const char *schema, int64_t key,
+			   int64_t run_id);
 
 /* For each job of the lock key with a row, by name, at most limit jobs: its
  * newest run and its last success. Each job costs a few index probes, not
@@ -140,7 +147,8 @@ bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t 
  * last: $1 lock key, $2 job, $3 fencing token, $4 cut; one row: the newest
  *   tick, the newest cut, the last success's end, the newest running of an
  *   older term (without cut), the server's clock.
- * finish: $1 run_id, $2 fencing token, $3 outcome, $4 exit status.
+ * finish: $1 run_id, $2 fencing token, $3 outcome, $4 exit status, $5 the
+ * output's last bytes (bytea; NULL: not kept).
  * prune: $1 lock key, $2 keep (ms). */
 char *ledger_sql_claim(const char *schema);
 char *ledger_sql_last(const char *schema);

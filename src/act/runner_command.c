@@ -1,6 +1,7 @@
 /* runner_command.c: the runner of the single command, over child.h. */
 #include "runner.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,9 +10,11 @@
 
 #include "child.h"
 #include "log.h"
+#include "output.h"
 
 struct command_runner {
 	struct child *child;
+	struct output *out;     /* output = log (DESIGN 13); NULL: inherit */
 	struct runner_callbacks cb;
 	/* the command's environment: valid until it is gone (child_start) */
 	char env_node[96], env_key[48], env_token[64];
@@ -22,6 +25,8 @@ static void gone_cb(void *arg, int status)
 {
 	struct command_runner *c = arg;
 
+	if (c->out)
+		output_finish(c->out);
 	c->cb.gone(c->cb.arg, status);
 }
 
@@ -40,7 +45,11 @@ void *runner_command_new(struct ev_loop *loop, const struct config *cfg,
 	if (c)
 		c->child = child_new(loop, cfg->command, cfg->jobs[0].shell,
 				     cfg->grace_period_ms / 1000.0, gone_cb, c);
-	if (!c || !c->child) {
+	if (c && c->child && cfg->n_jobs > 0 && cfg->jobs[0].output == OUTPUT_LOG)
+		c->out = output_new(loop, cfg->jobs[0].name, 0);
+	if (!c || !c->child || (cfg->n_jobs > 0 && cfg->jobs[0].output == OUTPUT_LOG && !c->out)) {
+		if (c)
+			child_free(c->child);
 		free(c);
 		snprintf(err, errlen, "out of memory");
 		return NULL;
@@ -60,12 +69,24 @@ static void command_start(void *impl, const struct ledger_term *term)
 {
 	struct command_runner *c = impl;
 	char err[256];
+	int rc;
 
 	snprintf(c->env_key, sizeof(c->env_key), "PGLEADER_LOCK_KEY=%" PRId64,
 		 term->lock_key);
 	snprintf(c->env_token, sizeof(c->env_token), "PGLEADER_FENCING_TOKEN=%" PRIu64,
 		 term->fencing_token);
-	if (child_start(c->child, c->env, err, sizeof(err)) < 0)
+	if (c->out) {
+		int fd = output_open(c->out);
+
+		if (fd < 0)
+			log_warning("cannot make a pipe for the command's output (%s): it "
+				    "goes to pgleader's own stdout and stderr", strerror(errno));
+		child_set_output(c->child, fd);
+	}
+	rc = child_start(c->child, c->env, err, sizeof(err));
+	if (c->out)
+		output_started(c->out);
+	if (rc < 0)
 		c->cb.start_failed(c->cb.arg, err);
 	else
 		c->cb.started(c->cb.arg, (int)child_pid(c->child));
@@ -117,6 +138,7 @@ static void command_free(void *impl)
 	struct command_runner *c = impl;
 
 	child_free(c->child);
+	output_free(c->out);
 	free(c);
 }
 

@@ -139,7 +139,13 @@ static const char *duration_text(const char *ms, char *buf, size_t len)
 	return strcmp(buf, "0") == 0 ? "0s" : buf;
 }
 
-/* The object of one run: exactly the fields of DESIGN 10. */
+/* A number column as JSON: null for SQL NULL. */
+static json_t *number_or_null(const char *v)
+{
+	return v ? json_integer(strtoll(v, NULL, 10)) : json_null();
+}
+
+/* The object of one run: the fields of DESIGN 10 and 13. */
 static json_t *run_json(const PGresult *res, int row)
 {
 	static const struct { const char *name; int col; } text[] = {
@@ -159,12 +165,18 @@ static json_t *run_json(const PGresult *res, int row)
 			    cli_json_text(cli_cell(res, row, LEDGER_RUN_STARTED)));
 	json_object_set_new(o, "finished_at",
 			    cli_json_text(cli_cell(res, row, LEDGER_RUN_FINISHED)));
+	json_object_set_new(o, "run_id", number_or_null(cli_cell(res, row, LEDGER_RUN_ID)));
+	/* DESIGN 13 adds attempt and trigger here too */
+	json_object_set_new(o, "output_bytes",
+			    number_or_null(cli_cell(res, row, LEDGER_RUN_OUTPUT_BYTES)));
 	return o;
 }
 
-static const char *const heads[] = { "TICK", "JOB", "NODE", "OUTCOME", "EXIT", "DURATION" };
+static const char *const heads[] = { "TICK", "JOB", "NODE", "OUTCOME", "EXIT", "DURATION",
+				     "RUN" };
 static const int head_cols[] = { LEDGER_RUN_TICK, LEDGER_RUN_JOB, LEDGER_RUN_NODE,
-				 LEDGER_RUN_OUTCOME, LEDGER_RUN_EXIT, LEDGER_RUN_DURATION_MS };
+				 LEDGER_RUN_OUTCOME, LEDGER_RUN_EXIT, LEDGER_RUN_DURATION_MS,
+				 LEDGER_RUN_ID };
 #define NHEADS ((int)(sizeof(heads) / sizeof(heads[0])))
 
 /* Column c of a row as the table shows it. */
@@ -210,7 +222,7 @@ static void print_runs(const struct config *cfg, const PGresult *res)
 	}
 	if (!cfg->json) {
 		if (n == 0)
-			puts("no runs");
+			puts(cfg->runs_failed ? "no failed runs" : "no runs");
 		else
 			print_table(res, n);
 		return;
@@ -243,6 +255,45 @@ static bool readable(PGconn *conn, const struct config *cfg)
 	return true;
 }
 
+/* runs --output RUN_ID: the bytes as the run wrote them (the last
+ * output_tail of them), nothing added. */
+static int print_output(const struct config *cfg, const PGresult *res, int64_t key)
+{
+	unsigned char *bytes;
+	size_t len = 0;
+	char line[160];
+
+	if (PQntuples(res) == 0) {
+		snprintf(line, sizeof(line), "lock key %" PRId64 " has no run %" PRId64
+			 " (give the daemon's --lock-name or --lock-key)", key,
+			 cfg->runs_output_id);
+		cli_fail("cannot print a run's output", line);
+		return EXIT_NO_LEADER;
+	}
+	if (PQgetisnull(res, 0, 0)) {
+		fprintf(stderr, "pgleader: run %" PRId64 " has no stored output (output ="
+			" inherit, output_tail = 0, or it was cut off)\n", cfg->runs_output_id);
+		return EXIT_OK;
+	}
+	if (!(bytes = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, 0), &len))) {
+		cli_fail("cannot print a run's output", "out of memory");
+		return EXIT_UNAVAILABLE;
+	}
+	fwrite(bytes, 1, len, stdout);
+	PQfreemem(bytes);
+	return EXIT_OK;
+}
+
+/* The listing's statement, or --output's. */
+static bool runs_query(struct ledger_sql_query *q, const struct config *cfg, int64_t key)
+{
+	if (cfg->runs_output_id > 0)
+		return ledger_sql_run_output(q, cli_ledger_schema(cfg), key, cfg->runs_output_id);
+	/* One row past the limit says the list was cut. */
+	return ledger_sql_runs(q, cli_ledger_schema(cfg), key, cfg->runs_job,
+			       cfg->runs_since_ms, LEDGER_CLI_RUNS_LIMIT + 1, cfg->runs_failed);
+}
+
 int ledger_cli_runs(const struct config *cfg)
 {
 	struct ledger_sql_query q;
@@ -254,13 +305,15 @@ int ledger_cli_runs(const struct config *cfg)
 	if (!(conn = cli_ledger_open(cfg, NULL, &rc)))
 		return rc;
 	rc = EXIT_UNAVAILABLE;
-	/* One row past the limit says the list was cut. */
-	if (readable(conn, cfg) && resolve_key(conn, cfg, &key) &&
-	    ledger_sql_runs(&q, cli_ledger_schema(cfg), key, cfg->runs_job, cfg->runs_since_ms,
-			    LEDGER_CLI_RUNS_LIMIT + 1) &&
+	if (readable(conn, cfg) && resolve_key(conn, cfg, &key) && runs_query(&q, cfg, key) &&
 	    (res = cli_ledger_select(conn, q.sql, q.nparams, q.params, false)) != NULL) {
-		print_runs(cfg, res);
-		rc = fflush(stdout) == 0 ? EXIT_OK : EXIT_UNAVAILABLE;
+		if (cfg->runs_output_id > 0) {
+			rc = print_output(cfg, res, key);
+		} else {
+			print_runs(cfg, res);
+			rc = EXIT_OK;
+		}
+		rc = fflush(stdout) == 0 ? rc : EXIT_UNAVAILABLE;
 	}
 	PQclear(res);
 	PQfinish(conn);

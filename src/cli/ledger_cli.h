@@ -14,9 +14,11 @@
  * unreachable or permission denied, 78 a bad DSN or schema. */
 int ledger_cli_init_db(const struct config *cfg);
 
-/* pgleader runs [--job NAME] [--since DUR] [--json]: the ledger of cfg's
- * lock, newest first. Returns 0, 69 (unreachable, no ledger, may not read
- * it), 78 (bad DSN or schema). */
+/* pgleader runs [--job NAME] [--since DUR] [--failed] [--json]: the ledger
+ * of cfg's lock, newest first; runs --output RUN_ID: that run's stored
+ * output, raw, on stdout. Returns 0, 3 (--output: the lock has no such
+ * run), 69 (unreachable, no ledger, may not read it), 78 (bad DSN or
+ * schema). */
 int ledger_cli_runs(const struct config *cfg);
 
 /* For status: each job of the lock with its last run and its next tick,

@@ -308,7 +308,23 @@ static void after_run(struct job *jb, int status, double ran)
 	}
 }
 
-static void run_gone(struct job *jb, int status)
+/* The line that says how a run ended (DESIGN 13): a warning unless it
+ * succeeded, so that --log-level warning shows every run that did not,
+ * with its tick, its run id and the last line it printed. */
+static void say_run_end(struct job *jb, enum jobs_outcome o, int status, double ran,
+			const char *last_line)
+{
+	char when[40];
+	bool quoted = last_line && *last_line;
+
+	say(jb->owner, o == JOBS_SUCCEEDED ? LOG_LEVEL_INFO : LOG_LEVEL_WARNING,
+	    "job %s: run %" PRId64 " for tick %s %s (exit status %d, %.1fs)%s%s",
+	    jb->cfg->name, jb->run_id, clocks_rfc3339(jb->run_tick, when, sizeof(when)),
+	    jobs_outcome_name(o), status, ran, quoted ? "; last output line: " : "",
+	    quoted ? last_line : "");
+}
+
+static void run_gone(struct job *jb, int status, const char *last_line)
 {
 	struct jobs_state *j = jb->owner;
 	enum jobs_outcome o = outcome_of(jb, status);
@@ -323,8 +339,7 @@ static void run_gone(struct job *jb, int status)
 	if (o == JOBS_SUCCEEDED)
 		jb->view.last_success = (double)db_now(j) / 1000;
 	if (jb->run_id > 0) {
-		say(j, LOG_LEVEL_INFO, "job %s: run %" PRId64 " %s (exit status %d, %.1fs)",
-		    jb->cfg->name, jb->run_id, jobs_outcome_name(o), status, ran);
+		say_run_end(jb, o, status, ran, last_line);
 		finish(j, jb->run_id, o, status);
 		if (j->cfg->keep_runs_ms > 0 && j->now - j->last_prune > PRUNE_EVERY) {
 			j->last_prune = j->now;
@@ -1186,7 +1201,7 @@ static void on_run_gone(struct jobs_state *j, struct job *jb,
 			const struct jobs_event *ev)
 {
 	(void)j;
-	run_gone(jb, ev->status);
+	run_gone(jb, ev->status, ev->last_line);
 }
 static void on_timer(struct jobs_state *j, struct job *jb,
 		     const struct jobs_event *ev)

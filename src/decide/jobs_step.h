@@ -124,6 +124,9 @@ struct jobs_event {
 	int sig;                    /* SIGNAL */
 	int pid;                    /* RUN_STARTED */
 	int status;                 /* RUN_GONE */
+	const char *last_line;      /* RUN_GONE: the output's last line that was
+				     * not blank; NULL or "": none, or not read
+				     * (output = inherit) */
 	enum jobs_timer timer;      /* TIMER */
 	const char *error;          /* START_FAILED */
 	const struct jobs_pauses *pauses;  /* PAUSES, RESUMES */

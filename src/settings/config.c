@@ -37,7 +37,7 @@
 
 enum action {
 	ACT_CONFIG = 1, ACT_VERBOSE, ACT_QUIET, ACT_HELP, ACT_VERSION, ACT_JOB,
-	ACT_SINCE, ACT_TO, ACT_WAIT, ACT_GRANT_TO,
+	ACT_SINCE, ACT_TO, ACT_WAIT, ACT_GRANT_TO, ACT_OUTPUT,
 };
 
 /* The server hashes the name as text: bytes that are not UTF-8 are an
@@ -236,6 +236,9 @@ static const struct option_choice log_levels[] = {
 static const struct option_choice missed_policies[] = {
 	{ "once", MISSED_ONCE }, { "skip", MISSED_SKIP }, { NULL, 0 },
 };
+static const struct option_choice output_modes[] = {
+	{ "inherit", OUTPUT_INHERIT }, { "log", OUTPUT_LOG }, { NULL, 0 },
+};
 static const struct option_choice log_formats[] = {
 	{ "text", LOG_FORMAT_TEXT }, { "json", LOG_FORMAT_JSON }, { NULL, 0 },
 };
@@ -398,6 +401,17 @@ static const struct option_row rows[] = {
 	  .type = OPTION_BOOL, .offset = FIELD(top.rerun_interrupted),
 	  .default_value = "off",
 	  .help = "schedule: rerun a run cut off by failover" },
+	{ .key = "output", .type = OPTION_ENUM,
+	  .offset = FIELD(top.output), .metavar = "MODE",
+	  .default_shown = "log; inherit for COMMAND without a schedule",
+	  .help = "the runs' stdout and stderr: inherit (pgleader's\n"
+		  "own) or log (a line each, named by the job)",
+	  .choices = output_modes },
+	{ .key = "output_tail", .long_name = "output-tail", .type = OPTION_SIZE,
+	  .offset = FIELD(top.output_tail), .default_value = "4KiB", .metavar = "SIZE",
+	  .help = "output log: the last SIZE bytes of a run's\n"
+		  "output kept in its ledger row (0: none)",
+	  .min = 0, .max = CONFIG_OUTPUT_TAIL_MAX },
 	{ .key = "once_per", .long_name = "once-per", .type = OPTION_DURATION,
 	  .offset = FIELD(once_per_ms), .default_value = "0", .metavar = "DUR",
 	  .help = "one-shot: run once per DUR window, fleet-wide\n"
@@ -434,6 +448,12 @@ static const struct option_row rows[] = {
 	{ .long_name = "since", .type = OPTION_ACTION, .action = ACT_SINCE,
 	  .metavar = "DUR", .default_shown = "all",
 	  .help = "runs: only the ticks of the last DUR" },
+	{ .long_name = "failed", .type = OPTION_FLAG, .offset = FIELD(runs_failed),
+	  .help = "runs: only the runs that did not succeed" },
+	{ .long_name = "output", .type = OPTION_ACTION, .action = ACT_OUTPUT,
+	  .metavar = "MODE|RUN_ID", .default_shown = "see output",
+	  .help = "the daemon: the output key (inherit or log);\n"
+		  "runs: print run RUN_ID's stored output" },
 	{ .long_name = "print-sql", .type = OPTION_FLAG, .offset = FIELD(print_sql),
 	  .help = "init-db: print the SQL instead of running it" },
 	{ .long_name = "grant-to", .type = OPTION_ACTION, .action = ACT_GRANT_TO,
@@ -460,8 +480,8 @@ static const struct option_row rows[] = {
 enum job_key {
 	JK_COMMAND, JK_SCHEDULE, JK_TIMEZONE, JK_JITTER, JK_MAX_RUNTIME, JK_MISSED,
 	JK_MISSED_WINDOW, JK_RERUN_INTERRUPTED, JK_GRACE_PERIOD, JK_RESTART,
-	JK_SHELL, JK_ENVIRONMENT, JK_ENVIRONMENT_FILE, JK_WORKING_DIRECTORY, JK_USER,
-	JK_GROUP, JK_COUNT
+	JK_OUTPUT, JK_OUTPUT_TAIL, JK_SHELL, JK_ENVIRONMENT, JK_ENVIRONMENT_FILE,
+	JK_WORKING_DIRECTORY, JK_USER, JK_GROUP, JK_COUNT
 };
 static const struct {
 	const char *key;
@@ -477,6 +497,8 @@ static const struct {
 	[JK_RERUN_INTERRUPTED] = { "rerun_interrupted", JOB(rerun_interrupted) },
 	[JK_GRACE_PERIOD] = { "grace_period", JOB(grace_period_ms) },
 	[JK_RESTART] = { "restart", JOB(restart) },
+	[JK_OUTPUT] = { "output", JOB(output) },
+	[JK_OUTPUT_TAIL] = { "output_tail", JOB(output_tail) },
 	[JK_SHELL] = { "shell", JOB(shell) },
 	[JK_ENVIRONMENT] = { "environment", JOB(environment) },
 	[JK_ENVIRONMENT_FILE] = { "environment_file", JOB(environment_file) },
@@ -508,6 +530,8 @@ struct loader {
 	const char *subcommand;  /* "status", "runs", "init-db", ...; NULL: the daemon */
 	bool since_given;        /* runs --since */
 	bool wait_given;         /* switchover --wait */
+	const char *output_arg;  /* --output, as given: a mode or a run id */
+	int output_mode;         /* --output's mode; OUTPUT_AUTO: not given */
 	struct section *sections; /* the file's [job.NAME], in order */
 	size_t n_sections;
 	struct config_job inherit; /* [pgleader]'s job keys, or their defaults */
@@ -625,6 +649,9 @@ static int action_cb(void *user, int action, const char *value)
 	case ACT_WAIT:
 	case ACT_GRANT_TO:
 		return take_switchover_option(ld, action, value);
+	case ACT_OUTPUT:
+		ld->output_arg = value; /* a mode or a run id: read_argv knows which */
+		break;
 	}
 	return CONFIG_OK;
 }
@@ -673,7 +700,7 @@ static int unknown_job_key(struct loader *ld, int line, const char *name,
 				    options_path(ld->op), line,
 				    value_quote(key, shown, sizeof(shown)), name, hint);
 	return options_fail(ld->op, EXIT_CONFIG,
-			    "%s:%d: unknown key %s in [job.%s] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart, shell, environment, environment_file, working_directory, user, group)",
+			    "%s:%d: unknown key %s in [job.%s] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart, output, output_tail, shell, environment, environment_file, working_directory, user, group)",
 			    options_path(ld->op), line, value_quote(key, shown, sizeof(shown)),
 			    name);
 }
@@ -711,6 +738,7 @@ static int copy_key(const struct option_row *row, void *to, const void *from)
 {
 	switch (row->type) {
 	case OPTION_DURATION:
+	case OPTION_SIZE:
 		*(int64_t *)to = *(const int64_t *)from;
 		return 0;
 	case OPTION_ENUM:
@@ -795,6 +823,7 @@ static int check_subcommand_options(struct loader *ld)
 		  MODE_BIT(CONFIG_MODE_RESUME),
 		  "'pgleader runs', 'pgleader pause' or 'pgleader resume'" },
 		{ "since", MODE_BIT(CONFIG_MODE_RUNS), "'pgleader runs'" },
+		{ "failed", MODE_BIT(CONFIG_MODE_RUNS), "'pgleader runs'" },
 		{ "print-sql", MODE_BIT(CONFIG_MODE_INIT_DB), "'pgleader init-db'" },
 		{ "grant-to", MODE_BIT(CONFIG_MODE_INIT_DB), "'pgleader init-db'" },
 		{ "to", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
@@ -802,7 +831,7 @@ static int check_subcommand_options(struct loader *ld)
 	};
 	const struct config *cfg = ld->cfg;
 	const bool given[] = { cfg->json, cfg->watch, cfg->runs_job != NULL,
-			       ld->since_given, cfg->print_sql, cfg->grant_to != NULL,
+			       ld->since_given, cfg->runs_failed, cfg->print_sql, cfg->grant_to != NULL,
 			       cfg->switchover_to != NULL,
 			       ld->wait_given };
 
@@ -821,6 +850,7 @@ static int check_daemon_options(struct loader *ld)
 	static const char *const keys[] = {
 		"wait_timeout", "schedule", "timezone", "jitter", "max_runtime",
 		"missed", "missed_window", "rerun_interrupted", "once_per", "keep_runs",
+		"output", "output_tail",
 	};
 	char option[32];
 
@@ -879,6 +909,38 @@ static int read_subcommand(struct loader *ld)
 }
 
 /* The options, then the command, or a subcommand and its own options. */
+/* --output names two things (DESIGN 13): the daemon's output key (inherit
+ * or log), which wins over the file and the environment as an option
+ * does, and the run whose stored output 'pgleader runs' prints. */
+static int take_output_option(struct loader *ld)
+{
+	static const struct option_row mode = { .type = OPTION_ENUM,
+						.choices = output_modes };
+	struct config *cfg = ld->cfg;
+	char why[128], shown[64];
+	int64_t id;
+
+	if (!ld->output_arg)
+		return CONFIG_OK;
+	if (cfg->mode == CONFIG_MODE_RUNS) {
+		if (value_parse_int(ld->output_arg, &id) < 0 || id <= 0)
+			return options_fail(ld->op, EXIT_USAGE,
+					    "--output: invalid run id %s (a run's number, as 'pgleader runs' shows it)",
+					    value_quote(ld->output_arg, shown, sizeof(shown)));
+		cfg->runs_output_id = id;
+		if (cfg->json || cfg->runs_failed || cfg->runs_job || ld->since_given)
+			return options_fail(ld->op, EXIT_USAGE,
+					    "--output prints one run's output: it takes no --json, --failed, --job or --since");
+		return CONFIG_OK;
+	}
+	if (cfg->mode != CONFIG_MODE_DAEMON)
+		return options_fail(ld->op, EXIT_USAGE,
+				    "--output is only valid with the daemon or 'pgleader runs'");
+	if (setting_parse(&mode, &ld->output_mode, ld->output_arg, why, sizeof(why)) < 0)
+		return options_fail(ld->op, EXIT_USAGE, "--output: %s", why);
+	return CONFIG_OK;
+}
+
 static int read_argv(struct loader *ld, int argc, char **argv)
 {
 	int result, first_word;
@@ -895,7 +957,8 @@ static int read_argv(struct loader *ld, int argc, char **argv)
 	    (result = read_subcommand(ld)) != CONFIG_OK)
 		return result;
 	if ((result = check_subcommand_options(ld)) != CONFIG_OK ||
-	    (result = check_daemon_options(ld)) != CONFIG_OK)
+	    (result = check_daemon_options(ld)) != CONFIG_OK ||
+	    (result = take_output_option(ld)) != CONFIG_OK)
 		return result;
 	return options_check_argv(ld->op);
 }
@@ -1510,6 +1573,18 @@ static int check_never_leads(struct loader *ld)
 			    "--wait-timeout)", where);
 }
 
+/* output's default (DESIGN 13): the one command without a schedule keeps
+ * pgleader's stdout and stderr, as a Docker entrypoint's must; every other
+ * job's output is logged, a line each, named by the job. */
+static void resolve_output(struct config *cfg)
+{
+	bool one_command = !cfg->job_sections && cfg->n_jobs == 1 && !cfg->jobs[0].schedule;
+
+	for (size_t i = 0; i < cfg->n_jobs; i++)
+		if (cfg->jobs[i].output == OUTPUT_AUTO)
+			cfg->jobs[i].output = one_command ? OUTPUT_INHERIT : OUTPUT_LOG;
+}
+
 static int finish_jobs(struct loader *ld)
 {
 	struct config *cfg = ld->cfg;
@@ -1524,6 +1599,7 @@ static int finish_jobs(struct loader *ld)
 	     (result = resolve_processes(ld)) != CONFIG_OK))
 		return result;
 	cfg->uses_ledger = any_schedule(cfg) || cfg->job_sections || cfg->once_per_ms > 0;
+	resolve_output(cfg);
 	return CONFIG_OK;
 }
 
@@ -1584,6 +1660,8 @@ static int load(struct loader *ld, int argc, char **argv)
 	    (result = options_load_environment(ld->op)) != CONFIG_OK ||
 	    (result = options_load_argv(ld->op)) != CONFIG_OK)
 		return result;
+	if (ld->output_mode != OUTPUT_AUTO)
+		ld->cfg->top.output = ld->output_mode;
 	options_env_hint(ld->op, ld->cfg->env_hint, sizeof(ld->cfg->env_hint));
 	return finish(ld);
 }
@@ -1632,7 +1710,8 @@ void config_usage(FILE *out)
 	fputs("Usage: " USAGE "\n"
 	      "       pgleader [OPTION]... -c FILE   (jobs from [job.NAME] sections)\n"
 	      "       pgleader status [OPTION]... [--json] [--watch]\n"
-	      "       pgleader runs [--job NAME] [--since DUR] [--json] [OPTION]...\n"
+	      "       pgleader runs [--job NAME] [--since DUR] [--failed] [--json] [OPTION]...\n"
+	      "       pgleader runs --output RUN_ID [OPTION]...\n"
 	      "       pgleader init-db [--print-sql] [--grant-to ROLE] [OPTION]...\n"
 	      "       pgleader pause | resume [--job NAME] [OPTION]...\n"
 	      "       pgleader switchover [--to NODE] [--wait DUR] [OPTION]...\n"
@@ -1646,12 +1725,13 @@ void config_usage(FILE *out)
 	fputs("\n"
 	      "The file has a section [pgleader], and one [job.NAME] per further job\n"
 	      "(command, schedule, timezone, jitter, max_runtime, missed, missed_window,\n"
-	      "rerun_interrupted, grace_period, restart, shell, environment,\n"
-	      "environment_file, working_directory, user, group; a key left out takes\n"
-	      "its [pgleader] value). Every key can also be set as PGLEADER_<KEY>, e.g.\n"
-	      "PGLEADER_LOCK_KEY. The command line wins over the environment, which wins\n"
-	      "over the file; both set the default job's keys only. DUR: 250ms, 5s,\n"
-	      "1.5s, 2m, 1h or 0; a bare number is seconds. The command is split\n"
+	      "rerun_interrupted, grace_period, restart, output, output_tail, shell,\n"
+	      "environment, environment_file, working_directory, user, group; a key\n"
+	      "left out takes its [pgleader] value). Every key can also be set as\n"
+	      "PGLEADER_<KEY>, e.g. PGLEADER_LOCK_KEY. The command line wins over the\n"
+	      "environment, which wins over the file; both set the default job's keys\n"
+	      "only. DUR: 250ms, 5s, 1.5s, 2m, 1h or 0; a bare number is seconds.\n"
+	      "SIZE: 512, 4KiB, 1MiB (B, K, KiB, M, MiB). The command is split\n"
 	      "without expansions; a 'command' line with shell syntax (| > < ; & ` $()\n"
 	      "is refused (78) unless shell = on. user and group need pgleader to run\n"
 	      "as root (78 otherwise).\n"

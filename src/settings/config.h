@@ -16,6 +16,11 @@
 enum acquire_mode { ACQUIRE_WAIT, ACQUIRE_POLL };
 enum restart_policy { RESTART_NO, RESTART_ON_FAILURE, RESTART_ALWAYS };
 enum missed_policy { MISSED_ONCE, MISSED_SKIP };
+/* Where a job's stdout and stderr go (DESIGN 13): AUTO until the load
+ * ends, then INHERIT for the one command without a schedule (a Docker
+ * entrypoint's), LOG for every other job. */
+enum output_mode { OUTPUT_AUTO, OUTPUT_INHERIT, OUTPUT_LOG };
+#define CONFIG_OUTPUT_TAIL_MAX (1024 * 1024)
 
 /* What pgleader was asked to do: the daemon, or one of its subcommands. */
 enum config_mode {
@@ -56,6 +61,8 @@ struct config_job {
 	char *user;
 	char *group;
 	struct job_process process;
+	enum output_mode output;     /* never AUTO once loaded */
+	int64_t output_tail;         /* bytes of a run's output kept in its row; 0: none */
 };
 
 /* A member of the failsafe fleet (failsafe_peers), as parsed. */
@@ -116,6 +123,8 @@ struct config {
 	int64_t keep_runs_ms;    /* default 720h */
 	char *runs_job;          /* runs, pause, resume --job NAME; NULL: every job */
 	int64_t runs_since_ms;   /* runs --since DUR; -1: all */
+	bool runs_failed;        /* runs --failed: only runs that did not succeed */
+	int64_t runs_output_id;  /* runs --output RUN_ID; 0: list the runs */
 	bool print_sql;          /* init-db --print-sql */
 	char *switchover_to;     /* switchover --to NODE; NULL: any standby */
 	int64_t switchover_wait_ms; /* switchover --wait DUR; default 30s */

@@ -458,6 +458,7 @@ static int take_option(struct options *op, const struct option_row *row)
 		return OPTIONS_OK;
 	case OPTION_DURATION:
 	case OPTION_INT:
+	case OPTION_SIZE:
 	case OPTION_BOOL:
 	case OPTION_STRING:
 	case OPTION_ENUM:

@@ -19,6 +19,7 @@
 enum option_type {
 	OPTION_DURATION, /* int64_t milliseconds, min to max (0: no max) */
 	OPTION_INT,      /* int, min to max */
+	OPTION_SIZE,     /* int64_t bytes, min to max (value_parse_size) */
 	OPTION_BOOL,     /* bool; the option takes no value and means true */
 	OPTION_STRING,   /* char *, malloc'd; "" sets NULL (unset) */
 	OPTION_ENUM,     /* an enum, stored as int: one of choices */

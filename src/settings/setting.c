@@ -62,6 +62,20 @@ static int set_int(const struct option_row *row, int *field, const char *value,
 	return 0;
 }
 
+static int set_size(const struct option_row *row, int64_t *field,
+		    const char *value, char *why, size_t whylen)
+{
+	int64_t bytes;
+
+	if (value_parse_size(value, &bytes) < 0)
+		return invalid("size", value, "examples: 0, 512, 4KiB, 1MiB", why, whylen);
+	if (bytes < row->min || (row->max > 0 && bytes > row->max))
+		return value_why(why, whylen, "%s is out of range (%lld to %lld bytes)",
+				 value, (long long)row->min, (long long)row->max);
+	*field = bytes;
+	return 0;
+}
+
 static int set_enum(const struct option_row *row, int *field, const char *value,
 		    char *why, size_t whylen)
 {
@@ -102,6 +116,8 @@ int setting_parse(const struct option_row *row, void *field, const char *value,
 		return set_duration(row, field, value, why, whylen);
 	case OPTION_INT:
 		return set_int(row, field, value, why, whylen);
+	case OPTION_SIZE:
+		return set_size(row, field, value, why, whylen);
 	case OPTION_BOOL:
 		if (value_parse_bool(value, field) < 0)
 			return invalid("boolean", value, "true/false, yes/no, on/off, 1/0",
@@ -135,6 +151,7 @@ void setting_clear(const struct option_row *row, void *field)
 {
 	switch (row->type) {
 	case OPTION_DURATION:
+	case OPTION_SIZE:
 	case OPTION_LOCK_KEY:
 		*(int64_t *)field = 0;
 		break;

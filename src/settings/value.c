@@ -80,6 +80,30 @@ const char *value_format_duration(int64_t ms, char *buf, size_t len)
 	return buf;
 }
 
+int value_parse_size(const char *s, int64_t *bytes)
+{
+	static const struct { const char *suffix; int64_t scale; } units[] = {
+		{ "", 1 }, { "B", 1 }, { "K", 1024 }, { "KiB", 1024 },
+		{ "M", 1024 * 1024 }, { "MiB", 1024 * 1024 },
+		{ "G", 1024 * 1024 * 1024 }, { "GiB", 1024 * 1024 * 1024 },
+	};
+	const int64_t max = INT64_C(1) << 62;
+	int64_t whole = 0;
+
+	if (!is_digit(*s))
+		return -1; /* also rejects "", "-1" and " 1" */
+	for (; is_digit(*s); s++) {
+		if (whole > max / 10)
+			return -1;
+		whole = whole * 10 + (*s - '0');
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(s, units[i].suffix) == 0)
+			return whole > max / units[i].scale ? -1
+			       : (*bytes = whole * units[i].scale, 0);
+	return -1;
+}
+
 int value_parse_int(const char *s, int64_t *n)
 {
 	char *end;

@@ -15,6 +15,10 @@ int value_parse_duration(const char *s, int64_t *ms);
  * when negative. Returns buf. */
 const char *value_format_duration(int64_t ms, char *buf, size_t len);
 
+/* A size in bytes: digits and a unit, B (or none), K or KiB, M or MiB,
+ * G or GiB (powers of 1024): "4KiB", "512", "1M". At most 2^62 bytes. */
+int value_parse_size(const char *s, int64_t *bytes);
+
 /* Signed 64-bit decimal: digits, with a '-' before them or not. */
 int value_parse_int(const char *s, int64_t *n);
 /* true/yes/on/1 or false/no/off/0, in any case. */

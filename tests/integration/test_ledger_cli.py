@@ -17,7 +17,7 @@ from test_status import run_status
 
 TABLES = ["controls", "meta", "runs", "terms"]
 RUN_FIELDS = ["job", "tick", "node_id", "fencing_token", "outcome", "exit_status",
-              "started_at", "finished_at"]
+              "started_at", "finished_at", "run_id", "output_bytes"]
 
 
 def rfc3339(text):
@@ -64,7 +64,7 @@ def test_init_db_creates_the_ledger_and_is_idempotent(workdir, pg_shared):
     assert r.out == 'ledger ready in schema "ledger_init"\n', r
     assert r.err == "", r
     assert tables_of(pg_shared, "ledger_init") == TABLES
-    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["3"]]
+    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["4"]]
     assert pg_shared.scalar("SELECT obj_description('ledger_init.runs'::regclass,"
                             " 'pg_class')").startswith("one row per job and tick")
     # The outcomes are checked by the server.
@@ -75,7 +75,7 @@ def test_init_db_creates_the_ledger_and_is_idempotent(workdir, pg_shared):
 
     again = init_db(workdir, pg_shared, "ledger_init")
     assert (again.rc, again.out, again.err) == (r.rc, r.out, r.err), again
-    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["3"]]
+    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["4"]]
 
 
 def test_init_db_two_at_once(workdir, pg_shared):
@@ -96,7 +96,7 @@ def test_init_db_two_at_once(workdir, pg_shared):
         for r in results:
             assert r is not None and r.rc == 0 and r.err == "", results
         assert tables_of(pg_shared, schema) == TABLES
-        assert pg_shared.psql("SELECT version FROM %s.meta" % schema) == [["3"]]
+        assert pg_shared.psql("SELECT version FROM %s.meta" % schema) == [["4"]]
 
 
 def test_print_sql_gives_the_same_ledger(workdir, pg_shared):
@@ -180,13 +180,20 @@ def test_runs_lists_the_ledger(workdir, pg_shared, lock_key):
     r = cli(workdir, "runs", pg_shared.dsn(), *base)
     assert r.rc == 0 and r.err == "", r
     lines = r.out.splitlines()
-    assert lines[0].split() == ["TICK", "JOB", "NODE", "OUTCOME", "EXIT", "DURATION"], r
+    assert lines[0].split() == ["TICK", "JOB", "NODE", "OUTCOME", "EXIT", "DURATION",
+                                 "RUN"], r
     rows = [l.split() for l in lines[1:]]
     assert [(x[1], x[3]) for x in rows] == [
         ("refresh", "running"), ("nightly", "timed_out"), ("refresh", "interrupted"),
         ("refresh", "missed"), ("nightly", "failed"), ("nightly", "succeeded")], r
-    assert rows[-1][4:] == ["0", "1.25s"] and rows[-2][4:] == ["3", "2s"], r
-    assert rows[1][4:] == ["143", "1m"] and rows[0][4:] == ["-", "-"], r
+    assert rows[-1][4:6] == ["0", "1.25s"] and rows[-2][4:6] == ["3", "2s"], r
+    assert rows[1][4:6] == ["143", "1m"] and rows[0][4:6] == ["-", "-"], r
+    run_ids = [int(x[6]) for x in rows]
+    assert len(set(run_ids)) == 6, r
+    # --failed: the runs that did not succeed, not the ticks that did not run
+    r = cli(workdir, "runs", pg_shared.dsn(), *base, "--failed")
+    assert [(l.split()[1], l.split()[3]) for l in r.out.splitlines()[1:]] == [
+        ("nightly", "timed_out"), ("refresh", "interrupted"), ("nightly", "failed")], r
     assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", x[0]) for x in rows), r
     # aligned columns
     assert len({l.index(" " + l.split()[1]) for l in lines}) == 1, r

@@ -95,7 +95,7 @@ def test_kill9_leader_during_and_between_runs(pg, fleet, ledger, lock_key):
                  bound(10), what="the cut-off run recorded interrupted")
     # between runs: right after a run ended
     second = leader_of(fleet)
-    second.wait_for_log(r"run \d+ succeeded", timeout=bound(10))
+    second.wait_for_log(r"run \d+ for tick \S+ succeeded", timeout=bound(10))
     second.kill9()
     n_before = len(runs(pg, lock_key))
     wait_rows(pg, lock_key, n_before + 2, bound(15))

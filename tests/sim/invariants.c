@@ -91,6 +91,28 @@ void check_run_start(struct node *n, struct child *ch)
 	W.ticks_run++;
 }
 
+/* The line that says how a run ended (DESIGN 13): a warning when it
+ * failed, timed out or was interrupted, so that --log-level warning shows
+ * it; info when it succeeded. text is a line jobs.c logs. */
+void check_run_end_line(struct node *n, enum log_level level, const char *text)
+{
+	static const struct { const char *outcome; enum log_level level; } ends[] = {
+		{ "succeeded", LOG_LEVEL_INFO }, { "failed", LOG_LEVEL_WARNING },
+		{ "timed_out", LOG_LEVEL_WARNING }, { "interrupted", LOG_LEVEL_WARNING },
+	};
+	char job[64], tick[40], outcome[16];
+	long long run;
+
+	if (sscanf(text, "job %63s run %lld for tick %39s %15s (exit status", job, &run,
+		   tick, outcome) != 4)
+		return;
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+		if (!strcmp(outcome, ends[i].outcome) && level != ends[i].level)
+			fail_at(1u << n->i, "%s: the end of run %lld (%s) is logged at "
+				"level %d, not %d: \"%s\"", n->name, run, outcome,
+				(int)level, (int)ends[i].level, text);
+}
+
 /* A node leads steadily: its jobs' ticks are planned this term (each has
  * a next tick), it holds the lock and the fence with the sessions it
  * knows, nothing paused, nothing parted, frozen or restarting. */

@@ -458,6 +458,7 @@ void stash(struct node *n, const struct simev *e);
 void node_thaw(struct node *n);
 void check_token(struct node *n);
 void check_run_start(struct node *n, struct child *ch);
+void check_run_end_line(struct node *n, enum log_level level, const char *text);
 void unsteady(void);
 void check_lost(void);
 extern const char *const overlap_names[OV_N];

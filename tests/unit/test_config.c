@@ -185,6 +185,8 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("missed", cfg->n_jobs ? (int)cfg->jobs[0].missed : -99);
 	INT("missed_window", cfg->n_jobs ? cfg->jobs[0].missed_window_ms : -99);
 	INT("rerun_interrupted", cfg->n_jobs ? cfg->jobs[0].rerun_interrupted : -99);
+	INT("output", cfg->n_jobs ? (int)cfg->jobs[0].output : -99);
+	INT("output_tail", cfg->n_jobs ? cfg->jobs[0].output_tail : -99);
 	INT("once_per", cfg->once_per_ms);
 	STR("schema", cfg->schema);
 	STR("ledger_owner", cfg->ledger_owner);
@@ -291,6 +293,10 @@ static const struct key_case {
 	  "invalid duration \"-1h\" (examples: 250ms, 5s, 2m)" },
 	{ "schema", "schema", false, "ledger_2", "ledger_2", "PgLeader",
 	  "invalid schema name \"PgLeader\" (1 to 63 of a-z 0-9 _, not starting with a digit)" },
+	{ "output", NULL, false, "log", "2", "file",
+	  "invalid value \"file\" (expected inherit, log)" },
+	{ "output_tail", "output-tail", false, "64KiB", "65536", "2MiB",
+	  "2MiB is out of range (0 to 1048576 bytes)" },
 	{ "keep_runs", "keep-runs", false, "24h", "86400000", "721h",
 	  "invalid duration \"721h\" (examples: 250ms, 5s, 2m)" },
 	{ "ledger_owner", "ledger-owner", false, "Ops DBA", "Ops DBA", "a\tb",
@@ -1844,7 +1850,7 @@ static const struct {
 	/* what a section refuses, with its file and line */
 	{ "unknown key", "[job.a]\ncommand = a\nlock_key = 1\n", NULL, NULL, { NULL },
 	  EX_CONFIG,
-	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart, shell, environment, environment_file, working_directory, user, group)" },
+	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart, output, output_tail, shell, environment, environment_file, working_directory, user, group)" },
 	{ "a likely typo", "[job.a]\ncommand = a\nMax-Runtime = 1h\n", NULL, NULL, { NULL },
 	  EX_CONFIG, "FILE:3: unknown key \"Max-Runtime\" in [job.a] (did you mean max_runtime?)" },
 	{ "unknown key", "[job.a]\ncommand = a\nschedul = @daily\n", NULL, NULL, { NULL },

@@ -88,9 +88,12 @@ static char finished_outcome[16];
 static int finished_status = -1;
 
 void ledger_finish(struct ledger *l, uint64_t token, int64_t run_id,
-		   const char *outcome, int exit_status)
+		   const char *outcome, int exit_status, const char *output,
+		   size_t output_len)
 {
 	(void)l;
+	(void)output;
+	(void)output_len;
 	(void)token;
 	(void)run_id;
 	snprintf(finished_outcome, sizeof(finished_outcome), "%s", outcome);
@@ -134,6 +137,7 @@ struct child *child_new(struct ev_loop *loop, char *const *argv, bool shell,
 void child_free(struct child *c) { (void)c; }
 void child_set_label(struct child *c, const char *job) { (void)c; (void)job; }
 void child_set_process(struct child *c, const struct job_process *p) { (void)c; (void)p; }
+void child_set_output(struct child *c, int fd) { (void)c; (void)fd; }
 int child_start(struct child *c, char *const *env, char *err, size_t len)
 {
 	(void)env;

@@ -258,6 +258,68 @@ START_TEST(test_nothing_after_lead)
 }
 END_TEST
 
+/* The action of the line that says part, or NULL. */
+static const struct jobs_action *line_of(const char *part)
+{
+	for (size_t i = 0; i < out.n; i++)
+		if (out.a[i].type == JOBS_DO_LOG && strstr(out.a[i].text, part))
+			return &out.a[i];
+	return NULL;
+}
+
+/* How a run ended is one line (DESIGN 13): a warning for failed,
+ * timed_out and interrupted, naming the job, the tick, the run id, the
+ * exit status and the output's last line; info for succeeded. */
+START_TEST(test_run_end_line)
+{
+	static const struct {
+		int status;
+		bool stop, time_out;
+		const char *last, *outcome;
+		enum log_level level;
+	} rows[] = {
+		{ 0, false, false, "all done", "succeeded", LOG_LEVEL_INFO },
+		{ 3, false, false, "ERROR: disk full", "failed", LOG_LEVEL_WARNING },
+		{ 143, false, true, "still working", "timed_out", LOG_LEVEL_WARNING },
+		{ 143, true, false, "", "interrupted", LOG_LEVEL_WARNING },
+		{ 1, false, false, NULL, "failed", LOG_LEVEL_WARNING },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct jobs_action *l;
+		char head[160];
+
+		load("max_runtime = 5s\n");
+		running();
+		if (rows[i].time_out) {
+			now += 5;
+			step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+						  .timer = JOBS_TIMER_LIMIT });
+		}
+		if (rows[i].stop)
+			step((struct jobs_event){ .type = JOBS_EV_LEAD_ENDING, .job = -1 });
+		now += 1;
+		step((struct jobs_event){ .type = JOBS_EV_RUN_GONE, .job = tick_job,
+					  .status = rows[i].status,
+					  .last_line = rows[i].last });
+		snprintf(head, sizeof(head), "job tick: run 5 for tick 2027-01-15T08:00:00Z "
+			 "%s (exit status %d, ", rows[i].outcome, rows[i].status);
+		l = line_of(head);
+		ck_assert_msg(l != NULL, "no line \"%s...\"", head);
+		ck_assert_int_eq(l->level, rows[i].level);
+		if (rows[i].last && *rows[i].last) {
+			char tail[128];
+
+			snprintf(tail, sizeof(tail), "s); last output line: %s", rows[i].last);
+			ck_assert_msg(strstr(l->text, tail), "%s", l->text);
+		} else {
+			ck_assert_msg(!strstr(l->text, "last output line"), "%s", l->text);
+		}
+		unload();
+	}
+}
+END_TEST
+
 /* A pause stops what runs and records the ticks paused; a resume starts
  * the job without a schedule at once. */
 START_TEST(test_pause_and_resume)
@@ -373,6 +435,7 @@ int main(void)
 	tcase_add_test(tc, test_no_start_while_running);
 	tcase_add_test(tc, test_nothing_after_lead);
 	tcase_add_test(tc, test_pause_and_resume);
+	tcase_add_test(tc, test_run_end_line);
 	tcase_add_test(tc, test_missed_ticks);
 	tcase_add_test(tc, test_start_failed);
 	tcase_add_test(tc, test_ledger_refused);

@@ -18,6 +18,7 @@ static struct {
 	void *arg;
 	char outcomes[64];       /* the last claim's outcomes array */
 	char sql[8192];          /* the last statement */
+	char output[64];         /* a finish's $5, "(null)" for NULL */
 } fq;
 static int heard, heard_lost;
 static struct ledger_answer last; /* what the asker heard last */
@@ -32,6 +33,9 @@ bool lease_query(struct lease *l, const char *sql, int nparams,
 	fq.arg = arg;
 	if (nparams == 8)
 		snprintf(fq.outcomes, sizeof(fq.outcomes), "%s", params[6]);
+	if (nparams == 5)
+		snprintf(fq.output, sizeof(fq.output), "%s",
+			 params[4] ? params[4] : "(null)");
 	return true;
 }
 
@@ -120,11 +124,33 @@ START_TEST(test_finish_kept_when_lost)
 {
 	struct ledger *l = fresh();
 
-	ledger_finish(l, 7, 99, "succeeded", 0);
+	ledger_finish(l, 7, 99, "succeeded", 0, NULL, 0);
 	session_lost();
 	ck_assert(!ledger_idle(l));
 	ledger_session_ready(l);
 	ck_assert_int_eq(fq.sent, 2);
+	ledger_free(l);
+}
+END_TEST
+
+/* A run's output goes with its end as bytea's hex text, any byte as it
+ * is, kept with the end when the session is lost; none read is NULL
+ * (the row's output stays NULL), nothing printed is the empty bytea. */
+START_TEST(test_finish_output)
+{
+	struct ledger *l = fresh();
+
+	ledger_finish(l, 7, 99, "failed", 1, "a\n\0\xff", 4);
+	ck_assert_str_eq(fq.output, "\\x610a00ff");
+	session_lost();
+	ledger_session_ready(l);
+	ck_assert_str_eq(fq.output, "\\x610a00ff");
+	answer_row(1, (const char *const[]){ "1" });
+	ledger_finish(l, 7, 100, "succeeded", 0, "", 0);
+	ck_assert_str_eq(fq.output, "\\x");
+	answer_row(1, (const char *const[]){ "1" });
+	ledger_finish(l, 7, 101, "succeeded", 0, NULL, 0);
+	ck_assert_str_eq(fq.output, "(null)");
 	ledger_free(l);
 }
 END_TEST
@@ -205,6 +231,7 @@ int main(void)
 	tcase_add_test(tc, test_record_kept_when_lost);
 	tcase_add_test(tc, test_run_claim_told_when_lost);
 	tcase_add_test(tc, test_finish_kept_when_lost);
+	tcase_add_test(tc, test_finish_output);
 	tcase_add_test(tc, test_dropped_ledger_is_missing);
 	tcase_add_test(tc, test_priority_ask_checks_the_ledger_first);
 	tcase_add_test(tc, test_untrusted_ledger_is_never_read);

@@ -49,7 +49,7 @@ START_TEST(refuses)
 	ck_assert_int_eq(init != NULL, schema_cases[_i].ok);
 	ck_assert_int_eq(script != NULL, schema_cases[_i].ok);
 	ck_assert_int_eq(check != NULL, schema_cases[_i].ok);
-	ck_assert_int_eq(ledger_sql_runs(&q, schema, 1, NULL, -1, 10), schema_cases[_i].ok);
+	ck_assert_int_eq(ledger_sql_runs(&q, schema, 1, NULL, -1, 10, false), schema_cases[_i].ok);
 	ck_assert_int_eq(ledger_sql_summary(&q, schema, 1, 10), schema_cases[_i].ok);
 	free(init);
 	free(script);
@@ -331,12 +331,15 @@ static const struct {
 	int64_t key;
 	const char *job;
 	int64_t since_ms, limit;
-	const char *params[4]; /* NULL: SQL NULL */
+	bool failed;
+	const char *params[5]; /* NULL: SQL NULL */
 } runs_cases[] = {
-	{ 42, NULL, -1, 1001, { "42", NULL, NULL, "1001" } },
-	{ INT64_MIN, "nightly", 0, 1, { "-9223372036854775808", "nightly", "0", "1" } },
-	{ INT64_MAX, "a b'c", 86400000, 5, { "9223372036854775807", "a b'c", "86400000", "5" } },
-	{ -1, NULL, 90000, 10, { "-1", NULL, "90000", "10" } },
+	{ 42, NULL, -1, 1001, false, { "42", NULL, NULL, "1001", "false" } },
+	{ INT64_MIN, "nightly", 0, 1, true,
+	  { "-9223372036854775808", "nightly", "0", "1", "true" } },
+	{ INT64_MAX, "a b'c", 86400000, 5, false,
+	  { "9223372036854775807", "a b'c", "86400000", "5", "false" } },
+	{ -1, NULL, 90000, 10, true, { "-1", NULL, "90000", "10", "true" } },
 };
 
 static void assert_params(const struct ledger_sql_query *q, const char *const *want, int n)
@@ -355,8 +358,11 @@ START_TEST(runs_sql)
 	struct ledger_sql_query q;
 
 	ck_assert(ledger_sql_runs(&q, "pgleader", runs_cases[_i].key, runs_cases[_i].job,
-				  runs_cases[_i].since_ms, runs_cases[_i].limit));
-	assert_params(&q, runs_cases[_i].params, 4);
+				  runs_cases[_i].since_ms, runs_cases[_i].limit,
+				  runs_cases[_i].failed));
+	assert_params(&q, runs_cases[_i].params, 5);
+	ck_assert(strstr(q.sql, "(NOT $5::boolean OR r.outcome IN ('failed', 'timed_out', "
+			 "'interrupted'))"));
 	ck_assert(strstr(q.sql, "\n  FROM \"pgleader\".runs r\n"));
 	ck_assert(strstr(q.sql, "r.lock_key = $1::bigint"));
 	ck_assert(strstr(q.sql, "($2::text IS NULL OR r.job = $2::text)"));
@@ -388,7 +394,7 @@ START_TEST(same_columns)
 	struct ledger_sql_query runs, summary;
 	const char *a, *b;
 
-	ck_assert(ledger_sql_runs(&runs, "s", 1, NULL, -1, 1));
+	ck_assert(ledger_sql_runs(&runs, "s", 1, NULL, -1, 1, false));
 	ck_assert(ledger_sql_summary(&summary, "s", 1, 1));
 	a = strstr(runs.sql, "SELECT r.job, ");
 	b = strstr(summary.sql, "SELECT l.job, ");

@@ -904,6 +904,59 @@ START_TEST(test_journal_fields)
 }
 END_TEST
 
+/* A line of a job's output (DESIGN 13) is the job's: its name is the
+ * journal's SYSLOG_IDENTIFIER, PGLEADER_JOB names it too; the stream, when
+ * the journal cannot be reached, gets "NAME: " before the line. */
+START_TEST(test_journal_job_output)
+{
+	const struct log_fields ev = { .job = "nightly" };
+
+	journal_socket_begin();
+	log_event(LOG_LEVEL_INFO, &ev, "%s", "copied 12 rows \x01");
+	ck_assert_str_eq(journal_socket_end(), "");
+	ck_assert_int_eq(sends, 1);
+	ck_assert_str_eq(sent_field("MESSAGE"), "copied 12 rows \\x01");
+	ck_assert_str_eq(sent_field("SYSLOG_IDENTIFIER"), "nightly");
+	ck_assert_str_eq(sent_field("PGLEADER_JOB"), "nightly");
+	ck_assert_str_eq(sent_field("PRIORITY"), "6");
+	/* pgleader's own next line is pgleader's again */
+	journal_socket_begin();
+	log_msg(LOG_LEVEL_INFO, "m");
+	journal_socket_end();
+	ck_assert_str_eq(sent_field("SYSLOG_IDENTIFIER"), "test_log");
+	ck_assert_ptr_null(sent_field("PGLEADER_JOB"));
+	/* no journald at the socket: the stream, named */
+	journal_socket_begin();
+	send_result = -ECONNREFUSED;
+	log_event(LOG_LEVEL_INFO, &ev, "%s", "done");
+	send_result = 0;
+	ck_assert_str_eq(journal_socket_end(), "<6>nightly: done\n");
+}
+END_TEST
+
+/* Text and JSON: "NAME: " before the line, or the job in its own field. */
+START_TEST(test_job_output_line)
+{
+	const struct log_fields ev = { .job = "nightly" };
+	json_t *o;
+
+	log_set_context(NULL);
+	log_set_format(LOG_FORMAT_TEXT);
+	capture_begin();
+	log_init(LOG_LEVEL_INFO);
+	log_event(LOG_LEVEL_INFO, &ev, "%s", "copied 12 rows");
+	ck_plain_line(capture_end(), "info", "nightly: copied 12 rows\n");
+	json_setup();
+	capture_begin();
+	log_init(LOG_LEVEL_INFO);
+	log_event(LOG_LEVEL_INFO, &ev, "%s", "copied 12 rows");
+	o = one_json_line(capture_end());
+	ck_assert_str_eq(jstr(o, "message"), "copied 12 rows");
+	ck_assert_str_eq(jstr(o, "job"), "nightly");
+	json_decref(o);
+}
+END_TEST
+
 START_TEST(test_journal_priorities)
 {
 	journal_socket_begin();
@@ -1007,6 +1060,8 @@ static Suite *log_suite(void)
 	tcase_add_test(tc, test_journal_stream_mismatch);
 	tcase_add_test(tc, test_journal_decided_at_init);
 	tcase_add_test(tc, test_journal_fields);
+	tcase_add_test(tc, test_journal_job_output);
+	tcase_add_test(tc, test_job_output_line);
 	tcase_add_loop_test(tc, test_journal_priorities, 0, ROWS(level_rows));
 	tcase_add_test(tc, test_journal_redacted);
 	tcase_add_test(tc, test_journal_send_fails);

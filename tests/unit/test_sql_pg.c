@@ -428,12 +428,12 @@ static int finish(PGconn *c, const char *s, long long run_id, const char *token,
 		  const char *outcome, const char *exit_status)
 {
 	char id[24], *sql = ledger_sql_finish(s);
-	const char *params[4] = { id, token, outcome, exit_status };
+	const char *params[5] = { id, token, outcome, exit_status, "\\x6f6b0a" };
 	PGresult *r;
 	int n;
 
 	snprintf(id, sizeof(id), "%lld", run_id);
-	r = run(c, sql, 4, params);
+	r = run(c, sql, 5, params);
 	n = atoi(PQcmdTuples(r));
 	PQclear(r);
 	free(sql);
@@ -455,6 +455,8 @@ START_TEST(finish_by_its_token_once)
 	ck_assert_int_eq(finish(x.fence, s, c.run_id, "100", "failed", "1"), 0);
 	ck_assert_int_eq(rows(x.fence, s, "outcome = 'succeeded' AND exit_status = 0"
 			      " AND finished_at IS NOT NULL"), 1);
+	/* its output, as the bytes it wrote (version 4) */
+	ck_assert_int_eq(rows(x.fence, s, "output = '\\x6f6b0a'::bytea"), 1);
 	/* a run a newer term took for cut whose own leader then saw it end
 	 * (frozen meanwhile, say) is recorded as it ended */
 	c = claim_as(x.fence, s, "report", tick, 100, x.lock_pid, "running", false);
@@ -558,7 +560,7 @@ START_TEST(runs_and_summary)
 	ck_assert(claim_as(x.fence, s, "a", now - 3000, 100, x.lock_pid, "running", false).claimed);
 	ck_assert(claim_as(x.fence, s, "a", now - 2000, 100, x.lock_pid, "missed", false).claimed);
 	ck_assert(claim_as(x.fence, s, "b", now - 1000, 100, x.lock_pid, "skipped", false).claimed);
-	ck_assert(ledger_sql_runs(&q, s, KEY, NULL, -1, 10));
+	ck_assert(ledger_sql_runs(&q, s, KEY, NULL, -1, 10, false));
 	r = run_q(x.fence, &q);
 	ck_assert_int_eq(PQntuples(r), 3);
 	ck_assert_int_eq(PQnfields(r), LEDGER_RUN_NCOLS);
@@ -566,12 +568,12 @@ START_TEST(runs_and_summary)
 	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_RUN_OUTCOME), "skipped");
 	ck_assert_str_eq(PQgetvalue(r, 2, LEDGER_RUN_TOKEN), "100");
 	PQclear(r);
-	ck_assert(ledger_sql_runs(&q, s, KEY, "a", -1, 1));
+	ck_assert(ledger_sql_runs(&q, s, KEY, "a", -1, 1, false));
 	r = run_q(x.fence, &q);
 	ck_assert_int_eq(PQntuples(r), 1);
 	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_RUN_OUTCOME), "missed");
 	PQclear(r);
-	ck_assert(ledger_sql_runs(&q, s, KEY + 1, NULL, -1, 10));
+	ck_assert(ledger_sql_runs(&q, s, KEY + 1, NULL, -1, 10, false));
 	r = run_q(x.fence, &q);
 	ck_assert_int_eq(PQntuples(r), 0);
 	PQclear(r);
