@@ -608,7 +608,6 @@ static int take_switchover_option(struct loader *ld, int action, const char *val
 		if (check_node_id(value, why, sizeof(why)) < 0)
 			return options_fail(ld->op, EXIT_USAGE, "--to: %s", why);
 		free(cfg->switchover_to);
-	free(cfg->grant_to);
 		if (!(cfg->switchover_to = strdup(value)))
 			return options_fail(ld->op, EXIT_CONFIG, "out of memory");
 		return CONFIG_OK;

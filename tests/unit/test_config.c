@@ -2051,6 +2051,9 @@ static const struct {
 	  "--print-sql is only valid with 'pgleader init-db'" },
 	{ NULL, { "runs", "--grant-to", "app" }, EX_USAGE, 0,
 	  "--grant-to is only valid with 'pgleader init-db'" },
+	/* --to once freed --grant-to's value, which config_free freed again */
+	{ NULL, { "switchover", "--grant-to", "app", "--to", "b" }, EX_USAGE, 0,
+	  "--grant-to is only valid with 'pgleader init-db'" },
 	{ NULL, { "init-db", "--grant-to", "" }, EX_USAGE, 0,
 	  "--grant-to: invalid role name \"\" (1 to 63 bytes of UTF-8, no control characters)" },
 	{ NULL, { "runs", "--since", "soon" }, EX_USAGE, 0,
