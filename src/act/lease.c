@@ -50,8 +50,12 @@ struct lease {
 	enum lease_then then;
 	bool waiting_in_queue;  /* the lock request is a pg_advisory_lock */
 	bool claim_with_lock;   /* ... with the fence's claim after it */
+	bool plain_next;        /* the next try does not count the queue
+				 * (lease_plain_try) */
 	bool try_ranked;        /* the try is LEASE_SQL_TRY_QUEUE */
 	int queue_ahead;        /* its count; -1: not known */
+	int lock_slots;         /* the lock table's size it said; 0: not
+				 * counted */
 	bool ping_wanted;       /* a ping asked for during a fence's claim */
 	struct lease_sql_server srv;
 	bool warned_old_server;
@@ -117,6 +121,7 @@ static void closed(struct lease *l)
 	l->then = THEN_HOLD;
 	l->ping_wanted = false;
 	l->want_lock = WANT_NONE;
+	l->plain_next = false;
 	l->since[0] = '\0';
 	l->waiting[0] = '\0';
 	query_abandon(l, "the session closed");
@@ -377,7 +382,8 @@ static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 	/* pg_advisory_lock returns only once the lock is ours */
 	bool granted = l->waiting_in_queue;
 	bool ok = granted || (l->try_ranked
-		? lease_sql_parse_try_queue(a, &granted, &l->queue_ahead)
+		? lease_sql_parse_try_queue(a, &granted, &l->queue_ahead,
+					    &l->lock_slots)
 		: lease_sql_parse_granted(a, &granted));
 
 	if (!ok) {
@@ -652,7 +658,10 @@ static void send_lock(struct lease *l, bool queue)
 	}
 	l->waiting_in_queue = queue;
 	l->queue_ahead = -1;
-	l->try_ranked = !queue && !l->o.fence && l->o.queue_depth > 0;
+	l->lock_slots = 0;
+	l->try_ranked = !queue && !l->o.fence && l->o.queue_depth > 0 &&
+			!l->plain_next;
+	l->plain_next = false;
 	if (l->try_ranked) {
 		send_try_ranked(l);
 		return;
@@ -666,6 +675,11 @@ static void send_lock(struct lease *l, bool queue)
 		send_lock_sql(l, PHASE_LOCKING, queue ? LEASE_SQL_WAIT : LEASE_SQL_TRY);
 	if (queue && !l->waiting[0])
 		note_waiting(l);
+}
+
+void lease_plain_try(struct lease *l)
+{
+	l->plain_next = true;
 }
 
 void lease_try_lock(struct lease *l)
@@ -803,6 +817,11 @@ const char *lease_ping_nodes(const struct lease *l)
 int lease_queue_ahead(const struct lease *l)
 {
 	return l->queue_ahead;
+}
+
+int lease_lock_slots(const struct lease *l)
+{
+	return l->lock_slots;
 }
 
 int64_t lease_key(const struct lease *l)

@@ -36,6 +36,7 @@ static void cs_closed(struct csess *c)
 	c->sid = NOBODY;
 	c->pid = 0;
 	c->want_lock = 0;
+	c->plain_next = false;
 	c->q_waiting = c->q_in_flight = false;
 	c->q_fn = NULL;
 	if (abandon && fn)
@@ -112,6 +113,8 @@ static void cs_lock(struct node *n, struct csess *c, bool queue)
 		return;
 	}
 	c->in_queue = queue;
+	c->counted = !c->plain_next && !queue && !c->skind;
+	c->plain_next = false;
 	c->phase = PH_LOCKING;
 	cs_send(n, c, queue ? C_WAIT : C_TRY);
 }
@@ -190,7 +193,8 @@ static void cs_lock_answer(struct node *n, struct csess *c, const struct simev *
 		return;
 	if (e->op == S_LOCK_TIMEOUT || !e->status) {
 		c->phase = PH_READY;
-		c->ahead = e->op == S_LOCK_TIMEOUT || c->in_queue ? -1 : (int)e->token;
+		c->ahead = e->op == S_LOCK_TIMEOUT || c->in_queue || !c->counted
+			? -1 : (int)e->token;
 		cs_emit(n, c, ELECTION_SESSION_BUSY, FAULT_NONE, NULL, 0);
 		return;
 	}
@@ -948,6 +952,14 @@ void lease_disconnect(struct lease *l)
 int64_t lease_key(const struct lease *l) { (void)l; return W.p.lock_key; }
 uint64_t lease_fencing_token(const struct lease *l) { return sess_of(l)->token; }
 int lease_queue_ahead(const struct lease *l) { return sess_of(l)->ahead; }
+void lease_plain_try(struct lease *l) { sess_of(l)->plain_next = true; }
+
+int lease_lock_slots(const struct lease *l)
+{
+	const struct csess *c = sess_of(l);
+
+	return c->counted && c->ahead >= 0 ? W.lock_slots : 0;
+}
 
 int lease_backend_pid(const struct lease *l)
 {
