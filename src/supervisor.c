@@ -473,6 +473,7 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 	if (lev == LEASE_BUSY) {
 		ev.session.queue_ahead = lease_queue_ahead(s->lease);
 		ev.session.lock_slots = lease_lock_slots(s->lease);
+		ev.session.ranked = lease_queue_ranked(s->lease);
 	}
 	enqueue(s, &ev);
 	/* a polling standby's controls read waits for the session */
@@ -686,6 +687,7 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		/* a standby that may queue asks where it stands (DESIGN 15) */
 		.queue_depth = cfg->acquire == ACQUIRE_WAIT && !cfg->nonblock &&
 			       cfg->wait_timeout_ms != 0 ? cfg->queue_depth : 0,
+		.rank_limit = ELECTION_RANK_LIMIT(cfg->queue_depth),
 	};
 	const struct failsafe_callbacks fcb = { round_done_cb, check_done_cb, s };
 

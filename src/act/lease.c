@@ -54,6 +54,7 @@ struct lease {
 				 * (lease_plain_try) */
 	bool try_ranked;        /* the try is LEASE_SQL_TRY_QUEUE */
 	int queue_ahead;        /* its count; -1: not known */
+	bool ranked;            /* ... with the standbys ranked before it */
 	int lock_slots;         /* the lock table's size it said; 0: not
 				 * counted */
 	bool ping_wanted;       /* a ping asked for during a fence's claim */
@@ -362,7 +363,8 @@ static void send_rank(struct lease *l)
 
 	snprintf(key, sizeof(key), "%" PRId64, l->key);
 	snprintf(priority, sizeof(priority), "%d", l->o.priority);
-	snprintf(depth, sizeof(depth), "%d", l->o.queue_depth);
+	snprintf(depth, sizeof(depth), "%d", l->o.rank_limit > l->o.queue_depth
+		 ? l->o.rank_limit : l->o.queue_depth);
 	send_sql(l, PHASE_RANKING, LEASE_SQL_QUEUE_RANK, LEASE_SQL_QUEUE_RANK_PARAMS,
 		 params);
 }
@@ -373,6 +375,7 @@ static void rank_done(struct lease *l, const struct lease_sql_answer *a)
 		fail(l, FAULT_PROTOCOL, "unexpected answer to the queue's count");
 		return;
 	}
+	l->ranked = true;
 	l->phase = PHASE_READY;
 	emit(l, LEASE_BUSY, FAULT_NONE, NULL);
 }
@@ -658,6 +661,7 @@ static void send_lock(struct lease *l, bool queue)
 	}
 	l->waiting_in_queue = queue;
 	l->queue_ahead = -1;
+	l->ranked = false;
 	l->lock_slots = 0;
 	l->try_ranked = !queue && !l->o.fence && l->o.queue_depth > 0 &&
 			!l->plain_next;
@@ -817,6 +821,11 @@ const char *lease_ping_nodes(const struct lease *l)
 int lease_queue_ahead(const struct lease *l)
 {
 	return l->queue_ahead;
+}
+
+bool lease_queue_ranked(const struct lease *l)
+{
+	return l->ranked;
 }
 
 int lease_lock_slots(const struct lease *l)

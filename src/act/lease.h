@@ -40,6 +40,9 @@ struct lease_options {
 	 * while fewer than this many wait, unless lease_plain_try said not
 	 * to; 0: a plain try always. */
 	int queue_depth;
+	/* ... counting the standbys ranked before it up to this many (at
+	 * least queue_depth) */
+	int rank_limit;
 };
 
 enum lease_event {
@@ -140,6 +143,9 @@ int lease_backend_pid(const struct lease *l);
  * stops at queue_depth waiting); -1 after a queued wait ran out, a try
  * that did not count, or without queue_depth. */
 int lease_queue_ahead(const struct lease *l);
+/* After a LEASE_BUSY: its lease_queue_ahead counts the standbys ranked
+ * before this one too (the queue had room), up to rank_limit. */
+bool lease_queue_ranked(const struct lease *l);
 /* After a LEASE_BUSY of a try that counted: the lock table's slots the
  * server said (what its pg_locks walks); 0 otherwise. */
 int lease_lock_slots(const struct lease *l);

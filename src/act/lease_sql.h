@@ -50,8 +50,9 @@
  * standbys that wait, then those that rank before this session (a
  * pgleader lock session of this key that neither leads nor waits for a
  * lock, by its tag's priority, then by arrival: backend_start, pid),
- * counted up to $4 (queue_depth) only: all that matters is whether there
- * are as many. The tags are matched only on the sessions whose statement
+ * counted up to $4 (ELECTION_RANK_LIMIT: a few times queue_depth) only:
+ * all that matters is whether there are queue_depth, and whether this
+ * standby is next in line after them. The tags are matched only on the sessions whose statement
  * names the key (LIKE before the regular expression), and only until $4
  * are found: at a thousand nodes a full ranking costs the server tens of
  * milliseconds. $1 the key, $2 the node's priority, $3 WIRE_TAG_RE, $4

@@ -202,6 +202,9 @@ struct election_session_event {
 				  * before this one (priority, then arrival);
 				  * -1 after a queued wait ended or a try
 				  * that did not count: not known */
+	bool ranked;             /* BUSY: queue_ahead counts the standbys
+				  * ranked before this one too (the queue had
+				  * room), up to ELECTION_RANK_LIMIT */
 	int lock_slots;          /* BUSY after a try that counted: the lock
 				  * table's size the server said (what its
 				  * pg_locks walks); 0: not said */
@@ -371,6 +374,11 @@ struct election_params {
  * ones (DESIGN 15). */
 #define ELECTION_COUNT_SLOTS 16384
 #define ELECTION_COUNT_EVERY_MAX 8
+/* ... but a polling standby that its last ranking found next in line
+ * (fewer than ELECTION_RANK_LIMIT standbys queued or ranked before it)
+ * counts with every try: the queue's refill after a failover waits for
+ * the first of them, as before. The ranking counts up to that many. */
+#define ELECTION_RANK_LIMIT(queue_depth) (4 * (queue_depth))
 
 /* Reconnect backoff and command restart backoff (seconds). */
 #define ELECTION_RECONNECT_MIN 0.5

@@ -151,6 +151,8 @@ struct election {
 	int count_every;         /* a polling standby's tries count the queue
 				  * every this many (ELECTION_COUNT_SLOTS) */
 	int tries_uncounted;     /* its tries since the last that counted */
+	bool next_in_line;       /* its last ranking found it within
+				  * ELECTION_RANK_LIMIT: every try counts */
 	bool counting;           /* the try in flight counts the queue */
 	bool polling;            /* a standby that polls (DESIGN 15): its fence
 				  * session closed, the controls read over

@@ -88,13 +88,15 @@ static void reconnect_later(struct election *e, struct election_output *out,
 
 /* A try counts the queue where its answer may queue this standby (wait
  * mode, not a one-shot): always, but a polling standby's only every
- * count_every-th time (ELECTION_COUNT_SLOTS): the count walks the
- * server's whole lock table, and a thousand polling standbys each
- * counting every retry_interval took a fifth of a core (DESIGN 15). */
+ * count_every-th time (ELECTION_COUNT_SLOTS), or every time while its
+ * last ranking found it next in line (ELECTION_RANK_LIMIT): the count
+ * walks the server's whole lock table, and a thousand polling standbys
+ * each counting every retry_interval took a fifth of a core (DESIGN 15). */
 static void try_lock(struct election *e, struct election_output *out)
 {
 	bool counts = e->p.wait_in_queue && !e->p.nonblock &&
-		      (!e->polling || e->tries_uncounted + 1 >= e->count_every);
+		      (!e->polling || e->next_in_line ||
+		       e->tries_uncounted + 1 >= e->count_every);
 
 	out->actions |= ELECTION_DO_TRY_LOCK;
 	if (!counts && e->p.wait_in_queue && !e->p.nonblock)
@@ -143,6 +145,7 @@ static void lock_session_up(struct election *e, struct election_output *out,
 	e->queue_next = false;
 	e->waits_unchecked = 0;
 	e->tries_uncounted = e->count_every; /* a new session's try counts */
+	e->next_in_line = false; /* a new session ranks after the others */
 	e->waiting_logged = false;
 	e->standby_since = now;
 	e->snap.lock_key = ev->session.lock_key;
@@ -334,6 +337,8 @@ static void queue_or_poll(struct election *e, struct election_output *out,
 
 	if (e->counting && s->lock_slots > 0)
 		e->count_every = count_every_of(s->lock_slots);
+	if (e->counting && s->ranked)
+		e->next_in_line = ahead < ELECTION_RANK_LIMIT(e->p.queue_depth);
 	if (!e->p.wait_in_queue || ahead >= e->p.queue_depth ||
 	    (e->polling && !e->counting)) {
 		start_polling(e);

@@ -195,6 +195,7 @@ static void cs_lock_answer(struct node *n, struct csess *c, const struct simev *
 		c->phase = PH_READY;
 		c->ahead = e->op == S_LOCK_TIMEOUT || c->in_queue || !c->counted
 			? -1 : (int)e->token;
+		c->ranked = c->ahead >= 0 && e->mask; /* S_LOCK's mask: ranked */
 		cs_emit(n, c, ELECTION_SESSION_BUSY, FAULT_NONE, NULL, 0);
 		return;
 	}
@@ -953,6 +954,7 @@ int64_t lease_key(const struct lease *l) { (void)l; return W.p.lock_key; }
 uint64_t lease_fencing_token(const struct lease *l) { return sess_of(l)->token; }
 int lease_queue_ahead(const struct lease *l) { return sess_of(l)->ahead; }
 void lease_plain_try(struct lease *l) { sess_of(l)->plain_next = true; }
+bool lease_queue_ranked(const struct lease *l) { return sess_of(l)->ranked; }
 
 int lease_lock_slots(const struct lease *l)
 {

@@ -129,6 +129,7 @@ struct csess {
 	bool plain_next;         /* lease_plain_try: the next try does not
 				  * count */
 	bool counted;            /* the try in flight counts the queue */
+	bool ranked;             /* its count ranked the standbys too */
 	unsigned ping_mask;      /* the last ping's nodes with a session */
 	char ping_nodes[64];     /* ... as lease_ping_nodes names them */
 	lease_event_fn cb;       /* supervisor.c's lease_event_cb, fence_event_cb */

@@ -921,19 +921,26 @@ END_TEST
 
 /* BUSY after a try that counted, with the lock table's size the server
  * said (DESIGN 15). */
-static struct election_output busy_slots(struct election *e, int ahead, int slots,
-					 double now)
+static struct election_output busy_ranked(struct election *e, int ahead, int slots,
+					  bool ranked, double now)
 {
 	struct election_event ev = {
 		.type = ELECTION_LOCK, .wall = now + 1.7e9,
 		.session = { .news = ELECTION_SESSION_BUSY, .queue_ahead = ahead,
-			     .lock_slots = slots },
+			     .lock_slots = slots, .ranked = ranked },
 	};
 	struct election_output out;
 
 	election_step(e, &ev, now, &out);
 	answer_all(e, &out, now);
 	return out;
+}
+
+/* ... after a count that found the queue full: no ranking. */
+static struct election_output busy_slots(struct election *e, int ahead, int slots,
+					 double now)
+{
+	return busy_ranked(e, ahead, slots, false, now);
 }
 
 /* What a tick at a poll's time asks of the lock: the try, plain or not. */
@@ -986,6 +993,47 @@ START_TEST(test_polling_counts_every_nth_try)
 	ck_actions(busy_slots(&M, 2, count_rows[_i].slots, t),
 		   ELECTION_DO_WAIT_LOCK | ELECTION_DO_FENCE_CONNECT);
 	ck_assert(!M.polling);
+}
+END_TEST
+
+/* A polling standby that its last ranking found next in line (fewer than
+ * ELECTION_RANK_LIMIT queued or ranked before it) counts with every try,
+ * whatever the lock table's size: the queue's refill after a failover
+ * waits for the first of them. A count that found the queue full ranks
+ * nobody and changes nothing; a ranking that finds it further back, or a
+ * new session, ends it. */
+START_TEST(test_next_in_line_counts_every_try)
+{
+	int big = 64 * 2050, limit = ELECTION_RANK_LIMIT(3);
+	double t = 0.25;
+
+	to_standby(&M, &defaults, 0);
+	/* the queue had room, two standbys ranked before this one: 2 queued
+	 * and 3 ranked before it, 5 < 12 */
+	ck_actions(busy_ranked(&M, 5, big, true, t), ELECTION_DO_FENCE_CLOSE);
+	for (int k = 1; k <= 3; k++) {
+		t += 5;
+		ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK);
+		ck_actions(busy_slots(&M, 3, big, t), 0); /* full: no ranking */
+	}
+	/* ranked at the limit (the count stops there): one try in 8 again */
+	t += 5;
+	ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK);
+	ck_actions(busy_ranked(&M, limit, big, true, t), 0);
+	t += 5;
+	ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK | ELECTION_DO_PLAIN_TRY);
+	ck_actions(busy_slots(&M, -1, 0, t), 0);
+	/* just inside it again */
+	for (int k = 2; k < ELECTION_COUNT_EVERY_MAX; k++) {
+		t += 5;
+		ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK | ELECTION_DO_PLAIN_TRY);
+		ck_actions(busy_slots(&M, -1, 0, t), 0);
+	}
+	t += 5;
+	ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK);
+	ck_actions(busy_ranked(&M, limit - 1, big, true, t), 0);
+	t += 5;
+	ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK);
 }
 END_TEST
 
@@ -4237,6 +4285,7 @@ static void add_standby_case(Suite *s)
 	tcase_add_test(tc, test_polling_closes_fence_after_read);
 	tcase_add_loop_test(tc, test_polling_counts_every_nth_try, 0, ROWS(count_rows));
 	tcase_add_test(tc, test_count_on_new_session);
+	tcase_add_test(tc, test_next_in_line_counts_every_try);
 	tcase_add_loop_test(tc, test_lock_request_deadline, 0, ROWS(request_timeout_rows));
 	tcase_add_loop_test(tc, test_nonblock_busy_exits, 0, ROWS(nonblock_rows));
 	tcase_add_test(tc, test_nonblock_acquires);
