@@ -218,6 +218,7 @@ static void do_connect(struct supervisor *s) { lease_connect(s->lease); }
 static void do_fence_connect(struct supervisor *s) { lease_connect(s->fence); }
 static void do_try_lock(struct supervisor *s) { lease_try_lock(s->lease); }
 static void do_plain_try(struct supervisor *s) { lease_plain_try(s->lease); }
+static void do_rank_queue(struct supervisor *s) { lease_rank_queue(s->lease); }
 static void do_wait_lock(struct supervisor *s) { lease_wait_lock(s->lease); }
 static void do_fence_take(struct supervisor *s) { lease_wait_lock(s->fence); }
 static void do_fence_try(struct supervisor *s) { lease_try_lock(s->fence); }
@@ -291,6 +292,7 @@ static const struct {
 	{ ELECTION_DO_CONNECT, do_connect },
 	{ ELECTION_DO_FENCE_CONNECT, do_fence_connect },
 	{ ELECTION_DO_PLAIN_TRY, do_plain_try },
+	{ ELECTION_DO_RANK_QUEUE, do_rank_queue },
 	{ ELECTION_DO_TRY_LOCK, do_try_lock },
 	{ ELECTION_DO_WAIT_LOCK, do_wait_lock },
 	{ ELECTION_DO_FENCE_TAKE, do_fence_take },

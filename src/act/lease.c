@@ -52,6 +52,9 @@ struct lease {
 	bool claim_with_lock;   /* ... with the fence's claim after it */
 	bool plain_next;        /* the next try does not count the queue
 				 * (lease_plain_try) */
+	bool rank_next;         /* ... ranks even when it is full
+				 * (lease_rank_queue) */
+	bool rank_always;       /* the try in flight does */
 	bool try_ranked;        /* the try is LEASE_SQL_TRY_QUEUE */
 	int queue_ahead;        /* its count; -1: not known */
 	bool ranked;            /* ... with the standbys ranked before it */
@@ -122,7 +125,7 @@ static void closed(struct lease *l)
 	l->then = THEN_HOLD;
 	l->ping_wanted = false;
 	l->want_lock = WANT_NONE;
-	l->plain_next = false;
+	l->plain_next = l->rank_next = false;
 	l->since[0] = '\0';
 	l->waiting[0] = '\0';
 	query_abandon(l, "the session closed");
@@ -393,7 +396,8 @@ static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 		fail(l, FAULT_PROTOCOL, "unexpected answer to the lock request");
 		return;
 	}
-	if (!granted && l->try_ranked && l->queue_ahead < l->o.queue_depth) {
+	if (!granted && l->try_ranked &&
+	    (l->queue_ahead < l->o.queue_depth || l->rank_always)) {
 		send_rank(l);
 		return;
 	}
@@ -665,7 +669,8 @@ static void send_lock(struct lease *l, bool queue)
 	l->lock_slots = 0;
 	l->try_ranked = !queue && !l->o.fence && l->o.queue_depth > 0 &&
 			!l->plain_next;
-	l->plain_next = false;
+	l->rank_always = l->try_ranked && l->rank_next;
+	l->plain_next = l->rank_next = false;
 	if (l->try_ranked) {
 		send_try_ranked(l);
 		return;
@@ -684,6 +689,11 @@ static void send_lock(struct lease *l, bool queue)
 void lease_plain_try(struct lease *l)
 {
 	l->plain_next = true;
+}
+
+void lease_rank_queue(struct lease *l)
+{
+	l->rank_next = true;
 }
 
 void lease_try_lock(struct lease *l)

@@ -95,6 +95,10 @@ void lease_try_lock(struct lease *l);
  * queue_depth: the election says which tries count the queue (DESIGN 15).
  * Forgotten when the session closes. */
 void lease_plain_try(struct lease *l);
+/* The next lease_try_lock that counts ranks this standby even when the
+ * queue is full (lease_queue_ranked then). Forgotten when the session
+ * closes. */
+void lease_rank_queue(struct lease *l);
 /* On a connected lease: pg_advisory_lock, queued for up to retry_interval
  * (lock_timeout): LEASE_ACQUIRED (for a lock, after LEASE_GRANTED), or
  * LEASE_BUSY when the time ran out. */

@@ -299,13 +299,16 @@ enum election_action {
 	 * mode also counts the lock's queue, and ranks this standby when it
 	 * has room (DESIGN 15) */
 	ELECTION_DO_PLAIN_TRY = 1 << 26,
+	/* with TRY_LOCK: the count ranks this standby even when the queue is
+	 * full, so that it learns whether it is next in line */
+	ELECTION_DO_RANK_QUEUE = 1 << 27,
 };
 
 /* Every action once, in the order the supervisor (and the simulator)
  * carries out one step's: sessions closed before others are opened, then
  * the requests, the pings, the command, what follows the command, the exit
  * last; with its name, for traces and tests. */
-#define ELECTION_ACTION_COUNT 27
+#define ELECTION_ACTION_COUNT 28
 struct election_action_info {
 	enum election_action action;
 	const char *name;
@@ -377,7 +380,10 @@ struct election_params {
 /* ... but a polling standby that its last ranking found next in line
  * (fewer than ELECTION_RANK_LIMIT standbys queued or ranked before it)
  * counts with every try: the queue's refill after a failover waits for
- * the first of them, as before. The ranking counts up to that many. */
+ * the first of them, as before. The ranking counts up to that many. Where
+ * the count is rarer than every try, a polling standby's first count on a
+ * session ranks it even with the queue full (ELECTION_DO_RANK_QUEUE):
+ * once per session, so that the standbys next in line know it. */
 #define ELECTION_RANK_LIMIT(queue_depth) (4 * (queue_depth))
 
 /* Reconnect backoff and command restart backoff (seconds). */

@@ -153,6 +153,7 @@ struct election {
 	int tries_uncounted;     /* its tries since the last that counted */
 	bool next_in_line;       /* its last ranking found it within
 				  * ELECTION_RANK_LIMIT: every try counts */
+	bool ranked_once;        /* a count ranked it on this session */
 	bool counting;           /* the try in flight counts the queue */
 	bool polling;            /* a standby that polls (DESIGN 15): its fence
 				  * session closed, the controls read over

@@ -101,6 +101,8 @@ static void try_lock(struct election *e, struct election_output *out)
 	out->actions |= ELECTION_DO_TRY_LOCK;
 	if (!counts && e->p.wait_in_queue && !e->p.nonblock)
 		out->actions |= ELECTION_DO_PLAIN_TRY; /* poll mode's are anyway */
+	if (counts && e->polling && !e->ranked_once && e->count_every > 1)
+		out->actions |= ELECTION_DO_RANK_QUEUE;
 	e->counting = counts;
 	e->tries_uncounted = counts ? 0 : e->tries_uncounted + 1;
 }
@@ -146,6 +148,7 @@ static void lock_session_up(struct election *e, struct election_output *out,
 	e->waits_unchecked = 0;
 	e->tries_uncounted = e->count_every; /* a new session's try counts */
 	e->next_in_line = false; /* a new session ranks after the others */
+	e->ranked_once = false;
 	e->waiting_logged = false;
 	e->standby_since = now;
 	e->snap.lock_key = ev->session.lock_key;
@@ -337,8 +340,10 @@ static void queue_or_poll(struct election *e, struct election_output *out,
 
 	if (e->counting && s->lock_slots > 0)
 		e->count_every = count_every_of(s->lock_slots);
-	if (e->counting && s->ranked)
+	if (e->counting && s->ranked) {
 		e->next_in_line = ahead < ELECTION_RANK_LIMIT(e->p.queue_depth);
+		e->ranked_once = true;
+	}
 	if (!e->p.wait_in_queue || ahead >= e->p.queue_depth ||
 	    (e->polling && !e->counting)) {
 		start_polling(e);

@@ -132,14 +132,14 @@ static void db_connect(const struct simev *e)
  * while fewer than queue_depth wait, the standbys ranked before this
  * session (*ranked then): the lock sessions that neither lead nor wait,
  * all of one priority in the model, so by arrival (the backend pid). */
-static int db_queue_ahead(int sid, bool *ranked)
+static int db_queue_ahead(int sid, bool rank_always, bool *ranked)
 {
 	int n = 0;
 
 	for (int k = 0; k < W.n_s; k++)
 		if (k != sid && W.s[k].alive && !W.s[k].skind && W.s[k].waiting)
 			n++;
-	*ranked = n < W.p.queue_depth;
+	*ranked = n < W.p.queue_depth || rank_always;
 	if (!*ranked)
 		return n;
 	for (int k = 0; k < W.n_s; k++)
@@ -149,12 +149,13 @@ static int db_queue_ahead(int sid, bool *ranked)
 	return n;
 }
 
-static void db_lock(int sid, bool wait)
+static void db_lock(int sid, bool wait, bool rank_always)
 {
 	int key = W.s[sid].skind;
 	/* a lock's try says where the standby stands (the reply's token) */
 	bool ranked = false;
-	uint64_t ahead = !wait && !key ? (uint64_t)db_queue_ahead(sid, &ranked) : 0;
+	uint64_t ahead = !wait && !key ? (uint64_t)db_queue_ahead(sid, rank_always,
+								  &ranked) : 0;
 
 	if (W.holder[key] < 0 && W.n_queue[key] == 0) {
 		W.holder[key] = sid;
@@ -212,8 +213,9 @@ void db_receive(const struct simev *e)
 static void db_session_op(int sid, const struct simev *e)
 {
 	switch (e->op) {
-	case C_TRY: db_lock(sid, false); return;
-	case C_WAIT: db_lock(sid, true); return;
+	case C_TRY: db_lock(sid, false, false); return;
+	case C_TRY_RANK: db_lock(sid, false, true); return;
+	case C_WAIT: db_lock(sid, true, false); return;
 	case C_CLAIM:
 		/* the claim sets idle_session_timeout = server_lease (and the
 		 * keepalives); the lock's reads pg_current_xact_id() */

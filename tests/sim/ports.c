@@ -36,7 +36,7 @@ static void cs_closed(struct csess *c)
 	c->sid = NOBODY;
 	c->pid = 0;
 	c->want_lock = 0;
-	c->plain_next = false;
+	c->plain_next = c->rank_next = false;
 	c->q_waiting = c->q_in_flight = false;
 	c->q_fn = NULL;
 	if (abandon && fn)
@@ -114,9 +114,9 @@ static void cs_lock(struct node *n, struct csess *c, bool queue)
 	}
 	c->in_queue = queue;
 	c->counted = !c->plain_next && !queue && !c->skind;
-	c->plain_next = false;
 	c->phase = PH_LOCKING;
-	cs_send(n, c, queue ? C_WAIT : C_TRY);
+	cs_send(n, c, queue ? C_WAIT : c->counted && c->rank_next ? C_TRY_RANK : C_TRY);
+	c->plain_next = c->rank_next = false;
 }
 
 static void cs_ping(struct node *n, struct csess *c)
@@ -955,6 +955,7 @@ uint64_t lease_fencing_token(const struct lease *l) { return sess_of(l)->token; 
 int lease_queue_ahead(const struct lease *l) { return sess_of(l)->ahead; }
 void lease_plain_try(struct lease *l) { sess_of(l)->plain_next = true; }
 bool lease_queue_ranked(const struct lease *l) { return sess_of(l)->ranked; }
+void lease_rank_queue(struct lease *l) { sess_of(l)->rank_next = true; }
 
 int lease_lock_slots(const struct lease *l)
 {

@@ -71,7 +71,7 @@ enum kind {
 
 enum op {
 	/* client to server */
-	C_CONNECT, C_TRY, C_WAIT, C_CLAIM, C_PING, C_UNLOCK, C_CLOSE,
+	C_CONNECT, C_TRY, C_TRY_RANK, C_WAIT, C_CLAIM, C_PING, C_UNLOCK, C_CLOSE,
 	C_QUERY,         /* lease_query: a ledger statement */
 	/* server to client */
 	S_CONNECTED, S_REFUSED, S_LOCK, S_LOCK_TIMEOUT, S_CLAIMED, S_PONG,
@@ -130,6 +130,8 @@ struct csess {
 				  * count */
 	bool counted;            /* the try in flight counts the queue */
 	bool ranked;             /* its count ranked the standbys too */
+	bool rank_next;          /* lease_rank_queue: the next count ranks
+				  * even with the queue full */
 	unsigned ping_mask;      /* the last ping's nodes with a session */
 	char ping_nodes[64];     /* ... as lease_ping_nodes names them */
 	lease_event_fn cb;       /* supervisor.c's lease_event_cb, fence_event_cb */

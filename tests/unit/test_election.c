@@ -947,7 +947,7 @@ static struct election_output busy_slots(struct election *e, int ahead, int slot
 static unsigned poll_try(struct election *e, double now)
 {
 	return tick(e, now).actions & (ELECTION_DO_TRY_LOCK | ELECTION_DO_PLAIN_TRY |
-				       ELECTION_DO_WAIT_LOCK);
+				       ELECTION_DO_RANK_QUEUE | ELECTION_DO_WAIT_LOCK);
 }
 
 /* How often a polling standby's try counts the queue: one try in
@@ -985,9 +985,13 @@ START_TEST(test_polling_counts_every_nth_try)
 			ck_assert_uint_eq(poll_try(&M, t + 5 - JUST), 0);
 		}
 		t += 5;
-		ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK);
+		/* where the count is rarer, the first one on the session
+		 * ranks this standby even with the queue full, once */
+		ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK |
+				  (round == 0 && every > 1 ? ELECTION_DO_RANK_QUEUE : 0));
 		if (round == 0)
-			ck_actions(busy_slots(&M, 3, count_rows[_i].slots, t), 0);
+			ck_actions(busy_ranked(&M, ELECTION_RANK_LIMIT(3),
+					       count_rows[_i].slots, every > 1, t), 0);
 	}
 	/* the count found room: queue at once, the fence session open again */
 	ck_actions(busy_slots(&M, 2, count_rows[_i].slots, t),
