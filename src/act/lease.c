@@ -650,6 +650,22 @@ static void send_try_ranked(struct lease *l)
 	send_sql(l, PHASE_LOCKING, LEASE_SQL_TRY_QUEUE, 1, &param);
 }
 
+/* What the lock request about to go says of the queue: a standby's try
+ * counts it (and ranks it when it has room, or when lease_rank_queue
+ * asked) unless lease_plain_try asked for a plain one. True when it
+ * does. */
+static bool what_try_says(struct lease *l, bool queue)
+{
+	l->queue_ahead = -1;
+	l->ranked = false;
+	l->lock_slots = 0;
+	l->try_ranked = !queue && !l->o.fence && l->o.queue_depth > 0 &&
+			!l->plain_next;
+	l->rank_always = l->try_ranked && l->rank_next;
+	l->plain_next = l->rank_next = false;
+	return l->try_ranked;
+}
+
 static void send_lock(struct lease *l, bool queue)
 {
 	char sql[LEASE_SQL_MAX];
@@ -664,14 +680,7 @@ static void send_lock(struct lease *l, bool queue)
 		return;
 	}
 	l->waiting_in_queue = queue;
-	l->queue_ahead = -1;
-	l->ranked = false;
-	l->lock_slots = 0;
-	l->try_ranked = !queue && !l->o.fence && l->o.queue_depth > 0 &&
-			!l->plain_next;
-	l->rank_always = l->try_ranked && l->rank_next;
-	l->plain_next = l->rank_next = false;
-	if (l->try_ranked) {
+	if (what_try_says(l, queue)) {
 		send_try_ranked(l);
 		return;
 	}
