@@ -217,6 +217,8 @@ static void do_fence_close(struct supervisor *s) { lease_disconnect(s->fence); }
 static void do_connect(struct supervisor *s) { lease_connect(s->lease); }
 static void do_fence_connect(struct supervisor *s) { lease_connect(s->fence); }
 static void do_try_lock(struct supervisor *s) { lease_try_lock(s->lease); }
+static void do_plain_try(struct supervisor *s) { lease_plain_try(s->lease); }
+static void do_rank_queue(struct supervisor *s) { lease_rank_queue(s->lease); }
 static void do_wait_lock(struct supervisor *s) { lease_wait_lock(s->lease); }
 static void do_fence_take(struct supervisor *s) { lease_wait_lock(s->fence); }
 static void do_fence_try(struct supervisor *s) { lease_try_lock(s->fence); }
@@ -289,6 +291,8 @@ static const struct {
 	{ ELECTION_DO_FENCE_CLOSE, do_fence_close },
 	{ ELECTION_DO_CONNECT, do_connect },
 	{ ELECTION_DO_FENCE_CONNECT, do_fence_connect },
+	{ ELECTION_DO_PLAIN_TRY, do_plain_try },
+	{ ELECTION_DO_RANK_QUEUE, do_rank_queue },
 	{ ELECTION_DO_TRY_LOCK, do_try_lock },
 	{ ELECTION_DO_WAIT_LOCK, do_wait_lock },
 	{ ELECTION_DO_FENCE_TAKE, do_fence_take },
@@ -468,8 +472,11 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 		ev.session.fencing_token = lease_fencing_token(s->lease);
 		ev.session.lock_pid = lease_backend_pid(s->lease);
 	}
-	if (lev == LEASE_BUSY)
+	if (lev == LEASE_BUSY) {
 		ev.session.queue_ahead = lease_queue_ahead(s->lease);
+		ev.session.lock_slots = lease_lock_slots(s->lease);
+		ev.session.ranked = lease_queue_ranked(s->lease);
+	}
 	enqueue(s, &ev);
 	/* a polling standby's controls read waits for the session */
 	ledger_session_ready(s->lock_ledger);
@@ -682,6 +689,7 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		/* a standby that may queue asks where it stands (DESIGN 15) */
 		.queue_depth = cfg->acquire == ACQUIRE_WAIT && !cfg->nonblock &&
 			       cfg->wait_timeout_ms != 0 ? cfg->queue_depth : 0,
+		.rank_limit = ELECTION_RANK_LIMIT(cfg->queue_depth),
 	};
 	const struct failsafe_callbacks fcb = { round_done_cb, check_done_cb, s };
 

@@ -50,8 +50,16 @@ struct lease {
 	enum lease_then then;
 	bool waiting_in_queue;  /* the lock request is a pg_advisory_lock */
 	bool claim_with_lock;   /* ... with the fence's claim after it */
+	bool plain_next;        /* the next try does not count the queue
+				 * (lease_plain_try) */
+	bool rank_next;         /* ... ranks even when it is full
+				 * (lease_rank_queue) */
+	bool rank_always;       /* the try in flight does */
 	bool try_ranked;        /* the try is LEASE_SQL_TRY_QUEUE */
 	int queue_ahead;        /* its count; -1: not known */
+	bool ranked;            /* ... with the standbys ranked before it */
+	int lock_slots;         /* the lock table's size it said; 0: not
+				 * counted */
 	bool ping_wanted;       /* a ping asked for during a fence's claim */
 	struct lease_sql_server srv;
 	bool warned_old_server;
@@ -117,6 +125,7 @@ static void closed(struct lease *l)
 	l->then = THEN_HOLD;
 	l->ping_wanted = false;
 	l->want_lock = WANT_NONE;
+	l->plain_next = l->rank_next = false;
 	l->since[0] = '\0';
 	l->waiting[0] = '\0';
 	query_abandon(l, "the session closed");
@@ -357,7 +366,8 @@ static void send_rank(struct lease *l)
 
 	snprintf(key, sizeof(key), "%" PRId64, l->key);
 	snprintf(priority, sizeof(priority), "%d", l->o.priority);
-	snprintf(depth, sizeof(depth), "%d", l->o.queue_depth);
+	snprintf(depth, sizeof(depth), "%d", l->o.rank_limit > l->o.queue_depth
+		 ? l->o.rank_limit : l->o.queue_depth);
 	send_sql(l, PHASE_RANKING, LEASE_SQL_QUEUE_RANK, LEASE_SQL_QUEUE_RANK_PARAMS,
 		 params);
 }
@@ -368,6 +378,7 @@ static void rank_done(struct lease *l, const struct lease_sql_answer *a)
 		fail(l, FAULT_PROTOCOL, "unexpected answer to the queue's count");
 		return;
 	}
+	l->ranked = true;
 	l->phase = PHASE_READY;
 	emit(l, LEASE_BUSY, FAULT_NONE, NULL);
 }
@@ -377,14 +388,16 @@ static void lock_done(struct lease *l, const struct lease_sql_answer *a)
 	/* pg_advisory_lock returns only once the lock is ours */
 	bool granted = l->waiting_in_queue;
 	bool ok = granted || (l->try_ranked
-		? lease_sql_parse_try_queue(a, &granted, &l->queue_ahead)
+		? lease_sql_parse_try_queue(a, &granted, &l->queue_ahead,
+					    &l->lock_slots)
 		: lease_sql_parse_granted(a, &granted));
 
 	if (!ok) {
 		fail(l, FAULT_PROTOCOL, "unexpected answer to the lock request");
 		return;
 	}
-	if (!granted && l->try_ranked && l->queue_ahead < l->o.queue_depth) {
+	if (!granted && l->try_ranked &&
+	    (l->queue_ahead < l->o.queue_depth || l->rank_always)) {
 		send_rank(l);
 		return;
 	}
@@ -637,6 +650,22 @@ static void send_try_ranked(struct lease *l)
 	send_sql(l, PHASE_LOCKING, LEASE_SQL_TRY_QUEUE, 1, &param);
 }
 
+/* What the lock request about to go says of the queue: a standby's try
+ * counts it (and ranks it when it has room, or when lease_rank_queue
+ * asked) unless lease_plain_try asked for a plain one. True when it
+ * does. */
+static bool what_try_says(struct lease *l, bool queue)
+{
+	l->queue_ahead = -1;
+	l->ranked = false;
+	l->lock_slots = 0;
+	l->try_ranked = !queue && !l->o.fence && l->o.queue_depth > 0 &&
+			!l->plain_next;
+	l->rank_always = l->try_ranked && l->rank_next;
+	l->plain_next = l->rank_next = false;
+	return l->try_ranked;
+}
+
 static void send_lock(struct lease *l, bool queue)
 {
 	char sql[LEASE_SQL_MAX];
@@ -651,9 +680,7 @@ static void send_lock(struct lease *l, bool queue)
 		return;
 	}
 	l->waiting_in_queue = queue;
-	l->queue_ahead = -1;
-	l->try_ranked = !queue && !l->o.fence && l->o.queue_depth > 0;
-	if (l->try_ranked) {
+	if (what_try_says(l, queue)) {
 		send_try_ranked(l);
 		return;
 	}
@@ -666,6 +693,16 @@ static void send_lock(struct lease *l, bool queue)
 		send_lock_sql(l, PHASE_LOCKING, queue ? LEASE_SQL_WAIT : LEASE_SQL_TRY);
 	if (queue && !l->waiting[0])
 		note_waiting(l);
+}
+
+void lease_plain_try(struct lease *l)
+{
+	l->plain_next = true;
+}
+
+void lease_rank_queue(struct lease *l)
+{
+	l->rank_next = true;
 }
 
 void lease_try_lock(struct lease *l)
@@ -803,6 +840,16 @@ const char *lease_ping_nodes(const struct lease *l)
 int lease_queue_ahead(const struct lease *l)
 {
 	return l->queue_ahead;
+}
+
+bool lease_queue_ranked(const struct lease *l)
+{
+	return l->ranked;
+}
+
+int lease_lock_slots(const struct lease *l)
+{
+	return l->lock_slots;
 }
 
 int64_t lease_key(const struct lease *l)

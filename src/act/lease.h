@@ -35,10 +35,14 @@ struct lease_options {
 	 * (lease_ping_nodes), for failsafe's member check. */
 	bool list_nodes;
 	int priority;           /* the lock's tags name it unless 1 (wire.h) */
-	/* The lock's try says where the standby stands in the queue
+	/* A try says where the standby stands in the queue
 	 * (LEASE_SQL_TRY_QUEUE, lease_queue_ahead), ranking the standbys only
-	 * while fewer than this many wait; 0: a plain try. */
+	 * while fewer than this many wait, unless lease_plain_try said not
+	 * to; 0: a plain try always. */
 	int queue_depth;
+	/* ... counting the standbys ranked before it up to this many (at
+	 * least queue_depth) */
+	int rank_limit;
 };
 
 enum lease_event {
@@ -87,6 +91,14 @@ void lease_connect(struct lease *l);
 /* On a connected lease: pg_try_advisory_lock: LEASE_ACQUIRED (for a lock,
  * after LEASE_GRANTED) or LEASE_BUSY. */
 void lease_try_lock(struct lease *l);
+/* The next lease_try_lock is a plain pg_try_advisory_lock, even with
+ * queue_depth: the election says which tries count the queue (DESIGN 15).
+ * Forgotten when the session closes. */
+void lease_plain_try(struct lease *l);
+/* The next lease_try_lock that counts ranks this standby even when the
+ * queue is full (lease_queue_ranked then). Forgotten when the session
+ * closes. */
+void lease_rank_queue(struct lease *l);
 /* On a connected lease: pg_advisory_lock, queued for up to retry_interval
  * (lock_timeout): LEASE_ACQUIRED (for a lock, after LEASE_GRANTED), or
  * LEASE_BUSY when the time ran out. */
@@ -132,9 +144,15 @@ int lease_backend_pid(const struct lease *l);
 
 /* With queue_depth, after a LEASE_BUSY: the standbys that wait in the
  * lock's queue or rank before this one, as the try found them (the count
- * stops at queue_depth waiting); -1 after a queued wait ran out, or
- * without queue_depth. */
+ * stops at queue_depth waiting); -1 after a queued wait ran out, a try
+ * that did not count, or without queue_depth. */
 int lease_queue_ahead(const struct lease *l);
+/* After a LEASE_BUSY: its lease_queue_ahead counts the standbys ranked
+ * before this one too (the queue had room), up to rank_limit. */
+bool lease_queue_ranked(const struct lease *l);
+/* After a LEASE_BUSY of a try that counted: the lock table's slots the
+ * server said (what its pg_locks walks); 0 otherwise. */
+int lease_lock_slots(const struct lease *l);
 
 int64_t lease_key(const struct lease *l); /* valid once connected */
 uint64_t lease_fencing_token(const struct lease *l); /* 0 before */

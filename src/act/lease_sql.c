@@ -348,14 +348,16 @@ bool lease_sql_parse_granted(const struct lease_sql_answer *a, bool *granted)
 }
 
 bool lease_sql_parse_try_queue(const struct lease_sql_answer *a, bool *granted,
-			       int *ahead)
+			       int *ahead, int *slots)
 {
-	long long v;
+	long long v, n;
 
-	if (!one_row(a, 2) || !parse_bool(a->values[0], granted) ||
-	    !parse_ll(a->values[1], 0, INT32_MAX, &v))
+	if (!one_row(a, 3) || !parse_bool(a->values[0], granted) ||
+	    !parse_ll(a->values[1], 0, INT32_MAX, &v) ||
+	    !parse_ll(a->values[2], 0, INT64_MAX, &n))
 		return false;
 	*ahead = (int)v;
+	*slots = n > INT32_MAX ? INT32_MAX : (int)n;
 	return true;
 }
 

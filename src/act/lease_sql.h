@@ -29,22 +29,30 @@
 	"$1::text || '[ *]'))"
 /* A standby's try of the lock (DESIGN 15), which also counts the
  * standbys waiting in the lock's queue (pg_locks: the bigint form,
- * objsubid 1, classid and objid its halves). $1 the key. One row:
- * granted, the count. Cheap to plan: a fleet of polling standbys sends
- * one each retry_interval. */
+ * objsubid 1, classid and objid its halves), and says the size of the lock
+ * table that count walks: pg_locks reads every slot of it, so that a count
+ * costs the server in proportion to max_connections (0.17 ms at 250, 0.83
+ * ms at 2,050 on PostgreSQL 15), and the election counts less often on a
+ * large one (election.h, ELECTION_COUNT_SLOTS). $1 the key. One row:
+ * granted, the count, the slots. Sent only when the election asks for a
+ * count (not after lease_plain_try). */
 #define LEASE_SQL_TRY_QUEUE \
 	"SELECT pg_catalog.pg_try_advisory_lock($1::bigint), (SELECT count(*)" \
 	" FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND NOT granted" \
 	" AND objsubid = 1 AND classid::bigint = ($1::bigint >> 32) & 4294967295" \
 	" AND objid::bigint = $1::bigint & 4294967295 AND database = (SELECT oid" \
 	" FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())" \
-	" AND pid <> pg_catalog.pg_backend_pid())"
+	" AND pid <> pg_catalog.pg_backend_pid()), pg_catalog.current_setting(" \
+	"'max_locks_per_transaction')::bigint * (pg_catalog.current_setting(" \
+	"'max_connections')::bigint + pg_catalog.current_setting(" \
+	"'max_prepared_transactions')::bigint)"
 /* Sent only after a try that found fewer waiters than queue_depth: the
  * standbys that wait, then those that rank before this session (a
  * pgleader lock session of this key that neither leads nor waits for a
  * lock, by its tag's priority, then by arrival: backend_start, pid),
- * counted up to $4 (queue_depth) only: all that matters is whether there
- * are as many. The tags are matched only on the sessions whose statement
+ * counted up to $4 (ELECTION_RANK_LIMIT: a few times queue_depth) only:
+ * all that matters is whether there are queue_depth, and whether this
+ * standby is next in line after them. The tags are matched only on the sessions whose statement
  * names the key (LIKE before the regular expression), and only until $4
  * are found: at a thousand nodes a full ranking costs the server tens of
  * milliseconds. $1 the key, $2 the node's priority, $3 WIRE_TAG_RE, $4
@@ -163,9 +171,10 @@ bool lease_sql_unclaim(char *buf, size_t len, const struct lease_sql_server *srv
 /* The claim's answer: fencing token and backend pid. */
 bool lease_sql_parse_claim(const struct lease_sql_answer *a, uint64_t *token,
 			   int *pid);
-/* The answer of LEASE_SQL_TRY_QUEUE: granted or not, and the count. */
+/* The answer of LEASE_SQL_TRY_QUEUE: granted or not, the count, and the
+ * lock table's slots (clamped to INT32_MAX). */
 bool lease_sql_parse_try_queue(const struct lease_sql_answer *a, bool *granted,
-			       int *ahead);
+			       int *ahead, int *slots);
 /* The answer of LEASE_SQL_QUEUE_RANK: the count. */
 bool lease_sql_parse_count(const struct lease_sql_answer *a, int *count);
 /* The answer of pg_try_advisory_lock: granted or not. */

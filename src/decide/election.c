@@ -25,6 +25,7 @@ void election_init(struct election *e, const struct election_params *p)
 	e->request_deadline = INFINITY;
 	e->next_attempt_at = INFINITY;
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
+	e->count_every = 1; /* until a count says the lock table's size */
 	e->wait_deadline = INFINITY;
 	e->next_ping_at = INFINITY;
 	e->child_start_at = INFINITY;
@@ -60,7 +61,7 @@ void election_free(struct election *e)
 #define ACTION(a) { ELECTION_DO_##a, #a }
 const struct election_action_info election_actions[ELECTION_ACTION_COUNT] = {
 	ACTION(DISCONNECT), ACTION(FENCE_CLOSE), ACTION(CONNECT), ACTION(FENCE_CONNECT),
-	ACTION(TRY_LOCK), ACTION(WAIT_LOCK), ACTION(FENCE_TAKE), ACTION(FENCE_TRY),
+	ACTION(PLAIN_TRY), ACTION(RANK_QUEUE), ACTION(TRY_LOCK), ACTION(WAIT_LOCK), ACTION(FENCE_TAKE), ACTION(FENCE_TRY),
 	ACTION(PING), ACTION(FENCE_PING), ACTION(RUNNER_SESSION), ACTION(RUNNER_PAUSES),
 	ACTION(STOP_CHILD), ACTION(KILL_CHILD),
 	ACTION(START_CHILD), ACTION(RELEASE), ACTION(FENCE_DROP),
@@ -194,6 +195,7 @@ void election_exit_now(struct election *e, struct election_output *out,
 {
 	/* nothing asked for earlier in this step may follow the exit */
 	out->actions &= ~(unsigned)(ELECTION_DO_CONNECT | ELECTION_DO_TRY_LOCK |
+				    ELECTION_DO_PLAIN_TRY | ELECTION_DO_RANK_QUEUE |
 				    ELECTION_DO_WAIT_LOCK | ELECTION_DO_PING |
 				    ELECTION_DO_FENCE_PING |
 				    ELECTION_DO_RELEASE | ELECTION_DO_FENCE_CONNECT |

@@ -200,7 +200,14 @@ struct election_session_event {
 	int queue_ahead;         /* BUSY after a try (DESIGN 15): the standbys
 				  * waiting in the lock's queue or ranked
 				  * before this one (priority, then arrival);
-				  * -1 after a queued wait ended: not known */
+				  * -1 after a queued wait ended or a try
+				  * that did not count: not known */
+	bool ranked;             /* BUSY: queue_ahead counts the standbys
+				  * ranked before this one too (the queue had
+				  * room), up to ELECTION_RANK_LIMIT */
+	int lock_slots;          /* BUSY after a try that counted: the lock
+				  * table's size the server said (what its
+				  * pg_locks walks); 0: not said */
 };
 
 struct election_command_event {
@@ -288,13 +295,20 @@ enum election_action {
 	/* the runner acts on pauses itself (runner_pauses): hand it the
 	 * controls just read, while this node leads or the command runs */
 	ELECTION_DO_RUNNER_PAUSES = 1 << 25,
+	/* with TRY_LOCK: a plain try; without it, a standby's try in wait
+	 * mode also counts the lock's queue, and ranks this standby when it
+	 * has room (DESIGN 15) */
+	ELECTION_DO_PLAIN_TRY = 1 << 26,
+	/* with TRY_LOCK: the count ranks this standby even when the queue is
+	 * full, so that it learns whether it is next in line */
+	ELECTION_DO_RANK_QUEUE = 1 << 27,
 };
 
 /* Every action once, in the order the supervisor (and the simulator)
  * carries out one step's: sessions closed before others are opened, then
  * the requests, the pings, the command, what follows the command, the exit
  * last; with its name, for traces and tests. */
-#define ELECTION_ACTION_COUNT 26
+#define ELECTION_ACTION_COUNT 28
 struct election_action_info {
 	enum election_action action;
 	const char *name;
@@ -349,6 +363,28 @@ struct election_params {
  * cost to the server); every ELECTION_QUEUE_RECHECK-th time it tries
  * instead, to learn whether it still belongs in the queue (DESIGN 15). */
 #define ELECTION_QUEUE_RECHECK 6
+
+/* A polling standby's try counts the lock's queue (pg_locks, which walks
+ * the whole lock table: its cost grows with max_connections) only every
+ * count_every-th time: one per ELECTION_COUNT_SLOTS slots of the lock
+ * table the last count said (max_locks_per_transaction times
+ * max_connections plus max_prepared_transactions), at least 1 and at most
+ * ELECTION_COUNT_EVERY_MAX. PostgreSQL's defaults up to 256 connections:
+ * every try, as before; a fleet of 1,000 on max_connections 2,050: every
+ * 8th. Every try still asks for the lock: a leader killed with every
+ * queued standby is followed within retry_interval; what waits longer is
+ * only the queue's refill, by the standby ranked first among the polling
+ * ones (DESIGN 15). */
+#define ELECTION_COUNT_SLOTS 16384
+#define ELECTION_COUNT_EVERY_MAX 8
+/* ... but a polling standby that its last ranking found next in line
+ * (fewer than ELECTION_RANK_LIMIT standbys queued or ranked before it)
+ * counts with every try: the queue's refill after a failover waits for
+ * the first of them, as before. The ranking counts up to that many. Where
+ * the count is rarer than every try, a polling standby's first count on a
+ * session ranks it even with the queue full (ELECTION_DO_RANK_QUEUE):
+ * once per session, so that the standbys next in line know it. */
+#define ELECTION_RANK_LIMIT(queue_depth) (4 * (queue_depth))
 
 /* Reconnect backoff and command restart backoff (seconds). */
 #define ELECTION_RECONNECT_MIN 0.5

@@ -148,6 +148,13 @@ struct election {
 				  * (the last try found room); else a try */
 	int waits_unchecked;     /* queued waits that ran out since the last
 				  * try said this standby belongs there */
+	int count_every;         /* a polling standby's tries count the queue
+				  * every this many (ELECTION_COUNT_SLOTS) */
+	int tries_uncounted;     /* its tries since the last that counted */
+	bool next_in_line;       /* its last ranking found it within
+				  * ELECTION_RANK_LIMIT: every try counts */
+	bool ranked_once;        /* a count ranked it on this session */
+	bool counting;           /* the try in flight counts the queue */
 	bool polling;            /* a standby that polls (DESIGN 15): its fence
 				  * session closed, the controls read over
 				  * the lock session */

@@ -86,6 +86,39 @@ static void reconnect_later(struct election *e, struct election_output *out,
 	e->restart_said |= fast;
 }
 
+/* A try counts the queue where its answer may queue this standby (wait
+ * mode, not a one-shot): always, but a polling standby's only every
+ * count_every-th time (ELECTION_COUNT_SLOTS), or every time while its
+ * last ranking found it next in line (ELECTION_RANK_LIMIT): the count
+ * walks the server's whole lock table, and a thousand polling standbys
+ * each counting every retry_interval took a fifth of a core (DESIGN 15). */
+static void try_lock(struct election *e, struct election_output *out)
+{
+	bool counts = e->p.wait_in_queue && !e->p.nonblock &&
+		      (!e->polling || e->next_in_line ||
+		       e->tries_uncounted + 1 >= e->count_every);
+
+	out->actions |= ELECTION_DO_TRY_LOCK;
+	if (!counts && e->p.wait_in_queue && !e->p.nonblock)
+		out->actions |= ELECTION_DO_PLAIN_TRY; /* poll mode's are anyway */
+	if (counts && e->polling && !e->ranked_once && e->count_every > 1)
+		out->actions |= ELECTION_DO_RANK_QUEUE;
+	e->counting = counts;
+	e->tries_uncounted = counts ? 0 : e->tries_uncounted + 1;
+}
+
+/* How often a polling standby counts, from the lock table's size its last
+ * count said: one try in ceil(slots / ELECTION_COUNT_SLOTS), within [1,
+ * ELECTION_COUNT_EVERY_MAX]. */
+static int count_every_of(int slots)
+{
+	int every = (int)((slots + (long long)ELECTION_COUNT_SLOTS - 1) /
+			  ELECTION_COUNT_SLOTS);
+
+	return every < 1 ? 1 : every > ELECTION_COUNT_EVERY_MAX
+		? ELECTION_COUNT_EVERY_MAX : every;
+}
+
 static void ask_for_lock(struct election *e, struct election_output *out,
 			 double now)
 {
@@ -93,12 +126,13 @@ static void ask_for_lock(struct election *e, struct election_output *out,
 		return;
 	e->next_attempt_at = INFINITY;
 	/* pg_try_advisory_lock unless the last one found room in the queue:
-	 * it answers at once, says where this standby stands, and --nonblock
-	 * and poll mode never do anything else. */
+	 * it answers at once, says where this standby stands when it counts,
+	 * and --nonblock and poll mode never do anything else. */
+	e->counting = false;
 	if (e->queue_next && e->p.wait_in_queue && !e->p.nonblock)
 		out->actions |= ELECTION_DO_WAIT_LOCK;
 	else
-		out->actions |= ELECTION_DO_TRY_LOCK;
+		try_lock(e, out);
 	e->queue_next = false;
 	/* The server ends a queued wait after retry_interval (lock_timeout);
 	 * past that plus ping_timeout without an answer the session is suspect. */
@@ -112,6 +146,9 @@ static void lock_session_up(struct election *e, struct election_output *out,
 	e->reconnect_backoff = ELECTION_RECONNECT_MIN;
 	e->queue_next = false;
 	e->waits_unchecked = 0;
+	e->tries_uncounted = e->count_every; /* a new session's try counts */
+	e->next_in_line = false; /* a new session ranks after the others */
+	e->ranked_once = false;
 	e->waiting_logged = false;
 	e->standby_since = now;
 	e->snap.lock_key = ev->session.lock_key;
@@ -264,6 +301,10 @@ static void connection_failed(struct election *e, struct election_output *out,
  * the time the fence is asked for. */
 static void start_polling(struct election *e)
 {
+	/* the count's turn starts anywhere in its cycle (the jitter), so that
+	 * standbys that start polling together do not count together */
+	if (!e->polling)
+		e->tries_uncounted = (int)(e->jitter * e->count_every);
 	e->polling = true;
 }
 
@@ -289,12 +330,22 @@ static void stop_polling(struct election *e, struct election_output *out)
  * than queue_depth standbys queued or ranked before this one (priority,
  * then arrival) queues it at once; a queued wait that ended (lock_timeout:
  * ahead unknown) waits again at once, or every ELECTION_QUEUE_RECHECK-th
- * time tries, which says whether it still belongs there; else the next try
- * is a retry_interval away. */
+ * time tries, which says whether it still belongs there; else, and after
+ * a polling standby's try that did not count, the next try is a
+ * retry_interval away. */
 static void queue_or_poll(struct election *e, struct election_output *out,
-			  double now, int ahead)
+			  double now, const struct election_session_event *s)
 {
-	if (!e->p.wait_in_queue || ahead >= e->p.queue_depth) {
+	int ahead = s->queue_ahead;
+
+	if (e->counting && s->lock_slots > 0)
+		e->count_every = count_every_of(s->lock_slots);
+	if (e->counting && s->ranked) {
+		e->next_in_line = ahead < ELECTION_RANK_LIMIT(e->p.queue_depth);
+		e->ranked_once = true;
+	}
+	if (!e->p.wait_in_queue || ahead >= e->p.queue_depth ||
+	    (e->polling && !e->counting)) {
 		start_polling(e);
 		e->next_attempt_at = now + e->p.retry_interval;
 		return;
@@ -324,7 +375,7 @@ static void lock_busy(struct election *e, struct election_output *out, double no
 		e->waiting_logged = true;
 		out->state_changed = true;
 	}
-	queue_or_poll(e, out, now, ev->session.queue_ahead);
+	queue_or_poll(e, out, now, &ev->session);
 }
 
 static void released(struct election *e, struct election_output *out,

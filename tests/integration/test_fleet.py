@@ -140,3 +140,78 @@ def test_priorities_choose_the_queue(pg, fleet, ledger, lock_key):
     t0 = kill9_all([leader])
     s = started_after(ledger, set(high), t0, h.FAST_RETRY + 3)
     assert s.time - t0 < bound(1.0), "started %.3fs after kill -9" % (s.time - t0)
+
+
+def statement_calls(pg):
+    """pg_stat_statements' calls of pgleader's lock tries: (plain, counting
+    the queue)."""
+    rows = pg.psql("SELECT query LIKE '%pg_locks%', sum(calls) FROM pg_stat_statements "
+                   "WHERE query LIKE 'SELECT pg_%try_advisory_lock($1::bigint)%' GROUP BY 1")
+    calls = {r[0]: int(r[1]) for r in rows}
+    return calls.get("f", 0), calls.get("t", 0)
+
+
+def test_large_lock_table_counts_less(request, workdir, ledger, lock_key):
+    """On a server whose lock table is large (max_connections 1,100: 70,400
+    slots), a polling standby counts the lock's queue (pg_locks, which walks
+    all of it) only every 5th try (ELECTION_COUNT_SLOTS), unless it is next
+    in line; its other tries are plain, one each retry_interval, so that a
+    leader killed with every queued standby is still followed within
+    retry_interval, and the queue refills as fast as before."""
+    pg = h.PgCluster("bigtable", settings={
+        "max_connections": "1100", "shared_preload_libraries": "'pg_stat_statements'"})
+    fleet = h.Fleet(workdir, ledger, lock_key)
+    try:
+        pg.start()
+        fleet.dsn = pg.dsn()
+        pg.psql("CREATE EXTENSION pg_stat_statements")
+        leader = fleet.start("n00", "--queue-depth", str(DEPTH))
+        ledger.wait_for("start", "n00", timeout=bound(10))
+        names = ["n%02d" % i for i in range(1, 20)]
+        nodes = start_fleet(fleet, names)
+        most, last = watch_queue(pg, lock_key, bound(3 * h.FAST_RETRY + 2),
+                                 until=lambda w: len(w) == DEPTH)
+        assert len(last) == DEPTH, last
+        time.sleep(2 * h.FAST_RETRY)  # every standby polls or waits
+        pg.psql("SELECT pg_stat_statements_reset()")
+        window = 10.0
+        most, last = watch_queue(pg, lock_key, window)
+        assert most <= DEPTH and len(last) == DEPTH, last
+        plain, counted = statement_calls(pg)
+        pollers = len(names) - DEPTH
+        # every polling standby still tries once a retry_interval ...
+        assert plain + counted >= pollers * (window - 1) / h.FAST_RETRY, (plain, counted)
+        # ... but counts one try in 5, but for the six next in line
+        # (ELECTION_RANK_LIMIT: fewer than 8 queued or ranked before them),
+        # which count with every try: about 60 + 11 x 2 = 82 counts, not the
+        # 170 of a count with every try
+        assert counted <= 0.6 * (plain + counted), (plain, counted)
+        # kill -9 of the leader, four times 2.5 retry_intervals apart: each
+        # time a queued standby takes over in milliseconds, the queue
+        # refilled meanwhile by the polling standby next in line, which
+        # counts with every try (with one count in 5 tries, it was empty
+        # by the third kill)
+        nodes["n00"] = leader
+        current = "n00"
+        for _ in range(4):
+            queued = [a.split("/", 1)[1] for a in waiter_names(pg, lock_key)]
+            assert len(queued) == DEPTH, queued
+            t0 = kill9_all([nodes.pop(current)])
+            s = started_after(ledger, set(nodes), t0, h.FAST_RETRY + 3)
+            assert s.node in queued, "%s took over, not one of the queue %s" % (
+                s.node, queued)
+            assert s.time - t0 < bound(1.0), "started %.3fs after kill -9" % (s.time - t0)
+            current = s.node
+            time.sleep(2.5 * h.FAST_RETRY)
+        # kill -9 of the leader and both queued standbys: a polling standby
+        # takes over within retry_interval, its plain try enough
+        queued = [a.split("/", 1)[1] for a in waiter_names(pg, lock_key)]
+        dead = {current, *queued}
+        t0 = kill9_all([nodes[n] for n in dead])
+        s = started_after(ledger, set(nodes) - dead, t0, h.FAST_RETRY + 5)
+        assert s.time - t0 < bound(h.FAST_RETRY + 1.0), "started %.3fs after kill -9" % (
+            s.time - t0)
+    finally:
+        fleet.cleanup()
+        pg.destroy()
+    assert not fleet.problems(), "\n".join(fleet.problems())

@@ -130,16 +130,17 @@ static void db_connect(const struct simev *e)
 
 /* LEASE_SQL_TRY_QUEUE (DESIGN 15): the lock's waiters in pg_locks and,
  * while fewer than queue_depth wait, the standbys ranked before this
- * session: the lock sessions that neither lead nor wait, all of one
- * priority in the model, so by arrival (the backend pid). */
-static int db_queue_ahead(int sid)
+ * session (*ranked then): the lock sessions that neither lead nor wait,
+ * all of one priority in the model, so by arrival (the backend pid). */
+static int db_queue_ahead(int sid, bool rank_always, bool *ranked)
 {
 	int n = 0;
 
 	for (int k = 0; k < W.n_s; k++)
 		if (k != sid && W.s[k].alive && !W.s[k].skind && W.s[k].waiting)
 			n++;
-	if (n >= W.p.queue_depth)
+	*ranked = n < W.p.queue_depth || rank_always;
+	if (!*ranked)
 		return n;
 	for (int k = 0; k < W.n_s; k++)
 		if (k != sid && W.s[k].alive && !W.s[k].skind && !W.s[k].waiting &&
@@ -148,11 +149,13 @@ static int db_queue_ahead(int sid)
 	return n;
 }
 
-static void db_lock(int sid, bool wait)
+static void db_lock(int sid, bool wait, bool rank_always)
 {
 	int key = W.s[sid].skind;
 	/* a lock's try says where the standby stands (the reply's token) */
-	uint64_t ahead = !wait && !key ? (uint64_t)db_queue_ahead(sid) : 0;
+	bool ranked = false;
+	uint64_t ahead = !wait && !key ? (uint64_t)db_queue_ahead(sid, rank_always,
+								  &ranked) : 0;
 
 	if (W.holder[key] < 0 && W.n_queue[key] == 0) {
 		W.holder[key] = sid;
@@ -161,7 +164,7 @@ static void db_lock(int sid, bool wait)
 		return;
 	}
 	if (!wait || W.holder[key] == sid) {
-		db_reply(sid, S_LOCK, ahead, 0, W.holder[key] == sid);
+		db_reply(sid, S_LOCK, ahead, ranked, W.holder[key] == sid);
 		db_done(sid);
 		return;
 	}
@@ -210,8 +213,9 @@ void db_receive(const struct simev *e)
 static void db_session_op(int sid, const struct simev *e)
 {
 	switch (e->op) {
-	case C_TRY: db_lock(sid, false); return;
-	case C_WAIT: db_lock(sid, true); return;
+	case C_TRY: db_lock(sid, false, false); return;
+	case C_TRY_RANK: db_lock(sid, false, true); return;
+	case C_WAIT: db_lock(sid, true, false); return;
 	case C_CLAIM:
 		/* the claim sets idle_session_timeout = server_lease (and the
 		 * keepalives); the lock's reads pg_current_xact_id() */

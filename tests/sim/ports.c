@@ -39,6 +39,7 @@ static void cs_closed(struct csess *c)
 	c->sid = NOBODY;
 	c->pid = 0;
 	c->want_lock = 0;
+	c->plain_next = c->rank_next = false;
 	c->q_waiting = c->q_in_flight = false;
 	c->q_fn = NULL;
 	if (abandon && fn)
@@ -115,8 +116,10 @@ static void cs_lock(struct node *n, struct csess *c, bool queue)
 		return;
 	}
 	c->in_queue = queue;
+	c->counted = !c->plain_next && !queue && !c->skind;
 	c->phase = PH_LOCKING;
-	cs_send(n, c, queue ? C_WAIT : C_TRY);
+	cs_send(n, c, queue ? C_WAIT : c->counted && c->rank_next ? C_TRY_RANK : C_TRY);
+	c->plain_next = c->rank_next = false;
 }
 
 static void cs_ping(struct node *n, struct csess *c)
@@ -193,7 +196,9 @@ static void cs_lock_answer(struct node *n, struct csess *c, const struct simev *
 		return;
 	if (e->op == S_LOCK_TIMEOUT || !e->status) {
 		c->phase = PH_READY;
-		c->ahead = e->op == S_LOCK_TIMEOUT || c->in_queue ? -1 : (int)e->token;
+		c->ahead = e->op == S_LOCK_TIMEOUT || c->in_queue || !c->counted
+			? -1 : (int)e->token;
+		c->ranked = c->ahead >= 0 && e->mask; /* S_LOCK's mask: ranked */
 		cs_emit(n, c, ELECTION_SESSION_BUSY, FAULT_NONE, NULL, 0);
 		return;
 	}
@@ -1019,6 +1024,16 @@ void lease_disconnect(struct lease *l)
 int64_t lease_key(const struct lease *l) { (void)l; return W.p.lock_key; }
 uint64_t lease_fencing_token(const struct lease *l) { return sess_of(l)->token; }
 int lease_queue_ahead(const struct lease *l) { return sess_of(l)->ahead; }
+void lease_plain_try(struct lease *l) { sess_of(l)->plain_next = true; }
+bool lease_queue_ranked(const struct lease *l) { return sess_of(l)->ranked; }
+void lease_rank_queue(struct lease *l) { sess_of(l)->rank_next = true; }
+
+int lease_lock_slots(const struct lease *l)
+{
+	const struct csess *c = sess_of(l);
+
+	return c->counted && c->ahead >= 0 ? W.lock_slots : 0;
+}
 
 int lease_backend_pid(const struct lease *l)
 {

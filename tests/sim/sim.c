@@ -585,6 +585,11 @@ static void setup(uint64_t seed)
 	queue_empty_since = INFINITY;
 	/* from the seed, not the random stream: 1 to 3 (DESIGN 15) */
 	k.queue_depth = 1 + (int)(seed / 2 % 3);
+	/* and the lock table's size a count says: a polling standby counts
+	 * every try, or every 2nd, 3rd or 8th (ELECTION_COUNT_SLOTS); the
+	 * --jobs runs, whose seeds are the job layer's, every try */
+	W.count_every = with_jobs ? 1 : (int[]){ 1, 2, 3, 8 }[seed / 6 % 4];
+	W.lock_slots = W.count_every * ELECTION_COUNT_SLOTS - (int)(seed % 7);
 	W.n = k.n;
 	W.db_up = true;
 	W.xid = 700 + (uint64_t)irand(1000);
@@ -603,10 +608,10 @@ static void setup(uint64_t seed)
 	W.mismatch = k.mismatch;
 	W.faults_end = urand(60, 240);
 	W.end = W.faults_end + liveness_bound() + 1;
-	say(0, "seed %" PRIu64 ": %d nodes, acquire %s (queue_depth %d), restart %s, retry %gs, ping %gs/%gs x%d, "
+	say(0, "seed %" PRIu64 ": %d nodes, acquire %s (queue_depth %d, count every %d), restart %s, retry %gs, ping %gs/%gs x%d, "
 	    "grace %gs, server_lease %gs, takeover %gs, failsafe %s%s (ttl %gs), faults until "
 	    "%.1fs, liveness bound %.1fs, after SIGCONT %s first%s%s", seed, k.n, k.acquire,
-	    k.queue_depth, k.restart, k.retry, k.ping_interval, k.ping_timeout, k.failures, k.grace, k.lease,
+	    k.queue_depth, W.count_every, k.restart, k.retry, k.ping_interval, k.ping_timeout, k.failures, k.grace, k.lease,
 	    k.takeover, k.failsafe ? "on" : "off",
 	    k.mismatch ? " with member lists that differ" : "", k.ttl, W.faults_end,
 	    liveness_bound(), io_first ? "sockets" : "timers",

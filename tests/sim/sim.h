@@ -71,7 +71,7 @@ enum kind {
 
 enum op {
 	/* client to server */
-	C_CONNECT, C_TRY, C_WAIT, C_CLAIM, C_PING, C_UNLOCK, C_CLOSE,
+	C_CONNECT, C_TRY, C_TRY_RANK, C_WAIT, C_CLAIM, C_PING, C_UNLOCK, C_CLOSE,
 	C_QUERY,         /* lease_query: a ledger statement */
 	/* server to client */
 	S_CONNECTED, S_REFUSED, S_LOCK, S_LOCK_TIMEOUT, S_CLAIMED, S_PONG,
@@ -124,7 +124,14 @@ struct csess {
 	void *q_arg;
 	int want_lock;           /* 0 none, 1 try, 2 wait */
 	int ahead;               /* the last try's queue count (DESIGN 15);
-				  * -1 after a queued wait ran out */
+				  * -1 after a queued wait ran out or a
+				  * try that did not count */
+	bool plain_next;         /* lease_plain_try: the next try does not
+				  * count */
+	bool counted;            /* the try in flight counts the queue */
+	bool ranked;             /* its count ranked the standbys too */
+	bool rank_next;          /* lease_rank_queue: the next count ranks
+				  * even with the queue full */
 	unsigned ping_mask;      /* the last ping's nodes with a session */
 	char ping_nodes[64];     /* ... as lease_ping_nodes names them */
 	lease_event_fn cb;       /* supervisor.c's lease_event_cb, fence_event_cb */
@@ -261,6 +268,10 @@ struct world {
 	/* parameters, from node 0's configuration */
 	struct election_params p;
 	double server_lease, grace, retry;
+	int lock_slots;          /* what a count says of the lock table's size:
+				  * a polling standby counts every
+				  * ceil(slots / ELECTION_COUNT_SLOTS)-th try */
+	int count_every;         /* ... that many */
 	bool failsafe, mismatch;
 	double faults_end, end;
 	uint64_t next_conn, next_child, next_round;
@@ -362,11 +373,12 @@ enum { OV_DB, OV_FROZEN, OV_SESSIONS, OV_N };
  * and, once the faults are over, the queue is not left empty while the
  * lock is held and a standby could wait in it (connected, asking, not
  * holding off after a switchover): a kill -9 of the leader must find a
- * queued standby. A standby that polls sees room within retry_interval
- * and queues within a round trip; one whose wait ran out tries and waits
+ * queued standby. A standby that polls sees room within count_every
+ * tries (its try counts the queue only every count_every-th time,
+ * ELECTION_COUNT_SLOTS) and queues within a round trip; one whose wait ran out tries and waits
  * again within two: QUEUE_EMPTY_BOUND covers either with the network's
  * slowest trips. */
-#define QUEUE_EMPTY_BOUND (W.retry + 4 * net_slack + 0.5)
+#define QUEUE_EMPTY_BOUND (W.count_every * W.retry + 4 * net_slack + 0.5)
 
 enum fault_kind { F_TERM_LOCK, F_TERM_FENCE, F_TERM_BOTH, F_DB_RESTART,
 		  F_DB_FAILOVER, F_PART_DB, F_PART_NN, F_FREEZE, F_KILL, F_SIGTERM,

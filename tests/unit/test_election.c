@@ -919,6 +919,150 @@ START_TEST(test_polling_closes_fence_after_read)
 }
 END_TEST
 
+/* BUSY after a try that counted, with the lock table's size the server
+ * said (DESIGN 15). */
+static struct election_output busy_ranked(struct election *e, int ahead, int slots,
+					  bool ranked, double now)
+{
+	struct election_event ev = {
+		.type = ELECTION_LOCK, .wall = now + 1.7e9,
+		.session = { .news = ELECTION_SESSION_BUSY, .queue_ahead = ahead,
+			     .lock_slots = slots, .ranked = ranked },
+	};
+	struct election_output out;
+
+	election_step(e, &ev, now, &out);
+	answer_all(e, &out, now);
+	return out;
+}
+
+/* ... after a count that found the queue full: no ranking. */
+static struct election_output busy_slots(struct election *e, int ahead, int slots,
+					 double now)
+{
+	return busy_ranked(e, ahead, slots, false, now);
+}
+
+/* What a tick at a poll's time asks of the lock: the try, plain or not. */
+static unsigned poll_try(struct election *e, double now)
+{
+	return tick(e, now).actions & (ELECTION_DO_TRY_LOCK | ELECTION_DO_PLAIN_TRY |
+				       ELECTION_DO_RANK_QUEUE | ELECTION_DO_WAIT_LOCK);
+}
+
+/* How often a polling standby's try counts the queue: one try in
+ * ceil(slots / ELECTION_COUNT_SLOTS), from 1 to ELECTION_COUNT_EVERY_MAX;
+ * the others are plain tries. */
+static const struct {
+	int slots;       /* what the last count said */
+	int every;       /* the tries that count, one in this many */
+} count_rows[] = {
+	{ 0, 1 },                              /* not said */
+	{ 6400, 1 },                           /* PostgreSQL's defaults */
+	{ ELECTION_COUNT_SLOTS, 1 },
+	{ ELECTION_COUNT_SLOTS + 1, 2 },
+	{ 64 * 650, 3 },                       /* 600 connections and more */
+	{ 64 * 2050, ELECTION_COUNT_EVERY_MAX }, /* 2,050: the bench at 1,000 */
+	{ 2147483647, ELECTION_COUNT_EVERY_MAX },
+};
+
+START_TEST(test_polling_counts_every_nth_try)
+{
+	int every = count_rows[_i].every;
+	double t = 0.25;
+
+	to_standby(&M, &defaults, 0);
+	/* the first try counted: the queue is full, this standby polls */
+	ck_actions(busy_slots(&M, 3, count_rows[_i].slots, t), ELECTION_DO_FENCE_CLOSE);
+	for (int round = 0; round < 2; round++) {
+		for (int k = 1; k < every; k++) {
+			t += 5;
+			ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK |
+					  ELECTION_DO_PLAIN_TRY);
+			/* a plain try's answer says nothing of the queue: it
+			 * polls on, a retry_interval later */
+			ck_actions(busy_slots(&M, -1, 0, t), 0);
+			ck_assert_uint_eq(poll_try(&M, t + 5 - JUST), 0);
+		}
+		t += 5;
+		/* where the count is rarer, the first one on the session
+		 * ranks this standby even with the queue full, once */
+		ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK |
+				  (round == 0 && every > 1 ? ELECTION_DO_RANK_QUEUE : 0));
+		if (round == 0)
+			ck_actions(busy_ranked(&M, ELECTION_RANK_LIMIT(3),
+					       count_rows[_i].slots, every > 1, t), 0);
+	}
+	/* the count found room: queue at once, the fence session open again */
+	ck_actions(busy_slots(&M, 2, count_rows[_i].slots, t),
+		   ELECTION_DO_WAIT_LOCK | ELECTION_DO_FENCE_CONNECT);
+	ck_assert(!M.polling);
+}
+END_TEST
+
+/* A polling standby that its last ranking found next in line (fewer than
+ * ELECTION_RANK_LIMIT queued or ranked before it) counts with every try,
+ * whatever the lock table's size: the queue's refill after a failover
+ * waits for the first of them. A count that found the queue full ranks
+ * nobody and changes nothing; a ranking that finds it further back, or a
+ * new session, ends it. */
+START_TEST(test_next_in_line_counts_every_try)
+{
+	int big = 64 * 2050, limit = ELECTION_RANK_LIMIT(3);
+	double t = 0.25;
+
+	to_standby(&M, &defaults, 0);
+	/* the queue had room, two standbys ranked before this one: 2 queued
+	 * and 3 ranked before it, 5 < 12 */
+	ck_actions(busy_ranked(&M, 5, big, true, t), ELECTION_DO_FENCE_CLOSE);
+	for (int k = 1; k <= 3; k++) {
+		t += 5;
+		ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK);
+		ck_actions(busy_slots(&M, 3, big, t), 0); /* full: no ranking */
+	}
+	/* ranked at the limit (the count stops there): one try in 8 again */
+	t += 5;
+	ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK);
+	ck_actions(busy_ranked(&M, limit, big, true, t), 0);
+	t += 5;
+	ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK | ELECTION_DO_PLAIN_TRY);
+	ck_actions(busy_slots(&M, -1, 0, t), 0);
+	/* just inside it again */
+	for (int k = 2; k < ELECTION_COUNT_EVERY_MAX; k++) {
+		t += 5;
+		ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK | ELECTION_DO_PLAIN_TRY);
+		ck_actions(busy_slots(&M, -1, 0, t), 0);
+	}
+	t += 5;
+	ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK);
+	ck_actions(busy_ranked(&M, limit - 1, big, true, t), 0);
+	t += 5;
+	ck_assert_uint_eq(poll_try(&M, t), ELECTION_DO_TRY_LOCK);
+}
+END_TEST
+
+/* A standby that is not polling counts with every try (its first, a
+ * queued one's recheck), and so does a polling one's first try on a new
+ * session; poll mode and --nonblock never queue: their tries are plain
+ * anyway (the lease's queue_depth is 0), the election says nothing. */
+START_TEST(test_count_on_new_session)
+{
+	double t = 0.25;
+	struct election_output out;
+
+	to_standby(&M, &defaults, 0);
+	ck_actions(busy_slots(&M, 3, 64 * 2050, t), ELECTION_DO_FENCE_CLOSE);
+	ck_assert_uint_eq(poll_try(&M, t + 5), ELECTION_DO_TRY_LOCK | ELECTION_DO_PLAIN_TRY);
+	step(&M, ELECTION_CONN_LOST, 0, "gone", t + 5.5);
+	ck_state(&M, ELECTION_BACKOFF);
+	t = M.next_attempt_at;
+	ck_assert(tick(&M, t).actions & ELECTION_DO_CONNECT);
+	out = step(&M, ELECTION_CONNECTED, 0, NULL, t);
+	ck_assert(out.actions & ELECTION_DO_TRY_LOCK);
+	ck_assert(!(out.actions & ELECTION_DO_PLAIN_TRY));
+}
+END_TEST
+
 /* A lock request unanswered for retry_interval + ping_timeout: the
  * connection is closed (never reused) and a new one opened after backoff. */
 static const struct {
@@ -4186,6 +4330,9 @@ static void add_standby_case(Suite *s)
 	tcase_add_loop_test(tc, test_queue_or_poll, 0, ROWS(queue_rows));
 	tcase_add_test(tc, test_queued_standby_rechecks);
 	tcase_add_test(tc, test_polling_closes_fence_after_read);
+	tcase_add_loop_test(tc, test_polling_counts_every_nth_try, 0, ROWS(count_rows));
+	tcase_add_test(tc, test_count_on_new_session);
+	tcase_add_test(tc, test_next_in_line_counts_every_try);
 	tcase_add_loop_test(tc, test_lock_request_deadline, 0, ROWS(request_timeout_rows));
 	tcase_add_loop_test(tc, test_nonblock_busy_exits, 0, ROWS(nonblock_rows));
 	tcase_add_test(tc, test_nonblock_acquires);

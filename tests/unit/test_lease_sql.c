@@ -559,32 +559,39 @@ START_TEST(parse_ping_nodes)
 }
 END_TEST
 
-/* A standby's try with where it stands (DESIGN 15): granted and the
- * count of standbys queued or ranked before it, a count of 0 or more. */
+/* A standby's try with where it stands (DESIGN 15): granted, the count
+ * of standbys queued or ranked before it, a count of 0 or more, and the
+ * lock table's slots (a bigint: above INT32_MAX is INT32_MAX). */
 static const struct {
 	int ncols;
-	const char *granted, *ahead;
+	const char *granted, *ahead, *slots;
 	bool ok;
-	int want;
+	int want, want_slots;
 } try_queue_cases[] = {
-	{ 2, "f", "3", true, 3 }, { 2, "t", "0", true, 0 }, { 2, "f", "998", true, 998 },
-	{ 1, "f", "3", false, 0 }, { 2, "f", NULL, false, 0 }, { 2, "f", "-1", false, 0 },
-	{ 2, "f", "3x", false, 0 }, { 2, "x", "3", false, 0 },
-	{ 2, "f", "99999999999", false, 0 },
+	{ 3, "f", "3", "6400", true, 3, 6400 }, { 3, "t", "0", "0", true, 0, 0 },
+	{ 3, "f", "998", "131200", true, 998, 131200 },
+	{ 3, "f", "1", "99999999999", true, 1, INT32_MAX },
+	{ 2, "f", "3", "6400", false, 0, 0 }, { 3, "f", NULL, "6400", false, 0, 0 },
+	{ 3, "f", "-1", "6400", false, 0, 0 }, { 3, "f", "3x", "6400", false, 0, 0 },
+	{ 3, "x", "3", "6400", false, 0, 0 }, { 3, "f", "99999999999", "6400", false, 0, 0 },
+	{ 3, "f", "3", NULL, false, 0, 0 }, { 3, "f", "3", "-1", false, 0, 0 },
+	{ 3, "f", "3", "64k", false, 0, 0 },
 };
 
 START_TEST(parse_try_queue)
 {
-	const char *v[2] = { try_queue_cases[_i].granted, try_queue_cases[_i].ahead };
+	const char *v[3] = { try_queue_cases[_i].granted, try_queue_cases[_i].ahead,
+			     try_queue_cases[_i].slots };
 	struct lease_sql_answer a = { 1, try_queue_cases[_i].ncols, v };
 	bool granted = false;
-	int ahead = -7;
+	int ahead = -7, slots = -7;
 
-	ck_assert_int_eq(lease_sql_parse_try_queue(&a, &granted, &ahead),
+	ck_assert_int_eq(lease_sql_parse_try_queue(&a, &granted, &ahead, &slots),
 			 try_queue_cases[_i].ok);
 	if (try_queue_cases[_i].ok) {
 		ck_assert_int_eq(granted, !strcmp(try_queue_cases[_i].granted, "t"));
 		ck_assert_int_eq(ahead, try_queue_cases[_i].want);
+		ck_assert_int_eq(slots, try_queue_cases[_i].want_slots);
 	}
 }
 END_TEST
