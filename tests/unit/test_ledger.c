@@ -17,7 +17,7 @@ static struct {
 	lease_query_fn fn;
 	void *arg;
 	char outcomes[64];       /* the last claim's outcomes array */
-	char sql[8192];          /* the last statement */
+	char sql[16384];          /* the last statement */
 } fq;
 static int heard, heard_lost;
 static struct ledger_answer last; /* what the asker heard last */
@@ -30,7 +30,7 @@ bool lease_query(struct lease *l, const char *sql, int nparams,
 	fq.sent++;
 	fq.fn = fn;
 	fq.arg = arg;
-	if (nparams == 8)
+	if (nparams == 9) /* a claim */
 		snprintf(fq.outcomes, sizeof(fq.outcomes), "%s", params[6]);
 	return true;
 }
@@ -87,7 +87,7 @@ START_TEST(test_record_kept_when_lost)
 {
 	struct ledger *l = fresh();
 
-	ledger_claim(l, &term, "j", 1800000000000, "skipped", false, asker, NULL);
+	ledger_claim(l, &term, "j", 1800000000000, 1, "skipped", false, asker, NULL);
 	ck_assert_int_eq(fq.sent, 1);
 	ck_assert_str_eq(fq.outcomes, "{\"skipped\"}");
 	session_lost();
@@ -106,7 +106,7 @@ START_TEST(test_run_claim_told_when_lost)
 {
 	struct ledger *l = fresh();
 
-	ledger_claim(l, &term, "j", 1800000000000, "running", false, asker, NULL);
+	ledger_claim(l, &term, "j", 1800000000000, 1, "running", false, asker, NULL);
 	session_lost();
 	ck_assert_int_eq(heard, 1);
 	ck_assert_int_eq(heard_lost, 1);
@@ -120,7 +120,7 @@ START_TEST(test_finish_kept_when_lost)
 {
 	struct ledger *l = fresh();
 
-	ledger_finish(l, 7, 99, "succeeded", 0);
+	ledger_finish(l, 7, 99, "succeeded", 0, false);
 	session_lost();
 	ck_assert(!ledger_idle(l));
 	ledger_session_ready(l);
@@ -135,7 +135,7 @@ START_TEST(test_dropped_ledger_is_missing)
 {
 	struct ledger *l = fresh();
 
-	ledger_claim(l, &term, "j", 1800000000000, "running", false, asker, NULL);
+	ledger_claim(l, &term, "j", 1800000000000, 1, "running", false, asker, NULL);
 	answer_error("3F000", "ERROR: schema \"pgleader\" does not exist");
 	ck_assert_int_eq(heard, 1);
 	ck_assert(!last.ok && last.missing && !last.lost);
