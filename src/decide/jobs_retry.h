@@ -62,6 +62,8 @@ enum jobs_outcome jobs_outcome_from_name(const char *name);
 enum jobs_hook_result {
 	JOBS_HOOK_SUCCEEDED, JOBS_HOOK_FAILED, JOBS_HOOK_TIMED_OUT, JOBS_HOOK_RESULTS
 };
+_Static_assert(JOBS_HOOK_RESULTS == sizeof(((struct jobs_view *)0)->on_failure) /
+	       sizeof(uint64_t), "struct jobs_view counts each result");
 static inline const char *jobs_hook_result_name(enum jobs_hook_result r)
 {
 	static const char *const names[JOBS_HOOK_RESULTS] = {
