@@ -102,10 +102,12 @@ static const char init_sql[] =
 	"CREATE UNIQUE INDEX IF NOT EXISTS runs_attempt ON @S.runs (lock_key, job, tick, attempt);\n"
 	"ALTER TABLE @S.runs DROP CONSTRAINT IF EXISTS runs_lock_key_job_tick_key;\n"
 	"ALTER TABLE @S.runs ADD COLUMN IF NOT EXISTS on_failure text\n"
-	"    CHECK (on_failure IN ('owed', 'sent'));\n"
+	"    CHECK (on_failure IN ('owed', 'sent')),\n"
+	"    ADD COLUMN IF NOT EXISTS on_failure_token bigint;\n"
 	"CREATE INDEX IF NOT EXISTS runs_owed ON @S.runs (lock_key, job, tick) WHERE on_failure = 'owed';\n"
 	"COMMENT ON COLUMN @S.runs.attempt IS '1 for a tick''s first run; 2 to retries+1 for its retries (PGLEADER_ATTEMPT)';\n"
 	"COMMENT ON COLUMN @S.runs.on_failure IS 'NULL: none owed; owed: the job''s on_failure command is owed for this failed run; sent: claimed by the leader that ran it';\n"
+	"COMMENT ON COLUMN @S.runs.on_failure_token IS 'the fencing token of the term that claimed the on_failure command';\n"
 	"UPDATE @S.meta SET version = 4 WHERE version < 4;\n"
 	"-- Every node reads the controls, a plain single command's too, which\n"
 	"-- needs no other privilege; who may write them is the DBA's choice.\n"
@@ -567,11 +569,14 @@ char *ledger_sql_prune(const char *schema)
 /* A failed run's on_failure (DESIGN 13): claimed in its row before the
  * command starts, by the lock's holder whose token is not older than the
  * newest recorded, so it is sent at most once across the fleet; a new
- * leader sends one owed that nobody claimed. */
+ * leader sends one owed that nobody claimed. The term that claimed it may
+ * claim it again: its answer was lost with the session, so it did not
+ * run it (one term asks again only then). */
 static const char on_failure_sql_text[] =
 	"WITH holder AS (" HELD_BY_SESSION("$3") "),"
-	" sent AS (UPDATE @S.runs r SET on_failure = 'sent' WHERE r.run_id = $2::bigint"
-	" AND r.lock_key = $1::bigint AND r.on_failure IS DISTINCT FROM 'sent'"
+	" sent AS (UPDATE @S.runs r SET on_failure = 'sent', on_failure_token = $4::bigint"
+	" WHERE r.run_id = $2::bigint AND r.lock_key = $1::bigint"
+	" AND (r.on_failure IS DISTINCT FROM 'sent' OR r.on_failure_token = $4::bigint)"
 	" AND r.outcome IN ('failed', 'timed_out') AND EXISTS (SELECT FROM holder)"
 	" AND NOT EXISTS (SELECT FROM @S.terms t WHERE t.lock_key = $1::bigint"
 	" AND t.fencing_token > $4::bigint) RETURNING r.run_id)"

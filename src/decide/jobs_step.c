@@ -82,6 +82,8 @@ struct job {
 	struct retry retry;
 	struct notice notices[NOTICES]; /* on_failure claims in flight, oldest first */
 	int n_notices;
+	int64_t sent[NOTICES];      /* the runs whose on_failure this node ran, newest */
+	int n_sent;                 /* (a ring): never claimed again by this term */
 	struct jobs_view view;
 };
 
@@ -221,6 +223,7 @@ static void run_ended(struct job *jb, enum jobs_outcome o, int status);
 static void retry_due(struct job *jb);
 static void retry_overtaken(struct job *jb);
 static void retry_catch_up(struct job *jb, const struct jobs_answer *a);
+static bool retry_claimed_late(struct job *jb, const struct jobs_answer *a);
 
 static void count_outcome(struct job *jb, enum jobs_outcome o)
 {
@@ -522,6 +525,8 @@ static void claimed(struct job *jb, const struct jobs_answer *a, const char *whe
 		    jb->cfg->name, when);
 	} else if (tickplan_paused(jb->paused, jb->resumed_at, jb->claim_tick)) {
 		drop_paused_claim(jb, a->run_id, when);
+	} else if (retry_claimed_late(jb, a)) {
+		/* the newer tick won while the retry's claim waited */
 	} else {
 		jb->run_attempt = jb->claim_attempt;
 		if (jb->run_attempt > 1)
@@ -1146,11 +1151,26 @@ static void notice_claim(struct job *jb, const struct notice *n)
 	act(jb->owner, JOBS_DO_ON_FAILURE_CLAIM, jb->index)->run_id = n->run_id;
 }
 
+/* Whether this node claimed run_id's on_failure: its claim is on its way,
+ * or it ran. The ledger lets a term claim one again (after an answer lost
+ * with the session): a term's own catch-up must not. */
+static bool on_failure_known(const struct job *jb, int64_t run_id)
+{
+	for (int i = 0; i < jb->n_notices; i++)
+		if (jb->notices[i].run_id == run_id)
+			return true;
+	for (int i = 0; i < jb->n_sent && i < NOTICES; i++)
+		if (jb->sent[i] == run_id)
+			return true;
+	return false;
+}
+
 /* A failed run with no attempt to follow: its on_failure, once across the
  * fleet, claimed in its row first. */
 static void failed_for_good(struct job *jb, const struct notice *n)
 {
-	if (jb->cfg->on_failure && jb->owner->active && n->run_id > 0)
+	if (jb->cfg->on_failure && jb->owner->active && n->run_id > 0 &&
+	    !on_failure_known(jb, n->run_id))
 		notice_claim(jb, n);
 }
 
@@ -1193,9 +1213,10 @@ static void run_ended(struct job *jb, enum jobs_outcome o, int status)
 {
 	struct jobs_state *j = jb->owner;
 	struct notice n = { jb->run_id, jb->run_tick, jb->run_attempt, status, o };
-	int64_t due;
-	enum jobs_retry_verdict v = verdict_of(jb, &n, db_now(j),
-					       j->active ? jb->next_tick : INT64_MIN, &due);
+	/* the tick after the run's: one that fell while it ran (skipped)
+	 * ended its retries already */
+	int64_t due, next = j->active ? schedule_next(jb->sched, jb->run_tick) : INT64_MIN;
+	enum jobs_retry_verdict v = verdict_of(jb, &n, db_now(j), next, &due);
 
 	finish(j, jb->run_id, o, status)->owed =
 		jb->cfg->on_failure && (v == JOBS_RETRY_LAST || v == JOBS_RETRY_OVERTAKEN);
@@ -1210,7 +1231,7 @@ static void run_ended(struct job *jb, enum jobs_outcome o, int status)
 		return;
 	}
 	if (v == JOBS_RETRY_OVERTAKEN)
-		say_overtaken(jb, &n, jb->next_tick);
+		say_overtaken(jb, &n, next);
 	failed_for_good(jb, &n);
 }
 
@@ -1233,6 +1254,29 @@ static void retry_due(struct job *jb)
 		return;
 	}
 	claim_attempt(jb, r.tick, false, r.attempt);
+}
+
+/* A retry's claim answered once the next tick had fallen due (it waited
+ * on the ledger): its row is recorded skipped, not run, and the failure
+ * before it was the tick's last. */
+static bool retry_claimed_late(struct job *jb, const struct jobs_answer *a)
+{
+	struct jobs_state *j = jb->owner;
+	int64_t next = schedule_next(jb->sched, jb->claim_tick);
+	char when[40], at[40];
+
+	if (jb->claim_attempt <= 1 || next == SCHEDULE_NEVER || a->db_now < next)
+		return false;
+	say(j, LOG_LEVEL_NOTICE, "job %s: attempt %d of tick %s not run: its claim was "
+	    "answered after tick %s fell due (the newer tick wins)", jb->cfg->name,
+	    jb->claim_attempt, clocks_rfc3339(jb->claim_tick, when, sizeof(when)),
+	    clocks_rfc3339(next, at, sizeof(at)));
+	count_outcome(jb, JOBS_SKIPPED);
+	finish(j, a->run_id, JOBS_SKIPPED, -1);
+	if (jb->retry.failed.tick == jb->claim_tick &&
+	    jb->retry.failed.attempt == jb->claim_attempt - 1)
+		failed_for_good(jb, &jb->retry.failed);
+	return true;
 }
 
 /* The next tick fell due while an attempt waited: the newer tick wins. */
@@ -1304,6 +1348,7 @@ static void on_failure_claimed(struct job *jb, const struct jobs_answer *a)
 	say(j, LOG_LEVEL_NOTICE, "job %s: running on_failure for run %" PRId64
 	    " (%s, exit status %d)", jb->cfg->name, n.run_id, jobs_outcome_name(n.outcome),
 	    n.status);
+	jb->sent[jb->n_sent++ % NOTICES] = n.run_id;
 	x = act(j, JOBS_DO_ON_FAILURE, jb->index);
 	x->run_id = n.run_id;
 	x->tick = n.tick;

@@ -195,6 +195,49 @@ START_TEST(test_untrusted_ledger_is_never_read)
 }
 END_TEST
 
+/* An asker that asks again from its callback (a stale claim's finish, in
+ * jobs_step.c) while the rest of its batch waits for their rows: the
+ * batch is answered whole first, and the new statement goes after it,
+ * alone (the simulator's seed 2000401: the batch's rest was sent again
+ * and its answer taken for the statements queued behind it). */
+static struct ledger *asking_ledger;
+static int64_t told_run[4];
+static int n_told;
+
+static void asker_finishes(void *arg, const struct ledger_answer *a)
+{
+	(void)arg;
+	told_run[n_told++ % 4] = a->run_id;
+	if (n_told == 1)
+		ledger_finish(asking_ledger, 7, a->run_id, "interrupted", -1, false);
+}
+
+START_TEST(test_batch_answered_whole_first)
+{
+	struct ledger *l = fresh();
+	const char *rows[10] = { "5", "t", "t", "f", "1", "6", "t", "t", "f", "1" };
+	struct lease_sql_answer two = { 2, 5, rows };
+
+	asking_ledger = l;
+	n_told = 0;
+	ledger_finish(l, 7, 1, "succeeded", 0, false);  /* in flight */
+	ledger_claim(l, &term, "a", 1800000000000, 1, "running", false, asker_finishes, NULL);
+	ledger_claim(l, &term, "b", 1800000000000, 1, "skipped", false, asker_finishes, NULL);
+	answer_row(0, NULL);
+	ck_assert_int_eq(fq.sent, 2);
+	ck_assert_str_eq(fq.outcomes, "{\"running\",\"skipped\"}");
+	fq.fn(fq.arg, &two, NULL, NULL);
+	ck_assert_int_eq(n_told, 2);
+	ck_assert_int_eq(told_run[0], 5);
+	ck_assert_int_eq(told_run[1], 6);
+	ck_assert_int_eq(fq.sent, 3); /* the finish, once, after the batch */
+	ck_assert_ptr_nonnull(strstr(fq.sql, "UPDATE \"pgleader\".runs SET outcome"));
+	answer_row(0, NULL);
+	ck_assert(ledger_idle(l));
+	ledger_free(l);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ledger");
@@ -208,6 +251,7 @@ int main(void)
 	tcase_add_test(tc, test_dropped_ledger_is_missing);
 	tcase_add_test(tc, test_priority_ask_checks_the_ledger_first);
 	tcase_add_test(tc, test_untrusted_ledger_is_never_read);
+	tcase_add_test(tc, test_batch_answered_whole_first);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -104,8 +104,8 @@ static const struct {
 	  "AND n.tick = o.tick AND n.attempt > o.attempt",
 	  "RETURNING r.tick, r.attempt", NULL }, 7 },
 	{ ledger_sql_on_failure, { "pid = $3::int AND objsubid = 1",
-	  "SET on_failure = 'sent' WHERE r.run_id = $2::bigint",
-	  "r.on_failure IS DISTINCT FROM 'sent'",
+	  "SET on_failure = 'sent', on_failure_token = $4::bigint WHERE r.run_id = $2::bigint",
+	  "(r.on_failure IS DISTINCT FROM 'sent' OR r.on_failure_token = $4::bigint)",
 	  "AND t.fencing_token > $4::bigint", "EXISTS (SELECT FROM holder)" }, 2 },
 	{ ledger_sql_finish, { "WHERE run_id = $1::bigint",
 	  "AND fencing_token = $2::bigint AND finished_at IS NULL",
@@ -198,6 +198,7 @@ static const char *const commented[] = {
 	"COLUMN %s.controls.target", "COLUMN %s.controls.until",
 	"COLUMN %s.controls.asked_by", "COLUMN %s.controls.asked_at",
 	"COLUMN %s.controls.leader", "COLUMN %s.runs.attempt", "COLUMN %s.runs.on_failure",
+	"COLUMN %s.runs.on_failure_token",
 };
 
 static const char *const init_schemas[] = { "pgleader", "select", "x", LONG63 };

@@ -616,7 +616,11 @@ START_TEST(on_failure_claimed_once)
 	PQclear(r);
 	c = on_failure_as(x.fence, s, c.run_id, x.lock_pid, 100);
 	ck_assert(c.claimed && c.holder);
-	ck_assert(!on_failure_as(x.fence, s, c.run_id, x.lock_pid, 100).claimed);
+	/* its own term again (the answer was lost): claimed; a newer one
+	 * (the next leader, which takes the lock and records its token): not */
+	ck_assert(on_failure_as(x.fence, s, c.run_id, x.lock_pid, 100).claimed);
+	exec_ok(x.fence, "UPDATE on_failure.terms SET fencing_token = 120");
+	ck_assert(!on_failure_as(x.fence, s, c.run_id, x.lock_pid, 120).claimed);
 	ck_assert_int_eq(rows(x.fence, s, "on_failure = 'sent'"), 1);
 	r = last(x.fence, s, "backup", 100, false);
 	ck_assert(PQgetisnull(r, 0, LEDGER_LAST_OWED_RUN));
