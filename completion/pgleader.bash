@@ -109,6 +109,10 @@ _pgleader_value() {
 		compopt -o filenames 2>/dev/null
 		mapfile -t COMPREPLY < <(compgen -f -- "$2")
 		;;
+	--on-failure)
+		# a shell line run by /bin/sh -c: its first word is a command
+		mapfile -t COMPREPLY < <(compgen -c -- "$2")
+		;;
 	*)
 		if values=$(_pgleader_values "$1"); then
 			mapfile -t COMPREPLY < <(compgen -W "$values" -- "$2")

@@ -706,6 +706,15 @@ static void put_last_rows(struct squery *q, int j)
 	    o ? o->exit_status : 0);
 }
 
+/* Row r cut (recorded interrupted): the newest cut, and its attempt. */
+static void note_cut(struct lrow *r, int64_t *cut_max, int *cut_attempt)
+{
+	snprintf(r->outcome, sizeof(r->outcome), "interrupted");
+	if (r->tick > *cut_max || (r->tick == *cut_max && r->attempt > *cut_attempt))
+		*cut_attempt = r->attempt;
+	*cut_max = r->tick > *cut_max ? r->tick : *cut_max;
+}
+
 static void db_last(struct squery *q)
 {
 	int j = job_index(q->p[1]);
@@ -728,12 +737,8 @@ static void db_last(struct squery *q)
 			success = r->finished_ms;
 		if (old_running && !cut && !same && r->tick > older)
 			older = r->tick;
-		if (old_running && (cut || same)) {
-			snprintf(r->outcome, sizeof(r->outcome), "interrupted");
-			if (r->tick > cut_max || (r->tick == cut_max && r->attempt > cut_attempt))
-				cut_attempt = r->attempt;
-			cut_max = r->tick > cut_max ? r->tick : cut_max;
-		}
+		if (old_running && (cut || same))
+			note_cut(r, &cut_max, &cut_attempt);
 	}
 	sq_answer(q, 1, LEDGER_LAST_NCOLS);
 	put(q, 0, LEDGER_LAST_TICK, last == INT64_MIN, "%" PRId64, last);

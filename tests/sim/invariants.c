@@ -193,9 +193,37 @@ static bool failed_for_good(int j, const struct lrow *r)
 	       (next != SCHEDULE_NEVER && next + W.jitter_ms[j] <= limit);
 }
 
+/* Job j's newest row (by tick, then attempt), or NULL. */
+static const struct lrow *newest_row(int j)
+{
+	const struct lrow *newest = NULL;
+
+	for (size_t k = 0; k < W.n_rows; k++) {
+		const struct lrow *r = &W.rows[k];
+
+		if (job_index(r->job) == j && (!newest || r->tick > newest->tick ||
+		    (r->tick == newest->tick && r->attempt > newest->attempt)))
+			newest = r;
+	}
+	return newest;
+}
+
+/* Whether an on_failure claimed TICK_MARGIN ago by a node that led on
+ * since, in the same incarnation, never ran. */
+static bool claimed_not_run(const struct lrow *r)
+{
+	const struct node *n;
+
+	if (strcmp(r->on_failure, "sent") || r->on_failure_runs ||
+	    r->on_failure_at > T - TICK_MARGIN)
+		return false;
+	n = &W.nodes[r->on_failure_by];
+	return n->up && n->inc == r->on_failure_inc && n->steady_since <= r->on_failure_at;
+}
+
 /* At the end: each job's newest run that failed for good, with a node
  * leading steadily for TICK_MARGIN, had its on_failure sent (never lost),
- * and one claimed by the term still leading ran. */
+ * and one claimed by a node that led on since ran. */
 void check_on_failure_end(void)
 {
 	bool steady = false;
@@ -203,26 +231,16 @@ void check_on_failure_end(void)
 	for (int i = 0; i < W.n; i++)
 		steady |= W.nodes[i].steady_since <= T - TICK_MARGIN;
 	for (int j = 0; j < W.n_jobs && steady && !W.failed; j++) {
-		const struct lrow *newest = NULL;
+		const struct lrow *newest;
 
-		if (!W.sched[j] || !job_cfg(j)->on_failure)
+		if (!W.sched[j] || !job_cfg(j)->on_failure || !(newest = newest_row(j)))
 			continue;
-		for (size_t k = 0; k < W.n_rows; k++) {
-			const struct lrow *r = &W.rows[k];
-
-			if (job_index(r->job) == j && (!newest || r->tick > newest->tick ||
-			    (r->tick == newest->tick && r->attempt > newest->attempt)))
-				newest = r;
-		}
-		if (newest && failed_for_good(j, newest) && strcmp(newest->on_failure, "sent"))
+		if (failed_for_good(j, newest) && strcmp(newest->on_failure, "sent"))
 			fail_at((1u << W.n) - 1, "job %s's run %" PRId64 " failed for good, "
 				"a node led steadily since, and its on_failure was never sent "
 				"(%s)", W.job_name[j], newest->run_id,
 				newest->on_failure[0] ? newest->on_failure : "not owed");
-		else if (newest && !strcmp(newest->on_failure, "sent") &&
-			 !newest->on_failure_runs && newest->on_failure_at <= T - TICK_MARGIN &&
-			 W.nodes[newest->on_failure_by].up &&
-			 W.nodes[newest->on_failure_by].steady_since <= newest->on_failure_at)
+		else if (claimed_not_run(newest))
 			fail_at(1u << newest->on_failure_by, "%s claimed the on_failure of job "
 				"%s's run %" PRId64 ", led on, and never ran it",
 				W.nodes[newest->on_failure_by].name, W.job_name[j],
