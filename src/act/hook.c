@@ -101,9 +101,38 @@ static void feed_cb(struct ev_loop *loop, ev_io *w, int revents)
 	stop_feed(h);
 }
 
-/* In the new process: its own group, default signals, the pipe as stdin. */
-static void exec_hook(const char *command, char *const *extra_env, int in)
+/* pgleader's environment without PGLEADER_DSN and the names extra_env
+ * sets, then extra_env: made before the fork, so that the new process
+ * only execs (no allocation there). The strings are borrowed. */
+static char **hook_environment(char *const *extra_env)
 {
+	size_t n = 0, extra = 0, k = 0;
+	char **envp;
+
+	while (environ && environ[n])
+		n++;
+	while (extra_env && extra_env[extra])
+		extra++;
+	if (!(envp = calloc(n + extra + 1, sizeof(*envp))))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t name = strcspn(environ[i], "=");
+		bool drop = !strncmp(environ[i], "PGLEADER_DSN=", 13);
+
+		for (size_t j = 0; j < extra && !drop; j++)
+			drop = !strncmp(environ[i], extra_env[j], name + 1);
+		if (!drop)
+			envp[k++] = environ[i];
+	}
+	for (size_t j = 0; j < extra; j++)
+		envp[k++] = extra_env[j];
+	return envp;
+}
+
+/* In the new process: its own group, default signals, the pipe as stdin. */
+static void exec_hook(const char *command, char *const *envp, int in)
+{
+	char *const argv[] = { "sh", "-c", (char *)command, NULL };
 	sigset_t none;
 
 	setpgid(0, 0);
@@ -117,10 +146,7 @@ static void exec_hook(const char *command, char *const *extra_env, int in)
 	}
 	for (int fd = 3; fd < 1024; fd++)
 		close(fd);
-	unsetenv("PGLEADER_DSN");
-	for (size_t i = 0; extra_env && extra_env[i]; i++)
-		putenv(extra_env[i]);
-	execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+	execve("/bin/sh", argv, envp);
 	_exit(127);
 }
 
@@ -149,18 +175,22 @@ struct hook *hook_start(struct ev_loop *loop, const char *command,
 			char *err, size_t errlen)
 {
 	struct hook *h = calloc(1, sizeof(*h));
+	char **envp = hook_environment(extra_env);
 	int p[2] = { -1, -1 };
 
-	if (!h || pipe(p) < 0) {
-		snprintf(err, errlen, "cannot start on_failure: %s", strerror(h ? errno : ENOMEM));
+	if (!h || !envp || pipe(p) < 0) {
+		snprintf(err, errlen, "cannot start on_failure: %s",
+			 strerror(h && envp ? errno : ENOMEM));
 		free(h);
+		free(envp);
 		return NULL;
 	}
 	*h = (struct hook){ .loop = loop, .grace = grace, .fn = fn, .arg = arg };
 	h->feed.fd = -1;
 	h->pid = fork();
 	if (h->pid == 0)
-		exec_hook(command, extra_env, p[0]);
+		exec_hook(command, envp, p[0]);
+	free(envp);
 	close(p[0]);
 	if (h->pid < 0 || !start_feed(h, p[1], input, len)) {
 		snprintf(err, errlen, "cannot start on_failure: %s", strerror(errno));

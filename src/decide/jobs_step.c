@@ -1215,7 +1215,8 @@ static void run_ended(struct job *jb, enum jobs_outcome o, int status)
 	struct notice n = { jb->run_id, jb->run_tick, jb->run_attempt, status, o };
 	/* the tick after the run's: one that fell while it ran (skipped)
 	 * ended its retries already */
-	int64_t due, next = j->active ? schedule_next(jb->sched, jb->run_tick) : INT64_MIN;
+	int64_t due, next = j->active && jb->sched ? schedule_next(jb->sched, jb->run_tick)
+						 : INT64_MIN;
 	enum jobs_retry_verdict v = verdict_of(jb, &n, db_now(j), next, &due);
 
 	finish(j, jb->run_id, o, status)->owed =
@@ -1262,10 +1263,13 @@ static void retry_due(struct job *jb)
 static bool retry_claimed_late(struct job *jb, const struct jobs_answer *a)
 {
 	struct jobs_state *j = jb->owner;
-	int64_t next = schedule_next(jb->sched, jb->claim_tick);
+	int64_t next;
 	char when[40], at[40];
 
-	if (jb->claim_attempt <= 1 || next == SCHEDULE_NEVER || a->db_now < next)
+	if (jb->claim_attempt <= 1 || !jb->sched)
+		return false;
+	next = schedule_next(jb->sched, jb->claim_tick);
+	if (next == SCHEDULE_NEVER || a->db_now < next)
 		return false;
 	say(j, LOG_LEVEL_NOTICE, "job %s: attempt %d of tick %s not run: its claim was "
 	    "answered after tick %s fell due (the newer tick wins)", jb->cfg->name,
@@ -1309,7 +1313,11 @@ static void retry_catch_up(struct job *jb, const struct jobs_answer *a)
 		return;
 	next = schedule_next(jb->sched, last.tick);
 	v = verdict_of(jb, &last, a->last_ended, next, &due);
-	if (v == JOBS_RETRY_AGAIN && jb->state == JOB_IDLE && !jb->paused) {
+	if (v == JOBS_RETRY_AGAIN) {
+		/* not while its claim is on its way (planned again after a
+		 * regain); a paused job's is dropped when due, with a line */
+		if (jb->state != JOB_IDLE)
+			return;
 		say(jb->owner, LOG_LEVEL_NOTICE, "job %s: run %" PRId64 " %s (attempt %d "
 		    "of %d); attempt %d in %.1fs", jb->cfg->name, last.run_id,
 		    jobs_outcome_name(last.outcome), last.attempt, jb->cfg->retries + 1,

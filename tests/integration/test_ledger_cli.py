@@ -64,7 +64,7 @@ def test_init_db_creates_the_ledger_and_is_idempotent(workdir, pg_shared):
     assert r.out == 'ledger ready in schema "ledger_init"\n', r
     assert r.err == "", r
     assert tables_of(pg_shared, "ledger_init") == TABLES
-    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["3"]]
+    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["4"]]
     assert pg_shared.scalar("SELECT obj_description('ledger_init.runs'::regclass,"
                             " 'pg_class')").startswith("one row per job and tick")
     # The outcomes are checked by the server.
@@ -75,7 +75,7 @@ def test_init_db_creates_the_ledger_and_is_idempotent(workdir, pg_shared):
 
     again = init_db(workdir, pg_shared, "ledger_init")
     assert (again.rc, again.out, again.err) == (r.rc, r.out, r.err), again
-    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["3"]]
+    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["4"]]
 
 
 def test_init_db_two_at_once(workdir, pg_shared):
@@ -96,7 +96,7 @@ def test_init_db_two_at_once(workdir, pg_shared):
         for r in results:
             assert r is not None and r.rc == 0 and r.err == "", results
         assert tables_of(pg_shared, schema) == TABLES
-        assert pg_shared.psql("SELECT version FROM %s.meta" % schema) == [["3"]]
+        assert pg_shared.psql("SELECT version FROM %s.meta" % schema) == [["4"]]
 
 
 def test_print_sql_gives_the_same_ledger(workdir, pg_shared):
