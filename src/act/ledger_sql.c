@@ -17,7 +17,8 @@
 #define RUN_COLS(r) \
 	r ".job, " TS(r ".tick") ", " r ".node_id, " r ".fencing_token::text, " \
 	r ".outcome, " r ".exit_status, " TS(r ".started_at") ", " TS(r ".finished_at") ",\n" \
-	"       round(extract(epoch FROM " r ".finished_at - " r ".started_at) * 1000)::bigint"
+	"       round(extract(epoch FROM " r ".finished_at - " r ".started_at) * 1000)::bigint, " \
+	r ".attempt"
 
 static const char init_sql[] =
 	"-- Two creations at once wait for each other here: concurrent\n"

@@ -113,6 +113,7 @@ enum ledger_sql_run_col {
 	LEDGER_RUN_STARTED,
 	LEDGER_RUN_FINISHED,
 	LEDGER_RUN_DURATION_MS,
+	LEDGER_RUN_ATTEMPT,      /* 1, or a retry's (DESIGN 13) */
 	LEDGER_RUN_NCOLS,
 	/* the summary only: when the job's newest success finished */
 	LEDGER_RUN_LAST_SUCCESS = LEDGER_RUN_NCOLS,

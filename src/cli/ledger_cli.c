@@ -139,7 +139,7 @@ static const char *duration_text(const char *ms, char *buf, size_t len)
 	return strcmp(buf, "0") == 0 ? "0s" : buf;
 }
 
-/* The object of one run: exactly the fields of DESIGN 10. */
+/* The object of one run: exactly the fields of DESIGN 10, and 13's attempt. */
 static json_t *run_json(const PGresult *res, int row)
 {
 	static const struct { const char *name; int col; } text[] = {
@@ -159,6 +159,8 @@ static json_t *run_json(const PGresult *res, int row)
 			    cli_json_text(cli_cell(res, row, LEDGER_RUN_STARTED)));
 	json_object_set_new(o, "finished_at",
 			    cli_json_text(cli_cell(res, row, LEDGER_RUN_FINISHED)));
+	json_object_set_new(o, "attempt", json_integer(cli_cell(res, row, LEDGER_RUN_ATTEMPT)
+			    ? strtoll(cli_cell(res, row, LEDGER_RUN_ATTEMPT), NULL, 10) : 1));
 	return o;
 }
 
