@@ -198,7 +198,7 @@ $(B)tests/unit/test_log: tests/unit/test_log.c src/log.c $(DEPS)
 # The planning rule on the real schedule arithmetic.
 TICKPLAN_SRCS := src/decide/tickplan.c $(SCHEDULE_SRCS)
 # The job decider (DESIGN 14), pure: no libev, no libpq, no clock.
-JOBS_STEP_SRCS := src/decide/jobs_step.c $(TICKPLAN_SRCS)
+JOBS_STEP_SRCS := src/decide/jobs_step.c src/decide/jobs_retry.c $(TICKPLAN_SRCS)
 $(B)tests/unit/test_tickplan: tests/unit/test_tickplan.c $(TICKPLAN_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(TICKPLAN_SRCS) $(CHECK_LIBS)
 $(B)tests/unit/test_lease_sql: tests/unit/test_lease_sql.c src/act/lease_sql.c $(DEPS)
@@ -219,7 +219,7 @@ $(B)tests/unit/test_jobs: tests/unit/test_jobs.c src/act/jobs.c src/act/output.c
 # The job decider alone, on the configuration config_load makes of a jobs
 # file, with a fake clock: the actions are the answer.
 UNIT_TESTS += $(B)tests/unit/test_jobs_step
-JOBS_STEP_TEST_SRCS := src/decide/jobs_step.c src/decide/tickplan.c src/settings/config.c src/decide/schedule.c \
+JOBS_STEP_TEST_SRCS := src/decide/jobs_step.c src/decide/jobs_retry.c src/decide/tickplan.c src/settings/config.c src/decide/schedule.c \
 	src/decide/zone.c $(OPTIONS_SRCS)
 $(B)tests/unit/test_jobs_step: tests/unit/test_jobs_step.c $(JOBS_STEP_TEST_SRCS) $(DEPS)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(JOBS_STEP_TEST_SRCS) $(SIM_LIBS) $(CHECK_LIBS)
@@ -282,7 +282,7 @@ JOBS_SEEDS ?= 500
 # The linker wraps election_new and election_step, so that the simulator
 # knows each node's election (the invariants) and traces each step.
 SIM_OTHER_SRCS := src/supervisor.c src/act/runner.c src/act/runner_command.c src/act/runner_jobs.c src/decide/params.c src/settings/config.c src/decide/schedule.c src/decide/zone.c $(OPTIONS_SRCS) src/settings/fleet.c \
-	src/act/jobs.c src/decide/jobs_step.c src/decide/tickplan.c src/act/ledger.c src/act/ledger_sql.c
+	src/act/jobs.c src/decide/jobs_step.c src/decide/jobs_retry.c src/decide/tickplan.c src/act/ledger.c src/act/ledger_sql.c
 # the simulator's own files: its core, the models, the ports, the checks
 SIM_FILES := tests/sim/sim.c tests/sim/network.c tests/sim/database.c \
 	tests/sim/ports.c tests/sim/invariants.c tests/sim/faults.c

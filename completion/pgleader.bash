@@ -116,6 +116,10 @@ _pgleader_value() {
 		;;
 	--user) mapfile -t COMPREPLY < <(compgen -u -- "$2") ;;
 	--group) mapfile -t COMPREPLY < <(compgen -g -- "$2") ;;
+	--on-failure)
+		# a shell line run by /bin/sh -c: its first word is a command
+		mapfile -t COMPREPLY < <(compgen -c -- "$2")
+		;;
 	*)
 		if values=$(_pgleader_values "$1"); then
 			mapfile -t COMPREPLY < <(compgen -W "$values" -- "$2")

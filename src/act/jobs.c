@@ -13,15 +13,16 @@
 
 #include "child.h"
 #include "clocks.h"
+#include "hook.h"
 #include "log.h"
 #include "output.h"
 
 #define FEED_DEPTH 4
 
-enum { ENV_NODE, ENV_KEY, ENV_TOKEN, ENV_JOB, ENV_TICK, ENV_RUN, ENV_COUNT };
+enum { ENV_NODE, ENV_KEY, ENV_TOKEN, ENV_JOB, ENV_TICK, ENV_RUN, ENV_ATTEMPT, ENV_COUNT };
 
 /* Whose answer a ledger callback carries. */
-enum { ASK_REMADE, ASK_CLAIMED, ASK_RECORDED, ASK_LAST, ASK_COUNT };
+enum { ASK_REMADE, ASK_CLAIMED, ASK_RECORDED, ASK_LAST, ASK_ON_FAILURE, ASK_COUNT };
 struct asker {
 	struct jobs *owner;
 	int job;                    /* -1: the term's ENSURE */
@@ -35,7 +36,7 @@ struct job_io {
 	struct child *child;
 	struct output *out;         /* output = log; NULL: inherit */
 	int64_t run_id;             /* of the run started last (0: not scheduled) */
-	ev_timer timers[JOBS_TIMER_FLUSH]; /* TICK, LIMIT, WAIT */
+	ev_timer timers[JOBS_TIMER_FLUSH]; /* TICK, LIMIT, WAIT, RETRY */
 	struct asker askers[ASK_COUNT];
 	char env[ENV_COUNT][128];
 	char *envp[ENV_COUNT + 1];
@@ -56,6 +57,7 @@ struct jobs {
 	struct jobs_output outs[FEED_DEPTH];
 	int depth;
 	ev_timer flush_timer;       /* a stop waits for the runs' ends */
+	struct on_failure_run *hooks; /* on_failure commands running */
 	char node_id[64];
 };
 
@@ -94,8 +96,15 @@ static void answer_of(const struct ledger_answer *a, struct jobs_answer *to)
 		.early = a->early, .last_tick = a->last_tick,
 		.interrupted = a->interrupted, .last_success = a->last_success,
 		.older_running = a->older_running,
+		.interrupted_attempt = a->interrupted_attempt,
+		.last_run_id = a->last_run_id, .last_ended = a->last_ended,
+		.last_attempt = a->last_attempt, .last_exit = a->last_exit,
+		.owed_run_id = a->owed_run_id, .owed_tick = a->owed_tick,
+		.owed_attempt = a->owed_attempt, .owed_exit = a->owed_exit,
 	};
 	snprintf(to->error, sizeof(to->error), "%s", a->error);
+	snprintf(to->last_outcome, sizeof(to->last_outcome), "%s", a->last_outcome);
+	snprintf(to->owed_outcome, sizeof(to->owed_outcome), "%s", a->owed_outcome);
 }
 
 static void answered_cb(void *arg, const struct ledger_answer *a)
@@ -167,15 +176,19 @@ static void set_env(struct job_io *io, const struct jobs_action *a)
 	snprintf(io->env[ENV_JOB], sizeof(io->env[0]), "PGLEADER_JOB=%s", io->cfg->name);
 	for (int i = 0; i < ENV_TICK; i++)
 		io->envp[i] = io->env[i];
-	io->envp[ENV_TICK] = io->envp[ENV_RUN] = io->envp[ENV_COUNT] = NULL;
+	io->envp[ENV_TICK] = io->envp[ENV_RUN] = io->envp[ENV_ATTEMPT] = NULL;
+	io->envp[ENV_COUNT] = NULL;
 	if (a->run_id <= 0)
 		return;
 	snprintf(io->env[ENV_TICK], sizeof(io->env[0]), "PGLEADER_TICK=%s",
 		 clocks_rfc3339(a->tick, when, sizeof(when)));
 	snprintf(io->env[ENV_RUN], sizeof(io->env[0]), "PGLEADER_RUN_ID=%" PRId64,
 		 a->run_id);
+	snprintf(io->env[ENV_ATTEMPT], sizeof(io->env[0]), "PGLEADER_ATTEMPT=%d",
+		 a->attempt > 0 ? a->attempt : 1);
 	io->envp[ENV_TICK] = io->env[ENV_TICK];
 	io->envp[ENV_RUN] = io->env[ENV_RUN];
+	io->envp[ENV_ATTEMPT] = io->env[ENV_ATTEMPT];
 }
 
 /* The run's output pipe; without one (no descriptor left) the command
@@ -250,7 +263,7 @@ static void finish_run(struct jobs *j, const struct jobs_action *a)
 			tail = output_tail(io->out, &len);
 	}
 	ledger_finish(j->ledger, a->term.fencing_token, a->run_id,
-		      jobs_outcome_name(a->outcome), a->status, tail, len);
+		      jobs_outcome_name(a->outcome), a->status, a->owed, tail, len);
 }
 
 /* The ledger's statements. */
@@ -263,7 +276,7 @@ static void ask(struct jobs *j, const struct jobs_action *a)
 		ledger_ensure(j->ledger, answered_cb,
 			      io ? &io->askers[ASK_REMADE] : &j->ensure_asker);
 	else if (a->type == JOBS_DO_CLAIM)
-		ledger_claim(j->ledger, &t, io->cfg->name, a->tick,
+		ledger_claim(j->ledger, &t, io->cfg->name, a->tick, a->attempt,
 			     jobs_outcome_name(a->outcome), a->rerun, answered_cb,
 			     &io->askers[a->record ? ASK_RECORDED : ASK_CLAIMED]);
 	else if (a->type == JOBS_DO_LAST)
@@ -271,6 +284,9 @@ static void ask(struct jobs *j, const struct jobs_action *a)
 			    &io->askers[ASK_LAST]);
 	else if (a->type == JOBS_DO_FINISH)
 		finish_run(j, a);
+	else if (a->type == JOBS_DO_ON_FAILURE_CLAIM)
+		ledger_on_failure(j->ledger, &t, a->run_id, answered_cb,
+				  &io->askers[ASK_ON_FAILURE]);
 	else
 		ledger_prune(j->ledger, a->term.lock_key, a->keep_ms);
 }
@@ -288,23 +304,159 @@ static void signal_run(struct jobs *j, const struct jobs_action *a)
 		child_signal(c, a->sig);
 }
 
+/* ---- on_failure (DESIGN 13) ---- */
+
+enum { HENV_NODE, HENV_JOB, HENV_TICK, HENV_RUN, HENV_ATTEMPT, HENV_OUTCOME,
+       HENV_EXIT, HENV_COUNT };
+
+/* An on_failure command running, with its environment (the hook copies
+ * none of it before its fork). */
+struct on_failure_run {
+	struct on_failure_run *next;
+	struct job_io *io;
+	struct hook *hook;
+	int64_t run_id;
+	char env[HENV_COUNT][128];
+	char *envp[HENV_COUNT + 1];
+};
+
+/* What goes to on_failure's stdin: the failed run's output tail, once the
+ * run's row keeps one (DESIGN 13's output_tail); empty until then. */
+static void on_failure_input(const struct job_io *io, int64_t run_id,
+			     const char **buf, size_t *len)
+{
+	(void)io;
+	(void)run_id;
+	*buf = "";
+	*len = 0;
+}
+
+static void unlink_hook(struct jobs *j, struct on_failure_run *r)
+{
+	for (struct on_failure_run **p = &j->hooks; *p; p = &(*p)->next)
+		if (*p == r) {
+			*p = r->next;
+			return;
+		}
+}
+
+static void on_failure_done_cb(void *arg, int status, bool timed_out)
+{
+	struct on_failure_run *r = arg;
+	struct jobs *j = r->io->owner;
+	struct jobs_event ev = { .type = JOBS_EV_ON_FAILURE_DONE, .job = r->io->index,
+				 .status = status, .timed_out = timed_out,
+				 .run_id = r->run_id };
+
+	unlink_hook(j, r);
+	free(r); /* the hook frees itself once this returns */
+	feed(j, &ev);
+}
+
+static void hook_env(struct on_failure_run *r, const struct jobs_action *a)
+{
+	char when[40];
+	const struct jobs *j = r->io->owner;
+
+	snprintf(r->env[HENV_NODE], sizeof(r->env[0]), "PGLEADER_NODE_ID=%s", j->node_id);
+	snprintf(r->env[HENV_JOB], sizeof(r->env[0]), "PGLEADER_JOB=%s", r->io->cfg->name);
+	snprintf(r->env[HENV_TICK], sizeof(r->env[0]), "PGLEADER_TICK=%s",
+		 clocks_rfc3339(a->tick, when, sizeof(when)));
+	snprintf(r->env[HENV_RUN], sizeof(r->env[0]), "PGLEADER_RUN_ID=%" PRId64, a->run_id);
+	snprintf(r->env[HENV_ATTEMPT], sizeof(r->env[0]), "PGLEADER_ATTEMPT=%d", a->attempt);
+	snprintf(r->env[HENV_OUTCOME], sizeof(r->env[0]), "PGLEADER_OUTCOME=%s",
+		 jobs_outcome_name(a->outcome));
+	if (a->status >= 0)
+		snprintf(r->env[HENV_EXIT], sizeof(r->env[0]), "PGLEADER_EXIT_STATUS=%d",
+			 a->status);
+	else
+		snprintf(r->env[HENV_EXIT], sizeof(r->env[0]), "PGLEADER_EXIT_STATUS=");
+	for (int i = 0; i < HENV_COUNT; i++)
+		r->envp[i] = r->env[i];
+	r->envp[HENV_COUNT] = NULL;
+}
+
+/* The claimed on_failure of a failed run: started; its end is an event. */
+static void run_on_failure(struct job_io *io, const struct jobs_action *a)
+{
+	struct jobs *j = io->owner;
+	struct on_failure_run *r = calloc(1, sizeof(*r));
+	const char *input;
+	size_t len;
+	char err[256];
+
+	if (!r) {
+		log_error("job %s: out of memory for on_failure", io->cfg->name);
+		return;
+	}
+	r->io = io;
+	r->run_id = a->run_id;
+	hook_env(r, a);
+	on_failure_input(io, a->run_id, &input, &len);
+	r->hook = hook_start(j->loop, io->cfg->on_failure, r->envp, input, len, a->after,
+			     (double)io->cfg->grace_period_ms / 1000, on_failure_done_cb,
+			     r, err, sizeof(err));
+	if (!r->hook) {
+		struct jobs_event ev = { .type = JOBS_EV_ON_FAILURE_DONE, .job = io->index,
+					 .status = 127, .run_id = a->run_id };
+
+		log_error("job %s: %s", io->cfg->name, err);
+		free(r);
+		feed(j, &ev);
+		return;
+	}
+	r->next = j->hooks;
+	j->hooks = r;
+}
+
+static void do_log(struct jobs *j, const struct jobs_action *a)
+{
+	(void)j;
+	say(a);
+}
+
+static void do_start(struct jobs *j, const struct jobs_action *a)
+{
+	start(&j->job[a->job], a);
+}
+
+static void do_gone(struct jobs *j, const struct jobs_action *a)
+{
+	j->cb.gone(j->cb.arg, a->status);
+}
+
+static void do_refused(struct jobs *j, const struct jobs_action *a)
+{
+	j->cb.refused(j->cb.arg, a->fault, a->text);
+}
+
+static void do_on_failure(struct jobs *j, const struct jobs_action *a)
+{
+	run_on_failure(&j->job[a->job], a);
+}
+
+/* Who carries out each action type. */
+static void (*const doers[])(struct jobs *j, const struct jobs_action *a) = {
+	[JOBS_DO_LOG] = do_log,
+	[JOBS_DO_ENSURE] = ask, [JOBS_DO_CLAIM] = ask, [JOBS_DO_LAST] = ask,
+	[JOBS_DO_FINISH] = ask, [JOBS_DO_PRUNE] = ask,
+	[JOBS_DO_START] = do_start,
+	[JOBS_DO_STOP] = signal_run, [JOBS_DO_KILL] = signal_run,
+	[JOBS_DO_SIGNAL] = signal_run,
+	[JOBS_DO_TIMER] = set_timer,
+	[JOBS_DO_GONE] = do_gone,
+	[JOBS_DO_REFUSED] = do_refused,
+	[JOBS_DO_ON_FAILURE_CLAIM] = ask,
+	[JOBS_DO_ON_FAILURE] = do_on_failure,
+};
+
 static void carry_out(struct jobs *j, const struct jobs_output *out)
 {
 	for (size_t i = 0; i < out->n; i++) {
 		const struct jobs_action *a = &out->a[i];
 
-		switch (a->type) {
-		case JOBS_DO_LOG: say(a); break;
-		case JOBS_DO_ENSURE: case JOBS_DO_CLAIM: case JOBS_DO_LAST:
-		case JOBS_DO_FINISH: case JOBS_DO_PRUNE: ask(j, a); break;
-		case JOBS_DO_START: start(&j->job[a->job], a); break;
-		case JOBS_DO_STOP: case JOBS_DO_KILL: case JOBS_DO_SIGNAL:
-			signal_run(j, a);
-			break;
-		case JOBS_DO_TIMER: set_timer(j, a); break;
-		case JOBS_DO_GONE: j->cb.gone(j->cb.arg, a->status); break;
-		case JOBS_DO_REFUSED: j->cb.refused(j->cb.arg, a->fault, a->text); break;
-		}
+		if ((size_t)a->type < sizeof(doers) / sizeof(doers[0]) && doers[a->type])
+			doers[a->type](j, a);
 	}
 }
 
@@ -396,7 +548,8 @@ static bool job_init(struct jobs *j, struct job_io *io, size_t i)
 	for (int k = 0; k < ASK_COUNT; k++)
 		io->askers[k] = (struct asker){ j, (int)i,
 			k == ASK_REMADE ? JOBS_EV_REMADE : k == ASK_CLAIMED ? JOBS_EV_CLAIMED
-			: k == ASK_RECORDED ? JOBS_EV_RECORDED : JOBS_EV_LAST };
+			: k == ASK_RECORDED ? JOBS_EV_RECORDED : k == ASK_LAST ? JOBS_EV_LAST
+			: JOBS_EV_ON_FAILURE_CLAIMED };
 	io->child = child_new(j->loop, io->cfg->command, io->cfg->shell,
 			      (double)io->cfg->grace_period_ms / 1000, run_gone_cb, io);
 	if (!io->child)
@@ -455,6 +608,13 @@ void jobs_free(struct jobs *j)
 	if (!j)
 		return;
 	ev_timer_stop(j->loop, &j->flush_timer);
+	while (j->hooks) {
+		struct on_failure_run *r = j->hooks;
+
+		j->hooks = r->next;
+		hook_free(r->hook);
+		free(r);
+	}
 	for (size_t i = 0; i < j->n; i++) {
 		for (int t = 0; t < JOBS_TIMER_FLUSH; t++)
 			ev_timer_stop(j->loop, &j->job[i].timers[t]);

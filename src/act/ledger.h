@@ -78,6 +78,19 @@ struct ledger_answer {
 	int64_t last_success;    /* end of the newest succeeded run; 0: none */
 	int64_t older_running;   /* without cut: the newest run an older term
 				  * left running; INT64_MIN: none */
+	int interrupted_attempt; /* the attempt of that newest cut run */
+	/* the newest tick's last attempt (run_id 0: no row), for a retry
+	 * owed (DESIGN 13): its outcome, exit status (-1: none) and end
+	 * (INT64_MIN: not ended) */
+	int64_t last_run_id;
+	int last_attempt, last_exit;
+	char last_outcome[16];
+	int64_t last_ended;
+	/* the newest run whose on_failure is owed and was not sent (run_id 0:
+	 * none) */
+	int64_t owed_run_id, owed_tick;
+	int owed_attempt, owed_exit;
+	char owed_outcome[16];
 	/* CONTROLS */
 	const struct ledger_controls *controls; /* valid during the call */
 	/* PRIORITY_ASK */
@@ -105,25 +118,32 @@ void ledger_ensure(struct ledger *l, ledger_fn fn, void *arg);
 /* Claims (lock key, job, tick) for the term: one row, inserted only while
  * the term's lock session holds the lock, its token is not older than the
  * newest recorded for the lock, and the tick is not in the server's
- * future. outcome is "running" (a run starts: started_at now) or what the
+ * future. attempt: 1, or 2 .. retries+1 for a retry of the tick (a row
+ * of its own, claimed alike). outcome is "running" (a run starts: started_at now) or what the
  * tick was instead ("skipped", "missed": finished at once). With rerun, a
  * tick recorded interrupted by an older term is claimed again. */
 void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job,
-		  int64_t tick, const char *outcome, bool rerun, ledger_fn fn,
-		  void *arg);
+		  int64_t tick, int attempt, const char *outcome, bool rerun,
+		  ledger_fn fn, void *arg);
 /* The newest tick recorded for the job and the end of its newest
  * successful run; with cut, after recording as interrupted every run an
  * older term left running, without, telling the newest of them. */
 void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,
 		 bool cut, ledger_fn fn, void *arg);
-/* Ends a run: its outcome and exit status (-1: none), and the last bytes
- * of its output (output_len of them; output NULL: not read, the row's
- * output stays NULL). Kept and sent again until the server has it,
- * whatever happens to the term. A run recorded interrupted meanwhile
- * keeps that outcome, and gets its end. */
+/* Ends a run: its outcome and exit status (-1: none); owed: its row
+ * records that the job's on_failure is owed; the last bytes of its output
+ * (output_len of them; output NULL: not read, the row's output stays
+ * NULL). Kept and sent again until the server has it, whatever happens to
+ * the term. A run recorded interrupted meanwhile keeps that outcome, and
+ * gets its end. */
 void ledger_finish(struct ledger *l, uint64_t fencing_token, int64_t run_id,
-		   const char *outcome, int exit_status, const char *output,
+		   const char *outcome, int exit_status, bool owed, const char *output,
 		   size_t output_len);
+/* Claims a failed run's on_failure for the term (DESIGN 13): run_id in
+ * the answer when this node is to send it, 0 when not (sent already, or
+ * the lock lost). */
+void ledger_on_failure(struct ledger *l, const struct ledger_term *t, int64_t run_id,
+		       ledger_fn fn, void *arg);
 /* Deletes up to 100 rows of this lock older than keep_ms. */
 void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms);
 

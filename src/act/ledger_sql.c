@@ -18,7 +18,7 @@
 	r ".job, " TS(r ".tick") ", " r ".node_id, " r ".fencing_token::text, " \
 	r ".outcome, " r ".exit_status, " TS(r ".started_at") ", " TS(r ".finished_at") ",\n" \
 	"       round(extract(epoch FROM " r ".finished_at - " r ".started_at) * 1000)::bigint,\n" \
-	"       " r ".run_id, octet_length(" r ".output)"
+	"       " r ".run_id, octet_length(" r ".output), " r ".attempt"
 
 static const char init_sql[] =
 	"-- Two creations at once wait for each other here: concurrent\n"
@@ -97,6 +97,21 @@ static const char init_sql[] =
 	"-- version 4 (pgleader 0.6): the last bytes of each run's output\n"
 	"ALTER TABLE @S.runs ADD COLUMN IF NOT EXISTS output bytea;\n"
 	"COMMENT ON COLUMN @S.runs.output IS 'the last output_tail bytes the run wrote; NULL: not kept';\n"
+	"-- and retries and on_failure: each attempt of a\n"
+	"-- tick is a row of its own, and a failed run's row records whether its\n"
+	"-- on_failure command is owed or was sent. The new unique index is made\n"
+	"-- before the old constraint goes: a tick's uniqueness never lapses.\n"
+	"ALTER TABLE @S.runs ADD COLUMN IF NOT EXISTS attempt integer NOT NULL DEFAULT 1\n"
+	"    CHECK (attempt >= 1);\n"
+	"CREATE UNIQUE INDEX IF NOT EXISTS runs_attempt ON @S.runs (lock_key, job, tick, attempt);\n"
+	"ALTER TABLE @S.runs DROP CONSTRAINT IF EXISTS runs_lock_key_job_tick_key;\n"
+	"ALTER TABLE @S.runs ADD COLUMN IF NOT EXISTS on_failure text\n"
+	"    CHECK (on_failure IN ('owed', 'sent')),\n"
+	"    ADD COLUMN IF NOT EXISTS on_failure_token bigint;\n"
+	"CREATE INDEX IF NOT EXISTS runs_owed ON @S.runs (lock_key, job, tick) WHERE on_failure = 'owed';\n"
+	"COMMENT ON COLUMN @S.runs.attempt IS '1 for a tick''s first run; 2 to retries+1 for its retries (PGLEADER_ATTEMPT)';\n"
+	"COMMENT ON COLUMN @S.runs.on_failure IS 'NULL: none owed; owed: the job''s on_failure command is owed for this failed run; sent: claimed by the leader that ran it';\n"
+	"COMMENT ON COLUMN @S.runs.on_failure_token IS 'the fencing token of the term that claimed the on_failure command';\n"
 	"UPDATE @S.meta SET version = 4 WHERE version < 4;\n"
 	"-- Every node reads the controls, a plain single command's too, which\n"
 	"-- needs no other privilege; who may write them is the DBA's choice.\n"
@@ -125,10 +140,10 @@ static const char check_sql[] =
 	"              AND c.relname IN ('meta', 'terms', 'runs', 'controls'))\n"
 	"SELECT EXISTS (SELECT FROM n),\n"
 	"       (SELECT count(*) = 4 FROM t) AND (\n"
-	"           SELECT count(*) = 3 FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
+	"           SELECT count(*) = 5 FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
 	"            WHERE NOT a.attisdropped AND ((t.relname = 'controls' AND a.attname = 'leader')\n"
-	"               OR (t.relname = 'runs' AND a.attname = 'postmaster_start')\n"
-	"               OR (t.relname = 'runs' AND a.attname = 'output'))),\n"
+	"               OR (t.relname = 'runs' AND a.attname IN ('postmaster_start', 'attempt',\n"
+	"                                                        'on_failure', 'output')))),\n"
 	"       COALESCE((SELECT pg_catalog.has_schema_privilege(oid, 'USAGE') FROM n), false),\n"
 	"       COALESCE((SELECT pg_catalog.has_table_privilege(oid, 'SELECT') FROM t\n"
 	"                  WHERE relname = 'runs'), false),\n"
@@ -426,13 +441,14 @@ bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t 
 
 /* The lock, held by the lock session $6: the bigint form, objsubid 1,
  * classid and objid its halves (lease_sql.h). */
-#define HELD_BY_LOCK_SESSION \
+#define HELD_BY_SESSION(pid) \
 	"SELECT FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND granted" \
-	" AND pid = $6::int AND objsubid = 1" \
+	" AND pid = " pid "::int AND objsubid = 1" \
 	" AND classid::bigint = ($1::bigint >> 32) & 4294967295" \
 	" AND objid::bigint = $1::bigint & 4294967295" \
 	" AND database = (SELECT oid FROM pg_catalog.pg_database" \
 	" WHERE datname = pg_catalog.current_database())"
+#define HELD_BY_LOCK_SESSION HELD_BY_SESSION("$6")
 
 /* The server a run begins on (DESIGN 10): the same three values mean it
  * never restarted since. */
@@ -452,7 +468,9 @@ bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t 
  * (t.lock_key), so it is a subplan run per row, never hoisted before the
  * wait. The ticks come as arrays ($2 jobs, $3 ticks, $7 outcomes, $8
  * reruns): the claims that wait together, jobs that share a tick, are one
- * statement and one commit; an answer row each, in their order. */
+ * statement and one commit; an answer row each, in their order. Each
+ * attempt of a tick ($9: 1, or 2 .. retries+1 for a retry) is a row of
+ * its own, claimed as a tick is. */
 static const char claim_sql_text[] =
 	"WITH holder AS (" HELD_BY_LOCK_SESSION "),"
 	" term AS (INSERT INTO @S.terms AS t (lock_key, fencing_token, node_id)"
@@ -464,28 +482,31 @@ static const char claim_sql_text[] =
 	" RETURNING EXISTS (" HELD_BY_LOCK_SESSION " AND t.lock_key = $1::bigint) AS held),"
 	" server AS (" SERVER_NOW "),"
 	" req AS (SELECT q.job, to_timestamp(q.tick / 1000.0) AS at, q.outcome,"
-	" q.rerun, q.ord FROM unnest($2::text[], $3::bigint[], $7::text[],"
-	" $8::boolean[]) WITH ORDINALITY AS q (job, tick, outcome, rerun, ord)),"
+	" q.rerun, q.attempt, q.ord FROM unnest($2::text[], $3::bigint[], $7::text[],"
+	" $8::boolean[], $9::int[]) WITH ORDINALITY AS q (job, tick, outcome, rerun,"
+	" attempt, ord)),"
 	" run AS (INSERT INTO @S.runs AS r (lock_key, job, tick, node_id,"
 	" fencing_token, outcome, started_at, finished_at, system_identifier,"
-	" timeline_id, postmaster_start)"
+	" timeline_id, postmaster_start, attempt)"
 	" SELECT $1::bigint, q.job, q.at, $4::text, $5::bigint, q.outcome,"
 	" CASE WHEN q.outcome = 'running' THEN clock_timestamp() END,"
 	" CASE WHEN q.outcome <> 'running' THEN clock_timestamp() END,"
-	" s.sysid, s.tli, s.started"
+	" s.sysid, s.tli, s.started, q.attempt"
 	" FROM req q, term, server s WHERE term.held AND q.at <= clock_timestamp()"
-	" ON CONFLICT (lock_key, job, tick) DO UPDATE SET node_id = EXCLUDED.node_id,"
+	" ON CONFLICT (lock_key, job, tick, attempt) DO UPDATE SET node_id = EXCLUDED.node_id,"
 	" fencing_token = EXCLUDED.fencing_token, outcome = EXCLUDED.outcome,"
 	" started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at,"
 	" exit_status = NULL, system_identifier = EXCLUDED.system_identifier,"
 	" timeline_id = EXCLUDED.timeline_id,"
 	" postmaster_start = EXCLUDED.postmaster_start WHERE r.outcome = 'interrupted'"
 	" AND r.fencing_token < EXCLUDED.fencing_token AND EXISTS (SELECT FROM req q"
-	" WHERE q.job = EXCLUDED.job AND q.at = EXCLUDED.tick AND q.rerun)"
-	" RETURNING run_id, job, tick)"
+	" WHERE q.job = EXCLUDED.job AND q.at = EXCLUDED.tick"
+	" AND q.attempt = EXCLUDED.attempt AND q.rerun)"
+	" RETURNING run_id, job, tick, attempt)"
 	" SELECT r.run_id, COALESCE((SELECT held FROM term), EXISTS (SELECT FROM holder)),"
 	" EXISTS (SELECT FROM term), q.at > clock_timestamp(), " LEDGER_SQL_NOW
-	" FROM req q LEFT JOIN run r ON r.job = q.job AND r.tick = q.at ORDER BY q.ord";
+	" FROM req q LEFT JOIN run r ON r.job = q.job AND r.tick = q.at"
+	" AND r.attempt = q.attempt ORDER BY q.ord";
 
 /* Runs an older term left running were cut off with their leader, whose
  * command may still be stopping: with cut ($4) they are recorded
@@ -505,7 +526,16 @@ static const char last_sql_text[] =
 	" cut AS (UPDATE @S.runs r SET outcome = 'interrupted' FROM server s"
 	" WHERE r.lock_key = $1::bigint AND r.job = $2::text AND r.outcome = 'running'"
 	" AND r.fencing_token < $3::bigint AND ($4::boolean OR " SAME_SERVER("r") ")"
-	" RETURNING r.tick)"
+	" RETURNING r.tick, r.attempt),"
+	" newest AS (SELECT run_id, attempt, outcome, exit_status, finished_at FROM @S.runs"
+	" WHERE lock_key = $1::bigint AND job = $2::text ORDER BY tick DESC, attempt DESC"
+	" LIMIT 1),"
+	" owed AS (SELECT o.run_id, o.tick, o.attempt, o.outcome, o.exit_status"
+	" FROM @S.runs o WHERE o.lock_key = $1::bigint AND o.job = $2::text"
+	" AND o.on_failure = 'owed' AND o.outcome IN ('failed', 'timed_out')"
+	" AND NOT EXISTS (SELECT FROM @S.runs n WHERE n.lock_key = o.lock_key"
+	" AND n.job = o.job AND n.tick = o.tick AND n.attempt > o.attempt)"
+	" ORDER BY o.tick DESC LIMIT 1)"
 	" SELECT (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint"
 	" FROM @S.runs WHERE lock_key = $1::bigint AND job = $2::text),"
 	" (SELECT (extract(epoch FROM max(tick)) * 1000)::bigint FROM cut),"
@@ -514,8 +544,13 @@ static const char last_sql_text[] =
 	" AND outcome = 'succeeded'),"
 	" (SELECT (extract(epoch FROM max(r.tick)) * 1000)::bigint FROM @S.runs r, server s"
 	" WHERE r.lock_key = $1::bigint AND r.job = $2::text AND r.outcome = 'running'"
-	" AND r.fencing_token < $3::bigint AND NOT $4::boolean AND NOT " SAME_SERVER("r") "), "
-	LEDGER_SQL_NOW;
+	" AND r.fencing_token < $3::bigint AND NOT $4::boolean AND NOT " SAME_SERVER("r") "),"
+	" (SELECT attempt FROM cut ORDER BY tick DESC, attempt DESC LIMIT 1),"
+	" n.run_id, n.attempt, n.outcome, n.exit_status,"
+	" (extract(epoch FROM n.finished_at) * 1000)::bigint,"
+	" o.run_id, (extract(epoch FROM o.tick) * 1000)::bigint, o.attempt, o.outcome,"
+	" o.exit_status, " LEDGER_SQL_NOW
+	" FROM (SELECT) AS one LEFT JOIN newest n ON true LEFT JOIN owed o ON true";
 
 /* The run's own leader saw how it ended: that is its outcome, also over
  * the interrupted of a later leader's presumption (last_sql_text) when
@@ -523,7 +558,9 @@ static const char last_sql_text[] =
 static const char finish_sql_text[] =
 	"UPDATE @S.runs SET outcome = CASE WHEN outcome IN ('running', 'interrupted')"
 	" THEN $3::text ELSE outcome END, exit_status = $4::int,"
-	" finished_at = clock_timestamp(), output = $5::bytea WHERE run_id = $1::bigint"
+	" on_failure = CASE WHEN $5::boolean AND on_failure IS NULL THEN 'owed'"
+	" ELSE on_failure END,"
+	" finished_at = clock_timestamp(), output = $6::bytea WHERE run_id = $1::bigint"
 	" AND fencing_token = $2::bigint AND finished_at IS NULL";
 
 static const char prune_sql_text[] =
@@ -550,6 +587,27 @@ char *ledger_sql_finish(const char *schema)
 char *ledger_sql_prune(const char *schema)
 {
 	return expand_new("", prune_sql_text, "", schema);
+}
+
+/* A failed run's on_failure (DESIGN 13): claimed in its row before the
+ * command starts, by the lock's holder whose token is not older than the
+ * newest recorded, so it is sent at most once across the fleet; a new
+ * leader sends one owed that nobody claimed. The term that claimed it may
+ * claim it again: its answer was lost with the session, so it did not
+ * run it (one term asks again only then). */
+static const char on_failure_sql_text[] =
+	"WITH holder AS (" HELD_BY_SESSION("$3") "),"
+	" sent AS (UPDATE @S.runs r SET on_failure = 'sent', on_failure_token = $4::bigint"
+	" WHERE r.run_id = $2::bigint AND r.lock_key = $1::bigint"
+	" AND (r.on_failure IS DISTINCT FROM 'sent' OR r.on_failure_token = $4::bigint)"
+	" AND r.outcome IN ('failed', 'timed_out') AND EXISTS (SELECT FROM holder)"
+	" AND NOT EXISTS (SELECT FROM @S.terms t WHERE t.lock_key = $1::bigint"
+	" AND t.fencing_token > $4::bigint) RETURNING r.run_id)"
+	" SELECT (SELECT run_id FROM sent), EXISTS (SELECT FROM holder), " LEDGER_SQL_NOW;
+
+char *ledger_sql_on_failure(const char *schema)
+{
+	return expand_new("", on_failure_sql_text, "", schema);
 }
 
 /* ---- the controls (DESIGN 11), read by every node --------------------- */

@@ -18,9 +18,9 @@
 #define LEDGER_SQL_INIT_LOCK "8099561637581120882" /* 0x70676c6564676572 */
 
 /* Room for the longest statement built here (the creation, with a schema
- * name of 63 bytes; about 4 KB with "pgleader"). A caller that sends the
+ * name of 63 bytes; about 6 KB with "pgleader"). A caller that sends the
  * creation through a buffer of its own needs this much. */
-#define LEDGER_SQL_MAX 8192
+#define LEDGER_SQL_MAX 16384
 
 /* A schema name the builders take: a plain lower-case identifier, 1 to 63
  * bytes of [a-z0-9_], not starting with a digit, not pg_* (reserved by
@@ -115,6 +115,7 @@ enum ledger_sql_run_col {
 	LEDGER_RUN_DURATION_MS,
 	LEDGER_RUN_ID,
 	LEDGER_RUN_OUTPUT_BYTES,    /* the stored output's length; NULL: none kept */
+	LEDGER_RUN_ATTEMPT,      /* 1, or a retry's (DESIGN 13) */
 	LEDGER_RUN_NCOLS,
 	/* the summary only: when the job's newest success finished */
 	LEDGER_RUN_LAST_SUCCESS = LEDGER_RUN_NCOLS,
@@ -142,18 +143,44 @@ bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t 
  * schema in them; malloc'd, NULL for a bad schema or out of memory.
  * claim: $1 lock key, $2 jobs (text[]), $3 ticks (Unix ms, bigint[]),
  *   $4 node id, $5 fencing token, $6 the lock session's backend pid,
- *   $7 outcomes (text[]), $8 reruns (boolean[]); a row per tick, in order:
+ *   $7 outcomes (text[]), $8 reruns (boolean[]), $9 attempts (int[]: 1,
+ *   or 2 .. retries+1 for a retry of the tick); a row per tick, in order:
  *   run_id (NULL: not claimed), holder, newest, early, the server's clock.
- * last: $1 lock key, $2 job, $3 fencing token, $4 cut; one row: the newest
- *   tick, the newest cut, the last success's end, the newest running of an
- *   older term (without cut), the server's clock.
- * finish: $1 run_id, $2 fencing token, $3 outcome, $4 exit status, $5 the
- * output's last bytes (bytea; NULL: not kept).
+ * last: $1 lock key, $2 job, $3 fencing token, $4 cut; one row, enum
+ *   ledger_sql_last_col.
+ * finish: $1 run_id, $2 fencing token, $3 outcome, $4 exit status, $5
+ *   owed: the job's on_failure is owed for this run (a failed run with no
+ *   attempt to follow), $6 the output's last bytes (bytea; NULL: not kept).
+ * on_failure: $1 lock key, $2 run_id, $3 the lock session's backend pid,
+ *   $4 fencing token: claims the run's on_failure (DESIGN 13); one row:
+ *   run_id (NULL: not claimed: sent already, not failed, or not the
+ *   holder), holder, the server's clock.
  * prune: $1 lock key, $2 keep (ms). */
 char *ledger_sql_claim(const char *schema);
 char *ledger_sql_last(const char *schema);
 char *ledger_sql_finish(const char *schema);
 char *ledger_sql_prune(const char *schema);
+char *ledger_sql_on_failure(const char *schema);
+/* The columns of last's row: ms times, NULL when none. */
+enum ledger_sql_last_col {
+	LEDGER_LAST_TICK,        /* the newest tick recorded for the job */
+	LEDGER_LAST_CUT,         /* the newest tick cut (recorded interrupted) */
+	LEDGER_LAST_SUCCESS,     /* the newest succeeded run's end */
+	LEDGER_LAST_OLDER,       /* without cut: the newest older term's running */
+	LEDGER_LAST_CUT_ATTEMPT, /* the attempt of the newest cut */
+	LEDGER_LAST_RUN_ID,      /* the newest tick's last attempt: its run_id, */
+	LEDGER_LAST_ATTEMPT,     /* attempt, */
+	LEDGER_LAST_OUTCOME,     /* outcome, */
+	LEDGER_LAST_EXIT,        /* exit status */
+	LEDGER_LAST_ENDED,       /* and end */
+	LEDGER_LAST_OWED_RUN,    /* the newest run whose on_failure is owed, */
+	LEDGER_LAST_OWED_TICK,   /* its tick, */
+	LEDGER_LAST_OWED_ATTEMPT,
+	LEDGER_LAST_OWED_OUTCOME,
+	LEDGER_LAST_OWED_EXIT,
+	LEDGER_LAST_NOW,         /* the server's clock */
+	LEDGER_LAST_NCOLS
+};
 /* The controls (DESIGN 11), read by every node, a plain single command's
  * too (malloc'd, NULL for a bad schema or out of memory):
  * probe: a boolean: the controls table is there, of this version, and

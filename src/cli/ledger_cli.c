@@ -166,9 +166,10 @@ static json_t *run_json(const PGresult *res, int row)
 	json_object_set_new(o, "finished_at",
 			    cli_json_text(cli_cell(res, row, LEDGER_RUN_FINISHED)));
 	json_object_set_new(o, "run_id", number_or_null(cli_cell(res, row, LEDGER_RUN_ID)));
-	/* DESIGN 13 adds attempt and trigger here too */
 	json_object_set_new(o, "output_bytes",
 			    number_or_null(cli_cell(res, row, LEDGER_RUN_OUTPUT_BYTES)));
+	json_object_set_new(o, "attempt", json_integer(cli_cell(res, row, LEDGER_RUN_ATTEMPT)
+			    ? strtoll(cli_cell(res, row, LEDGER_RUN_ATTEMPT), NULL, 10) : 1));
 	return o;
 }
 

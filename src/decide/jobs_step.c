@@ -13,6 +13,7 @@
 
 #include "clocks.h" /* clocks_rfc3339 only: this file reads no clock */
 #include "exit_codes.h"
+#include "jobs_retry.h"
 #include "schedule.h"
 #include "tickplan.h"
 
@@ -24,6 +25,25 @@
 #define PRUNE_EVERY 60.0
 #define RESTART_MIN 1.0
 #define RESTART_MAX 30.0
+
+/* A failed run's on_failure claims in flight, at most (answered in order). */
+#define NOTICES 8
+
+/* A failed run whose on_failure is to be claimed (DESIGN 13). */
+struct notice {
+	int64_t run_id, tick;
+	int attempt, status;
+	enum jobs_outcome outcome;
+};
+
+/* The next attempt of a tick whose run failed: due at the server's due
+ * ms; the failed run's facts for its on_failure if it never comes. */
+struct retry {
+	bool on;
+	int64_t tick, due;
+	int attempt;
+	struct notice failed;
+};
 
 enum job_phase {
 	JOB_IDLE,       /* no run */
@@ -58,6 +78,12 @@ struct job {
 	int64_t resumed_at;         /* the server's ms; INT64_MIN: never paused */
 	char paused_by[256], paused_at[64];
 	char resumed_by[256], resumed_at_text[64]; /* the last resume, for its line */
+	int claim_attempt, run_attempt; /* DESIGN 13: the claim's, the run's */
+	struct retry retry;
+	struct notice notices[NOTICES]; /* on_failure claims in flight, oldest first */
+	int n_notices;
+	int64_t sent[NOTICES];      /* the runs whose on_failure this node ran, newest */
+	int n_sent;                 /* (a ring): never claimed again by this term */
 	struct jobs_view view;
 };
 
@@ -111,7 +137,8 @@ static struct jobs_action *act(struct jobs_state *j, enum jobs_action_type type,
 	o->a[o->n].type = type;
 	o->a[o->n].job = job;
 	o->a[o->n].term = j->term;
-	if (type >= JOBS_DO_ENSURE && type <= JOBS_DO_PRUNE)
+	if ((type >= JOBS_DO_ENSURE && type <= JOBS_DO_PRUNE) ||
+	    type == JOBS_DO_ON_FAILURE_CLAIM)
 		j->sent = true;
 	return &o->a[o->n++];
 }
@@ -137,17 +164,19 @@ static void timer(struct job *jb, enum jobs_timer t, double after)
 
 	a->timer = t;
 	a->after = after;
-	a->restart = t == JOBS_TIMER_TICK; /* the next tick is set anew */
+	/* the next tick, or attempt, is set anew */
+	a->restart = t == JOBS_TIMER_TICK || t == JOBS_TIMER_RETRY;
 }
 
-static void finish(struct jobs_state *j, int64_t run_id, enum jobs_outcome o,
-		   int status)
+static struct jobs_action *finish(struct jobs_state *j, int64_t run_id,
+				  enum jobs_outcome o, int status)
 {
 	struct jobs_action *a = act(j, JOBS_DO_FINISH, -1);
 
 	a->run_id = run_id;
 	a->outcome = o;
 	a->status = status;
+	return a;
 }
 
 static void refused(struct jobs_state *j, enum fault f, const char *why)
@@ -190,6 +219,11 @@ static void arm_tick(struct job *jb);
 static void plan_and_run(struct job *jb, int64_t fired);
 static void check_gone(struct jobs_state *j);
 static void end_paused_one_shot(struct job *jb, const char *what);
+static void run_ended(struct job *jb, enum jobs_outcome o, int status);
+static void retry_due(struct job *jb);
+static void retry_overtaken(struct job *jb);
+static void retry_catch_up(struct job *jb, const struct jobs_answer *a);
+static bool retry_claimed_late(struct job *jb, const struct jobs_answer *a);
 
 static void count_outcome(struct job *jb, enum jobs_outcome o)
 {
@@ -215,6 +249,7 @@ static void start_run(struct job *jb, int64_t tick, int64_t run_id)
 
 	a->tick = tick;
 	a->run_id = run_id;
+	a->attempt = jb->run_attempt;
 	jb->run_id = run_id;
 	jb->run_tick = tick;
 	jb->timed_out = jb->interrupted = false;
@@ -340,7 +375,7 @@ static void run_gone(struct job *jb, int status, const char *last_line)
 		jb->view.last_success = (double)db_now(j) / 1000;
 	if (jb->run_id > 0) {
 		say_run_end(jb, o, status, ran, last_line);
-		finish(j, jb->run_id, o, status);
+		run_ended(jb, o, status);
 		if (j->cfg->keep_runs_ms > 0 && j->now - j->last_prune > PRUNE_EVERY) {
 			j->last_prune = j->now;
 			act(j, JOBS_DO_PRUNE, -1)->keep_ms = j->cfg->keep_runs_ms;
@@ -368,6 +403,7 @@ static void limit_out(struct job *jb)
 /* ---- claims ---- */
 
 static void claim(struct job *jb, int64_t tick, bool rerun);
+static void claim_attempt(struct job *jb, int64_t tick, bool rerun, int attempt);
 static void remake(struct job *jb);
 
 /* A --once-per one-shot whose window was not claimed ends: with the
@@ -434,7 +470,8 @@ static void claim_answered(struct job *jb, const struct jobs_answer *a)
 	jb->state = JOB_IDLE;
 	sync_clock(j, a);
 	if (a->lost) {
-		claim(jb, jb->claim_tick, jb->claim_rerun); /* waits for the session */
+		/* waits for the session */
+		claim_attempt(jb, jb->claim_tick, jb->claim_rerun, jb->claim_attempt);
 		return;
 	}
 	if (j->cfg->once_per_ms > 0 && (!a->ok || !a->holder || !a->newest || !a->run_id)) {
@@ -451,6 +488,10 @@ static void claim_answered(struct job *jb, const struct jobs_answer *a)
  * newest row, below this tick. */
 static void unclaimed(struct job *jb, int64_t tick)
 {
+	/* a retry's claim that failed ends its tick's retries: the tick
+	 * itself was claimed and run */
+	if (jb->claim_attempt > 1 && tick == jb->claim_tick)
+		return;
 	if (jb->last_handled >= tick)
 		jb->last_handled = tick - 1;
 }
@@ -499,12 +540,18 @@ static void claimed(struct job *jb, const struct jobs_answer *a, const char *whe
 		    jb->cfg->name, when);
 	} else if (tickplan_paused(jb->paused, jb->resumed_at, jb->claim_tick)) {
 		drop_paused_claim(jb, a->run_id, when);
+	} else if (retry_claimed_late(jb, a)) {
+		/* the newer tick won while the retry's claim waited */
 	} else {
+		jb->run_attempt = jb->claim_attempt;
+		if (jb->run_attempt > 1)
+			jb->view.retries++;
 		start_run(jb, jb->claim_tick, a->run_id);
 	}
 }
 
-static void claim(struct job *jb, int64_t tick, bool rerun)
+/* attempt: 1, or 2 .. retries+1 for a retry of the tick (DESIGN 13). */
+static void claim_attempt(struct job *jb, int64_t tick, bool rerun, int attempt)
 {
 	struct jobs_state *j = jb->owner;
 	struct jobs_action *a;
@@ -512,11 +559,18 @@ static void claim(struct job *jb, int64_t tick, bool rerun)
 	jb->state = JOB_CLAIMING;
 	jb->claim_tick = tick;
 	jb->claim_rerun = rerun;
+	jb->claim_attempt = attempt;
 	jb->claim_gen = j->gen;
 	a = act(j, JOBS_DO_CLAIM, jb->index);
 	a->tick = tick;
 	a->outcome = JOBS_RUNNING;
 	a->rerun = rerun;
+	a->attempt = attempt;
+}
+
+static void claim(struct job *jb, int64_t tick, bool rerun)
+{
+	claim_attempt(jb, tick, rerun, 1);
 }
 
 /* The tick the timer fired for reached the server a moment before its
@@ -566,6 +620,7 @@ static void record(struct job *jb, int64_t tick, enum jobs_outcome o, bool fired
 	a->tick = tick;
 	a->outcome = o;
 	a->record = true;
+	a->attempt = 1;
 }
 
 static void run_tick(struct job *jb, int64_t tick, bool rerun)
@@ -684,7 +739,9 @@ static void first_plan(struct job *jb, const struct jobs_answer *a)
 	plan_and_run(jb, INT64_MIN);
 	if (jb->cfg->rerun_interrupted && a->interrupted != INT64_MIN &&
 	    jb->state == JOB_IDLE && !jb->paused)
-		claim(jb, a->interrupted, true);
+		claim_attempt(jb, a->interrupted, true,
+			      a->interrupted_attempt > 0 ? a->interrupted_attempt : 1);
+	retry_catch_up(jb, a);
 }
 
 /* DESIGN 3 and issue 17: the old leader's command may still be stopping
@@ -840,7 +897,7 @@ static void remade(struct job *jb, const struct jobs_answer *a)
 	}
 	sync_clock(j, a);
 	if (jb->state == JOB_CLAIMING)
-		claim(jb, jb->claim_tick, jb->claim_rerun);
+		claim_attempt(jb, jb->claim_tick, jb->claim_rerun, jb->claim_attempt);
 	else
 		ask_last(jb, jb->cutting);
 }
@@ -1071,6 +1128,8 @@ static void lead_ending(struct jobs_state *j)
 		timer(jb, JOBS_TIMER_TICK, -1);
 		timer(jb, JOBS_TIMER_LIMIT, -1);
 		timer(jb, JOBS_TIMER_WAIT, -1);
+		timer(jb, JOBS_TIMER_RETRY, -1);
+		jb->retry.on = false; /* the next leader reads it from the ledger */
 		jb->view.next_tick = 0;
 		if (jb->state == JOB_RUNNING || jb->state == JOB_STOPPING) {
 			/* A command that ended by itself before the stop (while
@@ -1092,6 +1151,252 @@ static void to_runs(struct jobs_state *j, enum jobs_action_type type, int sig)
 			act(j, type, (int)i)->sig = sig;
 }
 
+/* ---- retries and on_failure (DESIGN 13) ---- */
+
+/* The claim of a failed run's on_failure, answered in order. */
+static void notice_claim(struct job *jb, const struct notice *n)
+{
+	if (jb->n_notices == NOTICES) {
+		say(jb->owner, LOG_LEVEL_WARNING, "job %s: on_failure for run %" PRId64
+		    " not sent: %d others wait for the ledger", jb->cfg->name, n->run_id,
+		    NOTICES);
+		return;
+	}
+	jb->notices[jb->n_notices++] = *n;
+	act(jb->owner, JOBS_DO_ON_FAILURE_CLAIM, jb->index)->run_id = n->run_id;
+}
+
+/* Whether this node claimed run_id's on_failure: its claim is on its way,
+ * or it ran. The ledger lets a term claim one again (after an answer lost
+ * with the session): a term's own catch-up must not. */
+static bool on_failure_known(const struct job *jb, int64_t run_id)
+{
+	for (int i = 0; i < jb->n_notices; i++)
+		if (jb->notices[i].run_id == run_id)
+			return true;
+	for (int i = 0; i < jb->n_sent && i < NOTICES; i++)
+		if (jb->sent[i] == run_id)
+			return true;
+	return false;
+}
+
+/* A failed run with no attempt to follow: its on_failure, once across the
+ * fleet, claimed in its row first. */
+static void failed_for_good(struct job *jb, const struct notice *n)
+{
+	if (jb->cfg->on_failure && jb->owner->active && n->run_id > 0 &&
+	    !on_failure_known(jb, n->run_id))
+		notice_claim(jb, n);
+}
+
+static enum jobs_retry_verdict verdict_of(const struct job *jb, const struct notice *n,
+					  int64_t ended, int64_t next, int64_t *due)
+{
+	const struct jobs_state *j = jb->owner;
+	struct jobs_retry_run r = {
+		.outcome = n->outcome, .attempt = n->attempt,
+		.retries = jb->cfg->retries, .first_ms = jb->cfg->retry_delay_ms,
+		.max_ms = jb->cfg->retry_max_delay_ms, .lock_key = j->term.lock_key,
+		.job = jb->cfg->name, .tick = n->tick, .ended = ended, .next_tick = next,
+		.now = db_now(j),
+	};
+
+	return jobs_retry_decide(&r, due);
+}
+
+/* The next attempt of the failed run n, due at the server's due ms. */
+static void retry_at(struct job *jb, const struct notice *n, int64_t due)
+{
+	jb->retry = (struct retry){ .on = true, .tick = n->tick, .due = due,
+				    .attempt = n->attempt + 1, .failed = *n };
+	timer(jb, JOBS_TIMER_RETRY,
+	      fmax((double)(due - db_now(jb->owner)) / 1000, 0.001));
+}
+
+static void say_overtaken(struct job *jb, const struct notice *n, int64_t next)
+{
+	char when[40], at[40];
+
+	say(jb->owner, LOG_LEVEL_NOTICE, "job %s: run %" PRId64 " of tick %s not "
+	    "tried again: tick %s falls before attempt %d would (the newer tick wins)",
+	    jb->cfg->name, n->run_id, clocks_rfc3339(n->tick, when, sizeof(when)),
+	    clocks_rfc3339(next, at, sizeof(at)), n->attempt + 1);
+}
+
+/* A scheduled run ended: its row's end, and a retry or its on_failure. */
+static void run_ended(struct job *jb, enum jobs_outcome o, int status)
+{
+	struct jobs_state *j = jb->owner;
+	struct notice n = { jb->run_id, jb->run_tick, jb->run_attempt, status, o };
+	/* the tick after the run's: one that fell while it ran (skipped)
+	 * ended its retries already */
+	int64_t due, next = j->active && jb->sched ? schedule_next(jb->sched, jb->run_tick)
+						 : INT64_MIN;
+	enum jobs_retry_verdict v = verdict_of(jb, &n, db_now(j), next, &due);
+
+	finish(j, jb->run_id, o, status)->owed =
+		jb->cfg->on_failure && (v == JOBS_RETRY_LAST || v == JOBS_RETRY_OVERTAKEN);
+	if (!j->active || v == JOBS_RETRY_NONE)
+		return;
+	if (v == JOBS_RETRY_AGAIN) {
+		say(j, LOG_LEVEL_NOTICE, "job %s: run %" PRId64 " %s (attempt %d of %d); "
+		    "attempt %d in %.1fs", jb->cfg->name, n.run_id, jobs_outcome_name(o),
+		    n.attempt, jb->cfg->retries + 1, n.attempt + 1,
+		    (double)(due - db_now(j)) / 1000);
+		retry_at(jb, &n, due);
+		return;
+	}
+	if (v == JOBS_RETRY_OVERTAKEN)
+		say_overtaken(jb, &n, next);
+	failed_for_good(jb, &n);
+}
+
+/* The retry timer: the next attempt is claimed as a tick is, unless the
+ * job is paused or runs meanwhile (then the failure was its last). */
+static void retry_due(struct job *jb)
+{
+	struct jobs_state *j = jb->owner;
+	struct retry r = jb->retry;
+	char when[40];
+
+	if (!r.on || !j->active)
+		return;
+	jb->retry.on = false;
+	if (jb->paused || jb->state != JOB_IDLE) {
+		say(j, LOG_LEVEL_NOTICE, "job %s: attempt %d of tick %s not run: %s",
+		    jb->cfg->name, r.attempt, clocks_rfc3339(r.tick, when, sizeof(when)),
+		    jb->paused ? "the job is paused" : "another run is going on");
+		failed_for_good(jb, &r.failed);
+		return;
+	}
+	claim_attempt(jb, r.tick, false, r.attempt);
+}
+
+/* A retry's claim answered once the next tick had fallen due (it waited
+ * on the ledger): its row is recorded skipped, not run, and the failure
+ * before it was the tick's last. */
+static bool retry_claimed_late(struct job *jb, const struct jobs_answer *a)
+{
+	struct jobs_state *j = jb->owner;
+	int64_t next;
+	char when[40], at[40];
+
+	if (jb->claim_attempt <= 1 || !jb->sched)
+		return false;
+	next = schedule_next(jb->sched, jb->claim_tick);
+	if (next == SCHEDULE_NEVER || a->db_now < next)
+		return false;
+	say(j, LOG_LEVEL_NOTICE, "job %s: attempt %d of tick %s not run: its claim was "
+	    "answered after tick %s fell due (the newer tick wins)", jb->cfg->name,
+	    jb->claim_attempt, clocks_rfc3339(jb->claim_tick, when, sizeof(when)),
+	    clocks_rfc3339(next, at, sizeof(at)));
+	count_outcome(jb, JOBS_SKIPPED);
+	finish(j, a->run_id, JOBS_SKIPPED, -1);
+	if (jb->retry.failed.tick == jb->claim_tick &&
+	    jb->retry.failed.attempt == jb->claim_attempt - 1)
+		failed_for_good(jb, &jb->retry.failed);
+	return true;
+}
+
+/* The next tick fell due while an attempt waited: the newer tick wins. */
+static void retry_overtaken(struct job *jb)
+{
+	if (!jb->retry.on)
+		return;
+	jb->retry.on = false;
+	timer(jb, JOBS_TIMER_RETRY, -1);
+	say_overtaken(jb, &jb->retry.failed, jb->next_tick);
+	failed_for_good(jb, &jb->retry.failed);
+}
+
+/* A new leader reads what its predecessor left (the ledger's LAST): the
+ * next attempt of the newest tick if it failed and one is due and not
+ * claimed, else that failure's on_failure; and the newest on_failure
+ * owed that nobody claimed. */
+static void retry_catch_up(struct job *jb, const struct jobs_answer *a)
+{
+	struct notice last = { a->last_run_id, a->last_tick, a->last_attempt,
+			       a->last_exit, jobs_outcome_from_name(a->last_outcome) };
+	struct notice owed = { a->owed_run_id, a->owed_tick, a->owed_attempt,
+			       a->owed_exit, jobs_outcome_from_name(a->owed_outcome) };
+	int64_t due, next;
+	enum jobs_retry_verdict v = JOBS_RETRY_NONE;
+
+	if (owed.run_id > 0)
+		failed_for_good(jb, &owed);
+	if (last.run_id <= 0 || a->last_ended == INT64_MIN || last.run_id == owed.run_id)
+		return;
+	next = schedule_next(jb->sched, last.tick);
+	v = verdict_of(jb, &last, a->last_ended, next, &due);
+	if (v == JOBS_RETRY_AGAIN) {
+		/* not while its claim is on its way (planned again after a
+		 * regain); a paused job's is dropped when due, with a line */
+		if (jb->state != JOB_IDLE)
+			return;
+		say(jb->owner, LOG_LEVEL_NOTICE, "job %s: run %" PRId64 " %s (attempt %d "
+		    "of %d); attempt %d in %.1fs", jb->cfg->name, last.run_id,
+		    jobs_outcome_name(last.outcome), last.attempt, jb->cfg->retries + 1,
+		    last.attempt + 1, fmax((double)(due - db_now(jb->owner)) / 1000, 0));
+		retry_at(jb, &last, due);
+	} else if (v != JOBS_RETRY_NONE) {
+		if (v == JOBS_RETRY_OVERTAKEN)
+			say_overtaken(jb, &last, next);
+		failed_for_good(jb, &last);
+	}
+}
+
+/* The answer to an on_failure's claim: run it when this node claimed it
+ * (whatever became of the term since: it is this node's to send). */
+static void on_failure_claimed(struct job *jb, const struct jobs_answer *a)
+{
+	struct jobs_state *j = jb->owner;
+	struct notice n;
+	struct jobs_action *x;
+
+	if (jb->n_notices == 0)
+		return;
+	n = jb->notices[0];
+	memmove(jb->notices, jb->notices + 1, (size_t)--jb->n_notices * sizeof(n));
+	if (a->lost) {
+		failed_for_good(jb, &n); /* sent when the session is back */
+		return;
+	}
+	if (!a->ok || a->run_id <= 0) {
+		say(j, a->ok ? LOG_LEVEL_DEBUG : LOG_LEVEL_WARNING, "job %s: on_failure for "
+		    "run %" PRId64 " not sent by this node: %s", jb->cfg->name, n.run_id,
+		    !a->ok ? a->error : !a->holder ? "its lock session no longer holds "
+		    "the lock" : "it was sent already");
+		return;
+	}
+	say(j, LOG_LEVEL_NOTICE, "job %s: running on_failure for run %" PRId64
+	    " (%s, exit status %d)", jb->cfg->name, n.run_id, jobs_outcome_name(n.outcome),
+	    n.status);
+	jb->sent[jb->n_sent++ % NOTICES] = n.run_id;
+	x = act(j, JOBS_DO_ON_FAILURE, jb->index);
+	x->run_id = n.run_id;
+	x->tick = n.tick;
+	x->attempt = n.attempt;
+	x->outcome = n.outcome;
+	x->status = n.status;
+	x->after = (double)jb->cfg->on_failure_timeout_ms / 1000;
+}
+
+static void on_failure_done(struct job *jb, const struct jobs_event *ev)
+{
+	enum jobs_hook_result r = ev->timed_out ? JOBS_HOOK_TIMED_OUT
+				: ev->status == 0 ? JOBS_HOOK_SUCCEEDED : JOBS_HOOK_FAILED;
+
+	jb->view.on_failure[r]++;
+	if (ev->timed_out)
+		say(jb->owner, LOG_LEVEL_WARNING, "job %s: on_failure for run %" PRId64
+		    " took longer than %.1fs (on_failure_timeout); stopped", jb->cfg->name,
+		    ev->run_id, (double)jb->cfg->on_failure_timeout_ms / 1000);
+	else
+		say(jb->owner, ev->status ? LOG_LEVEL_WARNING : LOG_LEVEL_INFO,
+		    "job %s: on_failure for run %" PRId64 " exited with status %d",
+		    jb->cfg->name, ev->run_id, ev->status);
+}
+
 /* ---- the step ---- */
 
 static void timer_out(struct jobs_state *j, struct job *jb, enum jobs_timer t)
@@ -1101,8 +1406,12 @@ static void timer_out(struct jobs_state *j, struct job *jb, enum jobs_timer t)
 	} else if (t == JOBS_TIMER_LIMIT) {
 		limit_out(jb);
 	} else if (t == JOBS_TIMER_TICK) {
-		if (j->active)
+		if (j->active) {
+			retry_overtaken(jb);
 			plan_and_run(jb, jb->next_tick);
+		}
+	} else if (t == JOBS_TIMER_RETRY) {
+		retry_due(jb);
 	} else if (j->active) {
 		ask_last(jb, false); /* WAIT */
 	}
@@ -1209,6 +1518,19 @@ static void on_timer(struct jobs_state *j, struct job *jb,
 	timer_out(j, jb, ev->timer);
 }
 
+static void on_failure_claimed_ev(struct jobs_state *j, struct job *jb,
+				  const struct jobs_event *ev)
+{
+	(void)j;
+	on_failure_claimed(jb, ev->answer);
+}
+static void on_failure_done_ev(struct jobs_state *j, struct job *jb,
+			       const struct jobs_event *ev)
+{
+	(void)j;
+	on_failure_done(jb, ev);
+}
+
 /* Each event type's handler; per_job: it names a job, which must be one. */
 static const struct {
 	handler fn;
@@ -1230,6 +1552,8 @@ static const struct {
 	[JOBS_EV_START_FAILED] = { on_start_failed, true },
 	[JOBS_EV_RUN_GONE] = { on_run_gone, true },
 	[JOBS_EV_TIMER] = { on_timer, false },
+	[JOBS_EV_ON_FAILURE_CLAIMED] = { on_failure_claimed_ev, true },
+	[JOBS_EV_ON_FAILURE_DONE] = { on_failure_done_ev, true },
 };
 
 void jobs_step(struct jobs_state *j, const struct jobs_event *ev, double now,

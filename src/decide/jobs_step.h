@@ -57,6 +57,9 @@ struct jobs_view {
 	uint64_t duration_counts[JOBS_BUCKETS + 1]; /* per bucket, +Inf last */
 	uint64_t duration_count;
 	double duration_sum;
+	uint64_t retries;           /* DESIGN 13: retry attempts started here */
+	uint64_t on_failure[3];     /* on_failure commands run here, by enum
+				     * jobs_hook_result (jobs_retry.h) */
 	bool paused;                /* DESIGN 11: as part of the lock, or by name */
 	const char *paused_by;      /* who asked and when (RFC 3339); NULL when */
 	const char *paused_at;      /* not paused or not told */
@@ -79,6 +82,17 @@ struct jobs_answer {
 	int64_t tick, run_id;       /* a claim's */
 	bool holder, newest, early;
 	int64_t last_tick, interrupted, last_success, older_running; /* LAST's */
+	/* LAST's, for retries and on_failure (DESIGN 13): the attempt of the
+	 * newest cut; the newest tick's last attempt (run_id 0: none), its
+	 * outcome's name, exit status (-1: none) and end (INT64_MIN: none);
+	 * the newest run whose on_failure is owed (run_id 0: none) */
+	int interrupted_attempt;
+	int64_t last_run_id, last_ended;
+	int last_attempt, last_exit;
+	char last_outcome[16];
+	int64_t owed_run_id, owed_tick;
+	int owed_attempt, owed_exit;
+	char owed_outcome[16];
 };
 
 /* The pauses (or the resumes) the controls read, for PAUSES and RESUMES:
@@ -107,12 +121,15 @@ enum jobs_event_type {
 	JOBS_EV_START_FAILED,   /* job, error: it could not be started */
 	JOBS_EV_RUN_GONE,       /* job, status: its command ended */
 	JOBS_EV_TIMER,          /* job (or -1), timer: one ran out */
+	JOBS_EV_ON_FAILURE_CLAIMED, /* job, answer: JOBS_DO_ON_FAILURE_CLAIM's */
+	JOBS_EV_ON_FAILURE_DONE,    /* job, status, timed_out: the command ended */
 };
 
 enum jobs_timer {
 	JOBS_TIMER_TICK,        /* the next tick, plus its jitter */
 	JOBS_TIMER_LIMIT,       /* max_runtime; a restart's delay */
 	JOBS_TIMER_WAIT,        /* an older term's run: ask again */
+	JOBS_TIMER_RETRY,       /* a failed run's next attempt is due */
 	JOBS_TIMER_FLUSH,       /* (job -1) a stop waits for the runs' ends */
 };
 
@@ -123,10 +140,12 @@ struct jobs_event {
 	int lock_pid;               /* LOCK_PID */
 	int sig;                    /* SIGNAL */
 	int pid;                    /* RUN_STARTED */
-	int status;                 /* RUN_GONE */
+	int status;                 /* RUN_GONE, ON_FAILURE_DONE */
 	const char *last_line;      /* RUN_GONE: the output's last line that was
 				     * not blank; NULL or "": none, or not read
 				     * (output = inherit) */
+	bool timed_out;             /* ON_FAILURE_DONE: stopped at its timeout */
+	int64_t run_id;             /* ON_FAILURE_DONE: the failed run's */
 	enum jobs_timer timer;      /* TIMER */
 	const char *error;          /* START_FAILED */
 	const struct jobs_pauses *pauses;  /* PAUSES, RESUMES */
@@ -151,6 +170,9 @@ enum jobs_action_type {
 				 * one running keeps its time unless restart */
 	JOBS_DO_GONE,           /* status: tell the election */
 	JOBS_DO_REFUSED,        /* fault, text: tell the election */
+	JOBS_DO_ON_FAILURE_CLAIM, /* job, run_id: claim its on_failure */
+	JOBS_DO_ON_FAILURE,     /* job, run_id, tick, attempt, outcome, status,
+				 * after (the timeout): run on_failure */
 };
 
 struct jobs_action {
@@ -160,6 +182,8 @@ struct jobs_action {
 	int64_t tick, run_id, keep_ms;
 	enum jobs_outcome outcome;
 	bool rerun, record, cut, restart;
+	int attempt;                /* CLAIM, START, ON_FAILURE: 1, 2 .. */
+	bool owed;                  /* FINISH: on_failure is owed for it */
 	int status, sig, pid;
 	enum jobs_timer timer;
 	double after;

@@ -12,6 +12,8 @@
 
 #include <jansson.h>
 
+#include "jobs_retry.h"
+
 #define PREFIX "pgleader_"
 
 /* The faults that can end a term (the session broke, the server ended it,
@@ -381,6 +383,32 @@ static void put_job_gauge(struct metrics_buf *b, const char *name, const char *h
 	}
 }
 
+/* DESIGN 13: the retries started here, the on_failure commands run here. */
+static void put_job_failures(struct metrics_buf *b)
+{
+	struct jobs_view v;
+
+	head(b, PREFIX "job_retries_total", "counter",
+	     "Retry attempts (2 and later) of the job's ticks started by this node.");
+	for (size_t i = 0; i < jobs_n(); i++) {
+		jobs_source.view(jobs_source.arg, i, &v);
+		put(b, PREFIX "job_retries_total{job=\"");
+		put_label_value(b, v.name);
+		put(b, "\"} %" PRIu64 "\n", v.retries);
+	}
+	head(b, PREFIX "job_on_failure_total", "counter",
+	     "The job's on_failure commands run by this node, by how they ended.");
+	for (size_t i = 0; i < jobs_n(); i++) {
+		jobs_source.view(jobs_source.arg, i, &v);
+		for (int r = 0; r < JOBS_HOOK_RESULTS; r++) {
+			put(b, PREFIX "job_on_failure_total{job=\"");
+			put_label_value(b, v.name);
+			put(b, "\",result=\"%s\"} %" PRIu64 "\n",
+			    jobs_hook_result_name((enum jobs_hook_result)r), v.on_failure[r]);
+		}
+	}
+}
+
 static void put_jobs(struct metrics_buf *b)
 {
 	struct jobs_view v;
@@ -413,6 +441,7 @@ static void put_jobs(struct metrics_buf *b)
 		jobs_source.view(jobs_source.arg, i, &v);
 		put_job_histogram(b, &v);
 	}
+	put_job_failures(b);
 }
 
 int metrics_prometheus(const struct election_snapshot *s,

@@ -412,6 +412,26 @@ static const struct option_row rows[] = {
 	  .help = "output log: the last SIZE bytes of a run's\n"
 		  "output kept in its ledger row (0: none)",
 	  .min = 0, .max = CONFIG_OUTPUT_TAIL_MAX },
+	{ .key = "retries", .long_name = "retries", .type = OPTION_INT,
+	  .offset = FIELD(top.retries), .default_value = "0", .metavar = "N",
+	  .help = "schedule: try a failed run N more times", .min = 0,
+	  .max = 100 },
+	{ .key = "retry_delay", .long_name = "retry-delay", .type = OPTION_DURATION,
+	  .offset = FIELD(top.retry_delay_ms), .default_value = "30s",
+	  .metavar = "DUR", .help = "schedule: wait before the first retry\n"
+	  "(doubled for each next one)", .min = 1 },
+	{ .key = "retry_max_delay", .long_name = "retry-max-delay",
+	  .type = OPTION_DURATION, .offset = FIELD(top.retry_max_delay_ms),
+	  .default_value = "10m", .metavar = "DUR",
+	  .help = "schedule: longest wait before a retry", .min = 1 },
+	{ .key = "on_failure", .long_name = "on-failure", .type = OPTION_STRING,
+	  .offset = FIELD(top.on_failure), .default_shown = "none",
+	  .metavar = "COMMAND", .help = "schedule: run by /bin/sh -c once across the\n"
+	  "fleet for each run that failed for good" },
+	{ .key = "on_failure_timeout", .long_name = "on-failure-timeout",
+	  .type = OPTION_DURATION, .offset = FIELD(top.on_failure_timeout_ms),
+	  .default_value = "60s", .metavar = "DUR",
+	  .help = "schedule: stop an on_failure command after DUR", .min = 1 },
 	{ .key = "once_per", .long_name = "once-per", .type = OPTION_DURATION,
 	  .offset = FIELD(once_per_ms), .default_value = "0", .metavar = "DUR",
 	  .help = "one-shot: run once per DUR window, fleet-wide\n"
@@ -479,9 +499,10 @@ static const struct option_row rows[] = {
 #define JOB(name) offsetof(struct config_job, name)
 enum job_key {
 	JK_COMMAND, JK_SCHEDULE, JK_TIMEZONE, JK_JITTER, JK_MAX_RUNTIME, JK_MISSED,
-	JK_MISSED_WINDOW, JK_RERUN_INTERRUPTED, JK_GRACE_PERIOD, JK_RESTART,
-	JK_OUTPUT, JK_OUTPUT_TAIL, JK_SHELL, JK_ENVIRONMENT, JK_ENVIRONMENT_FILE,
-	JK_WORKING_DIRECTORY, JK_USER, JK_GROUP, JK_COUNT
+	JK_MISSED_WINDOW, JK_RERUN_INTERRUPTED, JK_RETRIES, JK_RETRY_DELAY,
+	JK_RETRY_MAX_DELAY, JK_ON_FAILURE, JK_ON_FAILURE_TIMEOUT, JK_GRACE_PERIOD,
+	JK_RESTART, JK_OUTPUT, JK_OUTPUT_TAIL, JK_SHELL, JK_ENVIRONMENT,
+	JK_ENVIRONMENT_FILE, JK_WORKING_DIRECTORY, JK_USER, JK_GROUP, JK_COUNT
 };
 static const struct {
 	const char *key;
@@ -495,6 +516,11 @@ static const struct {
 	[JK_MISSED] = { "missed", JOB(missed) },
 	[JK_MISSED_WINDOW] = { "missed_window", JOB(missed_window_ms) },
 	[JK_RERUN_INTERRUPTED] = { "rerun_interrupted", JOB(rerun_interrupted) },
+	[JK_RETRIES] = { "retries", JOB(retries) },
+	[JK_RETRY_DELAY] = { "retry_delay", JOB(retry_delay_ms) },
+	[JK_RETRY_MAX_DELAY] = { "retry_max_delay", JOB(retry_max_delay_ms) },
+	[JK_ON_FAILURE] = { "on_failure", JOB(on_failure) },
+	[JK_ON_FAILURE_TIMEOUT] = { "on_failure_timeout", JOB(on_failure_timeout_ms) },
 	[JK_GRACE_PERIOD] = { "grace_period", JOB(grace_period_ms) },
 	[JK_RESTART] = { "restart", JOB(restart) },
 	[JK_OUTPUT] = { "output", JOB(output) },
@@ -508,7 +534,7 @@ static const struct {
 };
 /* These mean something only to a job with a schedule. */
 #define JK_SCHEDULED_FIRST JK_JITTER
-#define JK_SCHEDULED_LAST JK_RERUN_INTERRUPTED
+#define JK_SCHEDULED_LAST JK_ON_FAILURE_TIMEOUT
 
 /* A [job.NAME] section as read: its keys, the line of its header and of
  * each key it sets (0: left out, inherited). */
@@ -699,7 +725,7 @@ static int unknown_job_key(struct loader *ld, int line, const char *name,
 				    options_path(ld->op), line,
 				    value_quote(key, shown, sizeof(shown)), name, hint);
 	return options_fail(ld->op, EXIT_CONFIG,
-			    "%s:%d: unknown key %s in [job.%s] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart, output, output_tail, shell, environment, environment_file, working_directory, user, group)",
+			    "%s:%d: unknown key %s in [job.%s] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, retries, retry_delay, retry_max_delay, on_failure, on_failure_timeout, grace_period, restart, output, output_tail, shell, environment, environment_file, working_directory, user, group)",
 			    options_path(ld->op), line, value_quote(key, shown, sizeof(shown)),
 			    name);
 }
@@ -752,6 +778,8 @@ static int copy_key(const struct option_row *row, void *to, const void *from)
 		return *(char *const *)from && !(*(char **)to = strdup(*(char *const *)from))
 		       ? -1 : 0;
 	case OPTION_INT:
+		*(int *)to = *(const int *)from;
+		return 0;
 	case OPTION_LOCK_KEY:
 	case OPTION_TEXT:
 	case OPTION_FLAG:
@@ -788,6 +816,7 @@ static void free_job(struct config_job *job, char **shared_command)
 	free(job->user);
 	free(job->group);
 	jobproc_free(&job->process);
+	free(job->on_failure);
 	if (job->command != shared_command)
 		value_free_words(job->command);
 	memset(job, 0, sizeof(*job));
@@ -850,6 +879,8 @@ static int check_daemon_options(struct loader *ld)
 		"wait_timeout", "schedule", "timezone", "jitter", "max_runtime",
 		"missed", "missed_window", "rerun_interrupted", "once_per", "keep_runs",
 		"output", "output_tail",
+		"retries", "retry_delay", "retry_max_delay", "on_failure",
+		"on_failure_timeout",
 	};
 	char option[32];
 
@@ -1356,6 +1387,11 @@ static int build_section(struct loader *ld, struct section *sec)
 		    copy_key(find_row(job_keys[k].key), (char *)job + job_keys[k].offset,
 			     (const char *)&ld->inherit + job_keys[k].offset) < 0)
 			return options_fail(ld->op, EXIT_CONFIG, "out of memory");
+	if (sec->lines[JK_RESTART] && job->schedule && job->restart != RESTART_NO)
+		return options_fail(ld->op, EXIT_CONFIG,
+				    "%s:%d: [job.%s] restart is for a job without a schedule; "
+				    "a scheduled job tries a failed run again with retries = N",
+				    options_path(ld->op), sec->lines[JK_RESTART], job->name);
 	for (int k = JK_SCHEDULED_FIRST; k <= JK_SCHEDULED_LAST; k++)
 		if (sec->lines[k] && !job->schedule)
 			return options_fail(ld->op, EXIT_CONFIG,
@@ -1514,6 +1550,13 @@ static int check_scheduled_keys(struct loader *ld)
 		return options_fail(ld->op, layer_code(layer),
 				    "%s: no job to schedule: there is no COMMAND and no 'command' key (a [job.NAME] section takes its own schedule)",
 				    options_origin(ld->op, "schedule", where, sizeof(where)));
+	layer = options_layer(ld->op, "restart");
+	if (ld->cfg->command && ld->cfg->jobs[0].schedule && ld->cfg->restart != RESTART_NO &&
+	    layer >= OPTIONS_LAYER_FILE)
+		return options_fail(ld->op, layer_code(layer),
+				    "%s is for a command without a schedule; a scheduled job "
+				    "tries a failed run again with --retries N",
+				    options_origin(ld->op, "restart", where, sizeof(where)));
 	for (int k = JK_SCHEDULED_FIRST; k <= JK_SCHEDULED_LAST; k++) {
 		layer = options_layer(ld->op, job_keys[k].key);
 		if (layer < OPTIONS_LAYER_FILE || reaches_schedule(ld, k, layer))
@@ -1724,7 +1767,8 @@ void config_usage(FILE *out)
 	fputs("\n"
 	      "The file has a section [pgleader], and one [job.NAME] per further job\n"
 	      "(command, schedule, timezone, jitter, max_runtime, missed, missed_window,\n"
-	      "rerun_interrupted, grace_period, restart, output, output_tail, shell,\n"
+	      "rerun_interrupted, retries, retry_delay, retry_max_delay, on_failure,\n"
+	      "on_failure_timeout, grace_period, restart, output, output_tail, shell,\n"
 	      "environment, environment_file, working_directory, user, group; a key\n"
 	      "left out takes its [pgleader] value). Every key can also be set as\n"
 	      "PGLEADER_<KEY>, e.g. PGLEADER_LOCK_KEY. The command line wins over the\n"

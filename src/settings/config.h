@@ -63,6 +63,16 @@ struct config_job {
 	struct job_process process;
 	enum output_mode output;     /* never AUTO once loaded */
 	int64_t output_tail;         /* bytes of a run's output kept in its row; 0: none */
+	/* DESIGN 13: a run that ends failed or timed_out is tried again as
+	 * attempts 2 .. retries+1 of its tick, the first retry_delay_ms after
+	 * it ended, each next twice as long, at most retry_max_delay_ms; and
+	 * on_failure (NULL: none) runs once across the fleet for a failed run
+	 * with no attempt to follow, bounded by on_failure_timeout_ms. */
+	int retries;
+	int64_t retry_delay_ms;
+	int64_t retry_max_delay_ms;
+	char *on_failure;
+	int64_t on_failure_timeout_ms;
 };
 
 /* A member of the failsafe fleet (failsafe_peers), as parsed. */

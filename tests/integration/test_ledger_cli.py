@@ -17,7 +17,7 @@ from test_status import run_status
 
 TABLES = ["controls", "meta", "runs", "terms"]
 RUN_FIELDS = ["job", "tick", "node_id", "fencing_token", "outcome", "exit_status",
-              "started_at", "finished_at", "run_id", "output_bytes"]
+              "started_at", "finished_at", "run_id", "output_bytes", "attempt"]
 
 
 def rfc3339(text):

@@ -398,17 +398,24 @@ static size_t hslot(int j, int64_t tick)
 	return (size_t)(h ^ h >> 29) & (hcap - 1);
 }
 
-struct lrow *row_at(int j, int64_t tick)
+/* The row of (job, tick, attempt) (DESIGN 13: each attempt its own). */
+struct lrow *row_attempt(int j, int64_t tick, int attempt)
 {
 	if (!hcap)
 		return NULL;
 	for (size_t k = hslot(j, tick); hidx[k]; k = (k + 1) & (hcap - 1)) {
 		struct lrow *r = &W.rows[hidx[k] - 1];
 
-		if (r->tick == tick && job_index(r->job) == j)
+		if (r->tick == tick && r->attempt == attempt && job_index(r->job) == j)
 			return r;
 	}
 	return NULL;
+}
+
+/* A tick's first row: the tick claimed or recorded. */
+struct lrow *row_at(int j, int64_t tick)
+{
+	return row_attempt(j, tick, 1);
 }
 
 static void hput(size_t idx)
@@ -475,6 +482,7 @@ static enum qkind qkind_of(const char *sql)
 		texts[Q_CONTROLS] = ledger_sql_controls_read("pgleader");
 		texts[Q_PRIORITY] = ledger_sql_priority_ask("pgleader");
 		texts[Q_HANDED] = ledger_sql_handed("pgleader");
+		texts[Q_ON_FAILURE] = ledger_sql_on_failure("pgleader");
 	}
 	for (int k = 0; k < Q_OTHER; k++)
 		if (texts[k] && !strcmp(sql, texts[k]))
@@ -558,11 +566,11 @@ int node_of_name(const char *name)
 
 /* One tick of a claim: inserted, or an interrupted one claimed again
  * with rerun; its run_id, 0 when not claimed. */
-static int64_t claim_one(const char *job, int64_t tick, const char *node,
+static int64_t claim_one(const char *job, int64_t tick, int attempt, const char *node,
 			 uint64_t token, const char *outcome, bool rerun)
 {
 	int j = job_index(job);
-	struct lrow *r = j >= 0 ? row_at(j, tick) : NULL;
+	struct lrow *r = j >= 0 ? row_attempt(j, tick, attempt) : NULL;
 
 	if (j < 0)
 		return 0;
@@ -572,6 +580,7 @@ static int64_t claim_one(const char *job, int64_t tick, const char *node,
 		r = row_new();
 		snprintf(r->job, sizeof(r->job), "%s", job);
 		r->tick = tick;
+		r->attempt = attempt;
 		hput((size_t)(r - W.rows));
 	}
 	r->node = node_of_name(node);
@@ -610,7 +619,7 @@ static bool lock_held_by(int pid)
 /* Row i of a claim's answer: tick i of its arrays, inserted if it may. */
 static void db_claim_row(struct squery *q, int i, struct claim_checks k)
 {
-	char job[64], tick[24], outcome[16], rerun[8];
+	char job[64], tick[24], outcome[16], rerun[8], attempt[8];
 	int64_t at, id = 0;
 	int node = node_of_name(q->p[3]);
 
@@ -618,9 +627,11 @@ static void db_claim_row(struct squery *q, int i, struct claim_checks k)
 	array_elem(q->p[2], i, tick, sizeof(tick));
 	array_elem(q->p[6], i, outcome, sizeof(outcome));
 	array_elem(q->p[7], i, rerun, sizeof(rerun));
+	array_elem(q->p[8], i, attempt, sizeof(attempt));
 	at = strtoll(tick, NULL, 10);
 	if (k.term && k.holder && at <= k.now)
-		id = claim_one(job, at, q->p[3], k.token, outcome, rerun[0] == 't');
+		id = claim_one(job, at, atoi(attempt), q->p[3], k.token, outcome,
+			       rerun[0] == 't');
 	if (id > 0 && !k.held)
 		fail_at(node >= 0 ? 1u << node : 0, "a claim wrote the row of tick "
 			"%" PRId64 " after %s's lock session lost the lock (DESIGN 10: "
@@ -649,7 +660,7 @@ static void db_claim(struct squery *q, bool started)
 	if (term)
 		W.term_token = token;
 	say(node >= 0 ? 1u << node : 0, "db: claim of %d tick%s "
-	    "(%s...) by %s token %" PRIu64 ": %s", n, n == 1 ? "" : "s", q->p[6],
+	    "(%s %s %s...) by %s token %" PRIu64 ": %s", n, n == 1 ? "" : "s", q->p[1], q->p[2], q->p[6],
 	    q->p[3], token, !holder ? "refused, not the holder" : !term
 	    ? "refused, a newer token is recorded" : "taken");
 	sq_answer(q, n, 5);
@@ -660,6 +671,54 @@ static void db_claim(struct squery *q, bool started)
 /* ledger_sql.c's last: with cut, an older term's running rows become
  * interrupted; the newest tick, the cut's, the last success, and
  * without cut the newest older running. */
+/* The newest row of job j (by tick, then attempt), and the newest one
+ * whose on_failure is owed and that is its tick's last attempt. */
+static void newest_rows(int j, const struct lrow **newest, const struct lrow **owed)
+{
+	*newest = *owed = NULL;
+	for (size_t k = 0; k < W.n_rows; k++) {
+		const struct lrow *r = &W.rows[k];
+
+		if (job_index(r->job) != j)
+			continue;
+		if (!*newest || r->tick > (*newest)->tick ||
+		    (r->tick == (*newest)->tick && r->attempt > (*newest)->attempt))
+			*newest = r;
+		if (!strcmp(r->on_failure, "owed") && !row_attempt(j, r->tick, r->attempt + 1) &&
+		    (!strcmp(r->outcome, "failed") || !strcmp(r->outcome, "timed_out")) &&
+		    (!*owed || r->tick > (*owed)->tick))
+			*owed = r;
+	}
+}
+
+/* LAST's columns for retries and on_failure (enum ledger_sql_last_col). */
+static void put_last_rows(struct squery *q, int j)
+{
+	const struct lrow *n, *o;
+
+	newest_rows(j, &n, &o);
+	put(q, 0, LEDGER_LAST_RUN_ID, !n, "%" PRId64, n ? n->run_id : 0);
+	put(q, 0, LEDGER_LAST_ATTEMPT, !n, "%d", n ? n->attempt : 0);
+	put(q, 0, LEDGER_LAST_OUTCOME, !n, "%s", n ? n->outcome : "");
+	put(q, 0, LEDGER_LAST_EXIT, !n || n->exit_status < 0, "%d", n ? n->exit_status : 0);
+	put(q, 0, LEDGER_LAST_ENDED, !n || !n->finished, "%" PRId64, n ? n->finished_ms : 0);
+	put(q, 0, LEDGER_LAST_OWED_RUN, !o, "%" PRId64, o ? o->run_id : 0);
+	put(q, 0, LEDGER_LAST_OWED_TICK, !o, "%" PRId64, o ? o->tick : 0);
+	put(q, 0, LEDGER_LAST_OWED_ATTEMPT, !o, "%d", o ? o->attempt : 0);
+	put(q, 0, LEDGER_LAST_OWED_OUTCOME, !o, "%s", o ? o->outcome : "");
+	put(q, 0, LEDGER_LAST_OWED_EXIT, !o || o->exit_status < 0, "%d",
+	    o ? o->exit_status : 0);
+}
+
+/* Row r cut (recorded interrupted): the newest cut, and its attempt. */
+static void note_cut(struct lrow *r, int64_t *cut_max, int *cut_attempt)
+{
+	snprintf(r->outcome, sizeof(r->outcome), "interrupted");
+	if (r->tick > *cut_max || (r->tick == *cut_max && r->attempt > *cut_attempt))
+		*cut_attempt = r->attempt;
+	*cut_max = r->tick > *cut_max ? r->tick : *cut_max;
+}
+
 static void db_last(struct squery *q)
 {
 	int j = job_index(q->p[1]);
@@ -667,6 +726,7 @@ static void db_last(struct squery *q)
 	bool cut = q->p[3][0] == 't';
 	int64_t last = INT64_MIN, cut_max = INT64_MIN, success = INT64_MIN,
 		older = INT64_MIN;
+	int cut_attempt = 1;
 
 	for (size_t k = 0; k < W.n_rows; k++) {
 		struct lrow *r = &W.rows[k];
@@ -681,17 +741,17 @@ static void db_last(struct squery *q)
 			success = r->finished_ms;
 		if (old_running && !cut && !same && r->tick > older)
 			older = r->tick;
-		if (old_running && (cut || same)) {
-			snprintf(r->outcome, sizeof(r->outcome), "interrupted");
-			cut_max = r->tick > cut_max ? r->tick : cut_max;
-		}
+		if (old_running && (cut || same))
+			note_cut(r, &cut_max, &cut_attempt);
 	}
-	sq_answer(q, 1, 5);
-	put(q, 0, 0, last == INT64_MIN, "%" PRId64, last);
-	put(q, 0, 1, cut_max == INT64_MIN, "%" PRId64, cut_max);
-	put(q, 0, 2, success == INT64_MIN, "%" PRId64, success);
-	put(q, 0, 3, older == INT64_MIN, "%" PRId64, older);
-	put(q, 0, 4, false, "%" PRId64, db_ms());
+	sq_answer(q, 1, LEDGER_LAST_NCOLS);
+	put(q, 0, LEDGER_LAST_TICK, last == INT64_MIN, "%" PRId64, last);
+	put(q, 0, LEDGER_LAST_CUT, cut_max == INT64_MIN, "%" PRId64, cut_max);
+	put(q, 0, LEDGER_LAST_SUCCESS, success == INT64_MIN, "%" PRId64, success);
+	put(q, 0, LEDGER_LAST_OLDER, older == INT64_MIN, "%" PRId64, older);
+	put(q, 0, LEDGER_LAST_CUT_ATTEMPT, cut_max == INT64_MIN, "%d", cut_attempt);
+	put_last_rows(q, j);
+	put(q, 0, LEDGER_LAST_NOW, false, "%" PRId64, db_ms());
 }
 
 static void db_finish(struct squery *q)
@@ -704,8 +764,38 @@ static void db_finish(struct squery *q)
 		r->exit_status = q->p[3] ? atoi(q->p[3]) : -1;
 		r->finished = true;
 		r->finished_ms = db_ms();
+		if (q->p[4] && q->p[4][0] == 't' && !r->on_failure[0])
+			snprintf(r->on_failure, sizeof(r->on_failure), "owed");
+		if ((!strcmp(r->outcome, "failed") || !strcmp(r->outcome, "timed_out")) &&
+		    W.n_failed_rows < (int)(sizeof(W.failed_rows) / sizeof(W.failed_rows[0])))
+			W.failed_rows[W.n_failed_rows++] = (size_t)(r - W.rows);
 	}
 	sq_answer(q, 0, 0);
+}
+
+/* ledger_sql.c's on_failure claim (DESIGN 13): the lock's holder with a
+ * token not older than the newest marks a failed run's on_failure sent,
+ * once. */
+static void db_on_failure(int sid, struct squery *q)
+{
+	struct lrow *r = row_by_id(strtoll(q->p[1], NULL, 10));
+	bool holder = lock_held_by(atoi(q->p[2]));
+	uint64_t token = strtoull(q->p[3], NULL, 10);
+	bool sent = r && holder && W.term_token <= token &&
+		    (strcmp(r->on_failure, "sent") || r->on_failure_token == token) &&
+		    (!strcmp(r->outcome, "failed") || !strcmp(r->outcome, "timed_out"));
+
+	if (sent) {
+		snprintf(r->on_failure, sizeof(r->on_failure), "sent");
+		r->on_failure_by = W.s[sid].node;
+		r->on_failure_inc = W.nodes[r->on_failure_by].inc;
+		r->on_failure_token = token;
+		r->on_failure_at = T;
+	}
+	sq_answer(q, 1, 3);
+	put(q, 0, 0, !sent, "%" PRId64, sent ? r->run_id : 0);
+	put(q, 0, 1, false, "%s", holder ? "t" : "f");
+	put(q, 0, 2, false, "%" PRId64, db_ms());
 }
 
 /* The controls in force (DESIGN 11): the whole lock's pause and a
@@ -760,6 +850,7 @@ static void db_controls(struct squery *q)
 		sq_answer(q, 0, 0);
 		return;
 	case Q_ENSURE: case Q_CLAIM: case Q_LAST: case Q_FINISH: case Q_PRUNE:
+	case Q_ON_FAILURE:
 	case Q_SCHEMA: case Q_PROBE: case Q_OTHER:
 		return;
 	}
@@ -812,6 +903,7 @@ static void db_execute(int sid, struct squery *q)
 	case Q_CLAIM: db_claim(q, lock_held_by(atoi(q->p[5]))); return;
 	case Q_LAST: db_last(q); return;
 	case Q_FINISH: db_finish(q); return;
+	case Q_ON_FAILURE: db_on_failure(sid, q); return;
 	case Q_PRUNE: sq_answer(q, 0, 0); return; /* nothing is 30 days old */
 	case Q_SCHEMA: case Q_PROBE:
 		/* there, and its owner trusted (the probe's second column NULL) */

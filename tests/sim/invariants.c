@@ -4,6 +4,8 @@
  * ticks of the jobs, and the liveness bound. */
 #include "sim.h"
 
+#include "jobs_retry.h"
+
 /* ---- the invariants, after every event ---------------------------------- */
 
 /* The man page's SAFETY section exempts some faults from "one command at
@@ -55,6 +57,197 @@ static const char *tick_text(int64_t ms, char *buf, size_t len)
 	return buf;
 }
 
+/* ---- DESIGN 13: retries and on_failure ---- */
+
+/* Job j's configuration, as the nodes loaded it. */
+static const struct config_job *job_cfg(int j)
+{
+	const struct config *c = &W.nodes[0].cfg;
+
+	for (size_t i = 0; i < c->n_jobs; i++)
+		if (!strcmp(c->jobs[i].name, W.job_name[j]))
+			return &c->jobs[i];
+	abort();
+}
+
+static bool failed_row(const struct lrow *r)
+{
+	return r->finished && (!strcmp(r->outcome, "failed") || !strcmp(r->outcome, "timed_out"));
+}
+
+/* An attempt after the first starts only after the attempt before it
+ * failed, within retries, and not once its tick's next tick has fallen
+ * due (the newer tick wins): its claim went out before then, and is
+ * answered within TICK_MARGIN. */
+static void check_attempt(struct node *n, int j, const struct lrow *r)
+{
+	const struct lrow *prev;
+	int64_t next;
+	char at[32];
+
+	if (r->attempt <= 1)
+		return;
+	prev = row_attempt(j, r->tick, r->attempt - 1);
+	if (r->attempt > job_cfg(j)->retries + 1 || !prev || !failed_row(prev))
+		fail_at(1u << n->i, "%s: job %s's attempt %d of tick %s starts, but "
+			"attempt %d %s (retries %d)", n->name, W.job_name[j], r->attempt,
+			tick_text(r->tick, at, sizeof(at)), r->attempt - 1,
+			prev ? prev->outcome : "has no row", job_cfg(j)->retries);
+	next = schedule_next(W.sched[j], r->tick);
+	if (next != SCHEDULE_NEVER &&
+	    db_ms() > next + W.jitter_ms[j] + (int64_t)(TICK_MARGIN * 1000))
+		fail_at(1u << n->i, "%s: job %s's attempt %d of tick %s starts %.1fs "
+			"after the next tick fell due (the newer tick wins)", n->name,
+			W.job_name[j], r->attempt, tick_text(r->tick, at, sizeof(at)),
+			(double)(db_ms() - next) / 1000);
+}
+
+/* When the attempt after failed row r is due, by the daemon's rule from
+ * the row's end (the server's, a little after the daemon's own: the
+ * later due, so a bound from it holds); INT64_MIN when none follows (or
+ * the next tick is too close to tell: within RETRY_CLOSE_MS, the most
+ * the daemon's reading of the server's clock may run ahead of it). */
+#define RETRY_CLOSE_MS 1000
+static int64_t retry_due(int j, const struct lrow *r)
+{
+	const struct config_job *c = job_cfg(j);
+	int64_t due, next = schedule_next(W.sched[j], r->tick);
+	struct jobs_retry_run run = {
+		.outcome = jobs_outcome_from_name(r->outcome), .attempt = r->attempt,
+		.retries = c->retries, .first_ms = c->retry_delay_ms,
+		.max_ms = c->retry_max_delay_ms, .lock_key = W.nodes[0].cfg.lock_key,
+		.job = W.job_name[j], .tick = r->tick, .ended = r->finished_ms,
+		.next_tick = next, .now = r->finished_ms,
+	};
+
+	if (jobs_retry_decide(&run, &due) != JOBS_RETRY_AGAIN || due + RETRY_CLOSE_MS >= next)
+		return INT64_MIN;
+	return due;
+}
+
+/* A failed attempt's next one, TICK_MARGIN after it was due: when a
+ * node led steadily from before it was due until now, it has a row. */
+static void check_retries(void)
+{
+	double now_ms = (double)db_ms();
+
+	for (int k = 0; k < W.n_failed_rows; k++) {
+		struct lrow *r = &W.rows[W.failed_rows[k]];
+		int j = job_index(r->job);
+		int64_t due;
+		bool steady = false;
+		char at[32];
+
+		if (j < 0 || !W.sched[j])
+			continue;
+		due = retry_due(j, r);
+		if (due != INT64_MIN && now_ms < (double)due + TICK_MARGIN * 1000)
+			continue;
+		W.failed_rows[k--] = W.failed_rows[--W.n_failed_rows];
+		for (int i = 0; i < W.n && due != INT64_MIN; i++)
+			steady |= W.nodes[i].steady_since <= t_of_ms(due) - net_slack;
+		if (!steady)
+			continue;
+		W.retries_checked++;
+		if (row_attempt(j, r->tick, r->attempt + 1))
+			continue;
+		fail_at((1u << W.n) - 1, "job %s's attempt %d of tick %s was due %.1fs "
+			"after attempt %d %s while a node led steadily, and %.1fs later it "
+			"has no row", W.job_name[j], r->attempt + 1,
+			tick_text(r->tick, at, sizeof(at)),
+			(double)(due - r->finished_ms) / 1000, r->attempt, r->outcome,
+			TICK_MARGIN);
+	}
+}
+
+/* An on_failure command starts: its row is marked sent by this node, in
+ * this incarnation, and it is the only one ever for that run. */
+void check_on_failure_start(struct node *n, int64_t run_id)
+{
+	struct lrow *r = row_by_id(run_id);
+
+	if (!r || strcmp(r->on_failure, "sent") || r->on_failure_by != n->i ||
+	    r->on_failure_inc != n->inc) {
+		fail_at(1u << n->i, "%s: on_failure for run %" PRId64 " starts, but its "
+			"row %s", n->name, run_id, !r ? "is not there"
+			: strcmp(r->on_failure, "sent") ? "does not record it sent"
+			: "records it sent by another pgleader");
+		return;
+	}
+	if (++r->on_failure_runs > 1)
+		fail_at(1u << n->i, "%s: on_failure for run %" PRId64 " starts a second "
+			"time", n->name, run_id);
+	W.on_failures_run++;
+}
+
+/* Whether job j's newest row is a failure with no attempt to follow,
+ * settled TICK_MARGIN before now. */
+static bool failed_for_good(int j, const struct lrow *r)
+{
+	int64_t next = schedule_next(W.sched[j], r->tick);
+	int64_t limit = db_ms() - (int64_t)(TICK_MARGIN * 1000);
+
+	if (!failed_row(r) || r->finished_ms > limit)
+		return false;
+	return r->attempt > job_cfg(j)->retries ||
+	       (next != SCHEDULE_NEVER && next + W.jitter_ms[j] <= limit);
+}
+
+/* Job j's newest row (by tick, then attempt), or NULL. */
+static const struct lrow *newest_row(int j)
+{
+	const struct lrow *newest = NULL;
+
+	for (size_t k = 0; k < W.n_rows; k++) {
+		const struct lrow *r = &W.rows[k];
+
+		if (job_index(r->job) == j && (!newest || r->tick > newest->tick ||
+		    (r->tick == newest->tick && r->attempt > newest->attempt)))
+			newest = r;
+	}
+	return newest;
+}
+
+/* Whether an on_failure claimed TICK_MARGIN ago by a node that led on
+ * since, in the same incarnation, never ran. */
+static bool claimed_not_run(const struct lrow *r)
+{
+	const struct node *n;
+
+	if (strcmp(r->on_failure, "sent") || r->on_failure_runs ||
+	    r->on_failure_at > T - TICK_MARGIN)
+		return false;
+	n = &W.nodes[r->on_failure_by];
+	return n->up && n->inc == r->on_failure_inc && n->steady_since <= r->on_failure_at;
+}
+
+/* At the end: each job's newest run that failed for good, with a node
+ * leading steadily for TICK_MARGIN, had its on_failure sent (never lost),
+ * and one claimed by a node that led on since ran. */
+void check_on_failure_end(void)
+{
+	bool steady = false;
+
+	for (int i = 0; i < W.n; i++)
+		steady |= W.nodes[i].steady_since <= T - TICK_MARGIN;
+	for (int j = 0; j < W.n_jobs && steady && !W.failed; j++) {
+		const struct lrow *newest;
+
+		if (!W.sched[j] || !job_cfg(j)->on_failure || !(newest = newest_row(j)))
+			continue;
+		if (failed_for_good(j, newest) && strcmp(newest->on_failure, "sent"))
+			fail_at((1u << W.n) - 1, "job %s's run %" PRId64 " failed for good, "
+				"a node led steadily since, and its on_failure was never sent "
+				"(%s)", W.job_name[j], newest->run_id,
+				newest->on_failure[0] ? newest->on_failure : "not owed");
+		else if (claimed_not_run(newest))
+			fail_at(1u << newest->on_failure_by, "%s claimed the on_failure of job "
+				"%s's run %" PRId64 ", led on, and never ran it",
+				W.nodes[newest->on_failure_by].name, W.job_name[j],
+				newest->run_id);
+	}
+}
+
 /* A run of a scheduled job starts: its tick was claimed in the ledger by
  * this node's term (the row's token is the command's), and it is the
  * first command of that tick, in the whole fleet, under any fault. */
@@ -88,6 +281,7 @@ void check_run_start(struct node *n, struct child *ch)
 		fail_at(1u << n->i, "job %s's tick %s runs a second time (%s, token %"
 			PRIu64 ")", job, tick_text(r->tick, at, sizeof(at)), n->name,
 			ch->token);
+	check_attempt(n, ch->job, r);
 	W.ticks_run++;
 }
 
@@ -448,6 +642,7 @@ void check_invariants(void)
 	measure_overlap(over);
 	note_leader();
 	check_ticks();
+	check_retries();
 	check_queue();
 }
 

@@ -666,6 +666,68 @@ int child_start(struct child *c, char *const *extra_env, char *err, size_t errle
 	return 0;
 }
 
+/* ---- hook.h: a job's on_failure command (DESIGN 13) ---- */
+
+/* It takes from nothing to one and a half times its timeout (then it is
+ * stopped: timed out), and ends by itself; a kill -9 of its pgleader
+ * ends it with the process (jobs_free is never called then). */
+struct hook {
+	ev_timer done;
+	struct ev_loop *loop;
+	hook_done_fn fn;
+	void *arg;
+	bool timed_out;
+	int status;
+};
+
+static void hook_done_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct hook *h = w->data;
+
+	(void)loop;
+	(void)revents;
+	h->fn(h->arg, h->status, h->timed_out);
+	free(h);
+}
+
+struct hook *hook_start(struct ev_loop *loop, const char *command,
+			char *const *extra_env, const char *input, size_t len,
+			double timeout, double grace, hook_done_fn fn, void *arg,
+			char *err, size_t errlen)
+{
+	struct node *n = &W.nodes[cur_node];
+	const char *run = env_of(extra_env, "PGLEADER_RUN_ID");
+	struct hook *h = calloc(1, sizeof(*h));
+	double takes = urand(0, 1.5 * timeout);
+
+	(void)command;
+	(void)input;
+	(void)len;
+	if (!h) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	say(1u << n->i, "%s: on_failure for run %s starts", n->name, run ? run : "?");
+	check_on_failure_start(n, run ? strtoll(run, NULL, 10) : 0);
+	h->fn = fn;
+	h->arg = arg;
+	h->loop = loop;
+	h->timed_out = takes > timeout;
+	h->status = h->timed_out ? 143 : irand(2);
+	ev_timer_init(&h->done, hook_done_cb, h->timed_out ? timeout + grace / 2 : takes, 0.);
+	h->done.data = h;
+	ev_timer_start(loop, &h->done);
+	return h;
+}
+
+void hook_free(struct hook *h)
+{
+	if (!h)
+		return;
+	ev_timer_stop(h->loop, &h->done);
+	free(h);
+}
+
 void child_stop(struct child *c)
 {
 	proc_stop(&W.nodes[cur_node], c);

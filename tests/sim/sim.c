@@ -340,6 +340,23 @@ static void handle(const struct simev *e)
 
 /* ---- set-up: each node's configuration through config_load -------------- */
 
+/* DESIGN 13: retries (0 to 2, a delay from a fifth of the interval to
+ * one and a half, the cap twice the delay) and on_failure, from the seed
+ * by a hash of its own: the random stream, and so what the seeds of
+ * regress-jobs.txt did before retries, is unchanged. */
+static void pick_retries(struct knobs *k, int j, int64_t every)
+{
+	static const double part[] = { 0.2, 0.5, 1.5 };
+	uint64_t h = (cur_seed + 1) * 0x9e3779b97f4a7c15ULL + (uint64_t)j * 0xbf58476d1ce4e5b9ULL;
+
+	h ^= h >> 31;
+	h *= 0x94d049bb133111ebULL;
+	h ^= h >> 29;
+	k->retries[j] = (int)(h % 3);
+	k->retry_delay_ms[j] = (int64_t)(part[h / 3 % 3] * (double)every);
+	k->on_failure[j] = h / 9 % 2 == 0;
+}
+
 /* Some seeds run jobs: up to three, most with a schedule (@every or a
  * cron expression), jitter, max_runtime, missed once or skip. */
 static void pick_jobs(struct knobs *k)
@@ -363,6 +380,7 @@ static void pick_jobs(struct knobs *k)
 		k->max_runtime_ms[j] = chance(0.3) ? 2 * e : 0;
 		k->window_ms[j] = chance(0.3) ? 3 * e : 0;
 		k->skip[j] = chance(0.3);
+		pick_retries(k, j, e);
 	}
 }
 
@@ -414,6 +432,12 @@ static const char *jobs_file(const struct knobs *k)
 		if (k->window_ms[j])
 			fprintf(f, "missed_window = %" PRId64 "ms\n", k->window_ms[j]);
 		fprintf(f, "missed = %s\n", k->skip[j] ? "skip" : "once");
+		if (k->retries[j])
+			fprintf(f, "retries = %d\nretry_delay = %" PRId64 "ms\n"
+				"retry_max_delay = %" PRId64 "ms\n", k->retries[j],
+				k->retry_delay_ms[j], 2 * k->retry_delay_ms[j]);
+		if (k->on_failure[j])
+			fprintf(f, "on_failure = notify %d\n", j + 1);
 	}
 	fclose(f);
 	return path;
@@ -525,6 +549,8 @@ static void setup_jobs(const struct knobs *k)
 		    "ms, missed %s, missed_window %" PRId64 "ms", j + 1, k->sched[j],
 		    k->jitter_ms[j], k->max_runtime_ms[j], k->skip[j] ? "skip" : "once",
 		    k->window_ms[j]);
+		say(0, "job j%d: retries %d, retry_delay %" PRId64 "ms, on_failure %s", j + 1,
+		    k->retries[j], k->retry_delay_ms[j], k->on_failure[j] ? "on" : "off");
 	}
 	for (int j = 0; j < k->n_jobs; j++)
 		if (!k->sched[j][0])
@@ -535,6 +561,7 @@ static void setup_jobs(const struct knobs *k)
 static void teardown(void)
 {
 	uint64_t checked = W.ticks_checked, ticks = W.ticks_run;
+	uint64_t retries = W.retries_checked, hooks = W.on_failures_run;
 
 	for (int i = 0; i < W.n; i++) {
 		node_free_supervisor(&W.nodes[i]);
@@ -553,6 +580,8 @@ static void teardown(void)
 	memset(&W, 0, sizeof(W));
 	W.ticks_checked = checked;
 	W.ticks_run = ticks;
+	W.retries_checked = retries;
+	W.on_failures_run = hooks;
 }
 
 /* Node i before it first starts: its clock and its configuration. */
@@ -581,6 +610,7 @@ static void setup(uint64_t seed)
 	seq_no = 0;
 	T = 0;
 	rng_state = seed * 0x2545f4914f6cdd1dULL + 1;
+	cur_seed = seed;
 	pick_knobs(&k);
 	queue_empty_since = INFINITY;
 	/* from the seed, not the random stream: 1 to 3 (DESIGN 15) */
@@ -654,6 +684,8 @@ bool run(uint64_t seed)
 			"(at %.1fs)", liveness_bound(), W.faults_end);
 	if (!W.failed)
 		check_lost();
+	if (!W.failed)
+		check_on_failure_end();
 	return !W.failed;
 }
 
@@ -830,7 +862,9 @@ int main(int argc, char **argv)
 			       overlap_names[k], overlap_max[k], overlap_seed[k]);
 	if (with_jobs)
 		printf("sim: %" PRIu64 " ticks run, %" PRIu64 " ticks checked while a node "
-		       "led steadily\n", W.ticks_run, W.ticks_checked);
+		       "led steadily; %" PRIu64 " retries due checked, %" PRIu64
+		       " on_failure run\n", W.ticks_run, W.ticks_checked, W.retries_checked,
+		       W.on_failures_run);
 	printf("sim: %" PRIu64 " seeds from %" PRIu64 " (%" PRIu64 " known, skipped), %"
 	       PRIu64 " failed; %" PRIu64 " events (%" PRIu64 " decider steps) in %.2fs: "
 	       "%.0f events/s%s%s\n", ran, o.first, skipped, failed, n_simev, n_events,

@@ -23,6 +23,7 @@
 #include "dynlib.h"
 #include "election_impl.h" /* the machines' state, for the invariants */
 #include "failsafe.h"
+#include "hook.h"
 #include "fleet.h"
 #include "jobs.h"
 #include "lease.h"
@@ -165,7 +166,7 @@ struct ev_loop { int node; };
 struct lease { int node; int skind; };
 struct failsafe { int node; };
 #define MAXJ 3                   /* jobs per node */
-#define MAXT 16                  /* libev timers per node */
+#define MAXT 48                  /* libev timers per node */
 #define NSIG_HANDLED 5           /* supervisor.c's signals */
 
 /* failsafe.c's two rounds: the claim round (claims, and the claim that says
@@ -244,6 +245,13 @@ struct lrow {
 	int64_t finished_ms;
 	int64_t run_id;
 	int starts;              /* commands started for it (the invariant's) */
+	int attempt;             /* DESIGN 13: 1, or a retry's */
+	char on_failure[8];      /* "", "owed" or "sent" */
+	int on_failure_by;       /* the node that claimed it */
+	uint64_t on_failure_inc; /* its incarnation then */
+	int on_failure_runs;     /* on_failure commands started for it */
+	uint64_t on_failure_token; /* the term that claimed it */
+	double on_failure_at;    /* when it was claimed (the simulation's time) */
 	uint64_t server;         /* the server it began on (W.server) */
 };
 
@@ -320,6 +328,9 @@ struct world {
 	int64_t jitter_ms[MAXJ];
 	int64_t check_tick[MAXJ];     /* the next tick check_ticks looks at */
 	uint64_t ticks_checked, ticks_run;
+	uint64_t retries_checked, on_failures_run; /* DESIGN 13 */
+	size_t failed_rows[4096];     /* rows that failed, for check_retries */
+	int n_failed_rows;
 	/* failure */
 	bool failed;
 	char why[512];
@@ -338,7 +349,8 @@ struct world {
 /* A statement on its way: what lease_query sent, and the answer. */
 enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE,
 	     /* the controls (DESIGN 11): ledger.c's probes, read, ask, delete */
-	     Q_SCHEMA, Q_PROBE, Q_CONTROLS, Q_PRIORITY, Q_HANDED, Q_OTHER };
+	     Q_SCHEMA, Q_PROBE, Q_CONTROLS, Q_PRIORITY, Q_HANDED,
+	     Q_ON_FAILURE, Q_OTHER };
 struct squery {
 	enum qkind kind;
 	bool started;            /* a claim that waited: the lock held at its start */
@@ -397,6 +409,10 @@ struct knobs {
 	int64_t every_ms[MAXJ];
 	int64_t jitter_ms[MAXJ], max_runtime_ms[MAXJ], window_ms[MAXJ];
 	bool skip[MAXJ];
+	/* DESIGN 13, from the seed but not its random stream */
+	int retries[MAXJ];
+	int64_t retry_delay_ms[MAXJ];
+	bool on_failure[MAXJ];
 };
 
 struct opts {
@@ -448,6 +464,7 @@ extern size_t *hidx;
 extern size_t hcap;
 int job_index(const char *job);
 struct lrow *row_at(int j, int64_t tick);
+struct lrow *row_attempt(int j, int64_t tick, int attempt);
 struct lrow *row_by_id(int64_t run_id);
 extern struct squery *sq;
 void sq_free_all(void);
@@ -473,6 +490,9 @@ void check_run_start(struct node *n, struct child *ch);
 void check_run_end_line(struct node *n, enum log_level level, const char *text);
 void unsteady(void);
 void check_lost(void);
+/* DESIGN 13: an on_failure command starts for run_id on node n. */
+void check_on_failure_start(struct node *n, int64_t run_id);
+void check_on_failure_end(void);
 extern const char *const overlap_names[OV_N];
 extern double overlap_max[OV_N];
 extern uint64_t overlap_seed[OV_N];

@@ -141,15 +141,50 @@ static const char *join(char **words)
 	return buf;
 }
 
-/* A setting rendered as text, so that one table can check every type. */
-static const char *field_text(const struct config *cfg, const char *key)
-{
-	static char buf[256];
-
 #define INT(name, value) if (strcmp(key, name) == 0) \
 		return snprintf(buf, sizeof(buf), "%lld", (long long)(value)), buf
 #define STR(name, value) if (strcmp(key, name) == 0) \
 		return (value) ? (value) : "(null)"
+
+/* The job keys as the default job got them, as text; NULL: not one. */
+static const char *job_field_text(const struct config *cfg, const char *key)
+{
+	static char buf[256];
+
+	STR("schedule", cfg->n_jobs ? cfg->jobs[0].schedule : "(no job)");
+	STR("timezone", cfg->n_jobs ? cfg->jobs[0].timezone : "(no job)");
+	INT("jitter", cfg->n_jobs ? cfg->jobs[0].jitter_ms : -99);
+	INT("max_runtime", cfg->n_jobs ? cfg->jobs[0].max_runtime_ms : -99);
+	INT("missed", cfg->n_jobs ? (int)cfg->jobs[0].missed : -99);
+	INT("missed_window", cfg->n_jobs ? cfg->jobs[0].missed_window_ms : -99);
+	INT("rerun_interrupted", cfg->n_jobs ? cfg->jobs[0].rerun_interrupted : -99);
+	INT("output", cfg->n_jobs ? (int)cfg->jobs[0].output : -99);
+	INT("output_tail", cfg->n_jobs ? cfg->jobs[0].output_tail : -99);
+	INT("retries", cfg->n_jobs ? cfg->jobs[0].retries : -99);
+	INT("retry_delay", cfg->n_jobs ? cfg->jobs[0].retry_delay_ms : -99);
+	INT("retry_max_delay", cfg->n_jobs ? cfg->jobs[0].retry_max_delay_ms : -99);
+	STR("on_failure", cfg->n_jobs ? cfg->jobs[0].on_failure : "(no job)");
+	INT("on_failure_timeout", cfg->n_jobs ? cfg->jobs[0].on_failure_timeout_ms : -99);
+	return NULL;
+}
+
+/* DESIGN 13: the default job's process keys, as written; NULL: not one. */
+static const char *job_process_text(const struct config *cfg, const char *key)
+{
+	STR("environment", cfg->n_jobs ? cfg->jobs[0].environment : "(no job)");
+	STR("environment_file", cfg->n_jobs ? cfg->jobs[0].environment_file : "(no job)");
+	STR("working_directory", cfg->n_jobs ? cfg->jobs[0].working_directory : "(no job)");
+	STR("user", cfg->n_jobs ? cfg->jobs[0].user : "(no job)");
+	STR("group", cfg->n_jobs ? cfg->jobs[0].group : "(no job)");
+	return NULL;
+}
+
+/* A setting rendered as text, so that one table can check every type. */
+static const char *field_text(const struct config *cfg, const char *key)
+{
+	static char buf[256];
+	const char *job;
+
 	STR("dsn", cfg->dsn);
 	INT("lock_key", cfg->lock_key);
 	STR("lock_name", cfg->lock_name);
@@ -177,31 +212,17 @@ static const char *field_text(const struct config *cfg, const char *key)
 	STR("failsafe_secret_file", cfg->failsafe_secret_file);
 	INT("failsafe_ttl", cfg->failsafe_ttl_ms);
 	STR("command", join(cfg->command));
-	/* the job keys as the default job got them */
-	STR("schedule", cfg->n_jobs ? cfg->jobs[0].schedule : "(no job)");
-	STR("timezone", cfg->n_jobs ? cfg->jobs[0].timezone : "(no job)");
-	INT("jitter", cfg->n_jobs ? cfg->jobs[0].jitter_ms : -99);
-	INT("max_runtime", cfg->n_jobs ? cfg->jobs[0].max_runtime_ms : -99);
-	INT("missed", cfg->n_jobs ? (int)cfg->jobs[0].missed : -99);
-	INT("missed_window", cfg->n_jobs ? cfg->jobs[0].missed_window_ms : -99);
-	INT("rerun_interrupted", cfg->n_jobs ? cfg->jobs[0].rerun_interrupted : -99);
-	INT("output", cfg->n_jobs ? (int)cfg->jobs[0].output : -99);
-	INT("output_tail", cfg->n_jobs ? cfg->jobs[0].output_tail : -99);
 	INT("once_per", cfg->once_per_ms);
 	STR("schema", cfg->schema);
 	STR("ledger_owner", cfg->ledger_owner);
 	INT("keep_runs", cfg->keep_runs_ms);
-	/* DESIGN 13: the job's process, as written */
-	STR("environment", cfg->n_jobs ? cfg->jobs[0].environment : "(no job)");
-	STR("environment_file", cfg->n_jobs ? cfg->jobs[0].environment_file : "(no job)");
-	STR("working_directory", cfg->n_jobs ? cfg->jobs[0].working_directory : "(no job)");
-	STR("user", cfg->n_jobs ? cfg->jobs[0].user : "(no job)");
-	STR("group", cfg->n_jobs ? cfg->jobs[0].group : "(no job)");
-#undef INT
-#undef STR
+	if ((job = job_field_text(cfg, key)) || (job = job_process_text(cfg, key)))
+		return job;
 	ck_abort_msg("no such key %s", key);
 	return NULL;
 }
+#undef INT
+#undef STR
 
 static void env_name(const char *key, char *buf, size_t len)
 {
@@ -289,6 +310,16 @@ static const struct key_case {
 	  "must be greater than 0" },
 	{ "rerun_interrupted", "rerun-interrupted", true, "yes", "1", "maybe",
 	  "invalid boolean \"maybe\" (true/false, yes/no, on/off, 1/0)" },
+	/* DESIGN 13 */
+	{ "retries", "retries", false, "3", "3", "101", "101 is out of range (0 to 100)" },
+	{ "retry_delay", "retry-delay", false, "1m", "60000", "0",
+	  "must be greater than 0" },
+	{ "retry_max_delay", "retry-max-delay", false, "1h", "3600000", "0",
+	  "must be greater than 0" },
+	{ "on_failure", "on-failure", false, "mail -s \"$PGLEADER_JOB failed\" ops",
+	  "mail -s \"$PGLEADER_JOB failed\" ops", NULL, NULL },
+	{ "on_failure_timeout", "on-failure-timeout", false, "2m", "120000", "0",
+	  "must be greater than 0" },
 	{ "once_per", "once-per", false, "1h", "3600000", "-1h",
 	  "invalid duration \"-1h\" (examples: 250ms, 5s, 2m)" },
 	{ "schema", "schema", false, "ledger_2", "ledger_2", "PgLeader",
@@ -325,6 +356,7 @@ static bool needs_root(const struct key_case *k)
 
 static const char *const scheduled[] = {
 	"jitter", "max_runtime", "missed", "missed_window", "rerun_interrupted",
+	"retries", "retry_delay", "retry_max_delay", "on_failure", "on_failure_timeout",
 };
 
 static const char *const *command_args(const struct key_case *k,
@@ -1850,7 +1882,17 @@ static const struct {
 	/* what a section refuses, with its file and line */
 	{ "unknown key", "[job.a]\ncommand = a\nlock_key = 1\n", NULL, NULL, { NULL },
 	  EX_CONFIG,
-	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, grace_period, restart, output, output_tail, shell, environment, environment_file, working_directory, user, group)" },
+	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, retries, retry_delay, retry_max_delay, on_failure, on_failure_timeout, grace_period, restart, output, output_tail, shell, environment, environment_file, working_directory, user, group)" },
+	/* issue 24: restart with a schedule was ignored without a word */
+	{ "restart with a schedule", "[job.a]\ncommand = a\nschedule = @daily\n"
+	  "restart = on-failure\n", NULL, NULL, { NULL }, EX_CONFIG,
+	  "FILE:4: [job.a] restart is for a job without a schedule; a scheduled job tries a failed run again with retries = N" },
+	{ "--restart with --schedule", NULL, NULL, NULL,
+	  { "--schedule", "@daily", "--restart", "always", "x" }, EX_USAGE,
+	  "--restart is for a command without a schedule; a scheduled job tries a failed run again with --retries N" },
+	{ "a section's retries", "[job.a]\ncommand = a\nschedule = @daily\nretries = 2\n"
+	  "on_failure = echo x\n[job.b]\ncommand = b\nretries = 1\n", NULL, NULL, { NULL },
+	  EX_CONFIG, "FILE:8: [job.b] retries needs a schedule in the section" },
 	{ "a likely typo", "[job.a]\ncommand = a\nMax-Runtime = 1h\n", NULL, NULL, { NULL },
 	  EX_CONFIG, "FILE:3: unknown key \"Max-Runtime\" in [job.a] (did you mean max_runtime?)" },
 	{ "unknown key", "[job.a]\ncommand = a\nschedul = @daily\n", NULL, NULL, { NULL },

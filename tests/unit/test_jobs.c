@@ -2,6 +2,7 @@
  * fake ledger and fake commands, on a real libev loop that is never run:
  * what they claim and record, in which order, for which lock session. */
 #include "jobs.h"
+#include "hook.h"
 
 #include <check.h>
 #include <stdlib.h>
@@ -65,12 +66,13 @@ void ledger_ensure(struct ledger *l, ledger_fn fn, void *arg)
 }
 
 void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job,
-		  int64_t tick, const char *outcome, bool rerun, ledger_fn fn,
-		  void *arg)
+		  int64_t tick, int attempt, const char *outcome, bool rerun,
+		  ledger_fn fn, void *arg)
 {
 	(void)l;
 	(void)job;
 	(void)rerun;
+	(void)attempt;
 	keep(R_CLAIM, tick, outcome, t->lock_pid, fn, arg);
 }
 
@@ -88,7 +90,7 @@ static char finished_outcome[16];
 static int finished_status = -1;
 
 void ledger_finish(struct ledger *l, uint64_t token, int64_t run_id,
-		   const char *outcome, int exit_status, const char *output,
+		   const char *outcome, int exit_status, bool owed, const char *output,
 		   size_t output_len)
 {
 	(void)l;
@@ -96,8 +98,43 @@ void ledger_finish(struct ledger *l, uint64_t token, int64_t run_id,
 	(void)output_len;
 	(void)token;
 	(void)run_id;
+	(void)owed;
 	snprintf(finished_outcome, sizeof(finished_outcome), "%s", outcome);
 	finished_status = exit_status;
+}
+
+void ledger_on_failure(struct ledger *l, const struct ledger_term *t, int64_t run_id,
+		       ledger_fn fn, void *arg)
+{
+	(void)l;
+	(void)t;
+	(void)run_id;
+	(void)fn;
+	(void)arg;
+}
+
+/* on_failure's command (hook.h): never started here */
+struct hook *hook_start(struct ev_loop *loop, const char *command,
+			char *const *extra_env, const char *input, size_t len,
+			double timeout, double grace, hook_done_fn fn, void *arg,
+			char *err, size_t errlen)
+{
+	(void)loop;
+	(void)command;
+	(void)extra_env;
+	(void)input;
+	(void)len;
+	(void)timeout;
+	(void)grace;
+	(void)fn;
+	(void)arg;
+	snprintf(err, errlen, "not in this test");
+	return NULL;
+}
+
+void hook_free(struct hook *h)
+{
+	(void)h;
 }
 
 void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms)

@@ -3,6 +3,7 @@
  * fake clock: which statements, commands and lines each event asks for.
  * No loop, no ledger, no process: the actions are the answer. */
 #include "jobs_step.h"
+#include "jobs_retry.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -422,6 +423,262 @@ START_TEST(test_ledger_refused)
 }
 END_TEST
 
+
+/* ---- retries and on_failure (DESIGN 13) ---- */
+
+/* The run going on (run 5, tick T0) ends with status at now + after. */
+static void run_ends(double after, int status)
+{
+	now += after;
+	step((struct jobs_event){ .type = JOBS_EV_RUN_GONE, .job = tick_job,
+				  .status = status });
+}
+
+/* The tick job's timer t set (not stopped) by the last step, or NULL. */
+static const struct jobs_action *find_timer(enum jobs_timer t)
+{
+	const struct jobs_action *a;
+
+	for (int i = 0; (a = find(JOBS_DO_TIMER, tick_job, i)); i++)
+		if (a->timer == t && a->after >= 0)
+			return a;
+	return NULL;
+}
+
+static struct jobs_view view_of(int job)
+{
+	struct jobs_view v;
+
+	jobs_state_view(js, (size_t)job, &v);
+	return v;
+}
+
+/* The arithmetic: retry_delay doubled per attempt, capped; a jitter under
+ * a tenth of the delay, the same for the same tick and attempt. */
+START_TEST(test_retry_arithmetic)
+{
+	static const struct { int attempt; int64_t want; } rows[] = {
+		{ 2, 30 * S }, { 3, 60 * S }, { 4, 120 * S }, { 5, 240 * S },
+		{ 6, 480 * S }, { 7, 600 * S }, { 40, 600 * S },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		ck_assert_int_eq(jobs_retry_delay(30 * S, 600 * S, rows[i].attempt),
+				 rows[i].want);
+	for (int k = 2; k < 50; k++) {
+		int64_t j = jobs_retry_jitter(42, "tick", T0, k, 30 * S);
+
+		ck_assert(j >= 0 && j < 3 * S);
+		ck_assert_int_eq(j, jobs_retry_jitter(42, "tick", T0, k, 30 * S));
+	}
+	ck_assert_int_eq(jobs_outcome_from_name("timed_out"), JOBS_TIMED_OUT);
+	ck_assert_int_eq(jobs_outcome_from_name(""), JOBS_OUTCOME_COUNT);
+}
+END_TEST
+
+/* A failed run is tried again after retry_delay (and its jitter) as
+ * attempt 2 of the same tick, claimed as a tick is; no on_failure is
+ * owed while an attempt follows. */
+START_TEST(test_retry_claimed_as_attempt)
+{
+	struct jobs_answer a = ok_at(T0 + 7 * S);
+	const struct jobs_action *t, *c, *f;
+
+	load("retries = 2\nretry_delay = 3s\non_failure = true\n");
+	running();
+	run_ends(1, 1);
+	f = find(JOBS_DO_FINISH, -2, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert(!f->owed);
+	ck_assert(said("job tick: run 5 failed (attempt 1 of 3); attempt 2 in"));
+	t = find_timer(JOBS_TIMER_RETRY);
+	ck_assert_ptr_nonnull(t);
+	ck_assert(t->after >= 2.9 && t->after < 3.3);
+	ck_assert_int_eq(count(JOBS_DO_ON_FAILURE_CLAIM, -2), 0);
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+	now += t->after;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_RETRY });
+	c = find(JOBS_DO_CLAIM, tick_job, 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->tick, T0);
+	ck_assert_int_eq(c->attempt, 2);
+	ck_assert_int_eq(c->term.fencing_token, TOKEN);
+	ck_assert_int_eq(c->term.lock_pid, LOCK_PID);
+	a.run_id = 6;
+	a.tick = T0;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_int_eq(find(JOBS_DO_START, tick_job, 0)->attempt, 2);
+	ck_assert_int_eq(find(JOBS_DO_START, tick_job, 0)->run_id, 6);
+	ck_assert_int_eq(view_of(tick_job).retries, 1);
+	unload();
+}
+END_TEST
+
+/* Without a retry claimed (the claim refused: the lock gone), nothing
+ * starts; an attempt that succeeds owes nothing. */
+START_TEST(test_retry_refused_not_run)
+{
+	struct jobs_answer a = ok_at(T0 + 7 * S);
+
+	load("retries = 1\nretry_delay = 3s\n");
+	running();
+	run_ends(1, 1);
+	now += 3.5;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_RETRY });
+	ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, 0)->attempt, 2);
+	a.holder = false;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_int_eq(count(JOBS_DO_START, tick_job), 0);
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0); /* not planned again */
+	unload();
+}
+END_TEST
+
+/* The last attempt fails: its row records on_failure owed, the command's
+ * claim goes out (its row, this term's token), and it runs once claimed,
+ * with the run's facts and its timeout; its end is counted. */
+START_TEST(test_last_attempt_on_failure)
+{
+	struct jobs_answer a = ok_at(T0 + 3 * S);
+	const struct jobs_action *f, *c, *h;
+
+	load("on_failure = echo failed\non_failure_timeout = 5s\n");
+	running();
+	run_ends(1, 3);
+	f = find(JOBS_DO_FINISH, -2, 0);
+	ck_assert(f->owed);
+	ck_assert_ptr_null(find_timer(JOBS_TIMER_RETRY));
+	c = find(JOBS_DO_ON_FAILURE_CLAIM, tick_job, 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->run_id, 5);
+	ck_assert_int_eq(c->term.fencing_token, TOKEN);
+	ck_assert_int_eq(count(JOBS_DO_ON_FAILURE, -2), 0); /* not before its claim */
+	a.run_id = 5;
+	answer(JOBS_EV_ON_FAILURE_CLAIMED, tick_job, a);
+	h = find(JOBS_DO_ON_FAILURE, tick_job, 0);
+	ck_assert_ptr_nonnull(h);
+	ck_assert_int_eq(h->run_id, 5);
+	ck_assert_int_eq(h->tick, T0);
+	ck_assert_int_eq(h->attempt, 1);
+	ck_assert_int_eq(h->outcome, JOBS_FAILED);
+	ck_assert_int_eq(h->status, 3);
+	ck_assert(h->after == 5.0);
+	step((struct jobs_event){ .type = JOBS_EV_ON_FAILURE_DONE, .job = tick_job,
+				  .status = 0, .run_id = 5 });
+	ck_assert_int_eq(view_of(tick_job).on_failure[JOBS_HOOK_SUCCEEDED], 1);
+	step((struct jobs_event){ .type = JOBS_EV_ON_FAILURE_DONE, .job = tick_job,
+				  .timed_out = true, .status = 143, .run_id = 5 });
+	ck_assert_int_eq(view_of(tick_job).on_failure[JOBS_HOOK_TIMED_OUT], 1);
+	ck_assert(said("took longer than 5.0s"));
+	unload();
+}
+END_TEST
+
+/* An on_failure claimed by another leader (or the lock gone) is not
+ * run here; one lost with the session is claimed again. */
+START_TEST(test_on_failure_claimed_elsewhere)
+{
+	struct jobs_answer a = ok_at(T0 + 3 * S);
+
+	load("on_failure = echo failed\n");
+	running();
+	run_ends(1, 3);
+	answer(JOBS_EV_ON_FAILURE_CLAIMED, tick_job,
+	       (struct jobs_answer){ .lost = true, .error = "gone" });
+	ck_assert_int_eq(find(JOBS_DO_ON_FAILURE_CLAIM, tick_job, 0)->run_id, 5);
+	a.run_id = 0;
+	answer(JOBS_EV_ON_FAILURE_CLAIMED, tick_job, a);
+	ck_assert_int_eq(count(JOBS_DO_ON_FAILURE, -2), 0);
+	ck_assert(said("it was sent already"));
+	unload();
+}
+END_TEST
+
+/* A retry that would come after the next tick is not made: the newer
+ * tick wins (a line), and the failure is the tick's last. */
+START_TEST(test_next_tick_ends_retries)
+{
+	const struct jobs_action *f;
+
+	load("retries = 3\nretry_delay = 20s\non_failure = true\n");
+	running();
+	run_ends(1, 1);
+	ck_assert(said("not tried again: tick"));
+	ck_assert(said("the newer tick wins"));
+	f = find(JOBS_DO_FINISH, -2, 0);
+	ck_assert(f->owed);
+	ck_assert_ptr_nonnull(find(JOBS_DO_ON_FAILURE_CLAIM, tick_job, 0));
+	unload();
+	/* one due first, but the tick's timer fires before it (the retry
+	 * waited): the retry is dropped when the tick falls due */
+	load("retries = 3\nretry_delay = 5s\n");
+	running();
+	run_ends(4, 1);
+	now += 6;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	ck_assert(said("the newer tick wins"));
+	ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, 0)->attempt, 1);
+	ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, 0)->tick, T0 + 10 * S);
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_RETRY });
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+	unload();
+}
+END_TEST
+
+/* A new leader reads the newest tick's last attempt: failed, with an
+ * attempt due before the next tick, it claims that attempt when due; an
+ * on_failure owed that nobody claimed is claimed. */
+START_TEST(test_catch_up_after_failover)
+{
+	struct jobs_answer a = ok_at(T0 + 2 * S);
+	const struct jobs_action *c;
+
+	load("retries = 2\nretry_delay = 3s\non_failure = true\n");
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_BEGAN, .job = -1,
+				  .term = { 42, TOKEN, LOCK_PID } });
+	answer(JOBS_EV_ENSURED, -1, ok_at(T0 + 2 * S));
+	a.last_tick = T0;
+	a.last_run_id = 9;
+	a.last_attempt = 1;
+	a.last_exit = 1;
+	snprintf(a.last_outcome, sizeof(a.last_outcome), "failed");
+	a.last_ended = T0 + 1 * S;
+	a.owed_run_id = 4;
+	a.owed_tick = T0 - 10 * S;
+	a.owed_attempt = 3;
+	snprintf(a.owed_outcome, sizeof(a.owed_outcome), "timed_out");
+	answer(JOBS_EV_LAST, tick_job, a);
+	ck_assert_int_eq(find(JOBS_DO_ON_FAILURE_CLAIM, tick_job, 0)->run_id, 4);
+	ck_assert_int_eq(count(JOBS_DO_ON_FAILURE_CLAIM, tick_job), 1);
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+	ck_assert(said("attempt 2 in"));
+	now += 2.5;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_RETRY });
+	c = find(JOBS_DO_CLAIM, tick_job, 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(c->tick, T0);
+	ck_assert_int_eq(c->attempt, 2);
+	unload();
+	/* the newest tick's last attempt, its attempts used up: its
+	 * on_failure (the predecessor may have died before claiming it) */
+	load("retries = 1\non_failure = true\n");
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_BEGAN, .job = -1,
+				  .term = { 42, TOKEN, LOCK_PID } });
+	answer(JOBS_EV_ENSURED, -1, ok_at(T0 + 2 * S));
+	a.last_attempt = 2;
+	a.owed_run_id = 0;
+	answer(JOBS_EV_LAST, tick_job, a);
+	ck_assert_int_eq(find(JOBS_DO_ON_FAILURE_CLAIM, tick_job, 0)->run_id, 9);
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+	unload();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs_step");
@@ -439,6 +696,13 @@ int main(void)
 	tcase_add_test(tc, test_missed_ticks);
 	tcase_add_test(tc, test_start_failed);
 	tcase_add_test(tc, test_ledger_refused);
+	tcase_add_test(tc, test_retry_arithmetic);
+	tcase_add_test(tc, test_retry_claimed_as_attempt);
+	tcase_add_test(tc, test_retry_refused_not_run);
+	tcase_add_test(tc, test_last_attempt_on_failure);
+	tcase_add_test(tc, test_on_failure_claimed_elsewhere);
+	tcase_add_test(tc, test_next_tick_ends_retries);
+	tcase_add_test(tc, test_catch_up_after_failover);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

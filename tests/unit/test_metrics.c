@@ -12,6 +12,7 @@
 
 #include "election.h"
 #include "metrics.h"
+#include "jobs_retry.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -485,7 +486,8 @@ static const struct jobs_view sample_jobs[] = {
 	  .next_tick = 1714565700, .last_tick = 1714564800,
 	  .last_success = 1714564803.5, .runs = { [JOBS_SUCCEEDED] = 4,
 	  [JOBS_MISSED] = 2 }, .duration_counts = { [3] = 3, [JOBS_BUCKETS] = 1 },
-	  .duration_count = 4, .duration_sum = 9.5 },
+	  .duration_count = 4, .duration_sum = 9.5, .retries = 3,
+	  .on_failure = { [JOBS_HOOK_FAILED] = 1, [JOBS_HOOK_TIMED_OUT] = 2 } },
 	{ .name = "odd \"name\"\n", .schedule = NULL, .paused = true,
 	  .paused_by = "psql (role ops) from 10.0.0.7", .paused_at = "2024-05-01T12:10:00Z" },
 };
@@ -526,6 +528,14 @@ START_TEST(test_job_families)
 		"pgleader_job_run_duration_seconds_bucket{job=\"refresh\",le=\"5\"} 3\n",
 		"pgleader_job_run_duration_seconds_bucket{job=\"refresh\",le=\"+Inf\"} 4\n",
 		"pgleader_job_run_duration_seconds_sum{job=\"refresh\"} 9.5\n",
+		/* DESIGN 13 */
+		"# TYPE pgleader_job_retries_total counter\n",
+		"pgleader_job_retries_total{job=\"refresh\"} 3\n",
+		"pgleader_job_retries_total{job=\"odd \\\"name\\\"\\n\"} 0\n",
+		"# TYPE pgleader_job_on_failure_total counter\n",
+		"pgleader_job_on_failure_total{job=\"refresh\",result=\"succeeded\"} 0\n",
+		"pgleader_job_on_failure_total{job=\"refresh\",result=\"failed\"} 1\n",
+		"pgleader_job_on_failure_total{job=\"refresh\",result=\"timed_out\"} 2\n",
 	};
 
 	with_jobs(true);

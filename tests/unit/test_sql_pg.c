@@ -97,10 +97,11 @@ struct claim {
 	bool holder, newest, early;
 };
 
-static void claim_params(char p[8][64], const char *job, long long tick_ms,
+static void claim_params(char p[9][64], const char *job, long long tick_ms,
 			 const char *node, long long token, int pid,
 			 const char *outcome, bool rerun)
 {
+	snprintf(p[8], 64, "{1}"); /* the attempt */
 	snprintf(p[0], 64, "%d", KEY);
 	snprintf(p[1], 64, "{\"%s\"}", job);
 	snprintf(p[2], 64, "{%lld}", tick_ms);
@@ -127,23 +128,31 @@ static struct claim claim_answer(PGresult *r)
 	return out;
 }
 
-static struct claim claim_as(PGconn *c, const char *s, const char *job, long long tick_ms,
-			     long long token, int pid, const char *outcome, bool rerun)
+static struct claim claim_attempt_as(PGconn *c, const char *s, const char *job,
+				     long long tick_ms, int attempt, long long token,
+				     int pid, const char *outcome, bool rerun)
 {
-	char p[8][64];
-	const char *params[8];
+	char p[9][64];
+	const char *params[9];
 	char *sql = ledger_sql_claim(s);
 	struct claim out;
 	PGresult *r;
 
 	claim_params(p, job, tick_ms, "n1", token, pid, outcome, rerun);
-	for (int i = 0; i < 8; i++)
+	snprintf(p[8], 64, "{%d}", attempt);
+	for (int i = 0; i < 9; i++)
 		params[i] = p[i];
-	r = run(c, sql, 8, params);
+	r = run(c, sql, 9, params);
 	out = claim_answer(r);
 	PQclear(r);
 	free(sql);
 	return out;
+}
+
+static struct claim claim_as(PGconn *c, const char *s, const char *job, long long tick_ms,
+			     long long token, int pid, const char *outcome, bool rerun)
+{
+	return claim_attempt_as(c, s, job, tick_ms, 1, token, pid, outcome, rerun);
 }
 
 static long long now_ms(PGconn *c)
@@ -313,8 +322,8 @@ START_TEST(claim_after_locked_row_newer_term_inserts_nothing)
 	struct sessions x = leader(s);
 	PGconn *other = pgtemp_connect("pgleader/n2");
 	long long tick = now_ms(x.fence) - 1000;
-	char p[8][64], pid[16];
-	const char *params[8];
+	char p[9][64], pid[16];
+	const char *params[9];
 	char *sql = ledger_sql_claim(s);
 	struct claim c = claim_as(x.fence, s, "backup", tick - 1000, 100, x.lock_pid,
 				  "running", false);
@@ -324,9 +333,9 @@ START_TEST(claim_after_locked_row_newer_term_inserts_nothing)
 	exec_ok(other, "BEGIN");
 	exec_ok(other, "UPDATE claim_locked.terms SET fencing_token = 300, node_id = 'n2'");
 	claim_params(p, "backup", tick, "n1", 200, x.lock_pid, "running", false);
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < 9; i++)
 		params[i] = p[i];
-	ck_assert(PQsendQueryParams(x.fence, sql, 8, NULL, params, NULL, NULL, 0));
+	ck_assert(PQsendQueryParams(x.fence, sql, 9, NULL, params, NULL, NULL, 0));
 	snprintf(pid, sizeof(pid), "%d", PQbackendPID(x.fence));
 	/* until the claim waits for the row */
 	for (int i = 0;; i++) {
@@ -371,7 +380,7 @@ static PGresult *last(PGconn *c, const char *s, const char *job, long long token
 	r = run(c, sql, 4, params);
 	free(sql);
 	ck_assert_int_eq(PQntuples(r), 1);
-	ck_assert_int_eq(PQnfields(r), 5);
+	ck_assert_int_eq(PQnfields(r), LEDGER_LAST_NCOLS);
 	return r;
 }
 
@@ -428,12 +437,12 @@ static int finish(PGconn *c, const char *s, long long run_id, const char *token,
 		  const char *outcome, const char *exit_status)
 {
 	char id[24], *sql = ledger_sql_finish(s);
-	const char *params[5] = { id, token, outcome, exit_status, "\\x6f6b0a" };
+	const char *params[6] = { id, token, outcome, exit_status, "f", "\\x6f6b0a" };
 	PGresult *r;
 	int n;
 
 	snprintf(id, sizeof(id), "%lld", run_id);
-	r = run(c, sql, 5, params);
+	r = run(c, sql, 6, params);
 	n = atoi(PQcmdTuples(r));
 	PQclear(r);
 	free(sql);
@@ -494,6 +503,160 @@ START_TEST(prune_keeps_running_and_recent)
 	ck_assert_int_eq(rows(x.fence, s, "true"), 3);
 	free(sql);
 	done(&x);
+}
+END_TEST
+
+/* ---- retries and on_failure (DESIGN 13) -------------------------------- */
+
+static enum ledger_state check_as(PGconn *c, const char *s);
+
+static int finish_owed(PGconn *c, const char *s, long long run_id, const char *outcome,
+		       const char *exit_status, bool owed)
+{
+	char id[24], *sql = ledger_sql_finish(s);
+	const char *params[6] = { id, "100", outcome, exit_status, owed ? "t" : "f", NULL };
+	PGresult *r;
+	int n;
+
+	snprintf(id, sizeof(id), "%lld", run_id);
+	r = run(c, sql, 6, params);
+	n = atoi(PQcmdTuples(r));
+	PQclear(r);
+	free(sql);
+	return n;
+}
+
+/* Each attempt of a tick is a row of its own, claimed once; LAST tells
+ * the newest tick's last attempt, its outcome and end. */
+START_TEST(attempts_claimed_once)
+{
+	const char *s = "attempts";
+	struct sessions x = leader(s);
+	long long tick = now_ms(x.fence) / 1000 * 1000 - 5000;
+	struct claim a1 = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false);
+	struct claim a2;
+	char want[24];
+	PGresult *r;
+
+	ck_assert(a1.claimed);
+	ck_assert_int_eq(finish_owed(x.fence, s, a1.run_id, "failed", "3", false), 1);
+	a2 = claim_attempt_as(x.fence, s, "backup", tick, 2, 100, x.lock_pid, "running", false);
+	ck_assert(a2.claimed);
+	ck_assert(a2.run_id != a1.run_id);
+	/* the same attempt again, by anyone: nothing */
+	ck_assert(!claim_attempt_as(x.fence, s, "backup", tick, 2, 100, x.lock_pid,
+				    "running", false).claimed);
+	ck_assert(!claim_attempt_as(x.fence, s, "backup", tick, 2, 120, x.lock_pid,
+				    "running", false).claimed);
+	/* a stale token's attempt 3: nothing */
+	ck_assert(!claim_attempt_as(x.fence, s, "backup", tick, 3, 90, x.lock_pid,
+				    "running", false).claimed);
+	ck_assert_int_eq(rows(x.fence, s, "attempt = 2"), 1);
+	ck_assert_int_eq(finish_owed(x.fence, s, a2.run_id, "timed_out", "143", true), 1);
+	r = last(x.fence, s, "backup", 120, false);
+	snprintf(want, sizeof(want), "%lld", a2.run_id);
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_LAST_RUN_ID), want);
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_LAST_ATTEMPT), "2");
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_LAST_OUTCOME), "timed_out");
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_LAST_EXIT), "143");
+	ck_assert(!PQgetisnull(r, 0, LEDGER_LAST_ENDED));
+	/* the owed on_failure is the last attempt's, not the first's */
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_LAST_OWED_RUN), want);
+	ck_assert_str_eq(PQgetvalue(r, 0, LEDGER_LAST_OWED_ATTEMPT), "2");
+	PQclear(r);
+	done(&x);
+}
+END_TEST
+
+static struct claim on_failure_as(PGconn *c, const char *s, long long run_id, int pid,
+				  long long token)
+{
+	char id[24], p[16], tok[24], *sql = ledger_sql_on_failure(s);
+	const char *params[4] = { KEY_TEXT, id, p, tok };
+	struct claim out = { 0 };
+	PGresult *r;
+
+	snprintf(id, sizeof(id), "%lld", run_id);
+	snprintf(p, sizeof(p), "%d", pid);
+	snprintf(tok, sizeof(tok), "%lld", token);
+	r = run(c, sql, 4, params);
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_int_eq(PQnfields(r), 3);
+	out.claimed = !PQgetisnull(r, 0, 0);
+	out.run_id = atoll(PQgetvalue(r, 0, 0));
+	out.holder = !strcmp(PQgetvalue(r, 0, 1), "t");
+	PQclear(r);
+	free(sql);
+	return out;
+}
+
+/* A failed run's on_failure is claimed once, only by the lock's holder
+ * with a token not older than the newest; a new leader's LAST no longer
+ * finds it owed once sent. */
+START_TEST(on_failure_claimed_once)
+{
+	const char *s = "on_failure";
+	struct sessions x = leader(s);
+	long long tick = now_ms(x.fence) - 3000;
+	struct claim c = claim_as(x.fence, s, "backup", tick, 100, x.lock_pid, "running", false);
+	struct claim ok = claim_as(x.fence, s, "report", tick, 100, x.lock_pid, "running", false);
+	PGresult *r;
+
+	ck_assert(c.claimed && ok.claimed);
+	ck_assert_int_eq(finish_owed(x.fence, s, c.run_id, "failed", "1", true), 1);
+	ck_assert_int_eq(finish_owed(x.fence, s, ok.run_id, "succeeded", "0", false), 1);
+	/* not a failed run: nothing to send */
+	ck_assert(!on_failure_as(x.fence, s, ok.run_id, x.lock_pid, 100).claimed);
+	/* not the lock's holder (another session's pid): nothing */
+	c = on_failure_as(x.fence, s, c.run_id, x.lock_pid + 1, 100);
+	ck_assert(!c.claimed && !c.holder);
+	/* an older token than the newest recorded: nothing */
+	ck_assert(!on_failure_as(x.fence, s, c.run_id ? c.run_id : 1, x.lock_pid, 99).claimed);
+	r = last(x.fence, s, "backup", 100, false);
+	ck_assert(!PQgetisnull(r, 0, LEDGER_LAST_OWED_RUN));
+	c.run_id = atoll(PQgetvalue(r, 0, LEDGER_LAST_OWED_RUN));
+	PQclear(r);
+	c = on_failure_as(x.fence, s, c.run_id, x.lock_pid, 100);
+	ck_assert(c.claimed && c.holder);
+	/* its own term again (the answer was lost): claimed; a newer one
+	 * (the next leader, which takes the lock and records its token): not */
+	ck_assert(on_failure_as(x.fence, s, c.run_id, x.lock_pid, 100).claimed);
+	exec_ok(x.fence, "UPDATE on_failure.terms SET fencing_token = 120");
+	ck_assert(!on_failure_as(x.fence, s, c.run_id, x.lock_pid, 120).claimed);
+	ck_assert_int_eq(rows(x.fence, s, "on_failure = 'sent'"), 1);
+	r = last(x.fence, s, "backup", 100, false);
+	ck_assert(PQgetisnull(r, 0, LEDGER_LAST_OWED_RUN));
+	PQclear(r);
+	done(&x);
+}
+END_TEST
+
+/* A version 3 ledger (UNIQUE (lock_key, job, tick), no attempt) is seen
+ * as not of this layout and made again: the old constraint gone, the new
+ * index there, its rows kept as attempt 1; twice is the same. */
+START_TEST(version_3_migrated)
+{
+	PGconn *c = pgtemp_connect(NULL);
+
+	make_ledger(c, "mig3");
+	exec_ok(c, "ALTER TABLE mig3.runs DROP COLUMN attempt, DROP COLUMN on_failure;"
+		" ALTER TABLE mig3.runs ADD CONSTRAINT runs_lock_key_job_tick_key"
+		" UNIQUE (lock_key, job, tick); UPDATE mig3.meta SET version = 3;"
+		" INSERT INTO mig3.runs (lock_key, job, tick, node_id, fencing_token, outcome)"
+		" VALUES (1, 'a', now(), 'n', 1, 'failed')");
+	ck_assert_int_eq(check_as(c, "mig3"), LEDGER_MISSING);
+	make_ledger(c, "mig3");
+	make_ledger(c, "mig3");
+	ck_assert_int_eq(check_as(c, "mig3"), LEDGER_READY);
+	ck_assert_int_eq(number(c, "SELECT version FROM mig3.meta"), LEDGER_SQL_VERSION);
+	ck_assert_int_eq(number(c, "SELECT count(*) FROM pg_catalog.pg_constraint"
+				" WHERE conname = 'runs_lock_key_job_tick_key'"
+				" AND connamespace = 'mig3'::regnamespace"), 0);
+	ck_assert_int_eq(number(c, "SELECT count(*) FROM mig3.runs WHERE attempt = 1"), 1);
+	exec_ok(c, "INSERT INTO mig3.runs (lock_key, job, tick, node_id, fencing_token,"
+		" outcome, attempt) SELECT lock_key, job, tick, node_id, fencing_token,"
+		" outcome, 2 FROM mig3.runs");
+	PQfinish(c);
 }
 END_TEST
 
@@ -1039,6 +1202,9 @@ static Suite *sql_pg_suite(void)
 	tcase_add_test(t, last_cuts_older_running);
 	tcase_add_test(t, finish_by_its_token_once);
 	tcase_add_test(t, prune_keeps_running_and_recent);
+	tcase_add_test(t, attempts_claimed_once);
+	tcase_add_test(t, on_failure_claimed_once);
+	tcase_add_test(t, version_3_migrated);
 	tcase_add_test(t, init_check_and_privileges);
 	tcase_add_test(t, runs_and_summary);
 	tcase_add_test(t, controls_written_and_read);
