@@ -320,15 +320,22 @@ struct on_failure_run {
 	char *envp[HENV_COUNT + 1];
 };
 
-/* What goes to on_failure's stdin: the failed run's output tail, once the
- * run's row keeps one (DESIGN 13's output_tail); empty until then. */
-static void on_failure_input(const struct job_io *io, int64_t run_id,
+/* What goes to on_failure's stdin (DESIGN 13): the failed run's output
+ * tail while this node still has it (the run it ran last, no other
+ * started since); empty otherwise (output = inherit, output_tail = 0, or
+ * a run of an earlier leader, whose tail is in its row: runs --output). */
+static void on_failure_input(struct job_io *io, int64_t run_id,
 			     const char **buf, size_t *len)
 {
-	(void)io;
-	(void)run_id;
-	*buf = "";
+	const char *tail = NULL;
+
 	*len = 0;
+	if (io->out && io->run_id == run_id && !child_running(io->child) &&
+	    output_captured(io->out))
+		tail = output_tail(io->out, len);
+	*buf = tail ? tail : "";
+	if (!tail)
+		*len = 0;
 }
 
 static void unlink_hook(struct jobs *j, struct on_failure_run *r)

@@ -207,6 +207,24 @@ def test_failed_run_is_a_warning_with_its_last_line(pg_shared, fleet_shared, loc
     assert r.rc == 0 and " fail " in r.out and " ok " not in r.out, r
 
 
+def test_on_failure_reads_the_tail_on_stdin(pg_shared, fleet_shared, lock_key, workdir):
+    """DESIGN 13: on_failure gets the failed run's output tail on its
+    stdin (the last output_tail bytes, as its row keeps them)."""
+    fail = script(workdir, "fail", "echo 'first line'; echo 'ERROR: disk full' >&2; exit 3")
+    got = os.path.join(str(workdir), "stdin.txt")
+    hook = os.path.join(str(workdir), "hook.sh")
+    with open(hook, "w") as f:
+        f.write("#!/bin/sh\ncat > %s.tmp && mv %s.tmp %s\n" % (got, got, got))
+    os.chmod(hook, 0o755)
+    conf = write_conf(workdir, pg_shared, lock_key,
+                      [("fail", fail, "on_failure = %s\noutput_tail = 12\n" % hook)])
+    fleet_shared.start("a", raw=["-c", conf, "--node-id", "a"] + TIMING)
+    _, outcome, _, tail = first_run(pg_shared, lock_key, "fail")
+    assert outcome == "failed" and tail == b": disk full\n", tail
+    h.wait_until(lambda: os.path.exists(got), bound(10), what="on_failure's stdin written")
+    assert open(got, "rb").read() == tail
+
+
 def test_json_lines_carry_the_job(pg_shared, fleet_shared, lock_key, workdir):
     """--log-format json: each output line one JSON object (jansson), the
     job in its own field, the bytes that are not UTF-8 replaced."""
