@@ -97,6 +97,22 @@ def proc_stat(pid):
     return rest[0], int(rest[1]), int(rest[2])
 
 
+def is_guard(pid):
+    """True for pgleader's one guard process (`pgl-guard`, src/act/guard.c),
+    which lives beside the commands and is none of theirs."""
+    try:
+        with open("/proc/%d/comm" % pid, "rb") as f:
+            return f.read().strip() == b"pgl-guard"
+    except OSError:
+        return False
+
+
+def command_descendants(pid):
+    """The live descendants of pid but pgleader's guard: what is left of its
+    commands."""
+    return [p for p in descendants(pid) if not is_guard(p)]
+
+
 def pid_alive(pid):
     """True when pid exists and is not a zombie."""
     st = proc_stat(pid)

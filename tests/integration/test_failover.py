@@ -110,7 +110,7 @@ def test_backend_sigstop_term_then_kill(pg, fleet, ledger, lock_key):
         assert len(ledger.events("gterm")) == 2, "the grandchildren did not get SIGTERM"
         time.sleep(0.5)
         assert not h.zombies_of(a.pid)
-        assert not h.descendants(a.pid)
+        assert not h.command_descendants(a.pid)
         # the frozen backend still holds the lock: no new command may start
         assert len(ledger.starts()) == 1
         assert a.running()

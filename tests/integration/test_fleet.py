@@ -176,8 +176,12 @@ def test_large_lock_table_counts_less(request, workdir, ledger, lock_key):
         pg.psql("SELECT pg_stat_statements_reset()")
         window = 10.0
         most, last = watch_queue(pg, lock_key, window)
-        assert most <= DEPTH and len(last) == DEPTH, last
         plain, counted = statement_calls(pg)
+        assert most <= DEPTH, last
+        # full at the end too: a sample may fall in the instant a queued
+        # standby's wait is renewed, so the queue is given a retry_interval
+        h.wait_until(lambda: len(waiter_names(pg, lock_key)) == DEPTH,
+                     bound(2 * h.FAST_RETRY), what="the queue full again")
         pollers = len(names) - DEPTH
         # every polling standby still tries once a retry_interval ...
         assert plain + counted >= pollers * (window - 1) / h.FAST_RETRY, (plain, counted)
