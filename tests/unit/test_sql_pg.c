@@ -433,11 +433,14 @@ START_TEST(last_cuts_older_running)
 }
 END_TEST
 
-static int finish(PGconn *c, const char *s, long long run_id, const char *token,
-		  const char *outcome, const char *exit_status)
+/* The finish statement: $5 owed ("t"/"f"), $6 the output (bytea text, or
+ * NULL); the rows it changed. */
+static int finish_with(PGconn *c, const char *s, long long run_id, const char *token,
+		       const char *outcome, const char *exit_status, const char *owed,
+		       const char *output)
 {
 	char id[24], *sql = ledger_sql_finish(s);
-	const char *params[6] = { id, token, outcome, exit_status, "f", "\\x6f6b0a" };
+	const char *params[6] = { id, token, outcome, exit_status, owed, output };
 	PGresult *r;
 	int n;
 
@@ -447,6 +450,12 @@ static int finish(PGconn *c, const char *s, long long run_id, const char *token,
 	PQclear(r);
 	free(sql);
 	return n;
+}
+
+static int finish(PGconn *c, const char *s, long long run_id, const char *token,
+		  const char *outcome, const char *exit_status)
+{
+	return finish_with(c, s, run_id, token, outcome, exit_status, "f", "\\x6f6b0a");
 }
 
 START_TEST(finish_by_its_token_once)
@@ -513,17 +522,7 @@ static enum ledger_state check_as(PGconn *c, const char *s);
 static int finish_owed(PGconn *c, const char *s, long long run_id, const char *outcome,
 		       const char *exit_status, bool owed)
 {
-	char id[24], *sql = ledger_sql_finish(s);
-	const char *params[6] = { id, "100", outcome, exit_status, owed ? "t" : "f", NULL };
-	PGresult *r;
-	int n;
-
-	snprintf(id, sizeof(id), "%lld", run_id);
-	r = run(c, sql, 6, params);
-	n = atoi(PQcmdTuples(r));
-	PQclear(r);
-	free(sql);
-	return n;
+	return finish_with(c, s, run_id, "100", outcome, exit_status, owed ? "t" : "f", NULL);
 }
 
 /* Each attempt of a tick is a row of its own, claimed once; LAST tells
