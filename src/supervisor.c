@@ -227,6 +227,7 @@ static void do_fence_drop(struct supervisor *s) { lease_unlock(s->fence); }
 static void do_exit(struct supervisor *s) { ev_break(s->loop, EVBREAK_ALL); }
 
 static void do_stop_child(struct supervisor *s) { runner_stop(s->runner); }
+static void do_drain_child(struct supervisor *s) { runner_drain(s->runner); }
 static void do_kill_child(struct supervisor *s) { runner_kill(s->runner); }
 
 static void do_runner_session(struct supervisor *s)
@@ -298,6 +299,7 @@ static const struct {
 	{ ELECTION_DO_RUNNER_SESSION, do_runner_session },
 	{ ELECTION_DO_RUNNER_PAUSES, do_runner_pauses },
 	{ ELECTION_DO_STOP_CHILD, do_stop_child },
+	{ ELECTION_DO_DRAIN_CHILD, do_drain_child },
 	{ ELECTION_DO_KILL_CHILD, do_kill_child },
 	{ ELECTION_DO_START_CHILD, start_child },
 	{ ELECTION_DO_RELEASE, do_release },
@@ -746,7 +748,8 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 	snprintf(s->node_id, sizeof(s->node_id), "%s", cfg->node_id);
 	s->priority = cfg->priority;
 	/* the leader's stop, and the pings that tell a standby it is gone */
-	s->switchover_ms = cfg->grace_period_ms + cfg->ping_interval_ms *
+	s->switchover_ms = cfg->drain_timeout_ms + cfg->grace_period_ms +
+			   cfg->ping_interval_ms *
 			   cfg->ping_failures + cfg->ping_timeout_ms + 5000;
 
 	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {

@@ -52,6 +52,7 @@ struct jobs {
 	struct jobs_output outs[FEED_DEPTH];
 	int depth;
 	ev_timer flush_timer;       /* a stop waits for the runs' ends */
+	ev_timer drain_timer;       /* drain_timeout (DESIGN 13) */
 	char node_id[64];
 };
 
@@ -134,6 +135,16 @@ static void flush_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	feed(w->data, &ev);
 }
 
+static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct jobs_event ev = { .type = JOBS_EV_TIMER, .job = -1,
+				 .timer = JOBS_TIMER_DRAIN };
+
+	(void)loop;
+	(void)revents;
+	feed(w->data, &ev);
+}
+
 /* ---- what goes out ---- */
 
 static struct ledger_term term_of(const struct jobs *j, const struct jobs_action *a)
@@ -186,7 +197,8 @@ static void start(struct job_io *io, const struct jobs_action *a)
 
 static void set_timer(struct jobs *j, const struct jobs_action *a)
 {
-	ev_timer *w = a->job < 0 ? &j->flush_timer : &j->job[a->job].timers[a->timer];
+	ev_timer *w = a->job >= 0 ? &j->job[a->job].timers[a->timer]
+		      : a->timer == JOBS_TIMER_DRAIN ? &j->drain_timer : &j->flush_timer;
 
 	if (a->after >= 0 && !a->restart && ev_is_active(w))
 		return; /* as libev's ev_timer_start: it keeps its time */
@@ -204,6 +216,22 @@ static void say(const struct jobs_action *a)
 			  a->text);
 	else
 		log_msg(a->level, "%s", a->text);
+}
+
+/* DESIGN 13: the jobs' list, one statement each, the last one sweeping. */
+static void announce(struct jobs *j, const struct jobs_action *a,
+		     const struct ledger_term *t)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		const struct config_job *c = j->job[i].cfg;
+		struct jobs_view v;
+
+		jobs_state_view(j->state, i, &v);
+		ledger_announce(j->ledger, t, &(struct ledger_job){
+			.name = c->name, .schedule = c->schedule, .timezone = c->timezone,
+			.next_tick = (int64_t)(v.next_tick * 1000), .generation = a->generation,
+			.last = i + 1 == j->n });
+	}
 }
 
 /* The ledger's statements. */
@@ -225,6 +253,8 @@ static void ask(struct jobs *j, const struct jobs_action *a)
 	else if (a->type == JOBS_DO_FINISH)
 		ledger_finish(j->ledger, a->term.fencing_token, a->run_id,
 			      jobs_outcome_name(a->outcome), a->status);
+	else if (a->type == JOBS_DO_ANNOUNCE)
+		announce(j, a, &t);
 	else
 		ledger_prune(j->ledger, a->term.lock_key, a->keep_ms);
 }
@@ -250,7 +280,9 @@ static void carry_out(struct jobs *j, const struct jobs_output *out)
 		switch (a->type) {
 		case JOBS_DO_LOG: say(a); break;
 		case JOBS_DO_ENSURE: case JOBS_DO_CLAIM: case JOBS_DO_LAST:
-		case JOBS_DO_FINISH: case JOBS_DO_PRUNE: ask(j, a); break;
+		case JOBS_DO_FINISH: case JOBS_DO_ANNOUNCE: case JOBS_DO_PRUNE:
+			ask(j, a);
+			break;
 		case JOBS_DO_START: start(&j->job[a->job], a); break;
 		case JOBS_DO_STOP: case JOBS_DO_KILL: case JOBS_DO_SIGNAL:
 			signal_run(j, a);
@@ -284,6 +316,14 @@ void jobs_set_lock_pid(struct jobs *j, int lock_pid)
 void jobs_stop(struct jobs *j)
 {
 	struct jobs_event ev = { .type = JOBS_EV_LEAD_ENDING, .job = -1 };
+
+	feed(j, &ev);
+}
+
+void jobs_drain(struct jobs *j)
+{
+	struct jobs_event ev = { .type = JOBS_EV_LEAD_ENDING, .job = -1,
+				 .drain = true };
 
 	feed(j, &ev);
 }
@@ -381,6 +421,8 @@ struct jobs *jobs_new(struct ev_loop *loop, const struct config *cfg,
 	snprintf(j->node_id, sizeof(j->node_id), "%s", cfg->node_id);
 	ev_init(&j->flush_timer, flush_cb);
 	j->flush_timer.data = j;
+	ev_init(&j->drain_timer, drain_cb);
+	j->drain_timer.data = j;
 	j->ensure_asker = (struct asker){ j, -1, JOBS_EV_ENSURED };
 	j->state = jobs_state_new(cfg, ledger != NULL, err, errlen);
 	for (size_t i = 0; j->state && i < cfg->n_jobs; i++, j->n++) {
@@ -402,6 +444,7 @@ void jobs_free(struct jobs *j)
 	if (!j)
 		return;
 	ev_timer_stop(j->loop, &j->flush_timer);
+	ev_timer_stop(j->loop, &j->drain_timer);
 	for (size_t i = 0; i < j->n; i++) {
 		for (int t = 0; t < JOBS_TIMER_FLUSH; t++)
 			ev_timer_stop(j->loop, &j->job[i].timers[t]);

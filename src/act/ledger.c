@@ -19,7 +19,7 @@
 
 enum ledger_kind { REQ_ENSURE, REQ_CREATE, REQ_CLAIM, REQ_LAST,
 		   REQ_FINISH, REQ_PRUNE, REQ_SCHEMA, REQ_PROBE, REQ_CONTROLS,
-		   REQ_PRIORITY, REQ_HANDED };
+		   REQ_PRIORITY, REQ_HANDED, REQ_ANNOUNCE };
 
 struct request {
 	struct request *next;
@@ -48,7 +48,7 @@ struct ledger {
 	/* the statements, with the schema in them */
 	char *sql_ensure, *sql_create, *sql_claim, *sql_last, *sql_finish,
 	     *sql_prune, *sql_schema, *sql_probe, *sql_controls, *sql_priority,
-	     *sql_handed;
+	     *sql_handed, *sql_announce;
 	bool controls_there;     /* the probe found the controls readable */
 	bool ensured;            /* the check found the ledger there, trusted */
 	struct ledger_controls controls; /* the last read's */
@@ -83,7 +83,9 @@ struct ledger *ledger_new(struct lease *session, const char *schema, const char 
 	l->sql_controls = ledger_sql_controls_read(schema);
 	l->sql_priority = ledger_sql_priority_ask(schema);
 	l->sql_handed = ledger_sql_handed(schema);
-	if (!l->sql_ensure || !l->sql_create || !l->sql_claim || !l->sql_last ||
+	l->sql_announce = ledger_sql_announce(schema);
+	if (!l->sql_announce ||
+	    !l->sql_ensure || !l->sql_create || !l->sql_claim || !l->sql_last ||
 	    !l->sql_finish || !l->sql_prune || !l->sql_schema || !l->sql_probe ||
 	    !l->sql_controls ||
 	    !l->sql_priority || !l->sql_handed) {
@@ -114,6 +116,7 @@ void ledger_free(struct ledger *l)
 	free(l->sql_controls);
 	free(l->sql_priority);
 	free(l->sql_handed);
+	free(l->sql_announce);
 	free(l);
 }
 
@@ -182,6 +185,9 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
 		out->leader_priority = (int)int_of(v[1], -1);
 		out->asked = bool_of(v[2]);
 		return;
+	case REQ_ANNOUNCE:
+		out->holder = bool_of(v[0]);
+		return;
 	case REQ_CREATE: case REQ_FINISH: case REQ_PRUNE: case REQ_CONTROLS:
 	case REQ_HANDED:
 		return;
@@ -231,7 +237,7 @@ static bool shape_ok(const struct request *r, const struct lease_sql_answer *a, 
 		       [REQ_CLAIM] = 5, [REQ_LAST] = 5, [REQ_FINISH] = -1,
 		       [REQ_PRUNE] = -1, [REQ_SCHEMA] = 1, [REQ_PROBE] = 2,
 		       [REQ_CONTROLS] = LEDGER_CONTROL_NCOLS, [REQ_PRIORITY] = 3,
-		       [REQ_HANDED] = -1 };
+		       [REQ_HANDED] = -1, [REQ_ANNOUNCE] = 2 };
 
 	if (r->kind == REQ_CONTROLS) /* any number of rows, none included */
 		return a->nrows == 0 || (a->values && a->ncols == want[r->kind]);
@@ -346,6 +352,9 @@ static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int 
 		return;
 	if (r->kind == REQ_FINISH && !out.ok)
 		log_warning("cannot record a run's end in the ledger: %s", out.error);
+	if (r->kind == REQ_ANNOUNCE && !out.ok && !out.lost)
+		log_warning("cannot announce job %s in the ledger: %s", r->params[1],
+			    out.error);
 	l->head = r->next;
 	if (!l->head)
 		l->tail = NULL;
@@ -600,6 +609,28 @@ void ledger_handed(struct ledger *l, int64_t lock_key, const char *node_id)
 
 	param(r, "%" PRId64, lock_key);
 	param(r, "%s", node_id);
+	submit(l, r);
+}
+
+void ledger_announce(struct ledger *l, const struct ledger_term *t,
+		     const struct ledger_job *job)
+{
+	struct request *r = request(REQ_ANNOUNCE, l->sql_announce, NULL, NULL);
+
+	param(r, "%" PRId64, t->lock_key);
+	param(r, "%s", job->name);
+	param(r, "%s", job->schedule ? job->schedule : "");
+	param(r, "%s", t->node_id);
+	param(r, "%" PRIu64, t->fencing_token);
+	param(r, "%d", t->lock_pid);
+	param(r, "%s", job->timezone ? job->timezone : "");
+	param(r, "%" PRId64, job->next_tick);
+	param(r, "%" PRIu64, job->generation);
+	param(r, "%s", job->last ? "true" : "false");
+	if (r && !job->schedule)
+		r->null_param |= 1u << 2 | 1u << 6;
+	if (r && job->next_tick <= 0)
+		r->null_param |= 1u << 7;
 	submit(l, r);
 }
 

@@ -93,10 +93,35 @@ static const char init_sql[] =
 	"COMMENT ON COLUMN @S.runs.timeline_id IS 'the server the run began on: pg_control_checkpoint().timeline_id';\n"
 	"COMMENT ON COLUMN @S.runs.postmaster_start IS 'the server the run began on: pg_postmaster_start_time()';\n"
 	"UPDATE @S.meta SET version = 3 WHERE version < 3;\n"
+	"-- version 4 (pgleader 0.6): the jobs each leader announces (DESIGN 13),\n"
+	"-- which status shows and the controls' names are checked against\n"
+	"CREATE TABLE IF NOT EXISTS @S.jobs (\n"
+	"    lock_key bigint NOT NULL,\n"
+	"    job text NOT NULL,\n"
+	"    schedule text,\n"
+	"    timezone text,\n"
+	"    next_tick timestamptz,\n"
+	"    node_id text NOT NULL,\n"
+	"    fencing_token bigint NOT NULL,\n"
+	"    generation bigint NOT NULL,\n"
+	"    announced_at timestamptz NOT NULL DEFAULT now(),\n"
+	"    PRIMARY KEY (lock_key, job));\n"
+	"COMMENT ON TABLE @S.jobs IS 'the jobs the newest leader of each lock runs, announced as it begins to lead and after a reload';\n"
+	"COMMENT ON COLUMN @S.jobs.lock_key IS 'the advisory lock key of the fleet';\n"
+	"COMMENT ON COLUMN @S.jobs.job IS 'the job''s name (default for the command line''s)';\n"
+	"COMMENT ON COLUMN @S.jobs.schedule IS 'its schedule; NULL for a job that runs all the time';\n"
+	"COMMENT ON COLUMN @S.jobs.timezone IS 'the tz database zone its schedule is read in';\n"
+	"COMMENT ON COLUMN @S.jobs.next_tick IS 'its next tick when announced; NULL when none';\n"
+	"COMMENT ON COLUMN @S.jobs.node_id IS 'the leader that announced it';\n"
+	"COMMENT ON COLUMN @S.jobs.fencing_token IS 'that leader''s fencing token: an older term''s announcement is refused';\n"
+	"COMMENT ON COLUMN @S.jobs.generation IS 'the announcement within the term (a reload announces again): older ones are removed';\n"
+	"COMMENT ON COLUMN @S.jobs.announced_at IS 'when it was announced';\n"
+	"UPDATE @S.meta SET version = 4 WHERE version < 4;\n"
 	"-- Every node reads the controls, a plain single command's too, which\n"
 	"-- needs no other privilege; who may write them is the DBA's choice.\n"
 	"GRANT USAGE ON SCHEMA @S TO PUBLIC;\n"
-	"GRANT SELECT ON @S.controls TO PUBLIC;\n";
+	"GRANT SELECT ON @S.controls TO PUBLIC;\n"
+	"GRANT SELECT ON @S.jobs TO PUBLIC;\n";
 
 /* Who may own the ledger (DESIGN 10): this role, a role it is a member
  * of (pg_has_role's MEMBER is true for a superuser too), a superuser, or
@@ -117,21 +142,21 @@ static const char check_sql[] =
 	"     t AS (SELECT c.oid, c.relname, c.relowner FROM pg_catalog.pg_class c\n"
 	"            JOIN n ON c.relnamespace = n.oid\n"
 	"            WHERE c.relkind IN ('r', 'p')\n"
-	"              AND c.relname IN ('meta', 'terms', 'runs', 'controls'))\n"
+	"              AND c.relname IN ('meta', 'terms', 'runs', 'controls', 'jobs'))\n"
 	"SELECT EXISTS (SELECT FROM n),\n"
-	"       (SELECT count(*) = 4 FROM t) AND (\n"
+	"       (SELECT count(*) = 5 FROM t) AND (\n"
 	"           SELECT count(*) = 2 FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
 	"            WHERE NOT a.attisdropped AND ((t.relname = 'controls' AND a.attname = 'leader')\n"
 	"               OR (t.relname = 'runs' AND a.attname = 'postmaster_start'))),\n"
 	"       COALESCE((SELECT pg_catalog.has_schema_privilege(oid, 'USAGE') FROM n), false),\n"
 	"       COALESCE((SELECT pg_catalog.has_table_privilege(oid, 'SELECT') FROM t\n"
 	"                  WHERE relname = 'runs'), false),\n"
-	"       COALESCE((SELECT count(*) = 2 AND bool_and(\n"
+	"       COALESCE((SELECT count(*) = 3 AND bool_and(\n"
 	"                        pg_catalog.has_table_privilege(oid, 'SELECT')\n"
 	"                    AND pg_catalog.has_table_privilege(oid, 'INSERT')\n"
 	"                    AND pg_catalog.has_table_privilege(oid, 'UPDATE')\n"
 	"                    AND pg_catalog.has_table_privilege(oid, 'DELETE'))\n"
-	"                   FROM t WHERE relname IN ('runs', 'terms')), false),\n"
+	"                   FROM t WHERE relname IN ('runs', 'terms', 'jobs')), false),\n"
 	"       pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE'),\n"
 	"       " UNTRUSTED_FROM "SELECT 'schema ' || @L, nspowner FROM n\n"
 	"           UNION ALL SELECT 'table ' || @L || '.' || relname, relowner FROM t\n"
@@ -322,11 +347,12 @@ char *ledger_sql_grants(const char *schema, const char *role)
 	n = asprintf(&out, "%s"
 		     "%sGRANT USAGE ON SCHEMA \"%s\" TO %s;\n"
 		     "%sGRANT SELECT, INSERT, UPDATE, DELETE ON \"%s\".runs, \"%s\".terms,"
-		     " \"%s\".controls TO %s;\n"
+		     " \"%s\".controls, \"%s\".jobs TO %s;\n"
 		     "%sGRANT SELECT ON \"%s\".meta TO %s;\n",
 		     role ? "" : "-- The nodes' role needs these; 'pgleader init-db"
 		     " --print-sql --grant-to ROLE'\n-- writes them for ROLE:\n",
-		     c, schema, ident, c, schema, schema, schema, ident, c, schema, ident);
+		     c, schema, ident, c, schema, schema, schema, schema, ident, c, schema,
+		     ident);
 	return n < 0 ? NULL : out;
 }
 
@@ -506,6 +532,35 @@ static const char prune_sql_text[] =
 	" WHERE lock_key = $1::bigint AND outcome <> 'running'"
 	" AND tick < clock_timestamp() - $2::bigint * interval '1 millisecond'"
 	" ORDER BY tick LIMIT 100)";
+
+/* DESIGN 13: one job of the leader's list, written only while its lock
+ * session holds the lock and no newer term's token is recorded (as a
+ * claim is); the announcement's last job ($10) also removes the jobs an
+ * older term or an older announcement of this term named and this one
+ * does not. */
+static const char announce_sql_text[] =
+	"WITH holder AS (" HELD_BY_LOCK_SESSION "),"
+	" ok AS (SELECT FROM holder WHERE NOT EXISTS (SELECT FROM @S.terms t"
+	" WHERE t.lock_key = $1::bigint AND t.fencing_token > $5::bigint)),"
+	" up AS (INSERT INTO @S.jobs AS j (lock_key, job, schedule, timezone, next_tick,"
+	" node_id, fencing_token, generation, announced_at)"
+	" SELECT $1::bigint, $2::text, $3::text, $7::text,"
+	" to_timestamp($8::bigint / 1000.0), $4::text, $5::bigint, $9::bigint,"
+	" clock_timestamp() FROM ok"
+	" ON CONFLICT (lock_key, job) DO UPDATE SET schedule = EXCLUDED.schedule,"
+	" timezone = EXCLUDED.timezone, next_tick = EXCLUDED.next_tick,"
+	" node_id = EXCLUDED.node_id, fencing_token = EXCLUDED.fencing_token,"
+	" generation = EXCLUDED.generation, announced_at = EXCLUDED.announced_at"
+	" WHERE j.fencing_token <= EXCLUDED.fencing_token RETURNING 1),"
+	" gone AS (DELETE FROM @S.jobs j WHERE $10::boolean AND EXISTS (SELECT FROM ok)"
+	" AND j.lock_key = $1::bigint AND j.job <> $2::text AND (j.fencing_token < $5::bigint"
+	" OR (j.fencing_token = $5::bigint AND j.generation < $9::bigint)) RETURNING 1)"
+	" SELECT EXISTS (SELECT FROM ok), " LEDGER_SQL_NOW;
+
+char *ledger_sql_announce(const char *schema)
+{
+	return expand_new("", announce_sql_text, "", schema);
+}
 
 char *ledger_sql_claim(const char *schema)
 {

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define LEDGER_SQL_SCHEMA_DEFAULT "pgleader"
-#define LEDGER_SQL_VERSION 3
+#define LEDGER_SQL_VERSION 4
 
 /* The creation takes this transaction-scoped advisory lock first, so that
  * two processes creating the ledger at once (two daemons starting
@@ -20,7 +20,7 @@
 /* Room for the longest statement built here (the creation, with a schema
  * name of 63 bytes; about 4 KB with "pgleader"). A caller that sends the
  * creation through a buffer of its own needs this much. */
-#define LEDGER_SQL_MAX 8192
+#define LEDGER_SQL_MAX 16384
 
 /* A schema name the builders take: a plain lower-case identifier, 1 to 63
  * bytes of [a-z0-9_], not starting with a digit, not pg_* (reserved by
@@ -141,8 +141,14 @@ bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t 
  *   tick, the newest cut, the last success's end, the newest running of an
  *   older term (without cut), the server's clock.
  * finish: $1 run_id, $2 fencing token, $3 outcome, $4 exit status.
- * prune: $1 lock key, $2 keep (ms). */
+ * prune: $1 lock key, $2 keep (ms).
+ * announce (DESIGN 13): $1 lock key, $2 job, $3 schedule (NULL: none),
+ *   $4 node id, $5 fencing token, $6 the lock session's backend pid,
+ *   $7 zone, $8 next tick (Unix ms; NULL: none), $9 the announcement's
+ *   generation, $10 its last job (older ones are removed); one row:
+ *   written (held and newest), the server's clock. */
 char *ledger_sql_claim(const char *schema);
+char *ledger_sql_announce(const char *schema);
 char *ledger_sql_last(const char *schema);
 char *ledger_sql_finish(const char *schema);
 char *ledger_sql_prune(const char *schema);

@@ -123,6 +123,7 @@ const struct runner_ops runner_command_ops = {
 	.start = command_start,
 	.set_lock_pid = command_set_lock_pid,
 	.stop = command_stop,
+	.drain = command_stop, /* it runs all the time: stopped at once */
 	.kill = command_kill,
 	.signal = command_signal,
 	.pauses = command_pauses,

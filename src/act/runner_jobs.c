@@ -66,6 +66,11 @@ static void jobs_runner_stop(void *impl)
 	jobs_stop(((struct jobs_runner *)impl)->jobs);
 }
 
+static void jobs_runner_drain(void *impl)
+{
+	jobs_drain(((struct jobs_runner *)impl)->jobs);
+}
+
 static void jobs_runner_kill(void *impl)
 {
 	jobs_kill(((struct jobs_runner *)impl)->jobs);
@@ -130,6 +135,7 @@ const struct runner_ops runner_jobs_ops = {
 	.start = jobs_runner_start,
 	.set_lock_pid = jobs_runner_set_lock_pid,
 	.stop = jobs_runner_stop,
+	.drain = jobs_runner_drain,
 	.kill = jobs_runner_kill,
 	.signal = jobs_runner_signal,
 	.pauses = jobs_runner_pauses,

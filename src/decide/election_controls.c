@@ -174,6 +174,7 @@ static void hand_over(struct election *e, struct election_output *out,
 	if (e->child_running) {
 		election_set_state(e, out, now, ELECTION_DEMOTING);
 		out->actions |= ELECTION_DO_STOP_CHILD;
+		election_drain(e, out, now);
 	} else {
 		give_back(e, out, now);
 	}

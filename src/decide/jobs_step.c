@@ -69,6 +69,7 @@ struct jobs_state {
 	bool active;                /* between LEAD_BEGAN and LEAD_ENDING */
 	bool stopping;              /* LEAD_ENDING: gone is owed */
 	bool begun;                 /* the term's jobs began (the ledger is there) */
+	bool draining;              /* LEAD_ENDING with drain: runs finish */
 	char refusal[LOG_MSG_MAX];  /* a paused one-shot: refused once the
 				     * ledger has the runs' ends, not gone */
 	uint64_t gen;               /* the term; answers of older ones are stale */
@@ -77,6 +78,8 @@ struct jobs_state {
 	double offset_err_ms;       /* good to this much when read (INFINITY: never) */
 	double offset_at;           /* monotonic, when read */
 	double flush_until;
+	double drain_until;         /* monotonic; 0: no drain bound set */
+	uint64_t announced;         /* the announcements sent (DESIGN 13) */
 	int last_status;
 	double last_prune;
 	double started_at;          /* monotonic, of this term */
@@ -734,10 +737,13 @@ static void ask_last(struct job *jb, bool cut)
 	act(jb->owner, JOBS_DO_LAST, jb->index)->cut = cut;
 }
 
+static void announce(struct jobs_state *j, int64_t now);
+
 /* The ledger is there: each job begins its term. */
 static void begin(struct jobs_state *j, int64_t now)
 {
 	j->begun = true;
+	announce(j, now);
 	for (size_t i = 0; i < j->n; i++) {
 		struct job *jb = &j->job[i];
 
@@ -843,6 +849,8 @@ static void ensure(struct jobs_state *j)
 	act(j, JOBS_DO_ENSURE, -1);
 }
 
+static void drain_over(struct jobs_state *j);
+
 static void lead_began(struct jobs_state *j, const struct jobs_term *term)
 {
 	j->gen++;
@@ -852,6 +860,7 @@ static void lead_began(struct jobs_state *j, const struct jobs_term *term)
 	j->active = true;
 	j->stopping = false;
 	j->begun = false;
+	drain_over(j);
 	j->refusal[0] = '\0';
 	j->term = *term;
 	if (j->has_ledger)
@@ -877,6 +886,24 @@ static void lock_pid(struct jobs_state *j, int pid)
 		timer(&j->job[i], JOBS_TIMER_TICK, -1);
 		ask_last(&j->job[i], false);
 	}
+}
+
+/* ---- the jobs announced (DESIGN 13) ---- */
+
+/* The term's list of jobs goes to the ledger, each scheduled one with
+ * its next tick after the server's now (a plan later may find an older
+ * tick due: the list says what is to come). A one-shot announces none. */
+static void announce(struct jobs_state *j, int64_t now)
+{
+	if (!j->has_ledger || j->cfg->once_per_ms > 0)
+		return;
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+		int64_t next = jb->sched ? schedule_next(jb->sched, now) : SCHEDULE_NEVER;
+
+		jb->view.next_tick = next == SCHEDULE_NEVER ? 0 : (double)next / 1000;
+	}
+	act(j, JOBS_DO_ANNOUNCE, -1)->generation = ++j->announced;
 }
 
 /* ---- pauses (DESIGN 11) ---- */
@@ -1033,6 +1060,7 @@ static void check_gone(struct jobs_state *j)
 		say(j, LOG_LEVEL_WARNING, "the ledger did not take every run's end within "
 		    "%.0fs; it is sent when the session is back", FLUSH_FOR);
 	flush_timer(j, -1);
+	drain_over(j);
 	j->stopping = false;
 	j->flush_until = 0;
 	if (j->refusal[0]) {
@@ -1042,6 +1070,9 @@ static void check_gone(struct jobs_state *j)
 	}
 	act(j, JOBS_DO_GONE, -1)->status = j->last_status;
 }
+
+static bool drain_keeps(const struct jobs_state *j, const struct job *jb);
+static void drain_begins(struct jobs_state *j);
 
 static void lead_ending(struct jobs_state *j)
 {
@@ -1054,9 +1085,11 @@ static void lead_ending(struct jobs_state *j)
 		struct job *jb = &j->job[i];
 
 		timer(jb, JOBS_TIMER_TICK, -1);
-		timer(jb, JOBS_TIMER_LIMIT, -1);
 		timer(jb, JOBS_TIMER_WAIT, -1);
 		jb->view.next_tick = 0;
+		if (drain_keeps(j, jb))
+			continue;
+		timer(jb, JOBS_TIMER_LIMIT, -1);
 		if (jb->state == JOB_RUNNING || jb->state == JOB_STOPPING) {
 			/* A command that ended by itself before the stop (while
 			 * this node was frozen, say) is recorded as it ended. */
@@ -1066,7 +1099,83 @@ static void lead_ending(struct jobs_state *j)
 			act(j, JOBS_DO_STOP, jb->index);
 		}
 	}
+	drain_begins(j);
 	check_gone(j);
+}
+
+/* ---- drain (DESIGN 13) ---- */
+
+/* A scheduled run going on when the lead ends of this node's own will
+ * finishes (its max_runtime still counts) for up to drain_timeout; a job
+ * without a schedule is stopped at once. */
+static bool drain_keeps(const struct jobs_state *j, const struct job *jb)
+{
+	return j->draining && jb->sched && jb->state == JOB_RUNNING;
+}
+
+static void drain_timer(struct jobs_state *j, double after)
+{
+	struct jobs_action *a = act(j, JOBS_DO_TIMER, -1);
+
+	a->timer = JOBS_TIMER_DRAIN;
+	a->after = after;
+}
+
+/* Says which runs drain, and sets the bound; a drain asked again (a
+ * SIGTERM during a handover's) keeps the first one's. */
+static void drain_begins(struct jobs_state *j)
+{
+	int n = 0;
+
+	if (!j->draining || j->drain_until > 0)
+		return;
+	for (size_t i = 0; i < j->n; i++)
+		n += drain_keeps(j, &j->job[i]);
+	if (n == 0)
+		return;
+	j->drain_until = j->now + (double)j->cfg->drain_timeout_ms / 1000;
+	say(j, LOG_LEVEL_NOTICE, "draining: %d run%s may finish for up to %.1fs; "
+	    "no new tick starts", n, n == 1 ? "" : "s",
+	    (double)j->cfg->drain_timeout_ms / 1000);
+	drain_timer(j, (double)j->cfg->drain_timeout_ms / 1000);
+}
+
+/* LEAD_ENDING: with drain (and a drain_timeout) the runs may finish;
+ * without, a drain under way ends and every run is stopped now. */
+static void lead_ends(struct jobs_state *j, bool drain)
+{
+	bool was = j->draining;
+
+	j->draining = drain && j->cfg->drain_timeout_ms > 0 &&
+		      (was || j->active);
+	if (was && j->draining)
+		return; /* drains already */
+	if (was) {
+		j->drain_until = 0;
+		drain_timer(j, -1);
+	}
+	lead_ending(j);
+}
+
+/* A new term: a drain of the last one is over. */
+static void drain_over(struct jobs_state *j)
+{
+	if (!j->draining && j->drain_until == 0)
+		return;
+	j->draining = false;
+	j->drain_until = 0;
+	drain_timer(j, -1);
+}
+
+/* drain_timeout ran out: the runs still going are stopped, as a stop
+ * without drain stops them (recorded interrupted). */
+static void drain_out(struct jobs_state *j)
+{
+	if (!j->draining)
+		return;
+	say(j, LOG_LEVEL_WARNING, "drain_timeout (%.1fs) ran out: stopping the "
+	    "runs still going", (double)j->cfg->drain_timeout_ms / 1000);
+	lead_ends(j, false);
 }
 
 /* KILL and SIGNAL (sig): to every run going on. */
@@ -1083,6 +1192,8 @@ static void timer_out(struct jobs_state *j, struct job *jb, enum jobs_timer t)
 {
 	if (t == JOBS_TIMER_FLUSH) {
 		check_gone(j);
+	} else if (t == JOBS_TIMER_DRAIN) {
+		drain_out(j);
 	} else if (t == JOBS_TIMER_LIMIT) {
 		limit_out(jb);
 	} else if (t == JOBS_TIMER_TICK) {
@@ -1112,8 +1223,7 @@ static void on_lead_ending(struct jobs_state *j, struct job *jb,
 			   const struct jobs_event *ev)
 {
 	(void)jb;
-	(void)ev;
-	lead_ending(j);
+	lead_ends(j, ev->drain);
 }
 static void on_kill(struct jobs_state *j, struct job *jb,
 		    const struct jobs_event *ev)
@@ -1229,7 +1339,7 @@ void jobs_step(struct jobs_state *j, const struct jobs_event *ev, double now,
 	if (ev->job >= 0 && (size_t)ev->job < j->n)
 		jb = &j->job[ev->job];
 	if (!jb && (handlers[ev->type].per_job ||
-		    (ev->type == JOBS_EV_TIMER && ev->timer != JOBS_TIMER_FLUSH)))
+		    (ev->type == JOBS_EV_TIMER && ev->timer < JOBS_TIMER_FLUSH)))
 		return;
 	j->now = now;
 	j->ev = ev;

@@ -93,7 +93,9 @@ struct jobs_pauses {
 enum jobs_event_type {
 	JOBS_EV_LEAD_BEGAN,     /* term: the election started "the command" */
 	JOBS_EV_LOCK_PID,       /* lock_pid: the lock is held on this session */
-	JOBS_EV_LEAD_ENDING,    /* stop every run; then GONE */
+	JOBS_EV_LEAD_ENDING,    /* stop every run; then GONE; drain: of this
+				 * node's own will, the scheduled runs may
+				 * finish for up to drain_timeout first */
 	JOBS_EV_KILL,           /* SIGKILL every run now */
 	JOBS_EV_SIGNAL,         /* sig: forwarded to every run */
 	JOBS_EV_PAUSES,         /* pauses: in force */
@@ -114,6 +116,7 @@ enum jobs_timer {
 	JOBS_TIMER_LIMIT,       /* max_runtime; a restart's delay */
 	JOBS_TIMER_WAIT,        /* an older term's run: ask again */
 	JOBS_TIMER_FLUSH,       /* (job -1) a stop waits for the runs' ends */
+	JOBS_TIMER_DRAIN,       /* (job -1) drain_timeout ran out */
 };
 
 struct jobs_event {
@@ -121,6 +124,7 @@ struct jobs_event {
 	int job;                    /* index in cfg->jobs, or -1 */
 	struct jobs_term term;      /* LEAD_BEGAN */
 	int lock_pid;               /* LOCK_PID */
+	bool drain;                 /* LEAD_ENDING */
 	int sig;                    /* SIGNAL */
 	int pid;                    /* RUN_STARTED */
 	int status;                 /* RUN_GONE */
@@ -139,6 +143,8 @@ enum jobs_action_type {
 	JOBS_DO_CLAIM,          /* job, tick, outcome, rerun; record: not a run */
 	JOBS_DO_LAST,           /* job, cut */
 	JOBS_DO_FINISH,         /* run_id, outcome, status (token: term's) */
+	JOBS_DO_ANNOUNCE,       /* generation: the jobs' list, each job's next
+				 * tick as jobs_state_view shows it (DESIGN 13) */
 	JOBS_DO_PRUNE,          /* keep_ms */
 	JOBS_DO_START,          /* job, tick, run_id (0: not scheduled) */
 	JOBS_DO_STOP,           /* job: SIGTERM, grace period, SIGKILL */
@@ -155,6 +161,7 @@ struct jobs_action {
 	int job;
 	struct jobs_term term;      /* CLAIM, LAST, FINISH, PRUNE, START */
 	int64_t tick, run_id, keep_ms;
+	uint64_t generation;        /* ANNOUNCE */
 	enum jobs_outcome outcome;
 	bool rerun, record, cut, restart;
 	int status, sig, pid;

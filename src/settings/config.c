@@ -251,6 +251,10 @@ static const struct option_row rows[] = {
 	{ .key = "grace_period", .long_name = "grace-period", .type = OPTION_DURATION,
 	  .offset = FIELD(grace_period_ms), .default_value = "8s",
 	  .metavar = "DUR", .help = "time from SIGTERM to SIGKILL for COMMAND" },
+	{ .key = "drain_timeout", .long_name = "drain-timeout", .type = OPTION_DURATION,
+	  .offset = FIELD(drain_timeout_ms), .default_value = "0",
+	  .metavar = "DUR", .help = "leader giving up the lead: let scheduled runs\n"
+				    "finish this long before stopping them" },
 	{ .key = "takeover_delay", .long_name = "takeover-delay",
 	  .type = OPTION_DURATION, .offset = FIELD(takeover_delay_ms),
 	  .default_value = "0", .metavar = "DUR",

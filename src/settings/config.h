@@ -66,6 +66,7 @@ struct config {
 	int ping_failures;
 	int64_t server_lease_ms; /* 0 = off */
 	int64_t grace_period_ms;
+	int64_t drain_timeout_ms; /* DESIGN 13: 0, none */
 	int64_t takeover_delay_ms;
 	int priority;            /* 0: never leads (DESIGN 11) */
 	int64_t priority_delay_ms;

@@ -471,6 +471,7 @@ static enum qkind qkind_of(const char *sql)
 		texts[Q_CONTROLS] = ledger_sql_controls_read("pgleader");
 		texts[Q_PRIORITY] = ledger_sql_priority_ask("pgleader");
 		texts[Q_HANDED] = ledger_sql_handed("pgleader");
+		texts[Q_ANNOUNCE] = ledger_sql_announce("pgleader");
 	}
 	for (int k = 0; k < Q_OTHER; k++)
 		if (texts[k] && !strcmp(sql, texts[k]))
@@ -756,7 +757,7 @@ static void db_controls(struct squery *q)
 		sq_answer(q, 0, 0);
 		return;
 	case Q_ENSURE: case Q_CLAIM: case Q_LAST: case Q_FINISH: case Q_PRUNE:
-	case Q_SCHEMA: case Q_PROBE: case Q_OTHER:
+	case Q_SCHEMA: case Q_PROBE: case Q_ANNOUNCE: case Q_OTHER:
 		return;
 	}
 }
@@ -815,6 +816,11 @@ static void db_execute(int sid, struct squery *q)
 		put(q, 0, 0, false, "t");
 		return;
 	case Q_CONTROLS: case Q_PRIORITY: case Q_HANDED: db_controls(q); return;
+	case Q_ANNOUNCE:
+		sq_answer(q, 1, 2);
+		put(q, 0, 0, false, "%s", lock_held_by(atoi(q->p[5])) ? "t" : "f");
+		put(q, 0, 1, false, "%" PRId64, db_ms());
+		return;
 	case Q_OTHER:
 		fail_at(1u << W.s[sid].node, "a ledger statement the model does not know");
 		sq_answer(q, 0, 0);

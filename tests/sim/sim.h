@@ -327,7 +327,9 @@ struct world {
 /* A statement on its way: what lease_query sent, and the answer. */
 enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE,
 	     /* the controls (DESIGN 11): ledger.c's probes, read, ask, delete */
-	     Q_SCHEMA, Q_PROBE, Q_CONTROLS, Q_PRIORITY, Q_HANDED, Q_OTHER };
+	     Q_SCHEMA, Q_PROBE, Q_CONTROLS, Q_PRIORITY, Q_HANDED,
+	     Q_ANNOUNCE, /* the jobs' list (DESIGN 13): answered, kept nowhere */
+	     Q_OTHER };
 struct squery {
 	enum qkind kind;
 	bool started;            /* a claim that waited: the lock held at its start */

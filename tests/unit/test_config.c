@@ -161,6 +161,7 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("queue_depth", cfg->queue_depth);
 	INT("server_lease", cfg->server_lease_ms);
 	INT("grace_period", cfg->grace_period_ms);
+	INT("drain_timeout", cfg->drain_timeout_ms);
 	INT("takeover_delay", cfg->takeover_delay_ms);
 	INT("priority", cfg->priority);
 	INT("priority_delay", cfg->priority_delay_ms);
@@ -235,6 +236,8 @@ static const struct key_case {
 	  "invalid duration \"forever\" (examples: 250ms, 5s, 2m)" },
 	{ "grace_period", "grace-period", false, "1s", "1000", "-8s",
 	  "invalid duration \"-8s\" (examples: 250ms, 5s, 2m)" },
+	{ "drain_timeout", "drain-timeout", false, "90s", "90000", "soon",
+	  "invalid duration \"soon\" (examples: 250ms, 5s, 2m)" },
 	{ "takeover_delay", "takeover-delay", false, "1h", "3600000", "1d",
 	  "invalid duration \"1d\" (examples: 250ms, 5s, 2m)" },
 	{ "priority", "priority", false, "3", "3", "1001",

@@ -288,7 +288,7 @@ START_TEST(grants_sql)
 	ck_assert_ptr_nonnull(none);
 	ck_assert_str_eq(to, "GRANT USAGE ON SCHEMA \"ops\" TO \"app \"\"x\"\"\";\n"
 			 "GRANT SELECT, INSERT, UPDATE, DELETE ON \"ops\".runs, \"ops\".terms,"
-			 " \"ops\".controls TO \"app \"\"x\"\"\";\n"
+			 " \"ops\".controls, \"ops\".jobs TO \"app \"\"x\"\"\";\n"
 			 "GRANT SELECT ON \"ops\".meta TO \"app \"\"x\"\"\";\n");
 	for (const char *line = none; *line; line = strchr(line, '\n') + 1)
 		ck_assert_msg(!strncmp(line, "-- ", 3), "not a comment: %s", line);
