@@ -229,7 +229,8 @@ static void announce(struct jobs *j, const struct jobs_action *a,
 		jobs_state_view(j->state, i, &v);
 		ledger_announce(j->ledger, t, &(struct ledger_job){
 			.name = c->name, .schedule = c->schedule, .timezone = c->timezone,
-			.next_tick = (int64_t)(v.next_tick * 1000), .generation = a->generation,
+			.next_tick = (int64_t)(v.announced_next * 1000),
+			.generation = a->generation,
 			.last = i + 1 == j->n });
 	}
 }

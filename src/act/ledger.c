@@ -370,9 +370,11 @@ static void answered_cb(void *arg, const struct lease_sql_answer *a,
 	int n = l->n_flight;
 	double rtt = clocks_monotonic() - l->sent_at;
 
-	l->n_flight = 0;
 	if (!error && !shape_ok(l->head, a, n))
 		error = "unexpected answer from the ledger";
+	/* n_flight stays until every answer of a batch is told: what an
+	 * asker submits meanwhile waits, or it would go out before the
+	 * batch's other claims, which the rows below still answer */
 	for (int i = 0; i < n && l->head; i++) {
 		struct request *head = l->head;
 
@@ -380,6 +382,7 @@ static void answered_cb(void *arg, const struct lease_sql_answer *a,
 		if (l->head == head)
 			break; /* kept, or a creation to send: the rest wait */
 	}
+	l->n_flight = 0;
 	pump(l);
 }
 

@@ -14,8 +14,9 @@
 #define TS(x) LEDGER_SQL_TS(x)
 
 /* enum ledger_sql_run_col, from a runs row named r */
-#define RUN_COLS(r) \
-	r ".job, " TS(r ".tick") ", " r ".node_id, " r ".fencing_token::text, " \
+#define RUN_COLS(r) r ".job, " RUN_COLS_AFTER_JOB(r)
+#define RUN_COLS_AFTER_JOB(r) \
+	TS(r ".tick") ", " r ".node_id, " r ".fencing_token::text, " \
 	r ".outcome, " r ".exit_status, " TS(r ".started_at") ", " TS(r ".finished_at") ",\n" \
 	"       round(extract(epoch FROM " r ".finished_at - " r ".started_at) * 1000)::bigint"
 
@@ -174,26 +175,37 @@ static const char runs_sql[] =
 	" LIMIT $4::bigint";
 
 /* $1 key, $2 limit. The jobs by a loose index scan on (lock_key, job,
- * tick): one probe per job, however many rows each has. */
+ * tick): one probe per job, however many rows each has; and the jobs a
+ * leader announced (DESIGN 13), run or not. */
 static const char summary_sql[] =
 	"WITH RECURSIVE j(job) AS (\n"
 	"    (SELECT job FROM @S.runs WHERE lock_key = $1::bigint ORDER BY job LIMIT 1)\n"
 	"  UNION ALL\n"
 	"    SELECT (SELECT r.job FROM @S.runs r WHERE r.lock_key = $1::bigint AND r.job > j.job\n"
 	"             ORDER BY r.job LIMIT 1)\n"
-	"      FROM j WHERE j.job IS NOT NULL)\n"
-	"SELECT " RUN_COLS("l") ",\n"
-	"       " TS("s.finished_at") "\n"
-	"  FROM j\n"
-	" CROSS JOIN LATERAL (SELECT * FROM @S.runs r WHERE r.lock_key = $1::bigint AND r.job = j.job\n"
-	"                      ORDER BY r.tick DESC, r.run_id DESC LIMIT 1) l\n"
+	"      FROM j WHERE j.job IS NOT NULL),\n"
+	"     n(job) AS (SELECT job FROM j WHERE job IS NOT NULL\n"
+	"                UNION SELECT job FROM @S.jobs WHERE lock_key = $1::bigint)\n"
+	"SELECT n.job, " RUN_COLS_AFTER_JOB("l") ",\n"
+	"       " TS("s.finished_at") ", a.schedule, a.timezone, " TS("a.next_tick") ",\n"
+	"       a.node_id\n"
+	"  FROM n\n"
+	"  LEFT JOIN LATERAL (SELECT * FROM @S.runs r WHERE r.lock_key = $1::bigint AND r.job = n.job\n"
+	"                      ORDER BY r.tick DESC, r.run_id DESC LIMIT 1) l ON true\n"
 	"  LEFT JOIN LATERAL (SELECT r.finished_at FROM @S.runs r\n"
-	"                      WHERE r.lock_key = $1::bigint AND r.job = j.job\n"
+	"                      WHERE r.lock_key = $1::bigint AND r.job = n.job\n"
 	"                        AND r.outcome = 'succeeded'\n"
 	"                      ORDER BY r.tick DESC LIMIT 1) s ON true\n"
-	" WHERE j.job IS NOT NULL\n"
-	" ORDER BY j.job\n"
+	"  LEFT JOIN @S.jobs a ON a.lock_key = $1::bigint AND a.job = n.job\n"
+	" ORDER BY n.job\n"
 	" LIMIT $2::bigint";
+
+/* $1 key, $2 job: whether a leader announced it (DESIGN 11, 13), and the
+ * names it did announce, for the refusal's line. */
+static const char announced_sql[] =
+	"SELECT EXISTS (SELECT FROM @S.jobs WHERE lock_key = $1::bigint AND job = $2::text),\n"
+	"       (SELECT string_agg(job, ', ' ORDER BY job) FROM (SELECT job FROM @S.jobs\n"
+	"         WHERE lock_key = $1::bigint ORDER BY job LIMIT 20) x)";
 
 bool ledger_sql_schema_ok(const char *schema)
 {
@@ -405,6 +417,18 @@ bool ledger_sql_runs(struct ledger_sql_query *q, const char *schema, int64_t key
 	if (since_ms >= 0)
 		param_int(q, 2, since_ms);
 	param_int(q, 3, limit);
+	return true;
+}
+
+bool ledger_sql_announced(struct ledger_sql_query *q, const char *schema, int64_t key,
+			  const char *job)
+{
+	memset(q, 0, sizeof(*q));
+	if (!expand(q->sql, sizeof(q->sql), announced_sql, schema))
+		return false;
+	q->nparams = 2;
+	param_int(q, 0, key);
+	q->params[1] = job;
 	return true;
 }
 

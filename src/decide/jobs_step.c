@@ -901,7 +901,7 @@ static void announce(struct jobs_state *j, int64_t now)
 		struct job *jb = &j->job[i];
 		int64_t next = jb->sched ? schedule_next(jb->sched, now) : SCHEDULE_NEVER;
 
-		jb->view.next_tick = next == SCHEDULE_NEVER ? 0 : (double)next / 1000;
+		jb->view.announced_next = next == SCHEDULE_NEVER ? 0 : (double)next / 1000;
 	}
 	act(j, JOBS_DO_ANNOUNCE, -1)->generation = ++j->announced;
 }

@@ -49,6 +49,8 @@ struct jobs_view {
 	const char *schedule;       /* NULL: runs all the time */
 	int pid;                    /* of the run going on, 0 when none */
 	double next_tick;           /* 0 when none is due (not leading) */
+	double announced_next;      /* the next tick the last announcement
+				     * named (DESIGN 13); 0: none */
 	double last_tick;           /* of the last run started here */
 	double last_success;        /* end of the job's last run that exited 0,
 				     * on any node: read from the ledger when

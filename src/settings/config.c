@@ -381,6 +381,9 @@ static const struct option_row rows[] = {
 	{ .long_name = "to", .type = OPTION_ACTION, .action = ACT_TO,
 	  .metavar = "NODE", .default_shown = "any standby",
 	  .help = "switchover: the node that takes over" },
+	{ .long_name = "force", .type = OPTION_FLAG, .offset = FIELD(force),
+	  .help = "pause, resume, switchover: write it though no\n"
+		  "node announced the job or is the node (--to)" },
 	{ .long_name = "wait", .type = OPTION_ACTION, .action = ACT_WAIT,
 	  .metavar = "DUR", .default_shown = "30s",
 	  .help = "switchover: how long a standby has to take over" },
@@ -724,12 +727,15 @@ static int check_subcommand_options(struct loader *ld)
 		{ "grant-to", MODE_BIT(CONFIG_MODE_INIT_DB), "'pgleader init-db'" },
 		{ "to", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
 		{ "wait", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
+		{ "force", MODE_BIT(CONFIG_MODE_PAUSE) | MODE_BIT(CONFIG_MODE_RESUME) |
+		  MODE_BIT(CONFIG_MODE_SWITCHOVER),
+		  "'pgleader pause', 'pgleader resume' or 'pgleader switchover'" },
 	};
 	const struct config *cfg = ld->cfg;
 	const bool given[] = { cfg->json, cfg->watch, cfg->runs_job != NULL,
 			       ld->since_given, cfg->print_sql, cfg->grant_to != NULL,
 			       cfg->switchover_to != NULL,
-			       ld->wait_given };
+			       ld->wait_given, cfg->force };
 
 	for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
 		if (given[i] && !(only[i].modes & MODE_BIT(cfg->mode)))

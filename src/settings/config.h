@@ -109,6 +109,8 @@ struct config {
 	bool print_sql;          /* init-db --print-sql */
 	char *switchover_to;     /* switchover --to NODE; NULL: any standby */
 	int64_t switchover_wait_ms; /* switchover --wait DUR; default 30s */
+	bool force;              /* pause, resume, switchover --force: a job or
+				  * node no node announced is written anyway */
 	/* True when the daemon needs the ledger: a schedule, [job.NAME]
 	 * sections or --once-per. Never true for a plain single command,
 	 * which must not touch the ledger (DESIGN 10). */
