@@ -15,7 +15,7 @@ import time
 import pgharness as h
 from test_status import run_status
 
-TABLES = ["controls", "meta", "runs", "terms"]
+TABLES = ["controls", "jobs", "meta", "runs", "terms"]
 RUN_FIELDS = ["job", "tick", "node_id", "fencing_token", "outcome", "exit_status",
               "started_at", "finished_at"]
 
@@ -64,7 +64,7 @@ def test_init_db_creates_the_ledger_and_is_idempotent(workdir, pg_shared):
     assert r.out == 'ledger ready in schema "ledger_init"\n', r
     assert r.err == "", r
     assert tables_of(pg_shared, "ledger_init") == TABLES
-    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["3"]]
+    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["4"]]
     assert pg_shared.scalar("SELECT obj_description('ledger_init.runs'::regclass,"
                             " 'pg_class')").startswith("one row per job and tick")
     # The outcomes are checked by the server.
@@ -75,7 +75,7 @@ def test_init_db_creates_the_ledger_and_is_idempotent(workdir, pg_shared):
 
     again = init_db(workdir, pg_shared, "ledger_init")
     assert (again.rc, again.out, again.err) == (r.rc, r.out, r.err), again
-    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["3"]]
+    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["4"]]
 
 
 def test_init_db_two_at_once(workdir, pg_shared):
@@ -96,7 +96,7 @@ def test_init_db_two_at_once(workdir, pg_shared):
         for r in results:
             assert r is not None and r.rc == 0 and r.err == "", results
         assert tables_of(pg_shared, schema) == TABLES
-        assert pg_shared.psql("SELECT version FROM %s.meta" % schema) == [["3"]]
+        assert pg_shared.psql("SELECT version FROM %s.meta" % schema) == [["4"]]
 
 
 def test_print_sql_gives_the_same_ledger(workdir, pg_shared):
@@ -139,8 +139,8 @@ def test_role_without_create(workdir, pg_shared):
 
     # Granted: init-db finds it ready without CREATE; runs lists.
     pg_shared.psql("GRANT USAGE ON SCHEMA ledger_noc TO ledger_app;"
-                   " GRANT SELECT, INSERT, UPDATE, DELETE ON ledger_noc.runs, ledger_noc.terms"
-                   " TO ledger_app")
+                   " GRANT SELECT, INSERT, UPDATE, DELETE ON ledger_noc.runs, ledger_noc.terms,"
+                   " ledger_noc.jobs TO ledger_app")
     r = init_db(workdir, pg_shared, "ledger_noc", user="ledger_app")
     assert r.rc == 0 and r.out == 'ledger ready in schema "ledger_noc"\n', r
     r = cli(workdir, "runs", pg_shared.dsn(user="ledger_app"), "--schema", "ledger_noc")
@@ -319,7 +319,9 @@ def test_status_shows_jobs(workdir, pg_shared, lock_key):
     doc = json.loads(r.out)
     assert [j["job"] for j in doc["jobs"]] == ["nightly", "refresh"], doc
     nightly = doc["jobs"][0]
-    assert list(nightly) == ["job", "last_run", "last_success", "next_tick"], doc
+    assert list(nightly) == ["job", "announced_by", "schedule", "timezone", "last_run",
+                             "last_success", "next_tick"], doc
+    assert nightly["announced_by"] is None, doc  # rows only, no leader announced it
     assert list(nightly["last_run"]) == RUN_FIELDS + ["duration_seconds"], doc
     assert nightly["last_run"]["outcome"] == "timed_out", doc
     assert nightly["last_run"]["duration_seconds"] == 60.0, doc
