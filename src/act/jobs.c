@@ -273,25 +273,47 @@ static void signal_run(struct jobs *j, const struct jobs_action *a)
 		child_signal(c, a->sig);
 }
 
+static void do_log(struct jobs *j, const struct jobs_action *a)
+{
+	(void)j;
+	say(a);
+}
+
+static void do_start(struct jobs *j, const struct jobs_action *a)
+{
+	start(&j->job[a->job], a);
+}
+
+static void do_gone(struct jobs *j, const struct jobs_action *a)
+{
+	j->cb.gone(j->cb.arg, a->status);
+}
+
+static void do_refused(struct jobs *j, const struct jobs_action *a)
+{
+	j->cb.refused(j->cb.arg, a->fault, a->text);
+}
+
+/* Who carries out each action type. */
+static void (*const does[])(struct jobs *j, const struct jobs_action *a) = {
+	[JOBS_DO_LOG] = do_log,
+	[JOBS_DO_ENSURE] = ask, [JOBS_DO_CLAIM] = ask, [JOBS_DO_LAST] = ask,
+	[JOBS_DO_FINISH] = ask, [JOBS_DO_ANNOUNCE] = ask, [JOBS_DO_PRUNE] = ask,
+	[JOBS_DO_START] = do_start,
+	[JOBS_DO_STOP] = signal_run, [JOBS_DO_KILL] = signal_run,
+	[JOBS_DO_SIGNAL] = signal_run,
+	[JOBS_DO_TIMER] = set_timer,
+	[JOBS_DO_GONE] = do_gone,
+	[JOBS_DO_REFUSED] = do_refused,
+};
+
 static void carry_out(struct jobs *j, const struct jobs_output *out)
 {
 	for (size_t i = 0; i < out->n; i++) {
 		const struct jobs_action *a = &out->a[i];
 
-		switch (a->type) {
-		case JOBS_DO_LOG: say(a); break;
-		case JOBS_DO_ENSURE: case JOBS_DO_CLAIM: case JOBS_DO_LAST:
-		case JOBS_DO_FINISH: case JOBS_DO_ANNOUNCE: case JOBS_DO_PRUNE:
-			ask(j, a);
-			break;
-		case JOBS_DO_START: start(&j->job[a->job], a); break;
-		case JOBS_DO_STOP: case JOBS_DO_KILL: case JOBS_DO_SIGNAL:
-			signal_run(j, a);
-			break;
-		case JOBS_DO_TIMER: set_timer(j, a); break;
-		case JOBS_DO_GONE: j->cb.gone(j->cb.arg, a->status); break;
-		case JOBS_DO_REFUSED: j->cb.refused(j->cb.arg, a->fault, a->text); break;
-		}
+		if ((size_t)a->type < sizeof(does) / sizeof(does[0]) && does[a->type])
+			does[a->type](j, a);
 	}
 }
 

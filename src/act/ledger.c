@@ -322,6 +322,17 @@ static struct ledger_answer blank_answer(const struct request *r, double rtt)
 	return out;
 }
 
+/* What nobody is told of (a run's end, an announcement) and failed: one
+ * warning. */
+static void warn_unwritten(const struct request *r, const struct ledger_answer *out)
+{
+	if (r->kind == REQ_FINISH && !out->ok)
+		log_warning("cannot record a run's end in the ledger: %s", out->error);
+	else if (r->kind == REQ_ANNOUNCE && !out->ok && !out->lost)
+		log_warning("cannot announce job %s in the ledger: %s", r->params[1],
+			    out->error);
+}
+
 /* The request at the head, answered by row i of a (or by the error): off
  * the queue before its asker hears, since the asker may ask again. */
 static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int i,
@@ -350,11 +361,7 @@ static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int 
 	    create_instead(l, r, &out) ||
 	    controls_instead(l, r, &out, a))
 		return;
-	if (r->kind == REQ_FINISH && !out.ok)
-		log_warning("cannot record a run's end in the ledger: %s", out.error);
-	if (r->kind == REQ_ANNOUNCE && !out.ok && !out.lost)
-		log_warning("cannot announce job %s in the ledger: %s", r->params[1],
-			    out.error);
+	warn_unwritten(r, &out);
 	l->head = r->next;
 	if (!l->head)
 		l->tail = NULL;
