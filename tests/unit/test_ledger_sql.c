@@ -390,10 +390,12 @@ START_TEST(same_columns)
 
 	ck_assert(ledger_sql_runs(&runs, "s", 1, NULL, -1, 1));
 	ck_assert(ledger_sql_summary(&summary, "s", 1, 1));
+	/* the summary's job is the announced or run job's (DESIGN 13) */
 	a = strstr(runs.sql, "SELECT r.job, ");
-	b = strstr(summary.sql, "SELECT l.job, ");
+	b = strstr(summary.sql, "SELECT n.job, ");
 	ck_assert(a && b);
-	for (; *a && *a != '\n'; a++, b++)
+	for (a += strlen("SELECT r.job, "), b += strlen("SELECT n.job, ");
+	     *a && *a != '\n'; a++, b++)
 		ck_assert_int_eq(*a == 'r' && a[1] == '.' ? 'l' : *a, *b);
 }
 END_TEST
