@@ -258,13 +258,14 @@ void election_shutdown(struct election *e, struct election_output *out,
 		       double now, const struct election_event *ev)
 {
 	bool own = e->state == ELECTION_LEADER || e->draining;
+	struct election_pings pings = election_pings_of(e);
 
 	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
 	    election_reason_of(ev, "signal"));
 	e->exit_code = EXIT_OK;
 	election_finish(e, out, now);
 	if (own)
-		election_drain(e, out, now);
+		election_drain(e, out, now, &pings);
 }
 
 /* ---- INIT and DONE ----------------------------------------------------- */

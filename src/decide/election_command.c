@@ -425,7 +425,13 @@ static void leader_lost(struct election *e, struct election_output *out,
 
 /* ---- draining (DESIGN 13) ---- */
 
-void election_drain(struct election *e, struct election_output *out, double now)
+struct election_pings election_pings_of(const struct election *e)
+{
+	return (struct election_pings){ e->ping_pending, e->ping_sent_at, e->next_ping_at };
+}
+
+void election_drain(struct election *e, struct election_output *out, double now,
+		    const struct election_pings *before)
 {
 	if (!(out->actions & ELECTION_DO_STOP_CHILD) || e->p.drain <= 0 ||
 	    !e->connected || e->killing)
@@ -437,10 +443,12 @@ void election_drain(struct election *e, struct election_output *out, double now)
 		    "finish for up to %.1fs; the leader lease is kept until then",
 		    e->p.drain);
 	e->draining = true;
-	/* the lock is pinged on: a silent session would be ended by the
-	 * server lease (DESIGN 3) and the lock pass while runs still go */
-	e->ping_pending = false;
-	e->next_ping_at = now;
+	/* the lock is pinged on, as the leader pinged it: a silent session
+	 * would be ended by the server lease (DESIGN 3) and the lock pass
+	 * while runs still go */
+	e->ping_pending = before->pending;
+	e->ping_sent_at = before->sent_at;
+	e->next_ping_at = isfinite(before->next_at) ? before->next_at : now;
 }
 
 /* The lock may be gone while the runs drain: stopped now, as a lost

@@ -385,6 +385,10 @@ static void pick_knobs(struct knobs *k)
 	k->ttl = ceil(k->ping_interval + k->ping_timeout + k->grace + urand(0.5, 5));
 	k->takeover = chance(0.1) ? 1 : 0;
 	pick_jobs(k);
+	/* DESIGN 13: two seeds of three with jobs drain, for twice their first
+	 * job's interval; drawn from no random number, so that the seeds run
+	 * the fleets and faults they ran before */
+	k->drain = k->n_jobs && k->failures != 3 ? 2.0 * (double)k->every_ms[0] / 1000 : 0;
 }
 
 /* The [job.NAME] sections of the configuration file, as a user writes
@@ -488,6 +492,8 @@ static void node_config(struct node *n, const struct knobs *k)
 	argv[c++] = "--grace-period"; argv[c++] = d[5];
 	argv[c++] = "--takeover-delay"; argv[c++] = d[7];
 	argv[c++] = "--queue-depth"; argv[c++] = d[8];
+	snprintf(d[9], 32, "%gs", k->drain);
+	argv[c++] = "--drain-timeout"; argv[c++] = d[9];
 	if (k->failsafe)
 		c = failsafe_args(n, k, argv, c, peers, http, d[6]);
 	if (k->n_jobs) {

@@ -387,6 +387,7 @@ struct knobs {
 	int64_t every_ms[MAXJ];
 	int64_t jitter_ms[MAXJ], max_runtime_ms[MAXJ], window_ms[MAXJ];
 	bool skip[MAXJ];
+	double drain;             /* drain_timeout (DESIGN 13); 0: none */
 };
 
 struct opts {
