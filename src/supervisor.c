@@ -62,6 +62,9 @@ struct supervisor {
 	struct ledger_controls rows; /* the last read's, which ctl points into */
 	struct election_term term;   /* the step's, for START_CHILD and
 				      * RUNNER_SESSION */
+	/* DESIGN 13: SIGHUP reads the file again (NULL: forwarded) */
+	supervisor_reload_fn reload;
+	void *reload_arg;
 };
 
 static void enqueue(struct supervisor *s, const struct election_event *ev);
@@ -627,6 +630,19 @@ static void wakeup_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	dispatch(w->data, ELECTION_TICK, NULL);
 }
 
+/* The file read again; its new configuration, if it can be used, goes to
+ * the jobs as it is (DESIGN 13: the old one is never changed under them). */
+static void reload(struct supervisor *s)
+{
+	const struct config *fresh;
+
+	notify_reloading();
+	fresh = s->reload(s->reload_arg);
+	if (fresh)
+		runner_reload(s->runner, fresh);
+	notify_ready();
+}
+
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct supervisor *s = w->data;
@@ -638,7 +654,17 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 			 w->signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		return;
 	}
+	if (w->signum == SIGHUP && s->reload) {
+		reload(s);
+		return;
+	}
 	runner_signal(s->runner, w->signum);
+}
+
+void supervisor_on_reload(struct supervisor *s, supervisor_reload_fn fn, void *arg)
+{
+	s->reload = fn;
+	s->reload_arg = arg;
 }
 
 /* The command, or with a ledger the jobs, whose statements go over the

@@ -43,7 +43,7 @@ struct jobs {
 	struct ledger *ledger;      /* NULL: no ledger (a plain command) */
 	struct jobs_callbacks cb;
 	struct jobs_state *state;   /* the decider's */
-	struct job_io *job;
+	struct job_io **job;        /* each apart: libev holds their timers */
 	size_t n;
 	bool *exited;               /* [job], for each event */
 	struct asker ensure_asker;
@@ -67,7 +67,7 @@ static void feed(struct jobs *j, struct jobs_event *ev)
 	struct jobs_output *out = j->depth < FEED_DEPTH ? &j->outs[j->depth] : &deeper;
 
 	for (size_t i = 0; i < j->n; i++)
-		j->exited[i] = child_exited(j->job[i].child);
+		j->exited[i] = child_exited(j->job[i]->child);
 	ev->exited = j->exited;
 	ev->ledger_idle = !j->ledger || ledger_idle(j->ledger);
 	jobs_step(j->state, ev, clocks_monotonic(), out);
@@ -197,7 +197,7 @@ static void start(struct job_io *io, const struct jobs_action *a)
 
 static void set_timer(struct jobs *j, const struct jobs_action *a)
 {
-	ev_timer *w = a->job >= 0 ? &j->job[a->job].timers[a->timer]
+	ev_timer *w = a->job >= 0 ? &j->job[a->job]->timers[a->timer]
 		      : a->timer == JOBS_TIMER_DRAIN ? &j->drain_timer : &j->flush_timer;
 
 	if (a->after >= 0 && !a->restart && ev_is_active(w))
@@ -222,23 +222,29 @@ static void say(const struct jobs_action *a)
 static void announce(struct jobs *j, const struct jobs_action *a,
 		     const struct ledger_term *t)
 {
-	for (size_t i = 0; i < j->n; i++) {
-		const struct config_job *c = j->job[i].cfg;
-		struct jobs_view v;
+	size_t n = jobs_state_count(j->state), last = n;
+	struct jobs_view v;
 
+	for (size_t i = 0; i < n; i++) {
 		jobs_state_view(j->state, i, &v);
+		if (!v.removed)
+			last = i;
+	}
+	for (size_t i = 0; i < n; i++) {
+		jobs_state_view(j->state, i, &v);
+		if (v.removed)
+			continue; /* draining, no longer the leader's */
 		ledger_announce(j->ledger, t, &(struct ledger_job){
-			.name = c->name, .schedule = c->schedule, .timezone = c->timezone,
+			.name = v.name, .schedule = v.schedule, .timezone = v.timezone,
 			.next_tick = (int64_t)(v.announced_next * 1000),
-			.generation = a->generation,
-			.last = i + 1 == j->n });
+			.generation = a->generation, .last = i == last });
 	}
 }
 
 /* The ledger's statements. */
 static void ask(struct jobs *j, const struct jobs_action *a)
 {
-	struct job_io *io = a->job >= 0 ? &j->job[a->job] : NULL;
+	struct job_io *io = a->job >= 0 ? j->job[a->job] : NULL;
 	struct ledger_term t = term_of(j, a);
 
 	if (a->type == JOBS_DO_ENSURE)
@@ -263,7 +269,7 @@ static void ask(struct jobs *j, const struct jobs_action *a)
 /* The commands' signals. */
 static void signal_run(struct jobs *j, const struct jobs_action *a)
 {
-	struct child *c = j->job[a->job].child;
+	struct child *c = j->job[a->job]->child;
 
 	if (a->type == JOBS_DO_STOP)
 		child_stop(c);
@@ -281,7 +287,7 @@ static void do_log(struct jobs *j, const struct jobs_action *a)
 
 static void do_start(struct jobs *j, const struct jobs_action *a)
 {
-	start(&j->job[a->job], a);
+	start(j->job[a->job], a);
 }
 
 static void do_gone(struct jobs *j, const struct jobs_action *a)
@@ -292,6 +298,37 @@ static void do_gone(struct jobs *j, const struct jobs_action *a)
 static void do_refused(struct jobs *j, const struct jobs_action *a)
 {
 	j->cb.refused(j->cb.arg, a->fault, a->text);
+}
+
+static bool job_init(struct jobs *j, size_t i, const struct config_job *cfg);
+static bool job_child(struct jobs *j, struct job_io *io);
+
+/* DESIGN 13: a job a reload added, at the end. */
+static void do_add(struct jobs *j, const struct jobs_action *a)
+{
+	struct job_io **job = realloc(j->job, (j->n + 1) * sizeof(*job));
+	bool *exited = job ? realloc(j->exited, (j->n + 1) * sizeof(*exited)) : NULL;
+
+	if (job)
+		j->job = job;
+	if (exited)
+		j->exited = exited;
+	if (!job || !exited || (size_t)a->job != j->n || !job_init(j, j->n, a->job_cfg)) {
+		log_error("jobs: cannot add job %s: out of memory", a->job_cfg->name);
+		return;
+	}
+	j->exited[j->n++] = false;
+}
+
+/* Its command (and grace period) as the reload has them; no run goes on. */
+static void do_reconfigure(struct jobs *j, const struct jobs_action *a)
+{
+	struct job_io *io = j->job[a->job];
+
+	io->cfg = a->job_cfg;
+	if (!job_child(j, io))
+		log_error("jobs: cannot set job %s's new command: out of memory",
+			  io->cfg->name);
 }
 
 /* Who carries out each action type. */
@@ -305,6 +342,8 @@ static void (*const does[])(struct jobs *j, const struct jobs_action *a) = {
 	[JOBS_DO_TIMER] = set_timer,
 	[JOBS_DO_GONE] = do_gone,
 	[JOBS_DO_REFUSED] = do_refused,
+	[JOBS_DO_ADD] = do_add,
+	[JOBS_DO_RECONFIGURE] = do_reconfigure,
 };
 
 static void carry_out(struct jobs *j, const struct jobs_output *out)
@@ -391,7 +430,15 @@ void jobs_set_resumed(struct jobs *j, bool all, const char *const *names,
 
 size_t jobs_count(const struct jobs *j)
 {
-	return j->n;
+	return jobs_state_count(j->state);
+}
+
+void jobs_reload(struct jobs *j, const struct config *cfg)
+{
+	struct jobs_event ev = { .type = JOBS_EV_RELOAD, .job = -1, .cfg = cfg };
+
+	j->cfg = cfg;
+	feed(j, &ev);
 }
 
 void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v)
@@ -401,11 +448,31 @@ void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v)
 
 /* ---- set-up ---- */
 
-static bool job_init(struct jobs *j, struct job_io *io, size_t i)
+/* The child of io's job, as its configuration says (again after a
+ * reload changed it). */
+static bool job_child(struct jobs *j, struct job_io *io)
 {
+	if (io->child)
+		child_free(io->child);
+	io->child = child_new(j->loop, io->cfg->command, j->cfg->shell,
+			      (double)io->cfg->grace_period_ms / 1000, run_gone_cb, io);
+	if (!io->child)
+		return false;
+	child_set_label(io->child, io->cfg->name);
+	return true;
+}
+
+/* Job i, of configuration cfg, into j->job[i] (room made by the caller). */
+static bool job_init(struct jobs *j, size_t i, const struct config_job *cfg)
+{
+	struct job_io *io = calloc(1, sizeof(*io));
+
+	if (!io)
+		return false;
+	j->job[i] = io;
 	io->owner = j;
 	io->index = (int)i;
-	io->cfg = &j->cfg->jobs[i];
+	io->cfg = cfg;
 	for (int t = 0; t < JOBS_TIMER_FLUSH; t++) {
 		ev_init(&io->timers[t], timer_cb);
 		io->timers[t].data = io;
@@ -414,12 +481,7 @@ static bool job_init(struct jobs *j, struct job_io *io, size_t i)
 		io->askers[k] = (struct asker){ j, (int)i,
 			k == ASK_REMADE ? JOBS_EV_REMADE : k == ASK_CLAIMED ? JOBS_EV_CLAIMED
 			: k == ASK_RECORDED ? JOBS_EV_RECORDED : JOBS_EV_LAST };
-	io->child = child_new(j->loop, io->cfg->command, j->cfg->shell,
-			      (double)io->cfg->grace_period_ms / 1000, run_gone_cb, io);
-	if (!io->child)
-		return false;
-	child_set_label(io->child, io->cfg->name);
-	return true;
+	return job_child(j, io);
 }
 
 struct jobs *jobs_new(struct ev_loop *loop, const struct config *cfg,
@@ -449,7 +511,7 @@ struct jobs *jobs_new(struct ev_loop *loop, const struct config *cfg,
 	j->ensure_asker = (struct asker){ j, -1, JOBS_EV_ENSURED };
 	j->state = jobs_state_new(cfg, ledger != NULL, err, errlen);
 	for (size_t i = 0; j->state && i < cfg->n_jobs; i++, j->n++) {
-		if (!job_init(j, &j->job[i], i)) {
+		if (!job_init(j, i, &cfg->jobs[i])) {
 			snprintf(err, errlen, "out of memory");
 			jobs_free(j);
 			return NULL;
@@ -470,9 +532,10 @@ void jobs_free(struct jobs *j)
 	ev_timer_stop(j->loop, &j->drain_timer);
 	for (size_t i = 0; i < j->n; i++) {
 		for (int t = 0; t < JOBS_TIMER_FLUSH; t++)
-			ev_timer_stop(j->loop, &j->job[i].timers[t]);
-		if (j->job[i].child)
-			child_free(j->job[i].child);
+			ev_timer_stop(j->loop, &j->job[i]->timers[t]);
+		if (j->job[i]->child)
+			child_free(j->job[i]->child);
+		free(j->job[i]);
 	}
 	jobs_state_free(j->state);
 	for (int d = 0; d < FEED_DEPTH; d++)

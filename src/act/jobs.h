@@ -73,6 +73,11 @@ void jobs_set_resumed(struct jobs *j, bool all, const char *const *names,
 		      const char *const *by, const char *const *at, int n,
 		      const char *all_by, const char *all_at);
 
+/* DESIGN 13: the file read again: cfg (which outlives the jobs) has the
+ * jobs from now on, by name: added ones run from their next tick, removed
+ * ones drain, changed ones take the new settings from their next run. */
+void jobs_reload(struct jobs *j, const struct config *cfg);
+
 size_t jobs_count(const struct jobs *j);
 void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v);
 

@@ -43,6 +43,8 @@ void runner_stop(struct runner *r);
  * for up to drain_timeout first; the rest is stopped as runner_stop does.
  * A runner_stop meanwhile ends the drain. Then gone. */
 void runner_drain(struct runner *r);
+/* DESIGN 13: the jobs of cfg (which outlives the runner) from now on. */
+void runner_reload(struct runner *r, const struct config *cfg);
 void runner_kill(struct runner *r);
 /* Forwards a signal (HUP, USR1, USR2) to what runs. */
 void runner_signal(struct runner *r, int sig);
@@ -60,6 +62,7 @@ struct runner_ops {
 	void (*set_lock_pid)(void *impl, int lock_pid);
 	void (*stop)(void *impl);
 	void (*drain)(void *impl);
+	void (*reload)(void *impl, const struct config *cfg);
 	void (*kill)(void *impl);
 	void (*signal)(void *impl, int sig);
 	void (*pauses)(void *impl, const struct ledger_controls *rows);

@@ -47,6 +47,7 @@ static inline double jobs_duration_bound(int i)
 struct jobs_view {
 	const char *name;
 	const char *schedule;       /* NULL: runs all the time */
+	const char *timezone;       /* its schedule's zone */
 	int pid;                    /* of the run going on, 0 when none */
 	double next_tick;           /* 0 when none is due (not leading) */
 	double announced_next;      /* the next tick the last announcement
@@ -59,6 +60,8 @@ struct jobs_view {
 	uint64_t duration_counts[JOBS_BUCKETS + 1]; /* per bucket, +Inf last */
 	uint64_t duration_count;
 	double duration_sum;
+	bool removed;               /* a reload removed it: no announcement
+				     * names it; shown while its run drains */
 	bool paused;                /* DESIGN 11: as part of the lock, or by name */
 	const char *paused_by;      /* who asked and when (RFC 3339); NULL when */
 	const char *paused_at;      /* not paused or not told */
@@ -111,6 +114,8 @@ enum jobs_event_type {
 	JOBS_EV_START_FAILED,   /* job, error: it could not be started */
 	JOBS_EV_RUN_GONE,       /* job, status: its command ended */
 	JOBS_EV_TIMER,          /* job (or -1), timer: one ran out */
+	JOBS_EV_RELOAD,         /* cfg: the file read again (DESIGN 13); it
+				 * outlives the jobs, as the first one does */
 };
 
 enum jobs_timer {
@@ -134,6 +139,7 @@ struct jobs_event {
 	const char *error;          /* START_FAILED */
 	const struct jobs_pauses *pauses;  /* PAUSES, RESUMES */
 	const struct jobs_answer *answer;  /* ENSURED .. LAST */
+	const struct config *cfg;   /* RELOAD */
 	/* facts of the world as of the event, every type: */
 	bool ledger_idle;           /* no statement unanswered */
 	const bool *exited;         /* [job]: its command's main process ended */
@@ -156,6 +162,10 @@ enum jobs_action_type {
 				 * one running keeps its time unless restart */
 	JOBS_DO_GONE,           /* status: tell the election */
 	JOBS_DO_REFUSED,        /* fault, text: tell the election */
+	JOBS_DO_ADD,            /* job, job_cfg: a job a reload added, before
+				 * any other action names it (DESIGN 13) */
+	JOBS_DO_RECONFIGURE,    /* job, job_cfg: its command from now on (no
+				 * run of it goes on) */
 };
 
 struct jobs_action {
@@ -164,6 +174,7 @@ struct jobs_action {
 	struct jobs_term term;      /* CLAIM, LAST, FINISH, PRUNE, START */
 	int64_t tick, run_id, keep_ms;
 	uint64_t generation;        /* ANNOUNCE */
+	const struct config_job *job_cfg; /* ADD, RECONFIGURE */
 	enum jobs_outcome outcome;
 	bool rerun, record, cut, restart;
 	int status, sig, pid;

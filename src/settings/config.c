@@ -1439,6 +1439,76 @@ int config_load(struct config *cfg, int argc, char **argv, char *err,
 	return result;
 }
 
+/* ---- reload (DESIGN 13) ---- */
+
+/* The keys a running daemon cannot take from a reload: its sessions,
+ * election, HTTP server and failsafe fleet were made with them. */
+#define RK_STR(name) { #name, offsetof(struct config, name), 's' }
+#define RK_I64(name, key) { key, offsetof(struct config, name), 'l' }
+#define RK_INT(name) { #name, offsetof(struct config, name), 'i' }
+static const struct {
+	const char *key;
+	size_t offset;
+	char type; /* s: char *, l: int64_t, i: int (and the enums), b: bool */
+} restart_keys[] = {
+	RK_STR(dsn), RK_I64(lock_key, "lock_key"), RK_STR(lock_name), RK_STR(schema),
+	RK_STR(node_id), RK_STR(http_addr), RK_STR(failsafe_peers),
+	RK_STR(failsafe_secret_file), RK_STR(ledger_owner),
+	{ "acquire", offsetof(struct config, acquire), 'e' },
+	RK_I64(retry_interval_ms, "retry_interval"), RK_I64(ping_interval_ms, "ping_interval"),
+	RK_I64(ping_timeout_ms, "ping_timeout"), RK_INT(ping_failures),
+	RK_I64(server_lease_ms, "server_lease"), RK_I64(grace_period_ms, "grace_period"),
+	RK_I64(takeover_delay_ms, "takeover_delay"), RK_INT(priority),
+	RK_I64(priority_delay_ms, "priority_delay"), RK_INT(queue_depth),
+	RK_I64(failsafe_ttl_ms, "failsafe_ttl"), RK_INT(log_level),
+	{ "log_format", offsetof(struct config, log_format), 'e' },
+	{ "shell", offsetof(struct config, shell), 'b' },
+};
+
+/* Whether field k of a and b differ; if so, b's becomes a copy of a's. */
+static bool keep_field(size_t k, struct config *fresh, const struct config *old)
+{
+	char *f = (char *)fresh + restart_keys[k].offset;
+	const char *o = (const char *)old + restart_keys[k].offset;
+	char **fs = (char **)(void *)f, *copy;
+	char *const *os = (char *const *)(const void *)o;
+	size_t size = restart_keys[k].type == 'l' ? sizeof(int64_t)
+		: restart_keys[k].type == 'i' ? sizeof(int)
+		: restart_keys[k].type == 'e' ? sizeof(enum acquire_mode) : sizeof(bool);
+
+	if (restart_keys[k].type != 's') {
+		if (!memcmp(f, o, size))
+			return false;
+		memcpy(f, o, size);
+		return true;
+	}
+	if ((!*fs && !*os) || (*fs && *os && !strcmp(*fs, *os)))
+		return false;
+	copy = *os ? strdup(*os) : NULL;
+	if (*os && !copy)
+		return false; /* out of memory: the new value stays */
+	free(*fs);
+	*fs = copy;
+	return true;
+}
+
+size_t config_keep_restart_keys(struct config *fresh, const struct config *old,
+				char *names, size_t len)
+{
+	size_t n = 0, at = 0;
+
+	names[0] = '\0';
+	for (size_t k = 0; k < sizeof(restart_keys) / sizeof(restart_keys[0]); k++) {
+		if (!keep_field(k, fresh, old))
+			continue;
+		if (at < len)
+			at += (size_t)snprintf(names + at, len - at, "%s%s", n ? ", " : "",
+					       restart_keys[k].key);
+		n++;
+	}
+	return n;
+}
+
 void config_free(struct config *cfg)
 {
 	for (size_t i = 0; cfg->jobs && i < cfg->n_jobs; i++)

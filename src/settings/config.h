@@ -142,6 +142,13 @@ int config_load(struct config *cfg, int argc, char **argv, char *err,
 		size_t errlen);
 void config_free(struct config *cfg);
 
+/* DESIGN 13: a reload's fresh configuration keeps old's value of each key
+ * that takes a restart (dsn, lock_key, lock_name, schema, node_id,
+ * http_addr, failsafe_peers, the timings, ...): names gets those that
+ * differed, ", "-joined; returns how many. */
+size_t config_keep_restart_keys(struct config *fresh, const struct config *old,
+				char *names, size_t len);
+
 void config_usage(FILE *out);
 
 #endif
