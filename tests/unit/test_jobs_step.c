@@ -501,6 +501,73 @@ START_TEST(test_announce)
 }
 END_TEST
 
+/* ---- reload (DESIGN 13) ---- */
+
+static struct config fresh;
+
+/* A second configuration, as a reload reads it: [job.tick] every 20 s,
+ * svc gone, [job.added] new and without a schedule. */
+static void load_fresh(void)
+{
+	char path[] = "/tmp/test_jobs_step-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	char *argv[] = { "pgleader", "-c", path, "--node-id", "a", NULL };
+	char err[512];
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[pgleader]\nlock_key = 42\n[job.tick]\ncommand = false\n"
+		"schedule = @every 20s\n[job.added]\ncommand = sleep 5\n");
+	fclose(f);
+	memset(&fresh, 0, sizeof(fresh));
+	ck_assert_msg(config_load(&fresh, 5, argv, err, sizeof(err)) == CONFIG_OK, "%s", err);
+	unlink(path);
+}
+
+/* Kept, removed, added by name, the lead kept: the running scheduled run
+ * goes on and takes its new command once it ended; the job without a
+ * schedule the file lost is stopped; the new one is added, then started;
+ * the new list announced. */
+START_TEST(test_reload)
+{
+	const struct jobs_action *a;
+	struct jobs_view v;
+
+	load("");
+	load_fresh();
+	running();
+	step((struct jobs_event){ .type = JOBS_EV_RELOAD, .job = -1, .cfg = &fresh });
+	ck_assert_ptr_nonnull(find(JOBS_DO_STOP, svc_job, 0));
+	ck_assert_ptr_null(find(JOBS_DO_STOP, tick_job, 0));
+	ck_assert_ptr_null(find(JOBS_DO_RECONFIGURE, tick_job, 0));
+	a = find(JOBS_DO_ADD, 2, 0);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_str_eq(a->job_cfg->name, "added");
+	ck_assert_ptr_nonnull(find(JOBS_DO_START, 2, 0));
+	ck_assert(a < find(JOBS_DO_START, 2, 0)); /* added before it is named */
+	ck_assert_int_eq((int)find(JOBS_DO_ANNOUNCE, -1, 0)->generation, 2);
+	ck_assert(said("job svc: removed by a reload; stopping it"));
+	ck_assert(said("job added: added by a reload"));
+	ck_assert_int_eq((int)jobs_state_count(js), 3); /* svc shown while it stops */
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = 2, .pid = 500 });
+	gone(svc_job, 143);
+	ck_assert_int_eq(count(JOBS_DO_START, svc_job), 0); /* never again */
+	ck_assert_int_eq((int)jobs_state_count(js), 2);
+	for (size_t i = 0; i < 2; i++) {
+		jobs_state_view(js, i, &v);
+		ck_assert(!v.removed && strcmp(v.name, "svc"));
+	}
+	gone(tick_job, 0);
+	a = find(JOBS_DO_RECONFIGURE, tick_job, 0);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_str_eq(a->job_cfg->command[0], "false");
+	jobs_state_view(js, (size_t)tick_job, &v);
+	ck_assert_str_eq(v.schedule, "@every 20s");
+	unload();
+	config_free(&fresh);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs_step");
@@ -521,6 +588,7 @@ int main(void)
 	tcase_add_test(tc, test_drain_runs_out);
 	tcase_add_test(tc, test_drain_cut_short);
 	tcase_add_test(tc, test_announce);
+	tcase_add_test(tc, test_reload);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
