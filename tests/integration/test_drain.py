@@ -136,6 +136,7 @@ def test_drain_on_switchover(pg, fleet, ledger, lock_key, workdir):
     stays with a until it did; b leads after, and the client exits 0."""
     conf = write_conf(workdir, pg, lock_key, ledger, steady=False)
     a = start(fleet, "a", conf)
+    h.wait_holder(pg, lock_key, "a", timeout=bound(5))
     b = start(fleet, "b", conf)
     h.wait_queued(pg, lock_key, "b", timeout=bound(5))
     run = first_run(ledger, "a")
