@@ -333,63 +333,70 @@ static void warn_unwritten(const struct request *r, const struct ledger_answer *
 			    out->error);
 }
 
-/* The request at the head, answered by row i of a (or by the error): off
- * the queue before its asker hears, since the asker may ask again. */
-static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int i,
-			const char *sqlstate, const char *error, double rtt)
+/* The request at the head, answered by row i of a (or by the error) in
+ * out: off the queue, returned for its asker to hear; NULL when it is
+ * kept, or turned into the creation or the read, to be sent again. */
+static struct request *answer_head(struct ledger *l, const struct lease_sql_answer *a,
+				   int i, const char *sqlstate, const char *error,
+				   double rtt, struct ledger_answer *out)
 {
 	struct request *r = l->head;
-	struct ledger_answer out = blank_answer(r, rtt);
 
+	*out = blank_answer(r, rtt);
 	if (error) {
-		out.lost = sqlstate == NULL;
+		out->lost = sqlstate == NULL;
 		/* dropped while in use (DESIGN 10): ensured again before the
 		 * next priority ask; the asker may make it again */
-		out.missing = gone(sqlstate);
-		l->ensured &= !out.missing;
-		snprintf(out.error, sizeof(out.error), "%s", error);
+		out->missing = gone(sqlstate);
+		l->ensured &= !out->missing;
+		snprintf(out->error, sizeof(out->error), "%s", error);
 	} else {
-		out.ok = true;
+		out->ok = true;
 		if (a->values && a->ncols > 0 && a->nrows > i)
-			parse_row(r, a->values + (size_t)i * (size_t)a->ncols, a->ncols, &out);
+			parse_row(r, a->values + (size_t)i * (size_t)a->ncols, a->ncols, out);
 	}
-	/* kept, or turned into the creation or the read: sent again; a
-	 * tick recorded not run (skipped, missed, paused) is kept as a
+	/* a tick recorded not run (skipped, missed, paused) is kept as a
 	 * finish is, or it would be lost with the session */
 	if (((r->kind == REQ_FINISH || (r->kind == REQ_CLAIM &&
-					 strcmp(r->params[6], "running"))) && out.lost) ||
-	    create_instead(l, r, &out) ||
-	    controls_instead(l, r, &out, a))
-		return;
-	warn_unwritten(r, &out);
+					 strcmp(r->params[6], "running"))) && out->lost) ||
+	    create_instead(l, r, out) ||
+	    controls_instead(l, r, out, a))
+		return NULL;
+	warn_unwritten(r, out);
 	l->head = r->next;
 	if (!l->head)
 		l->tail = NULL;
-	if (r->fn)
-		r->fn(r->arg, &out);
-	free(r);
+	return r;
 }
 
+/* Every request the statement answered comes off the queue before any of
+ * their askers hears: what an asker submits may go out at once, never a
+ * request of the batch again (it would be answered twice). */
 static void answered_cb(void *arg, const struct lease_sql_answer *a,
 			const char *sqlstate, const char *error)
 {
 	struct ledger *l = arg;
-	int n = l->n_flight;
+	int n = l->n_flight, k = 0;
 	double rtt = clocks_monotonic() - l->sent_at;
+	struct request *told[CLAIM_BATCH];
+	struct ledger_answer out[CLAIM_BATCH]; /* a lost session may tell its
+						* answers from inside an asker */
 
 	if (!error && !shape_ok(l->head, a, n))
 		error = "unexpected answer from the ledger";
-	/* n_flight stays until every answer of a batch is told: what an
-	 * asker submits meanwhile waits, or it would go out before the
-	 * batch's other claims, which the rows below still answer */
-	for (int i = 0; i < n && l->head; i++) {
-		struct request *head = l->head;
+	for (int i = 0; i < n && i < CLAIM_BATCH && l->head; i++) {
+		struct request *r = answer_head(l, a, i, sqlstate, error, rtt, &out[k]);
 
-		answer_head(l, a, i, sqlstate, error, rtt);
-		if (l->head == head)
+		if (!r)
 			break; /* kept, or a creation to send: the rest wait */
+		told[k++] = r;
 	}
 	l->n_flight = 0;
+	for (int i = 0; i < k; i++) {
+		if (told[i]->fn)
+			told[i]->fn(told[i]->arg, &out[i]);
+		free(told[i]);
+	}
 	pump(l);
 }
 

@@ -756,7 +756,6 @@ static void announce(struct jobs_state *j, int64_t now);
 static void begin(struct jobs_state *j, int64_t now)
 {
 	j->begun = true;
-	announce(j, now);
 	for (size_t i = 0; i < j->n; i++) {
 		struct job *jb = &j->job[i];
 
@@ -775,6 +774,7 @@ static void begin(struct jobs_state *j, int64_t now)
 		else
 			start_run(jb, 0, 0);
 	}
+	announce(j, now); /* after the term's first statements */
 }
 
 /* The ledger cannot be used (DESIGN 10): one line, and nothing runs; the

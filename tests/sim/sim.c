@@ -605,6 +605,7 @@ static void setup(uint64_t seed)
 	W.p.connect_timeout = 10.25; /* lease_connect_timeout of one host */
 	W.server_lease = W.nodes[0].cfg.server_lease_ms / 1000.0;
 	W.grace = W.nodes[0].cfg.grace_period_ms / 1000.0;
+	W.drain = W.nodes[0].cfg.drain_timeout_ms / 1000.0;
 	W.retry = W.p.retry_interval;
 	W.failsafe = k.failsafe;
 	W.mismatch = k.mismatch;

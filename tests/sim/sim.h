@@ -261,6 +261,8 @@ struct world {
 	/* parameters, from node 0's configuration */
 	struct election_params p;
 	double server_lease, grace, retry;
+	double drain;             /* drain_timeout (DESIGN 13): a leader told to
+				   * stop keeps the lock up to this much longer */
 	bool failsafe, mismatch;
 	double faults_end, end;
 	uint64_t next_conn, next_child, next_round;
