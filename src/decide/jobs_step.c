@@ -787,11 +787,11 @@ static void refuse_ledger(struct jobs_state *j, const struct jobs_answer *a)
 		snprintf(why, sizeof(why), "%s", a->error);
 	else if (a->denied)
 		snprintf(why, sizeof(why), "the ledger in schema %s is there, but "
-			 "this role may not read and write its runs and terms: "
+			 "this role may not read and write its runs, terms and jobs: "
 			 "grant USAGE on the schema and SELECT, INSERT, UPDATE, "
-			 "DELETE on %s.runs and %s.terms (pgleader init-db "
+			 "DELETE on %s.runs, %s.terms and %s.jobs (pgleader init-db "
 			 "--print-sql --grant-to ROLE shows them)", j->cfg->schema,
-			 j->cfg->schema, j->cfg->schema);
+			 j->cfg->schema, j->cfg->schema, j->cfg->schema);
 	else
 		snprintf(why, sizeof(why), "%s%s%s: run pgleader init-db as a role "
 			 "that may create it (or --print-sql for a DBA)",
