@@ -483,6 +483,7 @@ static enum qkind qkind_of(const char *sql)
 		texts[Q_PRIORITY] = ledger_sql_priority_ask("pgleader");
 		texts[Q_HANDED] = ledger_sql_handed("pgleader");
 		texts[Q_ON_FAILURE] = ledger_sql_on_failure("pgleader");
+		texts[Q_ANNOUNCE] = ledger_sql_announce("pgleader");
 	}
 	for (int k = 0; k < Q_OTHER; k++)
 		if (texts[k] && !strcmp(sql, texts[k]))
@@ -850,7 +851,7 @@ static void db_controls(struct squery *q)
 		sq_answer(q, 0, 0);
 		return;
 	case Q_ENSURE: case Q_CLAIM: case Q_LAST: case Q_FINISH: case Q_PRUNE:
-	case Q_ON_FAILURE:
+	case Q_ON_FAILURE: case Q_ANNOUNCE:
 	case Q_SCHEMA: case Q_PROBE: case Q_OTHER:
 		return;
 	}
@@ -890,16 +891,28 @@ static bool db_claim_wait(int sid, const struct simev *e)
 	return true;
 }
 
+static void db_ensure(struct squery *q)
+{
+	sq_answer(q, 1, LEDGER_CHECK_NCOLS);
+	for (int c = 0; c < LEDGER_CHECK_DB_NOW_MS; c++) /* trusted: NULL */
+		put(q, 0, c, c == LEDGER_CHECK_UNTRUSTED, "t");
+	put(q, 0, LEDGER_CHECK_DB_NOW_MS, false, "%" PRId64, db_ms());
+}
+
+/* The jobs' list (DESIGN 13): written while the lock is held; kept
+ * nowhere, nothing reads it. */
+static void db_announce(struct squery *q)
+{
+	sq_answer(q, 1, 2);
+	put(q, 0, 0, false, "%s", lock_held_by(atoi(q->p[5])) ? "t" : "f");
+	put(q, 0, 1, false, "%" PRId64, db_ms());
+}
+
 /* Statement q, executed on session sid. */
 static void db_execute(int sid, struct squery *q)
 {
 	switch (q->kind) {
-	case Q_ENSURE:
-		sq_answer(q, 1, LEDGER_CHECK_NCOLS);
-		for (int c = 0; c < LEDGER_CHECK_DB_NOW_MS; c++) /* trusted: NULL */
-			put(q, 0, c, c == LEDGER_CHECK_UNTRUSTED, "t");
-		put(q, 0, LEDGER_CHECK_DB_NOW_MS, false, "%" PRId64, db_ms());
-		return;
+	case Q_ENSURE: db_ensure(q); return;
 	case Q_CLAIM: db_claim(q, lock_held_by(atoi(q->p[5]))); return;
 	case Q_LAST: db_last(q); return;
 	case Q_FINISH: db_finish(q); return;
@@ -911,6 +924,7 @@ static void db_execute(int sid, struct squery *q)
 		put(q, 0, 0, false, "t");
 		return;
 	case Q_CONTROLS: case Q_PRIORITY: case Q_HANDED: db_controls(q); return;
+	case Q_ANNOUNCE: db_announce(q); return;
 	case Q_OTHER:
 		fail_at(1u << W.s[sid].node, "a ledger statement the model does not know");
 		sq_answer(q, 0, 0);

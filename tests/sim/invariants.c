@@ -653,6 +653,6 @@ void check_invariants(void)
 double liveness_bound(void)
 {
 	return W.server_lease + W.p.ping_interval * W.p.ping_failures +
-	       W.p.ping_timeout + W.grace + 2 * W.retry +
+	       W.p.ping_timeout + W.drain + W.grace + 2 * W.retry +
 	       (W.failsafe ? W.p.failsafe_ttl : 0) + W.p.takeover_delay + 10 + 1;
 }

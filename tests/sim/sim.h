@@ -280,6 +280,8 @@ struct world {
 				  * a polling standby counts every
 				  * ceil(slots / ELECTION_COUNT_SLOTS)-th try */
 	int count_every;         /* ... that many */
+	double drain;             /* drain_timeout (DESIGN 13): a leader told to
+				   * stop keeps the lock up to this much longer */
 	bool failsafe, mismatch;
 	double faults_end, end;
 	uint64_t next_conn, next_child, next_round;
@@ -350,7 +352,8 @@ struct world {
 enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE,
 	     /* the controls (DESIGN 11): ledger.c's probes, read, ask, delete */
 	     Q_SCHEMA, Q_PROBE, Q_CONTROLS, Q_PRIORITY, Q_HANDED,
-	     Q_ON_FAILURE, Q_OTHER };
+	     Q_ON_FAILURE, Q_ANNOUNCE, /* the jobs' list (DESIGN 13): answered, kept nowhere */
+	     Q_OTHER };
 struct squery {
 	enum qkind kind;
 	bool started;            /* a claim that waited: the lock held at its start */
@@ -413,6 +416,7 @@ struct knobs {
 	int retries[MAXJ];
 	int64_t retry_delay_ms[MAXJ];
 	bool on_failure[MAXJ];
+	double drain;             /* drain_timeout (DESIGN 13); 0: none */
 };
 
 struct opts {
