@@ -17,6 +17,11 @@
 #define SQLSTATE_UNDEFINED_TABLE "42P01"
 #define SQLSTATE_INVALID_SCHEMA "3F000"
 
+/* The creation (under LEDGER_SQL_MAX, test_ledger_sql) goes through
+ * lease_query, which refuses a statement of LEASE_QUERY_MAX or more: the
+ * ledger would never be made, and its queue would wait for it forever. */
+_Static_assert(LEDGER_SQL_MAX <= LEASE_QUERY_MAX, "the ledger's creation must fit lease_query");
+
 enum ledger_kind { REQ_ENSURE, REQ_CREATE, REQ_CLAIM, REQ_LAST,
 		   REQ_FINISH, REQ_PRUNE, REQ_SCHEMA, REQ_PROBE, REQ_CONTROLS,
 		   REQ_PRIORITY, REQ_HANDED, REQ_ON_FAILURE, REQ_ANNOUNCE };

@@ -146,14 +146,19 @@ START_TEST(daemon_sql)
 }
 END_TEST
 
-/* The longest creation fits LEDGER_SQL_MAX, what callers size for. */
+/* The longest creation fits LEDGER_SQL_MAX, what callers size for (and
+ * ledger.c asserts that the session's lease_query takes). */
 START_TEST(longest_fits)
 {
 	char *script = ledger_sql_init_script(LONG63);
+	char *init = ledger_sql_init(LONG63);
 
 	ck_assert_ptr_nonnull(script);
+	ck_assert_ptr_nonnull(init);
 	ck_assert_uint_lt(strlen(script), LEDGER_SQL_MAX);
+	ck_assert_uint_lt(strlen(init), LEDGER_SQL_MAX);
 	free(script);
+	free(init);
 }
 END_TEST
 
