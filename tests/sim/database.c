@@ -674,7 +674,7 @@ static void db_claim(struct squery *q, bool started)
  * without cut the newest older running. */
 /* The newest row of job j (by tick, then attempt), and the newest one
  * whose on_failure is owed and that is its tick's last attempt. */
-static void newest_rows(int j, const struct lrow **newest, const struct lrow **owed)
+void newest_rows(int j, const struct lrow **newest, const struct lrow **owed)
 {
 	*newest = *owed = NULL;
 	for (size_t k = 0; k < W.n_rows; k++) {
@@ -693,11 +693,18 @@ static void newest_rows(int j, const struct lrow **newest, const struct lrow **o
 }
 
 /* LAST's columns for retries and on_failure (enum ledger_sql_last_col). */
-static void put_last_rows(struct squery *q, int j)
+static void put_last_rows(struct squery *q, int j, int sid)
 {
 	const struct lrow *n, *o;
 
 	newest_rows(j, &n, &o);
+	if (o) { /* whom it told, for check_on_failure_end */
+		struct lrow *told = row_by_id(o->run_id);
+
+		told->owed_told_node = W.s[sid].node;
+		told->owed_told_inc = W.nodes[W.s[sid].node].inc;
+		told->owed_told_at = T;
+	}
 	put(q, 0, LEDGER_LAST_RUN_ID, !n, "%" PRId64, n ? n->run_id : 0);
 	put(q, 0, LEDGER_LAST_ATTEMPT, !n, "%d", n ? n->attempt : 0);
 	put(q, 0, LEDGER_LAST_OUTCOME, !n, "%s", n ? n->outcome : "");
@@ -720,7 +727,7 @@ static void note_cut(struct lrow *r, int64_t *cut_max, int *cut_attempt)
 	*cut_max = r->tick > *cut_max ? r->tick : *cut_max;
 }
 
-static void db_last(struct squery *q)
+static void db_last(int sid, struct squery *q)
 {
 	int j = job_index(q->p[1]);
 	uint64_t token = strtoull(q->p[2], NULL, 10);
@@ -751,7 +758,7 @@ static void db_last(struct squery *q)
 	put(q, 0, LEDGER_LAST_SUCCESS, success == INT64_MIN, "%" PRId64, success);
 	put(q, 0, LEDGER_LAST_OLDER, older == INT64_MIN, "%" PRId64, older);
 	put(q, 0, LEDGER_LAST_CUT_ATTEMPT, cut_max == INT64_MIN, "%d", cut_attempt);
-	put_last_rows(q, j);
+	put_last_rows(q, j, sid);
 	put(q, 0, LEDGER_LAST_NOW, false, "%" PRId64, db_ms());
 }
 
@@ -914,7 +921,7 @@ static void db_execute(int sid, struct squery *q)
 	switch (q->kind) {
 	case Q_ENSURE: db_ensure(q); return;
 	case Q_CLAIM: db_claim(q, lock_held_by(atoi(q->p[5]))); return;
-	case Q_LAST: db_last(q); return;
+	case Q_LAST: db_last(sid, q); return;
 	case Q_FINISH: db_finish(q); return;
 	case Q_ON_FAILURE: db_on_failure(sid, q); return;
 	case Q_PRUNE: sq_answer(q, 0, 0); return; /* nothing is 30 days old */

@@ -252,6 +252,9 @@ struct lrow {
 	int on_failure_runs;     /* on_failure commands started for it */
 	uint64_t on_failure_token; /* the term that claimed it */
 	double on_failure_at;    /* when it was claimed (the simulation's time) */
+	int owed_told_node;      /* the node a LAST last told it owed to, */
+	uint64_t owed_told_inc;  /* ... in that incarnation, */
+	double owed_told_at;     /* ... then (0: never told) */
 	uint64_t server;         /* the server it began on (W.server) */
 };
 
@@ -470,6 +473,8 @@ int job_index(const char *job);
 struct lrow *row_at(int j, int64_t tick);
 struct lrow *row_attempt(int j, int64_t tick, int attempt);
 struct lrow *row_by_id(int64_t run_id);
+/* job j's newest row, and its newest owed on_failure (what LAST tells) */
+void newest_rows(int j, const struct lrow **newest, const struct lrow **owed);
 extern struct squery *sq;
 void sq_free_all(void);
 uint64_t sq_new(const char *sql, int nparams, const char *const *params);
