@@ -230,9 +230,87 @@ static bool enough_descriptors(void)
 	return false;
 }
 
+/* ---- reload (DESIGN 13) ---- */
+
+/* The command line as it was given (scrub_argv stars out main's), read
+ * again with the file on SIGHUP; every configuration read, freed at the
+ * exit: the jobs keep pointing into the one they run with. */
+struct reloader {
+	int argc;
+	char **argv;
+	const struct config *current;
+	struct config **read;
+	size_t n;
+};
+
+static char **copy_argv(int argc, char **argv)
+{
+	char **copy = calloc((size_t)argc + 1, sizeof(*copy));
+
+	for (int i = 0; copy && i < argc; i++)
+		if (!(copy[i] = strdup(argv[i])))
+			return NULL; /* out of memory before anything ran */
+	return copy;
+}
+
+static void reloader_free(struct reloader *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		config_free(r->read[i]);
+		free(r->read[i]);
+	}
+	free(r->read);
+	for (int i = 0; r->argv && i < r->argc; i++) {
+		explicit_bzero(r->argv[i], strlen(r->argv[i])); /* a DSN's password */
+		free(r->argv[i]);
+	}
+	free(r->argv);
+}
+
+/* The file read again: one error line and NULL when it cannot be used;
+ * else the new configuration, the keys that take a restart kept as they
+ * were (one warning naming them). */
+static const struct config *reload_cb(void *arg)
+{
+	struct reloader *r = arg;
+	struct config *fresh = calloc(1, sizeof(*fresh)), **grown = NULL;
+	char err[LOG_MSG_MAX], kept[512];
+	int rc;
+
+	if (!fresh) {
+		log_error("reload failed: out of memory; the running configuration stays");
+		return NULL;
+	}
+	rc = config_load(fresh, r->argc, r->argv, err, sizeof(err));
+	if (rc == CONFIG_OK && !fresh->uses_ledger) {
+		snprintf(err, sizeof(err), "%s runs a single command now, not jobs: "
+			 "restart pgleader for that", r->current->config_file);
+		rc = EXIT_CONFIG;
+	}
+	if (rc == CONFIG_OK && !(grown = realloc(r->read, (r->n + 1) * sizeof(*grown)))) {
+		snprintf(err, sizeof(err), "out of memory");
+		rc = EXIT_CONFIG;
+	}
+	if (rc != CONFIG_OK) {
+		log_error("reload failed: %s; the running configuration stays", log_redact(err));
+		config_free(fresh);
+		free(fresh);
+		return NULL;
+	}
+	r->read = grown;
+	r->read[r->n++] = fresh;
+	if (config_keep_restart_keys(fresh, r->current, kept, sizeof(kept)))
+		log_warning("reload: %s changed, which takes a restart of pgleader: "
+			    "kept as they were", kept);
+	r->current = fresh;
+	log_notice("reloaded %s: %zu job%s", fresh->config_file, fresh->n_jobs,
+		   fresh->n_jobs == 1 ? "" : "s");
+	return fresh;
+}
+
 /* The daemon proper: set up, run the loop until the election ends, tear
  * down in reverse order. */
-static int run(const struct config *cfg)
+static int run(const struct config *cfg, struct reloader *reloader)
 {
 	struct supervisor *sup;
 	struct http *web;
@@ -271,6 +349,9 @@ static int run(const struct config *cfg)
 		supervisor_free(sup);
 		return EXIT_CONFIG;
 	}
+	/* SIGHUP reads a file of jobs again; else it goes to the command */
+	if (cfg->config_file && cfg->uses_ledger)
+		supervisor_on_reload(sup, reload_cb, reloader);
 	supervisor_start(sup);
 	notify_ready();
 
@@ -294,15 +375,18 @@ static const struct cli_section *const status_sections[] = {
 int main(int argc, char **argv)
 {
 	struct config cfg;
+	struct reloader reloader = { .argc = argc, .current = &cfg };
 	int code;
 
 	/* Before anything opens a descriptor: a closed 0-2 would hand the next
 	 * one (the lock connection's socket) to the log. */
 	stdfd_ensure_open();
 	harden();
+	reloader.argv = copy_argv(argc, argv); /* before the parse reorders argv */
 	code = load(&cfg, argc, argv);
 	if (code >= 0) {
 		config_free(&cfg);
+		reloader_free(&reloader);
 		return code;
 	}
 	scrub_argv(argc, argv);
@@ -315,7 +399,8 @@ int main(int argc, char **argv)
 	       : cfg.mode == CONFIG_MODE_INIT_DB ? ledger_cli_init_db(&cfg)
 	       : cfg.mode == CONFIG_MODE_PAUSE || cfg.mode == CONFIG_MODE_RESUME ||
 		 cfg.mode == CONFIG_MODE_SWITCHOVER ? controls_cli_run(&cfg)
-	       : cfg.status_mode ? status_run(&cfg, status_sections) : run(&cfg);
+	       : cfg.status_mode ? status_run(&cfg, status_sections) : run(&cfg, &reloader);
 	config_free(&cfg);
+	reloader_free(&reloader);
 	return code;
 }

@@ -62,6 +62,9 @@ struct supervisor {
 	struct ledger_controls rows; /* the last read's, which ctl points into */
 	struct election_term term;   /* the step's, for START_CHILD and
 				      * RUNNER_SESSION */
+	/* DESIGN 13: SIGHUP reads the file again (NULL: forwarded) */
+	supervisor_reload_fn reload;
+	void *reload_arg;
 };
 
 static void enqueue(struct supervisor *s, const struct election_event *ev);
@@ -229,6 +232,7 @@ static void do_fence_drop(struct supervisor *s) { lease_unlock(s->fence); }
 static void do_exit(struct supervisor *s) { ev_break(s->loop, EVBREAK_ALL); }
 
 static void do_stop_child(struct supervisor *s) { runner_stop(s->runner); }
+static void do_drain_child(struct supervisor *s) { runner_drain(s->runner); }
 static void do_kill_child(struct supervisor *s) { runner_kill(s->runner); }
 
 static void do_runner_session(struct supervisor *s)
@@ -302,6 +306,7 @@ static const struct {
 	{ ELECTION_DO_RUNNER_SESSION, do_runner_session },
 	{ ELECTION_DO_RUNNER_PAUSES, do_runner_pauses },
 	{ ELECTION_DO_STOP_CHILD, do_stop_child },
+	{ ELECTION_DO_DRAIN_CHILD, do_drain_child },
 	{ ELECTION_DO_KILL_CHILD, do_kill_child },
 	{ ELECTION_DO_START_CHILD, start_child },
 	{ ELECTION_DO_RELEASE, do_release },
@@ -632,6 +637,19 @@ static void wakeup_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	dispatch(w->data, ELECTION_TICK, NULL);
 }
 
+/* The file read again; its new configuration, if it can be used, goes to
+ * the jobs as it is (DESIGN 13: the old one is never changed under them). */
+static void reload(struct supervisor *s)
+{
+	const struct config *fresh;
+
+	notify_reloading();
+	fresh = s->reload(s->reload_arg);
+	if (fresh)
+		runner_reload(s->runner, fresh);
+	notify_ready();
+}
+
 static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 {
 	struct supervisor *s = w->data;
@@ -643,7 +661,17 @@ static void signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
 			 w->signum == SIGTERM ? "SIGTERM" : "SIGINT");
 		return;
 	}
+	if (w->signum == SIGHUP && s->reload) {
+		reload(s);
+		return;
+	}
 	runner_signal(s->runner, w->signum);
+}
+
+void supervisor_on_reload(struct supervisor *s, supervisor_reload_fn fn, void *arg)
+{
+	s->reload = fn;
+	s->reload_arg = arg;
 }
 
 /* The command, or with a ledger the jobs, whose statements go over the
@@ -754,7 +782,8 @@ struct supervisor *supervisor_new(struct ev_loop *loop, const struct config *cfg
 	snprintf(s->node_id, sizeof(s->node_id), "%s", cfg->node_id);
 	s->priority = cfg->priority;
 	/* the leader's stop, and the pings that tell a standby it is gone */
-	s->switchover_ms = cfg->grace_period_ms + cfg->ping_interval_ms *
+	s->switchover_ms = cfg->drain_timeout_ms + cfg->grace_period_ms +
+			   cfg->ping_interval_ms *
 			   cfg->ping_failures + cfg->ping_timeout_ms + 5000;
 
 	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++) {

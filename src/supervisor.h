@@ -34,6 +34,13 @@ bool supervisor_failsafe(const struct supervisor *s);
  * failsafe. */
 const char *supervisor_members_hash(const struct supervisor *s);
 
+/* DESIGN 13: SIGHUP calls fn, which reads the configuration file again:
+ * a new configuration (the supervisor's until it is freed; it must outlive
+ * it) whose jobs replace the running ones, or NULL when it cannot be used
+ * (fn said why). Without it, SIGHUP is forwarded to what runs. */
+typedef const struct config *(*supervisor_reload_fn)(void *arg);
+void supervisor_on_reload(struct supervisor *s, supervisor_reload_fn fn, void *arg);
+
 /* The jobs (DESIGN 10), for /metrics and /status; NULL without them. */
 struct jobs *supervisor_jobs(const struct supervisor *s);
 

@@ -82,10 +82,21 @@ done
 forbidden='^MemoryDenyWriteExecute=(yes|true|1)
 ^PrivateNetwork=(yes|true|1)
 ^IPAddressDeny=
-^ProcSubset=pid
-^ExecReload='
+^ProcSubset=pid'
 for unit in pgleader.service pgleader@.service; do
 	f=$top/systemd/$unit
+	# SIGHUP: pgleader@ (files of jobs) reads its file again; pgleader
+	# (a single command) would forward it to the command, which may die of it
+	reload=$(sed -n 's/^ExecReload=//p' "$f")
+	# shellcheck disable=SC2016 # $MAINPID is systemd's, not ours
+	want_at='pgleader@.service:/bin/kill -HUP $MAINPID'
+	case $unit:$reload in
+	pgleader.service: | "$want_at") ;;
+	*)
+		echo "check-units: $unit: ExecReload=$reload, not what pgleader(1) says" >&2
+		status=1
+		;;
+	esac
 	printf '%s\n' "$forbidden" | while IFS= read -r pattern; do
 		if grep -qE -- "$pattern" "$f"; then
 			echo "check-units: $unit: '$(grep -E -- "$pattern" "$f")' takes from the job what it needs" >&2

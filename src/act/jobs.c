@@ -48,7 +48,7 @@ struct jobs {
 	struct ledger *ledger;      /* NULL: no ledger (a plain command) */
 	struct jobs_callbacks cb;
 	struct jobs_state *state;   /* the decider's */
-	struct job_io *job;
+	struct job_io **job;        /* each apart: libev holds their timers */
 	size_t n;
 	bool *exited;               /* [job], for each event */
 	struct asker ensure_asker;
@@ -58,6 +58,7 @@ struct jobs {
 	int depth;
 	ev_timer flush_timer;       /* a stop waits for the runs' ends */
 	struct on_failure_run *hooks; /* on_failure commands running */
+	ev_timer drain_timer;       /* drain_timeout (DESIGN 13) */
 	char node_id[64];
 };
 
@@ -72,7 +73,7 @@ static void feed(struct jobs *j, struct jobs_event *ev)
 	struct jobs_output *out = j->depth < FEED_DEPTH ? &j->outs[j->depth] : &deeper;
 
 	for (size_t i = 0; i < j->n; i++)
-		j->exited[i] = child_exited(j->job[i].child);
+		j->exited[i] = child_exited(j->job[i]->child);
 	ev->exited = j->exited;
 	ev->ledger_idle = !j->ledger || ledger_idle(j->ledger);
 	jobs_step(j->state, ev, clocks_monotonic(), out);
@@ -153,6 +154,16 @@ static void flush_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	feed(w->data, &ev);
 }
 
+static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct jobs_event ev = { .type = JOBS_EV_TIMER, .job = -1,
+				 .timer = JOBS_TIMER_DRAIN };
+
+	(void)loop;
+	(void)revents;
+	feed(w->data, &ev);
+}
+
 /* ---- what goes out ---- */
 
 static struct ledger_term term_of(const struct jobs *j, const struct jobs_action *a)
@@ -227,7 +238,8 @@ static void start(struct job_io *io, const struct jobs_action *a)
 
 static void set_timer(struct jobs *j, const struct jobs_action *a)
 {
-	ev_timer *w = a->job < 0 ? &j->flush_timer : &j->job[a->job].timers[a->timer];
+	ev_timer *w = a->job >= 0 ? &j->job[a->job]->timers[a->timer]
+		      : a->timer == JOBS_TIMER_DRAIN ? &j->drain_timer : &j->flush_timer;
 
 	if (a->after >= 0 && !a->restart && ev_is_active(w))
 		return; /* as libev's ev_timer_start: it keeps its time */
@@ -256,7 +268,7 @@ static void finish_run(struct jobs *j, const struct jobs_action *a)
 	size_t len = 0;
 
 	for (size_t i = 0; i < j->n && a->run_id > 0; i++) {
-		struct job_io *io = &j->job[i];
+		struct job_io *io = j->job[i];
 
 		if (io->run_id == a->run_id && io->out && io->cfg->output_tail > 0 &&
 		    !child_running(io->child) && output_captured(io->out))
@@ -266,10 +278,33 @@ static void finish_run(struct jobs *j, const struct jobs_action *a)
 		      jobs_outcome_name(a->outcome), a->status, a->owed, tail, len);
 }
 
+/* DESIGN 13: the jobs' list, one statement each, the last one sweeping. */
+static void announce(struct jobs *j, const struct jobs_action *a,
+		     const struct ledger_term *t)
+{
+	size_t n = jobs_state_count(j->state), last = n;
+	struct jobs_view v;
+
+	for (size_t i = 0; i < n; i++) {
+		jobs_state_view(j->state, i, &v);
+		if (!v.removed)
+			last = i;
+	}
+	for (size_t i = 0; i < n; i++) {
+		jobs_state_view(j->state, i, &v);
+		if (v.removed)
+			continue; /* draining, no longer the leader's */
+		ledger_announce(j->ledger, t, &(struct ledger_job){
+			.name = v.name, .schedule = v.schedule, .timezone = v.timezone,
+			.next_tick = (int64_t)(v.announced_next * 1000),
+			.generation = a->generation, .last = i == last });
+	}
+}
+
 /* The ledger's statements. */
 static void ask(struct jobs *j, const struct jobs_action *a)
 {
-	struct job_io *io = a->job >= 0 ? &j->job[a->job] : NULL;
+	struct job_io *io = a->job >= 0 ? j->job[a->job] : NULL;
 	struct ledger_term t = term_of(j, a);
 
 	if (a->type == JOBS_DO_ENSURE)
@@ -287,6 +322,8 @@ static void ask(struct jobs *j, const struct jobs_action *a)
 	else if (a->type == JOBS_DO_ON_FAILURE_CLAIM)
 		ledger_on_failure(j->ledger, &t, a->run_id, answered_cb,
 				  &io->askers[ASK_ON_FAILURE]);
+	else if (a->type == JOBS_DO_ANNOUNCE)
+		announce(j, a, &t);
 	else
 		ledger_prune(j->ledger, a->term.lock_key, a->keep_ms);
 }
@@ -294,7 +331,7 @@ static void ask(struct jobs *j, const struct jobs_action *a)
 /* The commands' signals. */
 static void signal_run(struct jobs *j, const struct jobs_action *a)
 {
-	struct child *c = j->job[a->job].child;
+	struct child *c = j->job[a->job]->child;
 
 	if (a->type == JOBS_DO_STOP)
 		child_stop(c);
@@ -424,7 +461,7 @@ static void do_log(struct jobs *j, const struct jobs_action *a)
 
 static void do_start(struct jobs *j, const struct jobs_action *a)
 {
-	start(&j->job[a->job], a);
+	start(j->job[a->job], a);
 }
 
 static void do_gone(struct jobs *j, const struct jobs_action *a)
@@ -439,14 +476,50 @@ static void do_refused(struct jobs *j, const struct jobs_action *a)
 
 static void do_on_failure(struct jobs *j, const struct jobs_action *a)
 {
-	run_on_failure(&j->job[a->job], a);
+	run_on_failure(j->job[a->job], a);
+}
+
+static bool job_init(struct jobs *j, size_t i, const struct config_job *cfg);
+static bool job_child(struct jobs *j, struct job_io *io);
+
+/* DESIGN 13: a job a reload added, at the end. */
+static void do_add(struct jobs *j, const struct jobs_action *a)
+{
+	struct job_io **job = realloc(j->job, (j->n + 1) * sizeof(*job));
+	bool *exited = job ? realloc(j->exited, (j->n + 1) * sizeof(*exited)) : NULL;
+
+	if (job)
+		j->job = job;
+	if (exited)
+		j->exited = exited;
+	if (!job || !exited || (size_t)a->job != j->n || !job_init(j, j->n, a->job_cfg)) {
+		log_error("jobs: cannot add job %s: out of memory", a->job_cfg->name);
+		return;
+	}
+	j->exited[j->n++] = false;
+}
+
+/* Its command (and grace period) as the reload has them; no run goes on. */
+static void do_reconfigure(struct jobs *j, const struct jobs_action *a)
+{
+	struct job_io *io = j->job[a->job];
+	const struct config_job *was = io->cfg;
+
+	io->cfg = a->job_cfg;
+	if (was->output != io->cfg->output || was->output_tail != io->cfg->output_tail) {
+		output_free(io->out); /* the last run's tail goes with it */
+		io->out = NULL;
+	}
+	if (!job_child(j, io))
+		log_error("jobs: cannot set job %s's new command: out of memory",
+			  io->cfg->name);
 }
 
 /* Who carries out each action type. */
 static void (*const doers[])(struct jobs *j, const struct jobs_action *a) = {
 	[JOBS_DO_LOG] = do_log,
 	[JOBS_DO_ENSURE] = ask, [JOBS_DO_CLAIM] = ask, [JOBS_DO_LAST] = ask,
-	[JOBS_DO_FINISH] = ask, [JOBS_DO_PRUNE] = ask,
+	[JOBS_DO_FINISH] = ask, [JOBS_DO_ANNOUNCE] = ask, [JOBS_DO_PRUNE] = ask,
 	[JOBS_DO_START] = do_start,
 	[JOBS_DO_STOP] = signal_run, [JOBS_DO_KILL] = signal_run,
 	[JOBS_DO_SIGNAL] = signal_run,
@@ -455,6 +528,8 @@ static void (*const doers[])(struct jobs *j, const struct jobs_action *a) = {
 	[JOBS_DO_REFUSED] = do_refused,
 	[JOBS_DO_ON_FAILURE_CLAIM] = ask,
 	[JOBS_DO_ON_FAILURE] = do_on_failure,
+	[JOBS_DO_ADD] = do_add,
+	[JOBS_DO_RECONFIGURE] = do_reconfigure,
 };
 
 static void carry_out(struct jobs *j, const struct jobs_output *out)
@@ -489,6 +564,14 @@ void jobs_set_lock_pid(struct jobs *j, int lock_pid)
 void jobs_stop(struct jobs *j)
 {
 	struct jobs_event ev = { .type = JOBS_EV_LEAD_ENDING, .job = -1 };
+
+	feed(j, &ev);
+}
+
+void jobs_drain(struct jobs *j)
+{
+	struct jobs_event ev = { .type = JOBS_EV_LEAD_ENDING, .job = -1,
+				 .drain = true };
 
 	feed(j, &ev);
 }
@@ -533,7 +616,15 @@ void jobs_set_resumed(struct jobs *j, bool all, const char *const *names,
 
 size_t jobs_count(const struct jobs *j)
 {
-	return j->n;
+	return jobs_state_count(j->state);
+}
+
+void jobs_reload(struct jobs *j, const struct config *cfg)
+{
+	struct jobs_event ev = { .type = JOBS_EV_RELOAD, .job = -1, .cfg = cfg };
+
+	j->cfg = cfg;
+	feed(j, &ev);
 }
 
 void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v)
@@ -543,11 +634,35 @@ void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v)
 
 /* ---- set-up ---- */
 
-static bool job_init(struct jobs *j, struct job_io *io, size_t i)
+/* The child of io's job, as its configuration says (again after a
+ * reload changed it). */
+static bool job_child(struct jobs *j, struct job_io *io)
 {
+	if (io->child)
+		child_free(io->child);
+	io->child = child_new(j->loop, io->cfg->command, io->cfg->shell,
+			      (double)io->cfg->grace_period_ms / 1000, run_gone_cb, io);
+	if (!io->child)
+		return false;
+	child_set_label(io->child, io->cfg->name);
+	child_set_process(io->child, &io->cfg->process);
+	if (io->cfg->output == OUTPUT_LOG && !io->out &&
+	    !(io->out = output_new(j->loop, io->cfg->name, (size_t)io->cfg->output_tail)))
+		return false;
+	return true;
+}
+
+/* Job i, of configuration cfg, into j->job[i] (room made by the caller). */
+static bool job_init(struct jobs *j, size_t i, const struct config_job *cfg)
+{
+	struct job_io *io = calloc(1, sizeof(*io));
+
+	if (!io)
+		return false;
+	j->job[i] = io;
 	io->owner = j;
 	io->index = (int)i;
-	io->cfg = &j->cfg->jobs[i];
+	io->cfg = cfg;
 	for (int t = 0; t < JOBS_TIMER_FLUSH; t++) {
 		ev_init(&io->timers[t], timer_cb);
 		io->timers[t].data = io;
@@ -557,16 +672,11 @@ static bool job_init(struct jobs *j, struct job_io *io, size_t i)
 			k == ASK_REMADE ? JOBS_EV_REMADE : k == ASK_CLAIMED ? JOBS_EV_CLAIMED
 			: k == ASK_RECORDED ? JOBS_EV_RECORDED : k == ASK_LAST ? JOBS_EV_LAST
 			: JOBS_EV_ON_FAILURE_CLAIMED };
-	io->child = child_new(j->loop, io->cfg->command, io->cfg->shell,
-			      (double)io->cfg->grace_period_ms / 1000, run_gone_cb, io);
-	if (!io->child)
-		return false;
-	child_set_label(io->child, io->cfg->name);
-	child_set_process(io->child, &io->cfg->process);
-	if (io->cfg->output == OUTPUT_LOG &&
-	    !(io->out = output_new(j->loop, io->cfg->name, (size_t)io->cfg->output_tail))) {
-		child_free(io->child); /* not yet counted in j->n, which jobs_free frees */
-		io->child = NULL;
+	if (!job_child(j, io)) {
+		if (io->child)
+			child_free(io->child); /* not yet counted in j->n, which jobs_free frees */
+		free(io);
+		j->job[i] = NULL;
 		return false;
 	}
 	return true;
@@ -594,10 +704,12 @@ struct jobs *jobs_new(struct ev_loop *loop, const struct config *cfg,
 	snprintf(j->node_id, sizeof(j->node_id), "%s", cfg->node_id);
 	ev_init(&j->flush_timer, flush_cb);
 	j->flush_timer.data = j;
+	ev_init(&j->drain_timer, drain_cb);
+	j->drain_timer.data = j;
 	j->ensure_asker = (struct asker){ j, -1, JOBS_EV_ENSURED };
 	j->state = jobs_state_new(cfg, ledger != NULL, err, errlen);
 	for (size_t i = 0; j->state && i < cfg->n_jobs; i++, j->n++) {
-		if (!job_init(j, &j->job[i], i)) {
+		if (!job_init(j, i, &cfg->jobs[i])) {
 			snprintf(err, errlen, "out of memory");
 			jobs_free(j);
 			return NULL;
@@ -615,6 +727,7 @@ void jobs_free(struct jobs *j)
 	if (!j)
 		return;
 	ev_timer_stop(j->loop, &j->flush_timer);
+	ev_timer_stop(j->loop, &j->drain_timer);
 	while (j->hooks) {
 		struct on_failure_run *r = j->hooks;
 
@@ -624,10 +737,11 @@ void jobs_free(struct jobs *j)
 	}
 	for (size_t i = 0; i < j->n; i++) {
 		for (int t = 0; t < JOBS_TIMER_FLUSH; t++)
-			ev_timer_stop(j->loop, &j->job[i].timers[t]);
-		if (j->job[i].child)
-			child_free(j->job[i].child);
-		output_free(j->job[i].out);
+			ev_timer_stop(j->loop, &j->job[i]->timers[t]);
+		if (j->job[i]->child)
+			child_free(j->job[i]->child);
+		output_free(j->job[i]->out);
+		free(j->job[i]);
 	}
 	jobs_state_free(j->state);
 	for (int d = 0; d < FEED_DEPTH; d++)

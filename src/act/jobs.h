@@ -47,6 +47,11 @@ void jobs_set_lock_pid(struct jobs *j, int lock_pid);
 /* The election stops it: no tick fires any more, every run is stopped
  * (SIGTERM, grace period, SIGKILL) and recorded interrupted; then gone. */
 void jobs_stop(struct jobs *j);
+/* The same, of this node's own will (DESIGN 13): no tick fires any more;
+ * the scheduled runs going on may finish for up to drain_timeout, then
+ * are stopped as jobs_stop stops them; jobs without a schedule are
+ * stopped at once. A jobs_stop meanwhile stops them all now. */
+void jobs_drain(struct jobs *j);
 void jobs_kill(struct jobs *j);
 /* Forwards a signal to every run going on. */
 void jobs_signal(struct jobs *j, int sig);
@@ -67,6 +72,11 @@ void jobs_set_paused(struct jobs *j, bool all, const char *const *names,
 void jobs_set_resumed(struct jobs *j, bool all, const char *const *names,
 		      const char *const *by, const char *const *at, int n,
 		      const char *all_by, const char *all_at);
+
+/* DESIGN 13: the file read again: cfg (which outlives the jobs) has the
+ * jobs from now on, by name: added ones run from their next tick, removed
+ * ones drain, changed ones take the new settings from their next run. */
+void jobs_reload(struct jobs *j, const struct config *cfg);
 
 size_t jobs_count(const struct jobs *j);
 void jobs_view(const struct jobs *j, size_t i, struct jobs_view *v);

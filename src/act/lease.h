@@ -132,7 +132,7 @@ void lease_disconnect(struct lease *l);
  * from inside lease_query. The statement may not change the session's
  * state (no SET, no transaction left open). */
 #define LEASE_QUERY_PARAMS 10
-#define LEASE_QUERY_MAX 8192 /* the ledger's creation (ledger_sql.h) */
+#define LEASE_QUERY_MAX 16384 /* the ledger's creation (ledger_sql.h): over 8 KiB */
 struct lease_sql_answer;
 typedef void (*lease_query_fn)(void *arg, const struct lease_sql_answer *a,
 			       const char *sqlstate, const char *error);

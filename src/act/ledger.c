@@ -17,9 +17,14 @@
 #define SQLSTATE_UNDEFINED_TABLE "42P01"
 #define SQLSTATE_INVALID_SCHEMA "3F000"
 
+/* The creation (under LEDGER_SQL_MAX, test_ledger_sql) goes through
+ * lease_query, which refuses a statement of LEASE_QUERY_MAX or more: the
+ * ledger would never be made, and its queue would wait for it forever. */
+_Static_assert(LEDGER_SQL_MAX <= LEASE_QUERY_MAX, "the ledger's creation must fit lease_query");
+
 enum ledger_kind { REQ_ENSURE, REQ_CREATE, REQ_CLAIM, REQ_LAST,
 		   REQ_FINISH, REQ_PRUNE, REQ_SCHEMA, REQ_PROBE, REQ_CONTROLS,
-		   REQ_PRIORITY, REQ_HANDED, REQ_ON_FAILURE };
+		   REQ_PRIORITY, REQ_HANDED, REQ_ON_FAILURE, REQ_ANNOUNCE };
 
 struct request {
 	struct request *next;
@@ -50,7 +55,7 @@ struct ledger {
 	/* the statements, with the schema in them */
 	char *sql_ensure, *sql_create, *sql_claim, *sql_last, *sql_finish,
 	     *sql_prune, *sql_schema, *sql_probe, *sql_controls, *sql_priority,
-	     *sql_handed, *sql_on_failure;
+	     *sql_handed, *sql_on_failure, *sql_announce;
 	bool controls_there;     /* the probe found the controls readable */
 	bool ensured;            /* the check found the ledger there, trusted */
 	struct ledger_controls controls; /* the last read's */
@@ -86,7 +91,9 @@ struct ledger *ledger_new(struct lease *session, const char *schema, const char 
 	l->sql_priority = ledger_sql_priority_ask(schema);
 	l->sql_handed = ledger_sql_handed(schema);
 	l->sql_on_failure = ledger_sql_on_failure(schema);
-	if (!l->sql_ensure || !l->sql_create || !l->sql_claim || !l->sql_last ||
+	l->sql_announce = ledger_sql_announce(schema);
+	if (!l->sql_announce ||
+	    !l->sql_ensure || !l->sql_create || !l->sql_claim || !l->sql_last ||
 	    !l->sql_finish || !l->sql_prune || !l->sql_schema || !l->sql_probe ||
 	    !l->sql_controls ||
 	    !l->sql_priority || !l->sql_handed || !l->sql_on_failure) {
@@ -119,6 +126,7 @@ void ledger_free(struct ledger *l)
 	free(l->sql_priority);
 	free(l->sql_handed);
 	free(l->sql_on_failure);
+	free(l->sql_announce);
 	free(l);
 }
 
@@ -212,6 +220,9 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
 		out->leader_priority = (int)int_of(v[1], -1);
 		out->asked = bool_of(v[2]);
 		return;
+	case REQ_ANNOUNCE:
+		out->holder = bool_of(v[0]);
+		return;
 	case REQ_CREATE: case REQ_FINISH: case REQ_PRUNE: case REQ_CONTROLS:
 	case REQ_HANDED:
 		return;
@@ -256,7 +267,7 @@ static bool shape_ok(const struct request *r, const struct lease_sql_answer *a, 
 		       [REQ_CLAIM] = 5, [REQ_LAST] = LEDGER_LAST_NCOLS, [REQ_FINISH] = -1,
 		       [REQ_PRUNE] = -1, [REQ_SCHEMA] = 1, [REQ_PROBE] = 2,
 		       [REQ_CONTROLS] = LEDGER_CONTROL_NCOLS, [REQ_PRIORITY] = 3,
-		       [REQ_HANDED] = -1, [REQ_ON_FAILURE] = 3 };
+		       [REQ_HANDED] = -1, [REQ_ON_FAILURE] = 3, [REQ_ANNOUNCE] = 2 };
 
 	if (r->kind == REQ_CONTROLS) /* any number of rows, none included */
 		return a->nrows == 0 || (a->values && a->ncols == want[r->kind]);
@@ -343,67 +354,82 @@ static struct ledger_answer blank_answer(const struct request *r, double rtt)
 	return out;
 }
 
-/* The request at the head, answered by row i of a (or by the error): off
- * the queue before its asker hears, since the asker may ask again. */
-static void answer_head(struct ledger *l, const struct lease_sql_answer *a, int i,
-			const char *sqlstate, const char *error, double rtt)
+/* What nobody is told of (a run's end, an announcement) and failed: one
+ * warning. */
+static void warn_unwritten(const struct request *r, const struct ledger_answer *out)
+{
+	if (r->kind == REQ_FINISH && !out->ok)
+		log_warning("cannot record a run's end in the ledger: %s", out->error);
+	else if (r->kind == REQ_ANNOUNCE && !out->ok && !out->lost)
+		log_warning("cannot announce job %s in the ledger: %s", r->params[1],
+			    out->error);
+}
+
+/* The request at the head, answered by row i of a (or by the error) in
+ * out: off the queue, returned for its asker to hear; NULL when it is
+ * kept, or turned into the creation or the read, to be sent again. */
+static struct request *answer_head(struct ledger *l, const struct lease_sql_answer *a,
+				   int i, const char *sqlstate, const char *error,
+				   double rtt, struct ledger_answer *out)
 {
 	struct request *r = l->head;
-	struct ledger_answer out = blank_answer(r, rtt);
 
+	*out = blank_answer(r, rtt);
 	if (error) {
-		out.lost = sqlstate == NULL;
+		out->lost = sqlstate == NULL;
 		/* dropped while in use (DESIGN 10): ensured again before the
 		 * next priority ask; the asker may make it again */
-		out.missing = gone(sqlstate);
-		l->ensured &= !out.missing;
-		snprintf(out.error, sizeof(out.error), "%s", error);
+		out->missing = gone(sqlstate);
+		l->ensured &= !out->missing;
+		snprintf(out->error, sizeof(out->error), "%s", error);
 	} else {
-		out.ok = true;
+		out->ok = true;
 		if (a->values && a->ncols > 0 && a->nrows > i)
-			parse_row(r, a->values + (size_t)i * (size_t)a->ncols, a->ncols, &out);
+			parse_row(r, a->values + (size_t)i * (size_t)a->ncols, a->ncols, out);
 	}
-	/* kept, or turned into the creation or the read: sent again; a
-	 * tick recorded not run (skipped, missed, paused) is kept as a
+	/* a tick recorded not run (skipped, missed, paused) is kept as a
 	 * finish is, or it would be lost with the session */
 	if (((r->kind == REQ_FINISH || (r->kind == REQ_CLAIM &&
-					 strcmp(r->params[6], "running"))) && out.lost) ||
-	    create_instead(l, r, &out) ||
-	    controls_instead(l, r, &out, a))
-		return;
-	if (r->kind == REQ_FINISH && !out.ok)
-		log_warning("cannot record a run's end in the ledger: %s", out.error);
+					 strcmp(r->params[6], "running"))) && out->lost) ||
+	    create_instead(l, r, out) ||
+	    controls_instead(l, r, out, a))
+		return NULL;
+	warn_unwritten(r, out);
 	l->head = r->next;
 	if (!l->head)
 		l->tail = NULL;
-	if (r->fn)
-		r->fn(r->arg, &out);
-	free(r->blob);
-	free(r);
+	return r;
 }
 
+/* Every request the statement answered comes off the queue before any of
+ * their askers hears: what an asker submits may go out at once, never a
+ * request of the batch again (it would be answered twice). */
 static void answered_cb(void *arg, const struct lease_sql_answer *a,
 			const char *sqlstate, const char *error)
 {
 	struct ledger *l = arg;
-	int n = l->n_flight;
+	int n = l->n_flight, k = 0;
 	double rtt = clocks_monotonic() - l->sent_at;
+	struct request *told[CLAIM_BATCH];
+	struct ledger_answer out[CLAIM_BATCH]; /* a lost session may tell its
+						* answers from inside an asker */
 
 	if (!error && !shape_ok(l->head, a, n))
 		error = "unexpected answer from the ledger";
-	/* n_flight stays until every request of the batch has its answer: an
-	 * asker that asks again from its callback (a stale claim's finish)
-	 * must not send the batch's rest again, nor take their rows for its
-	 * statement's (the simulator's seed 2000401: a skipped tick's record
-	 * answered by another statement and never sent) */
-	for (int i = 0; i < n && l->head; i++) {
-		struct request *head = l->head;
+	for (int i = 0; i < n && i < CLAIM_BATCH && l->head; i++) {
+		struct request *r = answer_head(l, a, i, sqlstate, error, rtt, &out[k]);
 
-		answer_head(l, a, i, sqlstate, error, rtt);
-		if (l->head == head)
+		if (!r)
 			break; /* kept, or a creation to send: the rest wait */
+		told[k++] = r;
 	}
 	l->n_flight = 0;
+	for (int i = 0; i < k; i++) {
+		if (told[i]->fn)
+			told[i]->fn(told[i]->arg, &out[i]);
+		free(told[i]->blob);
+		free(told[i]);
+	}
 	pump(l);
 }
 
@@ -678,6 +704,28 @@ void ledger_handed(struct ledger *l, int64_t lock_key, const char *node_id)
 
 	param(r, "%" PRId64, lock_key);
 	param(r, "%s", node_id);
+	submit(l, r);
+}
+
+void ledger_announce(struct ledger *l, const struct ledger_term *t,
+		     const struct ledger_job *job)
+{
+	struct request *r = request(REQ_ANNOUNCE, l->sql_announce, NULL, NULL);
+
+	param(r, "%" PRId64, t->lock_key);
+	param(r, "%s", job->name);
+	param(r, "%s", job->schedule ? job->schedule : "");
+	param(r, "%s", t->node_id);
+	param(r, "%" PRIu64, t->fencing_token);
+	param(r, "%d", t->lock_pid);
+	param(r, "%s", job->timezone ? job->timezone : "");
+	param(r, "%" PRId64, job->next_tick);
+	param(r, "%" PRIu64, job->generation);
+	param(r, "%s", job->last ? "true" : "false");
+	if (r && !job->schedule)
+		r->null_param |= 1u << 2 | 1u << 6;
+	if (r && job->next_tick <= 0)
+		r->null_param |= 1u << 7;
 	submit(l, r);
 }
 

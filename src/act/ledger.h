@@ -146,6 +146,19 @@ void ledger_on_failure(struct ledger *l, const struct ledger_term *t, int64_t ru
 		       ledger_fn fn, void *arg);
 /* Deletes up to 100 rows of this lock older than keep_ms. */
 void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms);
+/* DESIGN 13: one job of the term's announcement (ledger_sql_announce);
+ * the last one removes what older announcements named and this one does
+ * not. Nobody is told the answer; a failure is a warning. */
+struct ledger_job {
+	const char *name;
+	const char *schedule;    /* NULL: runs all the time */
+	const char *timezone;
+	int64_t next_tick;       /* the server's ms; 0: none */
+	uint64_t generation;
+	bool last;
+};
+void ledger_announce(struct ledger *l, const struct ledger_term *t,
+		     const struct ledger_job *job);
 
 /* The controls of the lock in force (DESIGN 11). Without a ledger, or
  * one this role may not read, none: readable false, ok. A plain single

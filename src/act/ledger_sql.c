@@ -14,8 +14,9 @@
 #define TS(x) LEDGER_SQL_TS(x)
 
 /* enum ledger_sql_run_col, from a runs row named r */
-#define RUN_COLS(r) \
-	r ".job, " TS(r ".tick") ", " r ".node_id, " r ".fencing_token::text, " \
+#define RUN_COLS(r) r ".job, " RUN_COLS_AFTER_JOB(r)
+#define RUN_COLS_AFTER_JOB(r) \
+	TS(r ".tick") ", " r ".node_id, " r ".fencing_token::text, " \
 	r ".outcome, " r ".exit_status, " TS(r ".started_at") ", " TS(r ".finished_at") ",\n" \
 	"       round(extract(epoch FROM " r ".finished_at - " r ".started_at) * 1000)::bigint,\n" \
 	"       " r ".run_id, octet_length(" r ".output), " r ".attempt"
@@ -97,7 +98,7 @@ static const char init_sql[] =
 	"-- version 4 (pgleader 0.6): the last bytes of each run's output\n"
 	"ALTER TABLE @S.runs ADD COLUMN IF NOT EXISTS output bytea;\n"
 	"COMMENT ON COLUMN @S.runs.output IS 'the last output_tail bytes the run wrote; NULL: not kept';\n"
-	"-- and retries and on_failure: each attempt of a\n"
+	"-- retries and on_failure: each attempt of a\n"
 	"-- tick is a row of its own, and a failed run's row records whether its\n"
 	"-- on_failure command is owed or was sent. The new unique index is made\n"
 	"-- before the old constraint goes: a tick's uniqueness never lapses.\n"
@@ -112,11 +113,35 @@ static const char init_sql[] =
 	"COMMENT ON COLUMN @S.runs.attempt IS '1 for a tick''s first run; 2 to retries+1 for its retries (PGLEADER_ATTEMPT)';\n"
 	"COMMENT ON COLUMN @S.runs.on_failure IS 'NULL: none owed; owed: the job''s on_failure command is owed for this failed run; sent: claimed by the leader that ran it';\n"
 	"COMMENT ON COLUMN @S.runs.on_failure_token IS 'the fencing token of the term that claimed the on_failure command';\n"
+	"-- the jobs each leader announces (DESIGN 13),\n"
+	"-- which status shows and the controls' names are checked against\n"
+	"CREATE TABLE IF NOT EXISTS @S.jobs (\n"
+	"    lock_key bigint NOT NULL,\n"
+	"    job text NOT NULL,\n"
+	"    schedule text,\n"
+	"    timezone text,\n"
+	"    next_tick timestamptz,\n"
+	"    node_id text NOT NULL,\n"
+	"    fencing_token bigint NOT NULL,\n"
+	"    generation bigint NOT NULL,\n"
+	"    announced_at timestamptz NOT NULL DEFAULT now(),\n"
+	"    PRIMARY KEY (lock_key, job));\n"
+	"COMMENT ON TABLE @S.jobs IS 'the jobs the newest leader of each lock runs, announced as it begins to lead and after a reload';\n"
+	"COMMENT ON COLUMN @S.jobs.lock_key IS 'the advisory lock key of the fleet';\n"
+	"COMMENT ON COLUMN @S.jobs.job IS 'the job''s name (default for the command line''s)';\n"
+	"COMMENT ON COLUMN @S.jobs.schedule IS 'its schedule; NULL for a job that runs all the time';\n"
+	"COMMENT ON COLUMN @S.jobs.timezone IS 'the tz database zone its schedule is read in';\n"
+	"COMMENT ON COLUMN @S.jobs.next_tick IS 'its next tick when announced; NULL when none';\n"
+	"COMMENT ON COLUMN @S.jobs.node_id IS 'the leader that announced it';\n"
+	"COMMENT ON COLUMN @S.jobs.fencing_token IS 'that leader''s fencing token: an older term''s announcement is refused';\n"
+	"COMMENT ON COLUMN @S.jobs.generation IS 'the announcement within the term (a reload announces again): older ones are removed';\n"
+	"COMMENT ON COLUMN @S.jobs.announced_at IS 'when it was announced';\n"
 	"UPDATE @S.meta SET version = 4 WHERE version < 4;\n"
 	"-- Every node reads the controls, a plain single command's too, which\n"
 	"-- needs no other privilege; who may write them is the DBA's choice.\n"
 	"GRANT USAGE ON SCHEMA @S TO PUBLIC;\n"
-	"GRANT SELECT ON @S.controls TO PUBLIC;\n";
+	"GRANT SELECT ON @S.controls TO PUBLIC;\n"
+	"GRANT SELECT ON @S.jobs TO PUBLIC;\n";
 
 /* Who may own the ledger (DESIGN 10): this role, a role it is a member
  * of (pg_has_role's MEMBER is true for a superuser too), a superuser, or
@@ -137,9 +162,9 @@ static const char check_sql[] =
 	"     t AS (SELECT c.oid, c.relname, c.relowner FROM pg_catalog.pg_class c\n"
 	"            JOIN n ON c.relnamespace = n.oid\n"
 	"            WHERE c.relkind IN ('r', 'p')\n"
-	"              AND c.relname IN ('meta', 'terms', 'runs', 'controls'))\n"
+	"              AND c.relname IN ('meta', 'terms', 'runs', 'controls', 'jobs'))\n"
 	"SELECT EXISTS (SELECT FROM n),\n"
-	"       (SELECT count(*) = 4 FROM t) AND (\n"
+	"       (SELECT count(*) = 5 FROM t) AND (\n"
 	"           SELECT count(*) = 5 FROM pg_catalog.pg_attribute a JOIN t ON a.attrelid = t.oid\n"
 	"            WHERE NOT a.attisdropped AND ((t.relname = 'controls' AND a.attname = 'leader')\n"
 	"               OR (t.relname = 'runs' AND a.attname IN ('postmaster_start', 'attempt',\n"
@@ -147,12 +172,12 @@ static const char check_sql[] =
 	"       COALESCE((SELECT pg_catalog.has_schema_privilege(oid, 'USAGE') FROM n), false),\n"
 	"       COALESCE((SELECT pg_catalog.has_table_privilege(oid, 'SELECT') FROM t\n"
 	"                  WHERE relname = 'runs'), false),\n"
-	"       COALESCE((SELECT count(*) = 2 AND bool_and(\n"
+	"       COALESCE((SELECT count(*) = 3 AND bool_and(\n"
 	"                        pg_catalog.has_table_privilege(oid, 'SELECT')\n"
 	"                    AND pg_catalog.has_table_privilege(oid, 'INSERT')\n"
 	"                    AND pg_catalog.has_table_privilege(oid, 'UPDATE')\n"
 	"                    AND pg_catalog.has_table_privilege(oid, 'DELETE'))\n"
-	"                   FROM t WHERE relname IN ('runs', 'terms')), false),\n"
+	"                   FROM t WHERE relname IN ('runs', 'terms', 'jobs')), false),\n"
 	"       pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE'),\n"
 	"       " UNTRUSTED_FROM "SELECT 'schema ' || @L, nspowner FROM n\n"
 	"           UNION ALL SELECT 'table ' || @L || '.' || relname, relowner FROM t\n"
@@ -176,26 +201,37 @@ static const char run_output_sql[] =
 	"SELECT r.output FROM @S.runs r WHERE r.lock_key = $1::bigint AND r.run_id = $2::bigint";
 
 /* $1 key, $2 limit. The jobs by a loose index scan on (lock_key, job,
- * tick): one probe per job, however many rows each has. */
+ * tick): one probe per job, however many rows each has; and the jobs a
+ * leader announced (DESIGN 13), run or not. */
 static const char summary_sql[] =
 	"WITH RECURSIVE j(job) AS (\n"
 	"    (SELECT job FROM @S.runs WHERE lock_key = $1::bigint ORDER BY job LIMIT 1)\n"
 	"  UNION ALL\n"
 	"    SELECT (SELECT r.job FROM @S.runs r WHERE r.lock_key = $1::bigint AND r.job > j.job\n"
 	"             ORDER BY r.job LIMIT 1)\n"
-	"      FROM j WHERE j.job IS NOT NULL)\n"
-	"SELECT " RUN_COLS("l") ",\n"
-	"       " TS("s.finished_at") "\n"
-	"  FROM j\n"
-	" CROSS JOIN LATERAL (SELECT * FROM @S.runs r WHERE r.lock_key = $1::bigint AND r.job = j.job\n"
-	"                      ORDER BY r.tick DESC, r.run_id DESC LIMIT 1) l\n"
+	"      FROM j WHERE j.job IS NOT NULL),\n"
+	"     n(job) AS (SELECT job FROM j WHERE job IS NOT NULL\n"
+	"                UNION SELECT job FROM @S.jobs WHERE lock_key = $1::bigint)\n"
+	"SELECT n.job, " RUN_COLS_AFTER_JOB("l") ",\n"
+	"       " TS("s.finished_at") ", a.schedule, a.timezone, " TS("a.next_tick") ",\n"
+	"       a.node_id\n"
+	"  FROM n\n"
+	"  LEFT JOIN LATERAL (SELECT * FROM @S.runs r WHERE r.lock_key = $1::bigint AND r.job = n.job\n"
+	"                      ORDER BY r.tick DESC, r.run_id DESC LIMIT 1) l ON true\n"
 	"  LEFT JOIN LATERAL (SELECT r.finished_at FROM @S.runs r\n"
-	"                      WHERE r.lock_key = $1::bigint AND r.job = j.job\n"
+	"                      WHERE r.lock_key = $1::bigint AND r.job = n.job\n"
 	"                        AND r.outcome = 'succeeded'\n"
 	"                      ORDER BY r.tick DESC LIMIT 1) s ON true\n"
-	" WHERE j.job IS NOT NULL\n"
-	" ORDER BY j.job\n"
+	"  LEFT JOIN @S.jobs a ON a.lock_key = $1::bigint AND a.job = n.job\n"
+	" ORDER BY n.job\n"
 	" LIMIT $2::bigint";
+
+/* $1 key, $2 job: whether a leader announced it (DESIGN 11, 13), and the
+ * names it did announce, for the refusal's line. */
+static const char announced_sql[] =
+	"SELECT EXISTS (SELECT FROM @S.jobs WHERE lock_key = $1::bigint AND job = $2::text),\n"
+	"       (SELECT string_agg(job, ', ' ORDER BY job) FROM (SELECT job FROM @S.jobs\n"
+	"         WHERE lock_key = $1::bigint ORDER BY job LIMIT 20) x)";
 
 bool ledger_sql_schema_ok(const char *schema)
 {
@@ -349,11 +385,12 @@ char *ledger_sql_grants(const char *schema, const char *role)
 	n = asprintf(&out, "%s"
 		     "%sGRANT USAGE ON SCHEMA \"%s\" TO %s;\n"
 		     "%sGRANT SELECT, INSERT, UPDATE, DELETE ON \"%s\".runs, \"%s\".terms,"
-		     " \"%s\".controls TO %s;\n"
+		     " \"%s\".controls, \"%s\".jobs TO %s;\n"
 		     "%sGRANT SELECT ON \"%s\".meta TO %s;\n",
 		     role ? "" : "-- The nodes' role needs these; 'pgleader init-db"
 		     " --print-sql --grant-to ROLE'\n-- writes them for ROLE:\n",
-		     c, schema, ident, c, schema, schema, schema, ident, c, schema, ident);
+		     c, schema, ident, c, schema, schema, schema, schema, ident, c, schema,
+		     ident);
 	return n < 0 ? NULL : out;
 }
 
@@ -419,6 +456,18 @@ bool ledger_sql_run_output(struct ledger_sql_query *q, const char *schema, int64
 	q->nparams = 2;
 	param_int(q, 0, key);
 	param_int(q, 1, run_id);
+	return true;
+}
+
+bool ledger_sql_announced(struct ledger_sql_query *q, const char *schema, int64_t key,
+			  const char *job)
+{
+	memset(q, 0, sizeof(*q));
+	if (!expand(q->sql, sizeof(q->sql), announced_sql, schema))
+		return false;
+	q->nparams = 2;
+	param_int(q, 0, key);
+	q->params[1] = job;
 	return true;
 }
 
@@ -507,6 +556,35 @@ static const char claim_sql_text[] =
 	" EXISTS (SELECT FROM term), q.at > clock_timestamp(), " LEDGER_SQL_NOW
 	" FROM req q LEFT JOIN run r ON r.job = q.job AND r.tick = q.at"
 	" AND r.attempt = q.attempt ORDER BY q.ord";
+
+/* DESIGN 13: one job of the leader's list, written only while its lock
+ * session holds the lock and no newer term's token is recorded (as a
+ * claim is); the announcement's last job ($10) also removes the jobs an
+ * older term or an older announcement of this term named and this one
+ * does not. */
+static const char announce_sql_text[] =
+	"WITH holder AS (" HELD_BY_LOCK_SESSION "),"
+	" ok AS (SELECT FROM holder WHERE NOT EXISTS (SELECT FROM @S.terms t"
+	" WHERE t.lock_key = $1::bigint AND t.fencing_token > $5::bigint)),"
+	" up AS (INSERT INTO @S.jobs AS j (lock_key, job, schedule, timezone, next_tick,"
+	" node_id, fencing_token, generation, announced_at)"
+	" SELECT $1::bigint, $2::text, $3::text, $7::text,"
+	" to_timestamp($8::bigint / 1000.0), $4::text, $5::bigint, $9::bigint,"
+	" clock_timestamp() FROM ok"
+	" ON CONFLICT (lock_key, job) DO UPDATE SET schedule = EXCLUDED.schedule,"
+	" timezone = EXCLUDED.timezone, next_tick = EXCLUDED.next_tick,"
+	" node_id = EXCLUDED.node_id, fencing_token = EXCLUDED.fencing_token,"
+	" generation = EXCLUDED.generation, announced_at = EXCLUDED.announced_at"
+	" WHERE j.fencing_token <= EXCLUDED.fencing_token RETURNING 1),"
+	" gone AS (DELETE FROM @S.jobs j WHERE $10::boolean AND EXISTS (SELECT FROM ok)"
+	" AND j.lock_key = $1::bigint AND j.job <> $2::text AND (j.fencing_token < $5::bigint"
+	" OR (j.fencing_token = $5::bigint AND j.generation < $9::bigint)) RETURNING 1)"
+	" SELECT EXISTS (SELECT FROM ok), " LEDGER_SQL_NOW;
+
+char *ledger_sql_announce(const char *schema)
+{
+	return expand_new("", announce_sql_text, "", schema);
+}
 
 /* Runs an older term left running were cut off with their leader, whose
  * command may still be stopping: with cut ($4) they are recorded

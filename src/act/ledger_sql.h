@@ -119,6 +119,12 @@ enum ledger_sql_run_col {
 	LEDGER_RUN_NCOLS,
 	/* the summary only: when the job's newest success finished */
 	LEDGER_RUN_LAST_SUCCESS = LEDGER_RUN_NCOLS,
+	/* as a leader announced it (DESIGN 13); NULL when none did: a job
+	 * with runs only, no longer announced */
+	LEDGER_SUMMARY_SCHEDULE,
+	LEDGER_SUMMARY_TIMEZONE,
+	LEDGER_SUMMARY_NEXT_TICK,
+	LEDGER_SUMMARY_ANNOUNCED_BY,
 	LEDGER_SUMMARY_NCOLS
 };
 
@@ -133,11 +139,17 @@ bool ledger_sql_runs(struct ledger_sql_query *q, const char *schema, int64_t key
 bool ledger_sql_run_output(struct ledger_sql_query *q, const char *schema, int64_t key,
 			   int64_t run_id);
 
-/* For each job of the lock key with a row, by name, at most limit jobs: its
- * newest run and its last success. Each job costs a few index probes, not
+/* For each job of the lock key with a row or announced, by name, at most
+ * limit jobs: its newest run (NULLs but the job when none) and its last
+ * success, and its announcement. Each job costs a few index probes, not
  * a scan of its rows. */
 bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t key,
 			int64_t limit);
+/* Whether a leader of the lock key announced job (DESIGN 13): one row,
+ * that boolean and the announced names (at most 20, ", "-joined; NULL
+ * when none). */
+bool ledger_sql_announced(struct ledger_sql_query *q, const char *schema, int64_t key,
+			  const char *job);
 
 /* The daemon's statements (ledger.c, over the fence session), with the
  * schema in them; malloc'd, NULL for a bad schema or out of memory.
@@ -155,8 +167,14 @@ bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t 
  *   $4 fencing token: claims the run's on_failure (DESIGN 13); one row:
  *   run_id (NULL: not claimed: sent already, not failed, or not the
  *   holder), holder, the server's clock.
- * prune: $1 lock key, $2 keep (ms). */
+ * prune: $1 lock key, $2 keep (ms).
+ * announce (DESIGN 13): $1 lock key, $2 job, $3 schedule (NULL: none),
+ *   $4 node id, $5 fencing token, $6 the lock session's backend pid,
+ *   $7 zone, $8 next tick (Unix ms; NULL: none), $9 the announcement's
+ *   generation, $10 its last job (older ones are removed); one row:
+ *   written (held and newest), the server's clock. */
 char *ledger_sql_claim(const char *schema);
+char *ledger_sql_announce(const char *schema);
 char *ledger_sql_last(const char *schema);
 char *ledger_sql_finish(const char *schema);
 char *ledger_sql_prune(const char *schema);

@@ -52,6 +52,11 @@ void runner_set_lock_pid(struct runner *r, int lock_pid)
 }
 
 void runner_stop(struct runner *r) { r->ops->stop(r->impl); }
+void runner_drain(struct runner *r) { r->ops->drain(r->impl); }
+void runner_reload(struct runner *r, const struct config *cfg)
+{
+	r->ops->reload(r->impl, cfg);
+}
 void runner_kill(struct runner *r) { r->ops->kill(r->impl); }
 void runner_signal(struct runner *r, int sig) { r->ops->signal(r->impl, sig); }
 

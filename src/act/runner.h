@@ -39,6 +39,12 @@ void runner_start(struct runner *r, const struct ledger_term *term);
 void runner_set_lock_pid(struct runner *r, int lock_pid);
 /* SIGTERM, SIGKILL after the grace period; then gone. */
 void runner_stop(struct runner *r);
+/* A stop of this node's own will (DESIGN 13): scheduled runs may finish
+ * for up to drain_timeout first; the rest is stopped as runner_stop does.
+ * A runner_stop meanwhile ends the drain. Then gone. */
+void runner_drain(struct runner *r);
+/* DESIGN 13: the jobs of cfg (which outlives the runner) from now on. */
+void runner_reload(struct runner *r, const struct config *cfg);
 void runner_kill(struct runner *r);
 /* Forwards a signal (HUP, USR1, USR2) to what runs. */
 void runner_signal(struct runner *r, int sig);
@@ -55,6 +61,8 @@ struct runner_ops {
 	void (*start)(void *impl, const struct ledger_term *term);
 	void (*set_lock_pid)(void *impl, int lock_pid);
 	void (*stop)(void *impl);
+	void (*drain)(void *impl);
+	void (*reload)(void *impl, const struct config *cfg);
 	void (*kill)(void *impl);
 	void (*signal)(void *impl, int sig);
 	void (*pauses)(void *impl, const struct ledger_controls *rows);

@@ -99,6 +99,13 @@ static void command_set_lock_pid(void *impl, int lock_pid)
 	(void)lock_pid;
 }
 
+/* Never asked: SIGHUP goes to the single command (supervisor.c). */
+static void command_reload(void *impl, const struct config *cfg)
+{
+	(void)impl;
+	(void)cfg;
+}
+
 static void command_stop(void *impl)
 {
 	child_stop(((struct command_runner *)impl)->child);
@@ -146,6 +153,8 @@ const struct runner_ops runner_command_ops = {
 	.start = command_start,
 	.set_lock_pid = command_set_lock_pid,
 	.stop = command_stop,
+	.drain = command_stop, /* it runs all the time: stopped at once */
+	.reload = command_reload,
 	.kill = command_kill,
 	.signal = command_signal,
 	.pauses = command_pauses,

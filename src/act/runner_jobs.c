@@ -66,6 +66,16 @@ static void jobs_runner_stop(void *impl)
 	jobs_stop(((struct jobs_runner *)impl)->jobs);
 }
 
+static void jobs_runner_drain(void *impl)
+{
+	jobs_drain(((struct jobs_runner *)impl)->jobs);
+}
+
+static void jobs_runner_reload(void *impl, const struct config *cfg)
+{
+	jobs_reload(((struct jobs_runner *)impl)->jobs, cfg);
+}
+
 static void jobs_runner_kill(void *impl)
 {
 	jobs_kill(((struct jobs_runner *)impl)->jobs);
@@ -130,6 +140,8 @@ const struct runner_ops runner_jobs_ops = {
 	.start = jobs_runner_start,
 	.set_lock_pid = jobs_runner_set_lock_pid,
 	.stop = jobs_runner_stop,
+	.drain = jobs_runner_drain,
+	.reload = jobs_runner_reload,
 	.kill = jobs_runner_kill,
 	.signal = jobs_runner_signal,
 	.pauses = jobs_runner_pauses,

@@ -261,3 +261,44 @@ bool cli_ledger_present(PGconn *conn, const struct config *cfg)
 {
 	return cli_ledger_usable(conn, cfg) == 1;
 }
+
+/* ---- the jobs announced (DESIGN 11, 13) ----------------------------------- */
+
+int cli_job_announced(PGconn *conn, const struct config *cfg, const char *key,
+		      const char *job, char *names, size_t len)
+{
+	struct ledger_sql_query q;
+	PGresult *res;
+	int there = cli_ledger_usable(conn, cfg), yes;
+
+	snprintf(names, len, "none");
+	if (there <= 0)
+		return there; /* no ledger: nothing was announced */
+	if (!ledger_sql_announced(&q, cli_ledger_schema(cfg), strtoll(key, NULL, 10), job) ||
+	    !(res = cli_ledger_select(conn, q.sql, q.nparams, q.params, false)))
+		return -1;
+	yes = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	if (PQntuples(res) == 1 && !PQgetisnull(res, 0, 1))
+		snprintf(names, len, "%s", PQgetvalue(res, 0, 1));
+	PQclear(res);
+	return yes;
+}
+
+int cli_job_checked(PGconn *conn, const struct config *cfg, const char *key,
+		    const char *job, const char *refused)
+{
+	char names[1400], line[LOG_MSG_MAX];
+	int yes;
+
+	if (!job || cfg->force)
+		return EXIT_OK;
+	yes = cli_job_announced(conn, cfg, key, job, names, sizeof(names));
+	if (yes < 0)
+		return EXIT_UNAVAILABLE;
+	if (yes)
+		return EXIT_OK;
+	snprintf(line, sizeof(line), "no node announced job \"%s\" of lock %s (jobs "
+		 "announced: %s); --force writes it anyway", job, key, names);
+	cli_fail(refused, line);
+	return EXIT_NO_LEADER;
+}

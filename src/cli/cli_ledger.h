@@ -54,4 +54,15 @@ int cli_ledger_usable(PGconn *conn, const struct config *cfg);
 /* cli_ledger_usable says 1. */
 bool cli_ledger_present(PGconn *conn, const struct config *cfg);
 
+/* DESIGN 11, 13: whether a leader of the lock key (decimal text) announced
+ * job: 1 yes, 0 no (no ledger: none was), -1 no answer (a line said);
+ * names gets the jobs that were announced ("none"). Never creates. */
+int cli_job_announced(PGconn *conn, const struct config *cfg, const char *key,
+		      const char *job, char *names, size_t len);
+/* The name check of pause, resume and trigger --job: 0 to go on (job NULL,
+ * --force, or announced); else EXIT_NO_LEADER (3) with one line, "refused:
+ * ..." naming the jobs announced, or 69 when it could not be asked. */
+int cli_job_checked(PGconn *conn, const struct config *cfg, const char *key,
+		    const char *job, const char *refused);
+
 #endif

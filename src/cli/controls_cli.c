@@ -92,7 +92,8 @@ static int pause_lock(PGconn *conn, const struct config *cfg, const char *key)
 	PGresult *res;
 	int rc;
 
-	if ((rc = cli_ledger_ensure(conn, cfg)) != EXIT_OK)
+	if ((rc = cli_job_checked(conn, cfg, key, job, "pause refused")) != EXIT_OK ||
+	    (rc = cli_ledger_ensure(conn, cfg)) != EXIT_OK)
 		return rc;
 	if (!controls_sql_pause(&q, cli_ledger_schema(cfg), strtoll(key, NULL, 10), job) ||
 	    !(res = run_query(conn, cfg, "cannot pause", &q)))
@@ -160,6 +161,9 @@ static int resume_lock(PGconn *conn, const struct config *cfg, const char *key)
 	PGresult *res;
 	int present;
 
+	if ((present = cli_job_checked(conn, cfg, key, cfg->runs_job,
+				       "resume refused")) != EXIT_OK)
+		return present;
 	lock_text(cfg, key, lock, sizeof(lock));
 	/* No ledger, nothing paused: resume creates nothing. */
 	if ((present = cli_ledger_usable(conn, cfg)) != 1) {
@@ -423,6 +427,9 @@ static int switchover(PGconn *conn, const struct config *cfg, const char *key)
 	if (!cli_sessions_nodes(conn, key, &nodes, &n))
 		return EXIT_UNAVAILABLE;
 	plan = controls_cli_plan(nodes, n, cfg->switchover_to, &leader);
+	/* --force: a node not connected now (being restarted) may take it */
+	if (plan == CONTROLS_PLAN_NOT_STANDBY && cfg->force)
+		plan = CONTROLS_PLAN_GO;
 	if (plan != CONTROLS_PLAN_GO) {
 		rc = refuse(cfg, lock, plan, nodes, n, leader);
 		free(nodes);

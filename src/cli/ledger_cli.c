@@ -328,18 +328,23 @@ struct jobs_read {
 	char (*next)[40]; /* each row's next tick, RFC 3339; "" when none */
 };
 
-/* A job's next tick after the server's now, from this configuration's
- * schedule for it (status run with the daemon's file); "" when the job has
- * none here. */
-static void next_tick_of(const struct config *cfg, const char *job, int64_t now,
-			 char *out, size_t len)
+/* A job's next tick after the server's now, from the schedule its leader
+ * announced (DESIGN 13), else from this configuration's schedule for it
+ * (status run with the daemon's file); "" when neither has one. */
+static void next_tick_of(const struct config *cfg, const PGresult *res, int row,
+			 int64_t now, char *out, size_t len)
 {
+	const char *job = cli_cell(res, row, LEDGER_RUN_JOB);
+	const char *sched = cli_cell(res, row, LEDGER_SUMMARY_SCHEDULE);
+	const char *zone = cli_cell(res, row, LEDGER_SUMMARY_TIMEZONE);
 	char err[LOG_MSG_MAX];
 	struct schedule *s = NULL;
 	int64_t t;
 
 	out[0] = '\0';
-	for (size_t i = 0; i < cfg->n_jobs && !s; i++)
+	if (sched)
+		s = schedule_new(sched, zone ? zone : "UTC", err, sizeof(err));
+	for (size_t i = 0; i < cfg->n_jobs && !s && !sched; i++)
 		if (!strcmp(cfg->jobs[i].name, job) && cfg->jobs[i].schedule)
 			s = schedule_new(cfg->jobs[i].schedule, cfg->jobs[i].timezone,
 					 err, sizeof(err));
@@ -389,14 +394,33 @@ static void *jobs_read(PGconn *conn, const struct config *cfg, const char *key)
 		return NULL;
 	}
 	jobs->res = res;
-	if (cfg->n_jobs && server_now(conn, &now))
+	if (server_now(conn, &now))
 		for (int r = 0; r < PQntuples(res); r++)
-			next_tick_of(cfg, cli_cell(res, r, LEDGER_RUN_JOB), now, jobs->next[r],
-				     sizeof(jobs->next[r]));
+			next_tick_of(cfg, res, r, now, jobs->next[r], sizeof(jobs->next[r]));
 	return jobs;
 }
 
-/* "job:     NAME  last tick T  NODE  OUTCOME  exit N  DURATION  last success T" */
+/* "  schedule S (ZONE)" or "  runs all the time", as its leader
+ * announced it; nothing for a job no leader announces. */
+static void print_announced(const PGresult *res, int r)
+{
+	const char *sched = cli_cell(res, r, LEDGER_SUMMARY_SCHEDULE);
+
+	if (!cli_cell(res, r, LEDGER_SUMMARY_ANNOUNCED_BY))
+		return;
+	if (!sched) {
+		fputs("  runs all the time", stdout);
+		return;
+	}
+	fputs("  schedule ", stdout);
+	cli_put_text(sched, 0);
+	fputs(" (", stdout);
+	cli_put_text(cli_cell(res, r, LEDGER_SUMMARY_TIMEZONE), 0);
+	putchar(')');
+}
+
+/* "job:     NAME  last tick T  NODE  OUTCOME  exit N  DURATION  last success T",
+ * or "job:     NAME  never run" for an announced one without a run */
 static void jobs_print(const void *read)
 {
 	const struct jobs_read *jobs = read;
@@ -409,6 +433,14 @@ static void jobs_print(const void *read)
 		success = cli_cell(res, r, LEDGER_RUN_LAST_SUCCESS);
 		fputs("job:     ", stdout);
 		cli_put_text(cli_cell(res, r, LEDGER_RUN_JOB), 0);
+		print_announced(res, r);
+		if (!cli_cell(res, r, LEDGER_RUN_TICK)) {
+			fputs("  never run", stdout);
+			if (jobs->next[r][0])
+				printf("  next tick %s", jobs->next[r]);
+			putchar('\n');
+			continue;
+		}
 		fputs("  last tick ", stdout);
 		cli_put_text(cli_cell(res, r, LEDGER_RUN_TICK), 0);
 		fputs(" on ", stdout);
@@ -428,6 +460,18 @@ static void jobs_print(const void *read)
 	}
 }
 
+/* DESIGN 13: "announced" (by whom, or false), "schedule", "timezone". */
+static void announced_json(json_t *o, const PGresult *res, int r)
+{
+	const char *by = cli_cell(res, r, LEDGER_SUMMARY_ANNOUNCED_BY);
+
+	json_object_set_new(o, "announced_by", cli_json_text(by));
+	json_object_set_new(o, "schedule",
+			    cli_json_text(cli_cell(res, r, LEDGER_SUMMARY_SCHEDULE)));
+	json_object_set_new(o, "timezone",
+			    cli_json_text(cli_cell(res, r, LEDGER_SUMMARY_TIMEZONE)));
+}
+
 /* The "jobs" array of status --json. */
 static json_t *jobs_json(const void *read)
 {
@@ -444,6 +488,11 @@ static json_t *jobs_json(const void *read)
 				    ? json_real((double)strtoll(ms, NULL, 10) / 1000.0)
 				    : json_null());
 		json_object_set_new(o, "job", cli_json_text(cli_cell(res, r, LEDGER_RUN_JOB)));
+		announced_json(o, res, r);
+		if (!cli_cell(res, r, LEDGER_RUN_TICK)) { /* announced, never run */
+			json_decref(last);
+			last = json_null();
+		}
 		json_object_set_new(o, "last_run", last);
 		json_object_set_new(o, "last_success",
 				    cli_json_text(cli_cell(res, r, LEDGER_RUN_LAST_SUCCESS)));

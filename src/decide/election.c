@@ -63,7 +63,7 @@ const struct election_action_info election_actions[ELECTION_ACTION_COUNT] = {
 	ACTION(DISCONNECT), ACTION(FENCE_CLOSE), ACTION(CONNECT), ACTION(FENCE_CONNECT),
 	ACTION(PLAIN_TRY), ACTION(RANK_QUEUE), ACTION(TRY_LOCK), ACTION(WAIT_LOCK), ACTION(FENCE_TAKE), ACTION(FENCE_TRY),
 	ACTION(PING), ACTION(FENCE_PING), ACTION(RUNNER_SESSION), ACTION(RUNNER_PAUSES),
-	ACTION(STOP_CHILD), ACTION(KILL_CHILD),
+	ACTION(STOP_CHILD), ACTION(DRAIN_CHILD), ACTION(KILL_CHILD),
 	ACTION(START_CHILD), ACTION(RELEASE), ACTION(FENCE_DROP),
 	ACTION(FAILSAFE_CLAIM), ACTION(FAILSAFE_CHECK), ACTION(FAILSAFE_REGAINED),
 	ACTION(CONTROLS_READ), ACTION(CONTROLS_DONE), ACTION(PRIORITY_ASK),
@@ -212,6 +212,7 @@ void election_exit_now(struct election *e, struct election_output *out,
 /* Shutting down: the command first, then the lock, then exit. */
 void election_finish(struct election *e, struct election_output *out, double now)
 {
+	e->draining = false; /* a shutdown of its own will drains again */
 	e->child_start_at = INFINITY;
 	e->next_attempt_at = INFINITY;
 	e->next_ping_at = INFINITY;
@@ -258,10 +259,15 @@ const char *election_reason_of(const struct election_event *ev, const char *dflt
 void election_shutdown(struct election *e, struct election_output *out,
 		       double now, const struct election_event *ev)
 {
+	bool own = e->state == ELECTION_LEADER || e->draining;
+	struct election_pings pings = election_pings_of(e);
+
 	election_say(out, LOG_LEVEL_INFO, "received %s, shutting down",
 	    election_reason_of(ev, "signal"));
 	e->exit_code = EXIT_OK;
 	election_finish(e, out, now);
+	if (own)
+		election_drain(e, out, now, &pings);
 }
 
 /* ---- INIT and DONE ----------------------------------------------------- */

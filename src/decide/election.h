@@ -41,9 +41,11 @@
  *               BUSY fs_state_busy, GONE fs_state_child_gone,
  *               deadlines fs_state_tick, fence fs_state_fence
  * DEMOTING      SHUTDOWN election_shutdown, FAILED stopping_lost,
- *               GONE demoted_child_gone, fence demoting_fence
+ *               PING_OK ping_ok, GONE demoted_child_gone,
+ *               deadlines draining_tick, fence demoting_fence
  * SHUTTING_DOWN SHUTDOWN kill_on_second_signal, FAILED stopping_lost,
- *               GONE stopped_child_gone, fence shutting_down_fence
+ *               PING_OK ping_ok, GONE stopped_child_gone,
+ *               deadlines draining_tick, fence shutting_down_fence
  * RELEASING     FAILED release_lost, RELEASED released,
  *               deadlines releasing_tick
  * DONE          -
@@ -302,13 +304,16 @@ enum election_action {
 	/* with TRY_LOCK: the count ranks this standby even when the queue is
 	 * full, so that it learns whether it is next in line */
 	ELECTION_DO_RANK_QUEUE = 1 << 27,
+	/* DESIGN 13: as STOP_CHILD, of this node's own will: the runner lets
+	 * its scheduled runs finish for up to drain_timeout first */
+	ELECTION_DO_DRAIN_CHILD = 1 << 28,
 };
 
 /* Every action once, in the order the supervisor (and the simulator)
  * carries out one step's: sessions closed before others are opened, then
  * the requests, the pings, the command, what follows the command, the exit
  * last; with its name, for traces and tests. */
-#define ELECTION_ACTION_COUNT 28
+#define ELECTION_ACTION_COUNT 29
 struct election_action_info {
 	enum election_action action;
 	const char *name;
@@ -350,6 +355,7 @@ struct election_params {
 	const char *schema;       /* the ledger's, for its lines only */
 	double grace_period;      /* the command's, and so the old leader's, stop
 				   * bound: caps the settle wait (0: no wait) */
+	double drain;             /* drain_timeout (DESIGN 13); 0: none */
 	bool runner_pauses;       /* the runner acts on pauses itself (the
 				   * jobs), not the election */
 	/* for the snapshot only */

@@ -50,6 +50,7 @@ bool election_reap(struct election *e, struct election_output *out, double now,
 	e->child_running = false;
 	e->killing = false;
 	e->pause_stopped = false;
+	e->draining = false;
 	e->snap.command_pid = 0;
 	e->snap.command_active = false;
 	e->snap.counters.command_exits[outcome_of(ev->command.status)]++;
@@ -422,6 +423,89 @@ static void leader_lost(struct election *e, struct election_output *out,
 
 /* ---- DEMOTING and SHUTTING_DOWN: the command stopping ------------------ */
 
+/* ---- draining (DESIGN 13) ---- */
+
+struct election_pings election_pings_of(const struct election *e)
+{
+	return (struct election_pings){ e->ping_pending, e->ping_sent_at, e->next_ping_at };
+}
+
+void election_drain(struct election *e, struct election_output *out, double now,
+		    const struct election_pings *before)
+{
+	if (!(out->actions & ELECTION_DO_STOP_CHILD) || e->p.drain <= 0 ||
+	    !e->connected || e->killing)
+		return;
+	out->actions &= ~(unsigned)ELECTION_DO_STOP_CHILD;
+	out->actions |= ELECTION_DO_DRAIN_CHILD;
+	if (!e->draining)
+		election_say(out, LOG_LEVEL_NOTICE, "draining: scheduled runs may "
+		    "finish for up to %.1fs; the leader lease is kept until then",
+		    e->p.drain);
+	e->draining = true;
+	/* the lock is pinged on, as the leader pinged it: a silent session
+	 * would be ended by the server lease (DESIGN 3) and the lock pass
+	 * while runs still go */
+	e->ping_pending = before->pending;
+	e->ping_sent_at = before->sent_at;
+	e->next_ping_at = isfinite(before->next_at) ? before->next_at : now;
+}
+
+/* The lock may be gone while the runs drain: stopped now, as a lost
+ * leader stops them. */
+static void end_drain(struct election *e, struct election_output *out,
+		      const char *why)
+{
+	if (!e->draining)
+		return;
+	e->draining = false;
+	e->ping_pending = false;
+	e->next_ping_at = INFINITY;
+	election_say(out, LOG_LEVEL_WARNING, "draining ended early: %s; stopping "
+	    "the command now", why);
+	out->actions |= ELECTION_DO_STOP_CHILD;
+}
+
+/* DEMOTING and SHUTTING_DOWN while draining: the pings go on as a
+ * leader's; failing, the drain ends (a handover's lock counts as lost). */
+static void draining_tick(struct election *e, struct election_output *out,
+			  double now)
+{
+	int failures;
+	char why[128];
+
+	if (!e->draining)
+		return;
+	failures = ping_failures_at(e, now);
+	if (failures >= e->p.ping_failures) {
+		snprintf(why, sizeof(why), "ping timed out %d times (last reply "
+			 "%.1fs ago)", failures, now - e->last_reply_at);
+		e->snap.counters.losses[FAULT_PING_TIMEOUT]++;
+		end_drain(e, out, why);
+		if (e->state == ELECTION_DEMOTING) {
+			e->handing_over = false;
+			election_tell_fence(e, out, now, &(struct election_fence_event){
+				.type = ELECTION_FENCE_EV_STOPPING });
+		}
+		return;
+	}
+	if (!e->ping_pending && now >= e->next_ping_at) {
+		e->ping_pending = true;
+		e->ping_sent_at = e->next_ping_at;
+		out->actions |= ELECTION_DO_PING;
+		if (election_fence_held(&e->fence))
+			out->actions |= ELECTION_DO_FENCE_PING;
+	}
+}
+
+static double draining_wakeup(const struct election *e, double now)
+{
+	if (!e->draining)
+		return INFINITY;
+	return e->ping_pending ? e->ping_sent_at + e->p.ping_timeout +
+		ping_failures_at(e, now) * e->p.ping_interval : e->next_ping_at;
+}
+
 /* While the command is being stopped, the connection may go too; only a
  * permanent fault changes what follows: its exit code, unless a signal
  * already asked for a clean exit with another code. */
@@ -432,6 +516,7 @@ static void stopping_lost(struct election *e, struct election_output *out,
 	e->handing_over = false; /* the lock went with the session */
 	election_session_lost(e, now, ev->session.fault);
 	election_saw_outage(e, now);
+	end_drain(e, out, "the lock session was lost");
 	if (!election_end_on_permanent(e, out, now, ev))
 		election_tell_fence(e, out, now, &(struct election_fence_event){
 			.type = ELECTION_FENCE_EV_STOPPING });
@@ -487,16 +572,20 @@ const struct state_ops leader_state = {
 
 const struct state_ops demoting_state = {
 	.shutdown = election_shutdown,
-	.lock = { .failed = stopping_lost },
+	.lock = { .failed = stopping_lost, .ping_ok = ping_ok },
 	.command_gone = demoted_child_gone,
+	.deadlines = draining_tick,
+	.wakeup = draining_wakeup,
 	.fence = demoting_fence,
 	.failsafe = { .refuses = "this node runs the command" },
 };
 
 const struct state_ops shutting_down_state = {
 	.shutdown = kill_on_second_signal,
-	.lock = { .failed = stopping_lost },
+	.lock = { .failed = stopping_lost, .ping_ok = ping_ok },
 	.command_gone = stopped_child_gone,
+	.deadlines = draining_tick,
+	.wakeup = draining_wakeup,
 	.fence = shutting_down_fence,
 	.failsafe = { .refuses = "this node runs the command" },
 };

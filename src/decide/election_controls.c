@@ -160,6 +160,8 @@ static void give_back(struct election *e, struct election_output *out,
 static void hand_over(struct election *e, struct election_output *out,
 		      double now, const struct election_controls *c)
 {
+	struct election_pings pings = election_pings_of(e);
+
 	e->handing_over = true;
 	hold_off(e, now, c);
 	election_say(out, LOG_LEVEL_NOTICE, "switchover asked by %s at %s: %s, then "
@@ -174,6 +176,7 @@ static void hand_over(struct election *e, struct election_output *out,
 	if (e->child_running) {
 		election_set_state(e, out, now, ELECTION_DEMOTING);
 		out->actions |= ELECTION_DO_STOP_CHILD;
+		election_drain(e, out, now, &pings);
 	} else {
 		give_back(e, out, now);
 	}

@@ -197,6 +197,11 @@ struct election {
 	bool handing_over;           /* a switchover: the command stops, then
 				      * the lock goes; the lock is still held */
 	bool handed_said;            /* this term answered a switchover */
+	bool draining;               /* DESIGN 13: a stop of this node's own
+				      * will lets scheduled runs finish (the
+				      * runner's drain_timeout); the lock is
+				      * kept and pinged until the command is
+				      * gone */
 	double hold_until;           /* no lock asked for before; -INFINITY */
 	double granted_at;           /* a standby's lock granted, its claim under
 				      * way (the fence and the controls are
@@ -251,6 +256,18 @@ void election_disconnect(struct election *e, struct election_output *out);
 void election_connect_now(struct election *e, struct election_output *out,
 			double now);
 void election_finish(struct election *e, struct election_output *out, double now);
+/* The leader's pings as they stood before a stop cleared them: a drain
+ * goes on with them (a ping in flight is waited for, never sent twice). */
+struct election_pings {
+	bool pending;
+	double sent_at, next_at;
+};
+struct election_pings election_pings_of(const struct election *e);
+/* A STOP_CHILD this step asked for, of this node's own will (a shutdown
+ * of a leader, a handover): with a drain_timeout it drains instead, the
+ * lock kept alive by pings meanwhile (DESIGN 13), from where they stood. */
+void election_drain(struct election *e, struct election_output *out, double now,
+		    const struct election_pings *before);
 void election_exit_now(struct election *e, struct election_output *out,
 		       double now, int code);
 void election_saw_outage(struct election *e, double now);

@@ -84,6 +84,10 @@ struct job {
 	int n_notices;
 	int64_t sent[NOTICES];      /* the runs whose on_failure this node ran, newest */
 	int n_sent;                 /* (a ring): never claimed again by this term */
+	bool removed;               /* a reload removed it (DESIGN 13) */
+	bool reconfigure;           /* a reload changed it: its command is set
+				     * anew once its run ends */
+	bool seen;                  /* in the file a reload read */
 	struct jobs_view view;
 };
 
@@ -95,6 +99,7 @@ struct jobs_state {
 	bool active;                /* between LEAD_BEGAN and LEAD_ENDING */
 	bool stopping;              /* LEAD_ENDING: gone is owed */
 	bool begun;                 /* the term's jobs began (the ledger is there) */
+	bool draining;              /* LEAD_ENDING with drain: runs finish */
 	char refusal[LOG_MSG_MAX];  /* a paused one-shot: refused once the
 				     * ledger has the runs' ends, not gone */
 	uint64_t gen;               /* the term; answers of older ones are stale */
@@ -103,6 +108,8 @@ struct jobs_state {
 	double offset_err_ms;       /* good to this much when read (INFINITY: never) */
 	double offset_at;           /* monotonic, when read */
 	double flush_until;
+	double drain_until;         /* monotonic; 0: no drain bound set */
+	uint64_t announced;         /* the announcements sent (DESIGN 13) */
 	int last_status;
 	double last_prune;
 	double started_at;          /* monotonic, of this term */
@@ -225,6 +232,8 @@ static void retry_overtaken(struct job *jb);
 static void retry_catch_up(struct job *jb, const struct jobs_answer *a);
 static bool retry_claimed_late(struct job *jb, const struct jobs_answer *a);
 
+static void reconfigure_if_due(struct job *jb);
+
 static void count_outcome(struct job *jb, enum jobs_outcome o)
 {
 	jb->view.runs[o]++;
@@ -243,9 +252,15 @@ static void record_duration(struct job *jb, double secs)
 
 /* The command is started by the effector, which tells RUN_STARTED or
  * START_FAILED at once. */
+static bool removed_start(struct job *jb, int64_t run_id);
+
 static void start_run(struct job *jb, int64_t tick, int64_t run_id)
 {
-	struct jobs_action *a = act(jb->owner, JOBS_DO_START, jb->index);
+	struct jobs_action *a;
+
+	if (removed_start(jb, run_id))
+		return;
+	a = act(jb->owner, JOBS_DO_START, jb->index);
 
 	a->tick = tick;
 	a->run_id = run_id;
@@ -382,6 +397,7 @@ static void run_gone(struct job *jb, int status, const char *last_line)
 		}
 	}
 	jb->run_id = 0;
+	reconfigure_if_due(jb);
 	after_run(jb, status, ran);
 }
 
@@ -806,6 +822,8 @@ static void ask_last(struct job *jb, bool cut)
 	act(jb->owner, JOBS_DO_LAST, jb->index)->cut = cut;
 }
 
+static void announce(struct jobs_state *j, int64_t now);
+
 /* The ledger is there: each job begins its term. */
 static void begin(struct jobs_state *j, int64_t now)
 {
@@ -814,6 +832,8 @@ static void begin(struct jobs_state *j, int64_t now)
 		struct job *jb = &j->job[i];
 
 		jb->restart_backoff = RESTART_MIN;
+		if (jb->removed)
+			continue;
 		if (j->cfg->once_per_ms > 0 && jb->paused)
 			end_paused_one_shot(jb, "not run");
 		else if (j->cfg->once_per_ms > 0)
@@ -826,6 +846,7 @@ static void begin(struct jobs_state *j, int64_t now)
 		else
 			start_run(jb, 0, 0);
 	}
+	announce(j, now); /* after the term's first statements */
 }
 
 /* The ledger cannot be used (DESIGN 10): one line, and nothing runs; the
@@ -838,11 +859,11 @@ static void refuse_ledger(struct jobs_state *j, const struct jobs_answer *a)
 		snprintf(why, sizeof(why), "%s", a->error);
 	else if (a->denied)
 		snprintf(why, sizeof(why), "the ledger in schema %s is there, but "
-			 "this role may not read and write its runs and terms: "
+			 "this role may not read and write its runs, terms and jobs: "
 			 "grant USAGE on the schema and SELECT, INSERT, UPDATE, "
-			 "DELETE on %s.runs and %s.terms (pgleader init-db "
+			 "DELETE on %s.runs, %s.terms and %s.jobs (pgleader init-db "
 			 "--print-sql --grant-to ROLE shows them)", j->cfg->schema,
-			 j->cfg->schema, j->cfg->schema);
+			 j->cfg->schema, j->cfg->schema, j->cfg->schema);
 	else
 		snprintf(why, sizeof(why), "%s%s%s: run pgleader init-db as a role "
 			 "that may create it (or --print-sql for a DBA)",
@@ -915,6 +936,8 @@ static void ensure(struct jobs_state *j)
 	act(j, JOBS_DO_ENSURE, -1);
 }
 
+static void drain_over(struct jobs_state *j);
+
 static void lead_began(struct jobs_state *j, const struct jobs_term *term)
 {
 	j->gen++;
@@ -924,6 +947,7 @@ static void lead_began(struct jobs_state *j, const struct jobs_term *term)
 	j->active = true;
 	j->stopping = false;
 	j->begun = false;
+	drain_over(j);
 	j->refusal[0] = '\0';
 	j->term = *term;
 	if (j->has_ledger)
@@ -944,11 +968,223 @@ static void lock_pid(struct jobs_state *j, int pid)
 	 * newest are planned again, as a new term plans them (run or
 	 * recorded missed), instead of being lost without a row */
 	for (size_t i = 0; i < j->n; i++) {
-		if (!j->job[i].sched)
+		if (!j->job[i].sched || j->job[i].removed)
 			continue;
 		timer(&j->job[i], JOBS_TIMER_TICK, -1);
 		ask_last(&j->job[i], false);
 	}
+}
+
+/* ---- the jobs announced (DESIGN 13) ---- */
+
+/* The term's list of jobs goes to the ledger, each scheduled one with
+ * its next tick after the server's now (a plan later may find an older
+ * tick due: the list says what is to come). A one-shot announces none. */
+static void announce(struct jobs_state *j, int64_t now)
+{
+	if (!j->has_ledger || j->cfg->once_per_ms > 0)
+		return;
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+		int64_t next = jb->sched ? schedule_next(jb->sched, now) : SCHEDULE_NEVER;
+
+		jb->view.announced_next = next == SCHEDULE_NEVER ? 0 : (double)next / 1000;
+	}
+	act(j, JOBS_DO_ANNOUNCE, -1)->generation = ++j->announced;
+}
+
+/* ---- reload (DESIGN 13) ---- */
+
+static bool has_exited(const struct job *jb);
+static bool job_init(struct jobs_state *j, struct job *jb, size_t i,
+		     const struct config_job *cfg, char *err, size_t errlen);
+
+static void reconfigure(struct job *jb)
+{
+	jb->reconfigure = false;
+	act(jb->owner, JOBS_DO_RECONFIGURE, jb->index)->job_cfg = jb->cfg;
+}
+
+/* A run of a job a reload changed ended: its next run is of the new
+ * command. */
+static void reconfigure_if_due(struct job *jb)
+{
+	if (jb->reconfigure)
+		reconfigure(jb);
+}
+
+/* A job a reload removed starts nothing more; a run claimed for it meanwhile
+ * is recorded interrupted, never run. */
+static bool removed_start(struct job *jb, int64_t run_id)
+{
+	if (!jb->removed)
+		return false;
+	if (run_id > 0)
+		finish(jb->owner, run_id, JOBS_INTERRUPTED, -1);
+	jb->state = JOB_IDLE;
+	return true;
+}
+
+/* Stops the run of a job (a removed one's, or one a schedule now ticks
+ * for), recorded interrupted unless it ended by itself. */
+static void stop_run(struct job *jb)
+{
+	if (jb->state != JOB_RUNNING)
+		return;
+	jb->interrupted = !has_exited(jb);
+	jb->state = JOB_STOPPING;
+	act(jb->owner, JOBS_DO_STOP, jb->index);
+}
+
+/* A removed job's drain ran out. */
+static void removed_out(struct job *jb)
+{
+	say(jb->owner, LOG_LEVEL_WARNING, "job %s: removed by a reload; drain_timeout "
+	    "ran out: stopping its run", jb->cfg->name);
+	stop_run(jb);
+}
+
+/* Gone from the file: no tick more; its scheduled run may finish for up to
+ * drain_timeout, anything else stops now. */
+static void remove_job(struct job *jb)
+{
+	struct jobs_state *j = jb->owner;
+	double drain = (double)j->cfg->drain_timeout_ms / 1000;
+	struct jobs_action *a;
+
+	jb->removed = true;
+	timer(jb, JOBS_TIMER_TICK, -1);
+	timer(jb, JOBS_TIMER_WAIT, -1);
+	jb->view.next_tick = 0;
+	if (jb->state == JOB_RUNNING && jb->sched && jb->run_id > 0 && drain > 0) {
+		say(j, LOG_LEVEL_NOTICE, "job %s: removed by a reload; its run %" PRId64
+		    " may finish for up to %.1fs", jb->cfg->name, jb->run_id, drain);
+		a = act(j, JOBS_DO_TIMER, jb->index);
+		a->timer = JOBS_TIMER_LIMIT;
+		a->after = drain;
+		a->restart = true; /* the drain's bound, not max_runtime's */
+		return;
+	}
+	timer(jb, JOBS_TIMER_LIMIT, -1);
+	say(j, LOG_LEVEL_NOTICE, "job %s: removed by a reload%s", jb->cfg->name,
+	    jb->state == JOB_RUNNING ? "; stopping it" : "");
+	stop_run(jb);
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* The job's schedule as the reload has it: ticks planned from now on
+ * (none before, none missed); a job that runs all the time now starts,
+ * one that got a schedule has its command stopped and runs from its next
+ * tick. */
+static void reschedule(struct job *jb)
+{
+	struct jobs_state *j = jb->owner;
+	char err[LOG_MSG_MAX];
+	const struct config_job *c = jb->cfg;
+
+	schedule_free(jb->sched);
+	jb->sched = c->schedule ? schedule_new(c->schedule, c->timezone, err, sizeof(err))
+		    : NULL;
+	jb->view.schedule = jb->sched ? schedule_expr(jb->sched) : NULL;
+	timer(jb, JOBS_TIMER_TICK, -1);
+	jb->view.next_tick = 0;
+	if (!j->active || !j->begun || j->cfg->once_per_ms > 0)
+		return;
+	if (!jb->sched && jb->state == JOB_IDLE && !jb->paused) {
+		jb->restart_backoff = RESTART_MIN;
+		start_run(jb, 0, 0);
+	} else if (jb->sched) {
+		if (jb->run_id == 0)
+			stop_run(jb);
+		jb->last_handled = db_now(j);
+		plan_and_run(jb, INT64_MIN);
+	}
+}
+
+/* In the file again: the new settings from its next run (its command at
+ * once when no run goes on). */
+static void keep_job(struct job *jb, const struct config_job *c)
+{
+	bool resched = !same_text(jb->cfg->schedule, c->schedule) ||
+		       !same_text(jb->cfg->timezone, c->timezone) || jb->removed;
+
+	jb->cfg = c;
+	jb->view.name = c->name;
+	jb->view.timezone = c->timezone;
+	jb->removed = false;
+	jb->seen = true;
+	jb->reconfigure = true;
+	if (jb->state == JOB_IDLE || jb->state == JOB_CLAIMING)
+		reconfigure(jb);
+	if (resched)
+		reschedule(jb);
+}
+
+/* New in the file: runs from its next tick (a job without a schedule at
+ * once) while this node leads. */
+static void add_job(struct jobs_state *j, const struct config_job *c)
+{
+	struct job *grown = realloc(j->job, (j->n + 1) * sizeof(*grown)), *jb;
+	char err[LOG_MSG_MAX];
+
+	if (!grown) {
+		j->out->lost = true;
+		return;
+	}
+	j->job = grown;
+	jb = &j->job[j->n];
+	memset(jb, 0, sizeof(*jb));
+	if (!job_init(j, jb, j->n, c, err, sizeof(err))) {
+		j->out->lost = true; /* a schedule config_load read: memory */
+		return;
+	}
+	j->n++;
+	act(j, JOBS_DO_ADD, jb->index)->job_cfg = c;
+	say(j, LOG_LEVEL_NOTICE, "job %s: added by a reload", c->name);
+	if (!j->active || !j->begun || j->cfg->once_per_ms > 0)
+		return;
+	jb->restart_backoff = RESTART_MIN;
+	if (jb->sched)
+		ask_last(jb, false); /* a new job starts with its next tick */
+	else
+		start_run(jb, 0, 0);
+}
+
+static struct job *by_name(struct jobs_state *j, const char *name)
+{
+	for (size_t i = 0; i < j->n; i++)
+		if (!strcmp(j->job[i].cfg->name, name))
+			return &j->job[i];
+	return NULL;
+}
+
+/* The file read again: each job kept, added or removed by name; the new
+ * list announced. fresh outlives the jobs. */
+static void reload(struct jobs_state *j, const struct config *fresh)
+{
+	size_t old_n = j->n;
+
+	j->cfg = fresh;
+	for (size_t i = 0; i < old_n; i++)
+		j->job[i].seen = false;
+	for (size_t f = 0; f < fresh->n_jobs; f++) {
+		struct job *jb = by_name(j, fresh->jobs[f].name);
+
+		if (jb)
+			keep_job(jb, &fresh->jobs[f]);
+	}
+	for (size_t i = 0; i < old_n; i++)
+		if (!j->job[i].seen && !j->job[i].removed)
+			remove_job(&j->job[i]);
+	for (size_t f = 0; f < fresh->n_jobs; f++)
+		if (!by_name(j, fresh->jobs[f].name))
+			add_job(j, &fresh->jobs[f]);
+	if (j->active && j->begun)
+		announce(j, db_now(j));
 }
 
 /* ---- pauses (DESIGN 11) ---- */
@@ -1105,6 +1341,7 @@ static void check_gone(struct jobs_state *j)
 		say(j, LOG_LEVEL_WARNING, "the ledger did not take every run's end within "
 		    "%.0fs; it is sent when the session is back", FLUSH_FOR);
 	flush_timer(j, -1);
+	drain_over(j);
 	j->stopping = false;
 	j->flush_until = 0;
 	if (j->refusal[0]) {
@@ -1114,6 +1351,9 @@ static void check_gone(struct jobs_state *j)
 	}
 	act(j, JOBS_DO_GONE, -1)->status = j->last_status;
 }
+
+static bool drain_keeps(const struct jobs_state *j, const struct job *jb);
+static void drain_begins(struct jobs_state *j);
 
 static void lead_ending(struct jobs_state *j)
 {
@@ -1126,11 +1366,13 @@ static void lead_ending(struct jobs_state *j)
 		struct job *jb = &j->job[i];
 
 		timer(jb, JOBS_TIMER_TICK, -1);
-		timer(jb, JOBS_TIMER_LIMIT, -1);
 		timer(jb, JOBS_TIMER_WAIT, -1);
 		timer(jb, JOBS_TIMER_RETRY, -1);
 		jb->retry.on = false; /* the next leader reads it from the ledger */
 		jb->view.next_tick = 0;
+		if (drain_keeps(j, jb))
+			continue;
+		timer(jb, JOBS_TIMER_LIMIT, -1);
 		if (jb->state == JOB_RUNNING || jb->state == JOB_STOPPING) {
 			/* A command that ended by itself before the stop (while
 			 * this node was frozen, say) is recorded as it ended. */
@@ -1140,7 +1382,83 @@ static void lead_ending(struct jobs_state *j)
 			act(j, JOBS_DO_STOP, jb->index);
 		}
 	}
+	drain_begins(j);
 	check_gone(j);
+}
+
+/* ---- drain (DESIGN 13) ---- */
+
+/* A scheduled run going on when the lead ends of this node's own will
+ * finishes (its max_runtime still counts) for up to drain_timeout; a job
+ * without a schedule is stopped at once. */
+static bool drain_keeps(const struct jobs_state *j, const struct job *jb)
+{
+	return j->draining && jb->sched && jb->state == JOB_RUNNING;
+}
+
+static void drain_timer(struct jobs_state *j, double after)
+{
+	struct jobs_action *a = act(j, JOBS_DO_TIMER, -1);
+
+	a->timer = JOBS_TIMER_DRAIN;
+	a->after = after;
+}
+
+/* Says which runs drain, and sets the bound; a drain asked again (a
+ * SIGTERM during a handover's) keeps the first one's. */
+static void drain_begins(struct jobs_state *j)
+{
+	int n = 0;
+
+	if (!j->draining || j->drain_until > 0)
+		return;
+	for (size_t i = 0; i < j->n; i++)
+		n += drain_keeps(j, &j->job[i]);
+	if (n == 0)
+		return;
+	j->drain_until = j->now + (double)j->cfg->drain_timeout_ms / 1000;
+	say(j, LOG_LEVEL_NOTICE, "draining: %d run%s may finish for up to %.1fs; "
+	    "no new tick starts", n, n == 1 ? "" : "s",
+	    (double)j->cfg->drain_timeout_ms / 1000);
+	drain_timer(j, (double)j->cfg->drain_timeout_ms / 1000);
+}
+
+/* LEAD_ENDING: with drain (and a drain_timeout) the runs may finish;
+ * without, a drain under way ends and every run is stopped now. */
+static void lead_ends(struct jobs_state *j, bool drain)
+{
+	bool was = j->draining;
+
+	j->draining = drain && j->cfg->drain_timeout_ms > 0 &&
+		      (was || j->active);
+	if (was && j->draining)
+		return; /* drains already */
+	if (was) {
+		j->drain_until = 0;
+		drain_timer(j, -1);
+	}
+	lead_ending(j);
+}
+
+/* A new term: a drain of the last one is over. */
+static void drain_over(struct jobs_state *j)
+{
+	if (!j->draining && j->drain_until == 0)
+		return;
+	j->draining = false;
+	j->drain_until = 0;
+	drain_timer(j, -1);
+}
+
+/* drain_timeout ran out: the runs still going are stopped, as a stop
+ * without drain stops them (recorded interrupted). */
+static void drain_out(struct jobs_state *j)
+{
+	if (!j->draining)
+		return;
+	say(j, LOG_LEVEL_WARNING, "drain_timeout (%.1fs) ran out: stopping the "
+	    "runs still going", (double)j->cfg->drain_timeout_ms / 1000);
+	lead_ends(j, false);
 }
 
 /* KILL and SIGNAL (sig): to every run going on. */
@@ -1403,6 +1721,10 @@ static void timer_out(struct jobs_state *j, struct job *jb, enum jobs_timer t)
 {
 	if (t == JOBS_TIMER_FLUSH) {
 		check_gone(j);
+	} else if (t == JOBS_TIMER_DRAIN) {
+		drain_out(j);
+	} else if (t == JOBS_TIMER_LIMIT && jb->removed) {
+		removed_out(jb);
 	} else if (t == JOBS_TIMER_LIMIT) {
 		limit_out(jb);
 	} else if (t == JOBS_TIMER_TICK) {
@@ -1416,6 +1738,9 @@ static void timer_out(struct jobs_state *j, struct job *jb, enum jobs_timer t)
 		ask_last(jb, false); /* WAIT */
 	}
 }
+
+static void removed_out(struct job *jb);
+static void reload(struct jobs_state *j, const struct config *fresh);
 
 typedef void (*handler)(struct jobs_state *j, struct job *jb,
 			const struct jobs_event *ev);
@@ -1436,8 +1761,7 @@ static void on_lead_ending(struct jobs_state *j, struct job *jb,
 			   const struct jobs_event *ev)
 {
 	(void)jb;
-	(void)ev;
-	lead_ending(j);
+	lead_ends(j, ev->drain);
 }
 static void on_kill(struct jobs_state *j, struct job *jb,
 		    const struct jobs_event *ev)
@@ -1517,6 +1841,12 @@ static void on_timer(struct jobs_state *j, struct job *jb,
 {
 	timer_out(j, jb, ev->timer);
 }
+static void on_reload(struct jobs_state *j, struct job *jb,
+		      const struct jobs_event *ev)
+{
+	(void)jb;
+	reload(j, ev->cfg);
+}
 
 static void on_failure_claimed_ev(struct jobs_state *j, struct job *jb,
 				  const struct jobs_event *ev)
@@ -1554,6 +1884,7 @@ static const struct {
 	[JOBS_EV_TIMER] = { on_timer, false },
 	[JOBS_EV_ON_FAILURE_CLAIMED] = { on_failure_claimed_ev, true },
 	[JOBS_EV_ON_FAILURE_DONE] = { on_failure_done_ev, true },
+	[JOBS_EV_RELOAD] = { on_reload, false },
 };
 
 void jobs_step(struct jobs_state *j, const struct jobs_event *ev, double now,
@@ -1568,7 +1899,7 @@ void jobs_step(struct jobs_state *j, const struct jobs_event *ev, double now,
 	if (ev->job >= 0 && (size_t)ev->job < j->n)
 		jb = &j->job[ev->job];
 	if (!jb && (handlers[ev->type].per_job ||
-		    (ev->type == JOBS_EV_TIMER && ev->timer != JOBS_TIMER_FLUSH)))
+		    (ev->type == JOBS_EV_TIMER && ev->timer < JOBS_TIMER_FLUSH)))
 		return;
 	j->now = now;
 	j->ev = ev;
@@ -1588,16 +1919,31 @@ void jobs_output_free(struct jobs_output *out)
 
 /* ---- what is seen ---- */
 
+/* A job is seen unless a reload removed it and its run is over. */
+static bool shown(const struct job *jb)
+{
+	return !jb->removed || jb->state != JOB_IDLE;
+}
+
 size_t jobs_state_count(const struct jobs_state *j)
 {
-	return j->n;
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->n; i++)
+		n += shown(&j->job[i]);
+	return n;
 }
 
 void jobs_state_view(const struct jobs_state *j, size_t i, struct jobs_view *v)
 {
-	const struct job *jb = &j->job[i];
+	const struct job *jb = j->job;
+
+	for (size_t k = 0; k < j->n; k++, jb++)
+		if (shown(jb) && i-- == 0)
+			break;
 
 	*v = jb->view;
+	v->removed = jb->removed;
 	v->paused = jb->paused;
 	v->paused_by = jb->paused && jb->paused_by[0] ? jb->paused_by : NULL;
 	v->paused_at = jb->paused && jb->paused_at[0] ? jb->paused_at : NULL;
@@ -1606,10 +1952,8 @@ void jobs_state_view(const struct jobs_state *j, size_t i, struct jobs_view *v)
 /* ---- set-up ---- */
 
 static bool job_init(struct jobs_state *j, struct job *jb, size_t i,
-		     char *err, size_t errlen)
+		     const struct config_job *cfg, char *err, size_t errlen)
 {
-	const struct config_job *cfg = &j->cfg->jobs[i];
-
 	jb->owner = j;
 	jb->index = (int)i;
 	jb->cfg = cfg;
@@ -1617,6 +1961,7 @@ static bool job_init(struct jobs_state *j, struct job *jb, size_t i,
 	jb->last_handled = INT64_MIN;
 	jb->resumed_at = INT64_MIN;
 	jb->view.name = cfg->name;
+	jb->view.timezone = cfg->timezone;
 	if (cfg->schedule) {
 		jb->sched = schedule_new(cfg->schedule, cfg->timezone, err, errlen);
 		if (!jb->sched)
@@ -1641,7 +1986,7 @@ struct jobs_state *jobs_state_new(const struct config *cfg, bool has_ledger,
 	j->last_prune = -PRUNE_EVERY;
 	j->offset_err_ms = INFINITY;
 	for (size_t i = 0; i < cfg->n_jobs; i++, j->n++) {
-		if (!job_init(j, &j->job[i], i, err, errlen)) {
+		if (!job_init(j, &j->job[i], i, &cfg->jobs[i], err, errlen)) {
 			jobs_state_free(j);
 			return NULL;
 		}

@@ -47,8 +47,11 @@ static inline double jobs_duration_bound(int i)
 struct jobs_view {
 	const char *name;
 	const char *schedule;       /* NULL: runs all the time */
+	const char *timezone;       /* its schedule's zone */
 	int pid;                    /* of the run going on, 0 when none */
 	double next_tick;           /* 0 when none is due (not leading) */
+	double announced_next;      /* the next tick the last announcement
+				     * named (DESIGN 13); 0: none */
 	double last_tick;           /* of the last run started here */
 	double last_success;        /* end of the job's last run that exited 0,
 				     * on any node: read from the ledger when
@@ -60,6 +63,8 @@ struct jobs_view {
 	uint64_t retries;           /* DESIGN 13: retry attempts started here */
 	uint64_t on_failure[3];     /* on_failure commands run here, by enum
 				     * jobs_hook_result (jobs_retry.h) */
+	bool removed;               /* a reload removed it: no announcement
+				     * names it; shown while its run drains */
 	bool paused;                /* DESIGN 11: as part of the lock, or by name */
 	const char *paused_by;      /* who asked and when (RFC 3339); NULL when */
 	const char *paused_at;      /* not paused or not told */
@@ -107,7 +112,9 @@ struct jobs_pauses {
 enum jobs_event_type {
 	JOBS_EV_LEAD_BEGAN,     /* term: the election started "the command" */
 	JOBS_EV_LOCK_PID,       /* lock_pid: the lock is held on this session */
-	JOBS_EV_LEAD_ENDING,    /* stop every run; then GONE */
+	JOBS_EV_LEAD_ENDING,    /* stop every run; then GONE; drain: of this
+				 * node's own will, the scheduled runs may
+				 * finish for up to drain_timeout first */
 	JOBS_EV_KILL,           /* SIGKILL every run now */
 	JOBS_EV_SIGNAL,         /* sig: forwarded to every run */
 	JOBS_EV_PAUSES,         /* pauses: in force */
@@ -123,6 +130,8 @@ enum jobs_event_type {
 	JOBS_EV_TIMER,          /* job (or -1), timer: one ran out */
 	JOBS_EV_ON_FAILURE_CLAIMED, /* job, answer: JOBS_DO_ON_FAILURE_CLAIM's */
 	JOBS_EV_ON_FAILURE_DONE,    /* job, status, timed_out: the command ended */
+	JOBS_EV_RELOAD,         /* cfg: the file read again (DESIGN 13); it
+				 * outlives the jobs, as the first one does */
 };
 
 enum jobs_timer {
@@ -131,6 +140,7 @@ enum jobs_timer {
 	JOBS_TIMER_WAIT,        /* an older term's run: ask again */
 	JOBS_TIMER_RETRY,       /* a failed run's next attempt is due */
 	JOBS_TIMER_FLUSH,       /* (job -1) a stop waits for the runs' ends */
+	JOBS_TIMER_DRAIN,       /* (job -1) drain_timeout ran out */
 };
 
 struct jobs_event {
@@ -138,6 +148,7 @@ struct jobs_event {
 	int job;                    /* index in cfg->jobs, or -1 */
 	struct jobs_term term;      /* LEAD_BEGAN */
 	int lock_pid;               /* LOCK_PID */
+	bool drain;                 /* LEAD_ENDING */
 	int sig;                    /* SIGNAL */
 	int pid;                    /* RUN_STARTED */
 	int status;                 /* RUN_GONE, ON_FAILURE_DONE */
@@ -150,6 +161,7 @@ struct jobs_event {
 	const char *error;          /* START_FAILED */
 	const struct jobs_pauses *pauses;  /* PAUSES, RESUMES */
 	const struct jobs_answer *answer;  /* ENSURED .. LAST */
+	const struct config *cfg;   /* RELOAD */
 	/* facts of the world as of the event, every type: */
 	bool ledger_idle;           /* no statement unanswered */
 	const bool *exited;         /* [job]: its command's main process ended */
@@ -161,6 +173,8 @@ enum jobs_action_type {
 	JOBS_DO_CLAIM,          /* job, tick, outcome, rerun; record: not a run */
 	JOBS_DO_LAST,           /* job, cut */
 	JOBS_DO_FINISH,         /* run_id, outcome, status (token: term's) */
+	JOBS_DO_ANNOUNCE,       /* generation: the jobs' list, each job's next
+				 * tick as jobs_state_view shows it (DESIGN 13) */
 	JOBS_DO_PRUNE,          /* keep_ms */
 	JOBS_DO_START,          /* job, tick, run_id (0: not scheduled) */
 	JOBS_DO_STOP,           /* job: SIGTERM, grace period, SIGKILL */
@@ -173,6 +187,10 @@ enum jobs_action_type {
 	JOBS_DO_ON_FAILURE_CLAIM, /* job, run_id: claim its on_failure */
 	JOBS_DO_ON_FAILURE,     /* job, run_id, tick, attempt, outcome, status,
 				 * after (the timeout): run on_failure */
+	JOBS_DO_ADD,            /* job, job_cfg: a job a reload added, before
+				 * any other action names it (DESIGN 13) */
+	JOBS_DO_RECONFIGURE,    /* job, job_cfg: its command from now on (no
+				 * run of it goes on) */
 };
 
 struct jobs_action {
@@ -180,6 +198,8 @@ struct jobs_action {
 	int job;
 	struct jobs_term term;      /* CLAIM, LAST, FINISH, PRUNE, START */
 	int64_t tick, run_id, keep_ms;
+	uint64_t generation;        /* ANNOUNCE */
+	const struct config_job *job_cfg; /* ADD, RECONFIGURE */
 	enum jobs_outcome outcome;
 	bool rerun, record, cut, restart;
 	int attempt;                /* CLAIM, START, ON_FAILURE: 1, 2 .. */

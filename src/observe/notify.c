@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <systemd/sd-daemon.h>
 
 #include "dynlib.h"
@@ -107,6 +108,20 @@ void notify_publish(const struct election_snapshot *s)
 	memcpy(status, "STATUS=", 7);
 	notify_status_text(s, status + 7, sizeof(status) - 7);
 	sd_notify(0, status);
+}
+
+/* DESIGN 13: a reload under way, with the monotonic time systemd's
+ * Type=notify-reload wants; notify_ready() when it is done. */
+void notify_reloading(void)
+{
+	struct timespec ts;
+	char msg[64];
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)ts.tv_sec * 1000000ULL +
+		 (unsigned long long)ts.tv_nsec / 1000);
+	sd_notify(0, msg);
 }
 
 void notify_stopping(void)

@@ -19,6 +19,9 @@ void notify_publish(const struct election_snapshot *s);
 /* The text notify_publish sends, into buf. */
 void notify_status_text(const struct election_snapshot *s, char *buf, size_t len);
 void notify_stopping(void);
+/* RELOADING=1 (DESIGN 13): a reload is under way; READY=1 (notify_ready)
+ * when it is done, taken or not. */
+void notify_reloading(void);
 void notify_done(struct ev_loop *loop);
 
 #endif

@@ -298,6 +298,10 @@ static const struct option_row rows[] = {
 	{ .key = "grace_period", .long_name = "grace-period", .type = OPTION_DURATION,
 	  .offset = FIELD(grace_period_ms), .default_value = "8s",
 	  .metavar = "DUR", .help = "time from SIGTERM to SIGKILL for COMMAND" },
+	{ .key = "drain_timeout", .long_name = "drain-timeout", .type = OPTION_DURATION,
+	  .offset = FIELD(drain_timeout_ms), .default_value = "0",
+	  .metavar = "DUR", .help = "leader giving up the lead: let scheduled runs\n"
+				    "finish this long before stopping them" },
 	{ .key = "takeover_delay", .long_name = "takeover-delay",
 	  .type = OPTION_DURATION, .offset = FIELD(takeover_delay_ms),
 	  .default_value = "0", .metavar = "DUR",
@@ -482,6 +486,9 @@ static const struct option_row rows[] = {
 	{ .long_name = "to", .type = OPTION_ACTION, .action = ACT_TO,
 	  .metavar = "NODE", .default_shown = "any standby",
 	  .help = "switchover: the node that takes over" },
+	{ .long_name = "force", .type = OPTION_FLAG, .offset = FIELD(force),
+	  .help = "pause, resume, switchover: write it though no\n"
+		  "node announced the job or is the node (--to)" },
 	{ .long_name = "wait", .type = OPTION_ACTION, .action = ACT_WAIT,
 	  .metavar = "DUR", .default_shown = "30s",
 	  .help = "switchover: how long a standby has to take over" },
@@ -856,12 +863,15 @@ static int check_subcommand_options(struct loader *ld)
 		{ "grant-to", MODE_BIT(CONFIG_MODE_INIT_DB), "'pgleader init-db'" },
 		{ "to", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
 		{ "wait", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
+		{ "force", MODE_BIT(CONFIG_MODE_PAUSE) | MODE_BIT(CONFIG_MODE_RESUME) |
+		  MODE_BIT(CONFIG_MODE_SWITCHOVER),
+		  "'pgleader pause', 'pgleader resume' or 'pgleader switchover'" },
 	};
 	const struct config *cfg = ld->cfg;
 	const bool given[] = { cfg->json, cfg->watch, cfg->runs_job != NULL,
 			       ld->since_given, cfg->runs_failed, cfg->print_sql, cfg->grant_to != NULL,
 			       cfg->switchover_to != NULL,
-			       ld->wait_given };
+			       ld->wait_given, cfg->force };
 
 	for (size_t i = 0; i < sizeof(only) / sizeof(only[0]); i++)
 		if (given[i] && !(only[i].modes & MODE_BIT(cfg->mode)))
@@ -1730,6 +1740,75 @@ int config_load(struct config *cfg, int argc, char **argv, char *err,
 	if (result != CONFIG_OK)
 		config_free(cfg);
 	return result;
+}
+
+/* ---- reload (DESIGN 13) ---- */
+
+/* The keys a running daemon cannot take from a reload: its sessions,
+ * election, HTTP server and failsafe fleet were made with them. */
+#define RK_STR(name) { #name, offsetof(struct config, name), 's' }
+#define RK_I64(name, key) { key, offsetof(struct config, name), 'l' }
+#define RK_INT(name) { #name, offsetof(struct config, name), 'i' }
+static const struct {
+	const char *key;
+	size_t offset;
+	char type; /* s: char *, l: int64_t, i: int (and the enums), b: bool */
+} restart_keys[] = {
+	RK_STR(dsn), RK_I64(lock_key, "lock_key"), RK_STR(lock_name), RK_STR(schema),
+	RK_STR(node_id), RK_STR(http_addr), RK_STR(failsafe_peers),
+	RK_STR(failsafe_secret_file), RK_STR(ledger_owner),
+	{ "acquire", offsetof(struct config, acquire), 'e' },
+	RK_I64(retry_interval_ms, "retry_interval"), RK_I64(ping_interval_ms, "ping_interval"),
+	RK_I64(ping_timeout_ms, "ping_timeout"), RK_INT(ping_failures),
+	RK_I64(server_lease_ms, "server_lease"), RK_I64(grace_period_ms, "grace_period"),
+	RK_I64(takeover_delay_ms, "takeover_delay"), RK_INT(priority),
+	RK_I64(priority_delay_ms, "priority_delay"), RK_INT(queue_depth),
+	RK_I64(failsafe_ttl_ms, "failsafe_ttl"), RK_INT(log_level),
+	{ "log_format", offsetof(struct config, log_format), 'e' },
+};
+
+/* Whether field k of a and b differ; if so, b's becomes a copy of a's. */
+static bool keep_field(size_t k, struct config *fresh, const struct config *old)
+{
+	char *f = (char *)fresh + restart_keys[k].offset;
+	const char *o = (const char *)old + restart_keys[k].offset;
+	char **fs = (char **)(void *)f, *copy;
+	char *const *os = (char *const *)(const void *)o;
+	size_t size = restart_keys[k].type == 'l' ? sizeof(int64_t)
+		: restart_keys[k].type == 'i' ? sizeof(int)
+		: restart_keys[k].type == 'e' ? sizeof(enum acquire_mode) : sizeof(bool);
+
+	if (restart_keys[k].type != 's') {
+		if (!memcmp(f, o, size))
+			return false;
+		memcpy(f, o, size);
+		return true;
+	}
+	if ((!*fs && !*os) || (*fs && *os && !strcmp(*fs, *os)))
+		return false;
+	copy = *os ? strdup(*os) : NULL;
+	if (*os && !copy)
+		return false; /* out of memory: the new value stays */
+	free(*fs);
+	*fs = copy;
+	return true;
+}
+
+size_t config_keep_restart_keys(struct config *fresh, const struct config *old,
+				char *names, size_t len)
+{
+	size_t n = 0, at = 0;
+
+	names[0] = '\0';
+	for (size_t k = 0; k < sizeof(restart_keys) / sizeof(restart_keys[0]); k++) {
+		if (!keep_field(k, fresh, old))
+			continue;
+		if (at < len)
+			at += (size_t)snprintf(names + at, len - at, "%s%s", n ? ", " : "",
+					       restart_keys[k].key);
+		n++;
+	}
+	return n;
 }
 
 void config_free(struct config *cfg)

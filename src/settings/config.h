@@ -95,6 +95,7 @@ struct config {
 	int ping_failures;
 	int64_t server_lease_ms; /* 0 = off */
 	int64_t grace_period_ms;
+	int64_t drain_timeout_ms; /* DESIGN 13: 0, none */
 	int64_t takeover_delay_ms;
 	int priority;            /* 0: never leads (DESIGN 11) */
 	int64_t priority_delay_ms;
@@ -138,6 +139,8 @@ struct config {
 	bool print_sql;          /* init-db --print-sql */
 	char *switchover_to;     /* switchover --to NODE; NULL: any standby */
 	int64_t switchover_wait_ms; /* switchover --wait DUR; default 30s */
+	bool force;              /* pause, resume, switchover --force: a job or
+				  * node no node announced is written anyway */
 	/* True when the daemon needs the ledger: a schedule, [job.NAME]
 	 * sections or --once-per. Never true for a plain single command,
 	 * which must not touch the ledger (DESIGN 10). */
@@ -168,6 +171,13 @@ enum config_result {
 int config_load(struct config *cfg, int argc, char **argv, char *err,
 		size_t errlen);
 void config_free(struct config *cfg);
+
+/* DESIGN 13: a reload's fresh configuration keeps old's value of each key
+ * that takes a restart (dsn, lock_key, lock_name, schema, node_id,
+ * http_addr, failsafe_peers, the timings, ...): names gets those that
+ * differed, ", "-joined; returns how many. */
+size_t config_keep_restart_keys(struct config *fresh, const struct config *old,
+				char *names, size_t len);
 
 void config_usage(FILE *out);
 

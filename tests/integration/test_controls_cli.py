@@ -63,7 +63,8 @@ def test_pause_resume_rows_and_output(workdir, pg_shared, lock_key):
     got = rows(pg_shared, lock_key)
     assert [g[:4] for g in got] == [["", "pause", "", ""]], got
 
-    r = ctl(workdir, "pause", pg_shared, lock_key, "--job", "nightly")
+    # no node announced nightly (DESIGN 11): --force writes it anyway
+    r = ctl(workdir, "pause", pg_shared, lock_key, "--job", "nightly", "--force")
     assert r.rc == 0, r
     assert r.out.startswith("paused job nightly of lock %d as asked by " % lock_key), r
     # ping_interval + grace_period, as this command's configuration says
@@ -84,11 +85,11 @@ def test_pause_resume_rows_and_output(workdir, pg_shared, lock_key):
     assert [j["job"] for j in c["paused_jobs"]] == ["nightly"], c
     assert c["switchover"] is None, c
 
-    r = ctl(workdir, "resume", pg_shared, lock_key, "--job", "nightly")
+    r = ctl(workdir, "resume", pg_shared, lock_key, "--job", "nightly", "--force")
     assert (r.rc, r.err) == (0, ""), r
     assert r.out == ("resumed job nightly of lock %d; the whole lock stays paused"
                      " (pgleader resume without --job)\n" % lock_key), r
-    r = ctl(workdir, "resume", pg_shared, lock_key, "--job", "nightly")
+    r = ctl(workdir, "resume", pg_shared, lock_key, "--job", "nightly", "--force")
     assert r.out == ("job nightly of lock %d was not paused; the whole lock stays paused"
                      " (pgleader resume without --job)\n" % lock_key), r
     r = ctl(workdir, "resume", pg_shared, lock_key)
@@ -111,8 +112,8 @@ def test_resume_every_pause_of_the_lock_by_name(workdir, pg_shared):
     run = lambda sub, *a, k=None: run_status(  # noqa: E731
         workdir, "--dsn", pg_shared.dsn(), "--schema", "ctl_named",
         *(("--lock-name", name) if k is None else ("--lock-key", str(k))), *a, subcommand=sub)
-    assert run("pause", "--job", "a").rc == 0
-    assert run("pause", "--job", "b").rc == 0
+    assert run("pause", "--job", "a", "--force").rc == 0
+    assert run("pause", "--job", "b", "--force").rc == 0
     assert run("pause", k=other).rc == 0
     r = run("resume")
     assert (r.rc, r.out) == (0, 'resumed job a, b of lock "%s"\n' % name), r

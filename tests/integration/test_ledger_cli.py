@@ -15,7 +15,7 @@ import time
 import pgharness as h
 from test_status import run_status
 
-TABLES = ["controls", "meta", "runs", "terms"]
+TABLES = ["controls", "jobs", "meta", "runs", "terms"]
 RUN_FIELDS = ["job", "tick", "node_id", "fencing_token", "outcome", "exit_status",
               "started_at", "finished_at", "run_id", "output_bytes", "attempt"]
 
@@ -139,8 +139,8 @@ def test_role_without_create(workdir, pg_shared):
 
     # Granted: init-db finds it ready without CREATE; runs lists.
     pg_shared.psql("GRANT USAGE ON SCHEMA ledger_noc TO ledger_app;"
-                   " GRANT SELECT, INSERT, UPDATE, DELETE ON ledger_noc.runs, ledger_noc.terms"
-                   " TO ledger_app")
+                   " GRANT SELECT, INSERT, UPDATE, DELETE ON ledger_noc.runs, ledger_noc.terms,"
+                   " ledger_noc.jobs TO ledger_app")
     r = init_db(workdir, pg_shared, "ledger_noc", user="ledger_app")
     assert r.rc == 0 and r.out == 'ledger ready in schema "ledger_noc"\n', r
     r = cli(workdir, "runs", pg_shared.dsn(user="ledger_app"), "--schema", "ledger_noc")
@@ -326,7 +326,9 @@ def test_status_shows_jobs(workdir, pg_shared, lock_key):
     doc = json.loads(r.out)
     assert [j["job"] for j in doc["jobs"]] == ["nightly", "refresh"], doc
     nightly = doc["jobs"][0]
-    assert list(nightly) == ["job", "last_run", "last_success", "next_tick"], doc
+    assert list(nightly) == ["job", "announced_by", "schedule", "timezone", "last_run",
+                             "last_success", "next_tick"], doc
+    assert nightly["announced_by"] is None, doc  # rows only, no leader announced it
     assert list(nightly["last_run"]) == RUN_FIELDS + ["duration_seconds"], doc
     assert nightly["last_run"]["outcome"] == "timed_out", doc
     assert nightly["last_run"]["duration_seconds"] == 60.0, doc

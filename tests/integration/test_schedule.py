@@ -400,7 +400,9 @@ def test_status_shows_each_jobs_last_run_and_next_tick(pg, fleet, ledger, lock_k
     assert jobs["often"]["last_run"]["outcome"] in ("succeeded", "running")
     assert jobs["often"]["last_run"]["node_id"] == "a"
     assert jobs["often"]["next_tick"].endswith("Z")
-    assert "hourly" not in jobs  # no run recorded yet
+    # no run recorded yet, but announced by its leader (DESIGN 13)
+    assert jobs["hourly"]["last_run"] is None, jobs
+    assert jobs["hourly"]["next_tick"].endswith(":00:00Z"), jobs
     text = run_status(workdir, "-c", conf)
     assert text.rc == 0
     line = [l for l in text.out.splitlines() if l.startswith("job:") and "often" in l][0]

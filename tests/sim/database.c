@@ -483,6 +483,7 @@ static enum qkind qkind_of(const char *sql)
 		texts[Q_PRIORITY] = ledger_sql_priority_ask("pgleader");
 		texts[Q_HANDED] = ledger_sql_handed("pgleader");
 		texts[Q_ON_FAILURE] = ledger_sql_on_failure("pgleader");
+		texts[Q_ANNOUNCE] = ledger_sql_announce("pgleader");
 	}
 	for (int k = 0; k < Q_OTHER; k++)
 		if (texts[k] && !strcmp(sql, texts[k]))
@@ -673,7 +674,7 @@ static void db_claim(struct squery *q, bool started)
  * without cut the newest older running. */
 /* The newest row of job j (by tick, then attempt), and the newest one
  * whose on_failure is owed and that is its tick's last attempt. */
-static void newest_rows(int j, const struct lrow **newest, const struct lrow **owed)
+void newest_rows(int j, const struct lrow **newest, const struct lrow **owed)
 {
 	*newest = *owed = NULL;
 	for (size_t k = 0; k < W.n_rows; k++) {
@@ -692,11 +693,18 @@ static void newest_rows(int j, const struct lrow **newest, const struct lrow **o
 }
 
 /* LAST's columns for retries and on_failure (enum ledger_sql_last_col). */
-static void put_last_rows(struct squery *q, int j)
+static void put_last_rows(struct squery *q, int j, int sid)
 {
 	const struct lrow *n, *o;
 
 	newest_rows(j, &n, &o);
+	if (o) { /* whom it told, for check_on_failure_end */
+		struct lrow *told = row_by_id(o->run_id);
+
+		told->owed_told_node = W.s[sid].node;
+		told->owed_told_inc = W.nodes[W.s[sid].node].inc;
+		told->owed_told_at = T;
+	}
 	put(q, 0, LEDGER_LAST_RUN_ID, !n, "%" PRId64, n ? n->run_id : 0);
 	put(q, 0, LEDGER_LAST_ATTEMPT, !n, "%d", n ? n->attempt : 0);
 	put(q, 0, LEDGER_LAST_OUTCOME, !n, "%s", n ? n->outcome : "");
@@ -719,7 +727,7 @@ static void note_cut(struct lrow *r, int64_t *cut_max, int *cut_attempt)
 	*cut_max = r->tick > *cut_max ? r->tick : *cut_max;
 }
 
-static void db_last(struct squery *q)
+static void db_last(int sid, struct squery *q)
 {
 	int j = job_index(q->p[1]);
 	uint64_t token = strtoull(q->p[2], NULL, 10);
@@ -750,7 +758,7 @@ static void db_last(struct squery *q)
 	put(q, 0, LEDGER_LAST_SUCCESS, success == INT64_MIN, "%" PRId64, success);
 	put(q, 0, LEDGER_LAST_OLDER, older == INT64_MIN, "%" PRId64, older);
 	put(q, 0, LEDGER_LAST_CUT_ATTEMPT, cut_max == INT64_MIN, "%d", cut_attempt);
-	put_last_rows(q, j);
+	put_last_rows(q, j, sid);
 	put(q, 0, LEDGER_LAST_NOW, false, "%" PRId64, db_ms());
 }
 
@@ -850,7 +858,7 @@ static void db_controls(struct squery *q)
 		sq_answer(q, 0, 0);
 		return;
 	case Q_ENSURE: case Q_CLAIM: case Q_LAST: case Q_FINISH: case Q_PRUNE:
-	case Q_ON_FAILURE:
+	case Q_ON_FAILURE: case Q_ANNOUNCE:
 	case Q_SCHEMA: case Q_PROBE: case Q_OTHER:
 		return;
 	}
@@ -890,18 +898,30 @@ static bool db_claim_wait(int sid, const struct simev *e)
 	return true;
 }
 
+static void db_ensure(struct squery *q)
+{
+	sq_answer(q, 1, LEDGER_CHECK_NCOLS);
+	for (int c = 0; c < LEDGER_CHECK_DB_NOW_MS; c++) /* trusted: NULL */
+		put(q, 0, c, c == LEDGER_CHECK_UNTRUSTED, "t");
+	put(q, 0, LEDGER_CHECK_DB_NOW_MS, false, "%" PRId64, db_ms());
+}
+
+/* The jobs' list (DESIGN 13): written while the lock is held; kept
+ * nowhere, nothing reads it. */
+static void db_announce(struct squery *q)
+{
+	sq_answer(q, 1, 2);
+	put(q, 0, 0, false, "%s", lock_held_by(atoi(q->p[5])) ? "t" : "f");
+	put(q, 0, 1, false, "%" PRId64, db_ms());
+}
+
 /* Statement q, executed on session sid. */
 static void db_execute(int sid, struct squery *q)
 {
 	switch (q->kind) {
-	case Q_ENSURE:
-		sq_answer(q, 1, LEDGER_CHECK_NCOLS);
-		for (int c = 0; c < LEDGER_CHECK_DB_NOW_MS; c++) /* trusted: NULL */
-			put(q, 0, c, c == LEDGER_CHECK_UNTRUSTED, "t");
-		put(q, 0, LEDGER_CHECK_DB_NOW_MS, false, "%" PRId64, db_ms());
-		return;
+	case Q_ENSURE: db_ensure(q); return;
 	case Q_CLAIM: db_claim(q, lock_held_by(atoi(q->p[5]))); return;
-	case Q_LAST: db_last(q); return;
+	case Q_LAST: db_last(sid, q); return;
 	case Q_FINISH: db_finish(q); return;
 	case Q_ON_FAILURE: db_on_failure(sid, q); return;
 	case Q_PRUNE: sq_answer(q, 0, 0); return; /* nothing is 30 days old */
@@ -911,6 +931,7 @@ static void db_execute(int sid, struct squery *q)
 		put(q, 0, 0, false, "t");
 		return;
 	case Q_CONTROLS: case Q_PRIORITY: case Q_HANDED: db_controls(q); return;
+	case Q_ANNOUNCE: db_announce(q); return;
 	case Q_OTHER:
 		fail_at(1u << W.s[sid].node, "a ledger statement the model does not know");
 		sq_answer(q, 0, 0);

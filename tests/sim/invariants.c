@@ -221,6 +221,22 @@ static bool claimed_not_run(const struct lrow *r)
 	return n->up && n->inc == r->on_failure_inc && n->steady_since <= r->on_failure_at;
 }
 
+/* Whether a LAST told node n, leading steadily since, in the same
+ * incarnation, TICK_MARGIN ago, that the row's on_failure was owed, and it
+ * is owed still: the node never claimed it (DESIGN 13: a new leader sends
+ * the newest on_failure owed that nobody claimed). */
+static bool told_owed_not_claimed(const struct lrow *r)
+{
+	const struct node *n;
+
+	if (!r || strcmp(r->on_failure, "owed") || r->owed_told_at <= 0 ||
+	    r->owed_told_at > T - TICK_MARGIN)
+		return false;
+	n = &W.nodes[r->owed_told_node];
+	return n->up && n->inc == r->owed_told_inc && n->steady_since <= T - TICK_MARGIN &&
+	       n->steady_since <= r->owed_told_at + TICK_MARGIN;
+}
+
 /* At the end: each job's newest run that failed for good, with a node
  * leading steadily for TICK_MARGIN, had its on_failure sent (never lost),
  * and one claimed by a node that led on since ran. */
@@ -231,15 +247,21 @@ void check_on_failure_end(void)
 	for (int i = 0; i < W.n; i++)
 		steady |= W.nodes[i].steady_since <= T - TICK_MARGIN;
 	for (int j = 0; j < W.n_jobs && steady && !W.failed; j++) {
-		const struct lrow *newest;
+		const struct lrow *newest, *any, *owed;
 
 		if (!W.sched[j] || !job_cfg(j)->on_failure || !(newest = newest_row(j)))
 			continue;
+		newest_rows(j, &any, &owed);
 		if (failed_for_good(j, newest) && strcmp(newest->on_failure, "sent"))
 			fail_at((1u << W.n) - 1, "job %s's run %" PRId64 " failed for good, "
 				"a node led steadily since, and its on_failure was never sent "
 				"(%s)", W.job_name[j], newest->run_id,
 				newest->on_failure[0] ? newest->on_failure : "not owed");
+		else if (told_owed_not_claimed(owed))
+			fail_at(1u << owed->owed_told_node, "%s was told that the on_failure "
+				"of job %s's run %" PRId64 " was owed, led on, and never "
+				"claimed it", W.nodes[owed->owed_told_node].name,
+				W.job_name[j], owed->run_id);
 		else if (claimed_not_run(newest))
 			fail_at(1u << newest->on_failure_by, "%s claimed the on_failure of job "
 				"%s's run %" PRId64 ", led on, and never ran it",
@@ -653,6 +675,6 @@ void check_invariants(void)
 double liveness_bound(void)
 {
 	return W.server_lease + W.p.ping_interval * W.p.ping_failures +
-	       W.p.ping_timeout + W.grace + 2 * W.retry +
+	       W.p.ping_timeout + W.drain + W.grace + 2 * W.retry +
 	       (W.failsafe ? W.p.failsafe_ttl : 0) + W.p.takeover_delay + 10 + 1;
 }

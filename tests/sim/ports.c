@@ -1174,6 +1174,8 @@ void ev_break(struct ev_loop *loop, int how)
 
 void notify_publish(const struct election_snapshot *s) { (void)s; }
 void notify_stopping(void) {}
+void notify_reloading(void) {}
+void notify_ready(void) {}
 void log_set_context(const struct log_fields *f) { (void)f; }
 
 bool dynlib_load_curl(char *err, size_t errlen)

@@ -512,6 +512,8 @@ static void node_config(struct node *n, const struct knobs *k)
 	argv[c++] = "--grace-period"; argv[c++] = d[5];
 	argv[c++] = "--takeover-delay"; argv[c++] = d[7];
 	argv[c++] = "--queue-depth"; argv[c++] = d[8];
+	snprintf(d[9], 32, "%gs", k->drain);
+	argv[c++] = "--drain-timeout"; argv[c++] = d[9];
 	if (k->failsafe)
 		c = failsafe_args(n, k, argv, c, peers, http, d[6]);
 	if (k->n_jobs) {
@@ -620,6 +622,11 @@ static void setup(uint64_t seed)
 	 * --jobs runs, whose seeds are the job layer's, every try */
 	W.count_every = with_jobs ? 1 : (int[]){ 1, 2, 3, 8 }[seed / 6 % 4];
 	W.lock_slots = W.count_every * ELECTION_COUNT_SLOTS - (int)(seed % 7);
+	/* DESIGN 13: one seed of six with jobs drains, for twice its first
+	 * job's interval; from the seed, so that every seed runs the fleet
+	 * and the faults it ran before, and the regression seeds of
+	 * regress-jobs.txt (none a multiple of six) what they found */
+	k.drain = k.n_jobs && seed % 6 == 0 ? 2.0 * (double)k.every_ms[0] / 1000 : 0;
 	W.n = k.n;
 	W.db_up = true;
 	W.xid = 700 + (uint64_t)irand(1000);
@@ -633,6 +640,7 @@ static void setup(uint64_t seed)
 	W.p.connect_timeout = 10.25; /* lease_connect_timeout of one host */
 	W.server_lease = W.nodes[0].cfg.server_lease_ms / 1000.0;
 	W.grace = W.nodes[0].cfg.grace_period_ms / 1000.0;
+	W.drain = W.nodes[0].cfg.drain_timeout_ms / 1000.0;
 	W.retry = W.p.retry_interval;
 	W.failsafe = k.failsafe;
 	W.mismatch = k.mismatch;

@@ -252,6 +252,9 @@ struct lrow {
 	int on_failure_runs;     /* on_failure commands started for it */
 	uint64_t on_failure_token; /* the term that claimed it */
 	double on_failure_at;    /* when it was claimed (the simulation's time) */
+	int owed_told_node;      /* the node a LAST last told it owed to, */
+	uint64_t owed_told_inc;  /* ... in that incarnation, */
+	double owed_told_at;     /* ... then (0: never told) */
 	uint64_t server;         /* the server it began on (W.server) */
 };
 
@@ -280,6 +283,8 @@ struct world {
 				  * a polling standby counts every
 				  * ceil(slots / ELECTION_COUNT_SLOTS)-th try */
 	int count_every;         /* ... that many */
+	double drain;             /* drain_timeout (DESIGN 13): a leader told to
+				   * stop keeps the lock up to this much longer */
 	bool failsafe, mismatch;
 	double faults_end, end;
 	uint64_t next_conn, next_child, next_round;
@@ -350,7 +355,8 @@ struct world {
 enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE,
 	     /* the controls (DESIGN 11): ledger.c's probes, read, ask, delete */
 	     Q_SCHEMA, Q_PROBE, Q_CONTROLS, Q_PRIORITY, Q_HANDED,
-	     Q_ON_FAILURE, Q_OTHER };
+	     Q_ON_FAILURE, Q_ANNOUNCE, /* the jobs' list (DESIGN 13): answered, kept nowhere */
+	     Q_OTHER };
 struct squery {
 	enum qkind kind;
 	bool started;            /* a claim that waited: the lock held at its start */
@@ -413,6 +419,7 @@ struct knobs {
 	int retries[MAXJ];
 	int64_t retry_delay_ms[MAXJ];
 	bool on_failure[MAXJ];
+	double drain;             /* drain_timeout (DESIGN 13); 0: none */
 };
 
 struct opts {
@@ -466,6 +473,8 @@ int job_index(const char *job);
 struct lrow *row_at(int j, int64_t tick);
 struct lrow *row_attempt(int j, int64_t tick, int attempt);
 struct lrow *row_by_id(int64_t run_id);
+/* job j's newest row, and its newest owed on_failure (what LAST tells) */
+void newest_rows(int j, const struct lrow **newest, const struct lrow **owed);
 extern struct squery *sq;
 void sq_free_all(void);
 uint64_t sq_new(const char *sql, int nparams, const char *const *params);

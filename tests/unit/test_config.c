@@ -196,6 +196,7 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("queue_depth", cfg->queue_depth);
 	INT("server_lease", cfg->server_lease_ms);
 	INT("grace_period", cfg->grace_period_ms);
+	INT("drain_timeout", cfg->drain_timeout_ms);
 	INT("takeover_delay", cfg->takeover_delay_ms);
 	INT("priority", cfg->priority);
 	INT("priority_delay", cfg->priority_delay_ms);
@@ -264,6 +265,8 @@ static const struct key_case {
 	  "invalid duration \"forever\" (examples: 250ms, 5s, 2m)" },
 	{ "grace_period", "grace-period", false, "1s", "1000", "-8s",
 	  "invalid duration \"-8s\" (examples: 250ms, 5s, 2m)" },
+	{ "drain_timeout", "drain-timeout", false, "90s", "90000", "soon",
+	  "invalid duration \"soon\" (examples: 250ms, 5s, 2m)" },
 	{ "takeover_delay", "takeover-delay", false, "1h", "3600000", "1d",
 	  "invalid duration \"1d\" (examples: 250ms, 5s, 2m)" },
 	{ "priority", "priority", false, "3", "3", "1001",
@@ -2282,6 +2285,33 @@ START_TEST(schema_names)
 }
 END_TEST
 
+/* DESIGN 13: a reload keeps the keys that take a restart (their values
+ * copied from the running configuration) and names them; the others
+ * (drain_timeout here) are the new file's. */
+START_TEST(reload_keeps_restart_keys)
+{
+	struct config old, fresh;
+	char err[ERRLEN], names[256];
+
+	ck_assert_int_eq(load(&old, err, "--dsn=host=a", "--schema=one", "--node-id=n1",
+			      "--ping-interval=1s", "true", NULL), CONFIG_OK);
+	ck_assert_int_eq(load(&fresh, err, "--dsn=host=b", "--schema=two", "--node-id=n1",
+			      "--ping-interval=2s", "--http-addr=:8008", "--drain-timeout=9s",
+			      "true", NULL), CONFIG_OK);
+	ck_assert_int_eq((int)config_keep_restart_keys(&fresh, &old, names, sizeof(names)), 4);
+	ck_assert_str_eq(names, "dsn, schema, http_addr, ping_interval");
+	ck_assert_str_eq(fresh.dsn, "host=a");
+	ck_assert_str_eq(fresh.schema, "one");
+	ck_assert_ptr_null(fresh.http_addr);
+	ck_assert_int_eq(fresh.ping_interval_ms, 1000);
+	ck_assert_int_eq(fresh.drain_timeout_ms, 9000);
+	ck_assert_int_eq((int)config_keep_restart_keys(&fresh, &old, names, sizeof(names)), 0);
+	ck_assert_str_eq(names, "");
+	config_free(&old);
+	config_free(&fresh);
+}
+END_TEST
+
 /* A test and how many cases of its table it runs. */
 struct named_test {
 	const char *name;
@@ -2347,6 +2377,7 @@ static Suite *config_suite(void)
 		ONCE(job_defaults),
 		LOOP(env_hint, env_hint_cases),
 		LOOP(schema_names, schema_cases),
+		ONCE(reload_keeps_restart_keys),
 #undef LOOP
 #undef ONCE
 	};

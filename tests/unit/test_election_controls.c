@@ -858,6 +858,125 @@ START_TEST(an_untrusted_ledger_stops_the_leaders_command)
 }
 END_TEST
 
+/* ---- drain (DESIGN 13) ---- */
+
+/* quick() with drain_timeout 30s: a leader whose command runs, at 0. */
+static void draining_leader(void)
+{
+	struct config c = quick();
+	struct election_params p;
+
+	c.drain_timeout_ms = 30000;
+	p = daemon_params(&c);
+	to_standby(&p, 0);
+	to_leader(&none, 0);
+	ev(ELECTION_COMMAND, ELECTION_COMMAND_STARTED, 0);
+}
+
+/* A leader's SIGTERM with drain_timeout: DRAIN_CHILD, never STOP_CHILD;
+ * the lock and the fence are pinged on meanwhile (a silent session would
+ * be ended by the server lease); a SIGTERM again kills; the command gone,
+ * the lock is released. */
+/* The next PING from t on, ticking every 10 ms (at most 1 s): its time. */
+static double next_ping(double t)
+{
+	for (double end = t + 1; t < end; t += 0.01) {
+		struct election_output out = tick(t);
+
+		if (has(&out, ELECTION_DO_PING))
+			return t;
+	}
+	ck_abort_msg("no ping");
+	return t;
+}
+
+START_TEST(drain_on_shutdown)
+{
+	struct election_output out;
+	double t;
+
+	draining_leader();
+	out = ev(ELECTION_SHUTDOWN, 0, 0.1);
+	ck_assert(has(&out, ELECTION_DO_DRAIN_CHILD));
+	ck_assert(!has(&out, ELECTION_DO_STOP_CHILD));
+	ck_assert_int_eq(M.state, ELECTION_SHUTTING_DOWN);
+	t = next_ping(0.1);
+	ev(ELECTION_LOCK, ELECTION_SESSION_PING_OK, t + 0.01);
+	t = next_ping(t + 0.02);
+	ev(ELECTION_LOCK, ELECTION_SESSION_PING_OK, t + 0.01);
+	t = next_ping(t + 0.02);
+	ck_assert_int_eq(M.state, ELECTION_SHUTTING_DOWN);
+	out = ev(ELECTION_COMMAND, ELECTION_COMMAND_GONE, t + 0.05);
+	ck_assert(has(&out, ELECTION_DO_RELEASE));
+	ck_assert(!M.draining);
+}
+END_TEST
+
+/* The pings fail while the command drains: the lock may be gone, so the
+ * drain ends: STOP_CHILD now, one warning. */
+START_TEST(drain_ends_when_pings_fail)
+{
+	struct election_output out;
+	double t;
+
+	draining_leader();
+	ev(ELECTION_SHUTDOWN, 0, 0.1);
+	/* a ping unanswered: failed at ping_timeout, then each ping_interval */
+	t = next_ping(0.1);
+	out = tick(t + 0.5 + 2 * 0.25 - 0.01);
+	ck_assert(!has(&out, ELECTION_DO_STOP_CHILD));
+	out = tick(t + 0.5 + 2 * 0.25 + 0.01);
+	ck_assert(has(&out, ELECTION_DO_STOP_CHILD));
+	ck_assert_msg(strstr(said(&out), "draining ended early: ping timed out 3 times"),
+		      "%s", said(&out));
+	ck_assert(!M.draining);
+	out = tick(t + 2.0);
+	ck_assert(!has(&out, ELECTION_DO_PING));
+}
+END_TEST
+
+/* A switchover asked of this leader drains too, the lock held; a SIGTERM
+ * meanwhile drains on (the runner keeps its first bound). */
+START_TEST(drain_on_handover)
+{
+	struct election_output out;
+
+	draining_leader();
+	tick(0.25);
+	out = controls(&asked_of_a, 0.25);
+	ck_assert(has(&out, ELECTION_DO_DRAIN_CHILD));
+	ck_assert(!has(&out, ELECTION_DO_STOP_CHILD));
+	ck_assert(!(out.actions & (ELECTION_DO_DISCONNECT | ELECTION_DO_FENCE_DROP)));
+	ck_assert_int_eq(M.state, ELECTION_DEMOTING);
+	out = ev(ELECTION_SHUTDOWN, 0, 0.5);
+	ck_assert(has(&out, ELECTION_DO_DRAIN_CHILD));
+	ck_assert(!has(&out, ELECTION_DO_STOP_CHILD));
+	ck_assert_int_eq(M.state, ELECTION_SHUTTING_DOWN);
+}
+END_TEST
+
+/* Not of its own will, or no drain_timeout: STOP_CHILD as before. */
+START_TEST(no_drain_when_lost_or_off)
+{
+	struct election_output out;
+
+	leader_running();
+	out = ev(ELECTION_SHUTDOWN, 0, 0.1);
+	ck_assert(has(&out, ELECTION_DO_STOP_CHILD));
+	ck_assert(!has(&out, ELECTION_DO_DRAIN_CHILD));
+	draining_leader();
+	tick(0.25);
+	/* the lease lost: its pings failed */
+	out = tick(5.0);
+	ck_assert_int_eq(M.state, ELECTION_DEMOTING);
+	ck_assert(has(&out, ELECTION_DO_STOP_CHILD));
+	ck_assert(!has(&out, ELECTION_DO_DRAIN_CHILD));
+	/* a SIGTERM while a lost lease's command stops does not drain */
+	out = ev(ELECTION_SHUTDOWN, 0, 5.1);
+	ck_assert(!has(&out, ELECTION_DO_DRAIN_CHILD));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("election_controls");
@@ -898,6 +1017,10 @@ int main(void)
 	tcase_add_test(tc, last_read_paused_fails_closed);
 	tcase_add_test(tc, last_read_job_paused_fails_closed);
 	tcase_add_test(tc, running_leader_keeps_running);
+	tcase_add_test(tc, drain_on_shutdown);
+	tcase_add_test(tc, drain_ends_when_pings_fail);
+	tcase_add_test(tc, drain_on_handover);
+	tcase_add_test(tc, no_drain_when_lost_or_off);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -144,6 +144,21 @@ void ledger_prune(struct ledger *l, int64_t lock_key, int64_t keep_ms)
 	(void)keep_ms;
 }
 
+/* the jobs announced (DESIGN 13), "name@next_tick_ms" joined by
+ * spaces, "!" after the last */
+static char announced[512];
+
+void ledger_announce(struct ledger *l, const struct ledger_term *t,
+		     const struct ledger_job *job)
+{
+	size_t at = strlen(announced);
+
+	(void)l;
+	(void)t;
+	snprintf(announced + at, sizeof(announced) - at, "%s%s@%lld%s", at ? " " : "",
+		 job->name, (long long)job->next_tick, job->last ? "!" : "");
+}
+
 bool ledger_idle(const struct ledger *l)
 {
 	(void)l;

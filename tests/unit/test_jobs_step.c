@@ -679,6 +679,214 @@ START_TEST(test_catch_up_after_failover)
 }
 END_TEST
 
+/* ---- drain (DESIGN 13) ---- */
+
+static const struct jobs_action *timer_of(enum jobs_timer t, int job)
+{
+	for (size_t i = 0; i < out.n; i++)
+		if (out.a[i].type == JOBS_DO_TIMER && out.a[i].timer == t && out.a[i].job == job)
+			return &out.a[i];
+	return NULL;
+}
+
+static void lead_ends(bool drain)
+{
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_ENDING, .job = -1, .drain = drain });
+}
+
+static void gone(int job, int status)
+{
+	step((struct jobs_event){ .type = JOBS_EV_RUN_GONE, .job = job, .status = status });
+}
+
+/* The runs' ends reached the ledger: the flush's timer. */
+static void flushed(void)
+{
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = -1, .timer = JOBS_TIMER_FLUSH });
+}
+
+/* A stop of the leader's own will: the scheduled run goes on to its end,
+ * the job without a schedule is stopped at once, no tick fires; gone once
+ * both ended, the run recorded as it ended. */
+START_TEST(test_drain_lets_runs_finish)
+{
+	const struct jobs_action *t;
+
+	load("");
+	cfg.drain_timeout_ms = 5 * S;
+	running();
+	lead_ends(true);
+	ck_assert_ptr_nonnull(find(JOBS_DO_STOP, svc_job, 0));
+	ck_assert_ptr_null(find(JOBS_DO_STOP, tick_job, 0));
+	t = timer_of(JOBS_TIMER_DRAIN, -1);
+	ck_assert_ptr_nonnull(t);
+	ck_assert(t->after == 5.0);
+	ck_assert(timer_of(JOBS_TIMER_TICK, tick_job)->after < 0);
+	ck_assert(said("draining: 1 run may finish for up to 5.0s"));
+	ck_assert_ptr_null(find(JOBS_DO_GONE, -1, 0));
+	now += 1;
+	gone(svc_job, 143);
+	ck_assert_ptr_null(find(JOBS_DO_GONE, -1, 0));
+	now += 2;
+	gone(tick_job, 0);
+	ck_assert_int_eq(find(JOBS_DO_FINISH, -1, 0)->outcome, JOBS_SUCCEEDED);
+	flushed();
+	ck_assert_ptr_nonnull(find(JOBS_DO_GONE, -1, 0));
+	ck_assert(timer_of(JOBS_TIMER_DRAIN, -1)->after < 0);
+	/* a drain timer late after all: nothing more */
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = -1, .timer = JOBS_TIMER_DRAIN });
+	ck_assert_int_eq(count(JOBS_DO_STOP, -2), 0);
+	ck_assert_ptr_null(find(JOBS_DO_GONE, -1, 0));
+	unload();
+}
+END_TEST
+
+/* drain_timeout runs out: the run is stopped then, recorded interrupted;
+ * a second drain (a SIGTERM during a handover's) keeps the first bound. */
+START_TEST(test_drain_runs_out)
+{
+	load("");
+	cfg.drain_timeout_ms = 5 * S;
+	running();
+	lead_ends(true);
+	gone(svc_job, 143);
+	now += 2;
+	lead_ends(true);
+	ck_assert_int_eq(count(JOBS_DO_STOP, -2), 0);
+	ck_assert_ptr_null(timer_of(JOBS_TIMER_DRAIN, -1));
+	now += 3;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = -1, .timer = JOBS_TIMER_DRAIN });
+	ck_assert_ptr_nonnull(find(JOBS_DO_STOP, tick_job, 0));
+	ck_assert(said("drain_timeout (5.0s) ran out: stopping the runs still going"));
+	gone(tick_job, 143);
+	ck_assert_int_eq(find(JOBS_DO_FINISH, -1, 0)->outcome, JOBS_INTERRUPTED);
+	flushed();
+	ck_assert_ptr_nonnull(find(JOBS_DO_GONE, -1, 0));
+	unload();
+}
+END_TEST
+
+/* A stop that is not of the leader's own will (the lease lost) during a
+ * drain stops the run now; without drain_timeout a drain is a stop. */
+START_TEST(test_drain_cut_short)
+{
+	load("");
+	cfg.drain_timeout_ms = 5 * S;
+	running();
+	lead_ends(true);
+	now += 1;
+	lead_ends(false);
+	ck_assert_ptr_nonnull(find(JOBS_DO_STOP, tick_job, 0));
+	ck_assert(timer_of(JOBS_TIMER_DRAIN, -1)->after < 0);
+	unload();
+	load("");
+	running();
+	lead_ends(true);
+	ck_assert_ptr_nonnull(find(JOBS_DO_STOP, tick_job, 0));
+	ck_assert_ptr_nonnull(find(JOBS_DO_STOP, svc_job, 0));
+	ck_assert_ptr_null(timer_of(JOBS_TIMER_DRAIN, -1));
+	unload();
+}
+END_TEST
+
+/* The term's jobs are announced once the ledger is there, each scheduled
+ * one with its next tick after the server's now; each term's announcement
+ * is a new generation. */
+START_TEST(test_announce)
+{
+	const struct jobs_action *a;
+	struct jobs_view v;
+
+	load("");
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_BEGAN, .job = -1,
+				  .term = { 42, TOKEN, LOCK_PID } });
+	ck_assert_ptr_null(find(JOBS_DO_ANNOUNCE, -1, 0));
+	answer(JOBS_EV_ENSURED, -1, ok_at(T0 + 1));
+	a = find(JOBS_DO_ANNOUNCE, -1, 0);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_int_eq((int)a->generation, 1);
+	ck_assert_int_eq(a->term.fencing_token, TOKEN);
+	jobs_state_view(js, (size_t)tick_job, &v);
+	ck_assert(v.announced_next == (double)(T0 + 10 * S) / 1000);
+	ck_assert(v.next_tick == 0); /* planned only once the ledger told */
+	jobs_state_view(js, (size_t)svc_job, &v);
+	ck_assert(v.announced_next == 0);
+	lead_ends(false);
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_BEGAN, .job = -1,
+				  .term = { 42, TOKEN + 1, LOCK_PID } });
+	answer(JOBS_EV_ENSURED, -1, ok_at(T0 + 1));
+	ck_assert_int_eq((int)find(JOBS_DO_ANNOUNCE, -1, 0)->generation, 2);
+	unload();
+}
+END_TEST
+
+/* ---- reload (DESIGN 13) ---- */
+
+static struct config fresh;
+
+/* A second configuration, as a reload reads it: [job.tick] every 20 s,
+ * svc gone, [job.added] new and without a schedule. */
+static void load_fresh(void)
+{
+	char path[] = "/tmp/test_jobs_step-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	char *argv[] = { "pgleader", "-c", path, "--node-id", "a", NULL };
+	char err[512];
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[pgleader]\nlock_key = 42\n[job.tick]\ncommand = false\n"
+		"schedule = @every 20s\n[job.added]\ncommand = sleep 5\n");
+	fclose(f);
+	memset(&fresh, 0, sizeof(fresh));
+	ck_assert_msg(config_load(&fresh, 5, argv, err, sizeof(err)) == CONFIG_OK, "%s", err);
+	unlink(path);
+}
+
+/* Kept, removed, added by name, the lead kept: the running scheduled run
+ * goes on and takes its new command once it ended; the job without a
+ * schedule the file lost is stopped; the new one is added, then started;
+ * the new list announced. */
+START_TEST(test_reload)
+{
+	const struct jobs_action *a;
+	struct jobs_view v;
+
+	load("");
+	load_fresh();
+	running();
+	step((struct jobs_event){ .type = JOBS_EV_RELOAD, .job = -1, .cfg = &fresh });
+	ck_assert_ptr_nonnull(find(JOBS_DO_STOP, svc_job, 0));
+	ck_assert_ptr_null(find(JOBS_DO_STOP, tick_job, 0));
+	ck_assert_ptr_null(find(JOBS_DO_RECONFIGURE, tick_job, 0));
+	a = find(JOBS_DO_ADD, 2, 0);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_str_eq(a->job_cfg->name, "added");
+	ck_assert_ptr_nonnull(find(JOBS_DO_START, 2, 0));
+	ck_assert(a < find(JOBS_DO_START, 2, 0)); /* added before it is named */
+	ck_assert_int_eq((int)find(JOBS_DO_ANNOUNCE, -1, 0)->generation, 2);
+	ck_assert(said("job svc: removed by a reload; stopping it"));
+	ck_assert(said("job added: added by a reload"));
+	ck_assert_int_eq((int)jobs_state_count(js), 3); /* svc shown while it stops */
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = 2, .pid = 500 });
+	gone(svc_job, 143);
+	ck_assert_int_eq(count(JOBS_DO_START, svc_job), 0); /* never again */
+	ck_assert_int_eq((int)jobs_state_count(js), 2);
+	for (size_t i = 0; i < 2; i++) {
+		jobs_state_view(js, i, &v);
+		ck_assert(!v.removed && strcmp(v.name, "svc"));
+	}
+	gone(tick_job, 0);
+	a = find(JOBS_DO_RECONFIGURE, tick_job, 0);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_str_eq(a->job_cfg->command[0], "false");
+	jobs_state_view(js, (size_t)tick_job, &v);
+	ck_assert_str_eq(v.schedule, "@every 20s");
+	unload();
+	config_free(&fresh);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs_step");
@@ -703,6 +911,11 @@ int main(void)
 	tcase_add_test(tc, test_on_failure_claimed_elsewhere);
 	tcase_add_test(tc, test_next_tick_ends_retries);
 	tcase_add_test(tc, test_catch_up_after_failover);
+	tcase_add_test(tc, test_drain_lets_runs_finish);
+	tcase_add_test(tc, test_drain_runs_out);
+	tcase_add_test(tc, test_drain_cut_short);
+	tcase_add_test(tc, test_announce);
+	tcase_add_test(tc, test_reload);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -226,6 +226,90 @@ START_TEST(claim_stale_token_inserts_nothing)
 }
 END_TEST
 
+/* ---- the jobs announced (DESIGN 13) ---------------------------------------- */
+
+/* One job of an announcement as the term (token, lock pid) sends it;
+ * whether it was written. */
+static bool announce(PGconn *c, const char *s, const char *job, const char *sched,
+		     long long token, int pid, int gen, bool last)
+{
+	char p[10][64];
+	const char *params[10];
+	char *sql = ledger_sql_announce(s);
+	PGresult *r;
+	bool ok;
+
+	snprintf(p[0], 64, "%d", KEY);
+	snprintf(p[1], 64, "%s", job);
+	snprintf(p[2], 64, "%s", sched ? sched : "");
+	snprintf(p[3], 64, "n1");
+	snprintf(p[4], 64, "%lld", token);
+	snprintf(p[5], 64, "%d", pid);
+	snprintf(p[6], 64, "UTC");
+	snprintf(p[7], 64, "1800000000000");
+	snprintf(p[8], 64, "%d", gen);
+	snprintf(p[9], 64, "%s", last ? "true" : "false");
+	for (int i = 0; i < 10; i++)
+		params[i] = p[i];
+	params[2] = sched ? p[2] : NULL;
+	params[6] = sched ? p[6] : NULL;
+	r = run(c, sql, 10, params);
+	ck_assert_int_eq(PQntuples(r), 1);
+	ck_assert_int_eq(PQnfields(r), 2);
+	ok = !strcmp(PQgetvalue(r, 0, 0), "t");
+	PQclear(r);
+	free(sql);
+	return ok;
+}
+
+static long long jobs_named(PGconn *c, const char *s, const char *where)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM \"%s\".jobs WHERE %s", s, where);
+	return number(c, sql);
+}
+
+/* Written while the lock session holds the lock and no newer token is
+ * recorded; the last job of an announcement removes what older ones named
+ * and it does not; an older term's, or one without the lock, writes
+ * nothing. */
+START_TEST(announce_by_the_holder_only)
+{
+	const char *s = "announce";
+	struct sessions x = leader(s);
+
+	ck_assert(announce(x.fence, s, "a", "@every 1h", 100, x.lock_pid, 1, false));
+	ck_assert(announce(x.fence, s, "b", NULL, 100, x.lock_pid, 1, true));
+	ck_assert_int_eq(jobs_named(x.fence, s, "true"), 2);
+	ck_assert_int_eq(jobs_named(x.fence, s, "job = 'b' AND schedule IS NULL"
+				    " AND timezone IS NULL"), 1);
+	ck_assert_int_eq(jobs_named(x.fence, s, "job = 'a' AND next_tick ="
+				    " to_timestamp(1800000000)"), 1);
+	/* a reload: a again, c new, b gone */
+	ck_assert(announce(x.fence, s, "a", "@every 2h", 100, x.lock_pid, 2, false));
+	ck_assert(announce(x.fence, s, "c", "@daily", 100, x.lock_pid, 2, true));
+	ck_assert_int_eq(jobs_named(x.fence, s, "true"), 2);
+	ck_assert_int_eq(jobs_named(x.fence, s, "job = 'a' AND schedule = '@every 2h'"), 1);
+	ck_assert_int_eq(jobs_named(x.fence, s, "job = 'b'"), 0);
+	/* a newer term recorded (a claim of token 200): token 100 writes nothing */
+	exec_ok(x.fence, "INSERT INTO announce.terms (lock_key, fencing_token, node_id)"
+		" VALUES (" KEY_TEXT ", 200, 'n2') ON CONFLICT (lock_key) DO UPDATE"
+		" SET fencing_token = 200");
+	ck_assert(!announce(x.fence, s, "d", NULL, 100, x.lock_pid, 3, true));
+	ck_assert_int_eq(jobs_named(x.fence, s, "job = 'd'"), 0);
+	ck_assert_int_eq(jobs_named(x.fence, s, "true"), 2);
+	/* the lock gone from the lock session: nothing */
+	ck_assert(!announce(x.fence, s, "e", NULL, 300, x.lock_pid + 1, 1, true));
+	ck_assert_int_eq(jobs_named(x.fence, s, "true"), 2);
+	/* a new term's list replaces the old one's */
+	ck_assert(announce(x.fence, s, "z", NULL, 300, x.lock_pid, 1, true));
+	ck_assert_int_eq(jobs_named(x.fence, s, "true"), 1);
+	ck_assert_int_eq(jobs_named(x.fence, s, "job = 'z' AND fencing_token = 300"), 1);
+	done(&x);
+}
+END_TEST
+
 /* The lock session's lock is gone (unlocked, or another pid): nothing. */
 START_TEST(claim_without_the_lock_inserts_nothing)
 {
@@ -701,6 +785,9 @@ START_TEST(init_check_and_privileges)
 	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_READ_ONLY);
 	exec_ok(c, "GRANT SELECT, INSERT, UPDATE, DELETE ON check_priv.runs, check_priv.terms"
 		" TO check_u");
+	/* the jobs announced (version 4) are written by the nodes too */
+	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_READ_ONLY);
+	exec_ok(c, "GRANT INSERT, UPDATE, DELETE ON check_priv.jobs TO check_u");
 	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_READY);
 	exec_ok(c, "REVOKE USAGE ON SCHEMA check_priv FROM PUBLIC");
 	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_NO_ACCESS);
@@ -1194,6 +1281,7 @@ static Suite *sql_pg_suite(void)
 	tcase_set_timeout(t, 30);
 	tcase_add_test(t, claim_current_token_inserts_one_row);
 	tcase_add_test(t, claim_stale_token_inserts_nothing);
+	tcase_add_test(t, announce_by_the_holder_only);
 	tcase_add_test(t, claim_without_the_lock_inserts_nothing);
 	tcase_add_test(t, claim_early_tick_inserts_nothing);
 	tcase_add_test(t, claim_rerun_of_interrupted);
