@@ -346,6 +346,21 @@ static void lose_lease(struct election *e, struct election_output *out,
 	}
 }
 
+/* The lock's ping, when one is due and none is in flight (a leader's, and
+ * a draining leader's, which keeps the lock until its runs end). */
+static void ping_if_due(struct election *e, struct election_output *out, double now)
+{
+	if (e->ping_pending || now < e->next_ping_at)
+		return;
+	e->ping_pending = true;
+	/* deadlines run from when it was due, however late the loop */
+	e->ping_sent_at = e->next_ping_at;
+	out->actions |= ELECTION_DO_PING;
+	/* a held fence has the same server-side lease to keep */
+	if (election_fence_held(&e->fence))
+		out->actions |= ELECTION_DO_FENCE_PING;
+}
+
 static void leader_tick(struct election *e, struct election_output *out,
 			double now)
 {
@@ -360,15 +375,7 @@ static void leader_tick(struct election *e, struct election_output *out,
 		lose_lease(e, out, now, FAULT_PING_TIMEOUT, why);
 		return;
 	}
-	if (!e->ping_pending && now >= e->next_ping_at) {
-		e->ping_pending = true;
-		/* deadlines run from when it was due, however late the loop */
-		e->ping_sent_at = e->next_ping_at;
-		out->actions |= ELECTION_DO_PING;
-		/* a held fence has the same server-side lease to keep */
-		if (election_fence_held(&e->fence))
-			out->actions |= ELECTION_DO_FENCE_PING;
-	}
+	ping_if_due(e, out, now);
 	election_failsafe_check_tick(e, out, now);
 	if (!e->child_running && now >= e->child_start_at && election_fence_ok(&e->fence) &&
 	    election_failsafe_members_ok(e) && election_controls_allow_start(e))
@@ -489,13 +496,7 @@ static void draining_tick(struct election *e, struct election_output *out,
 		}
 		return;
 	}
-	if (!e->ping_pending && now >= e->next_ping_at) {
-		e->ping_pending = true;
-		e->ping_sent_at = e->next_ping_at;
-		out->actions |= ELECTION_DO_PING;
-		if (election_fence_held(&e->fence))
-			out->actions |= ELECTION_DO_FENCE_PING;
-	}
+	ping_if_due(e, out, now);
 }
 
 static double draining_wakeup(const struct election *e, double now)
