@@ -4131,12 +4131,11 @@ START_TEST(test_failsafe_stranger)
 }
 END_TEST
 
-/* Issue 17, 6.1: a failsafe leader keeps its fence: taken again in failsafe
- * when its session is back, and on the way back to LEADER. */
-START_TEST(test_failsafe_fence_kept)
+/* A failsafe leader whose fence session the test plays: the lock and the
+ * fence taken at 0, the members clear, the command started. */
+static void failsafe_leader_fenced(void)
 {
 	struct election_params p = failsafe_params();
-	struct election_output out;
 
 	answer_fence = false; /* the test plays the fence session */
 	election_init(&M, &p);
@@ -4148,6 +4147,15 @@ START_TEST(test_failsafe_fence_kept)
 	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
 	ck_actions(peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, 0),
 		   ELECTION_DO_START_CHILD);
+}
+
+/* Issue 17, 6.1: a failsafe leader keeps its fence: taken again in failsafe
+ * when its session is back, and on the way back to LEADER. */
+START_TEST(test_failsafe_fence_kept)
+{
+	struct election_output out;
+
+	failsafe_leader_fenced();
 	/* a restart: both sessions lost, the command kept */
 	step(&M, ELECTION_CONN_LOST, 0, "gone", 1);
 	ck_state(&M, ELECTION_FAILSAFE);
@@ -4186,18 +4194,9 @@ END_TEST
  * the command there cut its SIGTERM short for no reason. */
 START_TEST(test_failsafe_demoted_reconnect_fails)
 {
-	struct election_params p = failsafe_params();
 	struct election_output out;
 
-	answer_fence = false; /* the test plays the fence session */
-	election_init(&M, &p);
-	step(&M, ELECTION_START, 0, NULL, 0);
-	fence_news(&M, ELECTION_SESSION_CONNECTED, FAULT_NONE, 0);
-	step(&M, ELECTION_CONNECTED, 0, NULL, 0);
-	step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 1, fencing token 9", 0);
-	fence_news(&M, ELECTION_SESSION_ACQUIRED, FAULT_NONE, 0);
-	ck_actions(peers(&M, ELECTION_PEERS_CHECK_DONE, ELECTION_CHECK_CLEAR, 0, NULL, 0),
-		   ELECTION_DO_START_CHILD);
+	failsafe_leader_fenced();
 	step(&M, ELECTION_CONN_LOST, 0, "gone", 1);
 	fence_news(&M, ELECTION_SESSION_FAILED, FAULT_TERMINATED, 1.001);
 	peers(&M, ELECTION_PEERS_ROUND_DONE, 2, 2, NULL, 1.002);
