@@ -19,6 +19,7 @@
 #include "http.h"
 #include "jobs.h"
 #include "controls_cli.h"
+#include "trigger_cli.h"
 #include "ledger_cli.h"
 #include "metrics.h"
 #include "log.h"
@@ -399,6 +400,7 @@ int main(int argc, char **argv)
 	       : cfg.mode == CONFIG_MODE_INIT_DB ? ledger_cli_init_db(&cfg)
 	       : cfg.mode == CONFIG_MODE_PAUSE || cfg.mode == CONFIG_MODE_RESUME ||
 		 cfg.mode == CONFIG_MODE_SWITCHOVER ? controls_cli_run(&cfg)
+	       : cfg.mode == CONFIG_MODE_TRIGGER ? trigger_cli_run(&cfg)
 	       : cfg.status_mode ? status_run(&cfg, status_sections) : run(&cfg, &reloader);
 	config_free(&cfg);
 	reloader_free(&reloader);

@@ -23,6 +23,35 @@ enum controls_pause_col { CONTROLS_PAUSE_BY, CONTROLS_PAUSE_AT, CONTROLS_PAUSE_N
 bool controls_sql_pause(struct ledger_sql_query *q, const char *schema, int64_t key,
 			const char *job);
 
+/* trigger (DESIGN 13): $1 key, $2 job or NULL, $3 force. One row. */
+enum controls_trigger_col {
+	CONTROLS_TRIGGER_JOB,       /* the job: --job's, or the lock's only
+				     * scheduled one; NULL: none to pick */
+	CONTROLS_TRIGGER_SCHEDULED, /* it was announced with a schedule ('t'),
+				     * without ('f'); NULL: not announced */
+	CONTROLS_TRIGGER_PAUSED_BY, /* a pause in force on it: who, when */
+	CONTROLS_TRIGGER_PAUSED_AT,
+	CONTROLS_TRIGGER_ASKED_US,  /* written: its tick, Unix microseconds */
+	CONTROLS_TRIGGER_ASKED_AT,  /* and RFC 3339; NULL: not written */
+	CONTROLS_TRIGGER_ASKED_BY,
+	CONTROLS_TRIGGER_SCHEDULED_JOBS, /* the jobs announced with a schedule */
+	CONTROLS_TRIGGER_NCOLS
+};
+bool controls_sql_trigger(struct ledger_sql_query *q, const char *schema, int64_t key,
+			  const char *job, bool force);
+/* trigger --wait: $1 key, $2 job, $3 the request's tick (Unix us). */
+enum controls_trigger_run_col {
+	CONTROLS_RUN_ID,            /* NULL: not claimed yet */
+	CONTROLS_RUN_OUTCOME,
+	CONTROLS_RUN_EXIT,          /* NULL: none */
+	CONTROLS_RUN_ENDED,         /* 't' once it ended */
+	CONTROLS_RUN_NODE,
+	CONTROLS_RUN_ASKED,         /* 't' while the request waits */
+	CONTROLS_TRIGGER_RUN_NCOLS
+};
+bool controls_sql_trigger_run(struct ledger_sql_query *q, const char *schema, int64_t key,
+			      const char *job, int64_t asked_us);
+
 /* resume: $1 key, $2 job or NULL for every pause of the lock. One row. */
 enum controls_resume_col {
 	CONTROLS_RESUME_COUNT,   /* rows deleted */

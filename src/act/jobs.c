@@ -59,6 +59,7 @@ struct jobs {
 	ev_timer flush_timer;       /* a stop waits for the runs' ends */
 	struct on_failure_run *hooks; /* on_failure commands running */
 	ev_timer drain_timer;       /* drain_timeout (DESIGN 13) */
+	ev_timer triggers_timer;    /* the next read of the runs asked for now */
 	char node_id[64];
 };
 
@@ -154,14 +155,37 @@ static void flush_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	feed(w->data, &ev);
 }
 
-static void drain_cb(struct ev_loop *loop, ev_timer *w, int revents)
+/* DRAIN and TRIGGERS, the jobs' own timers besides FLUSH */
+static void jobs_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
+	struct jobs *j = w->data;
 	struct jobs_event ev = { .type = JOBS_EV_TIMER, .job = -1,
-				 .timer = JOBS_TIMER_DRAIN };
+				 .timer = w == &j->drain_timer ? JOBS_TIMER_DRAIN
+				 : JOBS_TIMER_TRIGGERS };
 
 	(void)loop;
 	(void)revents;
-	feed(w->data, &ev);
+	feed(j, &ev);
+}
+
+/* The requests to run now the ledger holds (DESIGN 13), as the decider's. */
+static void triggers_cb(void *arg, const struct ledger_answer *a)
+{
+	struct jobs_trigger t[LEDGER_TRIGGERS_MAX];
+	struct jobs_answer ans;
+	struct jobs_event ev = { .type = JOBS_EV_TRIGGERS, .job = -1, .answer = &ans };
+	int n = a->ok && a->triggers ? a->triggers->n : 0;
+
+	answer_of(a, &ans);
+	for (int i = 0; i < n; i++) {
+		const struct ledger_trigger *g = &a->triggers->t[i];
+
+		t[i] = (struct jobs_trigger){ .id = g->id, .tick = g->tick, .job = g->job,
+					      .asked_by = g->asked_by };
+	}
+	ans.triggers = t;
+	ans.n_triggers = n;
+	feed(arg, &ev);
 }
 
 /* ---- what goes out ---- */
@@ -239,7 +263,8 @@ static void start(struct job_io *io, const struct jobs_action *a)
 static void set_timer(struct jobs *j, const struct jobs_action *a)
 {
 	ev_timer *w = a->job >= 0 ? &j->job[a->job]->timers[a->timer]
-		      : a->timer == JOBS_TIMER_DRAIN ? &j->drain_timer : &j->flush_timer;
+		      : a->timer == JOBS_TIMER_DRAIN ? &j->drain_timer
+		      : a->timer == JOBS_TIMER_TRIGGERS ? &j->triggers_timer : &j->flush_timer;
 
 	if (a->after >= 0 && !a->restart && ev_is_active(w))
 		return; /* as libev's ev_timer_start: it keeps its time */
@@ -311,7 +336,7 @@ static void ask(struct jobs *j, const struct jobs_action *a)
 		ledger_ensure(j->ledger, answered_cb,
 			      io ? &io->askers[ASK_REMADE] : &j->ensure_asker);
 	else if (a->type == JOBS_DO_CLAIM)
-		ledger_claim(j->ledger, &t, io->cfg->name, a->tick, a->attempt,
+		ledger_claim(j->ledger, &t, io->cfg->name, a->tick, a->attempt, a->trigger,
 			     jobs_outcome_name(a->outcome), a->rerun, answered_cb,
 			     &io->askers[a->record ? ASK_RECORDED : ASK_CLAIMED]);
 	else if (a->type == JOBS_DO_LAST)
@@ -324,6 +349,8 @@ static void ask(struct jobs *j, const struct jobs_action *a)
 				  &io->askers[ASK_ON_FAILURE]);
 	else if (a->type == JOBS_DO_ANNOUNCE)
 		announce(j, a, &t);
+	else if (a->type == JOBS_DO_TRIGGERS)
+		ledger_triggers(j->ledger, a->term.lock_key, triggers_cb, j);
 	else
 		ledger_prune(j->ledger, a->term.lock_key, a->keep_ms);
 }
@@ -520,6 +547,7 @@ static void (*const doers[])(struct jobs *j, const struct jobs_action *a) = {
 	[JOBS_DO_LOG] = do_log,
 	[JOBS_DO_ENSURE] = ask, [JOBS_DO_CLAIM] = ask, [JOBS_DO_LAST] = ask,
 	[JOBS_DO_FINISH] = ask, [JOBS_DO_ANNOUNCE] = ask, [JOBS_DO_PRUNE] = ask,
+	[JOBS_DO_TRIGGERS] = ask,
 	[JOBS_DO_START] = do_start,
 	[JOBS_DO_STOP] = signal_run, [JOBS_DO_KILL] = signal_run,
 	[JOBS_DO_SIGNAL] = signal_run,
@@ -704,8 +732,10 @@ struct jobs *jobs_new(struct ev_loop *loop, const struct config *cfg,
 	snprintf(j->node_id, sizeof(j->node_id), "%s", cfg->node_id);
 	ev_init(&j->flush_timer, flush_cb);
 	j->flush_timer.data = j;
-	ev_init(&j->drain_timer, drain_cb);
+	ev_init(&j->drain_timer, jobs_timer_cb);
 	j->drain_timer.data = j;
+	ev_init(&j->triggers_timer, jobs_timer_cb);
+	j->triggers_timer.data = j;
 	j->ensure_asker = (struct asker){ j, -1, JOBS_EV_ENSURED };
 	j->state = jobs_state_new(cfg, ledger != NULL, err, errlen);
 	for (size_t i = 0; j->state && i < cfg->n_jobs; i++, j->n++) {
@@ -728,6 +758,7 @@ void jobs_free(struct jobs *j)
 		return;
 	ev_timer_stop(j->loop, &j->flush_timer);
 	ev_timer_stop(j->loop, &j->drain_timer);
+	ev_timer_stop(j->loop, &j->triggers_timer);
 	while (j->hooks) {
 		struct on_failure_run *r = j->hooks;
 

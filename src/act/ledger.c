@@ -24,7 +24,7 @@ _Static_assert(LEDGER_SQL_MAX <= LEASE_QUERY_MAX, "the ledger's creation must fi
 
 enum ledger_kind { REQ_ENSURE, REQ_CREATE, REQ_CLAIM, REQ_LAST,
 		   REQ_FINISH, REQ_PRUNE, REQ_SCHEMA, REQ_PROBE, REQ_CONTROLS,
-		   REQ_PRIORITY, REQ_HANDED, REQ_ON_FAILURE, REQ_ANNOUNCE };
+		   REQ_PRIORITY, REQ_HANDED, REQ_ON_FAILURE, REQ_ANNOUNCE, REQ_TRIGGERS };
 
 struct request {
 	struct request *next;
@@ -55,11 +55,13 @@ struct ledger {
 	/* the statements, with the schema in them */
 	char *sql_ensure, *sql_create, *sql_claim, *sql_last, *sql_finish,
 	     *sql_prune, *sql_schema, *sql_probe, *sql_controls, *sql_priority,
-	     *sql_handed, *sql_on_failure, *sql_announce;
+	     *sql_handed, *sql_on_failure, *sql_announce, *sql_triggers;
 	bool controls_there;     /* the probe found the controls readable */
 	bool ensured;            /* the check found the ledger there, trusted */
 	struct ledger_controls controls; /* the last read's */
+	struct ledger_triggers triggers; /* the last read's */
 };
+_Static_assert(LEDGER_TRIGGERS_MAX == LEDGER_SQL_TRIGGERS_ROWS, "a read's rows fit");
 
 
 
@@ -92,7 +94,8 @@ struct ledger *ledger_new(struct lease *session, const char *schema, const char 
 	l->sql_handed = ledger_sql_handed(schema);
 	l->sql_on_failure = ledger_sql_on_failure(schema);
 	l->sql_announce = ledger_sql_announce(schema);
-	if (!l->sql_announce ||
+	l->sql_triggers = ledger_sql_triggers(schema);
+	if (!l->sql_announce || !l->sql_triggers ||
 	    !l->sql_ensure || !l->sql_create || !l->sql_claim || !l->sql_last ||
 	    !l->sql_finish || !l->sql_prune || !l->sql_schema || !l->sql_probe ||
 	    !l->sql_controls ||
@@ -127,6 +130,7 @@ void ledger_free(struct ledger *l)
 	free(l->sql_handed);
 	free(l->sql_on_failure);
 	free(l->sql_announce);
+	free(l->sql_triggers);
 	free(l);
 }
 
@@ -224,7 +228,7 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
 		out->holder = bool_of(v[0]);
 		return;
 	case REQ_CREATE: case REQ_FINISH: case REQ_PRUNE: case REQ_CONTROLS:
-	case REQ_HANDED:
+	case REQ_HANDED: case REQ_TRIGGERS:
 		return;
 	}
 }
@@ -234,6 +238,26 @@ static bool gone(const char *sqlstate)
 {
 	return sqlstate && (!strcmp(sqlstate, SQLSTATE_UNDEFINED_TABLE) ||
 			    !strcmp(sqlstate, SQLSTATE_INVALID_SCHEMA));
+}
+
+/* Every row of a read of the requests to run now, into the ledger's copy. */
+static void parse_triggers(struct ledger *l, const struct lease_sql_answer *a,
+			   struct ledger_answer *out)
+{
+	struct ledger_triggers *g = &l->triggers;
+
+	g->n = 0;
+	for (int i = 0; a->values && i < a->nrows && g->n < LEDGER_TRIGGERS_MAX; i++) {
+		const char *const *v = a->values + (size_t)i * (size_t)a->ncols;
+		struct ledger_trigger *t = &g->t[g->n++];
+
+		t->id = int_of(v[0], 0);
+		copy(t->job, sizeof(t->job), v[1]);
+		t->tick = int_of(v[2], 0);
+		copy(t->asked_by, sizeof(t->asked_by), v[3]);
+		out->db_now = int_of(v[4], 0);
+	}
+	out->triggers = g;
 }
 
 /* Every row of a controls read, into the ledger's copy. */
@@ -267,9 +291,10 @@ static bool shape_ok(const struct request *r, const struct lease_sql_answer *a, 
 		       [REQ_CLAIM] = 5, [REQ_LAST] = LEDGER_LAST_NCOLS, [REQ_FINISH] = -1,
 		       [REQ_PRUNE] = -1, [REQ_SCHEMA] = 1, [REQ_PROBE] = 2,
 		       [REQ_CONTROLS] = LEDGER_CONTROL_NCOLS, [REQ_PRIORITY] = 3,
-		       [REQ_HANDED] = -1, [REQ_ON_FAILURE] = 3, [REQ_ANNOUNCE] = 2 };
+		       [REQ_HANDED] = -1, [REQ_ON_FAILURE] = 3, [REQ_ANNOUNCE] = 2,
+		       [REQ_TRIGGERS] = 5 };
 
-	if (r->kind == REQ_CONTROLS) /* any number of rows, none included */
+	if (r->kind == REQ_CONTROLS || r->kind == REQ_TRIGGERS) /* any number of rows */
 		return a->nrows == 0 || (a->values && a->ncols == want[r->kind]);
 	return want[r->kind] < 0 ||
 	       (a->values && a->nrows == n && a->ncols == want[r->kind]);
@@ -384,7 +409,9 @@ static struct request *answer_head(struct ledger *l, const struct lease_sql_answ
 		snprintf(out->error, sizeof(out->error), "%s", error);
 	} else {
 		out->ok = true;
-		if (a->values && a->ncols > 0 && a->nrows > i)
+		if (r->kind == REQ_TRIGGERS)
+			parse_triggers(l, a, out);
+		else if (a->values && a->ncols > 0 && a->nrows > i)
 			parse_row(r, a->values + (size_t)i * (size_t)a->ncols, a->ncols, out);
 	}
 	/* a tick recorded not run (skipped, missed, paused) is kept as a
@@ -441,9 +468,9 @@ static void array_add(FILE *f, int i, const char *value, bool quote)
 }
 
 /* The claims at the head that share its term, at most CLAIM_BATCH: their
- * jobs, ticks, outcomes, reruns and attempts as array literals in
- * arrays[]. */
-#define CLAIM_ARRAYS 5
+ * jobs, ticks, outcomes, reruns, attempts and requests to run now as
+ * array literals in arrays[]. */
+#define CLAIM_ARRAYS 6
 static int gather_claims(struct ledger *l, char *arrays[CLAIM_ARRAYS])
 {
 	FILE *f[CLAIM_ARRAYS];
@@ -463,6 +490,7 @@ static int gather_claims(struct ledger *l, char *arrays[CLAIM_ARRAYS])
 		array_add(f[2], n, r->params[6], true);
 		array_add(f[3], n, r->params[7], false);
 		array_add(f[4], n, r->params[8], false);
+		array_add(f[5], n, r->params[9], false);
 	}
 	for (int k = 0; k < CLAIM_ARRAYS; k++) {
 		fputc('}', f[k]);
@@ -475,8 +503,8 @@ static int gather_claims(struct ledger *l, char *arrays[CLAIM_ARRAYS])
 static bool send_claims(struct ledger *l)
 {
 	const struct request *h = l->head;
-	char *arrays[CLAIM_ARRAYS] = { NULL, NULL, NULL, NULL, NULL };
-	const char *params[9];
+	char *arrays[CLAIM_ARRAYS] = { NULL, NULL, NULL, NULL, NULL, NULL };
+	const char *params[10];
 	int n = gather_claims(l, arrays);
 	bool sent = false;
 
@@ -490,7 +518,8 @@ static bool send_claims(struct ledger *l)
 		params[6] = arrays[2];
 		params[7] = arrays[3];
 		params[8] = arrays[4];
-		sent = lease_query(l->session, h->sql, 9, params, answered_cb, l);
+		params[9] = arrays[5];
+		sent = lease_query(l->session, h->sql, 10, params, answered_cb, l);
 		l->n_flight = sent ? n : 0;
 	}
 	for (int k = 0; k < CLAIM_ARRAYS; k++)
@@ -583,8 +612,8 @@ void ledger_ensure(struct ledger *l, ledger_fn fn, void *arg)
 }
 
 void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job,
-		  int64_t tick, int attempt, const char *outcome, bool rerun,
-		  ledger_fn fn, void *arg)
+		  int64_t tick, int attempt, int64_t trigger, const char *outcome,
+		  bool rerun, ledger_fn fn, void *arg)
 {
 	struct request *r = request(REQ_CLAIM, l->sql_claim, fn, arg);
 
@@ -597,6 +626,15 @@ void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job
 	param(r, "%s", outcome);
 	param(r, "%s", rerun ? "true" : "false");
 	param(r, "%d", attempt > 0 ? attempt : 1);
+	param(r, "%" PRId64, trigger);
+	submit(l, r);
+}
+
+void ledger_triggers(struct ledger *l, int64_t lock_key, ledger_fn fn, void *arg)
+{
+	struct request *r = request(REQ_TRIGGERS, l->sql_triggers, fn, arg);
+
+	param(r, "%" PRId64, lock_key);
 	submit(l, r);
 }
 

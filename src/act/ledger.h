@@ -50,6 +50,19 @@ struct ledger_controls {
 bool ledger_controls_whole(const struct ledger_controls *lc, bool resumed,
 			   const char **by, const char **at);
 
+/* The requests to run now that wait for the leader (DESIGN 13). */
+#define LEDGER_TRIGGERS_MAX 32 /* LEDGER_SQL_TRIGGERS_ROWS */
+struct ledger_trigger {
+	int64_t id;
+	int64_t tick;            /* asked_at, Unix ms rounded down */
+	char job[64];
+	char asked_by[192];
+};
+struct ledger_triggers {
+	int n;
+	struct ledger_trigger t[LEDGER_TRIGGERS_MAX];
+};
+
 /* A statement's answer. Times are Unix milliseconds of the server's clock. */
 struct ledger_answer {
 	bool ok;                 /* answered without error */
@@ -93,6 +106,8 @@ struct ledger_answer {
 	char owed_outcome[16];
 	/* CONTROLS */
 	const struct ledger_controls *controls; /* valid during the call */
+	/* TRIGGERS: the requests to run now (DESIGN 13), valid during the call */
+	const struct ledger_triggers *triggers;
 	/* PRIORITY_ASK */
 	char leader_node[64];    /* "" when no node holds the lock */
 	int leader_priority;
@@ -121,10 +136,14 @@ void ledger_ensure(struct ledger *l, ledger_fn fn, void *arg);
  * future. attempt: 1, or 2 .. retries+1 for a retry of the tick (a row
  * of its own, claimed alike). outcome is "running" (a run starts: started_at now) or what the
  * tick was instead ("skipped", "missed": finished at once). With rerun, a
- * tick recorded interrupted by an older term is claimed again. */
+ * tick recorded interrupted by an older term is claimed again. trigger:
+ * the request to run now this claims the run of (DESIGN 13; its tick is
+ * the request's), 0 for a tick. */
 void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job,
-		  int64_t tick, int attempt, const char *outcome, bool rerun,
-		  ledger_fn fn, void *arg);
+		  int64_t tick, int attempt, int64_t trigger, const char *outcome,
+		  bool rerun, ledger_fn fn, void *arg);
+/* The requests to run now of the lock, oldest first (DESIGN 13). */
+void ledger_triggers(struct ledger *l, int64_t lock_key, ledger_fn fn, void *arg);
 /* The newest tick recorded for the job and the end of its newest
  * successful run; with cut, after recording as interrupted every run an
  * older term left running, without, telling the newest of them. */

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define LEDGER_SQL_SCHEMA_DEFAULT "pgleader"
-#define LEDGER_SQL_VERSION 4
+#define LEDGER_SQL_VERSION 5
 
 /* The creation takes this transaction-scoped advisory lock first, so that
  * two processes creating the ledger at once (two daemons starting
@@ -116,6 +116,7 @@ enum ledger_sql_run_col {
 	LEDGER_RUN_ID,
 	LEDGER_RUN_OUTPUT_BYTES,    /* the stored output's length; NULL: none kept */
 	LEDGER_RUN_ATTEMPT,      /* 1, or a retry's (DESIGN 13) */
+	LEDGER_RUN_TRIGGER,      /* asked for now: who asked; NULL: a tick */
 	LEDGER_RUN_NCOLS,
 	/* the summary only: when the job's newest success finished */
 	LEDGER_RUN_LAST_SUCCESS = LEDGER_RUN_NCOLS,
@@ -156,7 +157,8 @@ bool ledger_sql_announced(struct ledger_sql_query *q, const char *schema, int64_
  * claim: $1 lock key, $2 jobs (text[]), $3 ticks (Unix ms, bigint[]),
  *   $4 node id, $5 fencing token, $6 the lock session's backend pid,
  *   $7 outcomes (text[]), $8 reruns (boolean[]), $9 attempts (int[]: 1,
- *   or 2 .. retries+1 for a retry of the tick); a row per tick, in order:
+ *   or 2 .. retries+1 for a retry of the tick), $10 requests to run now
+ *   (bigint[]: the trigger_id, 0 for a tick); a row per tick, in order:
  *   run_id (NULL: not claimed), holder, newest, early, the server's clock.
  * last: $1 lock key, $2 job, $3 fencing token, $4 cut; one row, enum
  *   ledger_sql_last_col.
@@ -168,6 +170,9 @@ bool ledger_sql_announced(struct ledger_sql_query *q, const char *schema, int64_
  *   run_id (NULL: not claimed: sent already, not failed, or not the
  *   holder), holder, the server's clock.
  * prune: $1 lock key, $2 keep (ms).
+ * triggers: $1 lock key; the requests to run now, oldest first, at most
+ *   LEDGER_SQL_TRIGGERS_ROWS: trigger_id, job, tick (asked_at, Unix ms rounded
+ *   down), asked_by, the server's clock.
  * announce (DESIGN 13): $1 lock key, $2 job, $3 schedule (NULL: none),
  *   $4 node id, $5 fencing token, $6 the lock session's backend pid,
  *   $7 zone, $8 next tick (Unix ms; NULL: none), $9 the announcement's
@@ -179,6 +184,9 @@ char *ledger_sql_last(const char *schema);
 char *ledger_sql_finish(const char *schema);
 char *ledger_sql_prune(const char *schema);
 char *ledger_sql_on_failure(const char *schema);
+char *ledger_sql_triggers(const char *schema);
+#define LEDGER_SQL_TRIGGERS_ROWS 32
+#define LEDGER_SQL_TRIGGERS_ROWS_TEXT "32"
 /* The columns of last's row: ms times, NULL when none. */
 enum ledger_sql_last_col {
 	LEDGER_LAST_TICK,        /* the newest tick recorded for the job */

@@ -170,14 +170,16 @@ static json_t *run_json(const PGresult *res, int row)
 			    number_or_null(cli_cell(res, row, LEDGER_RUN_OUTPUT_BYTES)));
 	json_object_set_new(o, "attempt", json_integer(cli_cell(res, row, LEDGER_RUN_ATTEMPT)
 			    ? strtoll(cli_cell(res, row, LEDGER_RUN_ATTEMPT), NULL, 10) : 1));
+	json_object_set_new(o, "trigger",
+			    cli_json_text(cli_cell(res, row, LEDGER_RUN_TRIGGER)));
 	return o;
 }
 
 static const char *const heads[] = { "TICK", "JOB", "NODE", "OUTCOME", "EXIT", "DURATION",
-				     "RUN" };
+				     "RUN", "ATTEMPT", "BY" };
 static const int head_cols[] = { LEDGER_RUN_TICK, LEDGER_RUN_JOB, LEDGER_RUN_NODE,
 				 LEDGER_RUN_OUTCOME, LEDGER_RUN_EXIT, LEDGER_RUN_DURATION_MS,
-				 LEDGER_RUN_ID };
+				 LEDGER_RUN_ID, LEDGER_RUN_ATTEMPT, LEDGER_RUN_TRIGGER };
 #define NHEADS ((int)(sizeof(heads) / sizeof(heads[0])))
 
 /* Column c of a row as the table shows it. */
@@ -187,13 +189,17 @@ static const char *shown(const PGresult *res, int row, int c, char *buf, size_t 
 
 	if (head_cols[c] == LEDGER_RUN_DURATION_MS)
 		return duration_text(v, buf, len);
+	if (head_cols[c] == LEDGER_RUN_TRIGGER) { /* DESIGN 13: who asked for it now */
+		snprintf(buf, len, "%s%s", v ? "manual by " : "schedule", v ? v : "");
+		return buf;
+	}
 	return v ? v : "-";
 }
 
 static void print_table(const PGresult *res, int n)
 {
 	int width[NHEADS];
-	char buf[32];
+	char buf[256];
 
 	for (int c = 0; c < NHEADS; c++) {
 		width[c] = (int)strlen(heads[c]);

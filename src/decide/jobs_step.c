@@ -28,12 +28,22 @@
 
 /* A failed run's on_failure claims in flight, at most (answered in order). */
 #define NOTICES 8
+/* Requests to run now a job keeps, at most: the rest wait in the ledger
+ * for the next read. */
+#define PENDING 8
 
 /* A failed run whose on_failure is to be claimed (DESIGN 13). */
 struct notice {
 	int64_t run_id, tick;
 	int attempt, status;
 	enum jobs_outcome outcome;
+	bool manual;                /* a run asked for now: never retried */
+};
+
+/* A request to run now (DESIGN 13) that waits for the job's run. */
+struct pending {
+	int64_t id, tick;
+	char by[192];
 };
 
 /* The next attempt of a tick whose run failed: due at the server's due
@@ -79,6 +89,17 @@ struct job {
 	char paused_by[256], paused_at[64];
 	char resumed_by[256], resumed_at_text[64]; /* the last resume, for its line */
 	int claim_attempt, run_attempt; /* DESIGN 13: the claim's, the run's */
+	int64_t claim_trigger;      /* the request to run now the claim in flight
+				     * is for; 0: a tick */
+	char claim_by[192];         /* and who asked it */
+	bool run_manual;            /* the run going on was asked for now */
+	struct pending pend[PENDING]; /* requests to run now, oldest first */
+	int n_pend;
+	bool planned;               /* this term planned its ticks: an older
+				     * term's run is over */
+	int64_t queued;             /* DESIGN 13, overlap: the tick that runs
+				     * once the run going on ends; INT64_MIN:
+				     * none */
 	struct retry retry;
 	struct notice notices[NOTICES]; /* on_failure claims in flight, oldest first */
 	int n_notices;
@@ -110,6 +131,10 @@ struct jobs_state {
 	double flush_until;
 	double drain_until;         /* monotonic; 0: no drain bound set */
 	uint64_t announced;         /* the announcements sent (DESIGN 13) */
+	bool reading;               /* a read of the requests to run now is on
+				     * its way */
+	uint64_t read_gen;          /* the term it was sent for */
+	bool stranger_said;         /* this term said a request names no job */
 	int last_status;
 	double last_prune;
 	double started_at;          /* monotonic, of this term */
@@ -268,6 +293,7 @@ static void start_run(struct job *jb, int64_t tick, int64_t run_id)
 	jb->run_id = run_id;
 	jb->run_tick = tick;
 	jb->timed_out = jb->interrupted = false;
+	jb->run_manual = false;
 	jb->state = JOB_STARTING;
 }
 
@@ -281,6 +307,8 @@ static void start_failed(struct job *jb, const char *err)
 	jb->state = JOB_IDLE;
 }
 
+static void replace_run(struct job *jb);
+
 static void run_started(struct job *jb, int pid)
 {
 	char when[40];
@@ -290,7 +318,11 @@ static void run_started(struct job *jb, int pid)
 	jb->view.pid = pid;
 	/* The one line of a start (the child leaves it to us): the job, and
 	 * the run and its tick for a scheduled one. */
-	if (jb->run_id > 0) {
+	if (jb->run_id > 0 && jb->run_manual) {
+		say_pid(jb->owner, LOG_LEVEL_INFO, pid, "job %s: started run %" PRId64
+			" asked for now by %s at %s (pid %d)", jb->cfg->name, jb->run_id,
+			jb->claim_by, clocks_rfc3339(jb->run_tick, when, sizeof(when)), pid);
+	} else if (jb->run_id > 0) {
 		jb->view.last_tick = (double)jb->run_tick / 1000;
 		say_pid(jb->owner, LOG_LEVEL_INFO, pid,
 			"job %s: started run %" PRId64 " for tick %s (pid %d)",
@@ -302,6 +334,8 @@ static void run_started(struct job *jb, int pid)
 	}
 	if (jb->cfg->max_runtime_ms > 0 && jb->run_id > 0)
 		timer(jb, JOBS_TIMER_LIMIT, (double)jb->cfg->max_runtime_ms / 1000);
+	if (jb->queued != INT64_MIN && jb->cfg->overlap == OVERLAP_REPLACE)
+		replace_run(jb); /* the tick came while it started */
 }
 
 static enum jobs_outcome outcome_of(const struct job *jb, int status)
@@ -506,7 +540,7 @@ static void unclaimed(struct job *jb, int64_t tick)
 {
 	/* a retry's claim that failed ends its tick's retries: the tick
 	 * itself was claimed and run */
-	if (jb->claim_attempt > 1 && tick == jb->claim_tick)
+	if ((jb->claim_attempt > 1 || jb->claim_trigger) && tick == jb->claim_tick)
 		return;
 	if (jb->last_handled >= tick)
 		jb->last_handled = tick - 1;
@@ -527,6 +561,8 @@ static void drop_paused_claim(struct job *jb, int64_t run_id, const char *when)
 }
 
 /* The answer to a claim of this term: the tick runs, or why not. */
+static bool replaced_before_start(struct job *jb, int64_t run_id);
+
 static void claimed(struct job *jb, const struct jobs_answer *a, const char *when)
 {
 	struct jobs_state *j = jb->owner;
@@ -534,6 +570,10 @@ static void claimed(struct job *jb, const struct jobs_answer *a, const char *whe
 	if (!a->ok && a->missing) {
 		jb->state = JOB_CLAIMING; /* claimed again once it is back */
 		remake(jb);
+	} else if (!a->ok && jb->claim_trigger) {
+		say(j, LOG_LEVEL_WARNING, "job %s: the run asked for now by %s at %s not "
+		    "claimed: %s; claimed again after the next read", jb->cfg->name,
+		    jb->claim_by, when, a->error);
 	} else if (!a->ok) {
 		say(j, LOG_LEVEL_WARNING, "job %s: tick %s not claimed: %s; it counts "
 		    "as missed", jb->cfg->name, when, a->error);
@@ -551,18 +591,26 @@ static void claimed(struct job *jb, const struct jobs_answer *a, const char *whe
 	} else if (!a->newest) {
 		say(j, LOG_LEVEL_ERROR, "job %s: tick %s not run: a newer term's fencing "
 		    "token is recorded for this lock", jb->cfg->name, when);
+	} else if (a->run_id == 0 && jb->claim_trigger) {
+		say(j, LOG_LEVEL_INFO, "job %s: the run asked for now by %s at %s was "
+		    "claimed already or withdrawn; not run", jb->cfg->name, jb->claim_by, when);
 	} else if (a->run_id == 0) {
 		say(j, LOG_LEVEL_INFO, "job %s: tick %s is recorded already; not run again",
 		    jb->cfg->name, when);
-	} else if (tickplan_paused(jb->paused, jb->resumed_at, jb->claim_tick)) {
+	} else if (tickplan_paused(jb->paused, jb->claim_trigger ? INT64_MIN : jb->resumed_at,
+				   jb->claim_tick)) {
+		/* a request to run now that a pause overtook is recorded
+		 * paused too, unless resumed since */
 		drop_paused_claim(jb, a->run_id, when);
-	} else if (retry_claimed_late(jb, a)) {
-		/* the newer tick won while the retry's claim waited */
+	} else if (retry_claimed_late(jb, a) || replaced_before_start(jb, a->run_id)) {
+		/* the newer tick won while the claim waited */
 	} else {
 		jb->run_attempt = jb->claim_attempt;
 		if (jb->run_attempt > 1)
 			jb->view.retries++;
+		jb->view.triggers += jb->claim_trigger != 0;
 		start_run(jb, jb->claim_tick, a->run_id);
+		jb->run_manual = jb->claim_trigger != 0;
 	}
 }
 
@@ -582,11 +630,19 @@ static void claim_attempt(struct job *jb, int64_t tick, bool rerun, int attempt)
 	a->outcome = JOBS_RUNNING;
 	a->rerun = rerun;
 	a->attempt = attempt;
+	a->trigger = jb->claim_trigger;
+}
+
+/* A tick's attempt (not a request to run now). */
+static void claim_tick_attempt(struct job *jb, int64_t tick, bool rerun, int attempt)
+{
+	jb->claim_trigger = 0;
+	claim_attempt(jb, tick, rerun, attempt);
 }
 
 static void claim(struct job *jb, int64_t tick, bool rerun)
 {
-	claim_attempt(jb, tick, rerun, 1);
+	claim_tick_attempt(jb, tick, rerun, 1);
 }
 
 /* The tick the timer fired for reached the server a moment before its
@@ -639,6 +695,8 @@ static void record(struct job *jb, int64_t tick, enum jobs_outcome o, bool fired
 	a->attempt = 1;
 }
 
+static void overlapped(struct job *jb, int64_t tick);
+
 static void run_tick(struct job *jb, int64_t tick, bool rerun)
 {
 	struct jobs_state *j = jb->owner;
@@ -654,6 +712,10 @@ static void run_tick(struct job *jb, int64_t tick, bool rerun)
 	}
 	if (jb->state == JOB_IDLE) {
 		claim(jb, tick, rerun);
+		return;
+	}
+	if (jb->cfg->overlap != OVERLAP_SKIP) {
+		overlapped(jb, tick);
 		return;
 	}
 	if (jb->state == JOB_CLAIMING) {
@@ -749,14 +811,15 @@ static double older_run_bound(const struct jobs_state *j, const struct job *jb)
  * there, and a cut-off run is run again if asked (not while paused). */
 static void first_plan(struct job *jb, const struct jobs_answer *a)
 {
+	jb->planned = true;
 	jb->last_handled = a->last_tick;
 	if (a->last_success > 0)
 		jb->view.last_success = (double)a->last_success / 1000;
 	plan_and_run(jb, INT64_MIN);
 	if (jb->cfg->rerun_interrupted && a->interrupted != INT64_MIN &&
 	    jb->state == JOB_IDLE && !jb->paused)
-		claim_attempt(jb, a->interrupted, true,
-			      a->interrupted_attempt > 0 ? a->interrupted_attempt : 1);
+		claim_tick_attempt(jb, a->interrupted, true,
+				   a->interrupted_attempt > 0 ? a->interrupted_attempt : 1);
 	retry_catch_up(jb, a);
 }
 
@@ -823,6 +886,9 @@ static void ask_last(struct job *jb, bool cut)
 }
 
 static void announce(struct jobs_state *j, int64_t now);
+static bool reads_requests(const struct jobs_state *j);
+static void read_requests(struct jobs_state *j);
+static void forget_waiting(struct jobs_state *j);
 
 /* The ledger is there: each job begins its term. */
 static void begin(struct jobs_state *j, int64_t now)
@@ -847,6 +913,8 @@ static void begin(struct jobs_state *j, int64_t now)
 			start_run(jb, 0, 0);
 	}
 	announce(j, now); /* after the term's first statements */
+	if (reads_requests(j))
+		read_requests(j);
 }
 
 /* The ledger cannot be used (DESIGN 10): one line, and nothing runs; the
@@ -859,11 +927,12 @@ static void refuse_ledger(struct jobs_state *j, const struct jobs_answer *a)
 		snprintf(why, sizeof(why), "%s", a->error);
 	else if (a->denied)
 		snprintf(why, sizeof(why), "the ledger in schema %s is there, but "
-			 "this role may not read and write its runs, terms and jobs: "
-			 "grant USAGE on the schema and SELECT, INSERT, UPDATE, "
-			 "DELETE on %s.runs, %s.terms and %s.jobs (pgleader init-db "
-			 "--print-sql --grant-to ROLE shows them)", j->cfg->schema,
-			 j->cfg->schema, j->cfg->schema, j->cfg->schema);
+			 "this role may not read and write its runs, terms, jobs and "
+			 "triggers: grant USAGE on the schema, SELECT, INSERT, UPDATE, "
+			 "DELETE on %s.runs, %s.terms and %s.jobs, SELECT and DELETE on "
+			 "%s.triggers (pgleader init-db --print-sql --grant-to ROLE shows "
+			 "them)", j->cfg->schema, j->cfg->schema, j->cfg->schema,
+			 j->cfg->schema, j->cfg->schema);
 	else
 		snprintf(why, sizeof(why), "%s%s%s: run pgleader init-db as a role "
 			 "that may create it (or --print-sql for a DBA)",
@@ -1362,6 +1431,7 @@ static void lead_ending(struct jobs_state *j)
 	j->begun = false;
 	j->refusal[0] = '\0'; /* the election's stop: gone is owed */
 	j->gen++;
+	forget_waiting(j);
 	for (size_t i = 0; i < j->n; i++) {
 		struct job *jb = &j->job[i];
 
@@ -1513,7 +1583,7 @@ static enum jobs_retry_verdict verdict_of(const struct job *jb, const struct not
 	const struct jobs_state *j = jb->owner;
 	struct jobs_retry_run r = {
 		.outcome = n->outcome, .attempt = n->attempt,
-		.retries = jb->cfg->retries, .first_ms = jb->cfg->retry_delay_ms,
+		.retries = n->manual ? 0 : jb->cfg->retries, .first_ms = jb->cfg->retry_delay_ms,
 		.max_ms = jb->cfg->retry_max_delay_ms, .lock_key = j->term.lock_key,
 		.job = jb->cfg->name, .tick = n->tick, .ended = ended, .next_tick = next,
 		.now = db_now(j),
@@ -1545,7 +1615,8 @@ static void say_overtaken(struct job *jb, const struct notice *n, int64_t next)
 static void run_ended(struct job *jb, enum jobs_outcome o, int status)
 {
 	struct jobs_state *j = jb->owner;
-	struct notice n = { jb->run_id, jb->run_tick, jb->run_attempt, status, o };
+	struct notice n = { jb->run_id, jb->run_tick, jb->run_attempt, status, o,
+			    jb->run_manual };
 	/* the tick after the run's: one that fell while it ran (skipped)
 	 * ended its retries already */
 	int64_t due, next = j->active && jb->sched ? schedule_next(jb->sched, jb->run_tick)
@@ -1587,7 +1658,7 @@ static void retry_due(struct job *jb)
 		failed_for_good(jb, &r.failed);
 		return;
 	}
-	claim_attempt(jb, r.tick, false, r.attempt);
+	claim_tick_attempt(jb, r.tick, false, r.attempt);
 }
 
 /* A retry's claim answered once the next tick had fallen due (it waited
@@ -1634,9 +1705,11 @@ static void retry_overtaken(struct job *jb)
 static void retry_catch_up(struct job *jb, const struct jobs_answer *a)
 {
 	struct notice last = { a->last_run_id, a->last_tick, a->last_attempt,
-			       a->last_exit, jobs_outcome_from_name(a->last_outcome) };
+			       a->last_exit, jobs_outcome_from_name(a->last_outcome), false };
+	/* an owed run may have been asked for now: its retries are over
+	 * either way, and only its on_failure is owed */
 	struct notice owed = { a->owed_run_id, a->owed_tick, a->owed_attempt,
-			       a->owed_exit, jobs_outcome_from_name(a->owed_outcome) };
+			       a->owed_exit, jobs_outcome_from_name(a->owed_outcome), true };
 	int64_t due, next;
 	enum jobs_retry_verdict v = JOBS_RETRY_NONE;
 
@@ -1715,6 +1788,217 @@ static void on_failure_done(struct job *jb, const struct jobs_event *ev)
 		    jb->cfg->name, ev->run_id, ev->status);
 }
 
+/* ---- overlap and run now (DESIGN 13) ---- */
+
+/* The run going on, or the claim on its way, as a line's words. */
+static const char *what_goes_on(const struct job *jb, char *buf, size_t len)
+{
+	char when[40];
+
+	if (jb->state == JOB_CLAIMING)
+		snprintf(buf, len, "the claim of %s waits for the ledger",
+			 clocks_rfc3339(jb->claim_tick, when, sizeof(when)));
+	else
+		snprintf(buf, len, "the run for %s is still going",
+			 clocks_rfc3339(jb->run_tick, when, sizeof(when)));
+	return buf;
+}
+
+/* overlap = replace: the run going on is stopped gracefully, recorded
+ * interrupted; the queued tick runs once it is gone. */
+static void replace_run(struct job *jb)
+{
+	char when[40];
+
+	if (jb->state != JOB_RUNNING || jb->run_manual)
+		return; /* starting: on its start; stopping: it goes anyway; a
+			 * run asked for now is never replaced */
+	say(jb->owner, LOG_LEVEL_NOTICE, "job %s: tick %s replaces run %" PRId64
+	    " (overlap = replace): stopping it", jb->cfg->name,
+	    clocks_rfc3339(jb->queued, when, sizeof(when)), jb->run_id);
+	jb->interrupted = true;
+	jb->state = JOB_STOPPING;
+	timer(jb, JOBS_TIMER_LIMIT, -1);
+	act(jb->owner, JOBS_DO_STOP, jb->index);
+}
+
+/* A claim answered for a run a newer queued tick replaces (overlap =
+ * replace): recorded interrupted, never started. */
+static bool replaced_before_start(struct job *jb, int64_t run_id)
+{
+	char when[40];
+
+	if (jb->queued == INT64_MIN || jb->cfg->overlap != OVERLAP_REPLACE ||
+	    jb->claim_trigger)
+		return false;
+	say(jb->owner, LOG_LEVEL_NOTICE, "job %s: run %" PRId64 " not started: tick %s "
+	    "replaces it (overlap = replace)", jb->cfg->name, run_id,
+	    clocks_rfc3339(jb->queued, when, sizeof(when)));
+	count_outcome(jb, JOBS_INTERRUPTED);
+	finish(jb->owner, run_id, JOBS_INTERRUPTED, -1);
+	return true;
+}
+
+/* A tick fell while the job's run goes on (or its claim waits), and
+ * overlap is queue or replace: it waits (at most one: a newer one takes
+ * its place, the older recorded skipped) and runs once the run is gone;
+ * replace stops the run. A request to run now is never stopped. */
+static void overlapped(struct job *jb, int64_t tick)
+{
+	struct jobs_state *j = jb->owner;
+	char when[40], prev[40], going[96];
+	bool replace = jb->cfg->overlap == OVERLAP_REPLACE && !jb->run_manual;
+
+	if (jb->queued != INT64_MIN) {
+		say(j, LOG_LEVEL_NOTICE, "job %s: queued tick %s skipped: tick %s takes "
+		    "its place", jb->cfg->name, clocks_rfc3339(jb->queued, prev, sizeof(prev)),
+		    clocks_rfc3339(tick, when, sizeof(when)));
+		record(jb, jb->queued, JOBS_SKIPPED, false);
+	}
+	jb->queued = tick;
+	if (replace) {
+		replace_run(jb);
+		return;
+	}
+	say(j, LOG_LEVEL_NOTICE, "job %s: tick %s queued: %s", jb->cfg->name,
+	    clocks_rfc3339(tick, when, sizeof(when)), what_goes_on(jb, going, sizeof(going)));
+}
+
+/* A request to run now, claimed as a tick is: its row takes the request's
+ * time as its tick, and the request goes with the claim. */
+static void claim_request(struct job *jb)
+{
+	struct pending p = jb->pend[0];
+
+	memmove(jb->pend, jb->pend + 1, (size_t)--jb->n_pend * sizeof(p));
+	jb->claim_trigger = p.id;
+	snprintf(jb->claim_by, sizeof(jb->claim_by), "%s", p.by);
+	claim_attempt(jb, p.tick, false, 1);
+}
+
+/* What waits runs once the job is idle: the older of its queued tick and
+ * its oldest request to run now. Nothing new starts while the lead ends
+ * or drains. */
+static void next_up(struct job *jb)
+{
+	struct jobs_state *j = jb->owner;
+	int64_t tick = jb->queued;
+
+	if (jb->state != JOB_IDLE || !j->active || !j->begun || !jb->planned ||
+	    jb->removed || !jb->sched || (tick == INT64_MIN && jb->n_pend == 0))
+		return;
+	if (jb->n_pend > 0 && (tick == INT64_MIN || jb->pend[0].tick < tick)) {
+		claim_request(jb);
+		return;
+	}
+	jb->queued = INT64_MIN;
+	retry_overtaken(jb);
+	run_tick(jb, tick, false);
+}
+
+static bool pending_has(const struct job *jb, int64_t id)
+{
+	if (jb->state == JOB_CLAIMING && jb->claim_trigger == id)
+		return true;
+	for (int i = 0; i < jb->n_pend; i++)
+		if (jb->pend[i].id == id)
+			return true;
+	return false;
+}
+
+/* One request the read found: kept by its job (the ledger keeps it until
+ * its run is claimed, so one kept twice is claimed once). */
+static void take_request(struct jobs_state *j, const struct jobs_trigger *t)
+{
+	struct job *jb = NULL;
+
+	for (size_t i = 0; i < j->n && !jb; i++)
+		if (!j->job[i].removed && strcmp(j->job[i].cfg->name, t->job ? t->job : "") == 0)
+			jb = &j->job[i];
+	if (!jb || !jb->sched) {
+		if (!j->stranger_said)
+			say(j, LOG_LEVEL_WARNING, "a run of job %s was asked for now by %s, "
+			    "but this leader has no such scheduled job; the request stays "
+			    "for a leader that has", t->job ? t->job : "", t->asked_by);
+		j->stranger_said = true;
+		return;
+	}
+	if (pending_has(jb, t->id) || jb->n_pend == PENDING)
+		return;
+	jb->pend[jb->n_pend] = (struct pending){ .id = t->id, .tick = t->tick };
+	snprintf(jb->pend[jb->n_pend].by, sizeof(jb->pend[0].by), "%s",
+		 t->asked_by ? t->asked_by : "");
+	jb->n_pend++;
+}
+
+static void read_requests(struct jobs_state *j)
+{
+	if (j->reading || !j->active || !j->begun)
+		return;
+	j->reading = true;
+	j->read_gen = j->gen;
+	act(j, JOBS_DO_TRIGGERS, -1);
+}
+
+/* The requests to run now are read at the leader's ping interval (a
+ * pause is read as often), and at once as the term begins. */
+static void requests_timer(struct jobs_state *j, double after)
+{
+	struct jobs_action *a = act(j, JOBS_DO_TIMER, -1);
+
+	a->timer = JOBS_TIMER_TRIGGERS;
+	a->after = after;
+}
+
+static bool reads_requests(const struct jobs_state *j)
+{
+	if (!j->has_ledger || j->cfg->once_per_ms > 0)
+		return false;
+	for (size_t i = 0; i < j->n; i++)
+		if (j->job[i].sched && !j->job[i].removed)
+			return true;
+	return false;
+}
+
+static void requests_read(struct jobs_state *j, const struct jobs_answer *a)
+{
+	j->reading = false;
+	if (j->read_gen != j->gen || !j->active)
+		return;
+	if (a->ok) {
+		sync_clock(j, a);
+		for (int i = 0; i < a->n_triggers; i++)
+			take_request(j, &a->triggers[i]);
+	} else if (!a->lost) {
+		say(j, LOG_LEVEL_DEBUG, "cannot read the runs asked for now: %s", a->error);
+	}
+	requests_timer(j, (double)j->cfg->ping_interval_ms / 1000);
+}
+
+/* After each step: what waits and may run now starts. */
+static void sweep(struct jobs_state *j)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		struct job *jb = &j->job[i];
+
+		next_up(jb);
+		jb->view.waiting = jb->n_pend + (jb->queued != INT64_MIN);
+	}
+}
+
+/* The lead ends: what waited is left; the requests stay in the ledger for
+ * the next leader, and a queued tick is the next leader's to find missed. */
+static void forget_waiting(struct jobs_state *j)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		j->job[i].n_pend = 0;
+		j->job[i].queued = INT64_MIN;
+		j->job[i].planned = false;
+	}
+	requests_timer(j, -1);
+	j->stranger_said = false;
+}
+
 /* ---- the step ---- */
 
 static void timer_out(struct jobs_state *j, struct job *jb, enum jobs_timer t)
@@ -1734,6 +2018,8 @@ static void timer_out(struct jobs_state *j, struct job *jb, enum jobs_timer t)
 		}
 	} else if (t == JOBS_TIMER_RETRY) {
 		retry_due(jb);
+	} else if (t == JOBS_TIMER_TRIGGERS) {
+		read_requests(j);
 	} else if (j->active) {
 		ask_last(jb, false); /* WAIT */
 	}
@@ -1860,6 +2146,12 @@ static void on_failure_done_ev(struct jobs_state *j, struct job *jb,
 	(void)j;
 	on_failure_done(jb, ev);
 }
+static void on_triggers(struct jobs_state *j, struct job *jb,
+			const struct jobs_event *ev)
+{
+	(void)jb;
+	requests_read(j, ev->answer);
+}
 
 /* Each event type's handler; per_job: it names a job, which must be one. */
 static const struct {
@@ -1885,6 +2177,7 @@ static const struct {
 	[JOBS_EV_ON_FAILURE_CLAIMED] = { on_failure_claimed_ev, true },
 	[JOBS_EV_ON_FAILURE_DONE] = { on_failure_done_ev, true },
 	[JOBS_EV_RELOAD] = { on_reload, false },
+	[JOBS_EV_TRIGGERS] = { on_triggers, false },
 };
 
 void jobs_step(struct jobs_state *j, const struct jobs_event *ev, double now,
@@ -1906,6 +2199,7 @@ void jobs_step(struct jobs_state *j, const struct jobs_event *ev, double now,
 	j->out = out;
 	j->sent = false;
 	handlers[ev->type].fn(j, jb, ev);
+	sweep(j);
 	j->ev = NULL;
 	j->out = NULL;
 }
@@ -1960,6 +2254,7 @@ static bool job_init(struct jobs_state *j, struct job *jb, size_t i,
 	jb->next_tick = INT64_MIN;
 	jb->last_handled = INT64_MIN;
 	jb->resumed_at = INT64_MIN;
+	jb->queued = INT64_MIN;
 	jb->view.name = cfg->name;
 	jb->view.timezone = cfg->timezone;
 	if (cfg->schedule) {

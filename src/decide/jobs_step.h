@@ -61,6 +61,8 @@ struct jobs_view {
 	uint64_t duration_count;
 	double duration_sum;
 	uint64_t retries;           /* DESIGN 13: retry attempts started here */
+	uint64_t triggers;          /* DESIGN 13: runs asked for now started here */
+	int waiting;                /* requests to run now waiting for its run */
 	uint64_t on_failure[3];     /* on_failure commands run here, by enum
 				     * jobs_hook_result (jobs_retry.h) */
 	bool removed;               /* a reload removed it: no announcement
@@ -98,6 +100,16 @@ struct jobs_answer {
 	int64_t owed_run_id, owed_tick;
 	int owed_attempt, owed_exit;
 	char owed_outcome[16];
+	/* TRIGGERS': the requests to run now, oldest first */
+	const struct jobs_trigger *triggers;
+	int n_triggers;
+};
+
+/* A request to run now (DESIGN 13), as the leader read it: its run's tick
+ * is tick (the server's ms). */
+struct jobs_trigger {
+	int64_t id, tick;
+	const char *job, *asked_by;
 };
 
 /* The pauses (or the resumes) the controls read, for PAUSES and RESUMES:
@@ -132,6 +144,7 @@ enum jobs_event_type {
 	JOBS_EV_ON_FAILURE_DONE,    /* job, status, timed_out: the command ended */
 	JOBS_EV_RELOAD,         /* cfg: the file read again (DESIGN 13); it
 				 * outlives the jobs, as the first one does */
+	JOBS_EV_TRIGGERS,       /* answer: JOBS_DO_TRIGGERS's (DESIGN 13) */
 };
 
 enum jobs_timer {
@@ -141,6 +154,7 @@ enum jobs_timer {
 	JOBS_TIMER_RETRY,       /* a failed run's next attempt is due */
 	JOBS_TIMER_FLUSH,       /* (job -1) a stop waits for the runs' ends */
 	JOBS_TIMER_DRAIN,       /* (job -1) drain_timeout ran out */
+	JOBS_TIMER_TRIGGERS,    /* (job -1) read the requests to run now */
 };
 
 struct jobs_event {
@@ -170,7 +184,9 @@ struct jobs_event {
 enum jobs_action_type {
 	JOBS_DO_LOG,            /* level, pid (0: none), text */
 	JOBS_DO_ENSURE,         /* job -1: the term's; else a job's, remade */
-	JOBS_DO_CLAIM,          /* job, tick, outcome, rerun; record: not a run */
+	JOBS_DO_CLAIM,          /* job, tick, outcome, rerun, trigger (the request
+				 * to run now it claims, 0: a tick); record: not
+				 * a run */
 	JOBS_DO_LAST,           /* job, cut */
 	JOBS_DO_FINISH,         /* run_id, outcome, status (token: term's) */
 	JOBS_DO_ANNOUNCE,       /* generation: the jobs' list, each job's next
@@ -191,6 +207,7 @@ enum jobs_action_type {
 				 * any other action names it (DESIGN 13) */
 	JOBS_DO_RECONFIGURE,    /* job, job_cfg: its command from now on (no
 				 * run of it goes on) */
+	JOBS_DO_TRIGGERS,       /* read the requests to run now (DESIGN 13) */
 };
 
 struct jobs_action {
@@ -198,6 +215,7 @@ struct jobs_action {
 	int job;
 	struct jobs_term term;      /* CLAIM, LAST, FINISH, PRUNE, START */
 	int64_t tick, run_id, keep_ms;
+	int64_t trigger;            /* CLAIM: the request to run now; 0: none */
 	uint64_t generation;        /* ANNOUNCE */
 	const struct config_job *job_cfg; /* ADD, RECONFIGURE */
 	enum jobs_outcome outcome;

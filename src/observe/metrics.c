@@ -383,7 +383,8 @@ static void put_job_gauge(struct metrics_buf *b, const char *name, const char *h
 	}
 }
 
-/* DESIGN 13: the retries started here, the on_failure commands run here. */
+/* DESIGN 13: the retries and the runs asked for now started here, the
+ * on_failure commands run here. */
 static void put_job_failures(struct metrics_buf *b)
 {
 	struct jobs_view v;
@@ -395,6 +396,14 @@ static void put_job_failures(struct metrics_buf *b)
 		put(b, PREFIX "job_retries_total{job=\"");
 		put_label_value(b, v.name);
 		put(b, "\"} %" PRIu64 "\n", v.retries);
+	}
+	head(b, PREFIX "job_triggers_total", "counter",
+	     "Runs of the job asked for now (pgleader trigger) started by this node.");
+	for (size_t i = 0; i < jobs_n(); i++) {
+		jobs_source.view(jobs_source.arg, i, &v);
+		put(b, PREFIX "job_triggers_total{job=\"");
+		put_label_value(b, v.name);
+		put(b, "\"} %" PRIu64 "\n", v.triggers);
 	}
 	head(b, PREFIX "job_on_failure_total", "counter",
 	     "The job's on_failure commands run by this node, by how they ended.");

@@ -236,6 +236,10 @@ static const struct option_choice log_levels[] = {
 static const struct option_choice missed_policies[] = {
 	{ "once", MISSED_ONCE }, { "skip", MISSED_SKIP }, { NULL, 0 },
 };
+static const struct option_choice overlap_policies[] = {
+	{ "skip", OVERLAP_SKIP }, { "queue", OVERLAP_QUEUE },
+	{ "replace", OVERLAP_REPLACE }, { NULL, 0 },
+};
 static const struct option_choice output_modes[] = {
 	{ "inherit", OUTPUT_INHERIT }, { "log", OUTPUT_LOG }, { NULL, 0 },
 };
@@ -405,6 +409,11 @@ static const struct option_row rows[] = {
 	  .type = OPTION_BOOL, .offset = FIELD(top.rerun_interrupted),
 	  .default_value = "off",
 	  .help = "schedule: rerun a run cut off by failover" },
+	{ .key = "overlap", .long_name = "overlap", .type = OPTION_ENUM,
+	  .offset = FIELD(top.overlap), .default_value = "skip", .metavar = "POLICY",
+	  .help = "schedule: a tick during a run: skip, queue (run\n"
+		  "it after) or replace (stop the run)",
+	  .choices = overlap_policies },
 	{ .key = "output", .type = OPTION_ENUM,
 	  .offset = FIELD(top.output), .metavar = "MODE",
 	  .default_shown = "log; inherit for COMMAND without a schedule",
@@ -468,7 +477,8 @@ static const struct option_row rows[] = {
 	  .help = "status: a line each time the leader changes" },
 	{ .long_name = "job", .type = OPTION_ACTION, .action = ACT_JOB,
 	  .metavar = "NAME", .default_shown = "every job",
-	  .help = "runs, pause, resume: only this job" },
+	  .help = "runs, pause, resume: only this job;\n"
+		  "trigger: the job to run now" },
 	{ .long_name = "since", .type = OPTION_ACTION, .action = ACT_SINCE,
 	  .metavar = "DUR", .default_shown = "all",
 	  .help = "runs: only the ticks of the last DUR" },
@@ -487,11 +497,12 @@ static const struct option_row rows[] = {
 	  .metavar = "NODE", .default_shown = "any standby",
 	  .help = "switchover: the node that takes over" },
 	{ .long_name = "force", .type = OPTION_FLAG, .offset = FIELD(force),
-	  .help = "pause, resume, switchover: write it though no\n"
-		  "node announced the job or is the node (--to)" },
+	  .help = "pause, resume, switchover, trigger: write it\n"
+		  "though no node announced the job or is the node" },
 	{ .long_name = "wait", .type = OPTION_ACTION, .action = ACT_WAIT,
 	  .metavar = "DUR", .default_shown = "30s",
-	  .help = "switchover: how long a standby has to take over" },
+	  .help = "switchover: how long a standby has to take over;\n"
+		  "trigger: wait up to DUR for the run's end" },
 	{ .long_name = "help", .short_name = 'h', .type = OPTION_ACTION,
 	  .action = ACT_HELP, .help = "print this help and exit" },
 	{ .long_name = "version", .short_name = 'V', .type = OPTION_ACTION,
@@ -506,7 +517,7 @@ static const struct option_row rows[] = {
 #define JOB(name) offsetof(struct config_job, name)
 enum job_key {
 	JK_COMMAND, JK_SCHEDULE, JK_TIMEZONE, JK_JITTER, JK_MAX_RUNTIME, JK_MISSED,
-	JK_MISSED_WINDOW, JK_RERUN_INTERRUPTED, JK_RETRIES, JK_RETRY_DELAY,
+	JK_MISSED_WINDOW, JK_RERUN_INTERRUPTED, JK_OVERLAP, JK_RETRIES, JK_RETRY_DELAY,
 	JK_RETRY_MAX_DELAY, JK_ON_FAILURE, JK_ON_FAILURE_TIMEOUT, JK_GRACE_PERIOD,
 	JK_RESTART, JK_OUTPUT, JK_OUTPUT_TAIL, JK_SHELL, JK_ENVIRONMENT,
 	JK_ENVIRONMENT_FILE, JK_WORKING_DIRECTORY, JK_USER, JK_GROUP, JK_COUNT
@@ -523,6 +534,7 @@ static const struct {
 	[JK_MISSED] = { "missed", JOB(missed) },
 	[JK_MISSED_WINDOW] = { "missed_window", JOB(missed_window_ms) },
 	[JK_RERUN_INTERRUPTED] = { "rerun_interrupted", JOB(rerun_interrupted) },
+	[JK_OVERLAP] = { "overlap", JOB(overlap) },
 	[JK_RETRIES] = { "retries", JOB(retries) },
 	[JK_RETRY_DELAY] = { "retry_delay", JOB(retry_delay_ms) },
 	[JK_RETRY_MAX_DELAY] = { "retry_max_delay", JOB(retry_max_delay_ms) },
@@ -650,7 +662,7 @@ static int take_switchover_option(struct loader *ld, int action, const char *val
 				    "--wait: invalid duration %s (more than 0; examples: 30s, 2m)",
 				    value_quote(value, shown, sizeof(shown)));
 	cfg->switchover_wait_ms = ms;
-	ld->wait_given = true;
+	cfg->trigger_wait = ld->wait_given = true;
 	return CONFIG_OK;
 }
 
@@ -732,7 +744,7 @@ static int unknown_job_key(struct loader *ld, int line, const char *name,
 				    options_path(ld->op), line,
 				    value_quote(key, shown, sizeof(shown)), name, hint);
 	return options_fail(ld->op, EXIT_CONFIG,
-			    "%s:%d: unknown key %s in [job.%s] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, retries, retry_delay, retry_max_delay, on_failure, on_failure_timeout, grace_period, restart, output, output_tail, shell, environment, environment_file, working_directory, user, group)",
+			    "%s:%d: unknown key %s in [job.%s] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, overlap, retries, retry_delay, retry_max_delay, on_failure, on_failure_timeout, grace_period, restart, output, output_tail, shell, environment, environment_file, working_directory, user, group)",
 			    options_path(ld->op), line, value_quote(key, shown, sizeof(shown)),
 			    name);
 }
@@ -855,17 +867,18 @@ static int check_subcommand_options(struct loader *ld)
 		  "'pgleader status' or 'pgleader runs'" },
 		{ "watch", MODE_BIT(CONFIG_MODE_STATUS), "'pgleader status'" },
 		{ "job", MODE_BIT(CONFIG_MODE_RUNS) | MODE_BIT(CONFIG_MODE_PAUSE) |
-		  MODE_BIT(CONFIG_MODE_RESUME),
-		  "'pgleader runs', 'pgleader pause' or 'pgleader resume'" },
+		  MODE_BIT(CONFIG_MODE_RESUME) | MODE_BIT(CONFIG_MODE_TRIGGER),
+		  "'pgleader runs', 'pause', 'resume' or 'trigger'" },
 		{ "since", MODE_BIT(CONFIG_MODE_RUNS), "'pgleader runs'" },
 		{ "failed", MODE_BIT(CONFIG_MODE_RUNS), "'pgleader runs'" },
 		{ "print-sql", MODE_BIT(CONFIG_MODE_INIT_DB), "'pgleader init-db'" },
 		{ "grant-to", MODE_BIT(CONFIG_MODE_INIT_DB), "'pgleader init-db'" },
 		{ "to", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
-		{ "wait", MODE_BIT(CONFIG_MODE_SWITCHOVER), "'pgleader switchover'" },
+		{ "wait", MODE_BIT(CONFIG_MODE_SWITCHOVER) | MODE_BIT(CONFIG_MODE_TRIGGER),
+		  "'pgleader switchover' or 'pgleader trigger'" },
 		{ "force", MODE_BIT(CONFIG_MODE_PAUSE) | MODE_BIT(CONFIG_MODE_RESUME) |
-		  MODE_BIT(CONFIG_MODE_SWITCHOVER),
-		  "'pgleader pause', 'pgleader resume' or 'pgleader switchover'" },
+		  MODE_BIT(CONFIG_MODE_SWITCHOVER) | MODE_BIT(CONFIG_MODE_TRIGGER),
+		  "'pgleader pause', 'resume', 'switchover' or 'trigger'" },
 	};
 	const struct config *cfg = ld->cfg;
 	const bool given[] = { cfg->json, cfg->watch, cfg->runs_job != NULL,
@@ -887,7 +900,7 @@ static int check_daemon_options(struct loader *ld)
 {
 	static const char *const keys[] = {
 		"wait_timeout", "schedule", "timezone", "jitter", "max_runtime",
-		"missed", "missed_window", "rerun_interrupted", "once_per", "keep_runs",
+		"missed", "missed_window", "rerun_interrupted", "overlap", "once_per", "keep_runs",
 		"output", "output_tail",
 		"retries", "retry_delay", "retry_max_delay", "on_failure",
 		"on_failure_timeout",
@@ -923,6 +936,7 @@ static int read_subcommand(struct loader *ld)
 		{ "status", CONFIG_MODE_STATUS }, { "runs", CONFIG_MODE_RUNS },
 		{ "init-db", CONFIG_MODE_INIT_DB }, { "pause", CONFIG_MODE_PAUSE },
 		{ "resume", CONFIG_MODE_RESUME }, { "switchover", CONFIG_MODE_SWITCHOVER },
+		{ "trigger", CONFIG_MODE_TRIGGER },
 	};
 	int result, first_word;
 	bool after_dashdash;
@@ -1836,6 +1850,7 @@ void config_usage(FILE *out)
 	      "       pgleader init-db [--print-sql] [--grant-to ROLE] [OPTION]...\n"
 	      "       pgleader pause | resume [--job NAME] [OPTION]...\n"
 	      "       pgleader switchover [--to NODE] [--wait DUR] [OPTION]...\n"
+	      "       pgleader trigger [--job NAME] [--wait DUR] [--force] [OPTION]...\n"
 	      "       pgleader --help | --version\n"
 	      "\n"
 	      "Runs COMMAND on exactly one machine of a fleet at a time: the one whose\n"
@@ -1846,9 +1861,10 @@ void config_usage(FILE *out)
 	fputs("\n"
 	      "The file has a section [pgleader], and one [job.NAME] per further job\n"
 	      "(command, schedule, timezone, jitter, max_runtime, missed, missed_window,\n"
-	      "rerun_interrupted, retries, retry_delay, retry_max_delay, on_failure,\n"
-	      "on_failure_timeout, grace_period, restart, output, output_tail, shell,\n"
-	      "environment, environment_file, working_directory, user, group; a key\n"
+	      "rerun_interrupted, overlap, retries, retry_delay, retry_max_delay,\n"
+	      "on_failure, on_failure_timeout, grace_period, restart, output,\n"
+	      "output_tail, shell, environment, environment_file, working_directory,\n"
+	      "user, group; a key\n"
 	      "left out takes its [pgleader] value). Every key can also be set as\n"
 	      "PGLEADER_<KEY>, e.g. PGLEADER_LOCK_KEY. The command line wins over the\n"
 	      "environment, which wins over the file; both set the default job's keys\n"

@@ -16,6 +16,8 @@
 enum acquire_mode { ACQUIRE_WAIT, ACQUIRE_POLL };
 enum restart_policy { RESTART_NO, RESTART_ON_FAILURE, RESTART_ALWAYS };
 enum missed_policy { MISSED_ONCE, MISSED_SKIP };
+/* DESIGN 13: a tick that falls while the job's run goes on */
+enum overlap_policy { OVERLAP_SKIP, OVERLAP_QUEUE, OVERLAP_REPLACE };
 /* Where a job's stdout and stderr go (DESIGN 13): AUTO until the load
  * ends, then INHERIT for the one command without a schedule (a Docker
  * entrypoint's), LOG for every other job. */
@@ -31,6 +33,7 @@ enum config_mode {
 	CONFIG_MODE_PAUSE,      /* pgleader pause (DESIGN 11) */
 	CONFIG_MODE_RESUME,     /* pgleader resume (DESIGN 11) */
 	CONFIG_MODE_SWITCHOVER, /* pgleader switchover (DESIGN 11) */
+	CONFIG_MODE_TRIGGER,    /* pgleader trigger (DESIGN 13) */
 };
 
 /* One job (DESIGN 10): the command line's is named "default"; a file's
@@ -49,6 +52,7 @@ struct config_job {
 	enum missed_policy missed;
 	int64_t missed_window_ms; /* -1: one interval of the schedule */
 	bool rerun_interrupted;
+	enum overlap_policy overlap;
 	int64_t grace_period_ms;
 	enum restart_policy restart; /* for a job without a schedule */
 	/* The job's process (DESIGN 13), as written; process is what they
@@ -132,13 +136,16 @@ struct config {
 				  * the ledger besides this one's own; NULL: none */
 	char *grant_to;          /* init-db --grant-to ROLE; NULL: no grants */
 	int64_t keep_runs_ms;    /* default 720h */
-	char *runs_job;          /* runs, pause, resume --job NAME; NULL: every job */
+	char *runs_job;          /* runs, pause, resume, trigger --job NAME; NULL:
+				  * every job (trigger: the lock's only job) */
 	int64_t runs_since_ms;   /* runs --since DUR; -1: all */
 	bool runs_failed;        /* runs --failed: only runs that did not succeed */
 	int64_t runs_output_id;  /* runs --output RUN_ID; 0: list the runs */
 	bool print_sql;          /* init-db --print-sql */
 	char *switchover_to;     /* switchover --to NODE; NULL: any standby */
-	int64_t switchover_wait_ms; /* switchover --wait DUR; default 30s */
+	int64_t switchover_wait_ms; /* switchover --wait DUR; default 30s; trigger
+				     * --wait DUR: how long to wait for the run */
+	bool trigger_wait;       /* trigger --wait DUR given: wait for the run */
 	bool force;              /* pause, resume, switchover --force: a job or
 				  * node no node announced is written anyway */
 	/* True when the daemon needs the ledger: a schedule, [job.NAME]

@@ -158,6 +158,7 @@ static const char *job_field_text(const struct config *cfg, const char *key)
 	INT("missed", cfg->n_jobs ? (int)cfg->jobs[0].missed : -99);
 	INT("missed_window", cfg->n_jobs ? cfg->jobs[0].missed_window_ms : -99);
 	INT("rerun_interrupted", cfg->n_jobs ? cfg->jobs[0].rerun_interrupted : -99);
+	INT("overlap", cfg->n_jobs ? (int)cfg->jobs[0].overlap : -99);
 	INT("output", cfg->n_jobs ? (int)cfg->jobs[0].output : -99);
 	INT("output_tail", cfg->n_jobs ? cfg->jobs[0].output_tail : -99);
 	INT("retries", cfg->n_jobs ? cfg->jobs[0].retries : -99);
@@ -313,6 +314,8 @@ static const struct key_case {
 	  "must be greater than 0" },
 	{ "rerun_interrupted", "rerun-interrupted", true, "yes", "1", "maybe",
 	  "invalid boolean \"maybe\" (true/false, yes/no, on/off, 1/0)" },
+	{ "overlap", "overlap", false, "replace", "2", "allow",
+	  "invalid value \"allow\" (expected skip, queue, replace)" },
 	/* DESIGN 13 */
 	{ "retries", "retries", false, "3", "3", "101", "101 is out of range (0 to 100)" },
 	{ "retry_delay", "retry-delay", false, "1m", "60000", "0",
@@ -358,7 +361,7 @@ static bool needs_root(const struct key_case *k)
 }
 
 static const char *const scheduled[] = {
-	"jitter", "max_runtime", "missed", "missed_window", "rerun_interrupted",
+	"jitter", "max_runtime", "missed", "missed_window", "rerun_interrupted", "overlap",
 	"retries", "retry_delay", "retry_max_delay", "on_failure", "on_failure_timeout",
 };
 
@@ -1885,7 +1888,7 @@ static const struct {
 	/* what a section refuses, with its file and line */
 	{ "unknown key", "[job.a]\ncommand = a\nlock_key = 1\n", NULL, NULL, { NULL },
 	  EX_CONFIG,
-	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, retries, retry_delay, retry_max_delay, on_failure, on_failure_timeout, grace_period, restart, output, output_tail, shell, environment, environment_file, working_directory, user, group)" },
+	  "FILE:3: unknown key \"lock_key\" in [job.a] (a job takes command, schedule, timezone, jitter, max_runtime, missed, missed_window, rerun_interrupted, overlap, retries, retry_delay, retry_max_delay, on_failure, on_failure_timeout, grace_period, restart, output, output_tail, shell, environment, environment_file, working_directory, user, group)" },
 	/* issue 24: restart with a schedule was ignored without a word */
 	{ "restart with a schedule", "[job.a]\ncommand = a\nschedule = @daily\n"
 	  "restart = on-failure\n", NULL, NULL, { NULL }, EX_CONFIG,
@@ -2069,16 +2072,16 @@ static const struct {
 	{ NULL, { "runs", "--watch" }, EX_USAGE, 0,
 	  "--watch is only valid with 'pgleader status'" },
 	{ NULL, { "init-db", "--job", "a" }, EX_USAGE, 0,
-	  "--job is only valid with 'pgleader runs', 'pgleader pause' or 'pgleader resume'" },
+	  "--job is only valid with 'pgleader runs', 'pause', 'resume' or 'trigger'" },
 	{ NULL, { "pause", "--job", "a" }, CONFIG_OK, CONFIG_MODE_PAUSE, "0 a -1 0" },
 	{ NULL, { "resume" }, CONFIG_OK, CONFIG_MODE_RESUME, "0 (null) -1 0" },
 	{ NULL, { "switchover" }, CONFIG_OK, CONFIG_MODE_SWITCHOVER, "0 (null) -1 0" },
 	{ NULL, { "switchover", "--job", "a" }, EX_USAGE, 0,
-	  "--job is only valid with 'pgleader runs', 'pgleader pause' or 'pgleader resume'" },
+	  "--job is only valid with 'pgleader runs', 'pause', 'resume' or 'trigger'" },
 	{ NULL, { "pause", "--to", "a" }, EX_USAGE, 0,
 	  "--to is only valid with 'pgleader switchover'" },
 	{ NULL, { "--wait", "5s", "status" }, EX_USAGE, 0,
-	  "--wait is only valid with 'pgleader switchover'" },
+	  "--wait is only valid with 'pgleader switchover' or 'pgleader trigger'" },
 	{ NULL, { "switchover", "--to", "" }, EX_USAGE, 0,
 	  "--to: \"\" must have 1 to 54 characters" },
 	{ NULL, { "switchover", "--wait", "0" }, EX_USAGE, 0,

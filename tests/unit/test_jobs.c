@@ -66,14 +66,23 @@ void ledger_ensure(struct ledger *l, ledger_fn fn, void *arg)
 }
 
 void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job,
-		  int64_t tick, int attempt, const char *outcome, bool rerun,
-		  ledger_fn fn, void *arg)
+		  int64_t tick, int attempt, int64_t trigger, const char *outcome,
+		  bool rerun, ledger_fn fn, void *arg)
 {
 	(void)l;
 	(void)job;
 	(void)rerun;
 	(void)attempt;
+	(void)trigger;
 	keep(R_CLAIM, tick, outcome, t->lock_pid, fn, arg);
+}
+
+void ledger_triggers(struct ledger *l, int64_t lock_key, ledger_fn fn, void *arg)
+{
+	(void)l;
+	(void)lock_key;
+	(void)fn;
+	(void)arg;
 }
 
 void ledger_last(struct ledger *l, const struct ledger_term *t, const char *job,

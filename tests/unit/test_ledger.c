@@ -31,7 +31,7 @@ bool lease_query(struct lease *l, const char *sql, int nparams,
 	fq.sent++;
 	fq.fn = fn;
 	fq.arg = arg;
-	if (nparams == 9) /* a claim */
+	if (nparams == 10) /* a claim */
 		snprintf(fq.outcomes, sizeof(fq.outcomes), "%s", params[6]);
 	if (nparams == 6 && strstr(sql, "output = $6"))
 		snprintf(fq.output, sizeof(fq.output), "%s",
@@ -91,7 +91,7 @@ START_TEST(test_record_kept_when_lost)
 {
 	struct ledger *l = fresh();
 
-	ledger_claim(l, &term, "j", 1800000000000, 1, "skipped", false, asker, NULL);
+	ledger_claim(l, &term, "j", 1800000000000, 1, 0, "skipped", false, asker, NULL);
 	ck_assert_int_eq(fq.sent, 1);
 	ck_assert_str_eq(fq.outcomes, "{\"skipped\"}");
 	session_lost();
@@ -110,7 +110,7 @@ START_TEST(test_run_claim_told_when_lost)
 {
 	struct ledger *l = fresh();
 
-	ledger_claim(l, &term, "j", 1800000000000, 1, "running", false, asker, NULL);
+	ledger_claim(l, &term, "j", 1800000000000, 1, 0, "running", false, asker, NULL);
 	session_lost();
 	ck_assert_int_eq(heard, 1);
 	ck_assert_int_eq(heard_lost, 1);
@@ -161,7 +161,7 @@ START_TEST(test_dropped_ledger_is_missing)
 {
 	struct ledger *l = fresh();
 
-	ledger_claim(l, &term, "j", 1800000000000, 1, "running", false, asker, NULL);
+	ledger_claim(l, &term, "j", 1800000000000, 1, 0, "running", false, asker, NULL);
 	answer_error("3F000", "ERROR: schema \"pgleader\" does not exist");
 	ck_assert_int_eq(heard, 1);
 	ck_assert(!last.ok && last.missing && !last.lost);
@@ -247,8 +247,8 @@ START_TEST(test_batch_answered_whole_first)
 	asking_ledger = l;
 	n_told = 0;
 	ledger_finish(l, 7, 1, "succeeded", 0, false, NULL, 0);  /* in flight */
-	ledger_claim(l, &term, "a", 1800000000000, 1, "running", false, asker_finishes, NULL);
-	ledger_claim(l, &term, "b", 1800000000000, 1, "skipped", false, asker_finishes, NULL);
+	ledger_claim(l, &term, "a", 1800000000000, 1, 0, "running", false, asker_finishes, NULL);
+	ledger_claim(l, &term, "b", 1800000000000, 1, 0, "skipped", false, asker_finishes, NULL);
 	answer_row(0, NULL);
 	ck_assert_int_eq(fq.sent, 2);
 	ck_assert_str_eq(fq.outcomes, "{\"running\",\"skipped\"}");

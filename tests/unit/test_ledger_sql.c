@@ -88,13 +88,21 @@ static const struct {
 	  "pg_catalog.pg_locks WHERE locktype = 'advisory' AND granted AND pid = $6::int",
 	  "AND t.lock_key = $1::bigint) AS held",
 	  "FROM req q, term, server s WHERE term.held AND q.at <= clock_timestamp()",
-	  "s.sysid, s.tli, s.started" }, 2 },
+	  "s.sysid, s.tli, s.started" }, 4 },
 	/* DESIGN 13: each attempt of a tick a row of its own, claimed alike */
-	{ ledger_sql_claim, { "$9::int[]) WITH ORDINALITY",
+	{ ledger_sql_claim, { "$10::bigint[]) WITH ORDINALITY",
 	  "ON CONFLICT (lock_key, job, tick, attempt) DO UPDATE",
 	  "AND q.attempt = EXCLUDED.attempt AND q.rerun",
 	  "LEFT JOIN run r ON r.job = q.job AND r.tick = q.at AND r.attempt = q.attempt",
-	  NULL }, 2 },
+	  NULL }, 4 },
+	/* DESIGN 13: a run asked for now takes its request's time as its tick,
+	 * only while the request is there, and the request goes with it */
+	{ ledger_sql_claim, { "COALESCE(g.asked_at, to_timestamp(q.tick / 1000.0)) AS at",
+	  "AND (q.trig = 0 OR q.trigger_id IS NOT NULL)",
+	  "used AS (DELETE FROM \"my_ledger\".triggers g USING req q, run r",
+	  "s.sysid, s.tli, s.started, q.attempt, q.asked_by", NULL }, 4 },
+	{ ledger_sql_triggers, { "WHERE lock_key = $1::bigint ORDER BY asked_at LIMIT "
+	  LEDGER_SQL_TRIGGERS_ROWS_TEXT, NULL, NULL, NULL }, 1 },
 	{ ledger_sql_last, { "AND ($4::boolean OR COALESCE(r.system_identifier = s.sysid AND "
 	  "r.timeline_id = s.tli AND r.postmaster_start = s.started, false)) RETURNING r.tick",
 	  "AND NOT $4::boolean AND NOT COALESCE(r.system_identifier = s.sysid",
@@ -102,7 +110,7 @@ static const struct {
 	{ ledger_sql_last, { "ORDER BY tick DESC, attempt DESC LIMIT 1",
 	  "o.on_failure = 'owed' AND o.outcome IN ('failed', 'timed_out')",
 	  "AND n.tick = o.tick AND n.attempt > o.attempt",
-	  "RETURNING r.tick, r.attempt", NULL }, 7 },
+	  "RETURNING r.tick, r.attempt", "FROM cut WHERE trigger IS NULL" }, 7 },
 	{ ledger_sql_on_failure, { "pid = $3::int AND objsubid = 1",
 	  "SET on_failure = 'sent', on_failure_token = $4::bigint WHERE r.run_id = $2::bigint",
 	  "(r.on_failure IS DISTINCT FROM 'sent' OR r.on_failure_token = $4::bigint)",
@@ -110,7 +118,8 @@ static const struct {
 	{ ledger_sql_finish, { "WHERE run_id = $1::bigint",
 	  "AND fencing_token = $2::bigint AND finished_at IS NULL",
 	  "on_failure = CASE WHEN $5::boolean AND on_failure IS NULL THEN 'owed'", NULL }, 1 },
-	{ ledger_sql_prune, { "LIMIT 100", "outcome <> 'running'", NULL, NULL }, 2 },
+	{ ledger_sql_prune, { "LIMIT 100", "outcome <> 'running'",
+	  "DELETE FROM \"my_ledger\".triggers WHERE trigger_id IN", NULL }, 4 },
 	/* the controls (DESIGN 11): a plain command probes the catalog first,
 	 * the schema by name (no catalog join to plan), then the table */
 	{ ledger_sql_schema_probe, { "SELECT pg_catalog.to_regnamespace('my_ledger') IS NOT NULL",
@@ -315,7 +324,7 @@ START_TEST(grants_sql)
 	ck_assert_ptr_nonnull(none);
 	ck_assert_str_eq(to, "GRANT USAGE ON SCHEMA \"ops\" TO \"app \"\"x\"\"\";\n"
 			 "GRANT SELECT, INSERT, UPDATE, DELETE ON \"ops\".runs, \"ops\".terms,"
-			 " \"ops\".controls, \"ops\".jobs TO \"app \"\"x\"\"\";\n"
+			 " \"ops\".controls, \"ops\".jobs, \"ops\".triggers TO \"app \"\"x\"\"\";\n"
 			 "GRANT SELECT ON \"ops\".meta TO \"app \"\"x\"\"\";\n");
 	for (const char *line = none; *line; line = strchr(line, '\n') + 1)
 		ck_assert_msg(!strncmp(line, "-- ", 3), "not a comment: %s", line);

@@ -97,11 +97,12 @@ struct claim {
 	bool holder, newest, early;
 };
 
-static void claim_params(char p[9][64], const char *job, long long tick_ms,
+static void claim_params(char p[10][64], const char *job, long long tick_ms,
 			 const char *node, long long token, int pid,
 			 const char *outcome, bool rerun)
 {
 	snprintf(p[8], 64, "{1}"); /* the attempt */
+	snprintf(p[9], 64, "{0}"); /* no request to run now */
 	snprintf(p[0], 64, "%d", KEY);
 	snprintf(p[1], 64, "{\"%s\"}", job);
 	snprintf(p[2], 64, "{%lld}", tick_ms);
@@ -132,17 +133,17 @@ static struct claim claim_attempt_as(PGconn *c, const char *s, const char *job,
 				     long long tick_ms, int attempt, long long token,
 				     int pid, const char *outcome, bool rerun)
 {
-	char p[9][64];
-	const char *params[9];
+	char p[10][64];
+	const char *params[10];
 	char *sql = ledger_sql_claim(s);
 	struct claim out;
 	PGresult *r;
 
 	claim_params(p, job, tick_ms, "n1", token, pid, outcome, rerun);
 	snprintf(p[8], 64, "{%d}", attempt);
-	for (int i = 0; i < 9; i++)
+	for (int i = 0; i < 10; i++)
 		params[i] = p[i];
-	r = run(c, sql, 9, params);
+	r = run(c, sql, 10, params);
 	out = claim_answer(r);
 	PQclear(r);
 	free(sql);
@@ -406,8 +407,8 @@ START_TEST(claim_after_locked_row_newer_term_inserts_nothing)
 	struct sessions x = leader(s);
 	PGconn *other = pgtemp_connect("pgleader/n2");
 	long long tick = now_ms(x.fence) - 1000;
-	char p[9][64], pid[16];
-	const char *params[9];
+	char p[10][64], pid[16];
+	const char *params[10];
 	char *sql = ledger_sql_claim(s);
 	struct claim c = claim_as(x.fence, s, "backup", tick - 1000, 100, x.lock_pid,
 				  "running", false);
@@ -417,9 +418,9 @@ START_TEST(claim_after_locked_row_newer_term_inserts_nothing)
 	exec_ok(other, "BEGIN");
 	exec_ok(other, "UPDATE claim_locked.terms SET fencing_token = 300, node_id = 'n2'");
 	claim_params(p, "backup", tick, "n1", 200, x.lock_pid, "running", false);
-	for (int i = 0; i < 9; i++)
+	for (int i = 0; i < 10; i++)
 		params[i] = p[i];
-	ck_assert(PQsendQueryParams(x.fence, sql, 9, NULL, params, NULL, NULL, 0));
+	ck_assert(PQsendQueryParams(x.fence, sql, 10, NULL, params, NULL, NULL, 0));
 	snprintf(pid, sizeof(pid), "%d", PQbackendPID(x.fence));
 	/* until the claim waits for the row */
 	for (int i = 0;; i++) {
@@ -788,6 +789,9 @@ START_TEST(init_check_and_privileges)
 	/* the jobs announced (version 4) are written by the nodes too */
 	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_READ_ONLY);
 	exec_ok(c, "GRANT INSERT, UPDATE, DELETE ON check_priv.jobs TO check_u");
+	/* the leader reads and deletes the requests to run now (version 5) */
+	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_READ_ONLY);
+	exec_ok(c, "GRANT SELECT, DELETE ON check_priv.triggers TO check_u");
 	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_READY);
 	exec_ok(c, "REVOKE USAGE ON SCHEMA check_priv FROM PUBLIC");
 	ck_assert_int_eq(check_as(u, "check_priv"), LEDGER_NO_ACCESS);
