@@ -256,6 +256,7 @@ static void retry_due(struct job *jb);
 static void retry_overtaken(struct job *jb);
 static void retry_catch_up(struct job *jb, const struct jobs_answer *a);
 static bool retry_claimed_late(struct job *jb, const struct jobs_answer *a);
+static void failed_for_good(struct job *jb, const struct notice *n);
 
 static void reconfigure_if_due(struct job *jb);
 
@@ -560,9 +561,53 @@ static void drop_paused_claim(struct job *jb, int64_t run_id, const char *when)
 		end_paused_one_shot(jb, "not run");
 }
 
-/* The answer to a claim of this term: the tick runs, or why not. */
+/* How long ago, at most, the server ran the statement that a answers:
+ * its round trip, or less when our reading of the server's clock (good to
+ * its error, sync_clock) shows that the statement went out late and its
+ * answer came back at once. */
+static double answer_age(const struct jobs_state *j, const struct jobs_answer *a)
+{
+	double err;
+
+	if (!a->db_now || !isfinite(j->offset_err_ms))
+		return a->rtt;
+	err = j->offset_err_ms + (j->now - j->offset_at) * 1000 * CLOCK_DRIFT;
+	return fmin(a->rtt, fmax((double)(db_now(j) - a->db_now) + err, 0) / 1000);
+}
+
+/* A claim's answer read more than ping_timeout after the server ran it
+ * (the node was frozen or stalled meanwhile) proves nothing about now: the
+ * lock was held then, but the fence session, idle since, may have ended by
+ * server_lease and a new leader, holding the fence, may have cut the run
+ * as gone and run the next tick. A ping answered as late is a failed one;
+ * the timing rule (DESIGN 3) keeps ping_timeout + grace_period inside
+ * server_lease, so a run started within ping_timeout of its claim is
+ * stopped before that fence session can end. Its row is recorded
+ * interrupted, not run; a retry's failure before it was the tick's last. */
+static bool claimed_too_late(struct job *jb, const struct jobs_answer *a, const char *when)
+{
+	struct jobs_state *j = jb->owner;
+	double bound = (double)j->cfg->ping_timeout_ms / 1000, age = answer_age(j, a);
+
+	/* a --once-per window is claimed once across the fleet, by its row:
+	 * no other node runs it, whenever the answer is read */
+	if (!(age > bound) || j->cfg->once_per_ms > 0)
+		return false;
+	say(j, LOG_LEVEL_WARNING, "job %s: tick %s not run: its claim's answer was "
+	    "read %.1fs after the server ran it, over ping_timeout (%.1fs); this node "
+	    "may have lost the lead meanwhile: recorded interrupted", jb->cfg->name,
+	    when, age, bound);
+	count_outcome(jb, JOBS_INTERRUPTED);
+	finish(j, a->run_id, JOBS_INTERRUPTED, -1);
+	if (jb->claim_attempt > 1 && jb->retry.failed.tick == jb->claim_tick &&
+	    jb->retry.failed.attempt == jb->claim_attempt - 1)
+		failed_for_good(jb, &jb->retry.failed);
+	return true;
+}
+
 static bool replaced_before_start(struct job *jb, int64_t run_id);
 
+/* The answer to a claim of this term: the tick runs, or why not. */
 static void claimed(struct job *jb, const struct jobs_answer *a, const char *when)
 {
 	struct jobs_state *j = jb->owner;
@@ -604,6 +649,8 @@ static void claimed(struct job *jb, const struct jobs_answer *a, const char *whe
 		drop_paused_claim(jb, a->run_id, when);
 	} else if (retry_claimed_late(jb, a) || replaced_before_start(jb, a->run_id)) {
 		/* the newer tick won while the claim waited */
+	} else if (claimed_too_late(jb, a, when)) {
+		/* a stale answer starts nothing */
 	} else {
 		jb->run_attempt = jb->claim_attempt;
 		if (jb->run_attempt > 1)

@@ -536,6 +536,76 @@ START_TEST(test_retry_refused_not_run)
 }
 END_TEST
 
+/* A claim answered while this node was frozen (SIGSTOP) is read on
+ * SIGCONT, before the election sees its lease gone: the lock was held
+ * when the statement ran, 20 s ago, but its sessions may have ended since
+ * and another node, holding the fence, may have cut the run and run the
+ * next tick (the simulator's seeds 2001621, 2003881). Nothing starts; the
+ * row is recorded interrupted, with one warning. An answer that waited on
+ * its way to the server and came back at once is fresh: it runs. */
+START_TEST(test_claim_read_late_not_run)
+{
+	struct jobs_answer a = ok_at(T0 + 5);
+	const struct jobs_action *f;
+
+	load("");
+	lead(T0 - 10 * S, INT64_MIN);
+	ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, 0)->tick, T0);
+	now += 20;                      /* frozen; the answer came meanwhile */
+	a.run_id = 5;
+	a.tick = T0;
+	a.rtt = 20;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_int_eq(count(JOBS_DO_START, -2), 0);
+	f = find(JOBS_DO_FINISH, -2, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(f->run_id, 5);
+	ck_assert_int_eq(f->outcome, JOBS_INTERRUPTED);
+	ck_assert(said("job tick: tick 2027-01-15T08:00:00Z not run: its claim's answer "
+		       "was read 20.0s after the server ran it, over ping_timeout (2.0s)"));
+	ck_assert_int_eq(count(JOBS_DO_LOG, -2), 1);
+	unload();
+	load("");
+	lead(T0 - 10 * S, INT64_MIN);
+	now += 3.4;                     /* the request waited 3.4 s, not the answer */
+	a = ok_at(T0 + 3400);
+	a.run_id = 5;
+	a.tick = T0;
+	a.rtt = 3.4;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_int_eq(find(JOBS_DO_START, tick_job, 0)->run_id, 5);
+	ck_assert_int_eq(count(JOBS_DO_FINISH, -2), 0);
+	unload();
+}
+END_TEST
+
+/* A retry's claim read late starts nothing either; the failure before it
+ * was the tick's last, so its on_failure is claimed. */
+START_TEST(test_retry_claim_read_late)
+{
+	struct jobs_answer a = ok_at(T0 + 3 * S);
+
+	load("retries = 1\nretry_delay = 3s\non_failure = true\n");
+	running();
+	run_ends(1, 1);
+	now += 3.5;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_RETRY });
+	ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, 0)->attempt, 2);
+	now += 10;
+	a.run_id = 6;
+	a.tick = T0;
+	a.rtt = 10;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_int_eq(count(JOBS_DO_START, -2), 0);
+	ck_assert_int_eq(find(JOBS_DO_FINISH, -2, 0)->run_id, 6);
+	ck_assert_int_eq(find(JOBS_DO_FINISH, -2, 0)->outcome, JOBS_INTERRUPTED);
+	ck_assert_int_eq(find(JOBS_DO_ON_FAILURE_CLAIM, tick_job, 0)->run_id, 5);
+	ck_assert_int_eq(view_of(tick_job).retries, 0);
+	unload();
+}
+END_TEST
+
 /* The last attempt fails: its row records on_failure owed, the command's
  * claim goes out (its row, this term's token), and it runs once claimed,
  * with the run's facts and its timeout; its end is counted. */
@@ -907,6 +977,8 @@ int main(void)
 	tcase_add_test(tc, test_retry_arithmetic);
 	tcase_add_test(tc, test_retry_claimed_as_attempt);
 	tcase_add_test(tc, test_retry_refused_not_run);
+	tcase_add_test(tc, test_claim_read_late_not_run);
+	tcase_add_test(tc, test_retry_claim_read_late);
 	tcase_add_test(tc, test_last_attempt_on_failure);
 	tcase_add_test(tc, test_on_failure_claimed_elsewhere);
 	tcase_add_test(tc, test_next_tick_ends_retries);
