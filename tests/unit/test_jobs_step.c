@@ -957,6 +957,252 @@ START_TEST(test_reload)
 }
 END_TEST
 
+
+/* ---- run now and overlap (DESIGN 13) ---- */
+
+/* The requests to run now a read found, answered at db_now. */
+static void requests(int64_t db_now, const struct jobs_trigger *t, int n)
+{
+	struct jobs_answer a = ok_at(db_now);
+
+	a.triggers = t;
+	a.n_triggers = n;
+	answer(JOBS_EV_TRIGGERS, -1, a);
+}
+
+static const struct jobs_action *claim_of(int job)
+{
+	const struct jobs_action *c = find(JOBS_DO_CLAIM, job, 0);
+
+	ck_assert_ptr_nonnull(c);
+	return c;
+}
+
+/* The term reads the requests once the ledger is there, then at the ping
+ * interval; one that comes while the job runs waits for the run's end,
+ * then is claimed (its request named: its row takes the request's time)
+ * and runs, its line naming who asked; read again while its claim is on
+ * its way, it is not claimed twice. */
+START_TEST(test_trigger_waits_then_runs)
+{
+	const struct jobs_trigger t = { 9, T0 + 3 * S + 1, "tick", "ops (role x) from local socket" };
+	const struct jobs_action *c;
+
+	load("");
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_BEGAN, .job = -1,
+				  .term = { 42, TOKEN, LOCK_PID } });
+	answer(JOBS_EV_ENSURED, -1, ok_at(T0));
+	ck_assert_ptr_nonnull(find(JOBS_DO_TRIGGERS, -1, 0));
+	unload();
+	load("");
+	running();
+	now += 3;
+	requests(T0 + 3 * S, &t, 1);
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+	ck_assert_ptr_nonnull(timer_of(JOBS_TIMER_TRIGGERS, -1));
+	ck_assert_double_eq_tol(timer_of(JOBS_TIMER_TRIGGERS, -1)->after, 1.0, 1e-9);
+	ck_assert_int_eq(view_of(tick_job).waiting, 1);
+	run_ends(1, 0);
+	c = claim_of(tick_job);
+	ck_assert_int_eq(c->trigger, 9);
+	ck_assert_int_eq(c->tick, t.tick);
+	ck_assert(!c->record && !c->rerun);
+	requests(T0 + 4 * S, &t, 1); /* read before the claim's commit */
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+	{
+		struct jobs_answer a = ok_at(T0 + 4 * S);
+
+		a.run_id = 6;
+		a.tick = t.tick;
+		answer(JOBS_EV_CLAIMED, tick_job, a);
+	}
+	ck_assert_int_eq(find(JOBS_DO_START, tick_job, 0)->run_id, 6);
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = tick_job, .pid = 401 });
+	ck_assert(said("job tick: started run 6 asked for now by ops (role x) from local "
+		       "socket at 2027-01-15T08:00:03.001Z (pid 401)"));
+	ck_assert_int_eq((int)view_of(tick_job).triggers, 1);
+	ck_assert_int_eq(view_of(tick_job).waiting, 0);
+	unload();
+}
+END_TEST
+
+/* A run asked for now that fails is not tried again (its asker sees it
+ * fail and may ask again); its on_failure is owed as for any tick. */
+START_TEST(test_trigger_not_retried)
+{
+	const struct jobs_trigger t = { 3, T0 + 2 * S + 1, "tick", "ops" };
+	struct jobs_answer a = ok_at(T0 + 2 * S);
+	const struct jobs_action *f;
+
+	load("retries = 2\non_failure = true\n");
+	lead(T0 - 10 * S, INT64_MIN);
+	a.run_id = 5;
+	answer(JOBS_EV_CLAIMED, tick_job, a); /* T0's run */
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = tick_job, .pid = 400 });
+	run_ends(1, 0);
+	now += 1;
+	requests(T0 + 2 * S, &t, 1);
+	a.run_id = 8;
+	a.tick = t.tick;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = tick_job, .pid = 402 });
+	run_ends(1, 1);
+	f = find(JOBS_DO_FINISH, -2, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(f->run_id, 8);
+	ck_assert(f->owed);
+	ck_assert_ptr_null(find_timer(JOBS_TIMER_RETRY));
+	ck_assert_ptr_nonnull(find(JOBS_DO_ON_FAILURE_CLAIM, tick_job, 0));
+	unload();
+}
+END_TEST
+
+/* No request runs before the term planned its ticks (an older term's run
+ * may still be stopping), nor one for a job this leader does not have:
+ * that one is said once a term, and left in the ledger. */
+START_TEST(test_trigger_waits_for_the_plan)
+{
+	const struct jobs_trigger t[2] = { { 4, T0 + 1, "tick", "ops" },
+					   { 5, T0 + 2, "gone", "ops" } };
+
+	load("");
+	step((struct jobs_event){ .type = JOBS_EV_LEAD_BEGAN, .job = -1,
+				  .term = { 42, TOKEN, LOCK_PID } });
+	answer(JOBS_EV_ENSURED, -1, ok_at(T0));
+	requests(T0, t, 2);
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+	ck_assert(said("a run of job gone was asked for now by ops, but this leader has no"));
+	requests(T0, t, 2);
+	ck_assert(!said("a run of job gone"));
+	{
+		struct jobs_answer a = ok_at(T0 + 5);
+
+		a.last_tick = T0; /* T0 ran: nothing due before T0 + 10 s */
+		answer(JOBS_EV_LAST, tick_job, a);
+	}
+	ck_assert_int_eq(claim_of(tick_job)->trigger, 4);
+	unload();
+}
+END_TEST
+
+/* overlap = queue: a tick that falls during a run is claimed once the run
+ * ends; of two that fall, the newer waits and the older is recorded
+ * skipped. */
+START_TEST(test_overlap_queue)
+{
+	const struct jobs_action *c;
+
+	load("overlap = queue\n");
+	running();
+	now += 10;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+	ck_assert(said("tick 2027-01-15T08:00:10Z queued: the run for 2027-01-15T08:00:00Z "
+		       "is still going"));
+	now += 10;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	c = claim_of(tick_job);
+	ck_assert(c->record);
+	ck_assert_int_eq(c->outcome, JOBS_SKIPPED);
+	ck_assert_int_eq(c->tick, T0 + 10 * S);
+	run_ends(1, 0);
+	c = claim_of(tick_job);
+	ck_assert(!c->record);
+	ck_assert_int_eq(c->tick, T0 + 20 * S);
+	ck_assert_int_eq(c->trigger, 0);
+	unload();
+}
+END_TEST
+
+/* overlap = replace: the run going on is stopped (recorded interrupted)
+ * and the new tick claimed once it is gone; a claim answered after a
+ * newer tick fell starts nothing. A run asked for now is not replaced. */
+START_TEST(test_overlap_replace)
+{
+	const struct jobs_action *f;
+	struct jobs_answer a;
+
+	load("overlap = replace\n");
+	running();
+	now += 10;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	ck_assert_ptr_nonnull(find(JOBS_DO_STOP, tick_job, 0));
+	ck_assert(said("tick 2027-01-15T08:00:10Z replaces run 5 (overlap = replace)"));
+	run_ends(1, 143);
+	f = find(JOBS_DO_FINISH, -2, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(f->outcome, JOBS_INTERRUPTED);
+	ck_assert_int_eq(claim_of(tick_job)->tick, T0 + 10 * S);
+	now += 10; /* the claim is slow: the next tick falls first */
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	a = ok_at(T0 + 21 * S);
+	a.run_id = 7;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_int_eq(count(JOBS_DO_START, tick_job), 0);
+	f = find(JOBS_DO_FINISH, -2, 0);
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(f->run_id, 7);
+	ck_assert_int_eq(f->outcome, JOBS_INTERRUPTED);
+	ck_assert_int_eq(claim_of(tick_job)->tick, T0 + 20 * S);
+	unload();
+}
+END_TEST
+
+START_TEST(test_overlap_replace_spares_a_manual_run)
+{
+	const struct jobs_trigger t = { 9, T0 + 2 * S + 1, "tick", "ops" };
+	struct jobs_answer a = ok_at(T0 + 2 * S);
+
+	load("overlap = replace\n");
+	lead(T0 - 10 * S, INT64_MIN);
+	a.run_id = 5;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = tick_job, .pid = 400 });
+	run_ends(1, 0);
+	requests(T0 + 2 * S, &t, 1);
+	a.run_id = 6;
+	a.tick = t.tick;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = tick_job, .pid = 401 });
+	now += 8;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	ck_assert_int_eq(count(JOBS_DO_STOP, tick_job), 0);
+	ck_assert(said("queued: the run for 2027-01-15T08:00:02.001Z is still going"));
+	unload();
+}
+END_TEST
+
+/* A request to run now whose job a pause stopped meanwhile is recorded
+ * paused, not run. */
+START_TEST(test_trigger_paused)
+{
+	const struct jobs_trigger t = { 9, T0 + 2 * S + 1, "tick", "ops" };
+	const char *names[] = { "tick" }, *by[] = { "op" }, *at[] = { "T" };
+	struct jobs_pauses p = { .names = names, .by = by, .at = at, .n = 1 };
+	struct jobs_answer a = ok_at(T0 + 2 * S);
+
+	load("");
+	lead(T0 - 10 * S, INT64_MIN);
+	a.run_id = 5;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	step((struct jobs_event){ .type = JOBS_EV_RUN_STARTED, .job = tick_job, .pid = 400 });
+	run_ends(1, 0);
+	requests(T0 + 2 * S, &t, 1);
+	step((struct jobs_event){ .type = JOBS_EV_PAUSES, .job = -1, .pauses = &p });
+	a.run_id = 6;
+	a.tick = t.tick;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	ck_assert_int_eq(count(JOBS_DO_START, tick_job), 0);
+	ck_assert_int_eq(find(JOBS_DO_FINISH, -2, 0)->outcome, JOBS_PAUSED);
+	unload();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs_step");
@@ -988,6 +1234,13 @@ int main(void)
 	tcase_add_test(tc, test_drain_cut_short);
 	tcase_add_test(tc, test_announce);
 	tcase_add_test(tc, test_reload);
+	tcase_add_test(tc, test_trigger_waits_then_runs);
+	tcase_add_test(tc, test_trigger_not_retried);
+	tcase_add_test(tc, test_trigger_waits_for_the_plan);
+	tcase_add_test(tc, test_overlap_queue);
+	tcase_add_test(tc, test_overlap_replace);
+	tcase_add_test(tc, test_overlap_replace_spares_a_manual_run);
+	tcase_add_test(tc, test_trigger_paused);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
