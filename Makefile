@@ -275,6 +275,9 @@ SEEDS ?= 5000
 CONTROLS_SEEDS ?= 2000
 # Seeds with jobs (DESIGN 10): schedules, the ledger, the tick invariants.
 JOBS_SEEDS ?= 500
+# Seeds with runs asked for now and each job's overlap (DESIGN 13), on
+# seeds of their own so that the jobs seeds' streams stay as they were.
+TRIGGER_SEEDS ?= 300
 # The daemon's supervisor.c is linked too, and the job layer of DESIGN 10
 # (jobs.c, jobs_step.c, tickplan.c, ledger.c and its SQL texts): their clock is the
 # simulated node's (SIM_DEFS), their I/O (sessions, statements, commands,
@@ -300,9 +303,12 @@ sim: $(B)tests/sim/sim
 		--seeds $(CONTROLS_SEEDS) --known tests/sim/known.txt
 	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --jobs --first 2000001 \
 		--seeds $(JOBS_SEEDS) --known tests/sim/known.txt --regress tests/sim/regress-jobs.txt
+	$(if $(filter /%,$(B)),,./)$(B)tests/sim/sim --triggers --first 3000001 \
+		--seeds $(TRIGGER_SEEDS) --known tests/sim/known.txt --regress tests/sim/regress-triggers.txt
 # Each deliberate fault of tests/sim/mutants/ must make the default seeds fail.
 sim-mutants:
 	SIM_LIBS='$(SIM_LIBS)' SIM_ELECTION='$(ELECTION_SRCS)' SIM_JOBS_SEEDS='$(JOBS_SEEDS)' \
+	SIM_TRIGGER_SEEDS='$(TRIGGER_SEEDS)' \
 	SIM_OTHERS='$(SIM_OTHER_SRCS)' tests/sim/mutants.sh $(or $(B),build/) $(SEEDS) $(CC) \
 		$(ALL_CFLAGS) $(SIM_DEFS) $(ALL_LDFLAGS)
 

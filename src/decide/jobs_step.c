@@ -97,6 +97,9 @@ struct job {
 	int n_pend;
 	bool planned;               /* this term planned its ticks: an older
 				     * term's run is over */
+	int64_t regained;           /* the server's ms the lock came back with a
+				     * new session (failsafe), for the plan
+				     * after it; INT64_MIN: none */
 	int64_t queued;             /* DESIGN 13, overlap: the tick that runs
 				     * once the run going on ends; INT64_MIN:
 				     * none */
@@ -545,6 +548,9 @@ static void unclaimed(struct job *jb, int64_t tick)
 		return;
 	if (jb->last_handled >= tick)
 		jb->last_handled = tick - 1;
+	/* a tick queued behind it is planned again with it (DESIGN 13) */
+	if (jb->queued >= tick)
+		jb->queued = INT64_MIN;
 }
 
 /* The pause came while the tick's claim was on its way: the tick is
@@ -782,9 +788,33 @@ static void run_tick(struct job *jb, int64_t tick, bool rerun)
 	record(jb, tick, JOBS_SKIPPED, true);
 }
 
-static void apply(struct job *jb, const struct tickplan *p)
+/* The plan after the lock came back with a new session at since (the
+ * server's ms; failsafe): the ticks that fell since fell while this node
+ * led, their claims stuck behind one of the old session's: the newest
+ * runs, the others are recorded skipped, as they would have been (the
+ * claim of an older tick was waiting); only the older ones were missed.
+ * How many of p's missed ticks fell since, newest first. */
+static int fell_since(struct tickplan *p, int64_t since)
+{
+	int n = 0;
+
+	if (since == INT64_MIN)
+		return 0;
+	if (p->run == INT64_MIN && p->n_missed > 0 && p->missed[0] >= since) {
+		p->run = p->missed[0];
+		memmove(p->missed, p->missed + 1, (size_t)--p->n_missed * sizeof(p->missed[0]));
+		p->missed_total--;
+	}
+	while (n < p->n_missed && p->missed[n] >= since)
+		n++;
+	return n;
+}
+
+static void apply(struct job *jb, struct tickplan *p, int64_t since)
 {
 	char when[40];
+	int skipped = fell_since(p, since);
+	int64_t missed = p->missed_total - skipped;
 
 	/* oldest first: a leader that loses the lock between two of these
 	 * statements leaves the older ticks recorded and the newer ones to
@@ -794,13 +824,19 @@ static void apply(struct job *jb, const struct tickplan *p)
 		/* the newest may be in the server's future (our reading of
 		 * its clock runs ahead): sent again once it is there, as the
 		 * tick a timer fired for */
-		record(jb, p->missed[i], JOBS_MISSED, i == 0 && p->run == INT64_MIN);
-	if (p->missed_total > 0)
+		record(jb, p->missed[i], i < skipped ? JOBS_SKIPPED : JOBS_MISSED,
+		       i == 0 && p->run == INT64_MIN);
+	if (skipped > 0)
+		say(jb->owner, LOG_LEVEL_NOTICE, "job %s: %d tick%s skipped while the "
+		    "claim of an older one waited on the lock's old session", jb->cfg->name,
+		    skipped, skipped == 1 ? "" : "s");
+	if (missed > 0)
 		say(jb->owner, LOG_LEVEL_WARNING, "job %s: %" PRId64 "%s tick%s missed "
-		    "while no node led (newest %s)%s", jb->cfg->name, p->missed_total,
+		    "while no node led (newest %s)%s", jb->cfg->name, missed,
 		    p->missed_total >= TICKPLAN_COUNT_MAX ? " or more" : "",
-		    p->missed_total == 1 ? "" : "s",
-		    clocks_rfc3339(p->missed[0], when, sizeof(when)),
+		    missed == 1 ? "" : "s", skipped < p->n_missed
+		    ? clocks_rfc3339(p->missed[skipped], when, sizeof(when))
+		    : "before the skipped ones",
 		    p->missed_total > p->n_missed ? "; the newest are recorded" : "");
 	if (p->run != INT64_MIN)
 		run_tick(jb, p->run, false);
@@ -812,12 +848,13 @@ static void plan_and_run(struct job *jb, int64_t fired)
 {
 	struct jobs_state *j = jb->owner;
 	struct tickplan p;
-	int64_t now = db_now(j);
+	int64_t now = db_now(j), since = jb->regained;
 
 	tickplan(jb->sched, jb->last_handled, now, fired,
 		  jb->cfg->missed == MISSED_ONCE, jb->cfg->missed_window_ms, &p);
 	jb->last_handled = now;
-	apply(jb, &p);
+	jb->regained = INT64_MIN; /* the plan after the regain only */
+	apply(jb, &p, since);
 }
 
 static void arm_tick(struct job *jb)
@@ -1087,6 +1124,7 @@ static void lock_pid(struct jobs_state *j, int pid)
 		if (!j->job[i].sched || j->job[i].removed)
 			continue;
 		timer(&j->job[i], JOBS_TIMER_TICK, -1);
+		j->job[i].regained = db_now(j);
 		ask_last(&j->job[i], false);
 	}
 }
@@ -1688,7 +1726,9 @@ static void run_ended(struct job *jb, enum jobs_outcome o, int status)
 }
 
 /* The retry timer: the next attempt is claimed as a tick is, unless the
- * job is paused or runs meanwhile (then the failure was its last). */
+ * job is paused or runs meanwhile (then the failure was its last); a run
+ * asked for now (DESIGN 13) goes on first, and the attempt follows it
+ * (next_up), unless the next tick falls first. */
 static void retry_due(struct job *jb)
 {
 	struct jobs_state *j = jb->owner;
@@ -1697,6 +1737,8 @@ static void retry_due(struct job *jb)
 
 	if (!r.on || !j->active)
 		return;
+	if (!jb->paused && jb->state != JOB_IDLE && (jb->run_manual || jb->claim_trigger))
+		return; /* still on: after the run asked for now */
 	jb->retry.on = false;
 	if (jb->paused || jb->state != JOB_IDLE) {
 		say(j, LOG_LEVEL_NOTICE, "job %s: attempt %d of tick %s not run: %s",
@@ -1932,12 +1974,18 @@ static void next_up(struct job *jb)
 	int64_t tick = jb->queued;
 
 	if (jb->state != JOB_IDLE || !j->active || !j->begun || !jb->planned ||
-	    jb->removed || !jb->sched || (tick == INT64_MIN && jb->n_pend == 0))
+	    jb->removed || !jb->sched)
 		return;
+	if (jb->retry.on && tick == INT64_MIN && db_now(j) >= jb->retry.due) {
+		retry_due(jb); /* it waited for a run asked for now */
+		return;
+	}
 	if (jb->n_pend > 0 && (tick == INT64_MIN || jb->pend[0].tick < tick)) {
 		claim_request(jb);
 		return;
 	}
+	if (tick == INT64_MIN)
+		return;
 	jb->queued = INT64_MIN;
 	retry_overtaken(jb);
 	run_tick(jb, tick, false);
@@ -2042,7 +2090,8 @@ static void forget_waiting(struct jobs_state *j)
 		j->job[i].queued = INT64_MIN;
 		j->job[i].planned = false;
 	}
-	requests_timer(j, -1);
+	if (reads_requests(j))
+		requests_timer(j, -1);
 	j->stranger_said = false;
 }
 
@@ -2302,6 +2351,7 @@ static bool job_init(struct jobs_state *j, struct job *jb, size_t i,
 	jb->last_handled = INT64_MIN;
 	jb->resumed_at = INT64_MIN;
 	jb->queued = INT64_MIN;
+	jb->regained = INT64_MIN;
 	jb->view.name = cfg->name;
 	jb->view.timezone = cfg->timezone;
 	if (cfg->schedule) {

@@ -484,6 +484,7 @@ static enum qkind qkind_of(const char *sql)
 		texts[Q_HANDED] = ledger_sql_handed("pgleader");
 		texts[Q_ON_FAILURE] = ledger_sql_on_failure("pgleader");
 		texts[Q_ANNOUNCE] = ledger_sql_announce("pgleader");
+		texts[Q_TRIGGERS] = ledger_sql_triggers("pgleader");
 	}
 	for (int k = 0; k < Q_OTHER; k++)
 		if (texts[k] && !strcmp(sql, texts[k]))
@@ -617,10 +618,38 @@ static bool lock_held_by(int pid)
 	return W.holder[0] >= 0 && W.s[W.holder[0]].pid == pid;
 }
 
+/* The request to run now id of job j still in the triggers table (not
+ * claimed), or NULL. */
+static struct trig *trig_waiting(int64_t id, int j)
+{
+	for (int k = 0; k < W.n_trigs; k++)
+		if (W.trigs[k].id == id && W.trigs[k].job == j && !W.trigs[k].run_id)
+			return &W.trigs[k];
+	return NULL;
+}
+
+/* A claim of a request to run now (DESIGN 13): its row takes the
+ * request's tick, and the request goes with it; none, no row. */
+static int64_t claim_request(const char *job, int64_t trig, const char *node,
+			     uint64_t token, const char *outcome)
+{
+	struct trig *g = trig_waiting(trig, job_index(job));
+	int64_t id;
+
+	if (!g)
+		return 0;
+	id = claim_one(job, g->tick, 1, node, token, outcome, false);
+	if (id > 0) {
+		g->run_id = id;
+		row_by_id(id)->trigger = g->id;
+	}
+	return id;
+}
+
 /* Row i of a claim's answer: tick i of its arrays, inserted if it may. */
 static void db_claim_row(struct squery *q, int i, struct claim_checks k)
 {
-	char job[64], tick[24], outcome[16], rerun[8], attempt[8];
+	char job[64], tick[24], outcome[16], rerun[8], attempt[8], trig[24];
 	int64_t at, id = 0;
 	int node = node_of_name(q->p[3]);
 
@@ -629,8 +658,11 @@ static void db_claim_row(struct squery *q, int i, struct claim_checks k)
 	array_elem(q->p[6], i, outcome, sizeof(outcome));
 	array_elem(q->p[7], i, rerun, sizeof(rerun));
 	array_elem(q->p[8], i, attempt, sizeof(attempt));
+	array_elem(q->p[9], i, trig, sizeof(trig));
 	at = strtoll(tick, NULL, 10);
-	if (k.term && k.holder && at <= k.now)
+	if (k.term && k.holder && at <= k.now && strtoll(trig, NULL, 10) > 0)
+		id = claim_request(job, strtoll(trig, NULL, 10), q->p[3], k.token, outcome);
+	else if (k.term && k.holder && at <= k.now)
 		id = claim_one(job, at, atoi(attempt), q->p[3], k.token, outcome,
 			       rerun[0] == 't');
 	if (id > 0 && !k.held)
@@ -682,8 +714,8 @@ void newest_rows(int j, const struct lrow **newest, const struct lrow **owed)
 
 		if (job_index(r->job) != j)
 			continue;
-		if (!*newest || r->tick > (*newest)->tick ||
-		    (r->tick == (*newest)->tick && r->attempt > (*newest)->attempt))
+		if (!r->trigger && (!*newest || r->tick > (*newest)->tick ||
+		    (r->tick == (*newest)->tick && r->attempt > (*newest)->attempt)))
 			*newest = r;
 		if (!strcmp(r->on_failure, "owed") && !row_attempt(j, r->tick, r->attempt + 1) &&
 		    (!strcmp(r->outcome, "failed") || !strcmp(r->outcome, "timed_out")) &&
@@ -744,6 +776,17 @@ static void db_last(int sid, struct squery *q)
 
 		if (job_index(r->job) != j)
 			continue;
+		/* DESIGN 13: a run asked for now is no tick: not the newest,
+		 * not cut to be run again (cut: recorded interrupted) */
+		if (r->trigger) {
+			if (!strcmp(r->outcome, "succeeded") && r->finished_ms > success)
+				success = r->finished_ms;
+			if (old_running && (cut || same))
+				snprintf(r->outcome, sizeof(r->outcome), "interrupted");
+			else if (old_running && !same && r->tick > older)
+				older = r->tick;
+			continue;
+		}
 		last = r->tick > last ? r->tick : last;
 		if (!strcmp(r->outcome, "succeeded") && r->finished_ms > success)
 			success = r->finished_ms;
@@ -858,7 +901,7 @@ static void db_controls(struct squery *q)
 		sq_answer(q, 0, 0);
 		return;
 	case Q_ENSURE: case Q_CLAIM: case Q_LAST: case Q_FINISH: case Q_PRUNE:
-	case Q_ON_FAILURE: case Q_ANNOUNCE:
+	case Q_ON_FAILURE: case Q_ANNOUNCE: case Q_TRIGGERS:
 	case Q_SCHEMA: case Q_PROBE: case Q_OTHER:
 		return;
 	}
@@ -915,6 +958,29 @@ static void db_announce(struct squery *q)
 	put(q, 0, 1, false, "%" PRId64, db_ms());
 }
 
+/* The requests to run now still waiting, oldest first (ledger_sql.c's
+ * triggers read). */
+static void db_triggers(struct squery *q)
+{
+	int rows = 0, k;
+
+	for (k = 0; k < W.n_trigs; k++)
+		rows += !W.trigs[k].run_id;
+	rows = rows > LEDGER_SQL_TRIGGERS_ROWS ? LEDGER_SQL_TRIGGERS_ROWS : rows;
+	sq_answer(q, rows, 5);
+	for (int r = 0, k2 = 0; r < rows && k2 < W.n_trigs; k2++) {
+		const struct trig *g = &W.trigs[k2];
+
+		if (g->run_id)
+			continue;
+		put(q, r, 0, false, "%" PRId64, g->id);
+		put(q, r, 1, false, "%s", W.job_name[g->job]);
+		put(q, r, 2, false, "%" PRId64, g->tick);
+		put(q, r, 3, false, "sim");
+		put(q, r++, 4, false, "%" PRId64, db_ms());
+	}
+}
+
 /* Statement q, executed on session sid. */
 static void db_execute(int sid, struct squery *q)
 {
@@ -932,6 +998,7 @@ static void db_execute(int sid, struct squery *q)
 		return;
 	case Q_CONTROLS: case Q_PRIORITY: case Q_HANDED: db_controls(q); return;
 	case Q_ANNOUNCE: db_announce(q); return;
+	case Q_TRIGGERS: db_triggers(q); return;
 	case Q_OTHER:
 		fail_at(1u << W.s[sid].node, "a ledger statement the model does not know");
 		sq_answer(q, 0, 0);

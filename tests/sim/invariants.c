@@ -125,6 +125,8 @@ static int64_t retry_due(int j, const struct lrow *r)
 	return due;
 }
 
+static unsigned alive_of(int j);
+
 /* A failed attempt's next one, TICK_MARGIN after it was due: when a
  * node led steadily from before it was due until now, it has a row. */
 static void check_retries(void)
@@ -138,15 +140,25 @@ static void check_retries(void)
 		bool steady = false;
 		char at[32];
 
-		if (j < 0 || !W.sched[j])
+		if (j < 0 || !W.sched[j] || r->trigger) { /* a run asked for now: no retry */
+			W.failed_rows[k--] = W.failed_rows[--W.n_failed_rows];
 			continue;
+		}
 		due = retry_due(j, r);
+		if (due != INT64_MIN && now_ms >= (double)due && !r->due_seen) {
+			r->due_seen = true;
+			r->busy_at_due = alive_of(j) != 0;
+		}
 		if (due != INT64_MIN && now_ms < (double)due + TICK_MARGIN * 1000)
 			continue;
 		W.failed_rows[k--] = W.failed_rows[--W.n_failed_rows];
 		for (int i = 0; i < W.n && due != INT64_MIN; i++)
 			steady |= W.nodes[i].steady_since <= t_of_ms(due) - net_slack;
 		if (!steady)
+			continue;
+		/* a run asked for now went on when it was due: the attempt
+		 * follows it, or the next tick overtook it (DESIGN 13) */
+		if (r->busy_at_due)
 			continue;
 		W.retries_checked++;
 		if (row_attempt(j, r->tick, r->attempt + 1))
@@ -300,9 +312,10 @@ void check_run_start(struct node *n, struct child *ch)
 			tick_text(r->tick, at, sizeof(at)), ch->token, node_name(r->node),
 			r->token, r->outcome);
 	if (++r->starts > 1)
-		fail_at(1u << n->i, "job %s's tick %s runs a second time (%s, token %"
-			PRIu64 ")", job, tick_text(r->tick, at, sizeof(at)), n->name,
-			ch->token);
+		fail_at(1u << n->i, "job %s's %s %s runs a second time (%s, token %"
+			PRIu64 ")", job, r->trigger ? "run asked for now at" : "tick",
+			tick_text(r->tick, at, sizeof(at)), n->name, ch->token);
+	W.triggers_run += r->trigger != 0;
 	check_attempt(n, ch->job, r);
 	W.ticks_run++;
 }
@@ -369,8 +382,11 @@ void unsteady(void)
 
 /* Tick t of job j, TICK_MARGIN after it fell: when a node led steadily
  * from before it until now, the tick has a row, and it is not "missed"
- * (it ran, or was skipped because the run before was still going). */
-static void check_tick(int j, int64_t t)
+ * (it ran, or was skipped because the run before was still going). With
+ * overlap queue or replace (DESIGN 13) a tick that fell during a run is
+ * claimed once the run is gone: checked TICK_MARGIN after the job's last
+ * run was last seen alive. false: not yet. */
+static bool check_tick(int j, int64_t t)
 {
 	bool steady = false;
 	struct lrow *r;
@@ -379,15 +395,20 @@ static void check_tick(int j, int64_t t)
 	for (int i = 0; i < W.n; i++)
 		steady |= W.nodes[i].steady_since <= t_of_ms(t) - net_slack;
 	if (!steady)
-		return;
-	W.ticks_checked++;
+		return true;
 	r = row_at(j, t);
+	if (!r && W.overlap[j] != OVERLAP_SKIP && T < W.last_alive[j] + TICK_MARGIN)
+		return false;
+	W.ticks_checked++;
 	if (!r || !strcmp(r->outcome, "missed"))
 		fail_at((1u << W.n) - 1, "job %s's tick %s fell while a node led "
 			"steadily, and %.1fs later it %s", W.job_name[j],
 			tick_text(t, at, sizeof(at)), TICK_MARGIN,
 			r ? "is recorded missed" : "has no row");
+	return true;
 }
+
+static unsigned alive_of(int j);
 
 static void check_ticks(void)
 {
@@ -400,10 +421,38 @@ static void check_ticks(void)
 			n->steady_since = T;
 	}
 	for (int j = 0; j < W.n_jobs; j++) {
+		if (alive_of(j))
+			W.last_alive[j] = T;
 		while (W.sched[j] && W.check_tick[j] != SCHEDULE_NEVER &&
-		       T >= t_of_ms(W.check_tick[j] + W.jitter_ms[j]) + TICK_MARGIN) {
-			check_tick(j, W.check_tick[j]);
+		       T >= t_of_ms(W.check_tick[j] + W.jitter_ms[j]) + TICK_MARGIN &&
+		       check_tick(j, W.check_tick[j]))
 			W.check_tick[j] = schedule_next(W.sched[j], W.check_tick[j]);
+	}
+}
+
+/* DESIGN 13: a run asked for now is claimed once a node leads steadily,
+ * within the ping interval (the leader's read) and TICK_MARGIN after the
+ * job's run going on, if any, was last seen alive (a request waits for
+ * it). */
+static void check_triggers(void)
+{
+	for (int k = 0; k < W.n_trigs; k++) {
+		const struct trig *g = &W.trigs[k];
+		double from = fmax(g->asked, W.last_alive[g->job]);
+
+		if (g->run_id)
+			continue;
+		for (int i = 0; i < W.n; i++) {
+			double since = fmax(from, W.nodes[i].steady_since);
+
+			if (!isfinite(W.nodes[i].steady_since) ||
+			    T < since + W.p.ping_interval + TICK_MARGIN)
+				continue;
+			fail_at(1u << i, "the run of job %s asked for now at %.3fs (request %"
+				PRId64 ") is not claimed %.1fs after %s led steadily and the "
+				"job's last run ended", W.job_name[g->job], g->asked, g->id,
+				T - since, W.nodes[i].name);
+			return;
 		}
 	}
 }
@@ -419,9 +468,21 @@ static int64_t first_row(int j)
 	int64_t first = INT64_MAX;
 
 	for (size_t k = 0; k < W.n_rows; k++)
-		if (job_index(W.rows[k].job) == j && W.rows[k].tick < first)
+		if (job_index(W.rows[k].job) == j && !W.rows[k].trigger && W.rows[k].tick < first)
 			first = W.rows[k].tick;
 	return first;
+}
+
+/* Job j's newest tick with a row (a run asked for now is none). */
+static int64_t newest_tick(int j)
+{
+	int64_t newest = INT64_MIN;
+
+	for (size_t k = 0; k < W.n_rows; k++)
+		if (job_index(W.rows[k].job) == j && !W.rows[k].trigger &&
+		    W.rows[k].tick > newest)
+			newest = W.rows[k].tick;
+	return newest;
 }
 
 /* A gap of job j's ticks without a row from t on: the tick after it (a
@@ -434,10 +495,17 @@ static int64_t gap_end(int j, int64_t t, int64_t limit)
 
 	for (u = t; u != SCHEDULE_NEVER && u <= limit && !row_at(j, u);)
 		u = schedule_next(W.sched[j], u);
-	for (int64_t m = u; m != SCHEDULE_NEVER && row_at(j, m) &&
-	     !strcmp(row_at(j, m)->outcome, "missed") && missed < TICKPLAN_ROWS;
-	     m = schedule_next(W.sched[j], m))
+	/* the newest TICKPLAN_ROWS ticks of the gap recorded missed; those
+	 * that fell after a failsafe regain skipped, the newest of them run
+	 * (jobs_step.c, fell_since): one run at most among them */
+	for (int64_t m = u, ran = 0; m != SCHEDULE_NEVER && row_at(j, m) &&
+	     missed < TICKPLAN_ROWS; m = schedule_next(W.sched[j], m)) {
+		const char *o = row_at(j, m)->outcome;
+
+		if (strcmp(o, "missed") && strcmp(o, "skipped") && ran++)
+			break;
 		missed++;
+	}
 	if (missed < TICKPLAN_ROWS) {
 		char a[32], b[32];
 
@@ -454,10 +522,14 @@ void check_lost(void)
 	int64_t limit = db_ms() - (int64_t)(TICK_MARGIN * 1000);
 
 	for (int j = 0; j < W.n_jobs && !W.failed; j++) {
-		int64_t t;
+		int64_t t, lim = limit;
 
+		/* a tick queued behind the run going on (DESIGN 13) has no
+		 * row yet */
+		if (W.overlap[j] != OVERLAP_SKIP && T < W.last_alive[j] + TICK_MARGIN)
+			lim = newest_tick(j) < lim ? newest_tick(j) : lim;
 		for (t = first_row(j); W.sched[j] && t != INT64_MAX && t != SCHEDULE_NEVER &&
-		     t <= limit - W.jitter_ms[j]; t = schedule_next(W.sched[j], t)) {
+		     t <= lim - W.jitter_ms[j]; t = schedule_next(W.sched[j], t)) {
 			if (row_at(j, t))
 				continue;
 			t = gap_end(j, t, limit);
@@ -664,6 +736,7 @@ void check_invariants(void)
 	measure_overlap(over);
 	note_leader();
 	check_ticks();
+	check_triggers();
 	check_retries();
 	check_queue();
 }

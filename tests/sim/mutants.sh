@@ -7,7 +7,8 @@
 # BUILDDIR/sim-mutants/NAME (never to the tree), the simulator is built with
 # that copy, and it must fail on the default seeds (a controls-* patch: on
 # the seeds with switchovers and pauses, sim --controls; a jobs-* patch: on
-# the seeds with jobs, sim --jobs). A patch that no longer
+# the seeds with jobs, sim --jobs; a triggers-* patch: on the seeds with
+# runs asked for now and overlap, sim --triggers). A patch that no longer
 # applies, or a mutant that survives, fails the target. NAMES (in the
 # environment, space separated) runs only those.
 set -eu
@@ -47,6 +48,8 @@ for patch in "$here"/mutants/*.patch; do
 		regress=$here/regress.txt ;;
 	jobs-*) extra="--jobs --first 2000001" seeds=${SIM_JOBS_SEEDS:-500}
 		regress=$here/regress-jobs.txt ;;
+	triggers-*) extra="--triggers --first 3000001" seeds=${SIM_TRIGGER_SEEDS:-300}
+		regress=$here/regress-triggers.txt ;;
 	*) seeds=$default_seeds regress=$here/regress.txt ;;
 	esac
 	start=$(date +%s.%N)

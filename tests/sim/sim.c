@@ -170,6 +170,9 @@ static enum { ORDER_BY_SEED, ORDER_IO_FIRST, ORDER_TIMERS_FIRST } order_opt;
 bool io_first; /* this seed's */
 bool with_controls; /* --controls: switchovers and pauses among the faults */
 bool with_jobs; /* --jobs: the nodes run jobs (DESIGN 10), not one command */
+/* --triggers (with --jobs): runs asked for now and each job's overlap
+ * (DESIGN 13), on seeds of their own: the --jobs seeds' streams stay */
+bool with_triggers;
 void fail_at(unsigned nodes, const char *fmt, ...)
 {
 	va_list ap;
@@ -320,6 +323,8 @@ static void handle_node(const struct simev *e)
 	}
 }
 
+static void trigger_now(void);
+
 static void handle(const struct simev *e)
 {
 	switch ((int)e->kind) {
@@ -334,6 +339,7 @@ static void handle(const struct simev *e)
 			node_boot(&W.nodes[e->node]);
 		return;
 	case K_FAULT: fault_now(e); return;
+	case K_TRIGGER: trigger_now(); return;
 	default: handle_node(e); return; /* what reaches a pgleader */
 	}
 }
@@ -438,6 +444,9 @@ static const char *jobs_file(const struct knobs *k)
 				k->retry_delay_ms[j], 2 * k->retry_delay_ms[j]);
 		if (k->on_failure[j])
 			fprintf(f, "on_failure = notify %d\n", j + 1);
+		if (with_triggers)
+			fprintf(f, "overlap = %s\n",
+				(const char *[]){ "skip", "queue", "replace" }[k->overlap[j]]);
 	}
 	fclose(f);
 	return path;
@@ -553,6 +562,10 @@ static void setup_jobs(const struct knobs *k)
 		    k->window_ms[j]);
 		say(0, "job j%d: retries %d, retry_delay %" PRId64 "ms, on_failure %s", j + 1,
 		    k->retries[j], k->retry_delay_ms[j], k->on_failure[j] ? "on" : "off");
+		W.overlap[j] = k->overlap[j];
+		if (with_triggers)
+			say(0, "job j%d: overlap %s", j + 1,
+			    (const char *[]){ "skip", "queue", "replace" }[k->overlap[j]]);
 	}
 	for (int j = 0; j < k->n_jobs; j++)
 		if (!k->sched[j][0])
@@ -564,6 +577,7 @@ static void teardown(void)
 {
 	uint64_t checked = W.ticks_checked, ticks = W.ticks_run;
 	uint64_t retries = W.retries_checked, hooks = W.on_failures_run;
+	uint64_t triggered = W.triggers_run;
 
 	for (int i = 0; i < W.n; i++) {
 		node_free_supervisor(&W.nodes[i]);
@@ -584,6 +598,7 @@ static void teardown(void)
 	W.ticks_run = ticks;
 	W.retries_checked = retries;
 	W.on_failures_run = hooks;
+	W.triggers_run = triggered;
 }
 
 /* Node i before it first starts: its clock and its configuration. */
@@ -614,6 +629,8 @@ static void setup(uint64_t seed)
 	rng_state = seed * 0x2545f4914f6cdd1dULL + 1;
 	cur_seed = seed;
 	pick_knobs(&k);
+	for (int j = 0; with_triggers && j < k.n_jobs; j++)
+		k.overlap[j] = irand(3);
 	queue_empty_since = INFINITY;
 	/* from the seed, not the random stream: 1 to 3 (DESIGN 15) */
 	k.queue_depth = 1 + (int)(seed / 2 % 3);
@@ -657,6 +674,33 @@ static void setup(uint64_t seed)
 	for (int i = 0; i < W.n; i++)
 		push((struct simev){ .t = urand(0, 2), .kind = K_BOOT, .node = i, .gen = 0 });
 	schedule_faults();
+	/* DESIGN 13: runs asked for now, every 4 to 25 s until after the
+	 * faults end */
+	if (!with_triggers)
+		return; /* no draw: the other seeds' streams stay */
+	for (double t = urand(3, 8); t < W.faults_end + 30; t += urand(4, 25))
+		push((struct simev){ .t = t, .kind = K_TRIGGER, .node = NOBODY });
+}
+
+/* pgleader trigger (DESIGN 13): a request for one of the scheduled jobs,
+ * written as the CLI writes it (never for a paused lock; never at a whole
+ * millisecond of a second, where a schedule's ticks fall). */
+static void trigger_now(void)
+{
+	int cand[MAXJ], n = 0;
+	struct trig *g;
+
+	for (int j = 0; j < W.n_jobs; j++)
+		if (W.sched[j])
+			cand[n++] = j;
+	if (!W.db_up || W.paused || n == 0 || W.n_trigs == (int)(sizeof(W.trigs) / sizeof(W.trigs[0])))
+		return;
+	g = &W.trigs[W.n_trigs++];
+	*g = (struct trig){ .id = W.n_trigs, .job = cand[irand(n)], .asked = T };
+	g->tick = db_ms();
+	g->tick += g->tick % 1000 == 0;
+	say(0, "trigger %" PRId64 ": job %s asked for now (tick %" PRId64 ")", g->id,
+	    W.job_name[g->job], g->tick);
 }
 
 /* Runs one seed; true when every invariant held. */
@@ -798,6 +842,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			with_controls = true;
 		else if (!strcmp(argv[i], "--jobs"))
 			with_jobs = true;
+		else if (!strcmp(argv[i], "--triggers"))
+			with_jobs = with_triggers = true;
 		else if (!strcmp(argv[i], "--trace"))
 			trace_live = true;
 		else if (i + 1 < argc && value_option(argv[i], argv[i + 1], o))
@@ -871,8 +917,8 @@ int main(int argc, char **argv)
 	if (with_jobs)
 		printf("sim: %" PRIu64 " ticks run, %" PRIu64 " ticks checked while a node "
 		       "led steadily; %" PRIu64 " retries due checked, %" PRIu64
-		       " on_failure run\n", W.ticks_run, W.ticks_checked, W.retries_checked,
-		       W.on_failures_run);
+		       " on_failure run; %" PRIu64 " runs asked for now\n", W.ticks_run,
+		       W.ticks_checked, W.retries_checked, W.on_failures_run, W.triggers_run);
 	printf("sim: %" PRIu64 " seeds from %" PRIu64 " (%" PRIu64 " known, skipped), %"
 	       PRIu64 " failed; %" PRIu64 " events (%" PRIu64 " decider steps) in %.2fs: "
 	       "%.0f events/s%s%s\n", ran, o.first, skipped, failed, n_simev, n_events,

@@ -68,6 +68,7 @@ enum kind {
 	K_BOOT,          /* systemd starts pgleader (again) */
 	K_EVTIMER,       /* a libev timer of the job layer */
 	K_DB_RESUME,     /* a claim that waited on the terms row goes on */
+	K_TRIGGER,       /* pgleader trigger asks for a run now (DESIGN 13) */
 };
 
 enum op {
@@ -256,6 +257,18 @@ struct lrow {
 	uint64_t owed_told_inc;  /* ... in that incarnation, */
 	double owed_told_at;     /* ... then (0: never told) */
 	uint64_t server;         /* the server it began on (W.server) */
+	int64_t trigger;         /* DESIGN 13: the request it ran; 0: a tick */
+	bool due_seen, busy_at_due; /* its retry's due time came: a run of the
+				     * job (asked for now) was alive then */
+};
+
+/* A request to run now (DESIGN 13), as the triggers table holds it, and
+ * what the checker knows of it. */
+struct trig {
+	int64_t id, tick;        /* its run's tick (asked_at) */
+	int job;
+	double asked;            /* the simulation's time */
+	int64_t run_id;          /* the row its claim wrote; 0: none yet */
 };
 
 #define MAXS (1 << 17)
@@ -336,6 +349,13 @@ struct world {
 	uint64_t retries_checked, on_failures_run; /* DESIGN 13 */
 	size_t failed_rows[4096];     /* rows that failed, for check_retries */
 	int n_failed_rows;
+	/* DESIGN 13: the requests to run now (--triggers), and each job's
+	 * overlap; the last time a run of the job was seen alive */
+	struct trig trigs[256];
+	int n_trigs;
+	uint64_t triggers_run;
+	int overlap[MAXJ];
+	double last_alive[MAXJ];
 	/* failure */
 	bool failed;
 	char why[512];
@@ -356,6 +376,7 @@ enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE,
 	     /* the controls (DESIGN 11): ledger.c's probes, read, ask, delete */
 	     Q_SCHEMA, Q_PROBE, Q_CONTROLS, Q_PRIORITY, Q_HANDED,
 	     Q_ON_FAILURE, Q_ANNOUNCE, /* the jobs' list (DESIGN 13): answered, kept nowhere */
+	     Q_TRIGGERS, /* the requests to run now (DESIGN 13) */
 	     Q_OTHER };
 struct squery {
 	enum qkind kind;
@@ -420,6 +441,7 @@ struct knobs {
 	int64_t retry_delay_ms[MAXJ];
 	bool on_failure[MAXJ];
 	double drain;             /* drain_timeout (DESIGN 13); 0: none */
+	int overlap[MAXJ];        /* --triggers: enum overlap_policy */
 };
 
 struct opts {
@@ -442,6 +464,7 @@ extern struct world W;
 extern bool io_first;
 extern bool with_controls;
 extern bool with_jobs;
+extern bool with_triggers;
 void fail_at(unsigned nodes, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void exempt_node(int i, double until, const char *why);
