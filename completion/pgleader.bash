@@ -16,6 +16,7 @@ _pgleader_values() {
 	--log-level) echo "error warning notice info debug" ;;
 	--log-format) echo "text json" ;;
 	--missed) echo "once skip" ;;
+	--overlap) echo "skip queue replace" ;;
 	--output) echo "inherit log" ;; # with runs: a run id, free
 	*) return 1 ;;
 	esac
@@ -64,7 +65,7 @@ _pgleader() {
 			return
 		fi
 		case $word in
-		status | runs | init-db | switchover | pause | resume)
+		status | runs | init-db | switchover | pause | resume | trigger)
 			[ "$i" -eq 1 ] || { _pgleader_command "$i"; return; }
 			;;
 		-*)
@@ -96,7 +97,7 @@ _pgleader() {
 	elif [ "${cur#-}" != "$cur" ]; then
 		mapfile -t COMPREPLY < <(compgen -W "${all[*]}" -- "$cur")
 	elif [ "$COMP_CWORD" -eq 1 ]; then
-		mapfile -t COMPREPLY < <(compgen -W "status runs init-db switchover pause resume" -- "$cur"; compgen -c -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W "status runs init-db switchover pause resume trigger" -- "$cur"; compgen -c -- "$cur")
 	else
 		_pgleader_command "$COMP_CWORD"
 	fi

@@ -35,7 +35,7 @@ help=$("$binary" --help) || fail "'$binary --help' failed"
 # option that --help does not have yet (--log-format) is skipped.
 # shellcheck disable=SC1090,SC1091 # checked on its own above
 . "$file"
-for opt in --acquire --restart --log-level --log-format --missed; do
+for opt in --acquire --restart --log-level --log-format --missed --overlap; do
 	helpline=$(printf '%s\n' "$help" | grep -E -- "^ +(-[A-Za-z], )?$opt=")
 	[ -n "$helpline" ] || continue
 	for value in $(_pgleader_values "$opt"); do

@@ -411,8 +411,8 @@ static const struct option_row rows[] = {
 	  .help = "schedule: rerun a run cut off by failover" },
 	{ .key = "overlap", .long_name = "overlap", .type = OPTION_ENUM,
 	  .offset = FIELD(top.overlap), .default_value = "skip", .metavar = "POLICY",
-	  .help = "schedule: a tick during a run: skip, queue (run\n"
-		  "it after) or replace (stop the run)",
+	  .help = "schedule: tick during a run: skip, queue, replace\n"
+		  "(queue: run it after; replace: stop the run)",
 	  .choices = overlap_policies },
 	{ .key = "output", .type = OPTION_ENUM,
 	  .offset = FIELD(top.output), .metavar = "MODE",

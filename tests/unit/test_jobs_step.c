@@ -1203,6 +1203,49 @@ START_TEST(test_trigger_paused)
 }
 END_TEST
 
+
+/* Finding 14: back from failsafe (a new lock session), the plan from the
+ * ledger's newest row runs the newest tick that fell since the lock came
+ * back and records the others since skipped (they fell while this node
+ * led, their claims behind the old session's); only the older ones were
+ * missed. */
+START_TEST(test_regain_plan_runs_what_fell_since)
+{
+	struct jobs_answer a = ok_at(T0 + 25 * S);
+	const struct jobs_action *c;
+
+	load("missed = skip\n");
+	lead(T0 - 10 * S, INT64_MIN); /* T0's claim goes out */
+	now += 1;
+	step((struct jobs_event){ .type = JOBS_EV_LOCK_PID, .job = -1, .lock_pid = 222 });
+	ck_assert_ptr_nonnull(find(JOBS_DO_LAST, tick_job, 0));
+	now += 24;
+	a.holder = false; /* the old session's claim */
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	a = ok_at(T0 + 25 * S);
+	a.last_tick = T0 - 10 * S;
+	answer(JOBS_EV_LAST, tick_job, a);
+	c = find(JOBS_DO_CLAIM, tick_job, 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(c->record);
+	ck_assert_int_eq(c->tick, T0);
+	ck_assert_int_eq(c->outcome, JOBS_MISSED);
+	c = find(JOBS_DO_CLAIM, tick_job, 1);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(c->record);
+	ck_assert_int_eq(c->tick, T0 + 10 * S);
+	ck_assert_int_eq(c->outcome, JOBS_SKIPPED);
+	c = find(JOBS_DO_CLAIM, tick_job, 2);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(!c->record);
+	ck_assert_int_eq(c->tick, T0 + 20 * S);
+	ck_assert_int_eq(c->term.lock_pid, 222);
+	ck_assert(said("1 tick missed while no node led (newest 2027-01-15T08:00:00Z)"));
+	ck_assert(said("1 tick skipped while the claim of an older one waited"));
+	unload();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs_step");
@@ -1241,6 +1284,7 @@ int main(void)
 	tcase_add_test(tc, test_overlap_replace);
 	tcase_add_test(tc, test_overlap_replace_spares_a_manual_run);
 	tcase_add_test(tc, test_trigger_paused);
+	tcase_add_test(tc, test_regain_plan_runs_what_fell_since);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
