@@ -33,7 +33,9 @@ static void fail_access(const char *schema, enum ledger_state state)
 		 " not %s it: it needs USAGE on schema %s and %s", schema,
 		 state == LEDGER_NO_ACCESS ? "read" : "write", schema,
 		 state == LEDGER_NO_ACCESS ? "SELECT on its table runs"
-		 : "SELECT, INSERT, UPDATE and DELETE on its tables runs and terms");
+		 : "SELECT, INSERT, UPDATE and DELETE on its tables runs, terms and jobs,"
+		 " SELECT and DELETE on triggers (init-db --print-sql --grant-to ROLE"
+		 " prints them)");
 	cli_fail("cannot use the ledger", line);
 }
 

@@ -15,9 +15,10 @@ import time
 import pgharness as h
 from test_status import run_status
 
-TABLES = ["controls", "jobs", "meta", "runs", "terms"]
+TABLES = ["controls", "jobs", "meta", "runs", "terms", "triggers"]
 RUN_FIELDS = ["job", "tick", "node_id", "fencing_token", "outcome", "exit_status",
-              "started_at", "finished_at", "run_id", "output_bytes", "attempt"]
+              "started_at", "finished_at", "run_id", "output_bytes", "attempt",
+              "trigger"]
 
 
 def rfc3339(text):
@@ -64,7 +65,7 @@ def test_init_db_creates_the_ledger_and_is_idempotent(workdir, pg_shared):
     assert r.out == 'ledger ready in schema "ledger_init"\n', r
     assert r.err == "", r
     assert tables_of(pg_shared, "ledger_init") == TABLES
-    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["4"]]
+    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["5"]]
     assert pg_shared.scalar("SELECT obj_description('ledger_init.runs'::regclass,"
                             " 'pg_class')").startswith("one row per job and tick")
     # The outcomes are checked by the server.
@@ -75,7 +76,7 @@ def test_init_db_creates_the_ledger_and_is_idempotent(workdir, pg_shared):
 
     again = init_db(workdir, pg_shared, "ledger_init")
     assert (again.rc, again.out, again.err) == (r.rc, r.out, r.err), again
-    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["4"]]
+    assert pg_shared.psql("SELECT version FROM ledger_init.meta") == [["5"]]
 
 
 def test_init_db_two_at_once(workdir, pg_shared):
@@ -96,7 +97,7 @@ def test_init_db_two_at_once(workdir, pg_shared):
         for r in results:
             assert r is not None and r.rc == 0 and r.err == "", results
         assert tables_of(pg_shared, schema) == TABLES
-        assert pg_shared.psql("SELECT version FROM %s.meta" % schema) == [["4"]]
+        assert pg_shared.psql("SELECT version FROM %s.meta" % schema) == [["5"]]
 
 
 def test_print_sql_gives_the_same_ledger(workdir, pg_shared):
@@ -140,7 +141,8 @@ def test_role_without_create(workdir, pg_shared):
     # Granted: init-db finds it ready without CREATE; runs lists.
     pg_shared.psql("GRANT USAGE ON SCHEMA ledger_noc TO ledger_app;"
                    " GRANT SELECT, INSERT, UPDATE, DELETE ON ledger_noc.runs, ledger_noc.terms,"
-                   " ledger_noc.jobs TO ledger_app")
+                   " ledger_noc.jobs TO ledger_app;"
+                   " GRANT SELECT, DELETE ON ledger_noc.triggers TO ledger_app")
     r = init_db(workdir, pg_shared, "ledger_noc", user="ledger_app")
     assert r.rc == 0 and r.out == 'ledger ready in schema "ledger_noc"\n', r
     r = cli(workdir, "runs", pg_shared.dsn(user="ledger_app"), "--schema", "ledger_noc")
@@ -181,7 +183,7 @@ def test_runs_lists_the_ledger(workdir, pg_shared, lock_key):
     assert r.rc == 0 and r.err == "", r
     lines = r.out.splitlines()
     assert lines[0].split() == ["TICK", "JOB", "NODE", "OUTCOME", "EXIT", "DURATION",
-                                 "RUN"], r
+                                 "RUN", "ATTEMPT", "BY"], r
     rows = [l.split() for l in lines[1:]]
     assert [(x[1], x[3]) for x in rows] == [
         ("refresh", "running"), ("nightly", "timed_out"), ("refresh", "interrupted"),
@@ -190,6 +192,7 @@ def test_runs_lists_the_ledger(workdir, pg_shared, lock_key):
     assert rows[1][4:6] == ["143", "1m"] and rows[0][4:6] == ["-", "-"], r
     run_ids = [int(x[6]) for x in rows]
     assert len(set(run_ids)) == 6, r
+    assert {(x[7], x[8]) for x in rows} == {("1", "schedule")}, r
     # --failed: the runs that did not succeed, not the ticks that did not run
     r = cli(workdir, "runs", pg_shared.dsn(), *base, "--failed")
     assert [(l.split()[1], l.split()[3]) for l in r.out.splitlines()[1:]] == [

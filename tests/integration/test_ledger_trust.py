@@ -137,7 +137,8 @@ def test_dropped_ledger_a_role_may_not_make_gives_up_the_lead(workdir, pg, fleet
     pg.psql("CREATE ROLE app LOGIN")
     assert cli(workdir, "init-db", pg.dsn()).rc == 0
     pg.psql("GRANT USAGE ON SCHEMA pgleader TO app; GRANT SELECT, INSERT, UPDATE, DELETE"
-            " ON pgleader.runs, pgleader.terms, pgleader.controls, pgleader.jobs TO app")
+            " ON pgleader.runs, pgleader.terms, pgleader.controls, pgleader.jobs,"
+            " pgleader.triggers TO app")
     p = fleet.start("a", *sched(every="1s"), dsn=pg.dsn(user="app"),
                     job={"after": 0.1, "exit_code": 0})
     wait_rows(pg, lock_key, 2, bound(15), outcome="succeeded")

@@ -85,7 +85,7 @@ def test_a_040_ledger_is_upgraded(pg, fleet, ledger, lock_key, workdir):
     h.wait_until(lambda: pg.psql(
         "SELECT 1 FROM pgleader.runs WHERE lock_key = %d AND outcome = 'succeeded'" % lock_key,
         check=False), bound(10), interval=0.1, what="a run recorded")
-    assert pg.psql("SELECT version FROM pgleader.meta") == [["4"]]
+    assert pg.psql("SELECT version FROM pgleader.meta") == [["5"]]
     row = pg.psql("SELECT r.system_identifier = c.system_identifier,"
                   " r.postmaster_start = pg_postmaster_start_time(), r.timeline_id"
                   " FROM pgleader.runs r, pg_control_system() c WHERE r.lock_key = %d"
