@@ -18,16 +18,23 @@ clock, which decides the ticks, is the one the command stamps):
                   tick under 20 ms, daemon CPU under 5 % of a core, each
                   tick once; the spread is, per tick, the last of the 50
                   starts minus the first (how long the burst took).
+  trigger_to_start  pgleader trigger for a job at @every 1h (default
+                  timing: the leader reads the requests each ping interval,
+                  1 s): the request's time (PGLEADER_TICK, the database's)
+                  -> the command's first instruction, one request at a time,
+                  --trials of them spread over the read interval. The goal
+                  (issue 24): under 20 ms plus one round trip.
 
 Output: per part n, median, p90, p99, max and min in milliseconds. Every
 process it starts is ended by PID, the cluster removed, on any exit.
 
-    /usr/bin/python3 tests/bench_ticks.py [--seconds 30] [--only tick,fifty]
+    /usr/bin/python3 tests/bench_ticks.py [--seconds 30] [--only tick,fifty,trigger]
 """
 
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -166,6 +173,35 @@ class Bench:
                   percentile(spreads, 0.5), cpu, "yes" if not problems else "NO"))
         return delays
 
+    def trigger_to_start(self):
+        ledger = os.path.join(self.work, "trigger.ledger")
+        key = 7003
+        p = self.start(["--dsn", self.cluster.dsn(), "--lock-key", str(key), "--node-id", "g",
+                        "--schedule", "@every 1h", "--", STAMPJOB, "--tick", ledger], "trigger")
+        p.wait_for_log(r"acquired leader lease", timeout=30)
+        time.sleep(1)  # the job announced
+        delays = []
+        for i in range(self.opts.trials):
+            n = len(stamps(ledger))
+            r = subprocess.run([h.pgleader_bin(), "trigger", "--dsn", self.cluster.dsn(),
+                                  "--lock-key", str(key)], capture_output=True)
+            if r.returncode != 0:
+                self.failures.append("trigger_to_start: trigger exited %d: %s"
+                                     % (r.returncode, r.stderr.decode(errors="replace")))
+                break
+            h.wait_until(lambda: len(stamps(ledger)) > n, 10, interval=0.01,
+                         what="the run asked for")
+            _, tick, started = stamps(ledger)[-1]
+            delays.append(started - tick)
+            time.sleep(0.137 * (i % 7))  # over the read interval
+        p.stop()
+        rows = self.cluster.psql("SELECT count(*), count(DISTINCT tick) FROM pgleader.runs"
+                                 " WHERE lock_key = %d AND trigger IS NOT NULL" % key)
+        if rows[0][0] != str(len(delays)) or rows[0][1] != rows[0][0]:
+            self.failures.append("trigger_to_start: %s runs for %d requests" % (rows, len(delays)))
+        print(line("trigger_to_start", delays))
+        return delays
+
     def run(self):
         self.cluster.start()
         print("pgleader schedule benchmark: %s; load average %s" % (
@@ -174,6 +210,8 @@ class Bench:
             self.tick_to_start()
         if "fifty" in self.opts.only:
             self.fifty_jobs()
+        if "trigger" in self.opts.only:
+            self.trigger_to_start()
         for f in self.failures:
             print("FAILED: " + f)
         return 1 if self.failures else 0
@@ -188,7 +226,8 @@ class Bench:
 def main(argv):
     ap = argparse.ArgumentParser(description="pgleader schedule benchmark")
     ap.add_argument("--seconds", type=float, default=30, help="length of each part (30)")
-    ap.add_argument("--only", default="tick,fifty", help="parts: tick, fifty")
+    ap.add_argument("--only", default="tick,fifty,trigger", help="parts: tick, fifty, trigger")
+    ap.add_argument("--trials", type=int, default=40, help="trigger: requests (40)")
     opts = ap.parse_args(argv)
     opts.only = opts.only.split(",")
     b = Bench(opts)

@@ -168,6 +168,14 @@ static void jobs_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	feed(j, &ev);
 }
 
+/* A NOTIFY of a new request to run now (DESIGN 13). */
+static void notified_cb(void *arg)
+{
+	struct jobs_event ev = { .type = JOBS_EV_NOTIFIED, .job = -1 };
+
+	feed(arg, &ev);
+}
+
 /* The requests to run now the ledger holds (DESIGN 13), as the decider's. */
 static void triggers_cb(void *arg, const struct ledger_answer *a)
 {
@@ -351,6 +359,8 @@ static void ask(struct jobs *j, const struct jobs_action *a)
 		announce(j, a, &t);
 	else if (a->type == JOBS_DO_TRIGGERS)
 		ledger_triggers(j->ledger, a->term.lock_key, triggers_cb, j);
+	else if (a->type == JOBS_DO_LISTEN)
+		ledger_listen(j->ledger, notified_cb, j);
 	else
 		ledger_prune(j->ledger, a->term.lock_key, a->keep_ms);
 }
@@ -547,7 +557,7 @@ static void (*const doers[])(struct jobs *j, const struct jobs_action *a) = {
 	[JOBS_DO_LOG] = do_log,
 	[JOBS_DO_ENSURE] = ask, [JOBS_DO_CLAIM] = ask, [JOBS_DO_LAST] = ask,
 	[JOBS_DO_FINISH] = ask, [JOBS_DO_ANNOUNCE] = ask, [JOBS_DO_PRUNE] = ask,
-	[JOBS_DO_TRIGGERS] = ask,
+	[JOBS_DO_TRIGGERS] = ask, [JOBS_DO_LISTEN] = ask,
 	[JOBS_DO_START] = do_start,
 	[JOBS_DO_STOP] = signal_run, [JOBS_DO_KILL] = signal_run,
 	[JOBS_DO_SIGNAL] = signal_run,

@@ -45,6 +45,8 @@ struct lease {
 	lease_event_fn fn;
 	void *arg;
 	struct lease_conn conn;
+	void (*notify_fn)(void *arg); /* lease_on_notify */
+	void *notify_arg;
 
 	enum lease_phase phase;
 	enum lease_then then;
@@ -561,6 +563,20 @@ static void answer_phase(struct lease *l, const struct lease_sql_answer *a)
 }
 
 /* Connected: learn about the session (and a lock name's key). */
+static void conn_notified(void *arg)
+{
+	struct lease *l = arg;
+
+	if (l->notify_fn)
+		l->notify_fn(l->notify_arg);
+}
+
+void lease_on_notify(struct lease *l, void (*fn)(void *arg), void *arg)
+{
+	l->notify_fn = fn;
+	l->notify_arg = arg;
+}
+
 static void conn_ready(void *arg)
 {
 	struct lease *l = arg;
@@ -576,7 +592,7 @@ struct lease *lease_new(struct ev_loop *loop, const struct lease_options *o,
 			lease_event_fn fn, void *arg, char *err, size_t errlen)
 {
 	static const struct lease_conn_handlers handlers = {
-		conn_ready, answered, conn_failed
+		conn_ready, answered, conn_failed, conn_notified
 	};
 	struct lease *l = calloc(1, sizeof(*l));
 

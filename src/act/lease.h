@@ -141,6 +141,9 @@ bool lease_query(struct lease *l, const char *sql, int nparams,
 
 /* The server's pid of this session once connected; 0 before. */
 int lease_backend_pid(const struct lease *l);
+/* fn(arg) when a NOTIFY the session LISTENs to arrives (DESIGN 13: a run
+ * asked for now); fn NULL: none. */
+void lease_on_notify(struct lease *l, void (*fn)(void *arg), void *arg);
 
 /* With queue_depth, after a LEASE_BUSY: the standbys that wait in the
  * lock's queue or rank before this one, as the try found them (the count

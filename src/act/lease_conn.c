@@ -265,6 +265,21 @@ static void session_ended(struct lease_conn *c)
 		fail_libpq(c, LEASE_SQL_SESSION);
 }
 
+/* The NOTIFYs that came (on a channel the session LISTENs to), told once:
+ * what they name is read by the owner, not here. */
+static void told_notifies(struct lease_conn *c)
+{
+	PGnotify *n;
+	bool any = false;
+
+	while (c->pg && (n = PQnotifies(c->pg))) {
+		any = true;
+		PQfreemem(n);
+	}
+	if (any && c->h.notified)
+		c->h.notified(c->arg);
+}
+
 /* Reads what the server sent. */
 static void read_input(struct lease_conn *c)
 {
@@ -280,8 +295,11 @@ static void read_input(struct lease_conn *c)
 	}
 	take_results(c);
 	if (c->pg && !c->connecting &&
-	    (c->fatal[0] || PQstatus(c->pg) == CONNECTION_BAD))
+	    (c->fatal[0] || PQstatus(c->pg) == CONNECTION_BAD)) {
 		session_ended(c);
+		return;
+	}
+	told_notifies(c);
 }
 
 static void start_conn(struct lease_conn *c);

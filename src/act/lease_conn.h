@@ -30,6 +30,9 @@ struct lease_conn_handlers {
 			 const char *sqlstate, const char *error);
 	/* the connection is closed already: fault and one line of reason */
 	void (*failed)(void *arg, enum fault fault, const char *reason);
+	/* a NOTIFY on a channel the session LISTENs to arrived (NULL: none
+	 * is told) */
+	void (*notified)(void *arg);
 };
 
 struct lease_conn {

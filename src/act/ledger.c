@@ -24,7 +24,8 @@ _Static_assert(LEDGER_SQL_MAX <= LEASE_QUERY_MAX, "the ledger's creation must fi
 
 enum ledger_kind { REQ_ENSURE, REQ_CREATE, REQ_CLAIM, REQ_LAST,
 		   REQ_FINISH, REQ_PRUNE, REQ_SCHEMA, REQ_PROBE, REQ_CONTROLS,
-		   REQ_PRIORITY, REQ_HANDED, REQ_ON_FAILURE, REQ_ANNOUNCE, REQ_TRIGGERS };
+		   REQ_PRIORITY, REQ_HANDED, REQ_ON_FAILURE, REQ_ANNOUNCE, REQ_TRIGGERS,
+		   REQ_LISTEN };
 
 struct request {
 	struct request *next;
@@ -60,6 +61,8 @@ struct ledger {
 	bool ensured;            /* the check found the ledger there, trusted */
 	struct ledger_controls controls; /* the last read's */
 	struct ledger_triggers triggers; /* the last read's */
+	bool listen;             /* LISTEN for requests to run now (DESIGN 13) */
+	int listen_pid;          /* the session (backend pid) it was sent on */
 };
 _Static_assert(LEDGER_TRIGGERS_MAX == LEDGER_SQL_TRIGGERS_ROWS, "a read's rows fit");
 
@@ -228,7 +231,7 @@ static void parse_row(struct request *r, const char *const *v, int ncols,
 		out->holder = bool_of(v[0]);
 		return;
 	case REQ_CREATE: case REQ_FINISH: case REQ_PRUNE: case REQ_CONTROLS:
-	case REQ_HANDED: case REQ_TRIGGERS:
+	case REQ_HANDED: case REQ_TRIGGERS: case REQ_LISTEN:
 		return;
 	}
 }
@@ -292,7 +295,7 @@ static bool shape_ok(const struct request *r, const struct lease_sql_answer *a, 
 		       [REQ_PRUNE] = -1, [REQ_SCHEMA] = 1, [REQ_PROBE] = 2,
 		       [REQ_CONTROLS] = LEDGER_CONTROL_NCOLS, [REQ_PRIORITY] = 3,
 		       [REQ_HANDED] = -1, [REQ_ON_FAILURE] = 3, [REQ_ANNOUNCE] = 2,
-		       [REQ_TRIGGERS] = 5 };
+		       [REQ_TRIGGERS] = 5, [REQ_LISTEN] = -1 };
 
 	if (r->kind == REQ_CONTROLS || r->kind == REQ_TRIGGERS) /* any number of rows */
 		return a->nrows == 0 || (a->values && a->ncols == want[r->kind]);
@@ -527,13 +530,35 @@ static bool send_claims(struct ledger *l)
 	return sent;
 }
 
+static struct request *request(enum ledger_kind kind, const char *sql,
+			       ledger_fn fn, void *arg);
+
+/* A session the LISTEN was not sent on (a new one) gets it first. */
+static void listen_if_new(struct ledger *l)
+{
+	int pid = lease_backend_pid(l->session);
+	struct request *r;
+
+	if (!l->listen || l->n_flight || pid <= 0 || pid == l->listen_pid ||
+	    !(r = request(REQ_LISTEN, LEDGER_SQL_LISTEN, NULL, NULL)))
+		return;
+	r->schema = l->schema;
+	r->next = l->head;
+	l->head = r;
+	if (!l->tail)
+		l->tail = r;
+	l->listen_pid = pid;
+}
+
 /* Sends the oldest statement unless one is in flight; without a session
  * it waits for ledger_session_ready. */
 static void pump(struct ledger *l)
 {
-	struct request *r = l->head;
+	struct request *r;
 	const char *params[LEASE_QUERY_PARAMS];
 
+	listen_if_new(l);
+	r = l->head;
 	if (l->n_flight || !r)
 		return;
 	if (r->kind == REQ_CLAIM) {
@@ -628,6 +653,13 @@ void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job
 	param(r, "%d", attempt > 0 ? attempt : 1);
 	param(r, "%" PRId64, trigger);
 	submit(l, r);
+}
+
+void ledger_listen(struct ledger *l, void (*fn)(void *arg), void *arg)
+{
+	lease_on_notify(l->session, fn, arg);
+	l->listen = true;
+	pump(l);
 }
 
 void ledger_triggers(struct ledger *l, int64_t lock_key, ledger_fn fn, void *arg)

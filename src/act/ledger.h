@@ -144,6 +144,9 @@ void ledger_claim(struct ledger *l, const struct ledger_term *t, const char *job
 		  bool rerun, ledger_fn fn, void *arg);
 /* The requests to run now of the lock, oldest first (DESIGN 13). */
 void ledger_triggers(struct ledger *l, int64_t lock_key, ledger_fn fn, void *arg);
+/* LISTEN on the session for the NOTIFY of a new request, from now on and
+ * on each new session; fn(arg) when one arrives. */
+void ledger_listen(struct ledger *l, void (*fn)(void *arg), void *arg);
 /* The newest tick recorded for the job and the end of its newest
  * successful run; with cut, after recording as interrupted every run an
  * older term left running, without, telling the newest of them. */

@@ -185,6 +185,11 @@ char *ledger_sql_finish(const char *schema);
 char *ledger_sql_prune(const char *schema);
 char *ledger_sql_on_failure(const char *schema);
 char *ledger_sql_triggers(const char *schema);
+/* pgleader trigger NOTIFYs this channel (the lock key its payload) once
+ * its request is written; a leader LISTENs on its fence session, and
+ * reads the requests at once rather than at its next ping interval. */
+#define LEDGER_SQL_TRIGGERS_CHANNEL "pgleader_triggers"
+#define LEDGER_SQL_LISTEN "LISTEN " LEDGER_SQL_TRIGGERS_CHANNEL
 #define LEDGER_SQL_TRIGGERS_ROWS 32
 #define LEDGER_SQL_TRIGGERS_ROWS_TEXT "32"
 /* The columns of last's row: ms times, NULL when none. */

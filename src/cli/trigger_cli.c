@@ -183,6 +183,18 @@ static int await_run(PGconn *conn, const struct config *cfg, const char *key,
 	return rc;
 }
 
+/* The leader hears of the request at once (it LISTENs), instead of at its
+ * next read; without it (a NOTIFY refused) it reads it then. */
+static void tell_the_leader(PGconn *conn, const char *key)
+{
+	const char *params[1] = { key };
+	PGresult *res = cli_ledger_select(conn, "SELECT pg_catalog.pg_notify('"
+					  LEDGER_SQL_TRIGGERS_CHANNEL "', $1::text)",
+					  1, params, true);
+
+	PQclear(res);
+}
+
 static int trigger(PGconn *conn, const struct config *cfg, const char *key)
 {
 	char bound[32], job[128];
@@ -205,6 +217,7 @@ static int trigger(PGconn *conn, const struct config *cfg, const char *key)
 	}
 	snprintf(job, sizeof(job), "%s", PQgetvalue(res, 0, CONTROLS_TRIGGER_JOB));
 	asked_us = strtoll(PQgetvalue(res, 0, CONTROLS_TRIGGER_ASKED_US), NULL, 10);
+	tell_the_leader(conn, key);
 	/* The leader reads the requests at each ping interval. */
 	value_format_duration(cfg->ping_interval_ms, bound, sizeof(bound));
 	fputs("asked for a run of job ", stdout);
@@ -213,7 +226,8 @@ static int trigger(PGconn *conn, const struct config *cfg, const char *key)
 	cli_put_text(PQgetvalue(res, 0, CONTROLS_TRIGGER_ASKED_BY), 0);
 	fputs(" at ", stdout);
 	cli_put_text(PQgetvalue(res, 0, CONTROLS_TRIGGER_ASKED_AT), 0);
-	printf("; the leader starts it within %s, or once the run going on ends\n", bound);
+	printf("; the leader starts it at once (within %s), or once the run going on"
+	       " ends\n", bound);
 	fflush(stdout);
 	PQclear(res);
 	return cfg->trigger_wait ? await_run(conn, cfg, key, job, asked_us) : EXIT_OK;

@@ -136,6 +136,7 @@ struct jobs_state {
 	uint64_t announced;         /* the announcements sent (DESIGN 13) */
 	bool reading;               /* a read of the requests to run now is on
 				     * its way */
+	bool reread;                /* ... and one was written since it went */
 	uint64_t read_gen;          /* the term it was sent for */
 	bool stranger_said;         /* this term said a request names no job */
 	int last_status;
@@ -997,8 +998,10 @@ static void begin(struct jobs_state *j, int64_t now)
 			start_run(jb, 0, 0);
 	}
 	announce(j, now); /* after the term's first statements */
-	if (reads_requests(j))
+	if (reads_requests(j)) {
+		act(j, JOBS_DO_LISTEN, -1);
 		read_requests(j);
+	}
 }
 
 /* The ledger cannot be used (DESIGN 10): one line, and nothing runs; the
@@ -1980,7 +1983,10 @@ static void next_up(struct job *jb)
 		retry_due(jb); /* it waited for a run asked for now */
 		return;
 	}
-	if (jb->n_pend > 0 && (tick == INT64_MIN || jb->pend[0].tick < tick)) {
+	/* a request waits out a pause (pgleader trigger refused to write
+	 * one for a paused job: this one came first, or our reading of the
+	 * controls is a ping interval behind a resume) */
+	if (jb->n_pend > 0 && !jb->paused && (tick == INT64_MIN || jb->pend[0].tick < tick)) {
 		claim_request(jb);
 		return;
 	}
@@ -2067,7 +2073,24 @@ static void requests_read(struct jobs_state *j, const struct jobs_answer *a)
 	} else if (!a->lost) {
 		say(j, LOG_LEVEL_DEBUG, "cannot read the runs asked for now: %s", a->error);
 	}
+	if (j->reread) { /* a request came while the read was on its way */
+		j->reread = false;
+		read_requests(j);
+		return;
+	}
 	requests_timer(j, (double)j->cfg->ping_interval_ms / 1000);
+}
+
+/* pgleader trigger wrote a request (its NOTIFY): read at once, not at the
+ * next ping interval; a read on its way is followed by another. */
+static void notified(struct jobs_state *j)
+{
+	if (!j->active || !j->begun || !reads_requests(j))
+		return;
+	if (j->reading)
+		j->reread = true;
+	else
+		read_requests(j);
 }
 
 /* After each step: what waits and may run now starts. */
@@ -2093,6 +2116,7 @@ static void forget_waiting(struct jobs_state *j)
 	if (reads_requests(j))
 		requests_timer(j, -1);
 	j->stranger_said = false;
+	j->reread = false;
 }
 
 /* ---- the step ---- */
@@ -2248,6 +2272,13 @@ static void on_triggers(struct jobs_state *j, struct job *jb,
 	(void)jb;
 	requests_read(j, ev->answer);
 }
+static void on_notified(struct jobs_state *j, struct job *jb,
+			const struct jobs_event *ev)
+{
+	(void)jb;
+	(void)ev;
+	notified(j);
+}
 
 /* Each event type's handler; per_job: it names a job, which must be one. */
 static const struct {
@@ -2274,6 +2305,7 @@ static const struct {
 	[JOBS_EV_ON_FAILURE_DONE] = { on_failure_done_ev, true },
 	[JOBS_EV_RELOAD] = { on_reload, false },
 	[JOBS_EV_TRIGGERS] = { on_triggers, false },
+	[JOBS_EV_NOTIFIED] = { on_notified, false },
 };
 
 void jobs_step(struct jobs_state *j, const struct jobs_event *ev, double now,

@@ -145,6 +145,7 @@ enum jobs_event_type {
 	JOBS_EV_RELOAD,         /* cfg: the file read again (DESIGN 13); it
 				 * outlives the jobs, as the first one does */
 	JOBS_EV_TRIGGERS,       /* answer: JOBS_DO_TRIGGERS's (DESIGN 13) */
+	JOBS_EV_NOTIFIED,       /* a request to run now was written (NOTIFY) */
 };
 
 enum jobs_timer {
@@ -208,6 +209,7 @@ enum jobs_action_type {
 	JOBS_DO_RECONFIGURE,    /* job, job_cfg: its command from now on (no
 				 * run of it goes on) */
 	JOBS_DO_TRIGGERS,       /* read the requests to run now (DESIGN 13) */
+	JOBS_DO_LISTEN,         /* hear of new requests (LISTEN; NOTIFIED) */
 };
 
 struct jobs_action {

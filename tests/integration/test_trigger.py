@@ -120,17 +120,14 @@ def test_two_triggers_run_one_after_another(pg, fleet, ledger, lock_key, workdir
 
 
 def test_trigger_through_failover(pg, fleet, ledger, lock_key, workdir):
-    """The leader is killed (-9) right after the request is written, before
-    it reads it: the next leader runs it, once."""
+    """The request is written while the leader is frozen (SIGSTOP: it
+    cannot read it), then the leader is killed (-9): the next leader runs
+    it, once."""
     conf = write_conf(workdir, pg, lock_key, ledger)
-    # a reads the requests every 5 s: 5 * 3 + 1 + 2 = 18 < 20, the timing rule
-    a = fleet.start("a", raw=["-c", conf, "--node-id", "a"] + h.timing(
-        grace_period="2s", ping_interval="5s", ping_timeout="1s", server_lease="20s"))
-    h.wait_holder(pg, lock_key, "a", timeout=bound(5))
-    ledger.wait_for("start", "a", timeout=bound(5))
-    time.sleep(0.5)  # a's read at the term's start is done: its next is 5 s away
+    a = lead(fleet, pg, lock_key, ledger, conf)
     b = start(fleet, "b", conf)
     h.wait_queued(pg, lock_key, "b", timeout=bound(5))
+    a.signal(signal.SIGSTOP)
     r = trigger(workdir, pg, lock_key, "--job", "nightly")
     assert r.rc == 0, r
     a.signal(signal.SIGKILL)

@@ -377,6 +377,7 @@ enum qkind { Q_ENSURE, Q_CLAIM, Q_LAST, Q_FINISH, Q_PRUNE,
 	     Q_SCHEMA, Q_PROBE, Q_CONTROLS, Q_PRIORITY, Q_HANDED,
 	     Q_ON_FAILURE, Q_ANNOUNCE, /* the jobs' list (DESIGN 13): answered, kept nowhere */
 	     Q_TRIGGERS, /* the requests to run now (DESIGN 13) */
+	     Q_LISTEN,   /* ... and the LISTEN for them: answered, no NOTIFY comes */
 	     Q_OTHER };
 struct squery {
 	enum qkind kind;

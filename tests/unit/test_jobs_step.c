@@ -1199,6 +1199,17 @@ START_TEST(test_trigger_paused)
 	answer(JOBS_EV_CLAIMED, tick_job, a);
 	ck_assert_int_eq(count(JOBS_DO_START, tick_job), 0);
 	ck_assert_int_eq(find(JOBS_DO_FINISH, -2, 0)->outcome, JOBS_PAUSED);
+	/* one read while paused waits for the resume */
+	{
+		const struct jobs_trigger t2 = { 10, T0 + 3 * S + 1, "tick", "ops" };
+		const struct jobs_pauses none = { .n = 0 };
+
+		requests(T0 + 3 * S, &t2, 1);
+		ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+		ck_assert_int_eq(view_of(tick_job).waiting, 1);
+		step((struct jobs_event){ .type = JOBS_EV_PAUSES, .job = -1, .pauses = &none });
+		ck_assert_int_eq(claim_of(tick_job)->trigger, 10);
+	}
 	unload();
 }
 END_TEST

@@ -39,6 +39,22 @@ bool lease_query(struct lease *l, const char *sql, int nparams,
 	return true;
 }
 
+static int backend_pid; /* the session's; 0: not connected */
+static int notify_set;
+
+int lease_backend_pid(const struct lease *l)
+{
+	(void)l;
+	return backend_pid;
+}
+
+void lease_on_notify(struct lease *l, void (*fn)(void *arg), void *arg)
+{
+	(void)l;
+	(void)arg;
+	notify_set += fn != NULL;
+}
+
 /* The session closes with the statement in flight (lease.c's closed()). */
 static void session_lost(void)
 {
@@ -264,6 +280,33 @@ START_TEST(test_batch_answered_whole_first)
 }
 END_TEST
 
+/* DESIGN 13: the LISTEN for requests to run now goes first on a session,
+ * once, and again first on the next session. */
+START_TEST(test_listen_on_each_session)
+{
+	struct ledger *l = fresh();
+	struct lease_sql_answer none = { 0, 0, NULL };
+
+	backend_pid = 501;
+	ledger_listen(l, NULL, NULL);
+	ck_assert_int_eq(notify_set, 0);
+	ledger_listen(l, (void (*)(void *))asker, NULL);
+	ck_assert_int_eq(notify_set, 1);
+	ck_assert_str_eq(fq.sql, "LISTEN pgleader_triggers");
+	fq.fn(fq.arg, &none, NULL, NULL);
+	ledger_claim(l, &term, "j", 1800000000000, 1, 0, "running", false, asker, NULL);
+	ck_assert_ptr_nonnull(strstr(fq.sql, "INSERT INTO"));
+	session_lost();
+	backend_pid = 502; /* a new session */
+	ledger_session_ready(l);
+	ck_assert_str_eq(fq.sql, "LISTEN pgleader_triggers");
+	fq.fn(fq.arg, &none, NULL, NULL);
+	ck_assert_int_eq(fq.sent >= 3, 1);
+	ledger_free(l);
+	backend_pid = 0;
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("ledger");
@@ -279,6 +322,7 @@ int main(void)
 	tcase_add_test(tc, test_priority_ask_checks_the_ledger_first);
 	tcase_add_test(tc, test_untrusted_ledger_is_never_read);
 	tcase_add_test(tc, test_batch_answered_whole_first);
+	tcase_add_test(tc, test_listen_on_each_session);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
