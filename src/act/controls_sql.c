@@ -68,76 +68,6 @@ static const char done_sql[] =
 	"   AND asked_at = $2::timestamptz";
 
 /* q holds tmpl for schema, with the key as $1 and n parameters in all. */
-/* $1 key, $2 job or NULL (the lock's one scheduled job), $3 force: a run
- * of the job asked for now (DESIGN 13), written only for a job a leader
- * announced with a schedule (with force: or no leader announced), never
- * for a paused one. Its asked_at is never a whole millisecond, which a
- * schedule's ticks always are. One row, enum controls_trigger_col. */
-static const char trigger_sql[] =
-	"WITH a AS (SELECT job, schedule FROM @S.jobs WHERE lock_key = $1::bigint),\n"
-	"     pick AS (SELECT COALESCE($2::text, CASE\n"
-	"         WHEN (SELECT count(*) FROM a WHERE schedule IS NOT NULL) = 1\n"
-	"         THEN (SELECT job FROM a WHERE schedule IS NOT NULL)\n"
-	"         WHEN $3::boolean AND NOT EXISTS (SELECT FROM a) THEN 'default' END) AS job),\n"
-	"     known AS (SELECT a.schedule IS NOT NULL AS scheduled FROM a, pick\n"
-	"                WHERE a.job = pick.job),\n"
-	"     p AS (SELECT c.asked_by, " TS("c.asked_at") " AS at FROM @S.controls c, pick\n"
-	"            WHERE c.lock_key = $1::bigint AND c.kind = 'pause'\n"
-	"              AND c.job IN ('', pick.job) AND (c.until IS NULL OR c.until > now())\n"
-	"            ORDER BY c.job LIMIT 1),\n"
-	"     t AS (SELECT clock_timestamp() AS c),\n"
-	"     ins AS (INSERT INTO @S.triggers (lock_key, job, asked_by, asked_at)\n"
-	"             SELECT $1::bigint, pick.job, " CONTROLS_SQL_ASKED_BY ",\n"
-	"                    CASE WHEN extract(microseconds FROM t.c)::bigint % 1000 = 0\n"
-	"                         THEN t.c + interval '1 microsecond' ELSE t.c END\n"
-	"               FROM pick, t\n"
-	"              WHERE pick.job IS NOT NULL AND NOT EXISTS (SELECT FROM p)\n"
-	"                AND (EXISTS (SELECT FROM known WHERE scheduled)\n"
-	"                     OR ($3::boolean AND NOT EXISTS (SELECT FROM known)))\n"
-	"             RETURNING asked_at, asked_by)\n"
-	"SELECT pick.job, (SELECT scheduled FROM known), p.asked_by, p.at,\n"
-	"       (extract(epoch FROM ins.asked_at) * 1000000)::bigint, " TS("ins.asked_at") ",\n"
-	"       ins.asked_by,\n"
-	"       (SELECT string_agg(job, ', ' ORDER BY job) FROM (SELECT job FROM a\n"
-	"         WHERE schedule IS NOT NULL ORDER BY job LIMIT 20) x)\n"
-	"  FROM (SELECT) AS one LEFT JOIN pick ON true LEFT JOIN p ON true\n"
-	"  LEFT JOIN ins ON true";
-
-/* $1 key, $2 job, $3 the request's asked_at in Unix microseconds: its run
- * (attempt 1), as trigger --wait follows it. One row, enum
- * controls_trigger_run_col. */
-static const char trigger_run_sql[] =
-	"SELECT r.run_id, r.outcome, r.exit_status, r.finished_at IS NOT NULL, r.node_id,\n"
-	"       EXISTS (SELECT FROM @S.triggers g WHERE g.lock_key = $1::bigint\n"
-	"                 AND g.job = $2::text AND g.asked_at = x.at)\n"
-	"  FROM (SELECT to_timestamp(0) + $3::bigint * interval '1 microsecond' AS at) x\n"
-	"  LEFT JOIN @S.runs r ON r.lock_key = $1::bigint AND r.job = $2::text\n"
-	"   AND r.tick = x.at AND r.attempt = 1";
-
-static bool build(struct ledger_sql_query *q, const char *tmpl, const char *schema,
-		  int64_t key, int n);
-
-bool controls_sql_trigger(struct ledger_sql_query *q, const char *schema, int64_t key,
-			  const char *job, bool force)
-{
-	if (!build(q, trigger_sql, schema, key, 3))
-		return false;
-	q->params[1] = job;
-	q->params[2] = force ? "true" : "false";
-	return true;
-}
-
-bool controls_sql_trigger_run(struct ledger_sql_query *q, const char *schema, int64_t key,
-			      const char *job, int64_t asked_us)
-{
-	if (!build(q, trigger_run_sql, schema, key, 3))
-		return false;
-	q->params[1] = job;
-	snprintf(q->text[2], sizeof(q->text[2]), "%" PRId64, asked_us);
-	q->params[2] = q->text[2];
-	return true;
-}
-
 static bool build(struct ledger_sql_query *q, const char *tmpl, const char *schema,
 		  int64_t key, int n)
 {
@@ -201,5 +131,72 @@ bool controls_sql_switchover_done(struct ledger_sql_query *q, const char *schema
 	if (!build(q, done_sql, schema, key, 2))
 		return false;
 	q->params[1] = stamp;
+	return true;
+}
+
+/* $1 key, $2 job or NULL (the lock's one scheduled job), $3 force: a run
+ * of the job asked for now (DESIGN 13), written only for a job a leader
+ * announced with a schedule (with force: or no leader announced), never
+ * for a paused one. Its asked_at is never a whole millisecond, which a
+ * schedule's ticks always are. One row, enum controls_trigger_col. */
+static const char trigger_sql[] =
+	"WITH a AS (SELECT job, schedule FROM @S.jobs WHERE lock_key = $1::bigint),\n"
+	"     pick AS (SELECT COALESCE($2::text, CASE\n"
+	"         WHEN (SELECT count(*) FROM a WHERE schedule IS NOT NULL) = 1\n"
+	"         THEN (SELECT job FROM a WHERE schedule IS NOT NULL)\n"
+	"         WHEN $3::boolean AND NOT EXISTS (SELECT FROM a) THEN 'default' END) AS job),\n"
+	"     known AS (SELECT a.schedule IS NOT NULL AS scheduled FROM a, pick\n"
+	"                WHERE a.job = pick.job),\n"
+	"     p AS (SELECT c.asked_by, " TS("c.asked_at") " AS at FROM @S.controls c, pick\n"
+	"            WHERE c.lock_key = $1::bigint AND c.kind = 'pause'\n"
+	"              AND c.job IN ('', pick.job) AND (c.until IS NULL OR c.until > now())\n"
+	"            ORDER BY c.job LIMIT 1),\n"
+	"     t AS (SELECT clock_timestamp() AS c),\n"
+	"     ins AS (INSERT INTO @S.triggers (lock_key, job, asked_by, asked_at)\n"
+	"             SELECT $1::bigint, pick.job, " CONTROLS_SQL_ASKED_BY ",\n"
+	"                    CASE WHEN extract(microseconds FROM t.c)::bigint % 1000 = 0\n"
+	"                         THEN t.c + interval '1 microsecond' ELSE t.c END\n"
+	"               FROM pick, t\n"
+	"              WHERE pick.job IS NOT NULL AND NOT EXISTS (SELECT FROM p)\n"
+	"                AND (EXISTS (SELECT FROM known WHERE scheduled)\n"
+	"                     OR ($3::boolean AND NOT EXISTS (SELECT FROM known)))\n"
+	"             RETURNING asked_at, asked_by)\n"
+	"SELECT pick.job, (SELECT scheduled FROM known), p.asked_by, p.at,\n"
+	"       (extract(epoch FROM ins.asked_at) * 1000000)::bigint, " TS("ins.asked_at") ",\n"
+	"       ins.asked_by,\n"
+	"       (SELECT string_agg(job, ', ' ORDER BY job) FROM (SELECT job FROM a\n"
+	"         WHERE schedule IS NOT NULL ORDER BY job LIMIT 20) x)\n"
+	"  FROM (SELECT) AS one LEFT JOIN pick ON true LEFT JOIN p ON true\n"
+	"  LEFT JOIN ins ON true";
+
+/* $1 key, $2 job, $3 the request's asked_at in Unix microseconds: its run
+ * (attempt 1), as trigger --wait follows it. One row, enum
+ * controls_trigger_run_col. */
+static const char trigger_run_sql[] =
+	"SELECT r.run_id, r.outcome, r.exit_status, r.finished_at IS NOT NULL, r.node_id,\n"
+	"       EXISTS (SELECT FROM @S.triggers g WHERE g.lock_key = $1::bigint\n"
+	"                 AND g.job = $2::text AND g.asked_at = x.at)\n"
+	"  FROM (SELECT to_timestamp(0) + $3::bigint * interval '1 microsecond' AS at) x\n"
+	"  LEFT JOIN @S.runs r ON r.lock_key = $1::bigint AND r.job = $2::text\n"
+	"   AND r.tick = x.at AND r.attempt = 1";
+
+bool controls_sql_trigger(struct ledger_sql_query *q, const char *schema, int64_t key,
+			  const char *job, bool force)
+{
+	if (!build(q, trigger_sql, schema, key, 3))
+		return false;
+	q->params[1] = job;
+	q->params[2] = force ? "true" : "false";
+	return true;
+}
+
+bool controls_sql_trigger_run(struct ledger_sql_query *q, const char *schema, int64_t key,
+			      const char *job, int64_t asked_us)
+{
+	if (!build(q, trigger_run_sql, schema, key, 3))
+		return false;
+	q->params[1] = job;
+	snprintf(q->text[2], sizeof(q->text[2]), "%" PRId64, asked_us);
+	q->params[2] = q->text[2];
 	return true;
 }

@@ -76,6 +76,22 @@ _Static_assert(CLAIM_BATCH * 5 <= LEASE_ANSWER_MAX, "a batch's answer fits");
 
 
 
+/* Every statement's text was made (none out of memory, the schema good). */
+static bool all_made(const struct ledger *l)
+{
+	const char *const texts[] = {
+		l->sql_ensure, l->sql_create, l->sql_claim, l->sql_last, l->sql_finish,
+		l->sql_prune, l->sql_schema, l->sql_probe, l->sql_controls,
+		l->sql_priority, l->sql_handed, l->sql_on_failure, l->sql_announce,
+		l->sql_triggers,
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		if (!texts[i])
+			return false;
+	return true;
+}
+
 struct ledger *ledger_new(struct lease *session, const char *schema, const char *owner)
 {
 	struct ledger *l = calloc(1, sizeof(*l));
@@ -98,11 +114,7 @@ struct ledger *ledger_new(struct lease *session, const char *schema, const char 
 	l->sql_on_failure = ledger_sql_on_failure(schema);
 	l->sql_announce = ledger_sql_announce(schema);
 	l->sql_triggers = ledger_sql_triggers(schema);
-	if (!l->sql_announce || !l->sql_triggers ||
-	    !l->sql_ensure || !l->sql_create || !l->sql_claim || !l->sql_last ||
-	    !l->sql_finish || !l->sql_prune || !l->sql_schema || !l->sql_probe ||
-	    !l->sql_controls ||
-	    !l->sql_priority || !l->sql_handed || !l->sql_on_failure) {
+	if (!all_made(l)) {
 		ledger_free(l);
 		return NULL;
 	}
@@ -197,42 +209,33 @@ static void parse_last(const char *const *v, struct ledger_answer *out)
 static void parse_row(struct request *r, const char *const *v, int ncols,
 		      struct ledger_answer *out)
 {
+	enum ledger_kind k = r->kind;
+
 	out->db_now = int_of(v[ncols - 1], 0);
-	switch (r->kind) {
-	case REQ_ENSURE:
+	/* the other kinds' rows (the controls', the triggers') are parsed
+	 * whole elsewhere, or they have none */
+	if (k == REQ_ENSURE) {
 		parse_check(r, v, out);
-		return;
-	case REQ_CLAIM:
+	} else if (k == REQ_CLAIM) {
 		out->run_id = int_of(v[0], 0);
 		out->holder = bool_of(v[1]);
 		out->newest = bool_of(v[2]);
 		out->early = bool_of(v[3]);
-		return;
-	case REQ_LAST:
+	} else if (k == REQ_LAST) {
 		parse_last(v, out);
-		return;
-	case REQ_ON_FAILURE:
+	} else if (k == REQ_ON_FAILURE) {
 		out->run_id = int_of(v[0], 0);
 		out->holder = bool_of(v[1]);
-		return;
-	case REQ_SCHEMA:
+	} else if (k == REQ_SCHEMA || k == REQ_PROBE) {
 		r->there = bool_of(v[0]);
-		return;
-	case REQ_PROBE:
-		r->there = bool_of(v[0]);
-		refused_if(r, v[1], out);
-		return;
-	case REQ_PRIORITY:
+		if (k == REQ_PROBE)
+			refused_if(r, v[1], out);
+	} else if (k == REQ_PRIORITY) {
 		snprintf(out->leader_node, sizeof(out->leader_node), "%s", v[0] ? v[0] : "");
 		out->leader_priority = (int)int_of(v[1], -1);
 		out->asked = bool_of(v[2]);
-		return;
-	case REQ_ANNOUNCE:
+	} else if (k == REQ_ANNOUNCE) {
 		out->holder = bool_of(v[0]);
-		return;
-	case REQ_CREATE: case REQ_FINISH: case REQ_PRUNE: case REQ_CONTROLS:
-	case REQ_HANDED: case REQ_TRIGGERS: case REQ_LISTEN:
-		return;
 	}
 }
 

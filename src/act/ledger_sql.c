@@ -666,6 +666,11 @@ static const char last_sql_text[] =
 	" o.exit_status, " LEDGER_SQL_NOW
 	" FROM (SELECT) AS one LEFT JOIN newest n ON true LEFT JOIN owed o ON true";
 
+char *ledger_sql_last(const char *schema)
+{
+	return expand_new("", last_sql_text, "", schema);
+}
+
 /* The run's own leader saw how it ended: that is its outcome, also over
  * the interrupted of a later leader's presumption (last_sql_text) when
  * the command had ended by itself (the leader frozen meanwhile, say). */
@@ -705,11 +710,6 @@ char *ledger_sql_triggers(const char *schema)
 char *ledger_sql_claim(const char *schema)
 {
 	return expand_new("", claim_sql_text, "", schema);
-}
-
-char *ledger_sql_last(const char *schema)
-{
-	return expand_new("", last_sql_text, "", schema);
 }
 
 char *ledger_sql_finish(const char *schema)

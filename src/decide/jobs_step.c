@@ -614,6 +614,45 @@ static bool claimed_too_late(struct job *jb, const struct jobs_answer *a, const 
 
 static bool replaced_before_start(struct job *jb, int64_t run_id);
 
+/* A claim of a request to run now (DESIGN 13) that failed, or that found
+ * the request claimed already or withdrawn: said, true. */
+static bool request_not_claimed(struct job *jb, const struct jobs_answer *a,
+				const char *when)
+{
+	struct jobs_state *j = jb->owner;
+
+	if (!jb->claim_trigger)
+		return false;
+	if (!a->ok) {
+		say(j, LOG_LEVEL_WARNING, "job %s: the run asked for now by %s at %s not "
+		    "claimed: %s; claimed again after the next read", jb->cfg->name,
+		    jb->claim_by, when, a->error);
+		return true;
+	}
+	if (a->early || !a->holder || !a->newest || a->run_id != 0)
+		return false;
+	say(j, LOG_LEVEL_INFO, "job %s: the run asked for now by %s at %s was claimed "
+	    "already or withdrawn; not run", jb->cfg->name, jb->claim_by, when);
+	return true;
+}
+
+/* The claimed tick is paused, or fell before the resume; a request to
+ * run now only while paused (the claim went out before the pause). */
+static bool claim_paused(const struct job *jb)
+{
+	return tickplan_paused(jb->paused, jb->claim_trigger ? INT64_MIN : jb->resumed_at,
+			       jb->claim_tick);
+}
+
+/* A claimed run not to start: a newer tick won while its claim waited (a
+ * retry's, or one a queued tick replaces), or its answer was read too
+ * late to trust; each recorded and said. */
+static bool overtaken(struct job *jb, const struct jobs_answer *a, const char *when)
+{
+	return retry_claimed_late(jb, a) || replaced_before_start(jb, a->run_id) ||
+	       claimed_too_late(jb, a, when);
+}
+
 /* The answer to a claim of this term: the tick runs, or why not. */
 static void claimed(struct job *jb, const struct jobs_answer *a, const char *when)
 {
@@ -622,10 +661,8 @@ static void claimed(struct job *jb, const struct jobs_answer *a, const char *whe
 	if (!a->ok && a->missing) {
 		jb->state = JOB_CLAIMING; /* claimed again once it is back */
 		remake(jb);
-	} else if (!a->ok && jb->claim_trigger) {
-		say(j, LOG_LEVEL_WARNING, "job %s: the run asked for now by %s at %s not "
-		    "claimed: %s; claimed again after the next read", jb->cfg->name,
-		    jb->claim_by, when, a->error);
+	} else if (request_not_claimed(jb, a, when)) {
+		/* said; the request stays for the next read, or it is gone */
 	} else if (!a->ok) {
 		say(j, LOG_LEVEL_WARNING, "job %s: tick %s not claimed: %s; it counts "
 		    "as missed", jb->cfg->name, when, a->error);
@@ -643,21 +680,13 @@ static void claimed(struct job *jb, const struct jobs_answer *a, const char *whe
 	} else if (!a->newest) {
 		say(j, LOG_LEVEL_ERROR, "job %s: tick %s not run: a newer term's fencing "
 		    "token is recorded for this lock", jb->cfg->name, when);
-	} else if (a->run_id == 0 && jb->claim_trigger) {
-		say(j, LOG_LEVEL_INFO, "job %s: the run asked for now by %s at %s was "
-		    "claimed already or withdrawn; not run", jb->cfg->name, jb->claim_by, when);
 	} else if (a->run_id == 0) {
 		say(j, LOG_LEVEL_INFO, "job %s: tick %s is recorded already; not run again",
 		    jb->cfg->name, when);
-	} else if (tickplan_paused(jb->paused, jb->claim_trigger ? INT64_MIN : jb->resumed_at,
-				   jb->claim_tick)) {
-		/* a request to run now that a pause overtook is recorded
-		 * paused too, unless resumed since */
+	} else if (claim_paused(jb)) {
 		drop_paused_claim(jb, a->run_id, when);
-	} else if (retry_claimed_late(jb, a) || replaced_before_start(jb, a->run_id)) {
-		/* the newer tick won while the claim waited */
-	} else if (claimed_too_late(jb, a, when)) {
-		/* a stale answer starts nothing */
+	} else if (overtaken(jb, a, when)) {
+		/* the newer tick won while the claim waited, or a stale answer */
 	} else {
 		jb->run_attempt = jb->claim_attempt;
 		if (jb->run_attempt > 1)

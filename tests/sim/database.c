@@ -760,48 +760,50 @@ static void note_cut(struct lrow *r, int64_t *cut_max, int *cut_attempt)
 	*cut_max = r->tick > *cut_max ? r->tick : *cut_max;
 }
 
+/* What LAST found over a job's rows. */
+struct last_scan {
+	int64_t last, cut_max, success, older;
+	int cut_attempt;
+};
+
+/* One row of the job: an older term's running row is cut (with cut, or
+ * begun on this server, which never restarted since: over), else told. */
+static void scan_row(struct lrow *r, uint64_t token, bool cut, struct last_scan *s)
+{
+	bool old_running = !strcmp(r->outcome, "running") && r->token < token;
+	bool cuts = old_running && (cut || r->server == W.server);
+
+	if (!strcmp(r->outcome, "succeeded") && r->finished_ms > s->success)
+		s->success = r->finished_ms;
+	if (old_running && !cuts && r->tick > s->older)
+		s->older = r->tick;
+	/* DESIGN 13: a run asked for now is no tick: not the newest, not cut
+	 * to be run again (cut: recorded interrupted) */
+	if (r->trigger && cuts)
+		snprintf(r->outcome, sizeof(r->outcome), "interrupted");
+	if (r->trigger)
+		return;
+	s->last = r->tick > s->last ? r->tick : s->last;
+	if (cuts)
+		note_cut(r, &s->cut_max, &s->cut_attempt);
+}
+
 static void db_last(int sid, struct squery *q)
 {
 	int j = job_index(q->p[1]);
 	uint64_t token = strtoull(q->p[2], NULL, 10);
 	bool cut = q->p[3][0] == 't';
-	int64_t last = INT64_MIN, cut_max = INT64_MIN, success = INT64_MIN,
-		older = INT64_MIN;
-	int cut_attempt = 1;
+	struct last_scan s = { INT64_MIN, INT64_MIN, INT64_MIN, INT64_MIN, 1 };
 
-	for (size_t k = 0; k < W.n_rows; k++) {
-		struct lrow *r = &W.rows[k];
-		bool old_running = !strcmp(r->outcome, "running") && r->token < token;
-		/* begun on this server, which never restarted since: over */
-		bool same = r->server == W.server;
-
-		if (job_index(r->job) != j)
-			continue;
-		/* DESIGN 13: a run asked for now is no tick: not the newest,
-		 * not cut to be run again (cut: recorded interrupted) */
-		if (r->trigger) {
-			if (!strcmp(r->outcome, "succeeded") && r->finished_ms > success)
-				success = r->finished_ms;
-			if (old_running && (cut || same))
-				snprintf(r->outcome, sizeof(r->outcome), "interrupted");
-			else if (old_running && !same && r->tick > older)
-				older = r->tick;
-			continue;
-		}
-		last = r->tick > last ? r->tick : last;
-		if (!strcmp(r->outcome, "succeeded") && r->finished_ms > success)
-			success = r->finished_ms;
-		if (old_running && !cut && !same && r->tick > older)
-			older = r->tick;
-		if (old_running && (cut || same))
-			note_cut(r, &cut_max, &cut_attempt);
-	}
+	for (size_t k = 0; k < W.n_rows; k++)
+		if (job_index(W.rows[k].job) == j)
+			scan_row(&W.rows[k], token, cut, &s);
 	sq_answer(q, 1, LEDGER_LAST_NCOLS);
-	put(q, 0, LEDGER_LAST_TICK, last == INT64_MIN, "%" PRId64, last);
-	put(q, 0, LEDGER_LAST_CUT, cut_max == INT64_MIN, "%" PRId64, cut_max);
-	put(q, 0, LEDGER_LAST_SUCCESS, success == INT64_MIN, "%" PRId64, success);
-	put(q, 0, LEDGER_LAST_OLDER, older == INT64_MIN, "%" PRId64, older);
-	put(q, 0, LEDGER_LAST_CUT_ATTEMPT, cut_max == INT64_MIN, "%d", cut_attempt);
+	put(q, 0, LEDGER_LAST_TICK, s.last == INT64_MIN, "%" PRId64, s.last);
+	put(q, 0, LEDGER_LAST_CUT, s.cut_max == INT64_MIN, "%" PRId64, s.cut_max);
+	put(q, 0, LEDGER_LAST_SUCCESS, s.success == INT64_MIN, "%" PRId64, s.success);
+	put(q, 0, LEDGER_LAST_OLDER, s.older == INT64_MIN, "%" PRId64, s.older);
+	put(q, 0, LEDGER_LAST_CUT_ATTEMPT, s.cut_max == INT64_MIN, "%d", s.cut_attempt);
 	put_last_rows(q, j, sid);
 	put(q, 0, LEDGER_LAST_NOW, false, "%" PRId64, db_ms());
 }
@@ -886,25 +888,17 @@ static void db_controls_read(struct squery *q)
  * whoever answers it. */
 static void db_controls(struct squery *q)
 {
-	switch (q->kind) {
-	case Q_CONTROLS:
+	if (q->kind == Q_CONTROLS) {
 		db_controls_read(q);
-		return;
-	case Q_PRIORITY:
+	} else if (q->kind == Q_PRIORITY) {
 		sq_answer(q, 1, 3);
 		put(q, 0, 0, W.holder[0] < 0, "%s",
 		    W.holder[0] < 0 ? "" : W.nodes[W.s[W.holder[0]].node].name);
 		put(q, 0, 1, W.holder[0] < 0, "%d", W.nodes[0].cfg.priority);
 		put(q, 0, 2, false, "f");
-		return;
-	case Q_HANDED:
+	} else if (q->kind == Q_HANDED) {
 		W.switchover = false;
 		sq_answer(q, 0, 0);
-		return;
-	case Q_ENSURE: case Q_CLAIM: case Q_LAST: case Q_FINISH: case Q_PRUNE:
-	case Q_ON_FAILURE: case Q_ANNOUNCE: case Q_TRIGGERS: case Q_LISTEN:
-	case Q_SCHEMA: case Q_PROBE: case Q_OTHER:
-		return;
 	}
 }
 
@@ -983,28 +977,41 @@ static void db_triggers(struct squery *q)
 }
 
 /* Statement q, executed on session sid. */
+/* The schema's and the controls' probes: there, and the owner trusted
+ * (the probe's second column NULL). */
+static void db_probe(struct squery *q)
+{
+	sq_answer(q, 1, q->kind == Q_SCHEMA ? 1 : 2);
+	put(q, 0, 0, false, "t");
+}
+
 static void db_execute(int sid, struct squery *q)
 {
-	switch (q->kind) {
-	case Q_ENSURE: db_ensure(q); return;
-	case Q_CLAIM: db_claim(q, lock_held_by(atoi(q->p[5]))); return;
-	case Q_LAST: db_last(sid, q); return;
-	case Q_FINISH: db_finish(q); return;
-	case Q_ON_FAILURE: db_on_failure(sid, q); return;
-	case Q_PRUNE: sq_answer(q, 0, 0); return; /* nothing is 30 days old */
-	case Q_SCHEMA: case Q_PROBE:
-		/* there, and its owner trusted (the probe's second column NULL) */
-		sq_answer(q, 1, q->kind == Q_SCHEMA ? 1 : 2);
-		put(q, 0, 0, false, "t");
-		return;
-	case Q_CONTROLS: case Q_PRIORITY: case Q_HANDED: db_controls(q); return;
-	case Q_ANNOUNCE: db_announce(q); return;
-	case Q_TRIGGERS: db_triggers(q); return;
-	case Q_LISTEN: sq_answer(q, 0, 0); return;
-	case Q_OTHER:
+	enum qkind k = q->kind;
+
+	if (k == Q_ENSURE) {
+		db_ensure(q);
+	} else if (k == Q_CLAIM) {
+		db_claim(q, lock_held_by(atoi(q->p[5])));
+	} else if (k == Q_LAST) {
+		db_last(sid, q);
+	} else if (k == Q_FINISH) {
+		db_finish(q);
+	} else if (k == Q_ON_FAILURE) {
+		db_on_failure(sid, q);
+	} else if (k == Q_PRUNE || k == Q_LISTEN) {
+		sq_answer(q, 0, 0); /* nothing is 30 days old; no NOTIFY comes */
+	} else if (k == Q_SCHEMA || k == Q_PROBE) {
+		db_probe(q);
+	} else if (k == Q_CONTROLS || k == Q_PRIORITY || k == Q_HANDED) {
+		db_controls(q);
+	} else if (k == Q_ANNOUNCE) {
+		db_announce(q);
+	} else if (k == Q_TRIGGERS) {
+		db_triggers(q);
+	} else {
 		fail_at(1u << W.s[sid].node, "a ledger statement the model does not know");
 		sq_answer(q, 0, 0);
-		return;
 	}
 }
 

@@ -618,6 +618,16 @@ static void node_setup(int i, const struct knobs *k)
 	node_config(n, k);
 }
 
+/* DESIGN 13: runs asked for now, every 4 to 25 s until after the faults
+ * end (--triggers only: no draw otherwise, the other seeds' streams stay). */
+static void schedule_triggers(void)
+{
+	if (!with_triggers)
+		return;
+	for (double t = urand(3, 8); t < W.faults_end + 30; t += urand(4, 25))
+		push((struct simev){ .t = t, .kind = K_TRIGGER, .node = NOBODY });
+}
+
 static void setup(uint64_t seed)
 {
 	struct knobs k;
@@ -674,12 +684,7 @@ static void setup(uint64_t seed)
 	for (int i = 0; i < W.n; i++)
 		push((struct simev){ .t = urand(0, 2), .kind = K_BOOT, .node = i, .gen = 0 });
 	schedule_faults();
-	/* DESIGN 13: runs asked for now, every 4 to 25 s until after the
-	 * faults end */
-	if (!with_triggers)
-		return; /* no draw: the other seeds' streams stay */
-	for (double t = urand(3, 8); t < W.faults_end + 30; t += urand(4, 25))
-		push((struct simev){ .t = t, .kind = K_TRIGGER, .node = NOBODY });
+	schedule_triggers();
 }
 
 /* pgleader trigger (DESIGN 13): a request for one of the scheduled jobs,

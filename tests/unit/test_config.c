@@ -159,6 +159,14 @@ static const char *job_field_text(const struct config *cfg, const char *key)
 	INT("missed_window", cfg->n_jobs ? cfg->jobs[0].missed_window_ms : -99);
 	INT("rerun_interrupted", cfg->n_jobs ? cfg->jobs[0].rerun_interrupted : -99);
 	INT("overlap", cfg->n_jobs ? (int)cfg->jobs[0].overlap : -99);
+	return NULL;
+}
+
+/* DESIGN 13: the default job's output and retry keys; NULL: not one. */
+static const char *job_retry_text(const struct config *cfg, const char *key)
+{
+	static char buf[256];
+
 	INT("output", cfg->n_jobs ? (int)cfg->jobs[0].output : -99);
 	INT("output_tail", cfg->n_jobs ? cfg->jobs[0].output_tail : -99);
 	INT("retries", cfg->n_jobs ? cfg->jobs[0].retries : -99);
@@ -218,7 +226,8 @@ static const char *field_text(const struct config *cfg, const char *key)
 	STR("schema", cfg->schema);
 	STR("ledger_owner", cfg->ledger_owner);
 	INT("keep_runs", cfg->keep_runs_ms);
-	if ((job = job_field_text(cfg, key)) || (job = job_process_text(cfg, key)))
+	if ((job = job_field_text(cfg, key)) || (job = job_retry_text(cfg, key)) ||
+	    (job = job_process_text(cfg, key)))
 		return job;
 	ck_abort_msg("no such key %s", key);
 	return NULL;
