@@ -86,7 +86,9 @@ static bool asks_priority(const struct election *e, double now)
 
 static bool reads_now(const struct election *e)
 {
-	return !e->ctl_pending &&
+	/* a standby that polls through the pooler has no session to read
+	 * them over: it reads them once it connects (DESIGN 15) */
+	return !e->ctl_pending && !e->pooled &&
 	       election_state_controls(e) != ELECTION_CONTROLS_AS_NONE;
 }
 

@@ -1,0 +1,357 @@
+/* pooled.c: the lock's state read through a transaction pooler (poll_dsn,
+ * DESIGN 15). One client connection to the pooler, kept between polls (it
+ * holds no server session in transaction pooling), checked once when it
+ * opens: a pooler (libpq's backend pid is not the server's), a primary
+ * (pg_is_in_recovery), and transaction pooling: a second client
+ * connection, opened while the first is idle, is served by the server
+ * session that served the first one's last transaction. A session pooler
+ * never does that (each client keeps its own server session); a
+ * transaction pooler that reuses its idle server sessions last in, first
+ * out (PgBouncer's default, server_round_robin = 0) does it at once. */
+#include "pooled.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lease_conn.h"
+#include "lease_sql.h"
+#include "log.h"
+#include "wire.h"
+
+/* Tries of the second connection before the pooler is called a session
+ * pooler. */
+#define POLL_PROBES 3
+#define POLL_SQL_MAX 2048
+
+enum poll_phase {
+	PH_CLOSED, PH_CONNECTING, PH_CHECKING, PH_PROBING, PH_READY, PH_READING
+};
+
+struct poll {
+	struct poll_options o;
+	poll_fn fn;
+	void *arg;
+	struct lease_conn conn;   /* the poll's */
+	struct lease_conn probe;  /* the second client, while checking */
+	enum poll_phase phase;
+	bool wanted;              /* a read was asked for and not told */
+	bool verified;            /* transaction pooling was seen */
+	int probes;
+	int server_pid;           /* what served the first one's last check */
+	char key_sql[64];         /* the key as a literal, once known */
+	ev_timer later;           /* sends from the loop, never from poll_read */
+};
+
+bool poll_sql(char *buf, size_t len, double statement_timeout, const char *what)
+{
+	long ms = (long)fmin(fmax(statement_timeout * 1000, 1), 2147483647.0);
+	int n = snprintf(buf, len, "BEGIN; SET LOCAL statement_timeout = %ld; "
+			 "SET LOCAL lock_timeout = %ld; SET LOCAL search_path = "
+			 "pg_catalog; SET LOCAL row_security = off; "
+			 "/* pgleader poll */ SELECT %s; COMMIT", ms, ms, what);
+
+	return n > 0 && (size_t)n < len;
+}
+
+bool poll_sql_state(char *buf, size_t len, double statement_timeout,
+		    const char *key_sql)
+{
+	char what[POLL_SQL_MAX];
+	int n = snprintf(what, sizeof(what),
+		"count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted)"
+		" FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND objsubid = 1"
+		" AND classid::bigint = ((%s) >> 32) & 4294967295 AND objid::bigint ="
+		" (%s) & 4294967295 AND database = (SELECT oid FROM"
+		" pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
+		key_sql, key_sql);
+
+	return n > 0 && (size_t)n < sizeof(what) &&
+	       poll_sql(buf, len, statement_timeout, what);
+}
+
+static void tell(struct poll *p, const struct poll_answer *a)
+{
+	if (!p->wanted)
+		return;
+	p->wanted = false;
+	p->fn(p->arg, a);
+}
+
+/* Both connections closed, and the failure told. */
+static void failed(struct poll *p, enum fault fault, bool recovery,
+		   const char *reason)
+{
+	char why[LOG_MSG_MAX];
+
+	snprintf(why, sizeof(why), "%s", reason);
+	lease_conn_close(&p->conn);
+	lease_conn_close(&p->probe);
+	p->phase = PH_CLOSED;
+	tell(p, &(struct poll_answer){ .fault = fault, .recovery = recovery,
+				       .reason = why });
+}
+
+static void send_on(struct poll *p, struct lease_conn *c, const char *what)
+{
+	char sql[POLL_SQL_MAX];
+
+	if (!poll_sql(sql, sizeof(sql), p->o.statement_timeout, what)) {
+		failed(p, FAULT_INTERNAL, false, "poll_dsn: statement too long");
+		return;
+	}
+	lease_conn_send(c, sql, 0, NULL); /* a refusal is told as failed */
+}
+
+static void send_check(struct poll *p)
+{
+	char what[512], name[400] = "";
+	char *lit = NULL;
+
+	if (p->o.lock_name && !p->key_sql[0]) {
+		lit = PQescapeLiteral(p->conn.pg, p->o.lock_name, strlen(p->o.lock_name));
+		if (!lit) {
+			failed(p, FAULT_INTERNAL, false, "poll_dsn: out of memory");
+			return;
+		}
+		snprintf(name, sizeof(name), ", " WIRE_KEY_OF_NAME("%s"), lit);
+		PQfreemem(lit);
+	}
+	snprintf(what, sizeof(what), "pg_catalog.pg_backend_pid(), "
+		 "pg_catalog.pg_is_in_recovery()%s", name);
+	p->phase = PH_CHECKING;
+	send_on(p, &p->conn, what);
+}
+
+static void send_state(struct poll *p)
+{
+	char sql[POLL_SQL_MAX];
+
+	p->phase = PH_READING;
+	if (!poll_sql_state(sql, sizeof(sql), p->o.statement_timeout, p->key_sql)) {
+		failed(p, FAULT_INTERNAL, false, "poll_dsn: statement too long");
+		return;
+	}
+	lease_conn_send(&p->conn, sql, 0, NULL);
+}
+
+static void later_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct poll *p = w->data;
+
+	(void)loop;
+	(void)revents;
+	if (p->phase == PH_READY && p->wanted)
+		send_state(p);
+}
+
+static void conn_ready(void *arg)
+{
+	send_check(arg);
+}
+
+static void probe_ready(void *arg)
+{
+	struct poll *p = arg;
+
+	send_on(p, &p->probe, "pg_catalog.pg_backend_pid()");
+}
+
+static void conn_failed(void *arg, enum fault fault, const char *reason)
+{
+	failed(arg, fault, false, reason);
+}
+
+/* An ERROR: the transaction is rolled back, the connection stays usable,
+ * but the poll has no answer: closed, and told as the lease tells one. */
+static bool answer_error(struct poll *p, const char *sqlstate, const char *error)
+{
+	char why[LOG_MSG_MAX];
+
+	if (!error)
+		return false;
+	snprintf(why, sizeof(why), "poll_dsn: %s", error);
+	failed(p, lease_sql_classify(LEASE_SQL_QUERY, sqlstate, false, why), false,
+	       why);
+	return true;
+}
+
+static bool parse_int(const char *s, long long min, long long *v)
+{
+	char *end;
+
+	if (!s || !*s)
+		return false;
+	*v = strtoll(s, &end, 10);
+	return !*end && *v >= min;
+}
+
+/* The check's answer: the server's pid and recovery, the name's key. */
+static void checked(struct poll *p, const struct lease_sql_answer *a)
+{
+	int ncols = p->o.lock_name && !p->key_sql[0] ? 3 : 2;
+	long long pid, key;
+
+	if (a->nrows != 1 || a->ncols != ncols || !parse_int(a->values[0], 1, &pid) ||
+	    !a->values[1] || (ncols == 3 && !parse_int(a->values[2], INT64_MIN, &key))) {
+		failed(p, FAULT_PROTOCOL, false, "poll_dsn: unexpected answer to its check");
+		return;
+	}
+	if (ncols == 3)
+		snprintf(p->key_sql, sizeof(p->key_sql), "(%lld)::bigint", key);
+	if (pid == lease_conn_backend_pid(&p->conn)) {
+		failed(p, FAULT_POOLER, false, "poll_dsn reaches PostgreSQL directly, "
+		       "not through a connection pooler: point it at PgBouncer with "
+		       "pool_mode = transaction, or leave it out");
+		return;
+	}
+	if (!strcmp(a->values[1], "t")) {
+		failed(p, FAULT_HOT_STANDBY, true, "poll_dsn reaches a server in "
+		       "recovery (a hot standby): its pg_locks say nothing of the "
+		       "primary's lock; point it at a pooler in front of the primary");
+		return;
+	}
+	p->server_pid = (int)pid;
+	if (p->verified) {
+		send_state(p);
+		return;
+	}
+	p->phase = PH_PROBING;
+	if (p->probe.pg)
+		probe_ready(p);
+	else
+		lease_conn_start(&p->probe);
+}
+
+static void probed(struct poll *p, const struct lease_sql_answer *a)
+{
+	long long pid;
+
+	if (a->nrows != 1 || a->ncols != 1 || !parse_int(a->values[0], 1, &pid)) {
+		failed(p, FAULT_PROTOCOL, false, "poll_dsn: unexpected answer to its check");
+		return;
+	}
+	if (pid == p->server_pid) {
+		p->verified = true;
+		lease_conn_close(&p->probe);
+		send_state(p);
+		return;
+	}
+	if (++p->probes < POLL_PROBES) {
+		send_check(p);
+		return;
+	}
+	failed(p, FAULT_POOLER, false, "poll_dsn is not a transaction pooler: "
+	       "another client connection never shared its server session "
+	       "(a session pooler, PgBouncer pool_mode = session?); poll_dsn "
+	       "needs pool_mode = transaction");
+}
+
+static void read_state(struct poll *p, const struct lease_sql_answer *a)
+{
+	long long held, queued;
+
+	if (a->nrows != 1 || a->ncols != 2 || !parse_int(a->values[0], 0, &held) ||
+	    !parse_int(a->values[1], 0, &queued)) {
+		failed(p, FAULT_PROTOCOL, false, "poll_dsn: unexpected answer to a poll");
+		return;
+	}
+	p->phase = PH_READY;
+	tell(p, &(struct poll_answer){ .ok = true, .held = held > 0,
+				       .queued = queued > INT32_MAX ? INT32_MAX : (int)queued });
+}
+
+static void conn_answered(void *arg, const struct lease_sql_answer *a,
+			  const char *sqlstate, const char *error)
+{
+	struct poll *p = arg;
+
+	if (answer_error(p, sqlstate, error))
+		return;
+	if (p->phase == PH_CHECKING)
+		checked(p, a);
+	else if (p->phase == PH_READING)
+		read_state(p, a);
+}
+
+static void probe_answered(void *arg, const struct lease_sql_answer *a,
+			   const char *sqlstate, const char *error)
+{
+	struct poll *p = arg;
+
+	if (!answer_error(p, sqlstate, error))
+		probed(p, a);
+}
+
+struct poll *poll_new(struct ev_loop *loop, const struct poll_options *o,
+		      poll_fn fn, void *arg, char *err, size_t errlen)
+{
+	static const struct lease_conn_handlers conn_h = {
+		conn_ready, conn_answered, conn_failed };
+	static const struct lease_conn_handlers probe_h = {
+		probe_ready, probe_answered, conn_failed };
+	struct poll *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	p->o = *o;
+	p->fn = fn;
+	p->arg = arg;
+	if (!lease_conn_init(&p->conn, loop, o->dsn, o->node_id, &conn_h, p, err,
+			     errlen)) {
+		free(p);
+		return NULL;
+	}
+	if (!lease_conn_init(&p->probe, loop, o->dsn, o->node_id, &probe_h, p, err,
+			     errlen)) {
+		lease_conn_free(&p->conn);
+		free(p);
+		return NULL;
+	}
+	p->conn.label = p->probe.label = "poll_dsn: ";
+	if (!o->lock_name)
+		snprintf(p->key_sql, sizeof(p->key_sql), "(%" PRId64 ")::bigint",
+			 o->lock_key);
+	ev_timer_init(&p->later, later_cb, 0, 0);
+	p->later.data = p;
+	return p;
+}
+
+void poll_free(struct poll *p)
+{
+	if (!p)
+		return;
+	ev_timer_stop(p->conn.loop, &p->later);
+	lease_conn_free(&p->conn);
+	lease_conn_free(&p->probe);
+	free(p);
+}
+
+void poll_read(struct poll *p)
+{
+	if (p->wanted)
+		return;
+	p->wanted = true;
+	if (p->phase == PH_CLOSED) {
+		p->phase = PH_CONNECTING;
+		p->probes = 0;
+		lease_conn_start(&p->conn);
+	} else if (p->phase == PH_READY) {
+		ev_timer_stop(p->conn.loop, &p->later);
+		ev_timer_set(&p->later, 0, 0);
+		ev_timer_start(p->conn.loop, &p->later);
+	}
+}
+
+void poll_close(struct poll *p)
+{
+	ev_timer_stop(p->conn.loop, &p->later);
+	lease_conn_close(&p->conn);
+	lease_conn_close(&p->probe);
+	p->phase = PH_CLOSED;
+	p->wanted = false;
+}
