@@ -149,7 +149,8 @@ static void lock_session_up(struct election *e, struct election_output *out,
 	e->tries_uncounted = e->count_every; /* a new session's try counts */
 	e->next_in_line = false; /* a new session ranks after the others */
 	e->ranked_once = false;
-	e->waiting_logged = false;
+	e->waiting_logged = e->waiting_logged && e->joining;
+	e->joining = false;
 	e->standby_since = now;
 	e->snap.lock_key = ev->session.lock_key;
 	e->outage_began = e->lost_since;
@@ -291,6 +292,7 @@ static void connection_failed(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
+	e->joining = false;
 	if (e->state == ELECTION_CONNECTING) {
 		e->snap.counters.connect_failures++;
 	} else { /* a standby's */
@@ -577,9 +579,10 @@ void election_on_poll(struct election *e, struct election_output *out,
 		out->state_changed = true;
 	}
 	e->busy_seen |= ev->poll.held;
-	if (!ev->poll.held || ev->poll.queued < e->p.queue_depth)
+	if (!ev->poll.held || ev->poll.queued < e->p.queue_depth) {
 		election_connect_now(e, out, now);
-	else
+		e->joining = true;
+	} else
 		e->next_attempt_at = now + e->p.retry_interval;
 }
 

@@ -621,7 +621,7 @@ static void setup(uint64_t seed)
 	/* from the seed, not the random stream: 1 to 3 (DESIGN 15) */
 	k.queue_depth = 1 + (int)(seed / 2 % 3);
 	/* ... and one seed of three polls through a pooler (poll_dsn) */
-	k.poll_dsn = seed % 3 == 1;
+	k.poll_dsn = seed % 3 == 1 && !strcmp(k.acquire, "wait");
 	/* and the lock table's size a count says: a polling standby counts
 	 * every try, or every 2nd, 3rd or 8th (ELECTION_COUNT_SLOTS); the
 	 * --jobs runs, whose seeds are the job layer's, every try */
