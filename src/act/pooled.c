@@ -1,13 +1,17 @@
 /* pooled.c: the lock's state read through a transaction pooler (poll_dsn,
  * DESIGN 15). One client connection to the pooler, kept between polls (it
- * holds no server session in transaction pooling), checked once when it
- * opens: a pooler (libpq's backend pid is not the server's), a primary
- * (pg_is_in_recovery), and transaction pooling: a second client
- * connection, opened while the first is idle, is served by the server
- * session that served the first one's last transaction. A session pooler
- * never does that (each client keeps its own server session); a
- * transaction pooler that reuses its idle server sessions last in, first
- * out (PgBouncer's default, server_round_robin = 0) does it at once. */
+ * holds no server session in transaction pooling), checked when it opens:
+ * a pooler (libpq's backend pid is not the server's), a primary
+ * (pg_is_in_recovery), and not a session pooler. A session pooler gives
+ * each client a server session of its own for as long as it is connected:
+ * a client's every transaction has the same pg_backend_pid(), and no other
+ * client's ever has it. So the check asks pg_backend_pid() of the poll's
+ * connection and of a second one, opened while the first is idle, a few
+ * times: the pooler shares its server sessions, and is no session pooler,
+ * as soon as the second gets the first one's, or either gets another than
+ * before. A quiet transaction pooler that reuses its idle server sessions
+ * last in, first out (PgBouncer's default) shows it at the first try; a
+ * busy one hands its sessions around between the tries. */
 #include "pooled.h"
 
 #include <inttypes.h>
@@ -41,6 +45,7 @@ struct poll {
 	bool verified;            /* transaction pooling was seen */
 	int probes;
 	int server_pid;           /* what served the first one's last check */
+	int first_pid, probe_pid; /* what served each the first time */
 	char key_sql[64];         /* the key as a literal, once known */
 	ev_timer later;           /* sends from the loop, never from poll_read */
 };
@@ -214,6 +219,8 @@ static void checked(struct poll *p, const struct lease_sql_answer *a)
 		return;
 	}
 	p->server_pid = (int)pid;
+	if (!p->probes)
+		p->first_pid = (int)pid;
 	if (p->verified) {
 		send_state(p);
 		return;
@@ -233,7 +240,10 @@ static void probed(struct poll *p, const struct lease_sql_answer *a)
 		failed(p, FAULT_PROTOCOL, false, "poll_dsn: unexpected answer to its check");
 		return;
 	}
-	if (pid == p->server_pid) {
+	if (!p->probes)
+		p->probe_pid = (int)pid;
+	if (pid == p->server_pid || pid != p->probe_pid ||
+	    p->server_pid != p->first_pid) { /* shared: no session pooler */
 		p->verified = true;
 		lease_conn_close(&p->probe);
 		send_state(p);
@@ -244,7 +254,7 @@ static void probed(struct poll *p, const struct lease_sql_answer *a)
 		return;
 	}
 	failed(p, FAULT_POOLER, false, "poll_dsn is not a transaction pooler: "
-	       "another client connection never shared its server session "
+	       "each of two client connections kept a server session of its own "
 	       "(a session pooler, PgBouncer pool_mode = session?); poll_dsn "
 	       "needs pool_mode = transaction");
 }
