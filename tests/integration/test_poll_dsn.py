@@ -8,7 +8,6 @@ password shows nowhere."""
 
 import os
 import signal
-import subprocess
 import time
 
 import pytest
@@ -27,24 +26,11 @@ def waiter_names(pg, key):
     return sorted(w["application_name"] for w in pg.lock_waiters(key))
 
 
-def pooler_server_pids(bouncer):
-    """The backends PgBouncer holds (its admin console's SHOW SERVERS)."""
-    argv = [os.path.join(h.PG_BINDIR, "psql"), "-X", "-A", "-q", "-F", "|",
-            "-h", "127.0.0.1", "-p", str(bouncer.port), "-U", "postgres", "-d", "pgbouncer",
-            "-c", "SHOW SERVERS"]
-    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True,
-                         env=dict(os.environ, PGCONNECT_TIMEOUT="5")).stdout.decode()
-    lines = out.splitlines()
-    col = lines[0].split("|").index("remote_pid")
-    return {int(l.split("|")[col]) for l in lines[1:]
-            if "|" in l and l.split("|")[col].isdigit()}
-
-
 def direct_backends(pg, bouncer):
     """pgleader's own sessions on the server: the client backends named
     pgleader/..., but those PgBouncer holds (which carry the name of a
     client it served)."""
-    pooled = pooler_server_pids(bouncer)
+    pooled = bouncer.server_pids()
     return [a for a in pg.activity() if a["application_name"].startswith("pgleader/")
             and a["pid"] not in pooled]
 
@@ -102,12 +88,12 @@ def test_fleet_through_pooler(pg, pgbouncer, fleet, ledger, lock_key):
     assert most <= DEPTH, "%d standbys in the queue (queue_depth %d)" % (most, DEPTH)
     steady = 2 * (1 + DEPTH)
     assert min(counts) == steady, (counts, direct_backends(pg, pgbouncer),
-                                   pooler_server_pids(pgbouncer))
+                                   pgbouncer.server_pids())
     assert max(counts) <= steady + 3, counts
     # every node is up, and the pooled ones poll: their server sessions are
     # PgBouncer's, at most its pool (default_pool_size = 4)
     assert all(p.running() for p in nodes.values())
-    assert len(pooler_server_pids(pgbouncer)) <= 4
+    assert len(pgbouncer.server_pids()) <= 4
     polled = [n for n in names if nodes[n].count(r"waiting for leader lease")]
     assert len(polled) == FLEET - 1, polled
 
