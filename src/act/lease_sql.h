@@ -190,6 +190,18 @@ bool lease_sql_parse_pid(const struct lease_sql_answer *a, int *pid);
 bool lease_sql_parse_ping_nodes(const struct lease_sql_answer *a, int *pid,
 				char *nodes, size_t len);
 
+/* poll_dsn (DESIGN 15, pooled.c): a statement through a transaction
+ * pooler, in one simple-query message and a transaction of its own, so
+ * that nothing of it stays on the pooled server session: its timeouts
+ * (statement_timeout seconds) and search_path by SET LOCAL, row security
+ * off. what: the SELECT's columns and FROM. False when it does not fit. */
+#define LEASE_SQL_POLL_MAX 2048
+bool lease_sql_poll(char *buf, size_t len, double statement_timeout, const char *what);
+/* The poll: one row, the sessions that hold the lock (key_sql, an SQL
+ * expression of the key) and those that wait for it. */
+bool lease_sql_poll_state(char *buf, size_t len, double statement_timeout,
+			  const char *key_sql);
+
 /* Copies libpq's message (several lines, maybe verbose) into out as one
  * line: runs of white space become one space, LOCATION lines go, and the
  * SQLSTATEs of verbose messages ("FATAL:  28P01: ...") are taken out.

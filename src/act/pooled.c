@@ -28,7 +28,7 @@
 /* Tries of the second connection before the pooler is called a session
  * pooler. */
 #define POLL_PROBES 3
-#define POLL_SQL_MAX 2048
+#define POLL_SQL_MAX LEASE_SQL_POLL_MAX
 
 enum poll_phase {
 	PH_CLOSED, PH_CONNECTING, PH_CHECKING, PH_PROBING, PH_READY, PH_READING
@@ -49,33 +49,6 @@ struct poll {
 	char key_sql[64];         /* the key as a literal, once known */
 	ev_timer later;           /* sends from the loop, never from poll_read */
 };
-
-bool poll_sql(char *buf, size_t len, double statement_timeout, const char *what)
-{
-	long ms = (long)fmin(fmax(statement_timeout * 1000, 1), 2147483647.0);
-	int n = snprintf(buf, len, "BEGIN; SET LOCAL statement_timeout = %ld; "
-			 "SET LOCAL lock_timeout = %ld; SET LOCAL search_path = "
-			 "pg_catalog; SET LOCAL row_security = off; "
-			 "/* pgleader poll */ SELECT %s; COMMIT", ms, ms, what);
-
-	return n > 0 && (size_t)n < len;
-}
-
-bool poll_sql_state(char *buf, size_t len, double statement_timeout,
-		    const char *key_sql)
-{
-	char what[POLL_SQL_MAX];
-	int n = snprintf(what, sizeof(what),
-		"count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted)"
-		" FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND objsubid = 1"
-		" AND classid::bigint = ((%s) >> 32) & 4294967295 AND objid::bigint ="
-		" (%s) & 4294967295 AND database = (SELECT oid FROM"
-		" pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
-		key_sql, key_sql);
-
-	return n > 0 && (size_t)n < sizeof(what) &&
-	       poll_sql(buf, len, statement_timeout, what);
-}
 
 static void tell(struct poll *p, const struct poll_answer *a)
 {
@@ -103,7 +76,7 @@ static void send_on(struct poll *p, struct lease_conn *c, const char *what)
 {
 	char sql[POLL_SQL_MAX];
 
-	if (!poll_sql(sql, sizeof(sql), p->o.statement_timeout, what)) {
+	if (!lease_sql_poll(sql, sizeof(sql), p->o.statement_timeout, what)) {
 		failed(p, FAULT_INTERNAL, false, "poll_dsn: statement too long");
 		return;
 	}
@@ -135,7 +108,7 @@ static void send_state(struct poll *p)
 	char sql[POLL_SQL_MAX];
 
 	p->phase = PH_READING;
-	if (!poll_sql_state(sql, sizeof(sql), p->o.statement_timeout, p->key_sql)) {
+	if (!lease_sql_poll_state(sql, sizeof(sql), p->o.statement_timeout, p->key_sql)) {
 		failed(p, FAULT_INTERNAL, false, "poll_dsn: statement too long");
 		return;
 	}

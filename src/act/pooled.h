@@ -48,15 +48,4 @@ void poll_read(struct poll *p);
 /* Closes the connection; a read in flight is forgotten (fn not called). */
 void poll_close(struct poll *p);
 
-/* The statement, in one simple-query message of its own transaction, so
- * that nothing of it stays on the pooled server session: its timeouts and
- * search_path by SET LOCAL, row security off. key_sql: the key as an SQL
- * expression. what: the SELECT's columns and FROM. False when it does not
- * fit. */
-bool poll_sql(char *buf, size_t len, double statement_timeout, const char *what);
-/* The poll's SELECT for the key given as an SQL expression: one row, the
- * sessions that hold the lock, those that wait for it. */
-bool poll_sql_state(char *buf, size_t len, double statement_timeout,
-		    const char *key_sql);
-
 #endif
