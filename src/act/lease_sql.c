@@ -676,8 +676,8 @@ bool lease_sql_poll_state(char *buf, size_t len, double statement_timeout,
 {
 	char what[LEASE_SQL_POLL_MAX];
 	int n = snprintf(what, sizeof(what),
-		"count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted)"
-		" FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND objsubid = 1"
+		"count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted),"
+		" pg_catalog.pg_backend_pid() FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND objsubid = 1"
 		" AND classid::bigint = ((%s) >> 32) & 4294967295 AND objid::bigint ="
 		" (%s) & 4294967295 AND database = (SELECT oid FROM"
 		" pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",

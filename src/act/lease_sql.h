@@ -198,7 +198,8 @@ bool lease_sql_parse_ping_nodes(const struct lease_sql_answer *a, int *pid,
 #define LEASE_SQL_POLL_MAX 2048
 bool lease_sql_poll(char *buf, size_t len, double statement_timeout, const char *what);
 /* The poll: one row, the sessions that hold the lock (key_sql, an SQL
- * expression of the key) and those that wait for it. */
+ * expression of the key), those that wait for it, and the server session
+ * that answered (pg_backend_pid). */
 bool lease_sql_poll_state(char *buf, size_t len, double statement_timeout,
 			  const char *key_sql);
 

@@ -1,17 +1,17 @@
 /* pooled.c: the lock's state read through a transaction pooler (poll_dsn,
  * DESIGN 15). One client connection to the pooler, kept between polls (it
  * holds no server session in transaction pooling), checked when it opens:
- * a pooler (libpq's backend pid is not the server's), a primary
- * (pg_is_in_recovery), and not a session pooler. A session pooler gives
- * each client a server session of its own for as long as it is connected:
- * a client's every transaction has the same pg_backend_pid(), and no other
- * client's ever has it. So the check asks pg_backend_pid() of the poll's
- * connection and of a second one, opened while the first is idle, a few
- * times: the pooler shares its server sessions, and is no session pooler,
- * as soon as the second gets the first one's, or either gets another than
- * before. A quiet transaction pooler that reuses its idle server sessions
- * last in, first out (PgBouncer's default) shows it at the first try; a
- * busy one hands its sessions around between the tries. */
+ * a pooler (libpq's backend pid is not the server's) in front of a primary
+ * (pg_is_in_recovery). And no session pooler, which gives each client a
+ * server session of its own for as long as it is connected: every poll
+ * also says its pg_backend_pid(), and until the pooler was seen sharing its
+ * server sessions, a second client connection, kept open beside the
+ * first, asks its own after each poll. They are shared as soon as the
+ * second gets the one the poll just had, or either gets another than the
+ * first time on its connection: a quiet transaction pooler that reuses its
+ * idle server sessions last in, first out (PgBouncer's default) shows it at
+ * the first poll, a busy one within a few. After POLL_PROBES polls without
+ * it, the pooler is refused as a session pooler. */
 #include "pooled.h"
 
 #include <inttypes.h>
@@ -25,13 +25,15 @@
 #include "log.h"
 #include "wire.h"
 
-/* Tries of the second connection before the pooler is called a session
- * pooler. */
-#define POLL_PROBES 3
+/* Polls without a server session shared before the pooler is refused as a
+ * session pooler: POLL_PROBES retry_intervals (50 s by default) after the
+ * start, so that a busy transaction pooler has had time to show it. */
+#define POLL_PROBES 10
 #define POLL_SQL_MAX LEASE_SQL_POLL_MAX
+#define POLL_APP_PREFIX "pgleader-poll/"
 
 enum poll_phase {
-	PH_CLOSED, PH_CONNECTING, PH_CHECKING, PH_PROBING, PH_READY, PH_READING
+	PH_CLOSED, PH_CONNECTING, PH_CHECKING, PH_READING, PH_PROBING, PH_READY
 };
 
 struct poll {
@@ -42,10 +44,11 @@ struct poll {
 	struct lease_conn probe;  /* the second client, while checking */
 	enum poll_phase phase;
 	bool wanted;              /* a read was asked for and not told */
-	bool verified;            /* transaction pooling was seen */
-	int probes;
-	int server_pid;           /* what served the first one's last check */
-	int first_pid, probe_pid; /* what served each the first time */
+	bool verified;            /* server sessions were seen shared */
+	int probes;               /* polls without it */
+	int server_pid;           /* what served the poll just answered */
+	int first_pid, probe_pid; /* what served each connection first; 0 */
+	struct poll_answer found; /* the poll's, told once the probe answered */
 	char key_sql[64];         /* the key as a literal, once known */
 	ev_timer later;           /* sends from the loop, never from poll_read */
 };
@@ -68,6 +71,7 @@ static void failed(struct poll *p, enum fault fault, bool recovery,
 	lease_conn_close(&p->conn);
 	lease_conn_close(&p->probe);
 	p->phase = PH_CLOSED;
+	p->first_pid = p->probe_pid = 0;
 	tell(p, &(struct poll_answer){ .fault = fault, .recovery = recovery,
 				       .reason = why });
 }
@@ -191,20 +195,11 @@ static void checked(struct poll *p, const struct lease_sql_answer *a)
 		       "primary's lock; point it at a pooler in front of the primary");
 		return;
 	}
-	p->server_pid = (int)pid;
-	if (!p->probes)
-		p->first_pid = (int)pid;
-	if (p->verified) {
-		send_state(p);
-		return;
-	}
-	p->phase = PH_PROBING;
-	if (p->probe.pg)
-		probe_ready(p);
-	else
-		lease_conn_start(&p->probe);
+	send_state(p);
 }
 
+/* The second connection's pid, after a poll: shared, or one more poll
+ * without it. */
 static void probed(struct poll *p, const struct lease_sql_answer *a)
 {
 	long long pid;
@@ -213,37 +208,50 @@ static void probed(struct poll *p, const struct lease_sql_answer *a)
 		failed(p, FAULT_PROTOCOL, false, "poll_dsn: unexpected answer to its check");
 		return;
 	}
-	if (!p->probes)
+	if (!p->probe_pid)
 		p->probe_pid = (int)pid;
-	if (pid == p->server_pid || pid != p->probe_pid ||
-	    p->server_pid != p->first_pid) { /* shared: no session pooler */
+	if (pid == p->server_pid || pid != p->probe_pid) {
 		p->verified = true;
 		lease_conn_close(&p->probe);
-		send_state(p);
-		return;
-	}
-	if (++p->probes < POLL_PROBES) {
-		send_check(p);
-		return;
-	}
-	failed(p, FAULT_POOLER, false, "poll_dsn is not a transaction pooler: "
-	       "each of two client connections kept a server session of its own "
-	       "(a session pooler, PgBouncer pool_mode = session?); poll_dsn "
-	       "needs pool_mode = transaction");
-}
-
-static void read_state(struct poll *p, const struct lease_sql_answer *a)
-{
-	long long held, queued;
-
-	if (a->nrows != 1 || a->ncols != 2 || !parse_int(a->values[0], 0, &held) ||
-	    !parse_int(a->values[1], 0, &queued)) {
-		failed(p, FAULT_PROTOCOL, false, "poll_dsn: unexpected answer to a poll");
+	} else if (++p->probes >= POLL_PROBES) {
+		failed(p, FAULT_POOLER, false, "poll_dsn is not a transaction pooler: "
+		       "each of two client connections kept a server session of its "
+		       "own (a session pooler, PgBouncer pool_mode = session?); "
+		       "poll_dsn needs pool_mode = transaction");
 		return;
 	}
 	p->phase = PH_READY;
-	tell(p, &(struct poll_answer){ .ok = true, .held = held > 0,
-				       .queued = queued > INT32_MAX ? INT32_MAX : (int)queued });
+	tell(p, &p->found);
+}
+
+/* A poll's answer: told at once once the server sessions were seen
+ * shared, else after the second connection's pid. */
+static void read_state(struct poll *p, const struct lease_sql_answer *a)
+{
+	long long held, queued, pid;
+
+	if (a->nrows != 1 || a->ncols != 3 || !parse_int(a->values[0], 0, &held) ||
+	    !parse_int(a->values[1], 0, &queued) || !parse_int(a->values[2], 1, &pid)) {
+		failed(p, FAULT_PROTOCOL, false, "poll_dsn: unexpected answer to a poll");
+		return;
+	}
+	p->found = (struct poll_answer){ .ok = true, .held = held > 0,
+		.queued = queued > INT32_MAX ? INT32_MAX : (int)queued };
+	p->server_pid = (int)pid;
+	if (!p->first_pid)
+		p->first_pid = (int)pid;
+	p->verified |= pid != p->first_pid;
+	if (p->verified) {
+		lease_conn_close(&p->probe);
+		p->phase = PH_READY;
+		tell(p, &p->found);
+		return;
+	}
+	p->phase = PH_PROBING;
+	if (p->probe.pg)
+		probe_ready(p);
+	else
+		lease_conn_start(&p->probe);
 }
 
 static void conn_answered(void *arg, const struct lease_sql_answer *a,
@@ -296,6 +304,13 @@ struct poll *poll_new(struct ev_loop *loop, const struct poll_options *o,
 		return NULL;
 	}
 	p->conn.label = p->probe.label = "poll_dsn: ";
+	/* not WIRE_APP_PREFIX: the pooler's server sessions, which take the
+	 * name of the client they serve, are no node's lock or fence session
+	 * to the queue's ranking, failsafe's member check or pgleader status */
+	snprintf(p->conn.application_name, sizeof(p->conn.application_name),
+		 POLL_APP_PREFIX "%s", o->node_id);
+	snprintf(p->probe.application_name, sizeof(p->probe.application_name),
+		 POLL_APP_PREFIX "%s", o->node_id);
 	if (!o->lock_name)
 		snprintf(p->key_sql, sizeof(p->key_sql), "(%" PRId64 ")::bigint",
 			 o->lock_key);
@@ -321,7 +336,6 @@ void poll_read(struct poll *p)
 	p->wanted = true;
 	if (p->phase == PH_CLOSED) {
 		p->phase = PH_CONNECTING;
-		p->probes = 0;
 		lease_conn_start(&p->conn);
 	} else if (p->phase == PH_READY) {
 		ev_timer_stop(p->conn.loop, &p->later);
@@ -337,4 +351,5 @@ void poll_close(struct poll *p)
 	lease_conn_close(&p->probe);
 	p->phase = PH_CLOSED;
 	p->wanted = false;
+	p->first_pid = p->probe_pid = 0;
 }

@@ -126,8 +126,8 @@ def test_fleet_through_pooler(pg, pgbouncer, fleet, ledger, lock_key):
     assert len(ledger.starts()) == 3
 
 
-def refused(p, pattern):
-    rc = p.wait(bound(15))
+def refused(p, pattern, within=15):
+    rc = p.wait(bound(within))
     assert rc == 78, "exit %s:\n%s" % (rc, p.text())
     errors = [l for l in p.text().splitlines() if " error: " in l]
     assert len(errors) == 1, p.text()
@@ -141,13 +141,23 @@ def test_session_pooler_refused(pg, fleet, ledger, lock_key, request):
     bouncer = h.PgBouncer(pg, pool_mode="session")
     conftest.add_logs(request.node, "pgbouncer log", bouncer.log)
     try:
-        p = fleet.start("a", "--poll-dsn", bouncer.dsn())
+        # a leader and a queued standby (queue_depth 1), which keep "a"
+        # polling: it is refused after 10 polls, meanwhile polling as usual
+        fleet.start("l", "--queue-depth", "1")
+        ledger.wait_for("start", "l", timeout=bound(10))
+        fleet.start("q", "--queue-depth", "1")
+        h.wait_until(lambda: len(pg.lock_waiters(lock_key)) == 1, bound(10),
+                     what="a queued standby")
+        p = fleet.start("a", "--queue-depth", "1", "--poll-dsn", bouncer.dsn())
+        p.wait_for_log(r"waiting for leader lease", timeout=bound(10))
+        # after 10 polls (retry_interval 1s), meanwhile polling as usual
         line = refused(p, r".*poll_dsn is not a transaction pooler: each of two client "
-                          r"connections kept a server session of its own.*")
+                          r"connections kept a server session of its own.*", within=30)
+        assert p.count(r"acquired leader lease") == 0
         assert "pool_mode = transaction" in line, line
     finally:
         bouncer.stop()
-    assert not ledger.starts()
+    assert [e.node for e in ledger.starts()] == ["l"]
 
 
 def test_direct_poll_dsn_refused(pg, fleet, ledger, lock_key):

@@ -372,8 +372,9 @@ static const char *poll_answer(PGconn *c, const char *sql)
 	got[0] = '\0';
 	while ((r = PQgetResult(c)) != NULL) {
 		if (PQresultStatus(r) == PGRES_TUPLES_OK)
-			snprintf(got, sizeof(got), "%s|%s", PQgetvalue(r, 0, 0),
-				 PQgetvalue(r, 0, 1));
+			snprintf(got, sizeof(got), "%s|%s%s", PQgetvalue(r, 0, 0),
+				 PQgetvalue(r, 0, 1), atoi(PQgetvalue(r, 0, 2)) ==
+				 PQbackendPID(c) ? "" : "|another pid");
 		PQclear(r);
 	}
 	return got;
