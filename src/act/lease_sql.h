@@ -56,7 +56,9 @@
  * names the key (LIKE before the regular expression), and only until $4
  * are found: at a thousand nodes a full ranking costs the server tens of
  * milliseconds. A pgleader session that has sent no statement yet (its
- * query still '') ranks as one of priority 1 would: it may be a standby
+ * query still '') ranks as one of priority 1 would (a condition of its
+ * own, on the session alone, so that the expression is still matched
+ * only on the sessions that pass it): it may be a standby
  * that a poll through poll_dsn sent to try the lock at the same moment as
  * this one (DESIGN 15), and two that each ranked before the other could
  * both queue. $1 the key, $2 the node's priority, $3 WIRE_TAG_RE, $4
@@ -72,8 +74,9 @@
 	" pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) m," \
 	" pg_catalog.regexp_match(a.query, $3::text) t WHERE a.pid <> m.pid AND" \
 	" a.application_name LIKE '" WIRE_APP_PREFIX "%' AND (a.query = '' OR" \
-	" (a.query LIKE '%pgleader lock ' || $1::text || '%' AND t[1] = 'lock'" \
-	" AND t[2] = $1::text AND t[3] IS NULL)) AND a.wait_event_type IS" \
+	" a.query LIKE '%pgleader lock ' || $1::text || '%') AND (a.query = ''" \
+	" OR (t[1] = 'lock' AND t[2] = $1::text AND t[3] IS NULL)) AND" \
+	" a.wait_event_type IS" \
 	" DISTINCT FROM 'Lock' AND (COALESCE(t[4]::int, 1), m.backend_start," \
 	" m.pid) > ($2::int, a.backend_start, a.pid) LIMIT $4::int) r"
 #define LEASE_SQL_QUEUE_RANK_PARAMS 4
