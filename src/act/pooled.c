@@ -30,7 +30,7 @@
  * start, so that a busy transaction pooler has had time to show it. */
 #define POLL_PROBES 10
 #define POLL_SQL_MAX LEASE_SQL_POLL_MAX
-#define POLL_APP_PREFIX "pgleader-poll/"
+#define POLL_APP_NAME "pgleader-poll"
 
 enum poll_phase {
 	PH_CLOSED, PH_CONNECTING, PH_CHECKING, PH_READING, PH_PROBING, PH_READY
@@ -306,11 +306,13 @@ struct poll *poll_new(struct ev_loop *loop, const struct poll_options *o,
 	p->conn.label = p->probe.label = "poll_dsn: ";
 	/* not WIRE_APP_PREFIX: the pooler's server sessions, which take the
 	 * name of the client they serve, are no node's lock or fence session
-	 * to the queue's ranking, failsafe's member check or pgleader status */
+	 * to the queue's ranking, failsafe's member check or pgleader status;
+	 * and one name for every node: a pooler sends a SET (a transaction of
+	 * its own) when a server session goes to a client of another name */
 	snprintf(p->conn.application_name, sizeof(p->conn.application_name),
-		 POLL_APP_PREFIX "%s", o->node_id);
+		 "%s", POLL_APP_NAME);
 	snprintf(p->probe.application_name, sizeof(p->probe.application_name),
-		 POLL_APP_PREFIX "%s", o->node_id);
+		 "%s", POLL_APP_NAME);
 	if (!o->lock_name)
 		snprintf(p->key_sql, sizeof(p->key_sql), "(%" PRId64 ")::bigint",
 			 o->lock_key);
