@@ -24,8 +24,8 @@ so the fleet stays N) -> the next command's start stamp: p50, p99, max.
 The machine may be shared: the load average is printed with the figures.
 
 With --poll-dsn, PgBouncer (pool_mode = transaction, default_pool_size 4,
-started by the bench in front of the same PostgreSQL) is every node's
-poll_dsn: backends then counts pgleader's own sessions only, the pooler's
+started by the bench in front of the same PostgreSQL, max_connections 100
+whatever N) is every node's poll_dsn: backends then counts pgleader's own sessions only, the pooler's
 server sessions are given apart (pooled: at the end, the most seen), and
 the pooler's CPU too; server CPU counts every PostgreSQL process, the
 pooler's server sessions included.
@@ -83,7 +83,11 @@ class Fleet:
         self.opts = opts
         self.n = n
         self.work = h.make_tempdir("pgleader-bench-fleet")
-        settings = {"max_connections": str(2 * n + 50), "log_connections": "off",
+        # with poll_dsn the fleet's backends do not grow with it, and
+        # neither need max_connections, whose lock table every poll's
+        # pg_locks walks: 100
+        settings = {"max_connections": "100" if opts.poll_dsn else str(2 * n + 50),
+                    "log_connections": "off",
                     "log_disconnections": "off"}
         if opts.top:
             settings["shared_preload_libraries"] = "'pg_stat_statements'"

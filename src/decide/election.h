@@ -417,6 +417,14 @@ struct election_params {
  * once per session, so that the standbys next in line know it. */
 #define ELECTION_RANK_LIMIT(queue_depth) (4 * (queue_depth))
 
+/* poll_dsn: a standby whose poll found room in the queue (the lock held)
+ * connects to join it within this long (or retry_interval if shorter),
+ * by the event's jitter: the standbys that saw the room at once, as a
+ * fleet that starts together, do not all try at once (their rankings,
+ * each on a session just opened, may not see one another). A free lock
+ * is tried at once. */
+#define ELECTION_JOIN_SPREAD 1.0
+
 /* Reconnect backoff and command restart backoff (seconds). */
 #define ELECTION_RECONNECT_MIN 0.5
 /* A database restart: once a working session was lost, a refused or

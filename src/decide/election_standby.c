@@ -501,6 +501,7 @@ void election_leave_pooled(struct election *e, struct election_output *out)
 	e->poll_pending = false;
 	e->poll_deadline = INFINITY;
 	e->poll_ok = false;
+	e->join_due = false;
 }
 
 /* The next poll is due, or the one in flight took too long: the pooler's
@@ -515,6 +516,10 @@ static bool pooled_tick(struct election *e, struct election_output *out,
 		election_on_poll(e, out, now, &(struct election_event){
 			.type = ELECTION_POLL, .poll = { .fault = FAULT_TIMEOUT },
 			.reason = "poll_dsn: no answer in time" });
+	} else if (!e->poll_pending && now >= e->next_attempt_at && e->join_due) {
+		e->join_due = false;
+		election_connect_now(e, out, now);
+		e->joining = true;
 	} else if (!e->poll_pending && now >= e->next_attempt_at) {
 		out->actions |= ELECTION_DO_POLL;
 		e->poll_pending = e->poll_open = true;
@@ -555,9 +560,10 @@ static void poll_failed(struct election *e, struct election_output *out,
 	election_connect_now(e, out, now);
 }
 
-/* A poll's answer: the lock free, or its queue with room, and the standby
- * connects to try it (the try ranks it, and queues it or sends it back to
- * polling); else the next poll is a retry_interval away. */
+/* A poll's answer: the lock free, and the standby connects to try it at
+ * once; its queue with room, and it connects within ELECTION_JOIN_SPREAD
+ * (the try ranks it, and queues it or sends it back to polling); else the
+ * next poll is a retry_interval away. */
 void election_on_poll(struct election *e, struct election_output *out,
 		      double now, const struct election_event *ev)
 {
@@ -579,11 +585,15 @@ void election_on_poll(struct election *e, struct election_output *out,
 		out->state_changed = true;
 	}
 	e->busy_seen |= ev->poll.held;
-	if (!ev->poll.held || ev->poll.queued < e->p.queue_depth) {
+	e->join_due = ev->poll.queued < e->p.queue_depth;
+	if (!ev->poll.held) {
+		e->join_due = false;
 		election_connect_now(e, out, now);
 		e->joining = true;
-	} else
-		e->next_attempt_at = now + e->p.retry_interval;
+	} else {
+		e->next_attempt_at = now + (e->join_due ? e->jitter *
+			fmin(e->p.retry_interval, ELECTION_JOIN_SPREAD) : e->p.retry_interval);
+	}
 }
 
 /* ---- the rows (election.c's table) ------------------------------------- */

@@ -1178,6 +1178,35 @@ START_TEST(test_pooled_poll_joins)
 }
 END_TEST
 
+/* A poll that finds room in the queue (the lock held) joins within
+ * ELECTION_JOIN_SPREAD by the event's jitter, so that the standbys that saw
+ * the room at once do not all try at once; a free lock is tried at once. */
+START_TEST(test_pooled_join_spread)
+{
+	struct election_params p = pooled_params(1);
+	struct election_event ev = {
+		.type = ELECTION_POLL, .jitter = 0.5,
+		.poll = { .ok = true, .held = true, .queued = 0 },
+	};
+	struct election_output out;
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	election_step(&M, &ev, 0.25, &out);
+	ck_actions(out, 0);
+	ck_wakeup(&M, 0.25, 0.25 + 0.5 * ELECTION_JOIN_SPREAD);
+	ck_actions(tick(&M, 0.75 - JUST), 0);
+	ck_actions(tick(&M, 0.75), ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	/* the lock free: at once, whatever the jitter */
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	ev.poll.held = false;
+	election_step(&M, &ev, 0.25, &out);
+	ck_actions(out, ELECTION_DO_CONNECT);
+}
+END_TEST
+
 /* A free lock: the poll's standby connects, and its try takes it. */
 START_TEST(test_pooled_poll_takes_free_lock)
 {
@@ -4594,6 +4623,7 @@ static void add_standby_case(Suite *s)
 	tcase_add_test(tc, test_pooled_start_polls);
 	tcase_add_loop_test(tc, test_pooled_poll_joins, 0, ROWS(join_rows));
 	tcase_add_test(tc, test_pooled_poll_takes_free_lock);
+	tcase_add_test(tc, test_pooled_join_spread);
 	tcase_add_test(tc, test_pooled_only_priority_1);
 	tcase_add_test(tc, test_pooled_poll_fails_over_to_direct);
 	tcase_add_loop_test(tc, test_pooled_poll_refused, 0, ROWS(refuse_rows));
