@@ -422,6 +422,7 @@ bench: deps
 	$(PYTHON) tests/bench_ticks.py $(BENCH_TICKS_ARGS)
 	$(PYTHON) tests/bench_controls.py $(BENCH_CONTROLS_ARGS)
 	$(PYTHON) tests/bench_fleet.py $(BENCH_FLEET_ARGS)
+	$(PYTHON) tests/bench_fleet.py --poll-dsn $(BENCH_FLEET_ARGS)
 
 install: pgleader
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 \

@@ -336,7 +336,8 @@ static int run(const struct config *cfg, struct reloader *reloader)
 			    "command are not reaped by pgleader");
 	sup = supervisor_new(loop, cfg, err, sizeof(err));
 	if (!sup) {
-		fprintf(stderr, "pgleader: %s\n", log_redact_dsn_error(err, cfg->dsn));
+		fprintf(stderr, "pgleader: %s\n", log_redact_dsn_error(
+			log_redact_dsn_error(err, cfg->dsn), cfg->poll_dsn));
 		return EXIT_CONFIG;
 	}
 	if (!start_http(loop, cfg, sup, &web, err, sizeof(err))) {

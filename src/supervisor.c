@@ -19,6 +19,7 @@
 #include "log.h"
 #include "notify.h"
 #include "params.h"
+#include "pooled.h"
 #include "runner.h"
 
 #define QUEUE_SIZE 32
@@ -42,6 +43,7 @@ struct supervisor {
 				     * has no fence session, over the lock
 				     * session (DESIGN 15) */
 	struct failsafe *failsafe; /* NULL unless failsafe_peers */
+	struct poll *poll;         /* NULL unless poll_dsn (DESIGN 15) */
 	ev_timer wakeup;
 	ev_signal signals[5];
 
@@ -287,13 +289,41 @@ static void do_priority_ask(struct supervisor *s)
 			    s->switchover_ms, priority_cb, s);
 }
 
+/* poll_dsn (DESIGN 15): the lock's state read through the pooler */
+static void poll_cb(void *arg, const struct poll_answer *a)
+{
+	struct supervisor *s = arg;
+	struct election_event ev = {
+		.type = ELECTION_POLL,
+		.poll = { .ok = a->ok, .fault = a->fault, .recovery = a->recovery,
+			  .held = a->held, .queued = a->queued },
+		.reason = a->reason,
+	};
+
+	enqueue(s, &ev);
+}
+
+static void do_poll(struct supervisor *s)
+{
+	if (s->poll)
+		poll_read(s->poll);
+}
+
+static void do_poll_close(struct supervisor *s)
+{
+	if (s->poll)
+		poll_close(s->poll);
+}
+
 static const struct {
 	enum election_action action;
 	void (*run)(struct supervisor *s);
 } action_fns[] = {
 	{ ELECTION_DO_DISCONNECT, do_disconnect },
 	{ ELECTION_DO_FENCE_CLOSE, do_fence_close },
+	{ ELECTION_DO_POLL_CLOSE, do_poll_close },
 	{ ELECTION_DO_CONNECT, do_connect },
+	{ ELECTION_DO_POLL, do_poll },
 	{ ELECTION_DO_FENCE_CONNECT, do_fence_connect },
 	{ ELECTION_DO_PLAIN_TRY, do_plain_try },
 	{ ELECTION_DO_RANK_QUEUE, do_rank_queue },
@@ -694,6 +724,25 @@ static bool open_command(struct supervisor *s, const struct config *cfg,
 	return s->runner != NULL;
 }
 
+/* poll_dsn's connection: each poll a statement bounded by ping_timeout */
+static bool open_poll(struct supervisor *s, const struct config *cfg,
+		      char *err, size_t errlen)
+{
+	char why[LOG_MSG_MAX];
+	struct poll_options po = {
+		.dsn = cfg->poll_dsn,
+		.node_id = cfg->node_id,
+		.lock_key = cfg->lock_key,
+		.lock_name = cfg->lock_name,
+		.statement_timeout = cfg->ping_timeout_ms / 1000.0,
+	};
+
+	s->poll = poll_new(s->loop, &po, poll_cb, s, why, sizeof(why));
+	if (!s->poll)
+		snprintf(err, errlen, "invalid poll_dsn: %s", why);
+	return s->poll != NULL;
+}
+
 /* The I/O objects: the lock's and the fence's sessions, the command, the
  * failsafe client. False with
  * err when one cannot be set up; what was made is freed with s. */
@@ -739,6 +788,8 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		snprintf(err, errlen, "invalid dsn: %s", why);
 		return false;
 	}
+	if (cfg->poll_dsn && !open_poll(s, cfg, err, errlen))
+		return false;
 	if (!open_command(s, cfg, err, errlen))
 		return false;
 	if (cfg->failsafe_peers) {
@@ -847,6 +898,7 @@ void supervisor_free(struct supervisor *s)
 	for (size_t i = 0; i < sizeof(s->signals) / sizeof(s->signals[0]); i++)
 		ev_signal_stop(s->loop, &s->signals[i]);
 	failsafe_free(s->failsafe);
+	poll_free(s->poll);
 	runner_free(s->runner);
 	election_free(s->election);
 	ledger_free(s->ledger);

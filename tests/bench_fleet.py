@@ -22,9 +22,15 @@ then --kills times: kill -9 of the leader (a node started in its place,
 so the fleet stays N) -> the next command's start stamp: p50, p99, max.
 
 The machine may be shared: the load average is printed with the figures.
-Without poll_dsn only: a pooler for the polling standbys is not built yet.
 
-    /usr/bin/python3 tests/bench_fleet.py [--sizes 100,300] [--seconds 30]
+With --poll-dsn, PgBouncer (pool_mode = transaction, default_pool_size 4,
+started by the bench in front of the same PostgreSQL, max_connections 100
+whatever N) is every node's poll_dsn: backends then counts pgleader's own sessions only, the pooler's
+server sessions are given apart (pooled: at the end, the most seen), and
+the pooler's CPU too; server CPU counts every PostgreSQL process, the
+pooler's server sessions included.
+
+    /usr/bin/python3 tests/bench_fleet.py [--sizes 100,300] [--seconds 30] [--poll-dsn]
 """
 
 import argparse
@@ -77,7 +83,11 @@ class Fleet:
         self.opts = opts
         self.n = n
         self.work = h.make_tempdir("pgleader-bench-fleet")
-        settings = {"max_connections": str(2 * n + 50), "log_connections": "off",
+        # with poll_dsn the fleet's backends do not grow with it, and
+        # neither need max_connections, whose lock table every poll's
+        # pg_locks walks: 100
+        settings = {"max_connections": "100" if opts.poll_dsn else str(2 * n + 50),
+                    "log_connections": "off",
                     "log_disconnections": "off"}
         if opts.top:
             settings["shared_preload_libraries"] = "'pg_stat_statements'"
@@ -85,6 +95,7 @@ class Fleet:
         self.stamps = os.path.join(self.work, "stamps")
         self.nodes = {}
         self.next_id = 0
+        self.bouncer = None
 
     def start_node(self):
         name = "n%04d" % self.next_id
@@ -92,6 +103,7 @@ class Fleet:
         self.nodes[name] = h.Pgleader(
             ["--dsn", self.cluster.dsn(), "--lock-name", "bench-fleet", "--node-id", name] +
             (["--queue-depth", str(self.opts.queue_depth)] if self.opts.queue_depth else []) +
+            (["--poll-dsn", self.bouncer.dsn()] if self.bouncer else []) +
             ["--", STAMPJOB, self.stamps], self.work, name=name, use_wrapper=False)
         return name
 
@@ -99,8 +111,15 @@ class Fleet:
         return int(self.cluster.scalar(sql) or 0)
 
     def backends(self):
-        return self.scalar("SELECT count(*) FROM pg_stat_activity "
-                           "WHERE application_name LIKE 'pgleader/%'")
+        """pgleader's own sessions (not the pooler's server sessions, which
+        carry the name of a client they served)."""
+        pooled = self.pooled_pids()
+        rows = self.cluster.psql("SELECT pid FROM pg_stat_activity "
+                                 "WHERE application_name LIKE 'pgleader/%'")
+        return len([r for r in rows if int(r[0]) not in pooled])
+
+    def pooled_pids(self):
+        return self.bouncer.server_pids() if self.bouncer else set()
 
     def waiters(self):
         return self.scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
@@ -118,17 +137,30 @@ class Fleet:
 
     def settle(self):
         """Every node connected, tried and settled: a backend for each node
-        at least, and their number steady."""
+        at least (with --poll-dsn: a pooler's client), and their number
+        steady."""
         h.wait_until(lambda: starts(self.stamps), 60, interval=0.1, what="a leader")
         last, steady = -1, 0
         deadline = time.monotonic() + 180
-        while (steady < 3 or last < self.n) and time.monotonic() < deadline:
+        while (steady < 3 or self.reached() < self.n) and time.monotonic() < deadline:
             time.sleep(2)
             b = self.backends()
             steady = steady + 1 if b == last else 0
             last = b
-        if last < self.n:
-            raise AssertionError("%d backends for %d nodes after 180 s" % (last, self.n))
+        if self.reached() < self.n:
+            raise AssertionError("%d nodes reached for %d after 180 s" % (self.reached(), self.n))
+
+    def reached(self):
+        """The nodes with a session: a backend, or a pooler's client (the
+        bench's own psql aside)."""
+        if not self.bouncer:
+            return self.backends()
+        clients = [c for c in self.bouncer.show("CLIENTS")
+                   if c.get("database") == "postgres"]
+        return len(clients) + self.backends() // 2
+
+    def bouncer_ticks(self):
+        return cpu_ticks([self.bouncer.pid]) if self.bouncer else 0
 
     def measure(self):
         if self.opts.top:
@@ -137,13 +169,16 @@ class Fleet:
         server = self.cluster.server_pids()
         nodes = [p.pid for p in self.nodes.values()]
         t0, s0 = time.monotonic(), self.statements()
-        c0, n0 = cpu_ticks(server), cpu_ticks(nodes)
-        most = 0
+        c0, n0, b0 = cpu_ticks(server), cpu_ticks(nodes), self.bouncer_ticks()
+        most = pooled = 0
         while time.monotonic() - t0 < self.opts.seconds:
             most = max(most, self.waiters())
+            pooled = max(pooled, len(self.pooled_pids()))
             time.sleep(0.5)
         dt = time.monotonic() - t0
+        server = self.cluster.server_pids()  # the pooler's sessions, new ones too
         c1, n1, s1 = cpu_ticks(server), cpu_ticks(nodes), self.statements()
+        b1 = self.bouncer_ticks()
         if self.opts.top:
             for r in self.cluster.psql(
                     "SELECT calls, round(total_exec_time::numeric, 1), "
@@ -151,7 +186,8 @@ class Fleet:
                     "'\\s+', ' ', 'g'), 90) FROM pg_stat_statements ORDER BY "
                     "total_exec_time DESC LIMIT %d" % self.opts.top):
                 print("  top: calls %s total %s ms mean %s ms: %s" % tuple(r))
-        return dict(backends=self.backends(), waiters=most,
+        return dict(backends=self.backends(), waiters=most, pooled=pooled,
+                    pooler_cpu=100.0 * (b1 - b0) / HZ / dt,
                     server_cpu=100.0 * (c1 - c0) / HZ / dt,
                     server_pss_mib=pss_kb(server) / 1024.0,
                     statements=(s1 - s0) / dt,
@@ -178,6 +214,12 @@ class Fleet:
 
     def run(self):
         self.cluster.start()
+        if self.opts.poll_dsn:
+            self.bouncer = h.PgBouncer(self.cluster, settings={
+                "max_client_conn": str(2 * self.n + 100), "max_db_connections": "20",
+                # the default: a server session released within 30 s is
+                # reused without a check query (the tests check every time)
+                "server_check_delay": "30"})
         # 50 at a time: a thousand processes started in one go would
         # measure the machine's run queue, not the fleet
         for k in range(self.n):
@@ -192,6 +234,8 @@ class Fleet:
     def cleanup(self):
         for p in self.nodes.values():
             p.cleanup()
+        if self.bouncer:
+            self.bouncer.stop()
         self.cluster.destroy()
         shutil.rmtree(self.work, ignore_errors=True)
 
@@ -204,12 +248,16 @@ def main(argv):
     ap.add_argument("--queue-depth", type=int, default=0,
                     help="the nodes' queue_depth (default: pgleader's, 3); 1000: every "
                     "standby queues, as before DESIGN 15")
+    ap.add_argument("--poll-dsn", action="store_true",
+                    help="every node polls through PgBouncer (transaction pooling)")
     ap.add_argument("--top", type=int, default=0,
                     help="with pg_stat_statements: the N statements that took the "
                     "server's time")
     opts = ap.parse_args(argv)
-    print("pgleader fleet benchmark: %s; queue_depth %s; %d cores; load average %s" % (
-        h.pgleader_bin(), opts.queue_depth or "3 (default)", os.cpu_count(),
+    print("pgleader fleet benchmark: %s; queue_depth %s%s; %d cores; load average %s" % (
+        h.pgleader_bin(), opts.queue_depth or "3 (default)",
+        "; poll_dsn through PgBouncer (transaction pooling)" if opts.poll_dsn else "",
+        os.cpu_count(),
         open("/proc/loadavg").read().split()[:3]))
     print("%6s %9s %8s %11s %12s %13s %13s" % ("nodes", "backends", "waiters", "server CPU",
                                                  "server PSS", "statements/s", "pgleader CPU"))
@@ -227,10 +275,12 @@ def main(argv):
         print("%6d %9d %8d %10.1f%% %8.0f MiB %13.0f %12.1f%%" % (
             n, m["backends"], m["waiters"], m["server_cpu"], m["server_pss_mib"],
             m["statements"], m["pgleader_cpu"]))
+        if opts.poll_dsn:
+            print("  pooler: %d server sessions at most, PgBouncer CPU %.1f%%" % (
+                m["pooled"], m["pooler_cpu"]))
         if ms:
             print(line("  kill9 (%d)" % n, ms))
         print("  load average %s" % open("/proc/loadavg").read().split()[:3])
-    print("without poll_dsn only (not built yet)")
     return 1 if failed else 0
 
 

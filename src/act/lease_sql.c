@@ -659,3 +659,30 @@ int lease_sql_drop_host(struct lease_sql_hosts *h, const char *host,
 	}
 	return left == n ? -1 : left;
 }
+
+bool lease_sql_poll(char *buf, size_t len, double statement_timeout, const char *what)
+{
+	long ms = (long)fmin(fmax(statement_timeout * 1000, 1), 2147483647.0);
+	int n = snprintf(buf, len, "BEGIN; SET LOCAL statement_timeout = %ld; "
+			 "SET LOCAL lock_timeout = %ld; SET LOCAL search_path = "
+			 "pg_catalog; SET LOCAL row_security = off; "
+			 "/* pgleader poll */ SELECT %s; COMMIT", ms, ms, what);
+
+	return n > 0 && (size_t)n < len;
+}
+
+bool lease_sql_poll_state(char *buf, size_t len, double statement_timeout,
+			  const char *key_sql)
+{
+	char what[LEASE_SQL_POLL_MAX];
+	int n = snprintf(what, sizeof(what),
+		"count(*) FILTER (WHERE granted), count(*) FILTER (WHERE NOT granted),"
+		" pg_catalog.pg_backend_pid() FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND objsubid = 1"
+		" AND classid::bigint = ((%s) >> 32) & 4294967295 AND objid::bigint ="
+		" (%s) & 4294967295 AND database = (SELECT oid FROM"
+		" pg_catalog.pg_database WHERE datname = pg_catalog.current_database())",
+		key_sql, key_sql);
+
+	return n > 0 && (size_t)n < sizeof(what) &&
+	       lease_sql_poll(buf, len, statement_timeout, what);
+}

@@ -55,7 +55,13 @@
  * standby is next in line after them. The tags are matched only on the sessions whose statement
  * names the key (LIKE before the regular expression), and only until $4
  * are found: at a thousand nodes a full ranking costs the server tens of
- * milliseconds. $1 the key, $2 the node's priority, $3 WIRE_TAG_RE, $4
+ * milliseconds. A pgleader session that has sent no statement yet (its
+ * query still '') ranks as one of priority 1 would (a condition of its
+ * own, on the session alone, so that the expression is still matched
+ * only on the sessions that pass it): it may be a standby
+ * that a poll through poll_dsn sent to try the lock at the same moment as
+ * this one (DESIGN 15), and two that each ranked before the other could
+ * both queue. $1 the key, $2 the node's priority, $3 WIRE_TAG_RE, $4
  * queue_depth. One row: the count. */
 #define LEASE_SQL_QUEUE_RANK \
 	"SELECT count(*) FROM (SELECT pid FROM pg_catalog.pg_locks WHERE" \
@@ -67,11 +73,12 @@
 	" pg_catalog.pg_stat_get_activity(NULL) a," \
 	" pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) m," \
 	" pg_catalog.regexp_match(a.query, $3::text) t WHERE a.pid <> m.pid AND" \
-	" a.application_name LIKE '" WIRE_APP_PREFIX "%' AND a.query LIKE" \
-	" '%pgleader lock ' || $1::text || '%' AND a.wait_event_type IS" \
-	" DISTINCT FROM 'Lock' AND t[1] = 'lock' AND t[2] = $1::text AND" \
-	" t[3] IS NULL AND (COALESCE(t[4]::int, 1), m.backend_start, m.pid) >" \
-	" ($2::int, a.backend_start, a.pid) LIMIT $4::int) r"
+	" a.application_name LIKE '" WIRE_APP_PREFIX "%' AND (a.query = '' OR" \
+	" a.query LIKE '%pgleader lock ' || $1::text || '%') AND (a.query = ''" \
+	" OR (t[1] = 'lock' AND t[2] = $1::text AND t[3] IS NULL)) AND" \
+	" a.wait_event_type IS" \
+	" DISTINCT FROM 'Lock' AND (COALESCE(t[4]::int, 1), m.backend_start," \
+	" m.pid) > ($2::int, a.backend_start, a.pid) LIMIT $4::int) r"
 #define LEASE_SQL_QUEUE_RANK_PARAMS 4
 /* lock_not_available: a queued pg_advisory_lock ran into lock_timeout */
 #define LEASE_SQL_LOCK_TIMEOUT "55P03"
@@ -185,6 +192,19 @@ bool lease_sql_parse_pid(const struct lease_sql_answer *a, int *pid);
  * separated, into nodes ("" when none). */
 bool lease_sql_parse_ping_nodes(const struct lease_sql_answer *a, int *pid,
 				char *nodes, size_t len);
+
+/* poll_dsn (DESIGN 15, pooled.c): a statement through a transaction
+ * pooler, in one simple-query message and a transaction of its own, so
+ * that nothing of it stays on the pooled server session: its timeouts
+ * (statement_timeout seconds) and search_path by SET LOCAL, row security
+ * off. what: the SELECT's columns and FROM. False when it does not fit. */
+#define LEASE_SQL_POLL_MAX 2048
+bool lease_sql_poll(char *buf, size_t len, double statement_timeout, const char *what);
+/* The poll: one row, the sessions that hold the lock (key_sql, an SQL
+ * expression of the key), those that wait for it, and the server session
+ * that answered (pg_backend_pid). */
+bool lease_sql_poll_state(char *buf, size_t len, double statement_timeout,
+			  const char *key_sql);
 
 /* Copies libpq's message (several lines, maybe verbose) into out as one
  * line: runs of white space become one space, LOCATION lines go, and the

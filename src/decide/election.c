@@ -37,6 +37,7 @@ void election_init(struct election *e, const struct election_params *p)
 	election_failsafe_init(e);
 	e->hold_until = -INFINITY;
 	e->next_ctl_at = 0; /* a standby reads them once connected */
+	e->poll_deadline = INFINITY;
 	e->snap.node_id = p->node_id;
 	e->snap.priority = p->priority;
 	e->snap.lock_name = p->lock_name;
@@ -60,7 +61,8 @@ void election_free(struct election *e)
 
 #define ACTION(a) { ELECTION_DO_##a, #a }
 const struct election_action_info election_actions[ELECTION_ACTION_COUNT] = {
-	ACTION(DISCONNECT), ACTION(FENCE_CLOSE), ACTION(CONNECT), ACTION(FENCE_CONNECT),
+	ACTION(DISCONNECT), ACTION(FENCE_CLOSE), ACTION(POLL_CLOSE), ACTION(CONNECT),
+	ACTION(FENCE_CONNECT), ACTION(POLL),
 	ACTION(PLAIN_TRY), ACTION(RANK_QUEUE), ACTION(TRY_LOCK), ACTION(WAIT_LOCK), ACTION(FENCE_TAKE), ACTION(FENCE_TRY),
 	ACTION(PING), ACTION(FENCE_PING), ACTION(RUNNER_SESSION), ACTION(RUNNER_PAUSES),
 	ACTION(STOP_CHILD), ACTION(DRAIN_CHILD), ACTION(KILL_CHILD),
@@ -137,6 +139,8 @@ void election_set_state(struct election *e, struct election_output *out,
 {
 	if (e->state == s)
 		return;
+	if (s != ELECTION_STANDBY)
+		election_leave_pooled(e, out);
 	/* a standby whose lock was granted took the fence before its claim
 	 * came back: anywhere but LEADER, it gives the fence back */
 	if (isfinite(e->granted_at) && s != ELECTION_LEADER) {
@@ -278,6 +282,12 @@ static void start(struct election *e, struct election_output *out, double now,
 	(void)ev;
 	if (e->p.wait_timeout >= 0)
 		e->wait_deadline = now + e->p.wait_timeout;
+	/* poll_dsn: a fleet that starts opens no direct session before its
+	 * first poll said the lock is free or its queue has room (DESIGN 15) */
+	if (election_polls_pooled(e)) {
+		election_go_pooled(e, out, now, now);
+		return;
+	}
 	election_connect_now(e, out, now);
 	/* Both sessions at once, so that a new leader takes the fence in one
 	 * round trip, and a one-shot waits for one connection, not two in a
@@ -432,6 +442,7 @@ static election_handler *handler_for(const struct state_ops *row,
 	case ELECTION_FENCE: return fence_news;
 	case ELECTION_PEERS: return election_failsafe_news;
 	case ELECTION_CONTROLS: return election_on_controls;
+	case ELECTION_POLL: return election_on_poll;
 	case ELECTION_TICK: return NULL; /* the deadlines run after every event */
 	}
 	return NULL;
@@ -483,7 +494,9 @@ static void publish(struct election *e, double now)
 	s->now_wall = now + e->wall_offset;
 	s->command_due = e->state == ELECTION_LEADER && !e->child_running
 		? e->child_start_at : INFINITY;
-	s->db_connected = e->connected && e->state != ELECTION_CONNECTING;
+	/* a standby that polls through the pooler reaches the database too */
+	s->db_connected = (e->connected || (e->pooled && e->poll_ok)) &&
+			  e->state != ELECTION_CONNECTING;
 	s->fence_held = election_fence_held(&e->fence);
 	s->failsafe_record_until = election_failsafe_record(e, now);
 	if (e->state != ELECTION_LEADER)

@@ -105,6 +105,8 @@ enum election_event_type {
 	ELECTION_COMMAND,       /* news about the command */
 	ELECTION_PEERS,         /* news from the failsafe members */
 	ELECTION_CONTROLS,      /* the operator controls were read (DESIGN 11) */
+	ELECTION_POLL,          /* the lock's state read through poll_dsn
+				 * (DESIGN 15) */
 };
 
 /* What a session (the lock's or the fence's) reports. */
@@ -243,6 +245,19 @@ struct election_controls_event {
 	enum election_ask_trouble trouble; /* ASKED */
 };
 
+/* ELECTION_POLL: what a read of the lock's state through the pooler
+ * (poll_dsn) found, or why it found nothing. */
+struct election_poll_event {
+	bool ok;                 /* answered; else fault, reason (the
+				  * pooler's connection is closed) */
+	enum fault fault;        /* !ok: FAULT_POOLER (not a transaction
+				  * pooler), or what a session's is */
+	bool recovery;           /* !ok: the server said it is in recovery
+				  * (a hot standby) */
+	bool held;               /* ok: a session holds the lock */
+	int queued;              /* ok: the sessions waiting in its queue */
+};
+
 struct election_event {
 	enum election_event_type type;
 	union {                  /* START, TICK, SHUTDOWN: none */
@@ -250,6 +265,7 @@ struct election_event {
 		struct election_command_event command;
 		struct election_peers_event peers;
 		struct election_controls_event controls;
+		struct election_poll_event poll;
 	};
 	double wall;             /* wall-clock time of the event, for reports only */
 	double jitter;           /* a random fraction in [0, 1) the supervisor
@@ -307,13 +323,19 @@ enum election_action {
 	/* DESIGN 13: as STOP_CHILD, of this node's own will: the runner lets
 	 * its scheduled runs finish for up to drain_timeout first */
 	ELECTION_DO_DRAIN_CHILD = 1 << 28,
+	/* DESIGN 15, poll_dsn: a polling standby without a lock session reads
+	 * the lock's state through the pooler (connecting to it first if need
+	 * be): ELECTION_POLL follows */
+	ELECTION_DO_POLL = 1 << 29,
+	/* close the pooler's connection (a poll in flight is forgotten) */
+	ELECTION_DO_POLL_CLOSE = 1 << 30,
 };
 
 /* Every action once, in the order the supervisor (and the simulator)
  * carries out one step's: sessions closed before others are opened, then
  * the requests, the pings, the command, what follows the command, the exit
  * last; with its name, for traces and tests. */
-#define ELECTION_ACTION_COUNT 29
+#define ELECTION_ACTION_COUNT 31
 struct election_action_info {
 	enum election_action action;
 	const char *name;
@@ -332,6 +354,9 @@ struct election_params {
 	bool wait_in_queue;       /* --acquire=wait */
 	int queue_depth;          /* at most this many standbys wait in the
 				   * lock's queue; the others poll (DESIGN 15) */
+	bool poll_pooled;         /* poll_dsn: a polling standby of priority 1
+				   * closes its lock session and polls the
+				   * lock's state through the pooler */
 	bool nonblock;
 	double retry_interval;
 	double ping_interval;
@@ -391,6 +416,14 @@ struct election_params {
  * session ranks it even with the queue full (ELECTION_DO_RANK_QUEUE):
  * once per session, so that the standbys next in line know it. */
 #define ELECTION_RANK_LIMIT(queue_depth) (4 * (queue_depth))
+
+/* poll_dsn: a standby whose poll found room in the queue (the lock held)
+ * connects to join it within this long (or retry_interval if shorter),
+ * by the event's jitter: the standbys that saw the room at once, as a
+ * fleet that starts together, do not all try at once (their rankings,
+ * each on a session just opened, may not see one another). A free lock
+ * is tried at once. */
+#define ELECTION_JOIN_SPREAD 1.0
 
 /* Reconnect backoff and command restart backoff (seconds). */
 #define ELECTION_RECONNECT_MIN 0.5

@@ -86,7 +86,11 @@ static bool asks_priority(const struct election *e, double now)
 
 static bool reads_now(const struct election *e)
 {
-	return !e->ctl_pending &&
+	/* a standby that polls through the pooler (poll_dsn) reads them
+	 * once it queues or its lock is granted: none of its decisions
+	 * hangs on them, and its direct session, opened only to try the
+	 * lock, closes again at once when the queue is full (DESIGN 15) */
+	return !e->ctl_pending && !(e->polling && election_polls_pooled(e)) &&
 	       election_state_controls(e) != ELECTION_CONTROLS_AS_NONE;
 }
 

@@ -158,6 +158,19 @@ struct election {
 	bool polling;            /* a standby that polls (DESIGN 15): its fence
 				  * session closed, the controls read over
 				  * the lock session */
+	/* poll_dsn (DESIGN 15): a polling standby without a lock session */
+	bool pooled;             /* in STANDBY, its lock session closed: it
+				  * reads the lock's state through the pooler */
+	bool poll_pending;       /* a poll is in flight */
+	double poll_deadline;    /* it must be answered by then; INFINITY */
+	bool poll_open;          /* the pooler's connection may be open */
+	bool poll_ok;            /* the last poll was answered */
+	bool poll_ok_once;       /* a poll was answered, ever */
+	bool poll_failed_said;   /* polls fail: warned once, until one works */
+	bool join_due;           /* a poll found room in the queue: connect
+				  * at next_attempt_at (spread) */
+	bool joining;            /* connecting because a poll said so: its
+				  * "waiting for leader lease" was said */
 	bool waiting_logged;
 	bool busy_seen;          /* the database said another session has it */
 	double wait_deadline;    /* --wait-timeout, absolute */
@@ -278,6 +291,11 @@ election_handler election_shutdown;
 
 /* ---- election_standby.c ---- */
 void election_session_lost(struct election *e, double now, enum fault f);
+bool election_polls_pooled(const struct election *e);
+void election_go_pooled(struct election *e, struct election_output *out,
+			double now, double poll_at);
+void election_leave_pooled(struct election *e, struct election_output *out);
+election_handler election_on_poll;
 
 /* ---- election_command.c ---- */
 double election_settle_until(const struct election *e);

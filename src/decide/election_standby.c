@@ -149,7 +149,8 @@ static void lock_session_up(struct election *e, struct election_output *out,
 	e->tries_uncounted = e->count_every; /* a new session's try counts */
 	e->next_in_line = false; /* a new session ranks after the others */
 	e->ranked_once = false;
-	e->waiting_logged = false;
+	e->waiting_logged = e->waiting_logged && e->joining;
+	e->joining = false;
 	e->standby_since = now;
 	e->snap.lock_key = ev->session.lock_key;
 	e->outage_began = e->lost_since;
@@ -211,6 +212,8 @@ static void backoff_tick(struct election *e, struct election_output *out,
 }
 
 static void polling_closes_fence(struct election *e, struct election_output *out);
+static bool pooled_tick(struct election *e, struct election_output *out,
+			double now);
 
 static void standby_tick(struct election *e, struct election_output *out,
 			 double now)
@@ -218,6 +221,8 @@ static void standby_tick(struct election *e, struct election_output *out,
 	if (wait_expired(e, out, now))
 		return;
 	polling_closes_fence(e, out);
+	if (pooled_tick(e, out, now))
+		return;
 	if (now >= e->request_deadline) {
 		/* Outcome unknown: a lock request may yet be granted, so this
 		 * connection is never reused. */
@@ -237,10 +242,14 @@ static void releasing_tick(struct election *e, struct election_output *out,
 		election_exit_now(e, out, now, e->exit_code);
 }
 
-/* CONNECTING and STANDBY: the request in flight, or the next attempt. */
+/* CONNECTING and STANDBY: the request in flight, or the next attempt
+ * (a pooled standby's: its poll in flight, or the next). */
 static double request_wakeup(const struct election *e, double now)
 {
 	(void)now;
+	if (e->pooled)
+		return fmin(e->wait_deadline, e->poll_pending ? e->poll_deadline
+			    : e->next_attempt_at);
 	return fmin(e->wait_deadline, isinf(e->request_deadline)
 		    ? e->next_attempt_at : e->request_deadline);
 }
@@ -283,6 +292,7 @@ static void connection_failed(struct election *e, struct election_output *out,
 			      double now, const struct election_event *ev)
 {
 	e->connected = false; /* the lease closed it */
+	e->joining = false;
 	if (e->state == ELECTION_CONNECTING) {
 		e->snap.counters.connect_failures++;
 	} else { /* a standby's */
@@ -316,8 +326,16 @@ static void polling_closes_fence(struct election *e, struct election_output *out
 		election_fence_close(&e->fence, out);
 }
 
+static void close_pooler(struct election *e, struct election_output *out)
+{
+	if (e->poll_open)
+		out->actions |= ELECTION_DO_POLL_CLOSE;
+	e->poll_open = false;
+}
+
 static void stop_polling(struct election *e, struct election_output *out)
 {
+	close_pooler(e, out); /* queued or granted: no more polls for now */
 	if (!e->polling)
 		return;
 	e->polling = false;
@@ -348,6 +366,10 @@ static void queue_or_poll(struct election *e, struct election_output *out,
 	    (e->polling && !e->counting)) {
 		start_polling(e);
 		e->next_attempt_at = now + e->p.retry_interval;
+		/* poll_dsn: its lock session closes, and it polls through
+		 * the pooler (not with a controls read in flight on it) */
+		if (election_polls_pooled(e) && !e->ctl_pending)
+			election_go_pooled(e, out, now, e->next_attempt_at);
 		return;
 	}
 	stop_polling(e, out);
@@ -436,6 +458,142 @@ static void standby_acquired(struct election *e, struct election_output *out,
 	stop_polling(e, out);
 	if (!election_failsafe_stays_out(e, out, now))
 		election_become_leader(e, out, now, ev);
+}
+
+/* ---- poll_dsn (DESIGN 15): polling through a transaction pooler ---------- */
+
+/* A standby that would poll does so through the pooler: it waits in the
+ * queue otherwise (not a one-shot), and has the default priority (one of
+ * higher priority keeps its direct session, where the queue's ranking
+ * sees it and its switchover ask goes; priority 0 never asks). */
+bool election_polls_pooled(const struct election *e)
+{
+	return e->p.poll_pooled && e->p.wait_in_queue && !e->p.nonblock &&
+	       e->p.priority == 1;
+}
+
+/* The lock session closes (the fence's is closed as polling's is) and the
+ * next poll through the pooler is at poll_at. */
+void election_go_pooled(struct election *e, struct election_output *out,
+			double now, double poll_at)
+{
+	election_disconnect(e, out);
+	election_request_done(e);
+	e->queue_next = false;
+	election_set_state(e, out, now, ELECTION_STANDBY);
+	start_polling(e);
+	e->pooled = true;
+	e->poll_pending = false;
+	e->poll_deadline = INFINITY;
+	e->next_attempt_at = poll_at;
+}
+
+/* Out of STANDBY (election_set_state): no longer pooled. The pooler's
+ * connection stays while the standby connects to try the lock (it may
+ * poll again at once), but a poll in flight is forgotten with it. */
+void election_leave_pooled(struct election *e, struct election_output *out)
+{
+	if (!e->pooled)
+		return;
+	if (e->poll_pending)
+		close_pooler(e, out);
+	e->pooled = false;
+	e->poll_pending = false;
+	e->poll_deadline = INFINITY;
+	e->poll_ok = false;
+	e->join_due = false;
+}
+
+/* The next poll is due, or the one in flight took too long: the pooler's
+ * connect and a statement bounded by ping_timeout on the server. */
+static bool pooled_tick(struct election *e, struct election_output *out,
+			double now)
+{
+	if (!e->pooled)
+		return false;
+	if (e->poll_pending && now >= e->poll_deadline) {
+		close_pooler(e, out);
+		election_on_poll(e, out, now, &(struct election_event){
+			.type = ELECTION_POLL, .poll = { .fault = FAULT_TIMEOUT },
+			.reason = "poll_dsn: no answer in time" });
+	} else if (!e->poll_pending && now >= e->next_attempt_at && e->join_due) {
+		e->join_due = false;
+		election_connect_now(e, out, now);
+		e->joining = true;
+	} else if (!e->poll_pending && now >= e->next_attempt_at) {
+		out->actions |= ELECTION_DO_POLL;
+		e->poll_pending = e->poll_open = true;
+		e->poll_deadline = now + e->p.connect_timeout + e->p.ping_timeout;
+		e->next_attempt_at = INFINITY;
+	}
+	return true;
+}
+
+/* A poll got no answer. A permanent fault ends pgleader (a session pooler
+ * is FAULT_POOLER), as does a server in recovery on the first poll: that
+ * poll_dsn reaches a hot standby, whose pg_locks say nothing of the
+ * primary's lock. Anything else (the pooler down or restarting): the
+ * standby tries the lock over a direct session, as without poll_dsn, and
+ * polls again after that try: a leader lost meanwhile is followed within
+ * retry_interval whatever the pooler does. */
+static void poll_failed(struct election *e, struct election_output *out,
+			double now, const struct election_event *ev)
+{
+	enum fault f = ev->poll.fault;
+	int code = election_exit_for(f);
+
+	e->poll_ok = false;
+	e->poll_open = false; /* the effector closed it */
+	if (!code && ev->poll.recovery && !e->poll_ok_once)
+		code = election_exit_for(FAULT_CONFIG);
+	if (code) {
+		election_say(out, LOG_LEVEL_ERROR, "%s",
+		    election_reason_of(ev, "poll_dsn refused"));
+		election_about(out, f);
+		election_exit_now(e, out, now, code);
+		return;
+	}
+	if (!e->poll_failed_said)
+		election_say(out, LOG_LEVEL_WARNING, "%s; trying the lock directly "
+		    "meanwhile", election_reason_of(ev, "poll_dsn failed"));
+	e->poll_failed_said = true;
+	election_connect_now(e, out, now);
+}
+
+/* A poll's answer: the lock free, and the standby connects to try it at
+ * once; its queue with room, and it connects within ELECTION_JOIN_SPREAD
+ * (the try ranks it, and queues it or sends it back to polling); else the
+ * next poll is a retry_interval away. */
+void election_on_poll(struct election *e, struct election_output *out,
+		      double now, const struct election_event *ev)
+{
+	if (!e->pooled || !e->poll_pending)
+		return; /* forgotten (election_leave_pooled) */
+	e->poll_pending = false;
+	e->poll_deadline = INFINITY;
+	if (!ev->poll.ok) {
+		poll_failed(e, out, now, ev);
+		return;
+	}
+	e->poll_ok = e->poll_ok_once = true;
+	if (e->poll_failed_said)
+		election_say(out, LOG_LEVEL_INFO, "poll_dsn answers again");
+	e->poll_failed_said = false;
+	if (ev->poll.held && !e->waiting_logged) {
+		election_say(out, LOG_LEVEL_INFO, "waiting for leader lease");
+		e->waiting_logged = true;
+		out->state_changed = true;
+	}
+	e->busy_seen |= ev->poll.held;
+	e->join_due = ev->poll.queued < e->p.queue_depth;
+	if (!ev->poll.held) {
+		e->join_due = false;
+		election_connect_now(e, out, now);
+		e->joining = true;
+	} else {
+		e->next_attempt_at = now + (e->join_due ? e->jitter *
+			fmin(e->p.retry_interval, ELECTION_JOIN_SPREAD) : e->p.retry_interval);
+	}
 }
 
 /* ---- the rows (election.c's table) ------------------------------------- */

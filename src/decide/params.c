@@ -17,6 +17,7 @@ void election_params_from_config(const struct config *cfg,
 	*p = (struct election_params){
 		.wait_in_queue = cfg->acquire == ACQUIRE_WAIT,
 		.queue_depth = cfg->queue_depth,
+		.poll_pooled = cfg->poll_dsn != NULL,
 		/* waiting no time at all is --nonblock: try once, then give up */
 		.nonblock = cfg->nonblock || cfg->wait_timeout_ms == 0,
 		.retry_interval = cfg->retry_interval_ms / 1000.0,

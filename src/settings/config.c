@@ -277,6 +277,9 @@ static const struct option_row rows[] = {
 	  .offset = FIELD(queue_depth), .default_value = "3", .metavar = "N",
 	  .help = "standby: at most N wait in the lock queue,\n"
 		  "the others poll", .min = 1, .max = 1000 },
+	{ .key = "poll_dsn", .long_name = "poll-dsn", .type = OPTION_STRING,
+	  .offset = FIELD(poll_dsn), .default_shown = "none", .metavar = "CONNINFO",
+	  .help = "standby: poll through this transaction pooler" },
 	{ .key = "retry_interval", .long_name = "retry-interval",
 	  .type = OPTION_DURATION, .offset = FIELD(retry_interval_ms),
 	  .default_value = "5s", .metavar = "DUR",
@@ -1639,6 +1642,25 @@ static int check_never_leads(struct loader *ld)
 			    "--wait-timeout)", where);
 }
 
+/* poll_dsn is where a standby that would wait in a full queue polls
+ * (DESIGN 15): with acquire = poll no standby waits in the queue, and it
+ * would be ignored. */
+static int check_poll_dsn(struct loader *ld)
+{
+	const struct config *cfg = ld->cfg;
+	enum options_layer layer = options_layer(ld->op, "poll_dsn");
+	char where[640];
+
+	if (!cfg->poll_dsn || cfg->acquire == ACQUIRE_WAIT)
+		return CONFIG_OK;
+	options_origin(ld->op, "poll_dsn", where, sizeof(where));
+	if (options_layer(ld->op, "acquire") == OPTIONS_LAYER_ARGV)
+		layer = OPTIONS_LAYER_ARGV;
+	return options_fail(ld->op, layer_code(layer), "%s needs acquire = wait "
+			    "(it is where the standbys outside the lock's queue poll)",
+			    where);
+}
+
 /* output's default (DESIGN 13): the one command without a schedule keeps
  * pgleader's stdout and stderr, as a Docker entrypoint's must; every other
  * job's output is logged, a line each, named by the job. */
@@ -1662,6 +1684,7 @@ static int finish_jobs(struct loader *ld)
 	    ((result = check_scheduled_keys(ld)) != CONFIG_OK ||
 	     (result = check_once_per(ld)) != CONFIG_OK ||
 	     (result = check_never_leads(ld)) != CONFIG_OK ||
+	     (result = check_poll_dsn(ld)) != CONFIG_OK ||
 	     (result = resolve_processes(ld)) != CONFIG_OK))
 		return result;
 	cfg->uses_ledger = any_schedule(cfg) || cfg->job_sections || cfg->once_per_ms > 0;
@@ -1768,7 +1791,8 @@ static const struct {
 	size_t offset;
 	char type; /* s: char *, l: int64_t, i: int (and the enums), b: bool */
 } restart_keys[] = {
-	RK_STR(dsn), RK_I64(lock_key, "lock_key"), RK_STR(lock_name), RK_STR(schema),
+	RK_STR(dsn), RK_STR(poll_dsn), RK_I64(lock_key, "lock_key"), RK_STR(lock_name),
+	RK_STR(schema),
 	RK_STR(node_id), RK_STR(http_addr), RK_STR(failsafe_peers),
 	RK_STR(failsafe_secret_file), RK_STR(ledger_owner),
 	{ "acquire", offsetof(struct config, acquire), 'e' },

@@ -93,6 +93,8 @@ struct config {
 	char *lock_name;        /* non-NULL: key = hashtextextended(name, 0) */
 	enum acquire_mode acquire;
 	int queue_depth;
+	char *poll_dsn;          /* NULL: polling standbys poll over their
+				  * lock session (DESIGN 15) */
 	int64_t retry_interval_ms;
 	int64_t ping_interval_ms;
 	int64_t ping_timeout_ms;

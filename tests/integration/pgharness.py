@@ -1342,7 +1342,9 @@ class PgBouncer:
     """Debian's pgbouncer in front of a cluster, on 127.0.0.1:<port>, run as
     postgres when we are root, ended by PID."""
 
-    def __init__(self, cluster, pool_mode="transaction"):
+    def __init__(self, cluster, pool_mode="transaction", settings=None):
+        """settings: more [pgbouncer] lines (name: value), e.g.
+        max_client_conn for a large fleet."""
         self.cluster = cluster
         self.base = make_tempdir("pgl-bouncer-")
         chown_to_pg(self.base)
@@ -1371,6 +1373,8 @@ admin_users = postgres
 server_check_delay = 0
 """ % dict(pgport=cluster.port, port=self.port, base=self.base, users=users,
                 mode=pool_mode, log=self.logfile))
+            for k, v in (settings or {}).items():
+                f.write("%s = %s\n" % (k, v))
         chown_to_pg(self.base, recursive=True)
         self._out = open(os.path.join(self.base, "pgbouncer.out"), "wb")
         self.proc = subprocess.Popen(["/usr/sbin/pgbouncer", self.ini], stdin=subprocess.DEVNULL,
@@ -1394,6 +1398,25 @@ server_check_delay = 0
 
     def dsn(self, user="postgres", dbname="postgres"):
         return "host=127.0.0.1 port=%d dbname=%s user=%s" % (self.port, dbname, user)
+
+    def show(self, what):
+        """The admin console's SHOW <what>: a list of dicts by column."""
+        argv = [os.path.join(PG_BINDIR, "psql"), "-X", "-A", "-q", "-F", "|",
+                "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-d", "pgbouncer",
+                "-c", "SHOW " + what]
+        out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True,
+                             env=dict(os.environ, PGCONNECT_TIMEOUT="5"),
+                             **pg_popen_kwargs()).stdout.decode()
+        lines = [l for l in out.splitlines() if "|" in l]
+        if not lines:
+            return []
+        cols = lines[0].split("|")
+        return [dict(zip(cols, l.split("|"))) for l in lines[1:]]
+
+    def server_pids(self):
+        """The backends PgBouncer holds (SHOW SERVERS' remote_pid)."""
+        return {int(r["remote_pid"]) for r in self.show("SERVERS")
+                if r.get("remote_pid", "").isdigit()}
 
     def psql(self, sql):
         argv = [os.path.join(PG_BINDIR, "psql"), "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1",

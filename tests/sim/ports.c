@@ -1267,6 +1267,9 @@ static const char *event_news(const struct election_event *ev)
 		return (unsigned)ev->peers.news < 5 ? peers[ev->peers.news] : "?";
 	if (ev->type == ELECTION_CONTROLS)
 		return (unsigned)ev->controls.news < 3 ? ctl[ev->controls.news] : "?";
+	if (ev->type == ELECTION_POLL)
+		return !ev->poll.ok ? "FAILED" : !ev->poll.held ? "FREE"
+			: ev->poll.queued ? "QUEUED" : "HELD";
 	return "";
 }
 static size_t append(char *buf, size_t len, size_t used, const char *fmt, ...)
@@ -1284,7 +1287,7 @@ static size_t append(char *buf, size_t len, size_t used, const char *fmt, ...)
 static void event_text(const struct election_event *ev, char *buf, size_t len)
 {
 	static const char *const types[] = { "START", "TICK", "SHUTDOWN", "LOCK",
-		"FENCE", "COMMAND", "PEERS", "CONTROLS" };
+		"FENCE", "COMMAND", "PEERS", "CONTROLS", "POLL" };
 	size_t used = (size_t)snprintf(buf, len, "%s %s", types[ev->type], event_news(ev));
 	bool peers = ev->type == ELECTION_PEERS;
 	int status = ev->type == ELECTION_COMMAND ? ev->command.pid + ev->command.status
@@ -1312,6 +1315,7 @@ static bool event_worth_saying(const struct election_event *ev)
 		    ev->session.news == ELECTION_SESSION_PING_OK;
 
 	return !(ev->type == ELECTION_TICK || ping ||
+		 (ev->type == ELECTION_POLL && ev->poll.ok) ||
 		 (ev->type == ELECTION_PEERS && ev->peers.news == ELECTION_PEERS_STRANGER));
 }
 
@@ -1490,4 +1494,78 @@ void node_thaw(struct node *n)
 			push(e);
 		}
 	n->n_pend = 0;
+}
+
+/* ---- pooled.h: poll_dsn's reads of the lock's state (DESIGN 15) -------- */
+
+/* The pooler as a model: a read is answered after a trip through it, with
+ * the database model's lock as it stands then (the sessions holding and
+ * waiting); a node cut off from the database, or a database that is down,
+ * gets a failed read, as a pooler whose server connection failed. */
+struct poll {
+	struct ev_loop *loop;
+	poll_fn fn;
+	void *arg;
+	ev_timer answer;
+	bool wanted;
+};
+
+static void poll_answer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct poll *p = w->data;
+	struct poll_answer a = { .ok = W.db_up && !W.part_db[loop->node] };
+
+	(void)revents;
+	if (!p->wanted)
+		return;
+	p->wanted = false;
+	if (a.ok) {
+		a.held = W.holder[0] != NOBODY;
+		a.queued = W.n_queue[0];
+	} else {
+		a.fault = FAULT_CONNECTION;
+		a.reason = "poll_dsn: server closed the connection unexpectedly";
+	}
+	p->fn(p->arg, &a);
+}
+
+struct poll *poll_new(struct ev_loop *loop, const struct poll_options *o,
+		      poll_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct poll *p = calloc(1, sizeof(*p));
+
+	(void)o;
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	p->loop = loop;
+	p->fn = fn;
+	p->arg = arg;
+	ev_timer_init(&p->answer, poll_answer_cb, 0., 0.);
+	p->answer.data = p;
+	return p;
+}
+
+void poll_free(struct poll *p)
+{
+	if (!p)
+		return;
+	ev_timer_stop(p->loop, &p->answer);
+	free(p);
+}
+
+void poll_read(struct poll *p)
+{
+	if (p->wanted)
+		return;
+	p->wanted = true;
+	ev_timer_set(&p->answer, urand(0.001, 0.02 + net_slack), 0.);
+	ev_timer_start(p->loop, &p->answer);
+}
+
+void poll_close(struct poll *p)
+{
+	ev_timer_stop(p->loop, &p->answer);
+	p->wanted = false;
 }

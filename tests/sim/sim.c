@@ -521,6 +521,9 @@ static void node_config(struct node *n, const struct knobs *k)
 	argv[c++] = "--grace-period"; argv[c++] = d[5];
 	argv[c++] = "--takeover-delay"; argv[c++] = d[7];
 	argv[c++] = "--queue-depth"; argv[c++] = d[8];
+	if (k->poll_dsn) {
+		argv[c++] = "--poll-dsn"; argv[c++] = "host=pooler dbname=sim";
+	}
 	snprintf(d[9], 32, "%gs", k->drain);
 	argv[c++] = "--drain-timeout"; argv[c++] = d[9];
 	if (k->failsafe)
@@ -644,6 +647,8 @@ static void setup(uint64_t seed)
 	queue_empty_since = INFINITY;
 	/* from the seed, not the random stream: 1 to 3 (DESIGN 15) */
 	k.queue_depth = 1 + (int)(seed / 2 % 3);
+	/* ... and one seed of three polls through a pooler (poll_dsn) */
+	k.poll_dsn = seed % 3 == 1 && !strcmp(k.acquire, "wait");
 	/* and the lock table's size a count says: a polling standby counts
 	 * every try, or every 2nd, 3rd or 8th (ELECTION_COUNT_SLOTS); the
 	 * --jobs runs, whose seeds are the job layer's, every try */
@@ -673,10 +678,10 @@ static void setup(uint64_t seed)
 	W.mismatch = k.mismatch;
 	W.faults_end = urand(60, 240);
 	W.end = W.faults_end + liveness_bound() + 1;
-	say(0, "seed %" PRIu64 ": %d nodes, acquire %s (queue_depth %d, count every %d), restart %s, retry %gs, ping %gs/%gs x%d, "
+	say(0, "seed %" PRIu64 ": %d nodes, acquire %s (queue_depth %d, count every %d%s), restart %s, retry %gs, ping %gs/%gs x%d, "
 	    "grace %gs, server_lease %gs, takeover %gs, failsafe %s%s (ttl %gs), faults until "
 	    "%.1fs, liveness bound %.1fs, after SIGCONT %s first%s%s", seed, k.n, k.acquire,
-	    k.queue_depth, W.count_every, k.restart, k.retry, k.ping_interval, k.ping_timeout, k.failures, k.grace, k.lease,
+	    k.queue_depth, W.count_every, k.poll_dsn ? ", poll_dsn" : "", k.restart, k.retry, k.ping_interval, k.ping_timeout, k.failures, k.grace, k.lease,
 	    k.takeover, k.failsafe ? "on" : "off",
 	    k.mismatch ? " with member lists that differ" : "", k.ttl, W.faults_end,
 	    liveness_bound(), io_first ? "sockets" : "timers",

@@ -32,6 +32,7 @@
 #include "ledger_sql.h"
 #include "log.h"
 #include "params.h"
+#include "pooled.h"
 #include "notify.h"
 #include "schedule.h"
 #include "supervisor.h"
@@ -430,6 +431,7 @@ struct knobs {
 	double retry, ping_interval, ping_timeout, grace, lease, ttl, takeover;
 	int failures;
 	int queue_depth;          /* DESIGN 15 */
+	bool poll_dsn;            /* ... polling through a pooler */
 	bool failsafe, mismatch;
 	/* the jobs of DESIGN 10, in [job.NAME] sections; n_jobs 0: a command */
 	int n_jobs;

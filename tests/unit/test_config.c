@@ -203,6 +203,7 @@ static const char *field_text(const struct config *cfg, const char *key)
 	INT("ping_timeout", cfg->ping_timeout_ms);
 	INT("ping_failures", cfg->ping_failures);
 	INT("queue_depth", cfg->queue_depth);
+	STR("poll_dsn", cfg->poll_dsn);
 	INT("server_lease", cfg->server_lease_ms);
 	INT("grace_period", cfg->grace_period_ms);
 	INT("drain_timeout", cfg->drain_timeout_ms);
@@ -271,6 +272,8 @@ static const struct key_case {
 	  "0 is out of range (1 to 1000)" },
 	{ "queue_depth", "queue-depth", false, "2", "2", "0",
 	  "0 is out of range (1 to 1000)" },
+	{ "poll_dsn", "poll-dsn", false, "host=pgbouncer port=6432 dbname=app",
+	  "host=pgbouncer port=6432 dbname=app", NULL, NULL },
 	{ "server_lease", "server-lease", false, "0", "0", "forever",
 	  "invalid duration \"forever\" (examples: 250ms, 5s, 2m)" },
 	{ "grace_period", "grace-period", false, "1s", "1000", "-8s",
@@ -2008,6 +2011,17 @@ static const struct {
 	  "--wait-timeout)" },
 	{ "--priority 0 as a daemon", NULL, NULL, NULL, { "--priority=0", "t" }, CONFIG_OK,
 	  "default=t - UTC 0 -1 0 -1 0 8000 0" },
+	/* poll_dsn is for the standbys outside the queue (DESIGN 15) */
+	{ "--poll-dsn --acquire poll", NULL, NULL, NULL,
+	  { "--poll-dsn=port=6432", "--acquire=poll", "t" }, EX_USAGE,
+	  "--poll-dsn needs acquire = wait (it is where the standbys outside the "
+	  "lock's queue poll)" },
+	{ "poll_dsn in a file, acquire poll", "[pgleader]\npoll_dsn = port=6432\n"
+	  "acquire = poll\n", NULL, NULL, { "t" }, EX_CONFIG,
+	  "FILE:2: poll_dsn needs acquire = wait (it is where the standbys outside "
+	  "the lock's queue poll)" },
+	{ "--poll-dsn as a daemon", NULL, NULL, NULL, { "--poll-dsn=port=6432", "t" },
+	  CONFIG_OK, "default=t - UTC 0 -1 0 -1 0 8000 0" },
 };
 
 START_TEST(jobs)

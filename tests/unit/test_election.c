@@ -1063,6 +1063,295 @@ START_TEST(test_count_on_new_session)
 }
 END_TEST
 
+
+/* ---- poll_dsn (DESIGN 15): polling through a transaction pooler ------- */
+
+static struct election_params pooled_params(int priority)
+{
+	struct config c = daemon_cfg;
+
+	c.poll_dsn = "host=pooler";
+	c.priority = priority;
+	return daemon_params(&c);
+}
+
+/* A poll's answer: ok with held and queued, or fault (recovery: the
+ * server said it is in recovery). */
+static struct election_output polled(struct election *e, bool ok, bool held,
+				     int queued, enum fault fault, bool recovery,
+				     const char *reason, double now)
+{
+	struct election_event ev = {
+		.type = ELECTION_POLL, .wall = now + 1.7e9, .reason = reason,
+		.poll = { .ok = ok, .held = held, .queued = queued, .fault = fault,
+			  .recovery = recovery },
+	};
+	struct election_output out;
+
+	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
+	election_step(e, &ev, now, &out);
+	answer_all(e, &out, now);
+	return out;
+}
+
+/* START with poll_dsn: no direct session, neither the lock's nor the
+ * fence's, before a poll said the lock is free or its queue has room: a
+ * fleet that starts holds no backend per node. A full queue: the next poll
+ * a retry_interval later, and no controls read meanwhile (no session to
+ * read them over); the standby counts as connected to the database. */
+START_TEST(test_pooled_start_polls)
+{
+	struct election_params p = pooled_params(1);
+	struct election_output out;
+
+	election_init(&M, &p);
+	out = step(&M, ELECTION_START, 0, NULL, 0);
+	ck_actions(out, ELECTION_DO_POLL);
+	ck_state(&M, ELECTION_STANDBY);
+	ck_assert(M.pooled && M.poll_pending && !M.connected);
+	ck_assert(!election_snapshot(&M)->db_connected);
+	ck_wakeup(&M, 0, 10 + 2); /* connect_timeout + ping_timeout */
+	out = polled(&M, true, true, 3, FAULT_NONE, false, NULL, 0.25);
+	ck_actions(out, 0);
+	ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
+	ck_assert(election_snapshot(&M)->db_connected);
+	ck_wakeup(&M, 0.25, 5.25);
+	ck_actions(tick(&M, 5.25 - JUST), 0);
+	out = tick(&M, 5.25);
+	ck_actions(out, ELECTION_DO_POLL);
+	ck_actions(polled(&M, true, true, 7, FAULT_NONE, false, NULL, 5.5), 0);
+	ck_actions(tick(&M, 10.5), ELECTION_DO_POLL);
+	/* a stale answer (none in flight) changes nothing */
+	ck_actions(polled(&M, true, false, 0, FAULT_NONE, false, NULL, 10.6), ELECTION_DO_CONNECT);
+	ck_actions(polled(&M, true, false, 0, FAULT_NONE, false, NULL, 10.7), 0);
+}
+END_TEST
+
+/* A poll that finds the lock free, or its queue with room: the standby
+ * connects and tries, counting the queue (a new session's try counts);
+ * the try says whether it queues (the fence session opens, the pooler's
+ * closes, and the controls are read over it) or polls through the pooler
+ * again (the lock session closes; no controls read went over it). */
+#define QUEUES (ELECTION_DO_WAIT_LOCK | ELECTION_DO_FENCE_CONNECT | \
+		ELECTION_DO_POLL_CLOSE | ELECTION_DO_CONTROLS_READ)
+static const struct {
+	bool held;
+	int queued;     /* what the poll saw */
+	int ahead;      /* what the try then found */
+	unsigned then;  /* the try's BUSY leads to */
+} join_rows[] = {
+	{ false, 0, 0, QUEUES },
+	{ true, 2, 2, QUEUES },
+	{ true, 2, 3, ELECTION_DO_DISCONNECT }, /* another took the room first */
+	{ true, 0, 5, ELECTION_DO_DISCONNECT }, /* ranked after five others */
+};
+
+START_TEST(test_pooled_poll_joins)
+{
+	struct election_params p = pooled_params(1);
+	struct election_output out;
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	out = polled(&M, true, join_rows[_i].held, join_rows[_i].queued, FAULT_NONE,
+		     false, NULL, 0.25);
+	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	ck_assert(!M.pooled);
+	out = step(&M, ELECTION_CONNECTED, 0, NULL, 0.3);
+	ck_actions(out, ELECTION_DO_TRY_LOCK); /* counts; no fence session */
+	out = busy(&M, join_rows[_i].ahead, 0.35);
+	ck_actions(out, join_rows[_i].then);
+	/* "waiting for leader lease" is said once: by the poll that saw the
+	 * lock held, else by the try */
+	if (join_rows[_i].held)
+		ck_no_log(out);
+	else
+		ck_log(out, LOG_LEVEL_INFO, "waiting for leader lease");
+	if (join_rows[_i].then & ELECTION_DO_WAIT_LOCK) {
+		ck_assert(!M.pooled && !M.polling && M.connected);
+		return;
+	}
+	ck_assert(M.pooled && M.polling && !M.connected);
+	ck_actions(tick(&M, 5.35 - JUST), 0);
+	ck_actions(tick(&M, 5.35), ELECTION_DO_POLL);
+}
+END_TEST
+
+/* A poll that finds room in the queue (the lock held) joins within
+ * ELECTION_JOIN_SPREAD by the event's jitter, so that the standbys that saw
+ * the room at once do not all try at once; a free lock is tried at once. */
+START_TEST(test_pooled_join_spread)
+{
+	struct election_params p = pooled_params(1);
+	struct election_event ev = {
+		.type = ELECTION_POLL, .jitter = 0.5,
+		.poll = { .ok = true, .held = true, .queued = 0 },
+	};
+	struct election_output out;
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	election_step(&M, &ev, 0.25, &out);
+	ck_actions(out, 0);
+	ck_wakeup(&M, 0.25, 0.25 + 0.5 * ELECTION_JOIN_SPREAD);
+	ck_actions(tick(&M, 0.75 - JUST), 0);
+	ck_actions(tick(&M, 0.75), ELECTION_DO_CONNECT);
+	ck_state(&M, ELECTION_CONNECTING);
+	/* the lock free: at once, whatever the jitter */
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	ev.poll.held = false;
+	election_step(&M, &ev, 0.25, &out);
+	ck_actions(out, ELECTION_DO_CONNECT);
+}
+END_TEST
+
+/* A free lock: the poll's standby connects, and its try takes it. */
+START_TEST(test_pooled_poll_takes_free_lock)
+{
+	struct election_params p = pooled_params(1);
+	struct election_output out;
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	ck_actions(polled(&M, true, false, 0, FAULT_NONE, false, NULL, 0.25),
+		   ELECTION_DO_CONNECT);
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0.3);
+	out = step(&M, ELECTION_LOCK_ACQUIRED, 0, "key 42, fencing token 7", 0.35);
+	ck_state(&M, ELECTION_LEADER);
+	ck_assert(out.actions & ELECTION_DO_FENCE_CONNECT);
+	ck_assert(!M.pooled && !M.polling);
+}
+END_TEST
+
+/* A standby of higher priority keeps its direct session (the queue's
+ * ranking sees it, its switchover ask goes over it), priority 0 never asks
+ * for the lock, poll mode and one-shots never queue: none uses the pooler. */
+START_TEST(test_pooled_only_priority_1)
+{
+	struct config c = daemon_cfg;
+	struct election_params p;
+
+	c.poll_dsn = "host=pooler";
+	c.priority = 2;
+	p = daemon_params(&c);
+	election_init(&M, &p);
+	ck_actions(step(&M, ELECTION_START, 0, NULL, 0), OPEN_BOTH);
+	c.priority = 1;
+	c.nonblock = true;
+	p = daemon_params(&c);
+	election_init(&M, &p);
+	ck_actions(step(&M, ELECTION_START, 0, NULL, 0), OPEN_BOTH);
+	c.nonblock = false;
+	c.acquire = ACQUIRE_POLL;
+	p = daemon_params(&c);
+	election_init(&M, &p);
+	ck_actions(step(&M, ELECTION_START, 0, NULL, 0), OPEN_BOTH);
+	/* and without poll_dsn, a full queue keeps the lock session */
+	to_standby(&M, &defaults, 0);
+	ck_actions(busy(&M, 3, 0.25), ELECTION_DO_FENCE_CLOSE);
+	ck_assert(M.connected && !M.pooled);
+}
+END_TEST
+
+/* A poll that failed: the standby tries the lock directly (a leader lost
+ * while the pooler is down is still followed within retry_interval), and
+ * says so once until a poll is answered again. A poll unanswered by its
+ * deadline is one that failed: the pooler's connection closes. */
+START_TEST(test_pooled_poll_fails_over_to_direct)
+{
+	struct election_params p = pooled_params(1);
+	struct election_output out;
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	out = polled(&M, false, false, 0, FAULT_CONNECTION, false,
+		     "poll_dsn: connection refused", 0.25);
+	ck_actions(out, ELECTION_DO_CONNECT);
+	ck_log(out, LOG_LEVEL_WARNING, "poll_dsn: connection refused; trying the "
+	       "lock directly meanwhile");
+	step(&M, ELECTION_CONNECTED, 0, NULL, 0.3);
+	ck_actions(busy(&M, 3, 0.35), ELECTION_DO_DISCONNECT);
+	ck_actions(tick(&M, 5.35), ELECTION_DO_POLL);
+	/* unanswered: at connect_timeout + ping_timeout */
+	ck_actions(tick(&M, 5.35 + 12 - JUST), 0);
+	out = tick(&M, 5.35 + 12);
+	ck_actions(out, ELECTION_DO_POLL_CLOSE | ELECTION_DO_CONNECT);
+	ck_no_log(out); /* said once */
+	step(&M, ELECTION_CONNECTED, 0, NULL, 17.4);
+	ck_actions(busy(&M, 3, 17.45), ELECTION_DO_DISCONNECT);
+	ck_actions(tick(&M, 22.45), ELECTION_DO_POLL);
+	out = polled(&M, true, true, 3, FAULT_NONE, false, NULL, 22.5);
+	ck_actions(out, 0);
+	ck_log(out, LOG_LEVEL_INFO, "poll_dsn answers again");
+}
+END_TEST
+
+/* A poll_dsn that is no transaction pooler (FAULT_POOLER: a direct
+ * connection, a session pooler) ends pgleader with the configuration's
+ * code and the effector's one line; so does a server in recovery on the
+ * first poll (a poll_dsn that reaches a hot standby); one in recovery
+ * later (a failover under way) is a poll that failed. */
+static const struct {
+	enum fault fault;
+	bool recovery;
+	bool answered_before;
+	int code;       /* 0: the standby goes on, directly */
+} refuse_rows[] = {
+	{ FAULT_POOLER, false, false, EXIT_CONFIG },
+	{ FAULT_POOLER, false, true, EXIT_CONFIG },
+	{ FAULT_AUTH, false, false, EXIT_UNAVAILABLE },
+	{ FAULT_HOT_STANDBY, true, false, EXIT_CONFIG },
+	{ FAULT_HOT_STANDBY, true, true, 0 },
+	{ FAULT_HOT_STANDBY, false, false, 0 }, /* 57P03: starting up */
+};
+
+START_TEST(test_pooled_poll_refused)
+{
+	struct election_params p = pooled_params(1);
+	struct election_output out;
+	double t = 0.25;
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	if (refuse_rows[_i].answered_before) {
+		ck_actions(polled(&M, true, true, 3, FAULT_NONE, false, NULL, t), 0);
+		t += 5;
+		ck_actions(tick(&M, t), ELECTION_DO_POLL);
+	}
+	out = polled(&M, false, false, 0, refuse_rows[_i].fault, refuse_rows[_i].recovery,
+		     "poll_dsn: the line", t);
+	if (!refuse_rows[_i].code) {
+		ck_actions(out, ELECTION_DO_CONNECT);
+		return;
+	}
+	ck_exit(out, &M, refuse_rows[_i].code);
+	ck_log(out, LOG_LEVEL_ERROR, "poll_dsn: the line");
+	ck_assert(!(out.actions & (ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT)));
+}
+END_TEST
+
+/* SIGTERM while polling through the pooler: nothing to release. */
+START_TEST(test_pooled_shutdown)
+{
+	struct election_params p = pooled_params(1);
+	struct election_output out;
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	ck_actions(polled(&M, true, true, 3, FAULT_NONE, false, NULL, 0.25), 0);
+	out = step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 1);
+	ck_exit(out, &M, EXIT_OK);
+	ck_assert(!(out.actions & (ELECTION_DO_RELEASE | ELECTION_DO_DISCONNECT)));
+	/* and with a poll in flight: the answer, if any, comes too late */
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	ck_exit(step(&M, ELECTION_SHUTDOWN, 0, "SIGTERM", 0.1), &M, EXIT_OK);
+	ck_actions(polled(&M, true, false, 0, FAULT_NONE, false, NULL, 0.2), 0);
+}
+END_TEST
+
 /* A lock request unanswered for retry_interval + ping_timeout: the
  * connection is closed (never reused) and a new one opened after backoff. */
 static const struct {
@@ -4331,6 +4620,14 @@ static void add_standby_case(Suite *s)
 	tcase_add_test(tc, test_polling_closes_fence_after_read);
 	tcase_add_loop_test(tc, test_polling_counts_every_nth_try, 0, ROWS(count_rows));
 	tcase_add_test(tc, test_count_on_new_session);
+	tcase_add_test(tc, test_pooled_start_polls);
+	tcase_add_loop_test(tc, test_pooled_poll_joins, 0, ROWS(join_rows));
+	tcase_add_test(tc, test_pooled_poll_takes_free_lock);
+	tcase_add_test(tc, test_pooled_join_spread);
+	tcase_add_test(tc, test_pooled_only_priority_1);
+	tcase_add_test(tc, test_pooled_poll_fails_over_to_direct);
+	tcase_add_loop_test(tc, test_pooled_poll_refused, 0, ROWS(refuse_rows));
+	tcase_add_test(tc, test_pooled_shutdown);
 	tcase_add_test(tc, test_next_in_line_counts_every_try);
 	tcase_add_loop_test(tc, test_lock_request_deadline, 0, ROWS(request_timeout_rows));
 	tcase_add_loop_test(tc, test_nonblock_busy_exits, 0, ROWS(nonblock_rows));

@@ -357,6 +357,68 @@ START_TEST(claim_without_the_lock_inserts_nothing)
 }
 END_TEST
 
+/* The poll through poll_dsn's pooler (DESIGN 15): who holds the lock and
+ * how many wait, in one simple-query message; its settings are the
+ * transaction's only (SET LOCAL), so that the pooled server session is left
+ * as it was: its timeouts, search_path and row_security its own again. */
+static const char *poll_answer(PGconn *c, const char *sql)
+{
+	static char got[64];
+	PGresult *r = PQexec(c, sql);
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "%s", PQresultErrorMessage(r));
+	PQclear(r);
+	/* the last result is COMMIT's: the SELECT's rows were before it */
+	ck_assert(PQsendQuery(c, sql));
+	got[0] = '\0';
+	while ((r = PQgetResult(c)) != NULL) {
+		if (PQresultStatus(r) == PGRES_TUPLES_OK)
+			snprintf(got, sizeof(got), "%s|%s%s", PQgetvalue(r, 0, 0),
+				 PQgetvalue(r, 0, 1), atoi(PQgetvalue(r, 0, 2)) ==
+				 PQbackendPID(c) ? "" : "|another pid");
+		PQclear(r);
+	}
+	return got;
+}
+
+START_TEST(lease_poll_state)
+{
+	PGconn *holder = pgtemp_connect(NULL), *waiter = pgtemp_connect(NULL);
+	PGconn *c = pgtemp_connect(NULL);
+	char sql[LEASE_SQL_POLL_MAX], before[3][64];
+	const char *shown[3] = { "SHOW statement_timeout", "SHOW search_path",
+				 "SHOW lock_timeout" };
+
+	ck_assert(lease_sql_poll_state(sql, sizeof(sql), 2.5, "(" KEY_TEXT ")::bigint"));
+	for (int i = 0; i < 3; i++) {
+		char *v = value(c, shown[i]);
+
+		snprintf(before[i], sizeof(before[i]), "%s", v);
+		free(v);
+	}
+	ck_assert_str_eq(poll_answer(c, sql), "0|0");
+	exec_ok(holder, "SELECT pg_advisory_lock(" KEY_TEXT ")");
+	/* the fence's form and another key are not the lock */
+	exec_ok(holder, "SELECT pg_advisory_lock(0, " KEY_TEXT ")");
+	exec_ok(holder, "SELECT pg_advisory_lock(" KEY_TEXT " + 1)");
+	ck_assert_str_eq(poll_answer(c, sql), "1|0");
+	ck_assert(PQsendQuery(waiter, "SELECT pg_advisory_lock(" KEY_TEXT ")"));
+	for (int i = 0; strcmp(poll_answer(c, sql), "1|1"); i++) {
+		ck_assert_msg(i < 500, "the waiter never waited");
+		usleep(10000);
+	}
+	for (int i = 0; i < 3; i++) {
+		char *v = value(c, shown[i]);
+
+		ck_assert_str_eq(v, before[i]);
+		free(v);
+	}
+	PQfinish(waiter);
+	PQfinish(holder);
+	PQfinish(c);
+}
+END_TEST
+
 /* A tick still in the server's future is early: no row. */
 START_TEST(claim_early_tick_inserts_nothing)
 {
@@ -1304,6 +1366,7 @@ static Suite *sql_pg_suite(void)
 	tcase_add_test(t, lease_lock_and_fence);
 	tcase_add_test(t, lease_fence_wait_claim);
 	tcase_add_test(t, lease_ping_nodes);
+	tcase_add_test(t, lease_poll_state);
 	suite_add_tcase(s, t);
 	return s;
 }
