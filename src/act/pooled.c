@@ -280,9 +280,9 @@ struct poll *poll_new(struct ev_loop *loop, const struct poll_options *o,
 		      poll_fn fn, void *arg, char *err, size_t errlen)
 {
 	static const struct lease_conn_handlers conn_h = {
-		conn_ready, conn_answered, conn_failed };
+		conn_ready, conn_answered, conn_failed, NULL };
 	static const struct lease_conn_handlers probe_h = {
-		probe_ready, probe_answered, conn_failed };
+		probe_ready, probe_answered, conn_failed, NULL };
 	struct poll *p = calloc(1, sizeof(*p));
 
 	if (!p) {
