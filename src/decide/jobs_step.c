@@ -97,6 +97,9 @@ struct job {
 	int n_pend;
 	bool planned;               /* this term planned its ticks: an older
 				     * term's run is over */
+	bool catching_up;           /* apply() records missed ticks: no tick of
+				     * the plan is queued (below them, it would
+				     * be lost with the lead) */
 	int64_t regained;           /* the server's ms the lock came back with a
 				     * new session (failsafe), for the plan
 				     * after it; INT64_MIN: none */
@@ -797,7 +800,7 @@ static void run_tick(struct job *jb, int64_t tick, bool rerun)
 		claim(jb, tick, rerun);
 		return;
 	}
-	if (jb->cfg->overlap != OVERLAP_SKIP) {
+	if (jb->cfg->overlap != OVERLAP_SKIP && !jb->catching_up) {
 		overlapped(jb, tick);
 		return;
 	}
@@ -849,7 +852,12 @@ static void apply(struct job *jb, struct tickplan *p, int64_t since)
 	/* oldest first: a leader that loses the lock between two of these
 	 * statements leaves the older ticks recorded and the newer ones to
 	 * the next leader, which plans from the newest row; newest first
-	 * left a hole under a row nobody plans below */
+	 * left a hole under a row nobody plans below. A tick queued behind
+	 * the run going on (DESIGN 13) is older than these: recorded first */
+	if (p->n_missed > 0 && jb->queued != INT64_MIN) {
+		record(jb, jb->queued, JOBS_SKIPPED, false);
+		jb->queued = INT64_MIN;
+	}
 	for (int i = p->n_missed - 1; i >= 0; i--)
 		/* the newest may be in the server's future (our reading of
 		 * its clock runs ahead): sent again once it is there, as the
@@ -868,8 +876,10 @@ static void apply(struct job *jb, struct tickplan *p, int64_t since)
 		    ? clocks_rfc3339(p->missed[skipped], when, sizeof(when))
 		    : "before the skipped ones",
 		    p->missed_total > p->n_missed ? "; the newest are recorded" : "");
+	jb->catching_up = p->n_missed > 0;
 	if (p->run != INT64_MIN)
 		run_tick(jb, p->run, false);
+	jb->catching_up = false;
 	jb->next_tick = p->next;
 	arm_tick(jb);
 }

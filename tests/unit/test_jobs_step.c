@@ -1257,6 +1257,31 @@ START_TEST(test_regain_plan_runs_what_fell_since)
 }
 END_TEST
 
+
+/* Finding 15: a plan that records missed ticks queues none of its own
+ * (a tick queued below recorded ones would be lost with the lead): the
+ * due ticks that do not run are recorded, skipped or missed, at once. */
+START_TEST(test_catch_up_queues_nothing)
+{
+	int n = 0;
+	const struct jobs_action *c;
+
+	load("overlap = queue\n");
+	running(); /* T0's run goes on */
+	now += 35; /* frozen, say: the timer set for T0 + 10 s fires now */
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	for (int i = 0; (c = find(JOBS_DO_CLAIM, tick_job, i)); i++) {
+		ck_assert(c->record);
+		n++;
+	}
+	ck_assert_int_eq(n, 3); /* T0 + 10, 20, 30 s: each has a row */
+	ck_assert_int_eq(view_of(tick_job).waiting, 0);
+	ck_assert(!said("queued"));
+	unload();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jobs_step");
@@ -1296,6 +1321,7 @@ int main(void)
 	tcase_add_test(tc, test_overlap_replace_spares_a_manual_run);
 	tcase_add_test(tc, test_trigger_paused);
 	tcase_add_test(tc, test_regain_plan_runs_what_fell_since);
+	tcase_add_test(tc, test_catch_up_queues_nothing);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
