@@ -280,6 +280,11 @@ START_TEST(test_batch_answered_whole_first)
 }
 END_TEST
 
+static void notified(void *arg)
+{
+	(void)arg;
+}
+
 /* DESIGN 13: the LISTEN for requests to run now goes first on a session,
  * once, and again first on the next session. */
 START_TEST(test_listen_on_each_session)
@@ -290,7 +295,7 @@ START_TEST(test_listen_on_each_session)
 	backend_pid = 501;
 	ledger_listen(l, NULL, NULL);
 	ck_assert_int_eq(notify_set, 0);
-	ledger_listen(l, (void (*)(void *))asker, NULL);
+	ledger_listen(l, notified, NULL);
 	ck_assert_int_eq(notify_set, 1);
 	ck_assert_str_eq(fq.sql, "LISTEN pgleader_triggers");
 	fq.fn(fq.arg, &none, NULL, NULL);
