@@ -235,11 +235,14 @@ def test_switchover_no_standby(workdir, fleet_shared, pg_shared):
 @pytest.mark.valgrind
 def test_switchover_refused_target(workdir, fleet_shared, pg_shared):
     """--to an unknown node or one of priority 0: 3, nothing written; --to
-    the leader: 0, nothing to do. The priorities in status."""
+    the leader: 0, nothing to do. The priorities in status. ctl-rt-d's
+    priority waits an hour: under valgrind the steps below outlast the
+    default 10 s, and it would take over (and write the ledger) midway."""
     key = fleet_shared.key
     start_leader_and_standby(fleet_shared, pg_shared, "ctl-rt-a", "ctl-rt-b")
     fleet_shared.start("ctl-rt-c", "--priority", "0", command=["sleep", "600"])
-    fleet_shared.start("ctl-rt-d", "--priority", "3", command=["sleep", "600"])
+    fleet_shared.start("ctl-rt-d", "--priority", "3", "--priority-delay", "1h",
+                       command=["sleep", "600"])
     wait_priority(workdir, pg_shared, key, "ctl-rt-c", "priority 0: never leads")
     wait_priority(workdir, pg_shared, key, "ctl-rt-d", "priority 3")
     st = run_status(workdir, "--dsn", pg_shared.dsn(), "--lock-key", str(key))
