@@ -383,28 +383,43 @@ static void put_job_gauge(struct metrics_buf *b, const char *name, const char *h
 	}
 }
 
+static uint64_t job_retries(const struct jobs_view *v)
+{
+	return v->retries;
+}
+
+static uint64_t job_triggers(const struct jobs_view *v)
+{
+	return v->triggers;
+}
+
+/* One counter per job, printed exactly, under its own header. */
+static void put_job_counter(struct metrics_buf *b, const char *name, const char *help,
+			    uint64_t (*field)(const struct jobs_view *))
+{
+	struct jobs_view v;
+
+	head(b, name, "counter", help);
+	for (size_t i = 0; i < jobs_n(); i++) {
+		jobs_source.view(jobs_source.arg, i, &v);
+		put(b, "%s{job=\"", name);
+		put_label_value(b, v.name);
+		put(b, "\"} %" PRIu64 "\n", field(&v));
+	}
+}
+
 /* DESIGN 13: the retries and the runs asked for now started here, the
  * on_failure commands run here. */
 static void put_job_failures(struct metrics_buf *b)
 {
 	struct jobs_view v;
 
-	head(b, PREFIX "job_retries_total", "counter",
-	     "Retry attempts (2 and later) of the job's ticks started by this node.");
-	for (size_t i = 0; i < jobs_n(); i++) {
-		jobs_source.view(jobs_source.arg, i, &v);
-		put(b, PREFIX "job_retries_total{job=\"");
-		put_label_value(b, v.name);
-		put(b, "\"} %" PRIu64 "\n", v.retries);
-	}
-	head(b, PREFIX "job_triggers_total", "counter",
-	     "Runs of the job asked for now (pgleader trigger) started by this node.");
-	for (size_t i = 0; i < jobs_n(); i++) {
-		jobs_source.view(jobs_source.arg, i, &v);
-		put(b, PREFIX "job_triggers_total{job=\"");
-		put_label_value(b, v.name);
-		put(b, "\"} %" PRIu64 "\n", v.triggers);
-	}
+	put_job_counter(b, PREFIX "job_retries_total",
+			"Retry attempts (2 and later) of the job's ticks started by this node.",
+			job_retries);
+	put_job_counter(b, PREFIX "job_triggers_total",
+			"Runs of the job asked for now (pgleader trigger) started by this node.",
+			job_triggers);
 	head(b, PREFIX "job_on_failure_total", "counter",
 	     "The job's on_failure commands run by this node, by how they ended.");
 	for (size_t i = 0; i < jobs_n(); i++) {
