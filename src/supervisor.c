@@ -64,6 +64,7 @@ struct supervisor {
 	struct ledger_controls rows; /* the last read's, which ctl points into */
 	struct election_term term;   /* the step's, for START_CHILD and
 				      * RUNNER_SESSION */
+	bool poll_counts;            /* the step's, for POLL */
 	/* DESIGN 13: SIGHUP reads the file again (NULL: forwarded) */
 	supervisor_reload_fn reload;
 	void *reload_arg;
@@ -306,7 +307,7 @@ static void poll_cb(void *arg, const struct poll_answer *a)
 static void do_poll(struct supervisor *s)
 {
 	if (s->poll)
-		poll_read(s->poll);
+		poll_read(s->poll, s->poll_counts);
 }
 
 static void do_poll_close(struct supervisor *s)
@@ -364,6 +365,7 @@ static void run_action(struct supervisor *s, enum election_action a)
 static void run_actions(struct supervisor *s, const struct election_output *out)
 {
 	s->term = out->term;
+	s->poll_counts = out->poll_counts;
 	for (size_t i = 0; i < ELECTION_ACTION_COUNT; i++)
 		if (out->actions & election_actions[i].action)
 			run_action(s, election_actions[i].action);

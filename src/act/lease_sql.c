@@ -671,6 +671,15 @@ bool lease_sql_poll(char *buf, size_t len, double statement_timeout, const char 
 	return n > 0 && (size_t)n < len;
 }
 
+bool lease_sql_poll_held(char *buf, size_t len, const char *key_sql)
+{
+	int n = snprintf(buf, len, "/* pgleader poll */ SELECT "
+			 "pg_catalog.pg_try_advisory_xact_lock(%s), "
+			 "pg_catalog.pg_backend_pid()", key_sql);
+
+	return n > 0 && (size_t)n < len;
+}
+
 bool lease_sql_poll_state(char *buf, size_t len, double statement_timeout,
 			  const char *key_sql)
 {

@@ -205,6 +205,13 @@ bool lease_sql_poll(char *buf, size_t len, double statement_timeout, const char 
  * that answered (pg_backend_pid). */
 bool lease_sql_poll_state(char *buf, size_t len, double statement_timeout,
 			  const char *key_sql);
+/* The poll that does not count (ELECTION_POLL_COUNT_EVERY): one row,
+ * whether the lock was free (pg_try_advisory_xact_lock, let go of at
+ * once with its transaction) and the server session that answered. One
+ * statement without the SET LOCALs: it waits for nothing (the try takes
+ * no other lock, both functions are named with their schema), reads no
+ * table, and is bounded by the poll's deadline on the client. */
+bool lease_sql_poll_held(char *buf, size_t len, const char *key_sql);
 
 /* Copies libpq's message (several lines, maybe verbose) into out as one
  * line: runs of white space become one space, LOCATION lines go, and the

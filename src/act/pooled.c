@@ -44,6 +44,7 @@ struct poll {
 	struct lease_conn probe;  /* the second client, while checking */
 	enum poll_phase phase;
 	bool wanted;              /* a read was asked for and not told */
+	bool counts;              /* ... and counts the queue */
 	bool verified;            /* server sessions were seen shared */
 	int probes;               /* polls without it */
 	int server_pid;           /* what served the poll just answered */
@@ -112,7 +113,9 @@ static void send_state(struct poll *p)
 	char sql[POLL_SQL_MAX];
 
 	p->phase = PH_READING;
-	if (!lease_sql_poll_state(sql, sizeof(sql), p->o.statement_timeout, p->key_sql)) {
+	if (!(p->counts ? lease_sql_poll_state(sql, sizeof(sql), p->o.statement_timeout,
+					       p->key_sql)
+			: lease_sql_poll_held(sql, sizeof(sql), p->key_sql))) {
 		failed(p, FAULT_INTERNAL, false, "poll_dsn: statement too long");
 		return;
 	}
@@ -224,14 +227,29 @@ static void probed(struct poll *p, const struct lease_sql_answer *a)
 	tell(p, &p->found);
 }
 
+/* The answer's columns: held and queued (-1 when the poll did not count)
+ * and the server session's pid; false if it is not the poll's. */
+static bool parse_state(const struct poll *p, const struct lease_sql_answer *a,
+			long long *held, long long *queued, long long *pid)
+{
+	const char *got;
+
+	*queued = -1;
+	if (p->counts)
+		return a->nrows == 1 && a->ncols == 3 && parse_int(a->values[0], 0, held) &&
+		       parse_int(a->values[1], 0, queued) && parse_int(a->values[2], 1, pid);
+	got = a->nrows == 1 && a->ncols == 2 ? a->values[0] : NULL;
+	*held = got && !strcmp(got, "f");
+	return got && (*held || !strcmp(got, "t")) && parse_int(a->values[1], 1, pid);
+}
+
 /* A poll's answer: told at once once the server sessions were seen
  * shared, else after the second connection's pid. */
 static void read_state(struct poll *p, const struct lease_sql_answer *a)
 {
 	long long held, queued, pid;
 
-	if (a->nrows != 1 || a->ncols != 3 || !parse_int(a->values[0], 0, &held) ||
-	    !parse_int(a->values[1], 0, &queued) || !parse_int(a->values[2], 1, &pid)) {
+	if (!parse_state(p, a, &held, &queued, &pid)) {
 		failed(p, FAULT_PROTOCOL, false, "poll_dsn: unexpected answer to a poll");
 		return;
 	}
@@ -331,11 +349,12 @@ void poll_free(struct poll *p)
 	free(p);
 }
 
-void poll_read(struct poll *p)
+void poll_read(struct poll *p, bool counts)
 {
 	if (p->wanted)
 		return;
 	p->wanted = true;
+	p->counts = counts;
 	if (p->phase == PH_CLOSED) {
 		p->phase = PH_CONNECTING;
 		lease_conn_start(&p->conn);

@@ -30,7 +30,7 @@ struct poll_answer {
 	enum fault fault;
 	bool recovery;
 	bool held;
-	int queued;
+	int queued;               /* -1: not counted */
 	const char *reason;
 };
 typedef void (*poll_fn)(void *arg, const struct poll_answer *a);
@@ -40,11 +40,12 @@ struct poll *poll_new(struct ev_loop *loop, const struct poll_options *o,
 		      poll_fn fn, void *arg, char *err, size_t errlen);
 void poll_free(struct poll *p);
 
-/* Reads the lock's state; connects first, and checks the connection
- * (a transaction pooler in front of a primary), when none is open. fn
- * hears the answer, never from inside this call. A read asked for while
- * one is in flight is that one. */
-void poll_read(struct poll *p);
+/* Reads the lock's state, its queue counted (pg_locks) if counts, else
+ * only whether it is held; connects first, and checks the connection (a
+ * transaction pooler in front of a primary), when none is open. fn hears
+ * the answer, never from inside this call. A read asked for while one is
+ * in flight is that one. */
+void poll_read(struct poll *p, bool counts);
 /* Closes the connection; a read in flight is forgotten (fn not called). */
 void poll_close(struct poll *p);
 

@@ -286,6 +286,8 @@ static void start(struct election *e, struct election_output *out, double now,
 	 * first poll said the lock is free or its queue has room (DESIGN 15) */
 	if (election_polls_pooled(e)) {
 		election_go_pooled(e, out, now, now);
+		/* ... and that first poll counts the queue: the fleet fills it */
+		e->polls_uncounted = ELECTION_POLL_COUNT_EVERY - 1;
 		return;
 	}
 	election_connect_now(e, out, now);

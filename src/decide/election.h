@@ -255,7 +255,8 @@ struct election_poll_event {
 	bool recovery;           /* !ok: the server said it is in recovery
 				  * (a hot standby) */
 	bool held;               /* ok: a session holds the lock */
-	int queued;              /* ok: the sessions waiting in its queue */
+	int queued;              /* ok: the sessions waiting in its queue; -1
+				  * unknown (the poll did not count) */
 };
 
 struct election_event {
@@ -424,6 +425,16 @@ struct election_params {
  * each on a session just opened, may not see one another). A free lock
  * is tried at once. */
 #define ELECTION_JOIN_SPREAD 1.0
+/* poll_dsn: a polling standby's poll counts the lock's queue (pg_locks,
+ * a tenth of a millisecond or more of the server's CPU each) only every
+ * ELECTION_POLL_COUNT_EVERY-th time; the others ask whether the lock is
+ * held (pg_try_advisory_xact_lock, a few microseconds), so that a leader
+ * killed with every queued standby is still followed within
+ * retry_interval. What waits longer is the queue's refill by a fleet too
+ * small to have a poll counting every moment: within this many
+ * retry_intervals. A thousand polling standbys took an eighth of a core
+ * counting at every poll (DESIGN 15). */
+#define ELECTION_POLL_COUNT_EVERY 4
 
 /* Reconnect backoff and command restart backoff (seconds). */
 #define ELECTION_RECONNECT_MIN 0.5
@@ -484,6 +495,9 @@ struct election_output {
 	struct election_term term; /* START_CHILD, RUNNER_SESSION */
 	int exit_code;            /* with ELECTION_DO_EXIT */
 	bool state_changed;       /* the snapshot says something new to a person */
+	bool poll_counts;         /* with ELECTION_DO_POLL: the poll counts the
+				   * lock's queue too (pg_locks); else it only
+				   * asks whether the lock is held */
 	bool stopping;            /* shutdown began: tell the service manager */
 	struct election_answer answer; /* PEERS_CLAIMED, PEERS_REGAINED */
 	int n_logs;

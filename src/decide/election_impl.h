@@ -167,6 +167,7 @@ struct election {
 	bool poll_ok;            /* the last poll was answered */
 	bool poll_ok_once;       /* a poll was answered, ever */
 	bool poll_failed_said;   /* polls fail: warned once, until one works */
+	int polls_uncounted;     /* polls since the last that counted the queue */
 	bool join_due;           /* a poll found room in the queue: connect
 				  * at next_attempt_at (spread) */
 	bool joining;            /* connecting because a poll said so: its

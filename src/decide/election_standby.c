@@ -482,6 +482,9 @@ void election_go_pooled(struct election *e, struct election_output *out,
 	e->queue_next = false;
 	election_set_state(e, out, now, ELECTION_STANDBY);
 	start_polling(e);
+	/* the count's turn starts anywhere in its cycle, as a direct one's */
+	if (!e->pooled)
+		e->polls_uncounted = (int)(e->jitter * ELECTION_POLL_COUNT_EVERY);
 	e->pooled = true;
 	e->poll_pending = false;
 	e->poll_deadline = INFINITY;
@@ -522,6 +525,9 @@ static bool pooled_tick(struct election *e, struct election_output *out,
 		e->joining = true;
 	} else if (!e->poll_pending && now >= e->next_attempt_at) {
 		out->actions |= ELECTION_DO_POLL;
+		out->poll_counts = ++e->polls_uncounted >= ELECTION_POLL_COUNT_EVERY;
+		if (out->poll_counts)
+			e->polls_uncounted = 0;
 		e->poll_pending = e->poll_open = true;
 		e->poll_deadline = now + e->p.connect_timeout + e->p.ping_timeout;
 		e->next_attempt_at = INFINITY;
@@ -585,7 +591,7 @@ void election_on_poll(struct election *e, struct election_output *out,
 		out->state_changed = true;
 	}
 	e->busy_seen |= ev->poll.held;
-	e->join_due = ev->poll.queued < e->p.queue_depth;
+	e->join_due = ev->poll.queued >= 0 && ev->poll.queued < e->p.queue_depth;
 	if (!ev->poll.held) {
 		e->join_due = false;
 		election_connect_now(e, out, now);

@@ -624,7 +624,17 @@ static bool could_queue(const struct node *n)
 	       n->el->hold_until <= n->el->snap.now && n->el->p.priority > 0;
 }
 
+/* poll_dsn: a standby that polls through the pooler (its polls
+ * answered) could queue too, within QUEUE_EMPTY_POOLED_BOUND */
+static bool could_queue_pooled(const struct node *n)
+{
+	return n->up && !n->frozen && n->el->state == ELECTION_STANDBY &&
+	       n->el->pooled && n->el->poll_ok &&
+	       n->el->hold_until <= n->el->snap.now && n->el->p.priority > 0;
+}
+
 double queue_empty_since; /* INFINITY: not empty, or no matter */
+double queue_empty_pooled_since; /* the same, for the pooled standbys */
 
 /* The nodes waiting in the lock's queue, a bit each; never more than
  * queue_depth of them. */
@@ -664,22 +674,34 @@ static unsigned queue_standbys(void)
 	return standbys;
 }
 
-static void check_queue(void)
+/* The queue empty since *since while standbys could wait in it: no
+ * longer than bound. */
+static void check_queue_empty(double *since, unsigned waiting, unsigned standbys,
+			      double bound, const char *who)
 {
-	double empty_since = queue_empty_since;
-	unsigned waiting = queue_waiting(), standbys = queue_standbys();
-
 	if (!W.p.wait_in_queue || waiting || !standbys || W.holder[0] < 0 ||
 	    !W.db_up || T < W.faults_end) {
-		queue_empty_since = INFINITY;
+		*since = INFINITY;
 		return;
 	}
-	if (isinf(empty_since))
-		queue_empty_since = empty_since = T;
-	if (T - empty_since > QUEUE_EMPTY_BOUND)
+	if (isinf(*since))
+		*since = T;
+	if (T - *since > bound)
 		fail_at(standbys, "the lock's queue stayed empty for %.1fs while "
-			"standbys could wait in it (bound %.1fs)", T - empty_since,
-			QUEUE_EMPTY_BOUND);
+			"%s could wait in it (bound %.1fs)", T - *since, who, bound);
+}
+
+static void check_queue(void)
+{
+	unsigned waiting = queue_waiting(), standbys = queue_standbys(), pooled = 0;
+
+	for (int i = 0; i < W.n; i++)
+		if (could_queue_pooled(&W.nodes[i]))
+			pooled |= 1u << i;
+	check_queue_empty(&queue_empty_since, waiting, standbys, QUEUE_EMPTY_BOUND,
+			  "standbys");
+	check_queue_empty(&queue_empty_pooled_since, waiting, pooled,
+			  QUEUE_EMPTY_POOLED_BOUND, "standbys polling through the pooler");
 }
 
 /* At most one command per job (DESIGN 10: never two runs of a job at

@@ -644,7 +644,7 @@ static void setup(uint64_t seed)
 	pick_knobs(&k);
 	for (int j = 0; with_triggers && j < k.n_jobs; j++)
 		k.overlap[j] = irand(3);
-	queue_empty_since = INFINITY;
+	queue_empty_since = queue_empty_pooled_since = INFINITY;
 	/* from the seed, not the random stream: 1 to 3 (DESIGN 15) */
 	k.queue_depth = 1 + (int)(seed / 2 % 3);
 	/* ... and one seed of three polls through a pooler (poll_dsn) */

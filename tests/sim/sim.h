@@ -420,6 +420,11 @@ enum { OV_DB, OV_FROZEN, OV_SESSIONS, OV_N };
  * again within two: QUEUE_EMPTY_BOUND covers either with the network's
  * slowest trips. */
 #define QUEUE_EMPTY_BOUND (W.count_every * W.retry + 4 * net_slack + 0.5)
+/* ... and a standby that polls through the pooler (poll_dsn) counts the
+ * queue every ELECTION_POLL_COUNT_EVERY-th poll, and joins within
+ * ELECTION_JOIN_SPREAD of one that saw room. */
+#define QUEUE_EMPTY_POOLED_BOUND (ELECTION_POLL_COUNT_EVERY * W.retry + \
+				  ELECTION_JOIN_SPREAD + 4 * net_slack + 0.5)
 
 enum fault_kind { F_TERM_LOCK, F_TERM_FENCE, F_TERM_BOTH, F_DB_RESTART,
 		  F_DB_FAILOVER, F_PART_DB, F_PART_NN, F_FREEZE, F_KILL, F_SIGTERM,
@@ -533,7 +538,7 @@ extern double overlap_max[OV_N];
 extern uint64_t overlap_seed[OV_N];
 extern uint64_t cur_seed;
 extern double overlap_began;
-extern double queue_empty_since;
+extern double queue_empty_since, queue_empty_pooled_since;
 void check_invariants(void);
 double liveness_bound(void);
 int current_leader(void);

@@ -1127,6 +1127,37 @@ START_TEST(test_pooled_start_polls)
 }
 END_TEST
 
+/* A pooled poll counts the queue at START and then every
+ * ELECTION_POLL_COUNT_EVERY-th time; the others only ask whether the lock
+ * is held. A free lock is tried at once whichever poll saw it; a poll that
+ * did not count (queued -1) never joins the queue. */
+START_TEST(test_pooled_counts_every)
+{
+	struct election_params p = pooled_params(1);
+	struct election_output out;
+	double t = 0.25;
+
+	election_init(&M, &p);
+	out = step(&M, ELECTION_START, 0, NULL, 0);
+	ck_actions(out, ELECTION_DO_POLL);
+	ck_assert(out.poll_counts);
+	ck_actions(polled(&M, true, true, 3, FAULT_NONE, false, NULL, t), 0);
+	for (int i = 1; i <= 2 * ELECTION_POLL_COUNT_EVERY; i++) {
+		t += 5;
+		out = tick(&M, t);
+		ck_actions(out, ELECTION_DO_POLL);
+		ck_assert_int_eq(out.poll_counts, i % ELECTION_POLL_COUNT_EVERY == 0);
+		ck_actions(polled(&M, true, true, out.poll_counts ? 3 : -1, FAULT_NONE,
+				  false, NULL, t), 0);
+		ck_wakeup(&M, t, t + 5);
+	}
+	out = tick(&M, t + 5);
+	ck_assert(!out.poll_counts);
+	ck_actions(polled(&M, true, false, -1, FAULT_NONE, false, NULL, t + 5),
+		   ELECTION_DO_CONNECT);
+}
+END_TEST
+
 /* A poll that finds the lock free, or its queue with room: the standby
  * connects and tries, counting the queue (a new session's try counts);
  * the try says whether it queues (the fence session opens, the pooler's
@@ -4621,6 +4652,7 @@ static void add_standby_case(Suite *s)
 	tcase_add_loop_test(tc, test_polling_counts_every_nth_try, 0, ROWS(count_rows));
 	tcase_add_test(tc, test_count_on_new_session);
 	tcase_add_test(tc, test_pooled_start_polls);
+	tcase_add_test(tc, test_pooled_counts_every);
 	tcase_add_loop_test(tc, test_pooled_poll_joins, 0, ROWS(join_rows));
 	tcase_add_test(tc, test_pooled_poll_takes_free_lock);
 	tcase_add_test(tc, test_pooled_join_spread);

@@ -419,6 +419,39 @@ START_TEST(lease_poll_state)
 }
 END_TEST
 
+/* The poll that does not count: whether the lock was free (taken with the
+ * transaction, and let go of with it) and the server session's pid. */
+static const char *held_answer(PGconn *c, const char *sql)
+{
+	static char got[64];
+	PGresult *r = PQexec(c, sql);
+
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+	snprintf(got, sizeof(got), "%s%s", PQgetvalue(r, 0, 0),
+		 atoi(PQgetvalue(r, 0, 1)) == PQbackendPID(c) ? "" : "|another pid");
+	PQclear(r);
+	return got;
+}
+
+START_TEST(lease_poll_held)
+{
+	PGconn *holder = pgtemp_connect(NULL), *c = pgtemp_connect(NULL);
+	char sql[LEASE_SQL_POLL_MAX];
+
+	ck_assert(lease_sql_poll_held(sql, sizeof(sql), "(" KEY_TEXT ")::bigint"));
+	ck_assert_str_eq(held_answer(c, sql), "t");
+	/* let go of with its transaction: another session takes it at once */
+	ck_assert_int_eq(number(holder, "SELECT pg_try_advisory_lock(" KEY_TEXT ")::int"), 1);
+	ck_assert_str_eq(held_answer(c, sql), "f");
+	exec_ok(holder, "SELECT pg_advisory_unlock(" KEY_TEXT ")");
+	/* the fence's form is not the lock */
+	exec_ok(holder, "SELECT pg_advisory_lock(0, " KEY_TEXT ")");
+	ck_assert_str_eq(held_answer(c, sql), "t");
+	PQfinish(holder);
+	PQfinish(c);
+}
+END_TEST
+
 /* A tick still in the server's future is early: no row. */
 START_TEST(claim_early_tick_inserts_nothing)
 {
@@ -1367,6 +1400,7 @@ static Suite *sql_pg_suite(void)
 	tcase_add_test(t, lease_fence_wait_claim);
 	tcase_add_test(t, lease_ping_nodes);
 	tcase_add_test(t, lease_poll_state);
+	tcase_add_test(t, lease_poll_held);
 	suite_add_tcase(s, t);
 	return s;
 }
