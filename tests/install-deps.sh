@@ -15,7 +15,7 @@ PACKAGES=(
 	libpq-dev libev-dev libinih-dev libsystemd-dev libjansson-dev check
 	libmicrohttpd-dev libcurl4-openssl-dev prometheus
 	postgresql-15 postgresql-client-15 pgbouncer
-	python3 python3-pytest
+	python3 python3-pytest python3-pytest-xdist
 	# the schedule arithmetic: its zones, and the oracle of make schedule-diff
 	tzdata python3-croniter
 	mandoc man-db valgrind

@@ -251,18 +251,23 @@ def killpg_quietly(pgid, sig=signal.SIGKILL):
 
 
 _used_ports = set()
+# pytest-xdist's workers (make check runs one per core): each takes the
+# ports of its own residue, so that two never pick the same free port (of
+# port / 2: Linux gives bind() ports of one parity)
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+_WORKER = int((os.environ.get("PYTEST_XDIST_WORKER") or "gw0")[2:] or 0)
 
 
 def free_port():
     """A currently free TCP port on 127.0.0.1, never the same twice per run."""
-    for _ in range(200):
+    for _ in range(200 * _WORKERS):
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         try:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
         finally:
             s.close()
-        if port not in _used_ports:
+        if port not in _used_ports and (port >> 1) % _WORKERS == _WORKER:
             _used_ports.add(port)
             return port
     raise RuntimeError("no free port")
