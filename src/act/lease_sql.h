@@ -200,17 +200,18 @@ bool lease_sql_parse_ping_nodes(const struct lease_sql_answer *a, int *pid,
  * off. what: the SELECT's columns and FROM. False when it does not fit. */
 #define LEASE_SQL_POLL_MAX 2048
 bool lease_sql_poll(char *buf, size_t len, double statement_timeout, const char *what);
-/* The poll: one row, the sessions that hold the lock (key_sql, an SQL
- * expression of the key), those that wait for it, and the server session
- * that answered (pg_backend_pid). */
-bool lease_sql_poll_state(char *buf, size_t len, double statement_timeout,
-			  const char *key_sql);
-/* The poll that does not count (ELECTION_POLL_COUNT_EVERY): one row,
- * whether the lock was free (pg_try_advisory_xact_lock, let go of at
- * once with its transaction) and the server session that answered. One
- * statement without the SET LOCALs: it waits for nothing (the try takes
- * no other lock, both functions are named with their schema), reads no
- * table, and is bounded by the poll's deadline on the client. */
+/* The poll that counts: one row, the sessions that hold the lock key in
+ * the database of oid db_oid, those that wait for it, and the server
+ * session that answered (pg_backend_pid). The poll that does not count
+ * (ELECTION_POLL_COUNT_EVERY): one row, whether the lock was free
+ * (pg_try_advisory_xact_lock, let go of at once with its transaction)
+ * and the server session; key_sql is an SQL expression of the key. Each
+ * one statement without lease_sql_poll's SET LOCALs, which cost more than
+ * the statement: it reads no table, so waits for no lock and meets no
+ * row security; every function, operator and type is named with its
+ * schema, whatever the server session's search_path; and it is bounded
+ * by the poll's deadline on the client. */
+bool lease_sql_poll_state(char *buf, size_t len, int64_t key, uint32_t db_oid);
 bool lease_sql_poll_held(char *buf, size_t len, const char *key_sql);
 
 /* Copies libpq's message (several lines, maybe verbose) into out as one

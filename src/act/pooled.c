@@ -51,6 +51,8 @@ struct poll {
 	int first_pid, probe_pid; /* what served each connection first; 0 */
 	struct poll_answer found; /* the poll's, told once the probe answered */
 	char key_sql[64];         /* the key as a literal, once known */
+	int64_t key;              /* ... and as a number */
+	uint32_t db_oid;          /* the pooled sessions' database, once checked */
 	ev_timer later;           /* sends from the loop, never from poll_read */
 };
 
@@ -103,7 +105,8 @@ static void send_check(struct poll *p)
 		PQfreemem(lit);
 	}
 	snprintf(what, sizeof(what), "pg_catalog.pg_backend_pid(), "
-		 "pg_catalog.pg_is_in_recovery()%s", name);
+		 "pg_catalog.pg_is_in_recovery(), (SELECT oid FROM pg_catalog.pg_database "
+		 "WHERE datname = pg_catalog.current_database())%s", name);
 	p->phase = PH_CHECKING;
 	send_on(p, &p->conn, what);
 }
@@ -113,8 +116,7 @@ static void send_state(struct poll *p)
 	char sql[POLL_SQL_MAX];
 
 	p->phase = PH_READING;
-	if (!(p->counts ? lease_sql_poll_state(sql, sizeof(sql), p->o.statement_timeout,
-					       p->key_sql)
+	if (!(p->counts ? lease_sql_poll_state(sql, sizeof(sql), p->key, p->db_oid)
 			: lease_sql_poll_held(sql, sizeof(sql), p->key_sql))) {
 		failed(p, FAULT_INTERNAL, false, "poll_dsn: statement too long");
 		return;
@@ -173,19 +175,24 @@ static bool parse_int(const char *s, long long min, long long *v)
 	return !*end && *v >= min;
 }
 
-/* The check's answer: the server's pid and recovery, the name's key. */
+/* The check's answer: the server's pid and recovery, the database's oid,
+ * the name's key. */
 static void checked(struct poll *p, const struct lease_sql_answer *a)
 {
-	int ncols = p->o.lock_name && !p->key_sql[0] ? 3 : 2;
-	long long pid, key;
+	int ncols = p->o.lock_name && !p->key_sql[0] ? 4 : 3;
+	long long pid, oid, key;
 
 	if (a->nrows != 1 || a->ncols != ncols || !parse_int(a->values[0], 1, &pid) ||
-	    !a->values[1] || (ncols == 3 && !parse_int(a->values[2], INT64_MIN, &key))) {
+	    !a->values[1] || !parse_int(a->values[2], 1, &oid) || oid > UINT32_MAX ||
+	    (ncols == 4 && !parse_int(a->values[3], INT64_MIN, &key))) {
 		failed(p, FAULT_PROTOCOL, false, "poll_dsn: unexpected answer to its check");
 		return;
 	}
-	if (ncols == 3)
+	p->db_oid = (uint32_t)oid;
+	if (ncols == 4) {
+		p->key = key;
 		snprintf(p->key_sql, sizeof(p->key_sql), "(%lld)::bigint", key);
+	}
 	if (pid == lease_conn_backend_pid(&p->conn)) {
 		failed(p, FAULT_POOLER, false, "poll_dsn reaches PostgreSQL directly, "
 		       "not through a connection pooler: point it at PgBouncer with "
@@ -331,9 +338,11 @@ struct poll *poll_new(struct ev_loop *loop, const struct poll_options *o,
 		 "%s", POLL_APP_NAME);
 	snprintf(p->probe.application_name, sizeof(p->probe.application_name),
 		 "%s", POLL_APP_NAME);
-	if (!o->lock_name)
+	if (!o->lock_name) {
+		p->key = o->lock_key;
 		snprintf(p->key_sql, sizeof(p->key_sql), "(%" PRId64 ")::bigint",
 			 o->lock_key);
+	}
 	ev_timer_init(&p->later, later_cb, 0, 0);
 	p->later.data = p;
 	return p;

@@ -358,44 +358,32 @@ START_TEST(claim_without_the_lock_inserts_nothing)
 END_TEST
 
 /* The poll through poll_dsn's pooler (DESIGN 15): who holds the lock and
- * how many wait, in one simple-query message; its settings are the
- * transaction's only (SET LOCAL), so that the pooled server session is left
- * as it was: its timeouts, search_path and row_security its own again. */
+ * how many wait, in one statement that sets nothing, so that the pooled
+ * server session is left as it was. */
 static const char *poll_answer(PGconn *c, const char *sql)
 {
 	static char got[64];
 	PGresult *r = PQexec(c, sql);
 
-	ck_assert_msg(PQresultStatus(r) == PGRES_COMMAND_OK, "%s", PQresultErrorMessage(r));
+	ck_assert_msg(PQresultStatus(r) == PGRES_TUPLES_OK, "%s", PQresultErrorMessage(r));
+	snprintf(got, sizeof(got), "%s|%s%s", PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1),
+		 atoi(PQgetvalue(r, 0, 2)) == PQbackendPID(c) ? "" : "|another pid");
 	PQclear(r);
-	/* the last result is COMMIT's: the SELECT's rows were before it */
-	ck_assert(PQsendQuery(c, sql));
-	got[0] = '\0';
-	while ((r = PQgetResult(c)) != NULL) {
-		if (PQresultStatus(r) == PGRES_TUPLES_OK)
-			snprintf(got, sizeof(got), "%s|%s%s", PQgetvalue(r, 0, 0),
-				 PQgetvalue(r, 0, 1), atoi(PQgetvalue(r, 0, 2)) ==
-				 PQbackendPID(c) ? "" : "|another pid");
-		PQclear(r);
-	}
 	return got;
+}
+
+static uint32_t db_oid(PGconn *c)
+{
+	return (uint32_t)number(c, "SELECT oid FROM pg_database WHERE datname = current_database()");
 }
 
 START_TEST(lease_poll_state)
 {
 	PGconn *holder = pgtemp_connect(NULL), *waiter = pgtemp_connect(NULL);
 	PGconn *c = pgtemp_connect(NULL);
-	char sql[LEASE_SQL_POLL_MAX], before[3][64];
-	const char *shown[3] = { "SHOW statement_timeout", "SHOW search_path",
-				 "SHOW lock_timeout" };
+	char sql[LEASE_SQL_POLL_MAX];
 
-	ck_assert(lease_sql_poll_state(sql, sizeof(sql), 2.5, "(" KEY_TEXT ")::bigint"));
-	for (int i = 0; i < 3; i++) {
-		char *v = value(c, shown[i]);
-
-		snprintf(before[i], sizeof(before[i]), "%s", v);
-		free(v);
-	}
+	ck_assert(lease_sql_poll_state(sql, sizeof(sql), KEY, db_oid(c)));
 	ck_assert_str_eq(poll_answer(c, sql), "0|0");
 	exec_ok(holder, "SELECT pg_advisory_lock(" KEY_TEXT ")");
 	/* the fence's form and another key are not the lock */
@@ -407,13 +395,37 @@ START_TEST(lease_poll_state)
 		ck_assert_msg(i < 500, "the waiter never waited");
 		usleep(10000);
 	}
-	for (int i = 0; i < 3; i++) {
-		char *v = value(c, shown[i]);
-
-		ck_assert_str_eq(v, before[i]);
-		free(v);
-	}
+	/* another database's lock of the same key is not this one's */
+	ck_assert(lease_sql_poll_state(sql, sizeof(sql), KEY, db_oid(c) + 1));
+	ck_assert_str_eq(poll_answer(c, sql), "0|0");
 	PQfinish(waiter);
+	PQfinish(holder);
+	PQfinish(c);
+}
+END_TEST
+
+/* A key with both halves (negative: the high one all ones), and a server
+ * session whose search_path puts another schema's = before pg_catalog's:
+ * the poll names every operator with its schema, so it counts the lock. */
+START_TEST(lease_poll_state_hostile_search_path)
+{
+	PGconn *holder = pgtemp_connect(NULL), *c = pgtemp_connect(NULL);
+	char sql[LEASE_SQL_POLL_MAX];
+	const int64_t key = -4242LL * 1000000007LL;
+
+	exec_ok(c, "DROP SCHEMA IF EXISTS poll_evil CASCADE; CREATE SCHEMA poll_evil; "
+		"CREATE FUNCTION poll_evil.yes(text, text) RETURNS boolean LANGUAGE sql "
+		"AS 'SELECT true'; CREATE FUNCTION poll_evil.yes(oid, oid) RETURNS boolean "
+		"LANGUAGE sql AS 'SELECT true'; CREATE OPERATOR poll_evil.= "
+		"(FUNCTION = poll_evil.yes, LEFTARG = text, RIGHTARG = text); "
+		"CREATE OPERATOR poll_evil.= (FUNCTION = poll_evil.yes, LEFTARG = oid, "
+		"RIGHTARG = oid); SET search_path = poll_evil, pg_catalog");
+	ck_assert(lease_sql_poll_state(sql, sizeof(sql), key, db_oid(c)));
+	exec_ok(holder, "SELECT pg_advisory_lock(0, 1)"); /* another lock */
+	ck_assert_str_eq(poll_answer(c, sql), "0|0");
+	exec_ok(holder, "SELECT pg_advisory_lock(-4242::bigint * 1000000007)");
+	ck_assert_str_eq(poll_answer(c, sql), "1|0");
+	exec_ok(c, "RESET search_path; DROP SCHEMA poll_evil CASCADE");
 	PQfinish(holder);
 	PQfinish(c);
 }
@@ -1400,6 +1412,7 @@ static Suite *sql_pg_suite(void)
 	tcase_add_test(t, lease_fence_wait_claim);
 	tcase_add_test(t, lease_ping_nodes);
 	tcase_add_test(t, lease_poll_state);
+	tcase_add_test(t, lease_poll_state_hostile_search_path);
 	tcase_add_test(t, lease_poll_held);
 	suite_add_tcase(s, t);
 	return s;
