@@ -103,6 +103,8 @@ struct job {
 	int64_t regained;           /* the server's ms the lock came back with a
 				     * new session (failsafe), for the plan
 				     * after it; INT64_MIN: none */
+	int64_t first_planned;      /* the server's ms this term first planned
+				     * the job, which had no row; INT64_MIN */
 	int64_t queued;             /* DESIGN 13, overlap: the tick that runs
 				     * once the run going on ends; INT64_MIN:
 				     * none */
@@ -937,6 +939,16 @@ static void first_plan(struct job *jb, const struct jobs_answer *a)
 {
 	jb->planned = true;
 	jb->last_handled = a->last_tick;
+	/* a job without a row, planned again after a regain (lock_pid): its
+	 * ticks since this term first planned it were this node's, their
+	 * claims and records refused with the old session; from there, not
+	 * from now, or they were lost without a row (sim --jobs seed 2022487:
+	 * a job's first claims stuck behind another session's lock on the
+	 * terms row while the lock session was ended) */
+	if (jb->regained == INT64_MIN)
+		jb->first_planned = a->last_tick == INT64_MIN ? db_now(jb->owner) : INT64_MIN;
+	else if (a->last_tick == INT64_MIN)
+		jb->last_handled = jb->first_planned;
 	if (a->last_success > 0)
 		jb->view.last_success = (double)a->last_success / 1000;
 	plan_and_run(jb, INT64_MIN);
@@ -2423,6 +2435,7 @@ static bool job_init(struct jobs_state *j, struct job *jb, size_t i,
 	jb->resumed_at = INT64_MIN;
 	jb->queued = INT64_MIN;
 	jb->regained = INT64_MIN;
+	jb->first_planned = INT64_MIN;
 	jb->view.name = cfg->name;
 	jb->view.timezone = cfg->timezone;
 	if (cfg->schedule) {

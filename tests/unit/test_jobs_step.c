@@ -1258,6 +1258,51 @@ START_TEST(test_regain_plan_runs_what_fell_since)
 END_TEST
 
 
+/* Sim --jobs seed 2022487: a job without a row in the ledger, back from
+ * failsafe while its first claim waited (refused then with the old
+ * session): the plan after the regain starts where this term first
+ * planned it, not at the server's now, so that the ticks that fell
+ * meanwhile are recorded (the one before the regain missed, those since
+ * skipped but the newest, which runs) instead of lost without a row. */
+START_TEST(test_regain_without_a_row_keeps_its_ticks)
+{
+	struct jobs_answer a = ok_at(T0 + 10 * S);
+	const struct jobs_action *c;
+
+	load("missed = skip\n");
+	lead(INT64_MIN, INT64_MIN); /* no row: planned from T0 */
+	ck_assert_int_eq(count(JOBS_DO_CLAIM, tick_job), 0);
+	now += 10;
+	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
+				  .timer = JOBS_TIMER_TICK });
+	ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, 0)->tick, T0 + 10 * S);
+	now += 1;
+	step((struct jobs_event){ .type = JOBS_EV_LOCK_PID, .job = -1, .lock_pid = 222 });
+	ck_assert_ptr_nonnull(find(JOBS_DO_LAST, tick_job, 0));
+	now += 24;
+	a.holder = false; /* the old session's claim */
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+	answer(JOBS_EV_LAST, tick_job, ok_at(T0 + 35 * S)); /* still no row */
+	c = find(JOBS_DO_CLAIM, tick_job, 0);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(c->record);
+	ck_assert_int_eq(c->tick, T0 + 10 * S);
+	ck_assert_int_eq(c->outcome, JOBS_MISSED);
+	c = find(JOBS_DO_CLAIM, tick_job, 1);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(c->record);
+	ck_assert_int_eq(c->tick, T0 + 20 * S);
+	ck_assert_int_eq(c->outcome, JOBS_SKIPPED);
+	c = find(JOBS_DO_CLAIM, tick_job, 2);
+	ck_assert_ptr_nonnull(c);
+	ck_assert(!c->record);
+	ck_assert_int_eq(c->tick, T0 + 30 * S);
+	ck_assert_int_eq(c->term.lock_pid, 222);
+	unload();
+}
+END_TEST
+
+
 /* Finding 15: a plan that records missed ticks queues none of its own
  * (a tick queued below recorded ones would be lost with the lead): the
  * due ticks that do not run are recorded, skipped or missed, at once. */
@@ -1321,6 +1366,7 @@ int main(void)
 	tcase_add_test(tc, test_overlap_replace_spares_a_manual_run);
 	tcase_add_test(tc, test_trigger_paused);
 	tcase_add_test(tc, test_regain_plan_runs_what_fell_since);
+	tcase_add_test(tc, test_regain_without_a_row_keeps_its_ticks);
 	tcase_add_test(tc, test_catch_up_queues_nothing);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
