@@ -1325,6 +1325,21 @@ static bool event_worth_saying(const struct election_event *ev)
 
 /* One step of a node's election, as supervisor.c's drain (or a peer's
  * claim) takes it: in the trace, and a START_CHILD checked first. */
+/* DESIGN 9: a leader frozen or stalled past its lease (server_lease after
+ * its last ping reply; without one, the pings' detection and the grace
+ * period) does not keep its term in failsafe: the lock may have passed. */
+static void check_failsafe_entry(const struct node *n, const struct election *e,
+				 enum election_state before, double now)
+{
+	const struct election_params *p = &e->p;
+	double end = e->last_reply_at + (p->server_lease > 0 ? p->server_lease
+		: p->ping_interval * p->ping_failures + p->ping_timeout + p->grace_period);
+
+	if (before != ELECTION_FAILSAFE && e->state == ELECTION_FAILSAFE && now > end)
+		fail_at(1u << n->i, "%s: keeps its term in failsafe %.3fs after its lease "
+			"ran out (DESIGN 9)", n->name, now - end);
+}
+
 void __wrap_election_step(struct election *e, const struct election_event *ev,
 			  double now, struct election_output *out)
 {
@@ -1344,6 +1359,7 @@ void __wrap_election_step(struct election *e, const struct election_event *ev,
 		    election_state_name(before), election_state_name(e->state), acts);
 	if (out->actions & ELECTION_DO_START_CHILD)
 		check_start(n);
+	check_failsafe_entry(n, e, before, now);
 }
 
 /* ---- pgleader processes: boot, exit, kill -9, freeze ---------------------- */
