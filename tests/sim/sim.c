@@ -633,11 +633,8 @@ static void schedule_triggers(void)
 
 static void setup(uint64_t seed)
 {
-	struct knobs k;
+	struct knobs k = { 0 }; /* what is not picked (overlap: skip) is 0 */
 
-	/* what pick_knobs leaves, the overlap of the --jobs seeds among it,
-	 * is zero (skip), never the stack's garbage: the checks read it */
-	memset(&k, 0, sizeof(k));
 	teardown();
 	n_heap = 0;
 	seq_no = 0;
