@@ -1215,6 +1215,35 @@ START_TEST(test_trigger_paused)
 END_TEST
 
 
+/* The plan after a regain (lock session pid 222): tick missed recorded
+ * missed, the next skipped, the one after run, in that order. */
+static void ck_regain_plan(int64_t missed)
+{
+	const struct jobs_action *c;
+
+	for (int i = 0; i < 3; i++) {
+		c = find(JOBS_DO_CLAIM, tick_job, i);
+		ck_assert_ptr_nonnull(c);
+		ck_assert_int_eq(c->record, i < 2);
+		ck_assert_int_eq(c->tick, missed + i * 10 * S);
+		if (i < 2)
+			ck_assert_int_eq(c->outcome, i == 0 ? JOBS_MISSED : JOBS_SKIPPED);
+	}
+	ck_assert_int_eq(c->term.lock_pid, 222);
+}
+
+/* Back from failsafe (lock session pid 222) a second after a claim went
+ * out; 24 s later that claim, the old session's, is refused (a). */
+static void regained_old_claim_refused(struct jobs_answer a)
+{
+	now += 1;
+	step((struct jobs_event){ .type = JOBS_EV_LOCK_PID, .job = -1, .lock_pid = 222 });
+	ck_assert_ptr_nonnull(find(JOBS_DO_LAST, tick_job, 0));
+	now += 24;
+	a.holder = false;
+	answer(JOBS_EV_CLAIMED, tick_job, a);
+}
+
 /* Finding 14: back from failsafe (a new lock session), the plan from the
  * ledger's newest row runs the newest tick that fell since the lock came
  * back and records the others since skipped (they fell while this node
@@ -1223,34 +1252,14 @@ END_TEST
 START_TEST(test_regain_plan_runs_what_fell_since)
 {
 	struct jobs_answer a = ok_at(T0 + 25 * S);
-	const struct jobs_action *c;
 
 	load("missed = skip\n");
 	lead(T0 - 10 * S, INT64_MIN); /* T0's claim goes out */
-	now += 1;
-	step((struct jobs_event){ .type = JOBS_EV_LOCK_PID, .job = -1, .lock_pid = 222 });
-	ck_assert_ptr_nonnull(find(JOBS_DO_LAST, tick_job, 0));
-	now += 24;
-	a.holder = false; /* the old session's claim */
-	answer(JOBS_EV_CLAIMED, tick_job, a);
+	regained_old_claim_refused(a);
 	a = ok_at(T0 + 25 * S);
 	a.last_tick = T0 - 10 * S;
 	answer(JOBS_EV_LAST, tick_job, a);
-	c = find(JOBS_DO_CLAIM, tick_job, 0);
-	ck_assert_ptr_nonnull(c);
-	ck_assert(c->record);
-	ck_assert_int_eq(c->tick, T0);
-	ck_assert_int_eq(c->outcome, JOBS_MISSED);
-	c = find(JOBS_DO_CLAIM, tick_job, 1);
-	ck_assert_ptr_nonnull(c);
-	ck_assert(c->record);
-	ck_assert_int_eq(c->tick, T0 + 10 * S);
-	ck_assert_int_eq(c->outcome, JOBS_SKIPPED);
-	c = find(JOBS_DO_CLAIM, tick_job, 2);
-	ck_assert_ptr_nonnull(c);
-	ck_assert(!c->record);
-	ck_assert_int_eq(c->tick, T0 + 20 * S);
-	ck_assert_int_eq(c->term.lock_pid, 222);
+	ck_regain_plan(T0);
 	ck_assert(said("1 tick missed while no node led (newest 2027-01-15T08:00:00Z)"));
 	ck_assert(said("1 tick skipped while the claim of an older one waited"));
 	unload();
@@ -1267,7 +1276,6 @@ END_TEST
 START_TEST(test_regain_without_a_row_keeps_its_ticks)
 {
 	struct jobs_answer a = ok_at(T0 + 10 * S);
-	const struct jobs_action *c;
 
 	load("missed = skip\n");
 	lead(INT64_MIN, INT64_MIN); /* no row: planned from T0 */
@@ -1276,28 +1284,9 @@ START_TEST(test_regain_without_a_row_keeps_its_ticks)
 	step((struct jobs_event){ .type = JOBS_EV_TIMER, .job = tick_job,
 				  .timer = JOBS_TIMER_TICK });
 	ck_assert_int_eq(find(JOBS_DO_CLAIM, tick_job, 0)->tick, T0 + 10 * S);
-	now += 1;
-	step((struct jobs_event){ .type = JOBS_EV_LOCK_PID, .job = -1, .lock_pid = 222 });
-	ck_assert_ptr_nonnull(find(JOBS_DO_LAST, tick_job, 0));
-	now += 24;
-	a.holder = false; /* the old session's claim */
-	answer(JOBS_EV_CLAIMED, tick_job, a);
+	regained_old_claim_refused(a);
 	answer(JOBS_EV_LAST, tick_job, ok_at(T0 + 35 * S)); /* still no row */
-	c = find(JOBS_DO_CLAIM, tick_job, 0);
-	ck_assert_ptr_nonnull(c);
-	ck_assert(c->record);
-	ck_assert_int_eq(c->tick, T0 + 10 * S);
-	ck_assert_int_eq(c->outcome, JOBS_MISSED);
-	c = find(JOBS_DO_CLAIM, tick_job, 1);
-	ck_assert_ptr_nonnull(c);
-	ck_assert(c->record);
-	ck_assert_int_eq(c->tick, T0 + 20 * S);
-	ck_assert_int_eq(c->outcome, JOBS_SKIPPED);
-	c = find(JOBS_DO_CLAIM, tick_job, 2);
-	ck_assert_ptr_nonnull(c);
-	ck_assert(!c->record);
-	ck_assert_int_eq(c->tick, T0 + 30 * S);
-	ck_assert_int_eq(c->term.lock_pid, 222);
+	ck_regain_plan(T0 + 10 * S);
 	unload();
 }
 END_TEST
