@@ -425,10 +425,10 @@ struct election_params {
  * each on a session just opened, may not see one another). A free lock
  * is tried at once. */
 #define ELECTION_JOIN_SPREAD 1.0
-/* poll_dsn: a polling standby's poll counts the lock's queue (pg_locks,
- * a tenth of a millisecond or more of the server's CPU each) only every
+/* poll_dsn: a polling standby's poll counts the lock's queue
+ * (pg_lock_status(), 0.15 ms of the server's CPU or more) only every
  * ELECTION_POLL_COUNT_EVERY-th time; the others ask whether the lock is
- * held (pg_try_advisory_xact_lock, a few microseconds), so that a leader
+ * held (pg_try_advisory_xact_lock, a quarter of that), so that a leader
  * killed with every queued standby is still followed within
  * retry_interval. What waits longer is the queue's refill by a fleet too
  * small to have a poll counting every moment: within this many
