@@ -617,20 +617,24 @@ static unsigned alive_of(int j)
 	return m;
 }
 
-static bool could_queue(const struct node *n)
+/* A standby that may ask for the lock: running, not holding off after a
+ * switchover, of priority above 0. */
+static bool may_ask(const struct node *n)
 {
 	return n->up && !n->frozen && n->el->state == ELECTION_STANDBY &&
-	       n->lock.phase != PH_CLOSED && n->lock.phase != PH_CONNECTING &&
 	       n->el->hold_until <= n->el->snap.now && n->el->p.priority > 0;
+}
+
+static bool could_queue(const struct node *n)
+{
+	return may_ask(n) && n->lock.phase != PH_CLOSED && n->lock.phase != PH_CONNECTING;
 }
 
 /* poll_dsn: a standby that polls through the pooler (its polls
  * answered) could queue too, within QUEUE_EMPTY_POOLED_BOUND */
 static bool could_queue_pooled(const struct node *n)
 {
-	return n->up && !n->frozen && n->el->state == ELECTION_STANDBY &&
-	       n->el->pooled && n->el->poll_ok &&
-	       n->el->hold_until <= n->el->snap.now && n->el->p.priority > 0;
+	return may_ask(n) && n->el->pooled && n->el->poll_ok;
 }
 
 double queue_empty_since; /* INFINITY: not empty, or no matter */
