@@ -1459,3 +1459,21 @@ if __name__ == "__main__":
     finally:
         c.destroy()
         _cleanup_template()
+
+
+def kill9_all(nodes):
+    """kill -9 of nodes (Pgleader processes) at once: each is stopped
+    (SIGSTOP) before any is killed, so that none acts on another's death
+    (a queued standby granted the lock of a leader killed before it, and
+    starting its command) before its own. Returns the time of the kills."""
+    for p in nodes:
+        assert p.running(), "%s exited by itself:\n%s" % (p.name, tail(p.text(), 20))
+        p.remember_descendants()
+    for p in nodes:
+        os.kill(p.pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    for p in nodes:
+        os.kill(p.pid, signal.SIGKILL)
+    for p in nodes:
+        assert p.wait(10) == -signal.SIGKILL
+    return t0

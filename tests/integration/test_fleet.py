@@ -3,8 +3,6 @@ lock's queue, the others poll; a kill -9 of the leader still fails over in
 milliseconds while a queued standby lives, within retry_interval when the
 queued ones die with it; priorities choose who queues."""
 
-import os
-import signal
 import time
 
 import pgharness as h
@@ -46,15 +44,6 @@ def sessions_per_node(pg):
     return out
 
 
-def kill9_all(nodes):
-    t0 = time.monotonic()
-    for p in nodes:
-        assert p.running(), "%s exited by itself:\n%s" % (p.name, h.tail(p.text(), 20))
-        p.remember_descendants()
-        os.kill(p.pid, signal.SIGKILL)
-    for p in nodes:
-        assert p.wait(10) == -signal.SIGKILL
-    return t0
 
 
 def started_after(ledger, nodes, t0, timeout):
@@ -87,7 +76,7 @@ def test_queue_depth_and_kill9(pg, fleet, ledger, lock_key):
 
     # kill -9 of the leader: a queued standby takes over in milliseconds
     queued = [a.split("/", 1)[1] for a in last]
-    t0 = kill9_all([leader])
+    t0 = h.kill9_all([leader])
     s = started_after(ledger, set(names), t0, h.FAST_RETRY + 3)
     assert s.node in queued
     assert s.time - t0 < bound(1.0), "started %.3fs after kill -9" % (s.time - t0)
@@ -102,7 +91,7 @@ def test_queue_depth_and_kill9(pg, fleet, ledger, lock_key):
     # standby takes over within retry_interval
     queued = [a.split("/", 1)[1] for a in last]
     dead = {new_leader, *queued}
-    t0 = kill9_all([nodes[n] for n in dead])
+    t0 = h.kill9_all([nodes[n] for n in dead])
     s = started_after(ledger, set(names) - dead, t0, h.FAST_RETRY + 5)
     took = s.time - t0
     assert took < bound(h.FAST_RETRY + 1.0), "started %.3fs after kill -9 (retry_interval %.1fs)" % (
@@ -137,7 +126,7 @@ def test_priorities_choose_the_queue(pg, fleet, ledger, lock_key):
     # and stay there
     m, last = watch_queue(pg, lock_key, bound(2 * h.FAST_RETRY + 0.5))
     assert m <= DEPTH and last == want, last
-    t0 = kill9_all([leader])
+    t0 = h.kill9_all([leader])
     s = started_after(ledger, set(high), t0, h.FAST_RETRY + 3)
     assert s.time - t0 < bound(1.0), "started %.3fs after kill -9" % (s.time - t0)
 
@@ -200,7 +189,7 @@ def test_large_lock_table_counts_less(request, workdir, ledger, lock_key):
         for _ in range(4):
             queued = [a.split("/", 1)[1] for a in waiter_names(pg, lock_key)]
             assert len(queued) == DEPTH, queued
-            t0 = kill9_all([nodes.pop(current)])
+            t0 = h.kill9_all([nodes.pop(current)])
             s = started_after(ledger, set(nodes), t0, h.FAST_RETRY + 3)
             assert s.node in queued, "%s took over, not one of the queue %s" % (
                 s.node, queued)
@@ -211,7 +200,7 @@ def test_large_lock_table_counts_less(request, workdir, ledger, lock_key):
         # takes over within retry_interval, its plain try enough
         queued = [a.split("/", 1)[1] for a in waiter_names(pg, lock_key)]
         dead = {current, *queued}
-        t0 = kill9_all([nodes[n] for n in dead])
+        t0 = h.kill9_all([nodes[n] for n in dead])
         s = started_after(ledger, set(nodes) - dead, t0, h.FAST_RETRY + 5)
         assert s.time - t0 < bound(h.FAST_RETRY + 1.0), "started %.3fs after kill -9" % (
             s.time - t0)

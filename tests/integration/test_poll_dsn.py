@@ -6,8 +6,6 @@ the queued standbys die with it). A poll_dsn that is no transaction pooler
 in front of a primary is refused with one line and exit code 78; its
 password shows nowhere."""
 
-import os
-import signal
 import time
 
 import pytest
@@ -55,15 +53,6 @@ def watch(pg, bouncer, key, seconds, until=None):
     return most, last, counts
 
 
-def kill9_all(nodes):
-    t0 = time.monotonic()
-    for p in nodes:
-        assert p.running(), "%s exited by itself:\n%s" % (p.name, h.tail(p.text(), 20))
-        p.remember_descendants()
-        os.kill(p.pid, signal.SIGKILL)
-    for p in nodes:
-        assert p.wait(10) == -signal.SIGKILL
-    return t0
 
 
 def started_after(ledger, nodes, t0, timeout):
@@ -99,7 +88,7 @@ def test_fleet_through_pooler(pg, pgbouncer, fleet, ledger, lock_key):
 
     # kill -9 of the leader: a queued standby takes over in milliseconds
     queued = [a.split("/", 1)[1] for a in last]
-    t0 = kill9_all([nodes.pop("n00")])
+    t0 = h.kill9_all([nodes.pop("n00")])
     s = started_after(ledger, set(nodes), t0, h.FAST_RETRY + 3)
     assert s.node in queued, (s.node, queued)
     assert s.time - t0 < bound(1.0), "started %.3fs after kill -9" % (s.time - t0)
@@ -115,7 +104,7 @@ def test_fleet_through_pooler(pg, pgbouncer, fleet, ledger, lock_key):
     # retry_interval
     queued = [a.split("/", 1)[1] for a in last]
     dead = {s.node, *queued}
-    t0 = kill9_all([nodes.pop(n) for n in dead])
+    t0 = h.kill9_all([nodes.pop(n) for n in dead])
     s = started_after(ledger, set(nodes), t0, h.FAST_RETRY + 5)
     took = s.time - t0
     assert took < bound(h.FAST_RETRY + 1.0), "started %.3fs after kill -9 (retry_interval %.1fs)" % (
