@@ -1448,19 +1448,6 @@ server_check_delay = 0
             shutil.rmtree(self.base, ignore_errors=True)
 
 
-if __name__ == "__main__":
-    # A smoke run: python3 tests/integration/pgharness.py
-    c = PgCluster("smoke")
-    try:
-        t = time.monotonic()
-        c.start()
-        print("started %r in %.2fs" % (c, time.monotonic() - t))
-        print(c.psql("SELECT version()")[0][0])
-    finally:
-        c.destroy()
-        _cleanup_template()
-
-
 def kill9_all(nodes):
     """kill -9 of nodes (Pgleader processes) at once: each is stopped
     (SIGSTOP) before any is killed, so that none acts on another's death
@@ -1477,3 +1464,16 @@ def kill9_all(nodes):
     for p in nodes:
         assert p.wait(10) == -signal.SIGKILL
     return t0
+
+
+if __name__ == "__main__":
+    # A smoke run: python3 tests/integration/pgharness.py
+    c = PgCluster("smoke")
+    try:
+        t = time.monotonic()
+        c.start()
+        print("started %r in %.2fs" % (c, time.monotonic() - t))
+        print(c.psql("SELECT version()")[0][0])
+    finally:
+        c.destroy()
+        _cleanup_template()
