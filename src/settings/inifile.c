@@ -15,6 +15,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Debian's inih (libinih1 55) reads these at run time: a heap buffer of
+ * ini_initial_alloc bytes in place of 200 on the stack. Weak, so that a
+ * build against an inih without them links, and keeps inih's limit. */
+extern int ini_max_line, ini_initial_alloc;
+extern bool ini_use_stack;
+#pragma weak ini_max_line
+#pragma weak ini_initial_alloc
+#pragma weak ini_use_stack
+
 struct reader {
 	const struct inifile_spec *spec;
 	char *current; /* the section being read; NULL before the first */
@@ -158,18 +167,20 @@ static int check_section(struct reader *r, char *start)
 }
 
 /* inih's own reader would cut a long line in two and parse the rest as a
- * new line; this one refuses it, counts lines for messages and checks
- * section names. */
+ * new line; this one refuses a line longer than INIFILE_LINE_MAX (or than
+ * inih's buffer), counts lines for messages and checks section names. */
 static char *read_line_cb(char *buf, int size, void *stream)
 {
 	struct reader *r = stream;
+	size_t limit = (size_t)size - 1 < INIFILE_LINE_MAX ? (size_t)size - 1
+							   : INIFILE_LINE_MAX;
 	char *line, *start;
 
 	if (r->failed || !(line = next_line(r)))
 		return NULL;
-	if (strlen(line) > (size_t)size - 1) {
-		fail(r, "%s:%d: line is longer than %d characters", r->path, r->line,
-		     size - 1);
+	if (strlen(line) > limit) {
+		fail(r, "%s:%d: line is longer than %zu characters", r->path, r->line,
+		     limit);
 		return NULL;
 	}
 	start = line;
@@ -203,9 +214,32 @@ static int ini_handler_cb(void *user, const char *section, const char *name,
 	return !r->failed;
 }
 
+/* inih's buffer must hold the line, its line end and a NUL: the reader
+ * passes on no line end, so a buffer of INIFILE_LINE_MAX + 3 lets through
+ * one more than the limit, which the reader refuses. The settings are put
+ * back, for any other reader in the process. */
+static int parse_raised(struct reader *r)
+{
+	int max_line, initial_alloc, result;
+	bool use_stack;
+
+	if (!&ini_max_line || !&ini_initial_alloc || !&ini_use_stack)
+		return ini_parse_stream(read_line_cb, r, ini_handler_cb, r);
+	max_line = ini_max_line;
+	initial_alloc = ini_initial_alloc;
+	use_stack = ini_use_stack;
+	ini_max_line = ini_initial_alloc = INIFILE_LINE_MAX + 3;
+	ini_use_stack = false;
+	result = ini_parse_stream(read_line_cb, r, ini_handler_cb, r);
+	ini_max_line = max_line;
+	ini_initial_alloc = initial_alloc;
+	ini_use_stack = use_stack;
+	return result;
+}
+
 static int parse(struct reader *r)
 {
-	int first_error = ini_parse_stream(read_line_cb, r, ini_handler_cb, r);
+	int first_error = parse_raised(r);
 
 	/* inih goes on after its own syntax errors, and reports only the
 	 * line; ours stop the reader, so an earlier inih line came first. */

@@ -9,6 +9,11 @@
 /* A larger file is refused, never read whole. */
 #define INIFILE_MAX (1024 * 1024)
 
+/* The longest line, in characters without its line end: a command line's
+ * single argument may be as long on Linux (MAX_ARG_STRLEN). An inih
+ * without Debian's run-time settings keeps its own 199. */
+#define INIFILE_LINE_MAX (128 * 1024)
+
 /* What to read. Callbacks return 0 to go on, or -1 to stop, having
  * written the message themselves. */
 struct inifile_spec {
