@@ -33,7 +33,10 @@ class Row:
         return pytest.param(self, id=self.id, marks=list(self.marks))
 
 
-LONG_DSN = "host=127.0.0.1 dbname=postgres application_name=" + "x" * 220
+# A line of the file holds 128 KiB (pgleader.conf(5)); one character more
+# is refused. A line past inih's own 199 is read whole.
+LONG_DSN = "host=127.0.0.1 dbname=postgres application_name=" + "x" * (128 * 1024)
+PADDED = " connect_timeout=10" * 15
 
 ROWS = [
     Row("child-exit-0", 0, job=dict(exit_code=0, after=0.2), log=r"command exited with status 0",
@@ -67,7 +70,10 @@ ROWS = [
     Row("config-bad-value-78", 78, raw=["-c", "{config}", "--", "true"],
         config="[pgleader]\n\n\nping_failures = many\n", log=r"pgleader\.conf:4"),
     Row("config-long-line-78", 78, raw=["-c", "{config}", "--", "true"],
-        config="[pgleader]\ndsn = %s\n" % LONG_DSN, log=r"pgleader\.conf:2"),
+        config="[pgleader]\ndsn = %s\n" % LONG_DSN,
+        log=r"pgleader\.conf:2: line is longer than 131072 characters"),
+    Row("config-line-past-199-0", 0, raw=["-c", "{config}", "--", "true"],
+        config="[pgleader]\ndsn = {dsn}%s\n" % PADDED, log=r"command exited with status 0"),
     Row("config-no-command-78", 78, raw=["-c", "{config}"],
         config="[pgleader]\ndsn = {dsn}\n", log=r"pgleader\.conf"),
     Row("env-bad-value-78", 78, env={"PGLEADER_PING_FAILURES": "many"}, log=r"PGLEADER_PING_FAILURES",
