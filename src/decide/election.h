@@ -401,14 +401,17 @@ struct election_params {
  * count_every-th time: one per ELECTION_COUNT_SLOTS slots of the lock
  * table the last count said (max_locks_per_transaction times
  * max_connections plus max_prepared_transactions), at least 1 and at most
- * ELECTION_COUNT_EVERY_MAX. PostgreSQL's defaults up to 256 connections:
+ * ELECTION_COUNT_EVERY_MAX. PostgreSQL's defaults up to 128 connections:
  * every try, as before; a fleet of 1,000 on max_connections 2,050: every
- * 8th. Every try still asks for the lock: a leader killed with every
- * queued standby is followed within retry_interval; what waits longer is
- * only the queue's refill, by the standby ranked first among the polling
- * ones (DESIGN 15). */
-#define ELECTION_COUNT_SLOTS 16384
-#define ELECTION_COUNT_EVERY_MAX 8
+ * 16th. A count costs the server in proportion to that size (pg_locks
+ * walks the predicate lock table too, as large), so that the counts cost
+ * the same per standby at any size: at 1,000 nodes one in 8 was still
+ * half of the server's time. Every try still asks for the lock: a leader
+ * killed with every queued standby is followed within retry_interval;
+ * what waits longer is only the queue's refill, by the standby ranked
+ * first among the polling ones (DESIGN 15). */
+#define ELECTION_COUNT_SLOTS 8192
+#define ELECTION_COUNT_EVERY_MAX 16
 /* ... but a polling standby that its last ranking found next in line
  * (fewer than ELECTION_RANK_LIMIT standbys queued or ranked before it)
  * counts with every try: the queue's refill after a failover waits for

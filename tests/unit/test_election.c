@@ -961,7 +961,7 @@ static const struct {
 	{ 6400, 1 },                           /* PostgreSQL's defaults */
 	{ ELECTION_COUNT_SLOTS, 1 },
 	{ ELECTION_COUNT_SLOTS + 1, 2 },
-	{ 64 * 650, 3 },                       /* 600 connections and more */
+	{ 64 * 650, 6 },                       /* 600 connections and more */
 	{ 64 * 2050, ELECTION_COUNT_EVERY_MAX }, /* 2,050: the bench at 1,000 */
 	{ 2147483647, ELECTION_COUNT_EVERY_MAX },
 };
@@ -996,6 +996,50 @@ START_TEST(test_polling_counts_every_nth_try)
 	/* the count found room: queue at once, the fence session open again */
 	ck_actions(busy_slots(&M, 2, count_rows[_i].slots, t),
 		   ELECTION_DO_WAIT_LOCK | ELECTION_DO_FENCE_CONNECT);
+	ck_assert(!M.polling);
+}
+END_TEST
+
+/* A polling standby reads the controls, which it only shows, as often as
+ * it counts the queue: one read per count_every retry_intervals, not one
+ * per try; queued again, at once and then every retry_interval (DESIGN
+ * 15). */
+START_TEST(test_polling_reads_controls_as_often_as_it_counts)
+{
+	const int slots = 64 * 2050, every = ELECTION_COUNT_EVERY_MAX;
+	double t = 0.25, end = t + 3 * every * 5 + JUST;
+	int reads = 0, tries = 0;
+
+	to_standby(&M, &defaults, 0);
+	ck_actions(busy_slots(&M, 3, slots, t), ELECTION_DO_FENCE_CLOSE);
+	ck_assert(M.polling);
+	while ((t = election_next_wakeup(&M, t)) < end) {
+		struct election_output out = tick(&M, t);
+
+		reads += !!(out.actions & (ELECTION_DO_CONTROLS_READ |
+					   ELECTION_DO_LOCK_CONTROLS_READ));
+		if (out.actions & ELECTION_DO_TRY_LOCK) {
+			bool plain = out.actions & ELECTION_DO_PLAIN_TRY;
+
+			tries++;
+			out.actions &= ~(ELECTION_DO_TRY_LOCK | ELECTION_DO_PLAIN_TRY |
+					 ELECTION_DO_RANK_QUEUE);
+			answer_all(&M, &out, t);
+			/* the queue stays full: counted or not, it polls on */
+			busy_ranked(&M, plain ? -1 : 3, slots, !plain, t);
+		} else {
+			answer_all(&M, &out, t);
+		}
+		ck_assert(M.polling);
+	}
+	ck_assert_int_ge(tries, 3 * every - 1);
+	ck_assert_int_le(reads, 3 + 1);
+	ck_assert_int_ge(reads, 3 - 1);
+	/* the count found room: it queues, the controls read on its fence
+	 * session as a queued standby's are, every retry_interval */
+	t += 5;
+	ck_actions(busy_slots(&M, 2, slots, t), ELECTION_DO_WAIT_LOCK |
+		   ELECTION_DO_FENCE_CONNECT | ELECTION_DO_CONTROLS_READ);
 	ck_assert(!M.polling);
 }
 END_TEST
@@ -4650,6 +4694,7 @@ static void add_standby_case(Suite *s)
 	tcase_add_test(tc, test_queued_standby_rechecks);
 	tcase_add_test(tc, test_polling_closes_fence_after_read);
 	tcase_add_loop_test(tc, test_polling_counts_every_nth_try, 0, ROWS(count_rows));
+	tcase_add_test(tc, test_polling_reads_controls_as_often_as_it_counts);
 	tcase_add_test(tc, test_count_on_new_session);
 	tcase_add_test(tc, test_pooled_start_polls);
 	tcase_add_test(tc, test_pooled_counts_every);
