@@ -52,15 +52,15 @@
  * lock, by its tag's priority, then by arrival: backend_start, pid),
  * counted up to $4 (ELECTION_RANK_LIMIT: a few times queue_depth) only:
  * all that matters is whether there are queue_depth, and whether this
- * standby is next in line after them. The tags are matched only on the sessions whose statement
- * names the key (LIKE before the regular expression), and only until $4
- * are found: at a thousand nodes a full ranking costs the server tens of
- * milliseconds. A pgleader session that has sent no statement yet (its
- * query still '') ranks as one of priority 1 would (a condition of its
- * own, on the session alone, so that the expression is still matched
- * only on the sessions that pass it): it may be a standby
- * that a poll through poll_dsn sent to try the lock at the same moment as
- * this one (DESIGN 15), and two that each ranked before the other could
+ * standby is next in line after them. A standby's tag is matched with
+ * LIKE (the key, then the tag's end or " priority "), the regular
+ * expression run only on a tag that gives a priority, and only until $4
+ * are found: at a thousand nodes, the expression on every session made a
+ * ranking cost the server 45 ms, 9 ms without (most of it
+ * pg_stat_get_activity itself). A pgleader session that has sent no
+ * statement yet (its query still '') ranks as one of priority 1 would: it
+ * may be a standby that a poll through poll_dsn sent to try the lock at
+ * the same moment as this one (DESIGN 15), and two that each ranked before the other could
  * both queue. $1 the key, $2 the node's priority, $3 WIRE_TAG_RE, $4
  * queue_depth. One row: the count. */
 #define LEASE_SQL_QUEUE_RANK \
@@ -71,14 +71,15 @@
 	" pg_catalog.pg_database WHERE datname = pg_catalog.current_database())" \
 	" AND pid <> pg_catalog.pg_backend_pid() UNION ALL SELECT a.pid FROM" \
 	" pg_catalog.pg_stat_get_activity(NULL) a," \
-	" pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) m," \
-	" pg_catalog.regexp_match(a.query, $3::text) t WHERE a.pid <> m.pid AND" \
-	" a.application_name LIKE '" WIRE_APP_PREFIX "%' AND (a.query = '' OR" \
-	" a.query LIKE '%pgleader lock ' || $1::text || '%') AND (a.query = ''" \
-	" OR (t[1] = 'lock' AND t[2] = $1::text AND t[3] IS NULL)) AND" \
-	" a.wait_event_type IS" \
-	" DISTINCT FROM 'Lock' AND (COALESCE(t[4]::int, 1), m.backend_start," \
-	" m.pid) > ($2::int, a.backend_start, a.pid) LIMIT $4::int) r"
+	" pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) m" \
+	" WHERE a.pid <> m.pid AND a.application_name LIKE '" WIRE_APP_PREFIX \
+	"%' AND (a.query = '' OR a.query LIKE '%pgleader lock ' || $1::text ||" \
+	" ' */%' OR a.query LIKE '%pgleader lock ' || $1::text || ' priority %')" \
+	" AND a.wait_event_type IS DISTINCT FROM 'Lock' AND (CASE WHEN a.query" \
+	" LIKE '%pgleader lock ' || $1::text || ' priority %' THEN COALESCE((" \
+	"pg_catalog.regexp_match(a.query, $3::text))[4]::int, 1) ELSE 1 END," \
+	" m.backend_start, m.pid) > ($2::int, a.backend_start, a.pid) LIMIT" \
+	" $4::int) r"
 #define LEASE_SQL_QUEUE_RANK_PARAMS 4
 /* lock_not_available: a queued pg_advisory_lock ran into lock_timeout */
 #define LEASE_SQL_LOCK_TIMEOUT "55P03"

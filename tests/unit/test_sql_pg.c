@@ -404,6 +404,65 @@ START_TEST(lease_poll_state)
 }
 END_TEST
 
+/* LEASE_SQL_QUEUE_RANK from c, as a standby of this priority, counting up
+ * to limit. */
+static long long queue_rank(PGconn *c, int priority, int limit)
+{
+	char prio[16], lim[16];
+	const char *params[LEASE_SQL_QUEUE_RANK_PARAMS] = { KEY_TEXT, prio, WIRE_TAG_RE, lim };
+	PGresult *r;
+	long long n;
+
+	snprintf(prio, sizeof(prio), "%d", priority);
+	snprintf(lim, sizeof(lim), "%d", limit);
+	r = run(c, LEASE_SQL_QUEUE_RANK, LEASE_SQL_QUEUE_RANK_PARAMS, params);
+	n = atoll(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return n;
+}
+
+/* The ranking (DESIGN 15) counts the standbys that wait, and the pgleader
+ * lock sessions of this key that rank before this one: a higher priority,
+ * or the same and an earlier start, a session that sent nothing yet as
+ * priority 1; not a leader's, another key's (one whose digits begin with
+ * this key's), another program's, one that starts later, and only up to
+ * the limit. Sessions connect in the order below: "me" ranks. */
+START_TEST(lease_queue_rank)
+{
+	PGconn *early = pgtemp_connect("pgleader/early");
+	PGconn *leader = pgtemp_connect("pgleader/leader");
+	PGconn *longer = pgtemp_connect("pgleader/longer");
+	PGconn *other = pgtemp_connect("psql");
+	PGconn *waiter = pgtemp_connect("pgleader/waiter");
+	PGconn *fresh = pgtemp_connect("pgleader/fresh");
+	PGconn *me = pgtemp_connect("pgleader/me");
+	PGconn *high = pgtemp_connect("pgleader/high");
+	PGconn *late = pgtemp_connect("pgleader/late");
+	PGconn *conns[] = { early, leader, longer, other, waiter, fresh, me, high, late };
+
+	exec_ok(early, "SELECT 1 /* pgleader lock " KEY_TEXT " */");
+	exec_ok(leader, "SELECT pg_advisory_lock(" KEY_TEXT ") /* pgleader lock " KEY_TEXT
+		" leader since 2026-12-07T05:00:00.000Z */");
+	exec_ok(longer, "SELECT 1 /* pgleader lock " KEY_TEXT "0 */");
+	exec_ok(other, "SELECT 1 /* pgleader lock " KEY_TEXT " */");
+	ck_assert(PQsendQuery(waiter, "SELECT pg_advisory_lock(" KEY_TEXT ") /* pgleader lock "
+			      KEY_TEXT " */"));
+	exec_ok(high, "SELECT 1 /* pgleader lock " KEY_TEXT " priority 5 */");
+	exec_ok(late, "SELECT 1 /* pgleader lock " KEY_TEXT " */");
+	/* as priority 9: only the waiter, once it waits */
+	for (int i = 0; queue_rank(me, 9, 100) != 1; i++) {
+		ck_assert_msg(i < 500, "the waiter never waited");
+		usleep(10000);
+	}
+	ck_assert_int_eq(queue_rank(me, 1, 100), 4); /* waiter, early, fresh, high */
+	ck_assert_int_eq(queue_rank(me, 1, 2), 2);
+	ck_assert_int_eq(queue_rank(me, 5, 100), 1); /* high is 5 too, and later */
+	ck_assert_int_eq(queue_rank(me, 0, 100), 5); /* and late */
+	for (size_t i = 0; i < sizeof(conns) / sizeof(conns[0]); i++)
+		PQfinish(conns[i]);
+}
+END_TEST
+
 /* A key with both halves (negative: the high one all ones), and a server
  * session whose search_path puts another schema's = before pg_catalog's:
  * the poll names every operator with its schema, so it counts the lock. */
@@ -1412,6 +1471,7 @@ static Suite *sql_pg_suite(void)
 	tcase_add_test(t, lease_fence_wait_claim);
 	tcase_add_test(t, lease_ping_nodes);
 	tcase_add_test(t, lease_poll_state);
+	tcase_add_test(t, lease_queue_rank);
 	tcase_add_test(t, lease_poll_state_hostile_search_path);
 	tcase_add_test(t, lease_poll_held);
 	suite_add_tcase(s, t);
