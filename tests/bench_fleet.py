@@ -6,7 +6,9 @@ For each fleet size N (--sizes, default 100,300,1000), against a private
 PostgreSQL 15 with default settings but max_connections (2 N + 50):
 N nodes with the same configuration (default timings, queue_depth 3,
 tests/stampjob as the command) are started, 50 every half second; once
-every node has a session and their number is steady, over --seconds:
+every node has a session and their number is steady, and --warmup seconds
+later (a fleet that just started ranks each of its standbys once), over
+--seconds:
 
   backends      pgleader's sessions in pg_stat_activity (at the end)
   waiters       the lock's queue in pg_locks, the most seen (sampled)
@@ -227,6 +229,11 @@ class Fleet:
             if k % 50 == 49:
                 time.sleep(0.5)
         self.settle()
+        # each node's second count, and with it the ranking each does
+        # once per session, comes 16 tries (ELECTION_COUNT_EVERY_MAX, at
+        # 5 s) after its first: the figure is the steady fleet's, not one
+        # that just started
+        time.sleep(self.opts.warmup)
         m = self.measure()
         ms = self.kills()
         return m, ms
@@ -244,6 +251,8 @@ def main(argv):
     ap = argparse.ArgumentParser(description="pgleader fleet benchmark")
     ap.add_argument("--sizes", default="100,300,1000", help="fleet sizes (100,300,1000)")
     ap.add_argument("--seconds", type=float, default=30, help="measuring window (30)")
+    ap.add_argument("--warmup", type=float, default=100,
+                    help="seconds between the fleet's settling and the window (100)")
     ap.add_argument("--kills", type=int, default=10, help="kill -9 failovers per size (10)")
     ap.add_argument("--queue-depth", type=int, default=0,
                     help="the nodes' queue_depth (default: pgleader's, 3); 1000: every "
