@@ -652,8 +652,7 @@ static void setup(uint64_t seed)
 	/* and the lock table's size a count says: a polling standby counts
 	 * every try, or every 2nd, 3rd or 16th (ELECTION_COUNT_SLOTS); the
 	 * --jobs runs, whose seeds are the job layer's, every try */
-	W.count_every = with_jobs ? 1
-		: (int[]){ 1, 2, 3, ELECTION_COUNT_EVERY_MAX }[seed / 6 % 4];
+	W.count_every = with_jobs ? 1 : (int[]){ 1, 2, 3, 16 }[seed / 6 % 4];
 	W.lock_slots = W.count_every * ELECTION_COUNT_SLOTS - (int)(seed % 7);
 	/* DESIGN 13: one seed of six with jobs drains, for twice its first
 	 * job's interval; from the seed, so that every seed runs the fleet
