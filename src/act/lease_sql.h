@@ -60,9 +60,9 @@
  * pg_stat_get_activity itself). A pgleader session that has sent no
  * statement yet (its query still '') ranks as one of priority 1 would: it
  * may be a standby that a poll through poll_dsn sent to try the lock at
- * the same moment as this one (DESIGN 15), and two that each ranked before the other could
- * both queue. $1 the key, $2 the node's priority, $3 WIRE_TAG_RE, $4
- * queue_depth. One row: the count. */
+ * the same moment as this one (DESIGN 15), and two that each ranked
+ * before the other could both queue. $1 the key, $2 the node's priority,
+ * $3 WIRE_TAG_RE, $4 queue_depth. One row: the count. */
 #define LEASE_SQL_QUEUE_RANK \
 	"SELECT count(*) FROM (SELECT pid FROM pg_catalog.pg_locks WHERE" \
 	" locktype = 'advisory' AND NOT granted AND objsubid = 1 AND" \
