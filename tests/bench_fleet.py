@@ -5,7 +5,8 @@ check`): what N pgleader nodes on one lock cost one PostgreSQL.
 For each fleet size N (--sizes, default 100,300,1000), against a private
 PostgreSQL 15 with default settings but max_connections (2 N + 50):
 N nodes with the same configuration (default timings, queue_depth 3,
-tests/stampjob as the command) are started, 50 every half second; once
+tests/stampjob as the command) are started, 50 at a time (the next 50
+once the server has a session for each); once
 every node has a session and their number is steady, and --warmup seconds
 later (a fleet that just started ranks each of its standbys once), over
 --seconds:
@@ -241,12 +242,18 @@ class Fleet:
                 # the default: a server session released within 30 s is
                 # reused without a check query (the tests check every time)
                 "server_check_delay": "30"})
-        # 50 at a time: a thousand processes started in one go would
-        # measure the machine's run queue, not the fleet
+        # 50 at a time, the next 50 once the server has a session for
+        # each node started (or after 60 s): a thousand processes started
+        # in one go would measure the machine's run queue, not the fleet,
+        # and on a machine that forks slowly (a backend's start took 20 ms
+        # on one VM here), connections waiting past connect_timeout in the
+        # listen queue are given up and tried again, and the fleet never
+        # gets in
         for k in range(self.n):
             self.start_node()
-            if k % 50 == 49:
-                time.sleep(0.5)
+            if k % 50 == 49 or k == self.n - 1:
+                h.wait_until(lambda: self.reached() >= k + 1, 60, interval=0.2,
+                             what="a session for each of %d nodes" % (k + 1))
         self.settle()
         # each node's second count, and with it the ranking each does
         # once per session, comes 16 tries (ELECTION_COUNT_EVERY_MAX, at
