@@ -173,8 +173,8 @@ static void released(struct lease *l, enum fault fault)
 /* Sends a statement with its tag (wire.h): which lock the session is for,
  * and since when it leads; not before a lock name's key is known. A tag
  * that does not fit is left out rather than the statement cut. */
-static bool send_sql(struct lease *l, enum lease_phase phase, const char *sql,
-		     int nparams, const char *const *params)
+static bool send_sql_as(struct lease *l, enum lease_phase phase, const char *sql,
+			int nparams, const char *const *params, bool prepare)
 {
 	char tagged[LEASE_QUERY_MAX + LEASE_SQL_TAG_MAX], waited[LEASE_SQL_MAX + 64];
 	int n;
@@ -190,7 +190,14 @@ static bool send_sql(struct lease *l, enum lease_phase phase, const char *sql,
 			  l->o.fence ? 1 : l->o.priority))
 		sql = tagged;
 	l->phase = phase;
-	return lease_conn_send(&l->conn, sql, nparams, params);
+	return prepare ? lease_conn_send_prepared(&l->conn, sql, nparams, params)
+		       : lease_conn_send(&l->conn, sql, nparams, params);
+}
+
+static bool send_sql(struct lease *l, enum lease_phase phase, const char *sql,
+		     int nparams, const char *const *params)
+{
+	return send_sql_as(l, phase, sql, nparams, params, false);
 }
 
 static void send_lock_sql(struct lease *l, enum lease_phase phase,
@@ -202,7 +209,9 @@ static void send_lock_sql(struct lease *l, enum lease_phase phase,
 	lease_sql_lock(&q, op, l->o.fence, l->key);
 	params[0] = q.params[0];
 	params[1] = q.params[1];
-	send_sql(l, phase, q.sql, q.nparams, params);
+	/* A polling standby's try, every retry_interval for as long as it
+	 * polls: prepared once on the session, then only executed. */
+	send_sql_as(l, phase, q.sql, q.nparams, params, op == LEASE_SQL_TRY);
 }
 
 static void send_unlock(struct lease *l)

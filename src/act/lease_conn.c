@@ -15,6 +15,13 @@ static const char *const list_keyword[LEASE_CONN_LISTS] = {
 	"host", "hostaddr", "port"
 };
 
+static void forget_prepared(struct lease_conn *c)
+{
+	free(c->prepared_sql);
+	c->prepared_sql = NULL;
+	c->prepared = false;
+}
+
 void lease_conn_close(struct lease_conn *c)
 {
 	if (ev_is_active(&c->io))
@@ -28,6 +35,7 @@ void lease_conn_close(struct lease_conn *c)
 	c->pg = NULL;
 	c->connecting = c->busy = false;
 	c->start_failed = false;
+	forget_prepared(c);
 	c->fatal[0] = '\0';
 }
 
@@ -163,15 +171,9 @@ static void notice_cb(void *arg, const PGresult *res)
 					    : "?????", false, msg);
 }
 
-bool lease_conn_send(struct lease_conn *c, const char *sql, int nparams,
-		     const char *const *params)
+/* libpq took a query (ok) or refused it. */
+static bool sent(struct lease_conn *c, int ok)
 {
-	int ok;
-
-	if (nparams > 0)
-		ok = PQsendQueryParams(c->pg, sql, nparams, NULL, params, NULL, NULL, 0);
-	else
-		ok = PQsendQuery(c->pg, sql);
 	if (!ok) {
 		fail_libpq(c, LEASE_SQL_SESSION);
 		return false;
@@ -181,6 +183,55 @@ bool lease_conn_send(struct lease_conn *c, const char *sql, int nparams,
 	 * at once is flushed from the write watcher. */
 	watch(c, PQflush(c->pg) == 1 ? EV_READ | EV_WRITE : EV_READ, false);
 	return true;
+}
+
+bool lease_conn_send(struct lease_conn *c, const char *sql, int nparams,
+		     const char *const *params)
+{
+	if (nparams > 0)
+		return sent(c, PQsendQueryParams(c->pg, sql, nparams, NULL, params,
+						 NULL, NULL, 0));
+	return sent(c, PQsendQuery(c->pg, sql));
+}
+
+static void prepared_name(const struct lease_conn *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "pgleader_%u", c->prepared_n);
+}
+
+/* Executes the prepared statement with the parameters kept for it. */
+static bool execute_prepared(struct lease_conn *c)
+{
+	const char *params[LEASE_CONN_PREPARED_PARAMS];
+	char name[32];
+
+	for (int i = 0; i < c->prepared_nparams; i++)
+		params[i] = c->prepared_params[i];
+	prepared_name(c, name, sizeof(name));
+	return sent(c, PQsendQueryPrepared(c->pg, name, c->prepared_nparams,
+					   params, NULL, NULL, 0));
+}
+
+bool lease_conn_send_prepared(struct lease_conn *c, const char *sql,
+			      int nparams, const char *const *params)
+{
+	char name[32];
+
+	if (nparams > LEASE_CONN_PREPARED_PARAMS)
+		return lease_conn_send(c, sql, nparams, params);
+	c->prepared_nparams = nparams;
+	for (int i = 0; i < nparams; i++)
+		snprintf(c->prepared_params[i], sizeof(c->prepared_params[i]),
+			 "%s", params[i]);
+	if (c->prepared && !strcmp(c->prepared_sql, sql))
+		return execute_prepared(c);
+	forget_prepared(c);
+	c->prepared_sql = strdup(sql);
+	if (!c->prepared_sql)
+		return lease_conn_send(c, sql, nparams, params);
+	c->prepared_n++;
+	prepared_name(c, name, sizeof(name));
+	return sent(c, PQsendPrepare(c->pg, name, sql, nparams, NULL));
 }
 
 /* The query in flight was answered with an error: a FATAL ends the
@@ -229,6 +280,22 @@ static void query_done(struct lease_conn *c, const PGresult *rows, const PGresul
 	c->h.answered(c->arg, &a, NULL, NULL);
 }
 
+/* The Parse of lease_conn_send_prepared was answered: without an error,
+ * the statement goes now (true, or false when libpq refused it: the
+ * connection is then closed); with one, that is the statement's answer. */
+static bool parsed(struct lease_conn *c, const PGresult *error)
+{
+	if (!c->prepared_sql || c->prepared)
+		return false;
+	if (error) {
+		forget_prepared(c);
+		return false;
+	}
+	c->prepared = true;
+	execute_prepared(c);
+	return true;
+}
+
 /* Takes every result libpq has parsed; a handler may close the connection
  * or send the next query, so both are checked after each one. */
 static void take_results(struct lease_conn *c)
@@ -241,6 +308,10 @@ static void take_results(struct lease_conn *c)
 
 			c->last_rows = c->error = NULL;
 			c->busy = false;
+			if (parsed(c, error)) {
+				PQclear(rows);
+				continue;
+			}
 			query_done(c, rows, error);
 			PQclear(rows);
 			PQclear(error);

@@ -15,6 +15,9 @@
 #include "log.h"
 #include "wire.h"
 
+/* The most parameters of a statement lease_conn_send_prepared keeps. */
+#define LEASE_CONN_PREPARED_PARAMS 2
+
 /* The DSN's host, hostaddr and port lists, in that order. */
 enum { LEASE_CONN_HOST, LEASE_CONN_HOSTADDR, LEASE_CONN_PORT, LEASE_CONN_LISTS };
 
@@ -61,6 +64,16 @@ struct lease_conn {
 
 	PGresult *last_rows;    /* last tuples result of the query in flight */
 	PGresult *error;        /* first error result of the query in flight */
+
+	/* The one statement lease_conn_send_prepared keeps prepared on the
+	 * session: its text, whether the server has it (else its Parse is in
+	 * flight and the parameters wait here for the execution), and the
+	 * number in its name (a new text gets a new name). */
+	char *prepared_sql;
+	bool prepared;
+	unsigned prepared_n;
+	int prepared_nparams;
+	char prepared_params[LEASE_CONN_PREPARED_PARAMS][LEASE_SQL_PARAM_MAX];
 };
 
 /* Checks the DSN (false with err when libpq cannot parse it) and names the
@@ -88,6 +101,16 @@ void lease_conn_vfail(struct lease_conn *c, enum fault fault, const char *fmt,
  * when libpq refused it: the connection is then closed and failed told. */
 bool lease_conn_send(struct lease_conn *c, const char *sql, int nparams,
 		     const char *const *params);
+/* The same for a statement sent again and again, as a polling standby's
+ * try: prepared on the session once (its Parse the first time, and again
+ * when the text changes), then only executed. The server then skips the
+ * parse and the plan, a third of such a statement's cost; the session
+ * shows the text as it would the statement's. Other statements may go
+ * between. Parameters of at most LEASE_SQL_PARAM_MAX - 1 characters;
+ * more than LEASE_CONN_PREPARED_PARAMS, or no memory for the text, and it
+ * goes as lease_conn_send. */
+bool lease_conn_send_prepared(struct lease_conn *c, const char *sql,
+			      int nparams, const char *const *params);
 
 /* The backend pid libpq got at the startup (0 before). */
 int lease_conn_backend_pid(const struct lease_conn *c);

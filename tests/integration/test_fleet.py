@@ -3,6 +3,7 @@ lock's queue, the others poll; a kill -9 of the leader still fails over in
 milliseconds while a queued standby lives, within retry_interval when the
 queued ones die with it; priorities choose who queues."""
 
+import re
 import time
 
 import pgharness as h
@@ -207,4 +208,42 @@ def test_large_lock_table_counts_less(request, workdir, ledger, lock_key):
     finally:
         fleet.cleanup()
         pg.destroy()
+    assert not fleet.problems(), "\n".join(fleet.problems())
+
+
+def try_statements(pg, node):
+    """The pg_try_advisory_lock statements of node's sessions that the
+    server logged (log_statement = all): 'execute NAME' for each, NAME
+    '<unnamed>' for a statement parsed anew."""
+    out = []
+    for line in pg.log().splitlines():
+        if "pgleader/%s@" % node in line and "pg_try_advisory_lock" in line:
+            m = re.search(r"LOG:  (execute [^:]+|statement):", line)
+            if m:
+                out.append(m.group(1))
+    return out
+
+
+def test_polling_try_is_prepared_once(pg, fleet, ledger, lock_key):
+    """A polling standby's try, every retry_interval for as long as it
+    polls, is prepared once on its session and then only executed: the
+    server parses and plans it once, not at every try. The session still
+    shows the try's tag, and the standby still takes over when the leader
+    is killed."""
+    fleet.dsn = pg.dsn(options="'-c log_statement=all'")
+    leader = fleet.start("n1")
+    ledger.wait_for("start", "n1", timeout=bound(10))
+    fleet.start("n2", "--acquire", "poll")
+    h.wait_until(lambda: len(try_statements(pg, "n2")) >= 4,
+                 bound(6 * h.FAST_RETRY), what="four tries of n2")
+    tries = try_statements(pg, "n2")
+    assert tries and set(tries) == {tries[0]}, tries
+    assert tries[0] != "execute <unnamed>" and tries[0].startswith("execute "), tries
+    tagged = [r[0] for r in pg.psql("SELECT query FROM pg_stat_activity "
+                                    "WHERE application_name = 'pgleader/n2'")]
+    assert any("pgleader lock %d" % lock_key in q for q in tagged), tagged
+    t0 = h.kill9_all([leader])
+    s = started_after(ledger, {"n2"}, t0, h.FAST_RETRY + 5)
+    assert s.time - t0 < bound(h.FAST_RETRY + 1.0), "started %.3fs after kill -9" % (
+        s.time - t0)
     assert not fleet.problems(), "\n".join(fleet.problems())
