@@ -106,9 +106,10 @@ bool lease_conn_send(struct lease_conn *c, const char *sql, int nparams,
  * when the text changes), then only executed. The server then skips the
  * parse and the plan (a try on an idle session: 1.07 % of a core for 200
  * a second against 1.65 to 2.24 %, BENCHMARKS.md); the session shows the
- * text as it would the statement's. Other statements may go between. Parameters of at most LEASE_SQL_PARAM_MAX - 1 characters;
- * more than LEASE_CONN_PREPARED_PARAMS, or no memory for the text, and it
- * goes as lease_conn_send. */
+ * text as it would the statement's. Other statements may go between.
+ * Parameters of at most LEASE_SQL_PARAM_MAX - 1 characters; with more
+ * than LEASE_CONN_PREPARED_PARAMS, or no memory for the text, it goes as
+ * lease_conn_send. The first time costs a round trip more. */
 bool lease_conn_send_prepared(struct lease_conn *c, const char *sql,
 			      int nparams, const char *const *params);
 
