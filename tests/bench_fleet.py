@@ -49,7 +49,6 @@ import pgharness as h  # noqa: E402
 from bench_ticks import line  # noqa: E402
 
 STAMPJOB = os.environ.get("PGLEADER_STAMPJOB") or os.path.join(h.REPO, "tests", "stampjob")
-HZ = os.sysconf("SC_CLK_TCK")
 
 
 def starts(path):
@@ -63,23 +62,13 @@ def starts(path):
 
 
 def cpu_seconds(pids):
-    """{pid: seconds on a CPU}: the scheduler's own count, in nanoseconds
-    (/proc/PID/schedstat), not utime + stime. Those are sampled at the
-    clock's tick and scaled, and for processes that run a tenth of a
-    millisecond every few seconds, as a fleet's backends do, they were
-    wrong by a factor of 1.5 to 15 on this machine (pgbench, 1,000
-    sessions, 200 statements a second: 0.15 % by ticks, 2.2 % by
-    schedstat). Where the kernel has no schedstat: the ticks."""
+    """{pid: seconds on a CPU} (pgharness.cpu_seconds: the scheduler's
+    count, not the ticks)."""
     out = {}
     for pid in pids:
-        st = h.read_text("/proc/%d/schedstat" % pid)
-        if st:
-            out[pid] = int(st.split()[0]) / 1e9
-            continue
-        st = h.read_text("/proc/%d/stat" % pid)
-        if st:
-            f = st.rsplit(")", 1)[1].split()
-            out[pid] = (int(f[11]) + int(f[12])) / HZ  # utime, stime
+        t = h.cpu_seconds(pid)
+        if t is not None:
+            out[pid] = t
     return out
 
 

@@ -292,6 +292,30 @@ def tail(text, lines=200):
     return "\n".join(parts)
 
 
+def cpu_seconds(pid):
+    """The process's time on a CPU, every live thread's, as the scheduler
+    counts it (/proc/PID/task/*/schedstat, nanoseconds); None when gone.
+    Not utime + stime: those are sampled at the clock's tick, and for a
+    process that runs a tenth of a millisecond every few seconds, as a
+    fleet's backends do, they were wrong by a factor of 1.5 to 15 on this
+    project's machines (pgbench, 1,000 sessions, 200 statements a second:
+    0.15 % of a core by the ticks, 2.2 % by schedstat). The ticks only
+    where the kernel keeps no schedstat."""
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return None
+    sts = [read_text("/proc/%d/task/%s/schedstat" % (pid, t)) for t in tasks]
+    sts = [st for st in sts if st]
+    if sts:
+        return sum(int(st.split()[0]) for st in sts) / 1e9
+    st = read_text("/proc/%d/stat" % pid)
+    if not st:
+        return None
+    f = st.rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def read_text(path):
     try:
         with open(path, "rb") as f:
