@@ -57,12 +57,18 @@ def first_run(ledger, node):
 
 
 def holders_while(pg, key, pid, ledger):
-    """The lock's holders sampled until the run pid stopped: the nodes."""
+    """The lock's holders sampled until the run pid stopped: the nodes. A
+    sample counts only when the run was still going after it was taken:
+    one psql takes tens of milliseconds on a slow machine, and a sample
+    that began before the run's end may read the lock after the
+    handover."""
     seen = set()
-    while not ledger.events("stop", pid=pid):
-        seen.update(l["application_name"] for l in pg.lock_holders(key))
+    while True:
+        holders = {l["application_name"] for l in pg.lock_holders(key)}
+        if ledger.events("stop", pid=pid):
+            return seen
+        seen.update(holders)
         time.sleep(0.05)
-    return seen
 
 
 def assert_no_overlap(ledger, first, second):
