@@ -279,6 +279,11 @@ static void set_timer(struct jobs *j, const struct jobs_action *a)
 	ev_timer_stop(j->loop, w);
 	if (a->after < 0)
 		return;
+	/* after counts from the decider's reading of the clock, just now;
+	 * libev counts from its own, taken when the loop last woke, which a
+	 * slow callback leaves behind: the timer would fire early by that
+	 * much, and the decider only plan it again */
+	ev_now_update(j->loop);
 	ev_timer_set(w, a->after, 0.);
 	ev_timer_start(j->loop, w);
 }

@@ -382,6 +382,13 @@ void log_event(enum log_level level, const struct log_fields *f, const char *fmt
 	    cur_node >= 0 ? W.nodes[cur_node].name : "?", buf);
 }
 
+/* libev: the loop's idea of the time made the clock's; a node's timers
+ * count from its simulated clock at the moment they start, always. */
+void ev_now_update(struct ev_loop *loop)
+{
+	(void)loop;
+}
+
 /* libev: a timer of node loop->node, on its clock, a nanosecond late: the
  * clock the node reads (sim_clock_gettime) is whole nanoseconds, so that a
  * timer due within one of them would find its deadline not reached yet,
