@@ -282,7 +282,7 @@ static void set_timer(struct jobs *j, const struct jobs_action *a)
 	/* after counts from the decider's reading of the clock, just now;
 	 * libev counts from its own, taken when the loop last woke, which a
 	 * slow callback leaves behind: the timer would fire early by that
-	 * much, and the decider only plan it again */
+	 * much, and the decider would only set it again */
 	ev_now_update(j->loop);
 	ev_timer_set(w, a->after, 0.);
 	ev_timer_start(j->loop, w);

@@ -281,8 +281,9 @@ static void query_done(struct lease_conn *c, const PGresult *rows, const PGresul
 }
 
 /* The Parse of lease_conn_send_prepared was answered: without an error,
- * the statement goes now (true, or false when libpq refused it: the
- * connection is then closed); with one, that is the statement's answer. */
+ * the statement goes now and this is true (should libpq refuse it, the
+ * connection is closed and failed told); with an error, false: that is
+ * the statement's answer. False too when no Parse was in flight. */
 static bool parsed(struct lease_conn *c, const PGresult *error)
 {
 	if (!c->prepared_sql || c->prepared)
