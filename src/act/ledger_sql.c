@@ -546,7 +546,12 @@ bool ledger_sql_summary(struct ledger_sql_query *q, const char *schema, int64_t 
  * id, 0 for none; DESIGN 13) takes its request's asked_at as its tick and
  * its asker as its trigger, and the request is deleted with the claim:
  * claimed at most once (its tick's row is unique), never run as a plain
- * tick (no request, no row). */
+ * tick (no request, no row). A tick is early (in the server's future) by
+ * one reading of the clock (clock: volatile, so computed once), for the
+ * insert and the answer alike: read twice, a tick that fell between the
+ * readings was neither written nor early, and the leader took it for one
+ * recorded already (test_schedule's kill -9 test, on a loaded machine:
+ * a tick lost in 3 runs of 11). */
 static const char claim_sql_text[] =
 	"WITH holder AS (" HELD_BY_LOCK_SESSION "),"
 	" term AS (INSERT INTO @S.terms AS t (lock_key, fencing_token, node_id)"
@@ -557,6 +562,7 @@ static const char claim_sql_text[] =
 	" WHERE t.fencing_token <= EXCLUDED.fencing_token"
 	" RETURNING EXISTS (" HELD_BY_LOCK_SESSION " AND t.lock_key = $1::bigint) AS held),"
 	" server AS (" SERVER_NOW "),"
+	" clock AS (SELECT clock_timestamp() AS read_at),"
 	" req AS (SELECT q.job, COALESCE(g.asked_at, to_timestamp(q.tick / 1000.0)) AS at,"
 	" q.outcome, q.rerun, q.attempt, q.ord, q.trig, g.trigger_id, g.asked_by"
 	" FROM unnest($2::text[], $3::bigint[], $7::text[], $8::boolean[], $9::int[],"
@@ -570,7 +576,7 @@ static const char claim_sql_text[] =
 	" CASE WHEN q.outcome = 'running' THEN clock_timestamp() END,"
 	" CASE WHEN q.outcome <> 'running' THEN clock_timestamp() END,"
 	" s.sysid, s.tli, s.started, q.attempt, q.asked_by"
-	" FROM req q, term, server s WHERE term.held AND q.at <= clock_timestamp()"
+	" FROM req q, term, server s, clock WHERE term.held AND q.at <= clock.read_at"
 	" AND (q.trig = 0 OR q.trigger_id IS NOT NULL)"
 	" ON CONFLICT (lock_key, job, tick, attempt) DO UPDATE SET node_id = EXCLUDED.node_id,"
 	" fencing_token = EXCLUDED.fencing_token, outcome = EXCLUDED.outcome,"
@@ -585,7 +591,7 @@ static const char claim_sql_text[] =
 	" used AS (DELETE FROM @S.triggers g USING req q, run r WHERE g.trigger_id = q.trigger_id"
 	" AND r.job = q.job AND r.tick = q.at AND r.attempt = q.attempt RETURNING 1)"
 	" SELECT r.run_id, COALESCE((SELECT held FROM term), EXISTS (SELECT FROM holder)),"
-	" EXISTS (SELECT FROM term), q.at > clock_timestamp(), " LEDGER_SQL_NOW
+	" EXISTS (SELECT FROM term), q.at > (SELECT read_at FROM clock), " LEDGER_SQL_NOW
 	" FROM req q LEFT JOIN run r ON r.job = q.job AND r.tick = q.at"
 	" AND r.attempt = q.attempt ORDER BY q.ord";
 

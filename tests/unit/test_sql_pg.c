@@ -537,6 +537,79 @@ START_TEST(claim_early_tick_inserts_nothing)
 }
 END_TEST
 
+/* "{v,v,...}": n copies of one array element made by f(i). */
+static char *array_of(int n, void (*f)(int i, char *out, size_t len))
+{
+	size_t len = (size_t)n * 16 + 3, used = 1;
+	char *a = malloc(len);
+
+	ck_assert_ptr_nonnull(a);
+	a[0] = '{';
+	for (int i = 0; i < n; i++) {
+		char v[16];
+
+		f(i, v, sizeof(v));
+		used += (size_t)snprintf(a + used, len - used, "%s%s", i ? "," : "", v);
+	}
+	snprintf(a + used, len - used, "}");
+	return a;
+}
+
+static long long batch_tick;
+static void job_i(int i, char *out, size_t len) { snprintf(out, len, "j%d", i); }
+static void tick_i(int i, char *out, size_t len) { (void)i; snprintf(out, len, "%lld", batch_tick); }
+static void running_i(int i, char *out, size_t len) { (void)i; snprintf(out, len, "running"); }
+static void no_i(int i, char *out, size_t len) { (void)i; snprintf(out, len, "f"); }
+static void one_i(int i, char *out, size_t len) { (void)i; snprintf(out, len, "1"); }
+static void zero_i(int i, char *out, size_t len) { (void)i; snprintf(out, len, "0"); }
+
+/* A tick is early or written, never neither: the insert and the answer
+ * read one clock. Many jobs share a tick a few ms ahead of the server's
+ * clock, so the tick falls while the statement writes their rows; read
+ * twice, the rows filtered before it were answered not early, and the
+ * leader took each for one recorded already, its tick lost. */
+#define BATCH 2000
+START_TEST(claim_early_or_written_by_one_clock)
+{
+	const char *s = "claim_one_clock";
+	struct sessions x = leader(s);
+	char *sql = ledger_sql_claim(s), node[] = "n1", token[] = "100", key[16], pid[16];
+	int spanned = 0;
+
+	snprintf(key, sizeof(key), "%d", KEY);
+	snprintf(pid, sizeof(pid), "%d", x.lock_pid);
+	for (int ahead = 0; ahead <= 60; ahead++) {
+		char *jobs = array_of(BATCH, job_i), *ticks, *outcomes = array_of(BATCH, running_i);
+		char *reruns = array_of(BATCH, no_i), *attempts = array_of(BATCH, one_i);
+		char *trigs = array_of(BATCH, zero_i);
+		int written = 0, early = 0;
+		PGresult *r;
+
+		batch_tick = now_ms(x.fence) + ahead;
+		ticks = array_of(BATCH, tick_i);
+		const char *params[10] = { key, jobs, ticks, node, token, pid, outcomes,
+					   reruns, attempts, trigs };
+		r = run(x.fence, sql, 10, params);
+		ck_assert_int_eq(PQntuples(r), BATCH);
+		for (int i = 0; i < BATCH; i++) {
+			bool claimed = !PQgetisnull(r, i, 0), is_early = !strcmp(PQgetvalue(r, i, 3), "t");
+
+			ck_assert_msg(claimed != is_early, "tick +%d ms, row %d: claimed %d, "
+				      "early %d", ahead, i, claimed, is_early);
+			written += claimed;
+			early += is_early;
+		}
+		spanned += written > 0 && early > 0;
+		PQclear(r);
+		free(jobs), free(ticks), free(outcomes), free(reruns), free(attempts), free(trigs);
+	}
+	/* one reading: a batch is all written or all early */
+	ck_assert_int_eq(spanned, 0);
+	free(sql);
+	done(&x);
+}
+END_TEST
+
 /* An interrupted run is taken again only by a newer term that asks to
  * (rerun), and a record (missed) is finished at once. */
 START_TEST(claim_rerun_of_interrupted)
@@ -1454,6 +1527,7 @@ static Suite *sql_pg_suite(void)
 	tcase_add_test(t, announce_by_the_holder_only);
 	tcase_add_test(t, claim_without_the_lock_inserts_nothing);
 	tcase_add_test(t, claim_early_tick_inserts_nothing);
+	tcase_add_test(t, claim_early_or_written_by_one_clock);
 	tcase_add_test(t, claim_rerun_of_interrupted);
 	tcase_add_test(t, claim_after_locked_row_newer_term_inserts_nothing);
 	tcase_add_test(t, last_cuts_older_running);
