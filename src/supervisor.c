@@ -417,6 +417,10 @@ static void arm_wakeup(struct supervisor *s)
 	ev_timer_stop(s->loop, &s->wakeup);
 	at = election_next_wakeup(s->election, now);
 	if (isfinite(at)) {
+		/* from our reading of the clock, as jobs.c's timers: libev
+		 * counts from the loop's last wake, and a slow callback would
+		 * have the election woken early, only to set it again */
+		ev_now_update(s->loop);
 		ev_timer_set(&s->wakeup, fmax(at - now, 0), 0.);
 		ev_timer_start(s->loop, &s->wakeup);
 	}
