@@ -87,8 +87,11 @@ static const struct {
 	  "WHERE t.fencing_token <= EXCLUDED.fencing_token RETURNING EXISTS (SELECT FROM "
 	  "pg_catalog.pg_locks WHERE locktype = 'advisory' AND granted AND pid = $6::int",
 	  "AND t.lock_key = $1::bigint) AS held",
-	  "FROM req q, term, server s WHERE term.held AND q.at <= clock_timestamp()",
+	  "FROM req q, term, server s, clock WHERE term.held AND q.at <= clock.read_at",
 	  "s.sysid, s.tli, s.started" }, 4 },
+	/* not early and not written: one reading of the clock for both */
+	{ ledger_sql_claim, { "clock AS (SELECT clock_timestamp() AS read_at)",
+	  "q.at > (SELECT read_at FROM clock)", NULL }, 4 },
 	/* DESIGN 13: each attempt of a tick a row of its own, claimed alike */
 	{ ledger_sql_claim, { "$10::bigint[]) WITH ORDINALITY",
 	  "ON CONFLICT (lock_key, job, tick, attempt) DO UPDATE",
