@@ -574,25 +574,28 @@ START_TEST(claim_early_or_written_by_one_clock)
 	const char *s = "claim_one_clock";
 	struct sessions x = leader(s);
 	char *sql = ledger_sql_claim(s), node[] = "n1", token[] = "100", key[16], pid[16];
+	char *jobs = array_of(BATCH, job_i), *outcomes = array_of(BATCH, running_i);
+	char *reruns = array_of(BATCH, no_i), *attempts = array_of(BATCH, one_i);
+	char *trigs = array_of(BATCH, zero_i);
+	const char *params[10] = { key, jobs, NULL, node, token, pid, outcomes,
+				   reruns, attempts, trigs };
 	int spanned = 0;
 
 	snprintf(key, sizeof(key), "%d", KEY);
 	snprintf(pid, sizeof(pid), "%d", x.lock_pid);
 	for (int ahead = 0; ahead <= 60; ahead++) {
-		char *jobs = array_of(BATCH, job_i), *ticks, *outcomes = array_of(BATCH, running_i);
-		char *reruns = array_of(BATCH, no_i), *attempts = array_of(BATCH, one_i);
-		char *trigs = array_of(BATCH, zero_i);
+		char *ticks;
 		int written = 0, early = 0;
 		PGresult *r;
 
 		batch_tick = now_ms(x.fence) + ahead;
 		ticks = array_of(BATCH, tick_i);
-		const char *params[10] = { key, jobs, ticks, node, token, pid, outcomes,
-					   reruns, attempts, trigs };
+		params[2] = ticks;
 		r = run(x.fence, sql, 10, params);
 		ck_assert_int_eq(PQntuples(r), BATCH);
 		for (int i = 0; i < BATCH; i++) {
-			bool claimed = !PQgetisnull(r, i, 0), is_early = !strcmp(PQgetvalue(r, i, 3), "t");
+			bool claimed = !PQgetisnull(r, i, 0);
+			bool is_early = !strcmp(PQgetvalue(r, i, 3), "t");
 
 			ck_assert_msg(claimed != is_early, "tick +%d ms, row %d: claimed %d, "
 				      "early %d", ahead, i, claimed, is_early);
@@ -601,10 +604,15 @@ START_TEST(claim_early_or_written_by_one_clock)
 		}
 		spanned += written > 0 && early > 0;
 		PQclear(r);
-		free(jobs), free(ticks), free(outcomes), free(reruns), free(attempts), free(trigs);
+		free(ticks);
 	}
 	/* one reading: a batch is all written or all early */
 	ck_assert_int_eq(spanned, 0);
+	free(jobs);
+	free(outcomes);
+	free(reruns);
+	free(attempts);
+	free(trigs);
 	free(sql);
 	done(&x);
 }
