@@ -216,8 +216,12 @@ def test_crontab_line_runs_with_shell_on(pg_shared, fleet_shared, shared_dir, lo
 
 
 def guards_of(pid):
+    """pid's live guard processes: a killed guard stays a child, a zombie,
+    until pgleader's loop reaps it."""
     out = []
     for k in h.children_of(pid):
+        if not h.pid_alive(k):
+            continue
         try:
             with open("/proc/%d/comm" % k) as f:
                 if f.read().strip() == "pgl-guard":
@@ -249,5 +253,7 @@ def test_one_guard_and_a_stopped_one_is_replaced(pg_shared, fleet_shared, lock_k
     h.wait_until(lambda: not h.pid_alive(guards[0]), bound(5), what="the stopped guard killed")
     new = h.wait_until(lambda: guards_of(p.pid), bound(5), what="a new guard")
     assert len(new) == 1 and new[0] != guards[0], new
+    h.wait_until(lambda: h.proc_stat(guards[0]) is None, bound(5),
+                 what="the killed guard reaped, not left a zombie")
     mark = p.mark()
     p.wait_for_log(r"job j00: command exited", timeout=bound(5), after=mark)
