@@ -61,7 +61,11 @@
  * statement yet (its query still '') ranks as one of priority 1 would: it
  * may be a standby that a poll through poll_dsn sent to try the lock at
  * the same moment as this one (DESIGN 15), and two that each ranked
- * before the other could both queue. $1 the key, $2 the node's priority,
+ * before the other could both queue. A tagged session that waits on a lock
+ * counts whatever its rank, and a session counted by both parts once
+ * (UNION): the two parts read the server at two moments, and a standby that
+ * began to wait between them was in neither (test_fleet on a loaded
+ * machine: 3 queued for a queue_depth of 2). $1 the key, $2 the node's priority,
  * $3 WIRE_TAG_RE, $4 queue_depth. One row: the count. */
 #define LEASE_SQL_QUEUE_RANK \
 	"SELECT count(*) FROM (SELECT pid FROM pg_catalog.pg_locks WHERE" \
@@ -69,16 +73,16 @@
 	" classid::bigint = ($1::bigint >> 32) & 4294967295 AND objid::bigint =" \
 	" $1::bigint & 4294967295 AND database = (SELECT oid FROM" \
 	" pg_catalog.pg_database WHERE datname = pg_catalog.current_database())" \
-	" AND pid <> pg_catalog.pg_backend_pid() UNION ALL SELECT a.pid FROM" \
+	" AND pid <> pg_catalog.pg_backend_pid() UNION SELECT a.pid FROM" \
 	" pg_catalog.pg_stat_get_activity(NULL) a," \
 	" pg_catalog.pg_stat_get_activity(pg_catalog.pg_backend_pid()) m" \
 	" WHERE a.pid <> m.pid AND a.application_name LIKE '" WIRE_APP_PREFIX \
 	"%' AND (a.query = '' OR a.query LIKE '%pgleader lock ' || $1::text ||" \
 	" ' */%' OR a.query LIKE '%pgleader lock ' || $1::text || ' priority %')" \
-	" AND a.wait_event_type IS DISTINCT FROM 'Lock' AND (CASE WHEN a.query" \
+	" AND (a.wait_event_type = 'Lock' OR (CASE WHEN a.query" \
 	" LIKE '%pgleader lock ' || $1::text || ' priority %' THEN COALESCE((" \
 	"pg_catalog.regexp_match(a.query, $3::text))[4]::int, 1) ELSE 1 END," \
-	" m.backend_start, m.pid) > ($2::int, a.backend_start, a.pid) LIMIT" \
+	" m.backend_start, m.pid) > ($2::int, a.backend_start, a.pid)) LIMIT" \
 	" $4::int) r"
 #define LEASE_SQL_QUEUE_RANK_PARAMS 4
 /* lock_not_available: a queued pg_advisory_lock ran into lock_timeout */

@@ -438,6 +438,7 @@ START_TEST(lease_queue_rank)
 	PGconn *me = pgtemp_connect("pgleader/me");
 	PGconn *high = pgtemp_connect("pgleader/high");
 	PGconn *late = pgtemp_connect("pgleader/late");
+	PGconn *blocked = NULL; /* connected below, after the ranks above */
 	PGconn *conns[] = { early, leader, longer, other, waiter, fresh, me, high, late };
 
 	exec_ok(early, "SELECT 1 /* pgleader lock " KEY_TEXT " */");
@@ -458,8 +459,22 @@ START_TEST(lease_queue_rank)
 	ck_assert_int_eq(queue_rank(me, 1, 2), 2);
 	ck_assert_int_eq(queue_rank(me, 5, 100), 1); /* high is 5 too, and later */
 	ck_assert_int_eq(queue_rank(me, 0, 100), 5); /* and late */
+	/* a tagged session that waits on a lock counts whatever its rank,
+	 * though pg_locks's advisory waiters do not show it: the standby
+	 * that began to wait between the two parts' readings */
+	blocked = pgtemp_connect("pgleader/blocked");
+	exec_ok(other, "CREATE TABLE rank_wait ()");
+	exec_ok(other, "BEGIN");
+	exec_ok(other, "LOCK TABLE rank_wait");
+	ck_assert(PQsendQuery(blocked, "SELECT FROM rank_wait /* pgleader lock " KEY_TEXT
+			      " priority 1 */"));
+	for (int i = 0; queue_rank(me, 9, 100) != 2; i++) {
+		ck_assert_msg(i < 500, "a session waiting on a lock not counted");
+		usleep(10000);
+	}
 	for (size_t i = 0; i < sizeof(conns) / sizeof(conns[0]); i++)
 		PQfinish(conns[i]);
+	PQfinish(blocked);
 }
 END_TEST
 
