@@ -552,7 +552,7 @@ START_TEST(claim_early_tick_inserts_nothing)
 }
 END_TEST
 
-/* "{v,v,...}": n copies of one array element made by f(i). */
+/* "{v0,v1,...}": an array literal of n elements, element i made by f. */
 static char *array_of(int n, void (*f)(int i, char *out, size_t len))
 {
 	size_t len = (size_t)n * 16 + 3, used = 1;
