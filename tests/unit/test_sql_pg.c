@@ -552,31 +552,24 @@ START_TEST(claim_early_tick_inserts_nothing)
 }
 END_TEST
 
-/* "{v0,v1,...}": an array literal of n elements, element i made by f. */
-static char *array_of(int n, void (*f)(int i, char *out, size_t len))
+/* An array literal of n elements: "{v,v,...}", or with v NULL the job
+ * names "{j0,j1,...}". */
+static char *array_of(int n, const char *v)
 {
-	size_t len = (size_t)n * 16 + 3, used = 1;
+	size_t len = (size_t)n * (v ? strlen(v) + 1 : 12) + 3, used = 1;
 	char *a = malloc(len);
 
 	ck_assert_ptr_nonnull(a);
 	a[0] = '{';
 	for (int i = 0; i < n; i++) {
-		char v[16];
+		const char *sep = i ? "," : "";
 
-		f(i, v, sizeof(v));
-		used += (size_t)snprintf(a + used, len - used, "%s%s", i ? "," : "", v);
+		used += (size_t)(v ? snprintf(a + used, len - used, "%s%s", sep, v)
+				   : snprintf(a + used, len - used, "%sj%d", sep, i));
 	}
 	snprintf(a + used, len - used, "}");
 	return a;
 }
-
-static long long batch_tick;
-static void job_i(int i, char *out, size_t len) { snprintf(out, len, "j%d", i); }
-static void tick_i(int i, char *out, size_t len) { (void)i; snprintf(out, len, "%lld", batch_tick); }
-static void running_i(int i, char *out, size_t len) { (void)i; snprintf(out, len, "running"); }
-static void no_i(int i, char *out, size_t len) { (void)i; snprintf(out, len, "f"); }
-static void one_i(int i, char *out, size_t len) { (void)i; snprintf(out, len, "1"); }
-static void zero_i(int i, char *out, size_t len) { (void)i; snprintf(out, len, "0"); }
 
 /* A tick is early or written, never neither: the insert and the answer
  * read one clock. Many jobs share a tick a few ms ahead of the server's
@@ -589,9 +582,9 @@ START_TEST(claim_early_or_written_by_one_clock)
 	const char *s = "claim_one_clock";
 	struct sessions x = leader(s);
 	char *sql = ledger_sql_claim(s), node[] = "n1", token[] = "100", key[16], pid[16];
-	char *jobs = array_of(BATCH, job_i), *outcomes = array_of(BATCH, running_i);
-	char *reruns = array_of(BATCH, no_i), *attempts = array_of(BATCH, one_i);
-	char *trigs = array_of(BATCH, zero_i);
+	char *jobs = array_of(BATCH, NULL), *outcomes = array_of(BATCH, "running");
+	char *reruns = array_of(BATCH, "f"), *attempts = array_of(BATCH, "1");
+	char *trigs = array_of(BATCH, "0");
 	const char *params[10] = { key, jobs, NULL, node, token, pid, outcomes,
 				   reruns, attempts, trigs };
 	int spanned = 0;
@@ -599,12 +592,12 @@ START_TEST(claim_early_or_written_by_one_clock)
 	snprintf(key, sizeof(key), "%d", KEY);
 	snprintf(pid, sizeof(pid), "%d", x.lock_pid);
 	for (int ahead = 0; ahead <= 60; ahead++) {
-		char *ticks;
+		char tick[24], *ticks;
 		int written = 0, early = 0;
 		PGresult *r;
 
-		batch_tick = now_ms(x.fence) + ahead;
-		ticks = array_of(BATCH, tick_i);
+		snprintf(tick, sizeof(tick), "%lld", now_ms(x.fence) + ahead);
+		ticks = array_of(BATCH, tick);
 		params[2] = ticks;
 		r = run(x.fence, sql, 10, params);
 		ck_assert_int_eq(PQntuples(r), BATCH);
