@@ -89,7 +89,7 @@ static const struct {
 	  "AND t.lock_key = $1::bigint) AS held",
 	  "FROM req q, term, server s, clock WHERE term.held AND q.at <= clock.read_at",
 	  "s.sysid, s.tli, s.started" }, 4 },
-	/* not early and not written: one reading of the clock for both */
+	/* each row early or written: one reading of the clock for both */
 	{ ledger_sql_claim, { "clock AS (SELECT clock_timestamp() AS read_at)",
 	  "q.at > (SELECT read_at FROM clock)", NULL }, 4 },
 	/* DESIGN 13: each attempt of a tick a row of its own, claimed alike */
