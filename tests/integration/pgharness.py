@@ -642,8 +642,12 @@ class PgCluster:
     def backend_pid(self, application_name):
         """The pid of the (single) backend with that application_name, or None.
         A pgleader node has a second session, its fence: tagged "pgleader
-        fence" and holding a two-int4 lock when it holds one; it is left out."""
+        fence" and holding a two-int4 lock when it holds one; it is left out.
+        So is a session that has sent no statement yet: which of the two it
+        is cannot be told (a polling standby opens its fence at start and
+        closes it after its first try)."""
         rows = self.psql("SELECT pid FROM pg_stat_activity WHERE application_name = '%s' "
+                         "AND query <> '' "
                          "AND query NOT LIKE '%%/* pgleader fence %%' "
                          "AND pid NOT IN (SELECT pid FROM pg_locks "
                          "WHERE locktype = 'advisory' AND objsubid = 2) "
