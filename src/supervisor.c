@@ -297,7 +297,8 @@ static void poll_cb(void *arg, const struct poll_answer *a)
 	struct election_event ev = {
 		.type = ELECTION_POLL,
 		.poll = { .ok = a->ok, .fault = a->fault, .recovery = a->recovery,
-			  .held = a->held, .queued = a->queued },
+			  .held = a->held, .queued = a->queued,
+			  .system_id = a->system_id, .db_oid = a->db_oid },
 		.reason = a->reason,
 	};
 
@@ -506,7 +507,9 @@ static void lease_event_cb(void *arg, enum lease_event lev, enum fault fault,
 	struct election_event ev = {
 		.type = ELECTION_LOCK, .reason = reason,
 		.session = { .news = session_news(lev), .fault = fault,
-			     .lock_key = lease_key(s->lease) },
+			     .lock_key = lease_key(s->lease),
+			     .system_id = lease_system_id(s->lease),
+			     .db_oid = lease_db_oid(s->lease) },
 	};
 
 	if (lev == LEASE_ACQUIRED) {
@@ -773,6 +776,8 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 		.queue_depth = cfg->acquire == ACQUIRE_WAIT && !cfg->nonblock &&
 			       cfg->wait_timeout_ms != 0 ? cfg->queue_depth : 0,
 		.rank_limit = ELECTION_RANK_LIMIT(cfg->queue_depth),
+		/* for the election's check that poll_dsn reaches this database */
+		.read_identity = cfg->poll_dsn != NULL,
 	};
 	const struct failsafe_callbacks fcb = { round_done_cb, check_done_cb, s };
 
@@ -787,6 +792,7 @@ static bool open_io(struct supervisor *s, const struct config *cfg,
 	 * 10); a fence not granted by then is waited for again. */
 	lo.fence = true;
 	lo.list_nodes = false;
+	lo.read_identity = false;
 	lo.retry_interval = fmin(lo.retry_interval, LEDGER_LOCK_TIMEOUT);
 	lo.statement_timeout = lo.retry_interval + LEDGER_STATEMENT_SLACK;
 	s->fence = lease_new(s->loop, &lo, fence_event_cb, s, why, sizeof(why));

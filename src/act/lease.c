@@ -20,6 +20,7 @@ enum lease_phase {
 	PHASE_CLOSED,
 	PHASE_CONNECTING,   /* lease_conn until ready */
 	PHASE_SETUP,        /* pid, recovery, version, key; the timeouts */
+	PHASE_IDENTITY,     /* with read_identity: the database reached */
 	PHASE_READY,        /* idle, no lock */
 	PHASE_LOCKING,      /* try or queued wait in flight */
 	PHASE_RANKING,      /* a try found room in the queue: where this
@@ -96,7 +97,8 @@ static void emit(struct lease *l, enum lease_event ev, enum fault fault,
 
 static bool connecting(const struct lease *l)
 {
-	return l->phase == PHASE_CONNECTING || l->phase == PHASE_SETUP;
+	return l->phase == PHASE_CONNECTING || l->phase == PHASE_SETUP ||
+	       l->phase == PHASE_IDENTITY;
 }
 
 /* The connection is closed: nothing held, nothing asked for. */
@@ -280,6 +282,20 @@ static void setup_done(struct lease *l, const struct lease_sql_answer *a)
 			log_info("lock name \"%s\" is lock key %" PRId64,
 				 l->lock_name, l->key);
 		l->key_known = true;
+	}
+	if (l->o.read_identity) {
+		send_sql(l, PHASE_IDENTITY, LEASE_SQL_IDENTITY_QUERY, 0, NULL);
+		return;
+	}
+	l->phase = PHASE_READY;
+	emit(l, LEASE_CONNECTED, FAULT_NONE, NULL);
+}
+
+static void identity_done(struct lease *l, const struct lease_sql_answer *a)
+{
+	if (!lease_sql_parse_identity_row(a, &l->srv)) {
+		fail(l, FAULT_PROTOCOL, "unexpected answer to the identity query");
+		return;
 	}
 	l->phase = PHASE_READY;
 	emit(l, LEASE_CONNECTED, FAULT_NONE, NULL);
@@ -544,6 +560,9 @@ static void answer_phase(struct lease *l, const struct lease_sql_answer *a)
 	case PHASE_SETUP:
 		setup_done(l, a);
 		return;
+	case PHASE_IDENTITY:
+		identity_done(l, a);
+		return;
 	case PHASE_LOCKING:
 		lock_done(l, a);
 		return;
@@ -764,33 +783,22 @@ void lease_ping(struct lease *l)
  * hold). */
 static bool unlock_when_held(struct lease *l, enum lease_then then)
 {
-	switch (l->phase) {
-	case PHASE_HELD:
+	/* a claim, a ping, an unlock or a caller's statement in flight on the
+	 * held lock: unlocked after its answer */
+	bool answer_first = l->phase == PHASE_CLAIMING || l->phase == PHASE_PINGING ||
+			    l->phase == PHASE_UNLOCKING ||
+			    (l->phase == PHASE_QUERYING && l->q.back_to == PHASE_HELD);
+
+	if (l->phase == PHASE_HELD) {
 		l->then = then;
 		send_unlock(l);
 		return true;
-	case PHASE_QUERYING:
-		if (l->q.back_to != PHASE_HELD)
-			return false;
-		/* unlocked after the caller's statement */
-		__attribute__((fallthrough));
-	case PHASE_CLAIMING:
-	case PHASE_PINGING:
-	case PHASE_UNLOCKING:
-		/* after the answer in flight; a release wins over an unlock */
-		if (l->then != THEN_RELEASE)
-			l->then = then;
-		return true;
-	case PHASE_CLOSED:
-	case PHASE_CONNECTING:
-	case PHASE_SETUP:
-	case PHASE_READY:
-	case PHASE_LOCKING:
-	case PHASE_RANKING:
-	case PHASE_UNCLAIMING:
-		return false;
 	}
-	return false;
+	if (!answer_first)
+		return false; /* nothing held, or a request's outcome unknown */
+	if (l->then != THEN_RELEASE) /* a release wins over an unlock */
+		l->then = then;
+	return true;
 }
 
 void lease_unlock(struct lease *l)
@@ -855,6 +863,16 @@ bool lease_query(struct lease *l, const char *sql, int nparams,
 int lease_backend_pid(const struct lease *l)
 {
 	return l->phase == PHASE_CLOSED || connecting(l) ? 0 : l->srv.backend_pid;
+}
+
+uint64_t lease_system_id(const struct lease *l)
+{
+	return l->phase == PHASE_CLOSED || connecting(l) ? 0 : l->srv.system_id;
+}
+
+uint32_t lease_db_oid(const struct lease *l)
+{
+	return l->phase == PHASE_CLOSED || connecting(l) ? 0 : l->srv.db_oid;
 }
 
 const char *lease_ping_nodes(const struct lease *l)

@@ -43,6 +43,10 @@ struct lease_options {
 	/* ... counting the standbys ranked before it up to this many (at
 	 * least queue_depth) */
 	int rank_limit;
+	/* poll_dsn: once set up, the session reads which database it reached
+	 * (LEASE_SQL_IDENTITY, one more round trip) before LEASE_CONNECTED,
+	 * for the election to compare with the poll's */
+	bool read_identity;
 };
 
 enum lease_event {
@@ -141,6 +145,11 @@ bool lease_query(struct lease *l, const char *sql, int nparams,
 
 /* The server's pid of this session once connected; 0 before. */
 int lease_backend_pid(const struct lease *l);
+/* Once connected with read_identity, the database it reached
+ * (LEASE_SQL_IDENTITY): the cluster's system identifier (0: the role may
+ * not read it) and the database's oid; both 0 before, or without. */
+uint64_t lease_system_id(const struct lease *l);
+uint32_t lease_db_oid(const struct lease *l);
 /* fn(arg) when a NOTIFY the session LISTENs to arrives (DESIGN 13: a run
  * asked for now); fn NULL: none. */
 void lease_on_notify(struct lease *l, void (*fn)(void *arg), void *arg);

@@ -195,6 +195,27 @@ bool lease_sql_parse_setup(const struct lease_sql_answer *a, bool with_name,
 	return true;
 }
 
+bool lease_sql_parse_identity_row(const struct lease_sql_answer *a,
+				  struct lease_sql_server *out)
+{
+	return one_row(a, 2) && lease_sql_parse_identity(a->values[0], a->values[1],
+							 &out->system_id, &out->db_oid);
+}
+
+bool lease_sql_parse_identity(const char *system_id, const char *db_oid,
+			      uint64_t *system_id_out, uint32_t *db_oid_out)
+{
+	long long sysid = 0, oid;
+
+	/* the identifier is an unsigned 64-bit number shown as a bigint */
+	if ((system_id && !parse_ll(system_id, INT64_MIN, INT64_MAX, &sysid)) ||
+	    !parse_ll(db_oid, 1, UINT32_MAX, &oid))
+		return false;
+	*system_id_out = (uint64_t)sysid;
+	*db_oid_out = (uint32_t)oid;
+	return true;
+}
+
 /* snprintf that appends at *n and never moves *n past the buffer. */
 static void append(char *buf, size_t len, size_t *n, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

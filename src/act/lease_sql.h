@@ -141,7 +141,30 @@ struct lease_sql_server {
 	bool can_create_temp; /* TEMP privilege on the database */
 	bool can_emit_message; /* EXECUTE on pg_logical_emit_message */
 	int64_t key;          /* the lock name's key, when one was given */
+	uint64_t system_id;   /* LEASE_SQL_IDENTITY's, when asked: 0, the role */
+	uint32_t db_oid;      /* may not read it */
 };
+
+/* Which database a session reached, for poll_dsn's check that it reaches
+ * the lock's (DESIGN 15): the cluster's system identifier, which a physical
+ * replica shares, NULL when the role may not run pg_control_system(); and
+ * the database's oid. Two columns, every function qualified. */
+#define LEASE_SQL_IDENTITY "CASE WHEN coalesce(pg_catalog.has_function_privilege(" \
+	"pg_catalog.to_regprocedure('pg_catalog.pg_control_system()'), 'EXECUTE'), " \
+	"false) THEN (SELECT system_identifier FROM pg_catalog.pg_control_system()) " \
+	"END, (SELECT oid FROM pg_catalog.pg_database " \
+	"WHERE datname = pg_catalog.current_database())"
+/* A statement of its own, not a part of the setup: pg_stat_activity shows
+ * a statement's first track_activity_query_size bytes (1024 by default),
+ * and the setup's tag, at its end, must be within them. */
+#define LEASE_SQL_IDENTITY_QUERY "SELECT " LEASE_SQL_IDENTITY
+/* Its two values (a NULL identifier is 0); false when they are not the
+ * columns' */
+bool lease_sql_parse_identity(const char *system_id, const char *db_oid,
+			      uint64_t *system_id_out, uint32_t *db_oid_out);
+/* The answer of LEASE_SQL_IDENTITY_QUERY, into out's system_id and db_oid */
+bool lease_sql_parse_identity_row(const struct lease_sql_answer *a,
+				  struct lease_sql_server *out);
 
 /* The setup query, which also sets the session's timeouts (seconds:
  * lock_timeout for a queued wait, statement_timeout for every statement)

@@ -53,6 +53,7 @@ struct poll {
 	char key_sql[64];         /* the key as a literal, once known */
 	int64_t key;              /* ... and as a number */
 	uint32_t db_oid;          /* the pooled sessions' database, once checked */
+	uint64_t system_id;       /* ... its cluster's (0: not readable) */
 	ev_timer later;           /* sends from the loop, never from poll_read */
 };
 
@@ -92,7 +93,7 @@ static void send_on(struct poll *p, struct lease_conn *c, const char *what)
 
 static void send_check(struct poll *p)
 {
-	char what[512], name[400] = "";
+	char what[1024], name[400] = "";
 	char *lit = NULL;
 
 	if (p->o.lock_name && !p->key_sql[0]) {
@@ -105,8 +106,7 @@ static void send_check(struct poll *p)
 		PQfreemem(lit);
 	}
 	snprintf(what, sizeof(what), "pg_catalog.pg_backend_pid(), "
-		 "pg_catalog.pg_is_in_recovery(), (SELECT oid FROM pg_catalog.pg_database "
-		 "WHERE datname = pg_catalog.current_database())%s", name);
+		 "pg_catalog.pg_is_in_recovery(), " LEASE_SQL_IDENTITY "%s", name);
 	p->phase = PH_CHECKING;
 	send_on(p, &p->conn, what);
 }
@@ -175,21 +175,21 @@ static bool parse_int(const char *s, long long min, long long *v)
 	return !*end && *v >= min;
 }
 
-/* The check's answer: the server's pid and recovery, the database's oid,
- * the name's key. */
+/* The check's answer: the server's pid and recovery, the database it
+ * reached (system identifier and oid), the name's key. */
 static void checked(struct poll *p, const struct lease_sql_answer *a)
 {
-	int ncols = p->o.lock_name && !p->key_sql[0] ? 4 : 3;
-	long long pid, oid, key;
+	int ncols = p->o.lock_name && !p->key_sql[0] ? 5 : 4;
+	long long pid, key;
 
 	if (a->nrows != 1 || a->ncols != ncols || !parse_int(a->values[0], 1, &pid) ||
-	    !a->values[1] || !parse_int(a->values[2], 1, &oid) || oid > UINT32_MAX ||
-	    (ncols == 4 && !parse_int(a->values[3], INT64_MIN, &key))) {
+	    !a->values[1] || !lease_sql_parse_identity(a->values[2], a->values[3],
+						       &p->system_id, &p->db_oid) ||
+	    (ncols == 5 && !parse_int(a->values[4], INT64_MIN, &key))) {
 		failed(p, FAULT_PROTOCOL, false, "poll_dsn: unexpected answer to its check");
 		return;
 	}
-	p->db_oid = (uint32_t)oid;
-	if (ncols == 4) {
+	if (ncols == 5) {
 		p->key = key;
 		snprintf(p->key_sql, sizeof(p->key_sql), "(%lld)::bigint", key);
 	}
@@ -261,7 +261,8 @@ static void read_state(struct poll *p, const struct lease_sql_answer *a)
 		return;
 	}
 	p->found = (struct poll_answer){ .ok = true, .held = held > 0,
-		.queued = queued > INT32_MAX ? INT32_MAX : (int)queued };
+		.queued = queued > INT32_MAX ? INT32_MAX : (int)queued,
+		.system_id = p->system_id, .db_oid = p->db_oid };
 	p->server_pid = (int)pid;
 	if (!p->first_pid)
 		p->first_pid = (int)pid;

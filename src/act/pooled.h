@@ -31,6 +31,8 @@ struct poll_answer {
 	bool recovery;
 	bool held;
 	int queued;               /* -1: not counted */
+	uint64_t system_id;       /* ok: the database the pooler reached, */
+	uint32_t db_oid;          /* as the lease's (LEASE_SQL_IDENTITY) */
 	const char *reason;
 };
 typedef void (*poll_fn)(void *arg, const struct poll_answer *a);

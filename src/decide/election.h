@@ -212,6 +212,10 @@ struct election_session_event {
 	int lock_slots;          /* BUSY after a try that counted: the lock
 				  * table's size the server said (what its
 				  * pg_locks walks); 0: not said */
+	uint64_t system_id;      /* CONNECTED: the database the session
+				  * reached, its cluster's system identifier
+				  * (0: the role may not read it) */
+	uint32_t db_oid;         /* ... and its oid (0: not known) */
 };
 
 struct election_command_event {
@@ -257,6 +261,9 @@ struct election_poll_event {
 	bool held;               /* ok: a session holds the lock */
 	int queued;              /* ok: the sessions waiting in its queue; -1
 				  * unknown (the poll did not count) */
+	uint64_t system_id;      /* ok: the database the pooler reached, as
+				  * the session event's (0: not known) */
+	uint32_t db_oid;
 };
 
 struct election_event {

@@ -134,6 +134,16 @@ struct election_failsafe_machine {
 	uint64_t record_token;       /* its term's fencing token, as it claimed */
 };
 
+/* Which database a session reached (poll_dsn must reach the lock's,
+ * DESIGN 15): its cluster's system identifier, which a physical replica
+ * shares, and its oid; 0 where not known. */
+struct election_db {
+	uint64_t system_id;
+	uint32_t oid;
+};
+
+enum election_db_check { ELECTION_DB_SAME, ELECTION_DB_ELSEWHERE, ELECTION_DB_REFUSED };
+
 struct election {
 	struct election_params p;
 	enum election_state state;
@@ -167,6 +177,10 @@ struct election {
 	bool poll_ok;            /* the last poll was answered */
 	bool poll_ok_once;       /* a poll was answered, ever */
 	bool poll_failed_said;   /* polls fail: warned once, until one works */
+	struct election_db lock_db; /* the database the lock session reached */
+	struct election_db poll_db; /* ... and the pooler's, since it opened */
+	bool poll_db_matched;    /* the two were once compared alike */
+	bool poll_db_said;       /* ... then told apart: warned once */
 	int polls_uncounted;     /* polls since the last that counted the queue */
 	bool join_due;           /* a poll found room in the queue: connect
 				  * at next_attempt_at (spread) */

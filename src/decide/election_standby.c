@@ -4,6 +4,7 @@
  * state's row at the end. */
 #include "election_impl.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -425,10 +426,72 @@ static void backoff_lost(struct election *e, struct election_output *out,
 	election_end_on_permanent(e, out, now, ev);
 }
 
+/* Known apart: both oids known and not the same, or both system
+ * identifiers. */
+static bool other_db(const struct election_db *a, const struct election_db *b)
+{
+	return (a->oid && b->oid && a->oid != b->oid) ||
+	       (a->system_id && b->system_id && a->system_id != b->system_id);
+}
+
+/* "database oid N of system S", the system left out where not known */
+static const char *db_name(char *buf, size_t len, const struct election_db *d)
+{
+	int n = snprintf(buf, len, "database oid %" PRIu32, d->oid);
+
+	if (d->system_id && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " of system %" PRIu64, d->system_id);
+	return buf;
+}
+
+/* After the lock session or the pooler said which database it reached:
+ * poll_dsn must reach the lock's, or its polls read the locks of a
+ * database that nobody's lock is in. Told apart at the first comparison,
+ * a mistake in the configuration: refused (78). Told apart after the two
+ * were once alike, one was pointed elsewhere before the other (a
+ * migration, a pooler repointed): an outage of the pooler, not a mistake.
+ * Its connection closes, so that the next poll checks again, and the
+ * standby tries the lock directly meanwhile, as when a poll fails. */
+static enum election_db_check check_poll_db(struct election *e,
+					   struct election_output *out, double now)
+{
+	char poll[64], lock[64];
+
+	if (!e->lock_db.oid || !e->poll_db.oid)
+		return ELECTION_DB_SAME; /* not both said yet */
+	if (!other_db(&e->lock_db, &e->poll_db)) {
+		e->poll_db_matched = true;
+		e->poll_db_said = false;
+		return ELECTION_DB_SAME;
+	}
+	db_name(poll, sizeof(poll), &e->poll_db);
+	db_name(lock, sizeof(lock), &e->lock_db);
+	if (!e->poll_db_matched) {
+		election_say(out, LOG_LEVEL_ERROR, "poll_dsn reaches another database "
+		    "than the lock's (%s; the lock's: %s): point it at a pooler in "
+		    "front of the lock's database", poll, lock);
+		election_about(out, FAULT_CONFIG);
+		close_pooler(e, out);
+		election_exit_now(e, out, now, election_exit_for(FAULT_CONFIG));
+		return ELECTION_DB_REFUSED;
+	}
+	if (!e->poll_db_said)
+		election_say(out, LOG_LEVEL_WARNING, "poll_dsn now reaches another "
+		    "database than the lock's (%s; the lock's: %s); trying the lock "
+		    "directly until it reaches the lock's again", poll, lock);
+	e->poll_db_said = true;
+	e->poll_db = (struct election_db){ 0, 0 };
+	close_pooler(e, out);
+	return ELECTION_DB_ELSEWHERE;
+}
+
 /* A member that holds a failsafe record takes no lock (DESIGN 9). */
 static void connecting_done(struct election *e, struct election_output *out,
 			    double now, const struct election_event *ev)
 {
+	e->lock_db = (struct election_db){ ev->session.system_id, ev->session.db_oid };
+	if (check_poll_db(e, out, now) == ELECTION_DB_REFUSED)
+		return;
 	if (!election_failsafe_stays_out(e, out, now))
 		lock_session_up(e, out, now, ev);
 }
@@ -580,6 +643,17 @@ void election_on_poll(struct election *e, struct election_output *out,
 	if (!ev->poll.ok) {
 		poll_failed(e, out, now, ev);
 		return;
+	}
+	e->poll_db = (struct election_db){ ev->poll.system_id, ev->poll.db_oid };
+	switch (check_poll_db(e, out, now)) {
+	case ELECTION_DB_REFUSED:
+		return;
+	case ELECTION_DB_ELSEWHERE:
+		e->poll_ok = false;
+		election_connect_now(e, out, now);
+		return;
+	case ELECTION_DB_SAME:
+		break;
 	}
 	e->poll_ok = e->poll_ok_once = true;
 	if (e->poll_failed_said)

@@ -381,6 +381,10 @@ def _cleanup_template():
     _template_dir = None
 
 
+_INITDB = [os.path.join(PG_BINDIR, "initdb"), "-U", "postgres", "-A", "trust", "-E", "UTF8",
+           "--locale=C", "--no-sync", "--no-instructions"]
+
+
 def _template():
     """One initdb per process; every cluster is a copy (cp -a, ~0.1 s)."""
     global _template_dir
@@ -390,11 +394,8 @@ def _template():
             d = make_tempdir("pgl-template-")
             chown_to_pg(d)
             data = os.path.join(d, "data")
-            subprocess.run(
-                as_pg([os.path.join(PG_BINDIR, "initdb"), "-D", data, "-U", "postgres",
-                       "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync",
-                       "--no-instructions"]),
-                cwd=d, check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            subprocess.run(as_pg(_INITDB + ["-D", data]), cwd=d, check=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             _template_dir = d
             atexit.register(_cleanup_template)
         return os.path.join(_template_dir, "data")
@@ -410,9 +411,11 @@ def fence_key(key):
 class PgCluster:
     """A private PostgreSQL on 127.0.0.1:<free port> and a private socket dir."""
 
-    def __init__(self, name="pg", settings=None, standby_of=None):
+    def __init__(self, name="pg", settings=None, standby_of=None, fresh=False):
         """standby_of: a running PgCluster to copy with pg_basebackup; the
-        new cluster then starts as its hot standby (streaming)."""
+        new cluster then starts as its hot standby (streaming). fresh: an
+        initdb of its own (a system identifier of its own), not a copy of
+        the template (which every copy shares)."""
         self.name = name
         self.base = make_tempdir("pgl-%s-" % name)
         self.data = os.path.join(self.base, "data")
@@ -424,7 +427,10 @@ class PgCluster:
         os.makedirs(self.sockdir)
         chown_to_pg(self.base)
         chown_to_pg(self.sockdir)
-        if standby_of is None:
+        if fresh:
+            subprocess.run(as_pg(_INITDB + ["-D", self.data]), cwd=self.base, check=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        elif standby_of is None:
             subprocess.run(["cp", "-a", _template(), self.data], check=True)
         else:
             subprocess.run(as_pg([os.path.join(PG_BINDIR, "pg_basebackup"), "-D", self.data,
@@ -1375,9 +1381,10 @@ class PgBouncer:
     """Debian's pgbouncer in front of a cluster, on 127.0.0.1:<port>, run as
     postgres when we are root, ended by PID."""
 
-    def __init__(self, cluster, pool_mode="transaction", settings=None):
+    def __init__(self, cluster, pool_mode="transaction", settings=None, databases=None):
         """settings: more [pgbouncer] lines (name: value), e.g.
-        max_client_conn for a large fleet."""
+        max_client_conn for a large fleet; databases: more [databases]
+        entries (name: the server's database), each on the cluster."""
         self.cluster = cluster
         self.base = make_tempdir("pgl-bouncer-")
         chown_to_pg(self.base)
@@ -1390,7 +1397,7 @@ class PgBouncer:
         with open(self.ini, "w") as f:
             f.write("""[databases]
 postgres = host=127.0.0.1 port=%(pgport)d dbname=postgres user=postgres
-
+%(more)s
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = %(port)d
@@ -1405,7 +1412,10 @@ pidfile = %(base)s/pgbouncer.pid
 admin_users = postgres
 server_check_delay = 0
 """ % dict(pgport=cluster.port, port=self.port, base=self.base, users=users,
-                mode=pool_mode, log=self.logfile))
+                mode=pool_mode, log=self.logfile,
+                more="".join("%s = host=127.0.0.1 port=%d dbname=%s user=postgres\n"
+                             % (name, cluster.port, db)
+                             for name, db in (databases or {}).items())))
             for k, v in (settings or {}).items():
                 f.write("%s = %s\n" % (k, v))
         chown_to_pg(self.base, recursive=True)

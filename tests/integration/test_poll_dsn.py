@@ -6,6 +6,7 @@ the queued standbys die with it). A poll_dsn that is no transaction pooler
 in front of a primary is refused with one line and exit code 78; its
 password shows nowhere."""
 
+import re
 import time
 
 import pytest
@@ -168,6 +169,53 @@ def test_hot_standby_behind_pooler_refused(pg, fleet, ledger, lock_key, request)
             bouncer.stop()
         replica.destroy()
     assert not ledger.starts()
+
+
+@pytest.mark.parametrize("elsewhere", ["database", "cluster"])
+def test_poll_dsn_elsewhere_refused(pg, fleet, ledger, lock_key, request, elsewhere):
+    """A pooler that reaches another database than the lock's, on the same
+    server or on another one (where the database has the same name and
+    oid, but the cluster another system identifier): its polls read locks
+    that nobody takes there. The poll says the
+    lock is free, the standby connects directly, and the two databases are
+    told apart before it asks for the lock: one line naming both, exit 78."""
+    other = bouncer = None
+    try:
+        if elsewhere == "cluster":
+            other = h.PgCluster("other", fresh=True)
+            conftest.add_logs(request.node, "other postgresql log", other.log)
+            other.start()
+            bouncer = h.PgBouncer(other)
+            dsn = bouncer.dsn()
+        else:
+            bouncer = h.PgBouncer(pg, databases={"elsewhere": "template1"})
+            dsn = bouncer.dsn(dbname="elsewhere")
+        conftest.add_logs(request.node, "pgbouncer log", bouncer.log)
+        fleet.start("l")
+        ledger.wait_for("start", "l", timeout=bound(10))
+        p = fleet.start("a", "--poll-dsn", dsn)
+        line = refused(p, r"poll_dsn reaches another database than the lock's "
+                          r"\(database oid (\d+) of system (\d+); the lock's: "
+                          r"database oid (\d+) of system (\d+)\): point it at a "
+                          r"pooler in front of the lock's database")
+        m = re.search(r"oid (\d+) of system (\d+); the lock's: database oid (\d+) "
+                      r"of system (\d+)", line)
+        poll_oid, poll_sys, lock_oid, lock_sys = m.groups()
+        assert lock_oid == pg.scalar("SELECT oid FROM pg_database WHERE datname = 'postgres'")
+        assert lock_sys == pg.scalar("SELECT system_identifier FROM pg_control_system()")
+        if elsewhere == "cluster":
+            assert poll_oid == lock_oid and poll_sys != lock_sys, line
+            assert poll_sys == other.scalar("SELECT system_identifier FROM pg_control_system()")
+        else:
+            assert poll_oid != lock_oid and poll_sys == lock_sys, line
+            assert poll_oid == pg.scalar("SELECT oid FROM pg_database "
+                                         "WHERE datname = 'template1'")
+    finally:
+        if bouncer:
+            bouncer.stop()
+        if other:
+            other.destroy()
+    assert [e.node for e in ledger.starts()] == ["l"]
 
 
 def test_poll_dsn_password_hidden(pg, pgbouncer, fleet, ledger, lock_key):

@@ -5,6 +5,7 @@
  * pgleader processes (boot, exit, kill -9, SIGSTOP and SIGCONT). */
 #include <errno.h>
 
+#include "exit_codes.h"
 #include "output.h"
 #include "sim.h"
 
@@ -1117,6 +1118,21 @@ void lease_on_notify(struct lease *l, void (*fn)(void *arg), void *arg)
 	(void)arg;
 }
 
+/* The one database every session and the pooler reach: poll_dsn's check
+ * (election_standby.c check_poll_db) must never refuse it. */
+#define SIM_SYSTEM_ID UINT64_C(7337000000000000001)
+#define SIM_DB_OID 5
+
+uint64_t lease_system_id(const struct lease *l)
+{
+	return lease_backend_pid(l) ? SIM_SYSTEM_ID : 0;
+}
+
+uint32_t lease_db_oid(const struct lease *l)
+{
+	return lease_backend_pid(l) ? SIM_DB_OID : 0;
+}
+
 int lease_backend_pid(const struct lease *l)
 {
 	const struct csess *c = sess_of(l);
@@ -1445,6 +1461,11 @@ void node_exit(struct node *n, const char *why)
 
 	AT_NODE(n, code = supervisor_exit_code(n->sup));
 	say(1u << n->i, "%s: pgleader %s with code %d", n->name, why, code);
+	/* every node's configuration is sound, and its pooler reaches the
+	 * lock's database: nothing the faults do may make it refuse one */
+	if (code == EXIT_CONFIG)
+		fail_at(1u << n->i, "%s: pgleader refused its configuration (exit "
+			"code %d)", n->name, code);
 	if (cmd_alive(n))
 		fail_at(1u << n->i, "%s: pgleader exited while its command is alive",
 			n->name);
@@ -1550,6 +1571,8 @@ static void poll_answer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (a.ok) {
 		a.held = W.holder[0] != NOBODY;
 		a.queued = p->counts ? W.n_queue[0] : -1;
+		a.system_id = SIM_SYSTEM_ID;
+		a.db_oid = SIM_DB_OID;
 	} else {
 		a.fault = FAULT_CONNECTION;
 		a.reason = "poll_dsn: server closed the connection unexpectedly";

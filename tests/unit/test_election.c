@@ -181,6 +181,19 @@ static void answer_all(struct election *e, struct election_output *out, double n
 	ck_abort_msg("the answers go on asking");
 }
 
+/* One event, at now, and the answers to what it asks for. */
+static struct election_output deliver(struct election *e, struct election_event ev,
+				      double now)
+{
+	struct election_output out;
+
+	ev.wall = now + 1.7e9;
+	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
+	election_step(e, &ev, now, &out);
+	answer_all(e, &out, now);
+	return out;
+}
+
 static struct election_output step(struct election *e, int type, int code,
 				   const char *reason, double now)
 {
@@ -798,16 +811,8 @@ END_TEST
  * queued wait ran out. */
 static struct election_output busy(struct election *e, int ahead, double now)
 {
-	struct election_event ev = {
-		.type = ELECTION_LOCK, .wall = now + 1.7e9,
-		.session = { .news = ELECTION_SESSION_BUSY, .queue_ahead = ahead },
-	};
-	struct election_output out;
-
-	memset(&out, 0xa5, sizeof(out)); /* the machine must clear it */
-	election_step(e, &ev, now, &out);
-	answer_all(e, &out, now);
-	return out;
+	return deliver(e, (struct election_event){ .type = ELECTION_LOCK,
+		.session = { .news = ELECTION_SESSION_BUSY, .queue_ahead = ahead } }, now);
 }
 
 /* Queue or poll (DESIGN 15): a try that found fewer than queue_depth
@@ -1404,6 +1409,131 @@ START_TEST(test_pooled_poll_refused)
 	ck_exit(out, &M, refuse_rows[_i].code);
 	ck_log(out, LOG_LEVEL_ERROR, "poll_dsn: the line");
 	ck_assert(!(out.actions & (ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT)));
+}
+END_TEST
+
+/* The database a session reached: the lock session's CONNECTED, or a poll
+ * that found the lock free, or held with a full queue. */
+struct db_said {
+	uint64_t system_id;
+	uint32_t oid;
+};
+
+static struct election_output connected_to(struct election *e, struct db_said db,
+					   double now)
+{
+	return deliver(e, (struct election_event){ .type = ELECTION_LOCK,
+		.session = { .news = ELECTION_SESSION_CONNECTED, .lock_key = 42,
+			     .system_id = db.system_id, .db_oid = db.oid } }, now);
+}
+
+static struct election_output polled_in(struct election *e, struct db_said db,
+					bool held, double now)
+{
+	return deliver(e, (struct election_event){ .type = ELECTION_POLL,
+		.poll = { .ok = true, .held = held, .queued = 3,
+			  .system_id = db.system_id, .db_oid = db.oid } }, now);
+}
+
+/* poll_dsn must reach the lock's database: the same cluster (system
+ * identifier) and the same database (oid). Told apart the first time both
+ * were said, whichever said it first, pgleader ends with the
+ * configuration's code and one line naming both; where one side could not
+ * read its system identifier (0), the oids alone tell. */
+static const struct {
+	struct db_said lock, poll;
+	const char *refused; /* the line's parenthesis, or NULL */
+} other_db_rows[] = {
+	{ { 7001, 5 }, { 7001, 5 }, NULL },
+	{ { 7001, 5 }, { 7001, 16384 }, "database oid 16384 of system 7001; the "
+	  "lock's: database oid 5 of system 7001" },
+	{ { 7001, 5 }, { 7002, 5 }, "database oid 5 of system 7002; the lock's: "
+	  "database oid 5 of system 7001" },
+	{ { 0, 5 }, { 7002, 5 }, NULL },         /* cannot tell */
+	{ { 7001, 5 }, { 0, 5 }, NULL },
+	{ { 0, 5 }, { 0, 16384 }, "database oid 16384; the lock's: database oid 5" },
+	{ { 7001, 0 }, { 7002, 5 }, NULL },      /* not said (never, in fact) */
+};
+
+START_TEST(test_pooled_other_db_refused)
+{
+	struct election_params p = pooled_params(1);
+	struct election_output out;
+	char line[256];
+	int row = _i / 2;
+	bool poll_first = _i % 2;
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	if (poll_first) {
+		/* the pooled start's poll: the lock free, the standby connects */
+		out = polled_in(&M, other_db_rows[row].poll, false, 0.25);
+		ck_actions(out, ELECTION_DO_CONNECT);
+		out = connected_to(&M, other_db_rows[row].lock, 0.3);
+	} else {
+		out = polled(&M, false, false, 0, FAULT_CONNECTION, false,
+			     "poll_dsn: connection refused", 0.25);
+		ck_actions(out, ELECTION_DO_CONNECT);
+		ck_actions(connected_to(&M, other_db_rows[row].lock, 0.3),
+			   ELECTION_DO_TRY_LOCK);
+		ck_actions(busy(&M, 3, 0.35), ELECTION_DO_DISCONNECT);
+		ck_actions(tick(&M, 5.35), ELECTION_DO_POLL);
+		out = polled_in(&M, other_db_rows[row].poll, true, 5.4);
+	}
+	if (!other_db_rows[row].refused) {
+		ck_assert(!(out.actions & ELECTION_DO_EXIT));
+		ck_assert(M.state != ELECTION_DONE);
+		return;
+	}
+	ck_exit(out, &M, EXIT_CONFIG);
+	snprintf(line, sizeof(line), "poll_dsn reaches another database than the "
+		 "lock's (%s): point it at a pooler in front of the lock's database",
+		 other_db_rows[row].refused);
+	ck_log(out, LOG_LEVEL_ERROR, line);
+	ck_assert(!(out.actions & (ELECTION_DO_CONNECT | ELECTION_DO_FENCE_CONNECT |
+				   ELECTION_DO_TRY_LOCK | ELECTION_DO_WAIT_LOCK)));
+}
+END_TEST
+
+/* Once alike, told apart later: one side was pointed elsewhere before the
+ * other (a migration, a pooler repointed). Not a mistake in the
+ * configuration: the pooler's connection closes (the next poll checks
+ * again) and the standby tries the lock directly, said once, until the two
+ * are alike again. */
+START_TEST(test_pooled_db_pointed_apart)
+{
+	struct election_params p = pooled_params(1);
+	struct election_output out;
+	struct db_said here = { 7001, 5 }, there = { 7002, 5 };
+
+	election_init(&M, &p);
+	step(&M, ELECTION_START, 0, NULL, 0);
+	ck_actions(polled_in(&M, here, false, 0.25), ELECTION_DO_CONNECT);
+	ck_actions(connected_to(&M, here, 0.3), ELECTION_DO_TRY_LOCK);
+	ck_actions(busy(&M, 3, 0.35), ELECTION_DO_DISCONNECT);
+	ck_actions(tick(&M, 5.35), ELECTION_DO_POLL);
+	ck_actions(polled_in(&M, here, true, 5.4), 0);
+	ck_actions(tick(&M, 10.4), ELECTION_DO_POLL);
+	out = polled_in(&M, there, true, 10.45);
+	ck_actions(out, ELECTION_DO_POLL_CLOSE | ELECTION_DO_CONNECT);
+	ck_log(out, LOG_LEVEL_WARNING, "poll_dsn now reaches another database than "
+	       "the lock's (database oid 5 of system 7002; the lock's: database "
+	       "oid 5 of system 7001); trying the lock directly until it reaches "
+	       "the lock's again");
+	/* ... whose session is the lock's: the lock session reached "here"
+	 * before, so the comparison is with it */
+	ck_actions(connected_to(&M, here, 10.5), ELECTION_DO_TRY_LOCK);
+	ck_actions(busy(&M, 3, 10.55), ELECTION_DO_DISCONNECT);
+	ck_actions(tick(&M, 15.55), ELECTION_DO_POLL);
+	out = polled_in(&M, there, true, 15.6);
+	ck_actions(out, ELECTION_DO_POLL_CLOSE | ELECTION_DO_CONNECT);
+	ck_no_log(out); /* said once */
+	/* the lock's DSN followed the pooler: alike again */
+	ck_actions(connected_to(&M, there, 15.65), ELECTION_DO_TRY_LOCK);
+	ck_actions(busy(&M, 3, 15.7), ELECTION_DO_DISCONNECT);
+	ck_actions(tick(&M, 20.7), ELECTION_DO_POLL);
+	ck_actions(polled_in(&M, there, true, 20.75), 0);
+	ck_assert(!M.poll_db_said);
 }
 END_TEST
 
@@ -4705,6 +4835,8 @@ static void add_standby_case(Suite *s)
 	tcase_add_test(tc, test_pooled_poll_fails_over_to_direct);
 	tcase_add_loop_test(tc, test_pooled_poll_refused, 0, ROWS(refuse_rows));
 	tcase_add_test(tc, test_pooled_shutdown);
+	tcase_add_loop_test(tc, test_pooled_other_db_refused, 0, 2 * ROWS(other_db_rows));
+	tcase_add_test(tc, test_pooled_db_pointed_apart);
 	tcase_add_test(tc, test_next_in_line_counts_every_try);
 	tcase_add_loop_test(tc, test_lock_request_deadline, 0, ROWS(request_timeout_rows));
 	tcase_add_loop_test(tc, test_nonblock_busy_exits, 0, ROWS(nonblock_rows));

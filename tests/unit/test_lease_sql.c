@@ -251,8 +251,47 @@ START_TEST(setup_sql)
 	lease_sql_setup(plain, sizeof(plain), false, 2147483.647, 2147483.647 + 2.0);
 	ck_assert_ptr_nonnull(strstr(plain, "set_config('lock_timeout', '2147483647', false)"));
 	ck_assert_ptr_nonnull(strstr(plain, "set_config('statement_timeout', '2147483647', false)"));
-	/* room for the tag within what send_sql sends */
+	/* room for the tag within what send_sql sends, and within what
+	 * pg_stat_activity shows (track_activity_query_size, 1024 bytes by
+	 * default, with its NUL): an idle fence session's last statement is
+	 * its setup, and `pgleader status` finds it by the tag at its end */
 	ck_assert_uint_lt(strlen(named) + LEASE_SQL_TAG_MAX, LEASE_SQL_SETUP_MAX);
+	ck_assert_uint_lt(strlen(named) + LEASE_SQL_TAG_MAX, 1024);
+}
+END_TEST
+
+/* ---- which database a session reached (poll_dsn's check) ---- */
+
+/* A system identifier the role may not read is NULL, 0; one past
+ * INT64_MAX shows as a negative bigint; an oid is within 1..UINT32_MAX */
+static const struct {
+	int ncols;
+	const char *v[2];
+	bool ok;
+	uint64_t system_id;
+	uint32_t db_oid;
+} identity_cases[] = {
+	{ 2, { "7337000000000000001", "5" }, true, UINT64_C(7337000000000000001), 5 },
+	{ 2, { NULL, "16384" }, true, 0, 16384 },
+	{ 2, { "-1", "4294967295" }, true, UINT64_MAX, UINT32_MAX },
+	{ 2, { "7337000000000000001", "0" }, false, 0, 0 },
+	{ 2, { "7337000000000000001", "4294967296" }, false, 0, 0 },
+	{ 2, { "7337000000000000001", NULL }, false, 0, 0 },
+	{ 2, { "0x1f", "5" }, false, 0, 0 },
+	{ 2, { "18446744073709551615", "5" }, false, 0, 0 },
+	{ 1, { "7337000000000000001" }, false, 0, 0 },
+};
+
+START_TEST(parse_identity)
+{
+	struct lease_sql_answer a = { 1, identity_cases[_i].ncols, identity_cases[_i].v };
+	struct lease_sql_server s = { 0 };
+
+	ck_assert_int_eq(lease_sql_parse_identity_row(&a, &s), identity_cases[_i].ok);
+	if (!identity_cases[_i].ok)
+		return;
+	ck_assert(s.system_id == identity_cases[_i].system_id);
+	ck_assert_uint_eq(s.db_oid, identity_cases[_i].db_oid);
 }
 END_TEST
 static const struct {
@@ -944,6 +983,7 @@ static Suite *lease_sql_suite(void)
 		{ "classify", classify, NROWS(classify_cases) },
 		{ "setup_sql", setup_sql, 1 },
 		{ "parse_setup", parse_setup, NROWS(setup_cases) },
+		{ "parse_identity", parse_identity, NROWS(identity_cases) },
 		{ "claim_sql", claim_sql, NROWS(claim_cases) },
 		{ "claim_sql_logical_message", claim_sql_logical_message, 1 },
 		{ "claim_keepalives_cover_the_lease", claim_keepalives_cover_the_lease, 1 },

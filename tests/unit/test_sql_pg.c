@@ -1323,6 +1323,18 @@ static struct lease_sql_server setup(PGconn *c, bool with_name)
 	ck_assert(lease_sql_parse_setup(&a, with_name, &srv));
 	PQclear(r);
 	ck_assert_int_eq(srv.backend_pid, PQbackendPID(c));
+	/* the database it reached, as poll_dsn's check compares it */
+	r = run(c, LEASE_SQL_IDENTITY_QUERY, 0, NULL);
+	for (int i = 0; i < PQnfields(r) && i < 16; i++)
+		v[i] = PQgetisnull(r, 0, i) ? NULL : PQgetvalue(r, 0, i);
+	a = (struct lease_sql_answer){ PQntuples(r), PQnfields(r), v };
+	ck_assert(lease_sql_parse_identity_row(&a, &srv));
+	PQclear(r);
+	ck_assert(srv.system_id == (uint64_t)number(c, "SELECT system_identifier "
+						     "FROM pg_control_system()"));
+	ck_assert(srv.system_id != 0);
+	ck_assert_int_eq(srv.db_oid, number(c, "SELECT oid FROM pg_database "
+					      "WHERE datname = current_database()"));
 	return srv;
 }
 
