@@ -850,20 +850,23 @@ class Ledger:
     def pids(self):
         return sorted({e.pid for e in self.events()})
 
-    def intervals(self):
+    def intervals(self, ended=None):
         """[(node, pid, start, end)] of every child; end is None while no stop
-        record exists."""
+        record exists. ended: {pid: time} for children that cannot write
+        one (killed with their pgleader): when each was seen gone."""
         out = []
-        stops = {e.pid: e.time for e in self.events("stop")}
+        stops = dict(ended or {})
+        stops.update((e.pid, e.time) for e in self.events("stop"))
         for s in self.starts():
             out.append((s.node, s.pid, s.time, stops.get(s.pid)))
         return out
 
-    def assert_no_overlap(self, until=None):
+    def assert_no_overlap(self, until=None, ended=None):
         """No two children ran at the same time. A child without a stop record
-        counts as running until `until` (default: now)."""
+        (or an end in `ended`, as intervals) counts as running until `until`
+        (default: now)."""
         now = time.monotonic() if until is None else until
-        iv = sorted(self.intervals(), key=lambda x: x[2])
+        iv = sorted(self.intervals(ended), key=lambda x: x[2])
         for a, b in zip(iv, iv[1:]):
             end_a = a[3] if a[3] is not None else now
             assert end_a <= b[2], "children overlap: %s (pid %d) ran %.3f..%s, %s (pid %d) started %.3f\n%s" % (
