@@ -1306,6 +1306,13 @@ END_TEST
 
 /* ---- the lease's statements ------------------------------------------- */
 
+static struct lease_sql_answer answer(PGresult *r, const char **v, int room)
+{
+	for (int i = 0; i < PQnfields(r) && i < room; i++)
+		v[i] = PQgetisnull(r, 0, i) ? NULL : PQgetvalue(r, 0, i);
+	return (struct lease_sql_answer){ PQntuples(r), PQnfields(r), v };
+}
+
 static struct lease_sql_server setup(PGconn *c, bool with_name)
 {
 	char sql[LEASE_SQL_SETUP_MAX];
@@ -1317,17 +1324,13 @@ static struct lease_sql_server setup(PGconn *c, bool with_name)
 
 	lease_sql_setup(sql, sizeof(sql), with_name, 2.5, 4.5);
 	r = run(c, sql, with_name ? 1 : 0, with_name ? name : NULL);
-	for (int i = 0; i < PQnfields(r) && i < 16; i++)
-		v[i] = PQgetisnull(r, 0, i) ? NULL : PQgetvalue(r, 0, i);
-	a = (struct lease_sql_answer){ PQntuples(r), PQnfields(r), v };
+	a = answer(r, v, 16);
 	ck_assert(lease_sql_parse_setup(&a, with_name, &srv));
 	PQclear(r);
 	ck_assert_int_eq(srv.backend_pid, PQbackendPID(c));
 	/* the database it reached, as poll_dsn's check compares it */
 	r = run(c, LEASE_SQL_IDENTITY_QUERY, 0, NULL);
-	for (int i = 0; i < PQnfields(r) && i < 16; i++)
-		v[i] = PQgetisnull(r, 0, i) ? NULL : PQgetvalue(r, 0, i);
-	a = (struct lease_sql_answer){ PQntuples(r), PQnfields(r), v };
+	a = answer(r, v, 16);
 	ck_assert(lease_sql_parse_identity_row(&a, &srv));
 	PQclear(r);
 	ck_assert(srv.system_id == (uint64_t)number(c, "SELECT system_identifier "
@@ -1349,13 +1352,6 @@ static PGresult *last_result(PGconn *c, const char *sql)
 		keep = r;
 	}
 	return keep;
-}
-
-static struct lease_sql_answer answer(PGresult *r, const char **v, int room)
-{
-	for (int i = 0; i < PQnfields(r) && i < room; i++)
-		v[i] = PQgetisnull(r, 0, i) ? NULL : PQgetvalue(r, 0, i);
-	return (struct lease_sql_answer){ PQntuples(r), PQnfields(r), v };
 }
 
 START_TEST(lease_setup_claim_and_token)
